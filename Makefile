@@ -1,0 +1,24 @@
+# aibuddy: two commands do all set-up on a fresh Debian machine.
+#   make run   [PROJECT=/path/to/folder]   install what is missing, build, open the desktop window
+#   make test                              install what is missing, run every test suite
+SHELL := /bin/bash
+PROJECT ?= $(CURDIR)/examples/sample-project
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: run test setup build-ui build-app test-rust test-ui test-e2e lint bench
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	@bash scripts/run.sh "$(PROJECT)"
+
+test: setup
+	@bash scripts/test.sh
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+bench: setup
+	@bash benches/run.sh

@@ -1,0 +1,1 @@
+//! aibuddy-exec (being built)

@@ -1,0 +1,1 @@
+//! aibuddy-mcp (being built)

@@ -1,0 +1,1 @@
+//! aibuddy-sandbox (being built)

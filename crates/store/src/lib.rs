@@ -1,0 +1,1 @@
+//! aibuddy-store (being built)

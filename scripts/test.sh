@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every test suite: formatting and lints, the Rust core and shell, the UI, and the end-to-end window test.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "Rust tests (core, crates, shell)"
+cargo test --workspace --locked
+
+if [ -x scripts/test-ui.sh ]; then
+  step "UI tests"
+  bash scripts/test-ui.sh
+fi
+
+if [ -x scripts/test-e2e.sh ]; then
+  step "end-to-end (real window under Xvfb)"
+  bash scripts/test-e2e.sh
+fi

@@ -1,0 +1,6 @@
+//! The tool contract: stages, typed errors, and `define_tool`.
+mod define;
+mod stage;
+
+pub use define::{DefineError, ToolSpec, define_tool, is_valid_tool_name};
+pub use stage::{Stage, ToolError};
