@@ -173,9 +173,13 @@ pub fn replace(
     cancel: &CancellationToken,
 ) -> Result<Replaced, SandboxError> {
     let (parent_rel, name) = split(rel, given)?;
-    s.dir
-        .create_dir_all(&parent_rel)
-        .map_err(|e| SandboxError::from_io("create directories for", given, e))?;
+    // Resolve existing components first (beneath the root) so an escaping symlink in the
+    // parent chain is reported as the escape it is, before anything is created.
+    if !missing_dirs(&s.dir, &parent_rel, given)?.is_empty() {
+        s.dir
+            .create_dir_all(&parent_rel)
+            .map_err(|e| SandboxError::from_io("create directories for", given, e))?;
+    }
     let parent = s
         .dir
         .open_dir(&parent_rel)
