@@ -1,9 +1,11 @@
 //! The sandbox contract: one object-safe async trait for listing, reading, writing, editing,
 //! searching and command execution. Every operation takes a `CancellationToken` and honours it.
 
+use aibuddy_exec::{ExecOutcome, ExecRequest, ExecSink};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::SandboxError;
@@ -373,4 +375,12 @@ pub trait Sandbox: Send + Sync + std::fmt::Debug {
         req: GrepRequest,
         cancel: CancellationToken,
     ) -> Result<GrepOutcome, SandboxError>;
+    /// Run a command through the exec runner. The local sandbox forces the working directory
+    /// to the project root; a sandbox without exec returns `Unsupported`.
+    async fn exec(
+        &self,
+        req: ExecRequest,
+        cancel: CancellationToken,
+        sink: Arc<dyn ExecSink>,
+    ) -> Result<ExecOutcome, SandboxError>;
 }

@@ -18,6 +18,7 @@ pub mod local;
 pub mod scope;
 pub mod text;
 
+pub use aibuddy_exec;
 pub use api::*;
 pub use error::{SandboxError, Stage};
 pub use kind::{

@@ -18,6 +18,7 @@ mod read;
 mod walk;
 mod write;
 
+use aibuddy_exec::{ExecOutcome, ExecRequest, ExecSink};
 use async_trait::async_trait;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -176,7 +177,7 @@ impl Sandbox for LocalSandbox {
             kind: SandboxKind::Local,
             fs_read: true,
             fs_write: true,
-            exec: false,
+            exec: true,
             confinement: self.confinement,
         }
     }
@@ -263,5 +264,23 @@ impl Sandbox for LocalSandbox {
     ) -> Result<GrepOutcome, SandboxError> {
         self.read_only("grep", cancel, move |s, c| grep::grep(s, &req, c))
             .await
+    }
+
+    async fn exec(
+        &self,
+        mut req: ExecRequest,
+        cancel: CancellationToken,
+        sink: Arc<dyn ExecSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        req.cwd = self.inner.root.clone();
+        aibuddy_exec::run(req, cancel, sink)
+            .await
+            .map_err(|e| SandboxError::Exec {
+                stage: match e.stage() {
+                    aibuddy_exec::ErrorStage::Parameters => crate::Stage::Parameters,
+                    aibuddy_exec::ErrorStage::Execution => crate::Stage::Execution,
+                },
+                message: e.to_string(),
+            })
     }
 }
