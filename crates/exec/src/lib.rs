@@ -1,1 +1,59 @@
-//! aibuddy-exec (being built)
+//! aibuddy-exec: the process runner behind the `execute` tool.
+//!
+//! [`run`] starts `/bin/sh -c <command>` in the project root and returns an [`ExecOutcome`]:
+//!
+//! - **own session and process group** (`setsid`), stdin from `/dev/null`, output through pipes;
+//! - **parent death**: a tiny supervisor forked inside `pre_exec` (see `supervisor`) holds
+//!   `PR_SET_PDEATHSIG` and kills the whole group when the app dies, even by `kill -9`;
+//! - **environment policy** (see [`EnvPolicy`]): secret-looking names dropped and reported;
+//! - **Landlock** (see `confine`): read the system, write only the project root, a private
+//!   `TMPDIR`, a few device files and extra writable roots; optionally no TCP;
+//! - **timeout**: SIGTERM to the group, SIGKILL after a grace; **cancellation**: SIGKILL to the group
+//!   at once; leftovers (`cmd &`) are killed when the shell ends: nothing runs on unobserved;
+//! - **heartbeats** and **live output** to an [`ExecSink`];
+//! - **bounded memory**: raw output spooled to a capped file, a head buffer and a tail ring in memory;
+//!   [`project_for_model`] turns an outcome into the 30,000-character model text.
+//!
+//! [`with_hard_deadline`] is the caller-side deadline (sandbox timeout + 30 s).
+
+mod capture;
+mod confine;
+mod deadline;
+mod env;
+mod error;
+mod outcome;
+mod process_group;
+mod projection;
+mod request;
+mod runner;
+mod sink;
+mod supervisor;
+
+pub use confine::confinement_support;
+pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
+pub use env::{EnvDecision, decide as env_decide, filter_env};
+pub use error::{ErrorStage, ExecError};
+pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
+pub use process_group::group_alive;
+pub use projection::{MODEL_CHAR_CAP, project_for_model};
+pub use request::{
+    ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE, DEFAULT_SPOOL_CAP,
+    DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_TIMEOUT, timeout_from_ms,
+};
+pub use sink::{ExecSink, NullSink, Stream};
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+/// Runs `req.command` to an outcome. See the crate documentation for the guarantees.
+///
+/// Returns `Err` only when there is no outcome to report (bad request, spawn failure,
+/// confinement required but unavailable). Timeouts, cancellations and failing exits are outcomes.
+pub async fn run(
+    req: ExecRequest,
+    cancel: CancellationToken,
+    sink: Arc<dyn ExecSink>,
+) -> Result<ExecOutcome, ExecError> {
+    runner::run(req, cancel, sink).await
+}

@@ -1,0 +1,192 @@
+//! Bounded capture of a command's output: a head buffer, a tail ring, and a capped spool file.
+//!
+//! Memory stays at `head_cap + tail_cap` bytes whatever the output size.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use crate::outcome::{SpoolInfo, StreamStats};
+use crate::sink::Stream;
+
+/// The first `head_cap` bytes and the last (at most) `tail_cap` bytes after them.
+#[derive(Debug)]
+pub(crate) struct HeadTail {
+    head: Vec<u8>,
+    head_cap: usize,
+    tail: VecDeque<u8>,
+    tail_cap: usize,
+    total: u64,
+}
+
+impl HeadTail {
+    pub(crate) fn new(head_cap: usize, tail_cap: usize) -> Self {
+        Self {
+            head: Vec::with_capacity(head_cap.min(64 * 1024)),
+            head_cap,
+            tail: VecDeque::with_capacity(tail_cap.min(64 * 1024)),
+            tail_cap,
+            total: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let room = self.head_cap - self.head.len();
+        if room > 0 {
+            let take = room.min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        if chunk.is_empty() || self.tail_cap == 0 {
+            return;
+        }
+        if chunk.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&chunk[chunk.len() - self.tail_cap..]);
+            return;
+        }
+        let overflow = (self.tail.len() + chunk.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow);
+        self.tail.extend(chunk);
+    }
+
+    /// (head, tail, omitted middle bytes).
+    pub(crate) fn finish(self) -> (Vec<u8>, Vec<u8>, u64) {
+        let kept = (self.head.len() + self.tail.len()) as u64;
+        let omitted = self.total - kept;
+        (self.head, Vec::from(self.tail), omitted)
+    }
+}
+
+/// Raw combined output written to a file up to a cap; beyond it bytes are only counted.
+pub(crate) struct Spool {
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    cap: u64,
+    written: u64,
+    omitted: u64,
+}
+
+impl Spool {
+    pub(crate) fn create(path: PathBuf, cap: u64) -> std::io::Result<Self> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = File::create(&path)?;
+        Ok(Self {
+            path,
+            writer: Some(BufWriter::with_capacity(64 * 1024, file)),
+            cap,
+            written: 0,
+            omitted: 0,
+        })
+    }
+
+    /// Writes what fits under the cap; returns how many bytes were omitted from this chunk.
+    pub(crate) fn write(&mut self, chunk: &[u8]) -> u64 {
+        let room = self.cap.saturating_sub(self.written);
+        let take = (room.min(chunk.len() as u64)) as usize;
+        if take > 0 {
+            if let Some(w) = self.writer.as_mut() {
+                if let Err(e) = w.write_all(&chunk[..take]) {
+                    // A full disk must not fail the command: stop spooling, count the rest as omitted.
+                    tracing::warn!(path = %self.path.display(), error = %e, "spool write failed; spooling stops");
+                    self.writer = None;
+                    self.omitted += chunk.len() as u64;
+                    return chunk.len() as u64;
+                }
+                self.written += take as u64;
+            } else {
+                self.omitted += chunk.len() as u64;
+                return chunk.len() as u64;
+            }
+        }
+        let omitted = (chunk.len() - take) as u64;
+        self.omitted += omitted;
+        omitted
+    }
+
+    pub(crate) fn finish(mut self) -> SpoolInfo {
+        if let Some(mut w) = self.writer.take()
+            && let Err(e) = w.flush()
+        {
+            tracing::warn!(path = %self.path.display(), error = %e, "spool flush failed");
+        }
+        SpoolInfo {
+            path: self.path,
+            written_bytes: self.written,
+            omitted_bytes: self.omitted,
+        }
+    }
+}
+
+/// Everything the reader loop accumulates.
+pub(crate) struct Capture {
+    pub(crate) headtail: HeadTail,
+    pub(crate) spool: Option<Spool>,
+    pub(crate) stdout: StreamStats,
+    pub(crate) stderr: StreamStats,
+}
+
+impl Capture {
+    pub(crate) fn push(&mut self, stream: Stream, chunk: &[u8]) {
+        self.headtail.push(chunk);
+        let omitted = self.spool.as_mut().map_or(0, |s| s.write(chunk));
+        let stats = match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        };
+        stats.total_bytes += chunk.len() as u64;
+        stats.spool_omitted_bytes += omitted;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(ht: &mut HeadTail, data: &[u8], chunk: usize) {
+        for c in data.chunks(chunk.max(1)) {
+            ht.push(c);
+        }
+    }
+
+    #[test]
+    fn head_tail_match_a_reference_for_many_chunkings() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        for (h, t) in [
+            (0, 0),
+            (10, 0),
+            (0, 10),
+            (100, 100),
+            (5000, 5000),
+            (6000, 6000),
+        ] {
+            for chunk in [1, 7, 100, 4096, 10_000] {
+                let mut ht = HeadTail::new(h, t);
+                feed(&mut ht, &data, chunk);
+                let (head, tail, omitted) = ht.finish();
+                let hl = h.min(data.len());
+                let tl = t.min(data.len() - hl);
+                assert_eq!(head, &data[..hl], "h={h} t={t} c={chunk}");
+                assert_eq!(tail, &data[data.len() - tl..], "h={h} t={t} c={chunk}");
+                assert_eq!(omitted as usize, data.len() - hl - tl);
+            }
+        }
+    }
+
+    #[test]
+    fn spool_stops_at_cap_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.log");
+        let mut s = Spool::create(path.clone(), 10).unwrap();
+        assert_eq!(s.write(b"123456"), 0);
+        assert_eq!(s.write(b"7890ab"), 2);
+        assert_eq!(s.write(b"cd"), 2);
+        let info = s.finish();
+        assert_eq!((info.written_bytes, info.omitted_bytes), (10, 4));
+        assert_eq!(std::fs::read(path).unwrap(), b"1234567890");
+    }
+}

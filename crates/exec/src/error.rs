@@ -1,0 +1,95 @@
+//! [`ExecError`]: why a command could not be run to an outcome, and the stage each failure belongs to.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The lifecycle stage of a failure, mirroring the core's `Stage` (this crate cannot depend on the core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorStage {
+    /// The request itself is malformed.
+    Parameters,
+    /// The host could not run it (spawn, confinement, I/O, deadline).
+    Execution,
+}
+
+/// Failures of [`crate::run`] and [`crate::with_hard_deadline`].
+///
+/// A command that runs and fails (non-zero exit, signal, timeout, cancellation) is NOT an error:
+/// it is an [`crate::ExecOutcome`]. Errors mean there is no outcome to report.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The request is malformed (empty command, timeout out of range, relative path...).
+    #[error("invalid exec request: {0}")]
+    InvalidRequest(String),
+    /// The working directory does not exist or is not a directory.
+    #[error("working directory {path} is unusable: {source}")]
+    Cwd {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Confinement was required but the kernel cannot apply it.
+    #[error("confinement required but unavailable: {0}")]
+    ConfinementUnavailable(String),
+    /// Building the Landlock ruleset failed.
+    #[error("could not prepare confinement: {0}")]
+    Confinement(String),
+    /// The private temp dir or the spool file could not be created.
+    #[error("could not prepare {what}: {source}")]
+    Prepare {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The process could not be started.
+    #[error("could not start /bin/sh: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// Waiting on the process failed.
+    #[error("could not wait for the command: {0}")]
+    Wait(#[source] std::io::Error),
+    /// The caller-side hard deadline fired: the operation itself never returned.
+    #[error(
+        "hard deadline of {} ms fired (sandbox timeout {} ms + grace {} ms): the sandbox operation did not return",
+        deadline.as_millis(),
+        sandbox_timeout.as_millis(),
+        grace.as_millis()
+    )]
+    HardDeadline {
+        deadline: Duration,
+        sandbox_timeout: Duration,
+        grace: Duration,
+    },
+}
+
+impl ExecError {
+    /// The stage this failure belongs to: Parameters for malformed requests, Execution otherwise.
+    pub fn stage(&self) -> ErrorStage {
+        match self {
+            ExecError::InvalidRequest(_) => ErrorStage::Parameters,
+            ExecError::Cwd { .. }
+            | ExecError::ConfinementUnavailable(_)
+            | ExecError::Confinement(_)
+            | ExecError::Prepare { .. }
+            | ExecError::Spawn(_)
+            | ExecError::Wait(_)
+            | ExecError::HardDeadline { .. } => ErrorStage::Execution,
+        }
+    }
+
+    /// A short stable code for typed error values crossing IPC.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ExecError::InvalidRequest(_) => "exec.invalid_request",
+            ExecError::Cwd { .. } => "exec.cwd",
+            ExecError::ConfinementUnavailable(_) => "exec.confinement_unavailable",
+            ExecError::Confinement(_) => "exec.confinement",
+            ExecError::Prepare { .. } => "exec.prepare",
+            ExecError::Spawn(_) => "exec.spawn",
+            ExecError::Wait(_) => "exec.wait",
+            ExecError::HardDeadline { .. } => "exec.hard_deadline",
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! The model projection of an outcome: a pure function capped at [`MODEL_CHAR_CAP`] characters.
+//!
+//! Format (fixed; lines in this order, optional ones marked `?`):
+//!
+//! ```text
+//! exit: code 1                    (or: exit: signal 9 (SIGKILL))
+//! status: completed               (or: timed out / cancelled)
+//! duration_ms: 1532
+//! output_bytes: 10485760 (stdout 10485760, stderr 0)
+//! omitted_middle_bytes: 10420000  ?  only when something was cut
+//! note: ...                       ?  only when something was cut
+//! --- output ---
+//! <head>
+//! [... 10420000 bytes omitted ...] ?  only when something was cut
+//! <tail>
+//! --- end of output ---
+//! ```
+//!
+//! The output text is stdout and stderr interleaved as read. Decoding is lossy UTF-8 (invalid bytes
+//! become U+FFFD, text is never cut inside a character); ANSI CSI sequences are removed; `\r\n`
+//! becomes `\n`; a lone `\r` (progress bars) rewinds to the start of its line, as a terminal shows it;
+//! other control characters (NUL, binary) become U+FFFD. `omitted_middle_bytes` counts raw bytes.
+
+use crate::outcome::{ExecOutcome, Termination};
+
+/// Maximum characters of the model projection (header included).
+pub const MODEL_CHAR_CAP: usize = 30_000;
+
+/// Builds the model text for `outcome`, at most [`MODEL_CHAR_CAP`] characters.
+pub fn project_for_model(outcome: &ExecOutcome) -> String {
+    project_with_cap(outcome, MODEL_CHAR_CAP)
+}
+
+/// As [`project_for_model`] with another cap (at least a few hundred characters are needed for
+/// any output to show).
+pub fn project_with_cap(outcome: &ExecOutcome, cap: usize) -> String {
+    let exit = match outcome.termination {
+        Termination::Exited { code } => format!("code {code}"),
+        Termination::Signaled { signal } => format!("signal {signal} ({})", signal_name(signal)),
+    };
+    let status = if outcome.cancelled {
+        "cancelled"
+    } else if outcome.timed_out {
+        "timed out"
+    } else {
+        "completed"
+    };
+    let header = format!(
+        "exit: {exit}\nstatus: {status}\nduration_ms: {}\noutput_bytes: {} (stdout {}, stderr {})\n",
+        outcome.duration.as_millis(),
+        outcome.total_bytes(),
+        outcome.stdout.total_bytes,
+        outcome.stderr.total_bytes
+    );
+    const OPEN: &str = "--- output ---\n";
+    const CLOSE: &str = "\n--- end of output ---";
+    // Room reserved for the omitted-bytes line, the note and the marker (numbers up to 20 digits).
+    const CUT_RESERVE: usize = 260;
+    let fixed = header.chars().count() + OPEN.len() + CLOSE.len();
+    let budget = cap.saturating_sub(fixed + CUT_RESERVE);
+
+    let body = cut_body(
+        &outcome.head,
+        outcome.omitted_middle_bytes,
+        &outcome.tail,
+        budget,
+    );
+    let mut out = header;
+    if body.omitted > 0 {
+        out.push_str(&format!(
+            "omitted_middle_bytes: {}\nnote: output was cut; narrow the command (grep, head, tail) or redirect it to a file in the project and read slices\n",
+            body.omitted
+        ));
+    }
+    out.push_str(OPEN);
+    out.push_str(&body.head);
+    if body.omitted > 0 {
+        if !body.head.is_empty() && !body.head.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("[... {} bytes omitted ...]\n", body.omitted));
+    }
+    out.push_str(&body.tail);
+    out.push_str(CLOSE);
+    if out.chars().count() > cap {
+        // Only reachable with absurdly small caps; never cut inside a character.
+        out = out.chars().take(cap).collect();
+    }
+    out
+}
+
+struct Body {
+    head: String,
+    tail: String,
+    omitted: u64,
+}
+
+fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
+    let (head, tail): (std::borrow::Cow<[u8]>, &[u8]) = if gap == 0 {
+        // Contiguous: decode as one text so a character split across the buffers survives.
+        let mut all = head.to_vec();
+        all.extend_from_slice(tail);
+        (all.into(), &[])
+    } else {
+        (head.into(), tail)
+    };
+    let head_full = normalize(&head, usize::MAX);
+    let tail_full = normalize(tail, usize::MAX);
+    if gap == 0 && head_full.chars <= budget {
+        return Body {
+            head: head_full.text,
+            tail: String::new(),
+            omitted: 0,
+        };
+    }
+    if gap == 0 {
+        // One buffer too long: keep its prefix and suffix.
+        let h = normalize(&head, budget / 2);
+        let rest = &head[h.raw_used..];
+        let (t, start) = suffix(rest, budget - h.chars);
+        return Body {
+            head: h.text,
+            tail: t,
+            omitted: start as u64,
+        };
+    }
+    // Not contiguous: the gap is omitted anyway; split the budget, giving unused room to the other side.
+    let head_budget = (budget / 2).max(budget.saturating_sub(tail_full.chars));
+    let h = normalize(&head, head_budget);
+    let head_cut = (head.len() - h.raw_used) as u64;
+    // A tail starting inside a character: skip the continuation bytes.
+    let skip = tail
+        .iter()
+        .take(3)
+        .take_while(|b| is_continuation(**b))
+        .count();
+    let (t, start) = suffix(&tail[skip..], budget - h.chars);
+    Body {
+        head: h.text,
+        tail: t,
+        omitted: head_cut + gap + (skip + start) as u64,
+    }
+}
+
+fn is_continuation(b: u8) -> bool {
+    (0x80..0xC0).contains(&b)
+}
+
+/// The shortest suffix start (at a character boundary) whose normalized text fits `max_chars`.
+fn suffix(raw: &[u8], max_chars: usize) -> (String, usize) {
+    let fits = |s: usize| normalize(&raw[s..], usize::MAX).chars <= max_chars;
+    let (mut lo, mut hi) = (0usize, raw.len());
+    if fits(0) {
+        hi = 0;
+    } else {
+        // Invariant: fits(hi), !fits(lo).
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) { hi = mid } else { lo = mid }
+        }
+    }
+    let mut start = hi;
+    while start < raw.len() && is_continuation(raw[start]) && start - hi < 3 {
+        start += 1;
+    }
+    (normalize(&raw[start..], usize::MAX).text, start)
+}
+
+struct Normalized {
+    text: String,
+    chars: usize,
+    /// Raw bytes consumed to produce `text` (a prefix of the input).
+    raw_used: usize,
+}
+
+/// Lossy, terminal-like decoding of `raw`, stopping before `max_chars` would be exceeded.
+fn normalize(raw: &[u8], max_chars: usize) -> Normalized {
+    let mut text = String::new();
+    let mut chars = 0usize;
+    // (byte length, char count) of `text` at the start of the current line.
+    let mut line_start = (0usize, 0usize);
+    let mut raw_used = 0usize;
+    let mut pending_cr = false;
+    let mut in_csi = false;
+    let mut esc = false;
+    for chunk in raw.utf8_chunks() {
+        let valid = chunk.valid();
+        for (i, c) in valid.char_indices() {
+            let width = c.len_utf8();
+            if pending_cr {
+                pending_cr = false;
+                if c != '\n' {
+                    // Lone \r: the line is redrawn from its start.
+                    text.truncate(line_start.0);
+                    chars = line_start.1;
+                }
+            }
+            let emitted: Option<char> = if in_csi {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    in_csi = false;
+                }
+                None
+            } else if esc {
+                esc = false;
+                if c == '[' {
+                    in_csi = true;
+                }
+                None
+            } else {
+                match c {
+                    '\u{1b}' => {
+                        esc = true;
+                        None
+                    }
+                    '\r' => {
+                        pending_cr = true;
+                        None
+                    }
+                    '\n' | '\t' => Some(c),
+                    c if c.is_control() => Some('\u{fffd}'),
+                    c => Some(c),
+                }
+            };
+            if let Some(e) = emitted {
+                if chars + 1 > max_chars {
+                    let _ = i;
+                    return Normalized {
+                        text,
+                        chars,
+                        raw_used,
+                    };
+                }
+                text.push(e);
+                chars += 1;
+                if e == '\n' {
+                    line_start = (text.len(), chars);
+                }
+            }
+            raw_used += width;
+        }
+        let invalid = chunk.invalid();
+        if !invalid.is_empty() {
+            if chars + 1 > max_chars {
+                return Normalized {
+                    text,
+                    chars,
+                    raw_used,
+                };
+            }
+            pending_cr = false;
+            text.push('\u{fffd}');
+            chars += 1;
+            raw_used += invalid.len();
+        }
+    }
+    Normalized {
+        text,
+        chars,
+        raw_used,
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::HeadTail;
+    use crate::outcome::{Confinement, StreamStats};
+    use std::time::Duration;
+
+    fn outcome_from(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
+        let mut ht = HeadTail::new(head, tail);
+        for c in data.chunks(4096) {
+            ht.push(c);
+        }
+        let (head, tail, omitted) = ht.finish();
+        ExecOutcome {
+            termination: Termination::Exited { code: 0 },
+            duration: Duration::from_millis(12),
+            timed_out: false,
+            cancelled: false,
+            killed_leftovers: false,
+            head,
+            tail,
+            omitted_middle_bytes: omitted,
+            stdout: StreamStats {
+                total_bytes: data.len() as u64,
+                spool_omitted_bytes: 0,
+            },
+            stderr: StreamStats::default(),
+            spool: None,
+            confinement: Confinement::Disabled,
+            env_dropped: vec![],
+            pgid: 1,
+        }
+    }
+
+    fn body(p: &str) -> &str {
+        let start = p.find("--- output ---\n").unwrap() + "--- output ---\n".len();
+        let end = p.rfind("\n--- end of output ---").unwrap();
+        &p[start..end]
+    }
+
+    #[test]
+    fn small_output_is_whole_and_format_is_fixed() {
+        let o = outcome_from(b"hello\nworld\n", 64, 64);
+        assert_eq!(
+            project_for_model(&o),
+            "exit: code 0\nstatus: completed\nduration_ms: 12\noutput_bytes: 12 (stdout 12, stderr 0)\n--- output ---\nhello\nworld\n\n--- end of output ---"
+        );
+    }
+
+    #[test]
+    fn ten_megabytes_are_capped_with_head_tail_and_omitted_count() {
+        let mut data = b"FIRST LINE\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
+        data.extend_from_slice(b"\nLAST LINE\n");
+        let o = outcome_from(&data, 64 * 1024, 64 * 1024);
+        let p = project_for_model(&o);
+        assert!(p.chars().count() <= MODEL_CHAR_CAP);
+        assert!(p.chars().count() > MODEL_CHAR_CAP - 400, "uses the budget");
+        assert!(body(&p).starts_with("FIRST LINE\n"));
+        assert!(body(&p).ends_with("LAST LINE\n"));
+        let shown = body(&p).chars().filter(|c| *c == 'x').count() as u64;
+        let omitted: u64 = p
+            .lines()
+            .find_map(|l| l.strip_prefix("omitted_middle_bytes: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Every raw byte is either shown or counted as omitted.
+        assert_eq!(shown + omitted + 22, data.len() as u64);
+        assert!(p.contains(&format!("[... {omitted} bytes omitted ...]")));
+    }
+
+    #[test]
+    fn boundary_sizes_around_the_cap() {
+        // Find the largest body that still shows whole, then check one more byte cuts.
+        let probe = project_for_model(&outcome_from(b"", 64 * 1024, 64 * 1024));
+        let overhead = probe.chars().count();
+        for n in [
+            MODEL_CHAR_CAP - overhead - 300,
+            MODEL_CHAR_CAP - overhead,
+            MODEL_CHAR_CAP,
+            MODEL_CHAR_CAP + 1,
+        ] {
+            let data = vec![b'a'; n];
+            let o = outcome_from(&data, 64 * 1024, 64 * 1024);
+            let p = project_for_model(&o);
+            assert!(p.chars().count() <= MODEL_CHAR_CAP, "n={n}");
+            let cut = p.contains("bytes omitted");
+            let shown = body(&p).chars().filter(|c| *c == 'a').count();
+            if cut {
+                let omitted: usize = p
+                    .lines()
+                    .find_map(|l| l.strip_prefix("omitted_middle_bytes: "))
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert_eq!(shown + omitted, n, "n={n}");
+            } else {
+                assert_eq!(shown, n, "n={n}");
+            }
+        }
+        // Exactly the budget shows whole; one more char cuts.
+        let budget = MODEL_CHAR_CAP - overhead - 260;
+        assert!(
+            !project_for_model(&outcome_from(&vec![b'a'; budget], 1 << 16, 1 << 16))
+                .contains("omitted")
+        );
+        assert!(
+            project_for_model(&outcome_from(&vec![b'a'; budget + 1], 1 << 16, 1 << 16))
+                .contains("omitted")
+        );
+    }
+
+    #[test]
+    fn multibyte_characters_are_never_split() {
+        // 4-byte characters, with head/tail boundaries landing inside characters.
+        let data = "😀".repeat(100_000);
+        for (h, t) in [(65_537, 65_535), (10, 10), (65_538, 3)] {
+            let o = outcome_from(data.as_bytes(), h, t);
+            let p = project_for_model(&o);
+            assert!(p.chars().count() <= MODEL_CHAR_CAP);
+            let b = body(&p);
+            assert!(!b.contains('\u{fffd}'), "h={h} t={t}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_binary_and_controls_do_not_panic() {
+        let mut data: Vec<u8> = (0..=255u8).cycle().take(200_000).collect();
+        data.extend_from_slice(b"\xff\xfe\xc3");
+        let o = outcome_from(&data, 64 * 1024, 64 * 1024);
+        let p = project_for_model(&o);
+        assert!(p.chars().count() <= MODEL_CHAR_CAP);
+        assert!(!p.contains('\0'));
+    }
+
+    #[test]
+    fn carriage_return_progress_bars_show_their_final_state() {
+        let o = outcome_from(b"start\n 10%\r 50%\r100%\ndone\r\nok", 64, 64);
+        assert_eq!(body(&project_for_model(&o)), "start\n100%\ndone\nok");
+    }
+
+    #[test]
+    fn ansi_colors_are_stripped_and_no_newline_output_is_cut() {
+        let o = outcome_from(b"\x1b[31mred\x1b[0m plain", 64, 64);
+        assert_eq!(body(&project_for_model(&o)), "red plain");
+        let data = vec![b'z'; 1_000_000];
+        let p = project_for_model(&outcome_from(&data, 1 << 16, 1 << 16));
+        assert!(p.chars().count() <= MODEL_CHAR_CAP);
+        assert!(p.contains("bytes omitted"));
+    }
+
+    #[test]
+    fn signal_and_status_lines() {
+        let mut o = outcome_from(b"", 64, 64);
+        o.termination = Termination::Signaled { signal: 9 };
+        o.timed_out = true;
+        let p = project_for_model(&o);
+        assert!(
+            p.starts_with("exit: signal 9 (SIGKILL)\nstatus: timed out\n"),
+            "{p}"
+        );
+        o.cancelled = true;
+        assert!(project_for_model(&o).contains("status: cancelled"));
+    }
+}

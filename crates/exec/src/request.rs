@@ -1,0 +1,204 @@
+//! What a caller asks for: [`ExecRequest`] and its policies, with defaults and validation (pure).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ExecError;
+
+/// Default sandbox timeout of a command (2 minutes).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest timeout a request may ask for (10 minutes).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Grace between SIGTERM and SIGKILL when the timeout fires.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+/// Default heartbeat cadence (30 seconds).
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
+/// Default cap of the raw-output spool file (256 MiB).
+pub const DEFAULT_SPOOL_CAP: u64 = 256 * 1024 * 1024;
+/// Default size of the in-memory head buffer (bytes of combined output kept from the start).
+pub const DEFAULT_HEAD_BYTES: usize = 64 * 1024;
+/// Default size of the in-memory tail ring (bytes of combined output kept from the end).
+pub const DEFAULT_TAIL_BYTES: usize = 64 * 1024;
+
+/// Whether the child runs under kernel confinement (Landlock on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfinePolicy {
+    /// Run without confinement.
+    Off,
+    /// Confine when the kernel supports it; otherwise run and report `Confinement::Unavailable`.
+    #[default]
+    BestEffort,
+    /// Refuse to run (Execution-stage error) when confinement cannot be applied.
+    Required,
+}
+
+/// Which environment variables reach the child.
+///
+/// Precedence, first match wins (see `env::decide`):
+/// 1. `always_drop` (e.g. the app's provider keys) -> dropped, whatever the lists say;
+/// 2. `exclude` -> dropped;
+/// 3. `include` -> kept;
+/// 4. the name contains `KEY`, `SECRET`, `TOKEN` or `PASSWORD` (any case) -> dropped;
+/// 5. otherwise kept.
+///
+/// Names in the lists match exactly (case-sensitive), as environment names do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvPolicy {
+    /// Names kept even though they look secret.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Names dropped even though they look harmless.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Names dropped always (the app's provider keys); not overridable by `include`.
+    #[serde(default)]
+    pub always_drop: Vec<String>,
+    /// Variables set for the child after filtering (`TMPDIR` is set by the runner itself).
+    #[serde(default)]
+    pub set: Vec<(String, String)>,
+}
+
+/// One command to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecRequest {
+    /// Shell command, run as `/bin/sh -c <command>`.
+    pub command: String,
+    /// Working directory (the project root); also writable under confinement.
+    pub cwd: PathBuf,
+    /// Sandbox timeout: SIGTERM to the group, then SIGKILL after `kill_grace`.
+    pub timeout: Duration,
+    /// Grace between SIGTERM and SIGKILL on timeout.
+    pub kill_grace: Duration,
+    /// Cadence of `ExecSink::heartbeat`.
+    pub heartbeat_interval: Duration,
+    /// Environment filtering.
+    pub env: EnvPolicy,
+    /// Extra writable roots under confinement (caches such as `~/.cargo`).
+    pub writable_roots: Vec<PathBuf>,
+    /// Outbound network allowed; `false` denies TCP bind/connect via Landlock (ABI >= 4).
+    pub network_allowed: bool,
+    /// Confinement policy.
+    pub confine: ConfinePolicy,
+    /// File receiving the raw combined output (stdout and stderr interleaved as read); `None` = no spool.
+    pub spool_path: Option<PathBuf>,
+    /// Bytes written to the spool at most; the rest is counted as omitted.
+    pub spool_cap: u64,
+    /// Bytes of combined output kept from the start.
+    pub head_bytes: usize,
+    /// Bytes of combined output kept from the end.
+    pub tail_bytes: usize,
+}
+
+impl ExecRequest {
+    /// A request with every default: 2 min timeout, 30 s heartbeats, best-effort confinement,
+    /// network allowed, no spool, 64 KiB head and tail.
+    pub fn new(command: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            command: command.into(),
+            cwd: cwd.into(),
+            timeout: DEFAULT_TIMEOUT,
+            kill_grace: DEFAULT_KILL_GRACE,
+            heartbeat_interval: DEFAULT_HEARTBEAT,
+            env: EnvPolicy::default(),
+            writable_roots: Vec::new(),
+            network_allowed: true,
+            confine: ConfinePolicy::BestEffort,
+            spool_path: None,
+            spool_cap: DEFAULT_SPOOL_CAP,
+            head_bytes: DEFAULT_HEAD_BYTES,
+            tail_bytes: DEFAULT_TAIL_BYTES,
+        }
+    }
+
+    /// Checks what can be checked without touching the system (Parameters-stage errors).
+    pub fn validate(&self) -> Result<(), ExecError> {
+        if self.command.trim().is_empty() {
+            return Err(ExecError::InvalidRequest("command is empty".into()));
+        }
+        if self.command.contains('\0') {
+            return Err(ExecError::InvalidRequest(
+                "command contains a NUL byte".into(),
+            ));
+        }
+        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
+            return Err(ExecError::InvalidRequest(format!(
+                "timeout must be between 1 ms and {} ms, got {} ms",
+                MAX_TIMEOUT.as_millis(),
+                self.timeout.as_millis()
+            )));
+        }
+        if self.heartbeat_interval.is_zero() {
+            return Err(ExecError::InvalidRequest(
+                "heartbeat interval must be positive".into(),
+            ));
+        }
+        if !self.cwd.is_absolute() {
+            return Err(ExecError::InvalidRequest(format!(
+                "cwd must be absolute: {}",
+                self.cwd.display()
+            )));
+        }
+        if let Some(root) = self.writable_roots.iter().find(|r| !r.is_absolute()) {
+            return Err(ExecError::InvalidRequest(format!(
+                "writable root must be absolute: {}",
+                root.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Turns an optional `timeout_ms` argument into a timeout: `None` -> 2 min; 0 or above 10 min is refused.
+pub fn timeout_from_ms(timeout_ms: Option<u64>) -> Result<Duration, ExecError> {
+    match timeout_ms {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(0) => Err(ExecError::InvalidRequest(
+            "timeout_ms must be positive".into(),
+        )),
+        Some(ms) if Duration::from_millis(ms) > MAX_TIMEOUT => {
+            Err(ExecError::InvalidRequest(format!(
+                "timeout_ms {ms} exceeds the maximum of {} ms",
+                MAX_TIMEOUT.as_millis()
+            )))
+        }
+        Some(ms) => Ok(Duration::from_millis(ms)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        assert!(ExecRequest::new("true", "/tmp").validate().is_ok());
+    }
+
+    #[test]
+    fn bad_requests_are_parameters_errors() {
+        let mut r = ExecRequest::new("  ", "/tmp");
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.command = "true".into();
+        r.timeout = MAX_TIMEOUT + Duration::from_millis(1);
+        let err = r.validate().unwrap_err();
+        assert_eq!(err.stage(), crate::ErrorStage::Parameters);
+        r.timeout = DEFAULT_TIMEOUT;
+        r.cwd = "relative".into();
+        assert!(r.validate().is_err());
+        r.cwd = "/tmp".into();
+        r.writable_roots = vec!["rel".into()];
+        assert!(r.validate().is_err());
+    }
+
+    #[test]
+    fn timeout_from_ms_bounds() {
+        assert_eq!(timeout_from_ms(None).unwrap(), DEFAULT_TIMEOUT);
+        assert_eq!(timeout_from_ms(Some(600_000)).unwrap(), MAX_TIMEOUT);
+        assert!(timeout_from_ms(Some(600_001)).is_err());
+        assert!(timeout_from_ms(Some(0)).is_err());
+        assert_eq!(timeout_from_ms(Some(5)).unwrap(), Duration::from_millis(5));
+    }
+}
