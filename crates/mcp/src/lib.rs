@@ -1,1 +1,39 @@
-//! aibuddy-mcp (being built)
+//! aibuddy-mcp: the MCP client of aibuddy (built on `rmcp`).
+//!
+//! - [`config`]: the common `{"mcpServers": {...}}` format, project and user files, pure parsing.
+//! - [`McpManager`]: connects every server (stdio child processes, streamable HTTP), keeps a merged
+//!   [`catalog`] of tools with qualified names ([`names`]) and risk ([`risk`]), follows
+//!   `tools/list_changed`, reconnects crashed/hung/garbage-writing servers with backoff, and calls
+//!   tools with timeouts, cancellation (`notifications/cancelled`) and progress.
+//! - [`elicitation`]: server requests for user input go to an [`ElicitationBroker`].
+//!
+//! Protocol: the client asks for [`PROTOCOL_VERSION`] (`2025-11-25`, the newest revision with the
+//! `initialize` handshake) and works with servers answering older versions such as `2024-11-05`.
+//!
+//! Defaults: connect timeout [`config::DEFAULT_CONNECT_TIMEOUT`] (30 s), call timeout
+//! [`config::DEFAULT_CALL_TIMEOUT`] (120 s), reconnect backoff 1 s doubling to 60 s
+//! ([`status::Backoff`]), health-check ping [`manager::DEFAULT_HEALTH_CHECK_TIMEOUT`] (5 s).
+
+pub mod catalog;
+pub mod config;
+pub mod elicitation;
+pub mod error;
+mod handler;
+pub mod manager;
+pub mod names;
+pub mod risk;
+pub mod status;
+mod stdio;
+
+pub use catalog::McpToolEntry;
+pub use config::{
+    ConfigError, LoadedConfigs, ServerConfig, Timeouts, Transport, load_server_configs,
+};
+pub use elicitation::{
+    DeclineElicitation, ElicitationBroker, ElicitationRequest, ElicitationResponse,
+};
+pub use error::{McpError, McpStage};
+pub use handler::{McpProgress, PROTOCOL_VERSION, ProgressSink, client_config};
+pub use manager::{McpCallResult, McpHandlers, McpManager, McpOptions};
+pub use risk::{McpRisk, McpRiskLevel};
+pub use status::{Backoff, RejectedTool, ServerState, ServerStatus};

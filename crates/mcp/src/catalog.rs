@@ -1,0 +1,268 @@
+//! The tool catalog handed to the core: every usable tool of every connected server, with its
+//! qualified name, schema and risk. Building it is pure; tools whose input schema cannot be used
+//! are left out with a Discovery-stage reason while their siblings stay.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::names::NameMap;
+use crate::risk::McpRisk;
+use crate::status::RejectedTool;
+
+/// One MCP tool as the core sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpToolEntry {
+    /// Configured server name.
+    pub server: String,
+    /// Exact tool name on that server.
+    pub name: String,
+    /// `mcp__<server>__<tool>`, sanitised and unique (see [`crate::names`]).
+    pub qualified_name: String,
+    pub title: Option<String>,
+    pub description: String,
+    /// The tool's JSON Schema for its arguments (top level is an object schema).
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub risk: McpRisk,
+    #[serde(skip)]
+    pub(crate) validator: Arc<jsonschema::Validator>,
+}
+
+impl PartialEq for McpToolEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.server == other.server
+            && self.name == other.name
+            && self.qualified_name == other.qualified_name
+            && self.description == other.description
+            && self.input_schema == other.input_schema
+            && self.risk == other.risk
+    }
+}
+
+impl McpToolEntry {
+    /// Validates `args` against the input schema; the message lists the violations.
+    pub fn check_arguments(&self, args: &Value) -> Result<(), String> {
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
+
+/// Checks that a tool's input schema is usable: a JSON object whose top-level `type` is
+/// `"object"` and that compiles as JSON Schema. Returns the compiled validator. Pure.
+pub fn compile_input_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let Some(obj) = schema.as_object() else {
+        return Err("input schema is not a JSON object".into());
+    };
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "input schema's top-level type must be \"object\", found {other}"
+            ));
+        }
+        None => return Err("input schema has no top-level \"type\": \"object\"".into()),
+    }
+    jsonschema::validator_for(schema).map_err(|e| format!("input schema does not compile: {e}"))
+}
+
+/// The catalog of all connected servers, its name map, and the rejected tools.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub entries: Vec<McpToolEntry>,
+    pub names: NameMap,
+    pub rejected: Vec<RejectedTool>,
+}
+
+/// Builds the catalog from each server's listed tools. Entries come out sorted by qualified
+/// name. Pure.
+pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>) -> Catalog {
+    struct Accepted<'a> {
+        server: &'a str,
+        tool: &'a Tool,
+        schema: Value,
+        validator: jsonschema::Validator,
+    }
+    let mut accepted = Vec::new();
+    let mut rejected = Vec::new();
+    for (server, tools) in servers {
+        let mut seen = HashSet::new();
+        for tool in tools {
+            let name = tool.name.as_ref();
+            if name.is_empty() {
+                rejected.push(RejectedTool {
+                    server: server.clone(),
+                    tool: name.into(),
+                    reason: "tool has an empty name".into(),
+                });
+                continue;
+            }
+            if !seen.insert(name) {
+                rejected.push(RejectedTool {
+                    server: server.clone(),
+                    tool: name.into(),
+                    reason: "duplicate tool name on this server; the first one is kept".into(),
+                });
+                continue;
+            }
+            let schema = Value::Object((*tool.input_schema).clone());
+            match compile_input_schema(&schema) {
+                Ok(validator) => accepted.push(Accepted {
+                    server,
+                    tool,
+                    schema,
+                    validator,
+                }),
+                Err(reason) => rejected.push(RejectedTool {
+                    server: server.clone(),
+                    tool: name.into(),
+                    reason,
+                }),
+            }
+        }
+    }
+    let names = NameMap::build(accepted.iter().map(|a| (a.server, a.tool.name.as_ref())));
+    let mut entries: Vec<McpToolEntry> = accepted
+        .into_iter()
+        .filter_map(|a| {
+            let qualified_name = names.qualified(a.server, &a.tool.name)?.to_owned();
+            Some(McpToolEntry {
+                server: a.server.to_owned(),
+                name: a.tool.name.to_string(),
+                qualified_name,
+                title: a
+                    .tool
+                    .title
+                    .clone()
+                    .or_else(|| a.tool.annotations.as_ref().and_then(|x| x.title.clone())),
+                description: a.tool.description.as_deref().unwrap_or_default().to_owned(),
+                input_schema: a.schema,
+                output_schema: a
+                    .tool
+                    .output_schema
+                    .as_ref()
+                    .map(|s| Value::Object((**s).clone())),
+                risk: McpRisk::from_annotations(a.tool.annotations.as_ref()),
+                validator: Arc::new(a.validator),
+            })
+        })
+        .collect();
+    entries.sort_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+    Catalog {
+        entries,
+        names,
+        rejected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ToolAnnotations;
+    use serde_json::json;
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        let Value::Object(schema) = schema else {
+            panic!("schema must be an object")
+        };
+        Tool::new(name.to_owned(), format!("does {name}"), Arc::new(schema))
+    }
+
+    #[test]
+    fn bad_schemas_are_rejected_and_siblings_stay() {
+        let servers = BTreeMap::from([(
+            "fix".to_owned(),
+            vec![
+                tool(
+                    "good",
+                    json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
+                ),
+                tool("not_object", json!({"type": "string"})),
+                tool("no_type", json!({"properties": {}})),
+                tool(
+                    "broken",
+                    json!({"type": "object", "properties": {"x": {"type": "no-such-type"}}}),
+                ),
+                tool("good", json!({"type": "object"})),
+            ],
+        )]);
+        let catalog = build_catalog(&servers);
+        assert_eq!(catalog.entries.len(), 1);
+        assert_eq!(catalog.entries[0].qualified_name, "mcp__fix__good");
+        let reasons: BTreeMap<&str, &str> = catalog
+            .rejected
+            .iter()
+            .map(|r| (r.tool.as_str(), r.reason.as_str()))
+            .collect();
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(reasons["not_object"].contains("must be \"object\""));
+        assert!(reasons["no_type"].contains("no top-level"));
+        assert!(reasons["broken"].contains("does not compile"));
+        assert!(reasons["good"].contains("duplicate"));
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let servers = BTreeMap::from([(
+            "s".to_owned(),
+            vec![tool(
+                "t",
+                json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
+            )],
+        )]);
+        let catalog = build_catalog(&servers);
+        let entry = &catalog.entries[0];
+        assert!(entry.check_arguments(&json!({"x": 1})).is_ok());
+        let err = entry.check_arguments(&json!({"x": "one"})).unwrap_err();
+        assert!(err.contains("/x"), "{err}");
+        assert!(
+            entry
+                .check_arguments(&json!({}))
+                .unwrap_err()
+                .contains("required")
+        );
+    }
+
+    #[test]
+    fn entries_carry_risk_and_map_back() {
+        let mut t = tool("read.it", json!({"type": "object"}));
+        t.annotations = Some(ToolAnnotations::new().read_only(true));
+        let servers = BTreeMap::from([(
+            "a b".to_owned(),
+            vec![t, tool("write", json!({"type": "object"}))],
+        )]);
+        let catalog = build_catalog(&servers);
+        let names: Vec<&str> = catalog
+            .entries
+            .iter()
+            .map(|e| e.qualified_name.as_str())
+            .collect();
+        assert_eq!(names, vec!["mcp__a_b__read_it", "mcp__a_b__write"]);
+        assert!(catalog.entries[0].risk.read_only);
+        assert!(catalog.entries[1].risk.is_high_impact());
+        let origin = catalog.names.resolve("mcp__a_b__read_it").unwrap();
+        assert_eq!(
+            (origin.server.as_str(), origin.tool.as_str()),
+            ("a b", "read.it")
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! The rmcp `ClientHandler` of one connection: routes progress to the caller's sink (dropping it
+//! once the call was cancelled), reports `tools/list_changed`, sends elicitations to the broker
+//! and declines sampling with a clear error.
+
+// Sampling and logging are deprecated for protocol 2026-07-28 (SEP-2577), but this client speaks
+// 2025-11-25, where servers still send them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    FormElicitationCapability, Implementation, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::elicitation::{
+    ElicitationBroker, ElicitationRequest, ElicitationResponse, apply_schema_defaults,
+    schema_defaults,
+};
+
+/// The protocol version the client asks for: the newest one that still has the `initialize`
+/// handshake. rmcp's `LATEST` (2026-07-28) has none, and servers in the field speak 2025-11-25
+/// or older; they answer `initialize` with their own version, which the client accepts.
+pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
+
+/// One progress notification of a running call, for the client only (never model context).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpProgress {
+    pub server: String,
+    pub tool: String,
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a call's progress goes.
+pub type ProgressSink = Arc<dyn Fn(McpProgress) + Send + Sync>;
+
+pub(crate) struct ProgressRoute {
+    pub server: String,
+    pub tool: String,
+    pub sink: ProgressSink,
+    pub cancel: CancellationToken,
+}
+
+/// Progress token -> the call that owns it. Shared by every connection of a manager.
+#[derive(Default)]
+pub(crate) struct ProgressRoutes {
+    routes: Mutex<HashMap<(String, ProgressToken), ProgressRoute>>,
+}
+
+impl ProgressRoutes {
+    pub fn insert(&self, token: ProgressToken, route: ProgressRoute) {
+        let key = (route.server.clone(), token);
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, route);
+    }
+
+    pub fn remove(&self, server: &str, token: &ProgressToken) {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(server.to_owned(), token.clone()));
+    }
+
+    /// Delivers a notification to its call's sink, unless the call is gone or cancelled.
+    /// Returns whether it was delivered.
+    pub fn deliver(&self, server: &str, params: &ProgressNotificationParam) -> bool {
+        let target = {
+            let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            routes
+                .get(&(server.to_owned(), params.progress_token.clone()))
+                .filter(|route| !route.cancel.is_cancelled())
+                .map(|route| (route.sink.clone(), route.tool.clone()))
+        };
+        let Some((sink, tool)) = target else {
+            tracing::debug!(server, token = ?params.progress_token, "progress dropped: no live call owns it");
+            return false;
+        };
+        sink(McpProgress {
+            server: server.to_owned(),
+            tool,
+            progress: params.progress,
+            total: params.total,
+            message: params.message.clone(),
+        });
+        true
+    }
+}
+
+/// Events a connection reports to its supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ConnEvent {
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// The connection is broken (garbage on stdout, unresponsive, ...): reconnect.
+    Broken(String),
+}
+
+pub(crate) struct Handler {
+    pub server: String,
+    pub broker: Arc<dyn ElicitationBroker>,
+    pub progress: Arc<ProgressRoutes>,
+    pub events: mpsc::UnboundedSender<ConnEvent>,
+    pub client_name: String,
+    pub client_version: String,
+}
+
+/// The initialize parameters: pinned protocol version, form elicitation declared, no sampling
+/// and no roots (servers then do not ask for them).
+pub fn client_config(name: &str, version: &str) -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    let mut elicitation = ElicitationCapability::new();
+    elicitation.form = Some(FormElicitationCapability::new());
+    capabilities.elicitation = Some(elicitation);
+    ClientConfig::new(capabilities, Implementation::new(name, version))
+        .with_protocol_version(PROTOCOL_VERSION)
+}
+
+impl ClientHandler for Handler {
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        tracing::info!(server = %self.server, "declined a sampling request");
+        Err(rmcp::ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "sampling/createMessage is declined: aibuddy does not offer model sampling to MCP servers yet",
+            None,
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let (message, requested_schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (message, requested_schema),
+            _ => {
+                tracing::info!(server = %self.server, "declined a URL elicitation (not supported)");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or(Value::Null);
+        let request = ElicitationRequest {
+            server: self.server.clone(),
+            message,
+            defaults: schema_defaults(&schema),
+            schema: schema.clone(),
+        };
+        Ok(match self.broker.elicit(request).await {
+            ElicitationResponse::Accept(mut content) => {
+                apply_schema_defaults(&schema, &mut content);
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            ElicitationResponse::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationResponse::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.deliver(&self.server, &params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "tools/list_changed");
+        let _ = self.events.send(ConnEvent::ToolsChanged);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let server = &self.server;
+        let data = &params.data;
+        match params.level {
+            LoggingLevel::Debug => tracing::debug!(server, %data, "mcp server log"),
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(server, %data, "mcp server log")
+            }
+            LoggingLevel::Warning => tracing::warn!(server, %data, "mcp server log"),
+            _ => tracing::error!(server, %data, "mcp server log"),
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        client_config(&self.client_name, &self.client_version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn params(token: i64, progress: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), progress)
+    }
+
+    #[test]
+    fn progress_reaches_the_owning_call_and_stops_after_cancel() {
+        let routes = ProgressRoutes::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let cancel = CancellationToken::new();
+        let sink_seen = seen.clone();
+        routes.insert(
+            ProgressToken(NumberOrString::Number(7)),
+            ProgressRoute {
+                server: "s".into(),
+                tool: "t".into(),
+                sink: Arc::new(move |p| sink_seen.lock().unwrap().push(p.progress)),
+                cancel: cancel.clone(),
+            },
+        );
+        assert!(routes.deliver("s", &params(7, 1.0)));
+        assert!(
+            !routes.deliver("other", &params(7, 2.0)),
+            "same token on another server"
+        );
+        assert!(!routes.deliver("s", &params(8, 3.0)), "unknown token");
+        cancel.cancel();
+        assert!(
+            !routes.deliver("s", &params(7, 4.0)),
+            "dropped after cancel"
+        );
+        routes.remove("s", &ProgressToken(NumberOrString::Number(7)));
+        assert_eq!(*seen.lock().unwrap(), vec![1.0]);
+    }
+
+    #[test]
+    fn client_config_pins_the_handshake_version_and_declares_no_sampling() {
+        let cfg = client_config("aibuddy", "0.1.0");
+        assert_eq!(cfg.protocol_version, ProtocolVersion::V_2025_11_25);
+        assert!(cfg.protocol_version.has_initialize());
+        assert!(cfg.capabilities.sampling.is_none());
+        assert!(cfg.capabilities.elicitation.is_some());
+    }
+}

@@ -1,0 +1,263 @@
+//! Qualified tool names: `mcp__<server>__<tool>`, sanitised to what model providers accept
+//! (`^[a-zA-Z0-9_-]{1,64}$`) and mapped back to the exact server and tool names.
+//!
+//! Sanitising is lossy (`a.b` and `a_b` both become `a_b`, and `__` can appear inside either
+//! part), so the way back is never parsing: it is the [`NameMap`] built from the catalog.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sha2::{Digest, Sha256};
+
+/// Prefix of every MCP tool name exposed to a model.
+pub const PREFIX: &str = "mcp__";
+/// The longest name providers accept.
+pub const MAX_NAME_LEN: usize = 64;
+/// Hex characters of the hash suffix (`_` + this many) used for long or colliding names.
+const HASH_LEN: usize = 8;
+
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Replaces every character outside `[a-zA-Z0-9_-]` with `_`.
+pub fn sanitize_part(part: &str) -> String {
+    part.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Stable 8-hex-digit hash of the exact (unsanitised) server and tool names.
+pub fn stable_hash(server: &str, tool: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(server.as_bytes());
+    hasher.update([0u8]);
+    hasher.update(tool.as_bytes());
+    let digest = hasher.finalize();
+    let mut out = String::with_capacity(HASH_LEN);
+    for byte in digest.iter().take(HASH_LEN / 2) {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// Cuts `base` so that `base + "_" + hash` fits in [`MAX_NAME_LEN`], then appends the suffix.
+fn with_hash_suffix(base: &str, server: &str, tool: &str) -> String {
+    let keep = MAX_NAME_LEN - HASH_LEN - 1;
+    // `base` is ASCII after sanitising, so byte slicing is on char boundaries.
+    let cut = if base.len() > keep {
+        &base[..keep]
+    } else {
+        base
+    };
+    format!("{cut}_{}", stable_hash(server, tool))
+}
+
+/// The preferred qualified name of `tool` on `server`: `mcp__<server>__<tool>` sanitised, and
+/// shortened with a stable hash suffix when longer than 64 characters. Pure and deterministic.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    let base = format!("{PREFIX}{}__{}", sanitize_part(server), sanitize_part(tool));
+    if base.len() <= MAX_NAME_LEN {
+        base
+    } else {
+        with_hash_suffix(&base, server, tool)
+    }
+}
+
+/// The exact origin of a qualified name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ToolOrigin {
+    pub server: String,
+    pub tool: String,
+}
+
+/// Qualified name <-> exact (server, tool), built from a whole catalog at once.
+///
+/// Collisions (two origins whose preferred names are equal) are resolved deterministically:
+/// origins are taken in (server, tool) order, the first keeps the preferred name, and each later
+/// one gets the preferred name cut to fit plus `_<hash of its exact names>`.
+#[derive(Debug, Clone, Default)]
+pub struct NameMap {
+    by_name: HashMap<String, ToolOrigin>,
+    by_origin: BTreeMap<ToolOrigin, String>,
+}
+
+impl NameMap {
+    /// Builds the map for every (server, tool) pair given, in any order.
+    pub fn build<'a>(origins: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut sorted: Vec<ToolOrigin> = origins
+            .into_iter()
+            .map(|(server, tool)| ToolOrigin {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            })
+            .collect();
+        sorted.sort();
+        sorted.dedup();
+        let mut map = NameMap::default();
+        for origin in sorted {
+            let preferred = qualified_name(&origin.server, &origin.tool);
+            let mut name = preferred.clone();
+            if map.by_name.contains_key(&name) {
+                name = with_hash_suffix(&preferred, &origin.server, &origin.tool);
+                // A second-level clash would need a SHA-256 prefix collision on top of a name
+                // clash; still, never hand out one name twice.
+                let mut n = 1u32;
+                while map.by_name.contains_key(&name) {
+                    let salted = format!("{}#{n}", origin.tool);
+                    name = with_hash_suffix(&preferred, &origin.server, &salted);
+                    n += 1;
+                }
+            }
+            map.by_name.insert(name.clone(), origin.clone());
+            map.by_origin.insert(origin, name);
+        }
+        map
+    }
+
+    /// The exact server and tool behind a qualified name.
+    pub fn resolve(&self, qualified: &str) -> Option<&ToolOrigin> {
+        self.by_name.get(qualified)
+    }
+
+    /// The qualified name given to `tool` on `server`.
+    pub fn qualified(&self, server: &str, tool: &str) -> Option<&str> {
+        self.by_origin
+            .get(&ToolOrigin {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            })
+            .map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_are_prefixed_and_kept() {
+        assert_eq!(
+            qualified_name("github", "create_issue"),
+            "mcp__github__create_issue"
+        );
+        assert_eq!(qualified_name("my-srv", "get-sum"), "mcp__my-srv__get-sum");
+        assert!(is_valid_name(&qualified_name("github", "create_issue")));
+    }
+
+    #[test]
+    fn invalid_characters_become_underscores() {
+        assert_eq!(
+            qualified_name("my server", "read.file"),
+            "mcp__my_server__read_file"
+        );
+        assert_eq!(qualified_name("ünï", "a/b"), "mcp___n___a_b");
+        assert!(is_valid_name(&qualified_name("ünï", "a/b")));
+    }
+
+    #[test]
+    fn long_names_are_shortened_with_a_stable_hash() {
+        let tool = "x".repeat(100);
+        let a = qualified_name("server", &tool);
+        let b = qualified_name("server", &tool);
+        assert_eq!(a, b, "the hash suffix is stable");
+        assert_eq!(a.len(), MAX_NAME_LEN);
+        assert!(is_valid_name(&a));
+        assert!(a.starts_with("mcp__server__xxx"));
+        assert!(a.ends_with(&format!("_{}", stable_hash("server", &tool))));
+        let other = qualified_name("server", &"x".repeat(101));
+        assert_ne!(
+            a, other,
+            "different long names sharing a prefix stay distinct"
+        );
+    }
+
+    #[test]
+    fn exactly_64_is_kept_65_is_hashed() {
+        let base = "mcp__s__".len();
+        let tool64 = "t".repeat(MAX_NAME_LEN - base);
+        assert_eq!(qualified_name("s", &tool64), format!("mcp__s__{tool64}"));
+        let tool65 = "t".repeat(MAX_NAME_LEN - base + 1);
+        let q = qualified_name("s", &tool65);
+        assert_eq!(q.len(), 64);
+        assert!(q.ends_with(&stable_hash("s", &tool65)));
+    }
+
+    #[test]
+    fn map_resolves_back_exactly() {
+        let map = NameMap::build([("my server", "read.file"), ("github", "create_issue")]);
+        let q = map.qualified("my server", "read.file").unwrap();
+        assert_eq!(q, "mcp__my_server__read_file");
+        let origin = map.resolve(q).unwrap();
+        assert_eq!(origin.server, "my server");
+        assert_eq!(origin.tool, "read.file");
+        assert!(map.resolve("mcp__nope__x").is_none());
+    }
+
+    #[test]
+    fn sanitising_collisions_get_distinct_names_in_a_stable_order() {
+        // "a.b" and "a_b" sanitise to the same name; so do the two `__` splits.
+        let pairs = [("srv", "a.b"), ("srv", "a_b"), ("a__b", "c"), ("a", "b__c")];
+        let map = NameMap::build(pairs);
+        assert_eq!(map.len(), 4);
+        for (server, tool) in pairs {
+            let q = map.qualified(server, tool).unwrap();
+            assert!(is_valid_name(q), "{q}");
+            let back = map.resolve(q).unwrap();
+            assert_eq!((back.server.as_str(), back.tool.as_str()), (server, tool));
+        }
+        // (srv, a.b) sorts before (srv, a_b), so it keeps the plain name.
+        assert_eq!(map.qualified("srv", "a.b"), Some("mcp__srv__a_b"));
+        assert_ne!(map.qualified("srv", "a_b"), Some("mcp__srv__a_b"));
+        // ("a", "b__c") sorts before ("a__b", "c").
+        assert_eq!(map.qualified("a", "b__c"), Some("mcp__a__b__c"));
+        // Input order does not matter.
+        let reversed = NameMap::build(pairs.iter().rev().copied());
+        for (server, tool) in pairs {
+            assert_eq!(
+                map.qualified(server, tool),
+                reversed.qualified(server, tool)
+            );
+        }
+    }
+
+    #[test]
+    fn long_name_collisions_stay_unique() {
+        let long = "y".repeat(80);
+        let pairs = [
+            ("s", long.as_str()),
+            ("s", "y"),
+            ("s.", long.as_str()),
+            ("s_", long.as_str()),
+        ];
+        let map = NameMap::build(pairs);
+        let mut names: Vec<&str> = pairs
+            .iter()
+            .map(|(s, t)| map.qualified(s, t).unwrap())
+            .collect();
+        for n in &names {
+            assert!(is_valid_name(n), "{n}");
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 4);
+    }
+}

@@ -1,0 +1,96 @@
+//! Per-server connection status and the reconnect backoff schedule.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Where one server's connection stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ServerState {
+    /// Disabled in its configuration: never started.
+    Disabled,
+    /// First connection attempt in progress.
+    Connecting,
+    /// Initialized; its tools are in the catalog.
+    Connected,
+    /// Lost or never reached; its tools are out of the catalog. The next attempt comes after
+    /// `retry_in` (None when no retry is planned, e.g. after shutdown).
+    Failed {
+        reason: String,
+        retry_in_ms: Option<u64>,
+    },
+    /// A reconnect attempt (`attempt` counts from 1) after a failure with `last_reason`.
+    Reconnecting { attempt: u32, last_reason: String },
+}
+
+/// Status of one configured server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStatus {
+    pub server: String,
+    pub state: ServerState,
+    /// Protocol version the server agreed to in `initialize`, once connected.
+    pub protocol_version: Option<String>,
+    /// `serverInfo.name` / `version` from `initialize`, once connected.
+    pub server_info: Option<String>,
+    /// Tools of this server currently in the catalog.
+    pub tool_count: usize,
+    /// Tools this server listed but the client left out (bad schema), with reasons.
+    pub rejected_tools: Vec<RejectedTool>,
+}
+
+/// A tool a server listed that cannot be offered, with a Discovery-stage reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedTool {
+    pub server: String,
+    pub tool: String,
+    pub reason: String,
+}
+
+/// Exponential reconnect backoff: `base * 2^(attempt-1)`, capped at `max`. Pure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+/// Default first retry delay.
+pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// Default longest retry delay.
+pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: DEFAULT_BACKOFF_BASE,
+            max: DEFAULT_BACKOFF_MAX,
+        }
+    }
+}
+
+impl Backoff {
+    /// Delay before reconnect attempt `attempt` (1-based).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exp = attempt.saturating_sub(1).min(30);
+        let factor = 1u32 << exp;
+        self.base.saturating_mul(factor).min(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let b = Backoff {
+            base: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+        };
+        let delays: Vec<u128> = (1..=6).map(|a| b.delay(a).as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(b.delay(0), Duration::from_millis(100));
+        assert_eq!(b.delay(u32::MAX), Duration::from_secs(1));
+        assert_eq!(Backoff::default().delay(1), Duration::from_secs(1));
+    }
+}
