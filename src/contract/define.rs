@@ -56,7 +56,11 @@ impl jsonschema::Retrieve for OfflineRetriever {
         &self,
         uri: &jsonschema::Uri<String>,
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!("external $ref `{}` is not allowed (schemas must resolve offline)", uri.as_str()).into())
+        Err(format!(
+            "external $ref `{}` is not allowed (schemas must resolve offline)",
+            uri.as_str()
+        )
+        .into())
     }
 }
 
@@ -72,9 +76,7 @@ pub fn define_tool(
         reason,
     };
     if !is_valid_tool_name(&name) {
-        return Err(fail(
-            "name must match ^[a-zA-Z0-9_-]{1,64}$".to_string(),
-        ));
+        return Err(fail("name must match ^[a-zA-Z0-9_-]{1,64}$".to_string()));
     }
     let Some(obj) = input_schema.as_object() else {
         return Err(fail("input schema must be a JSON object".to_string()));
@@ -86,7 +88,11 @@ pub fn define_tool(
                 "top-level schema type must be \"object\", found {other}"
             )));
         }
-        None => return Err(fail("top-level schema must declare \"type\": \"object\"".to_string())),
+        None => {
+            return Err(fail(
+                "top-level schema must declare \"type\": \"object\"".to_string(),
+            ));
+        }
     }
     let validator = jsonschema::options()
         .with_retriever(OfflineRetriever)
@@ -218,7 +224,11 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}}),
         )
         .unwrap_err();
-        assert!(err.reason.starts_with("invalid input schema"), "{}", err.reason);
+        assert!(
+            err.reason.starts_with("invalid input schema"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]
@@ -229,7 +239,11 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}),
         )
         .unwrap_err();
-        assert!(err.reason.contains("invalid input schema"), "{}", err.reason);
+        assert!(
+            err.reason.contains("invalid input schema"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]
@@ -240,7 +254,11 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
         )
         .unwrap_err();
-        assert!(err.reason.contains("invalid input schema"), "{}", err.reason);
+        assert!(
+            err.reason.contains("invalid input schema"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]

@@ -46,7 +46,9 @@ impl Stage {
     }
 
     pub fn parse(s: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|st| st.as_str().eq_ignore_ascii_case(s))
+        Stage::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
     }
 
     /// A short hint shown to the model with an error of this stage: what kind of recovery fits.

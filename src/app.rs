@@ -1,0 +1,156 @@
+//! `App`: one open project. Shared by the CLI and the desktop shell: it loads settings, builds and
+//! checks the registry, injects host services, and hands out runners for calls.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::confirm::ConfirmBroker;
+use crate::discovery::{self, HostCaps, ToolListing, ToolSet};
+use crate::pipeline::{CallRecorder, MemoryRecorder, Runner};
+use crate::registry::{ConsistencyProblem, Registry};
+use crate::services::Services;
+use crate::settings::{self, LoadedSettings, SettingsProblem};
+use crate::tools;
+
+pub const DATA_DIR_ENV: &str = "AIBUDDY_DATA_DIR";
+
+/// The OS app-data directory (`~/.local/share/aibuddy` on Linux).
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("aibuddy-data"))
+        .join("aibuddy")
+}
+
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    pub project: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("project folder `{path}` cannot be opened: {reason}")]
+    Project { path: PathBuf, reason: String },
+    #[error("data directory `{path}` cannot be used: {reason}")]
+    DataDir { path: PathBuf, reason: String },
+    #[error("the tool registry is inconsistent; startup stopped:\n{}", .0.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Inconsistent(Vec<ConsistencyProblem>),
+}
+
+/// Everything `aibuddy tools check` reports.
+#[derive(Debug, Clone, Default, Serialize, TS)]
+#[ts(export)]
+pub struct CheckReport {
+    pub consistency: Vec<ConsistencyProblem>,
+    pub settings: Vec<SettingsProblem>,
+}
+
+impl CheckReport {
+    pub fn is_ok(&self) -> bool {
+        self.consistency.is_empty() && self.settings.is_empty()
+    }
+}
+
+/// An open project.
+pub struct App {
+    pub project_root: PathBuf,
+    pub data_dir: PathBuf,
+    pub settings: LoadedSettings,
+    pub registry: Arc<Registry>,
+    pub services: Arc<Services>,
+    pub host: HostCaps,
+    pub recorder: Arc<dyn CallRecorder>,
+}
+
+fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
+    let canonical = std::fs::canonicalize(path).map_err(|e| AppError::Project {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if !canonical.is_dir() {
+        return Err(AppError::Project {
+            path: path.to_path_buf(),
+            reason: "not a directory".to_string(),
+        });
+    }
+    Ok(canonical)
+}
+
+/// Run the startup checks without opening anything else.
+pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
+    let project = resolve_project(&opts.project)?;
+    let loaded = settings::load(&opts.data_dir, &project);
+    let consistency = match Registry::build(tools::builtin_configs(), tools::builtin_metas()) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    };
+    Ok(CheckReport {
+        consistency,
+        settings: loaded.problems,
+    })
+}
+
+impl App {
+    /// Open a project: settings, registry (stops on inconsistency), services.
+    pub async fn open(opts: AppOptions) -> Result<App, AppError> {
+        let project_root = resolve_project(&opts.project)?;
+        std::fs::create_dir_all(&opts.data_dir).map_err(|e| AppError::DataDir {
+            path: opts.data_dir.clone(),
+            reason: e.to_string(),
+        })?;
+        let loaded = settings::load(&opts.data_dir, &project_root);
+        for p in &loaded.problems {
+            tracing::warn!("settings: {p}");
+        }
+        let registry = Registry::build(tools::builtin_configs(), tools::builtin_metas())
+            .map_err(AppError::Inconsistent)?;
+        let services = Arc::new(Services {
+            project_root: project_root.clone(),
+            data_dir: opts.data_dir.clone(),
+            settings: loaded.settings.clone(),
+        });
+        let host = HostCaps::default();
+        Ok(App {
+            project_root,
+            data_dir: opts.data_dir,
+            settings: loaded,
+            registry: Arc::new(registry),
+            services,
+            host,
+            recorder: Arc::new(MemoryRecorder::default()),
+        })
+    }
+
+    /// The effective tool set for a run that has activated `activated` deferred tools.
+    pub fn toolset(&self, activated: &BTreeSet<String>) -> ToolSet {
+        discovery::effective(
+            &self.registry,
+            &self.services.settings,
+            &self.host,
+            activated,
+        )
+    }
+
+    /// Every tool a new run would have.
+    pub fn tools_list(&self) -> Vec<ToolListing> {
+        self.toolset(&BTreeSet::new()).tools
+    }
+
+    /// A runner for one run (task).
+    pub fn runner(&self, run_id: Option<String>, broker: Arc<dyn ConfirmBroker>) -> Runner {
+        Runner {
+            run_id: run_id
+                .unwrap_or_else(|| format!("run_{}", ulid::Ulid::new().to_string().to_lowercase())),
+            registry: self.registry.clone(),
+            services: self.services.clone(),
+            broker,
+            recorder: self.recorder.clone(),
+            after_call: None,
+            sandbox_kind: self.services.settings.sandbox.kind.clone(),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! `aibuddy call TOOL 'ARGS_JSON' [--yes] [--json] [--stream]`.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::{print_json, prompt};
+use crate::app::{App, AppOptions};
+use crate::events::{CallStatus, Event, EventSink, OutputStream};
+use crate::pipeline::CallRequest;
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as JSON text (default `{}`).
+    #[arg(default_value = "{}")]
+    pub args: String,
+    /// Approve the confirmations of this one invocation.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print live output to stderr even when stderr is not a terminal.
+    #[arg(long)]
+    pub stream: bool,
+    /// Use this call id instead of a generated one.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Record the call under this run id.
+    #[arg(long)]
+    pub run: Option<String>,
+}
+
+/// Prints live output and progress to stderr.
+struct StderrSink;
+impl EventSink for StderrSink {
+    fn emit(&self, event: Event) {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        match event {
+            Event::ToolOutputDelta { stream, chunk, .. } => {
+                let _ = match stream {
+                    OutputStream::Stdout | OutputStream::Stderr => err.write_all(chunk.as_bytes()),
+                };
+            }
+            Event::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                let total = total.map(|t| format!("/{t}")).unwrap_or_default();
+                let _ = writeln!(
+                    err,
+                    "[progress {progress}{total}] {}",
+                    message.unwrap_or_default()
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+pub fn exit_code(status: CallStatus) -> ExitCode {
+    match status {
+        CallStatus::Ok => ExitCode::SUCCESS,
+        CallStatus::Rejected => ExitCode::from(3),
+        CallStatus::Cancelled => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    }
+}
+
+pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
+    let app = match App::open(opts).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("aibuddy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runner = app.runner(args.run.clone(), prompt::broker(args.yes));
+    let toolset = app.toolset(&Default::default());
+    let cancel = CancellationToken::new();
+    // Ctrl-C cancels the call cleanly; a second Ctrl-C exits at once.
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\naibuddy: cancelling (Ctrl-C again to exit now)");
+            c2.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let sink: Arc<dyn EventSink> = if args.stream || std::io::stderr().is_terminal() {
+        Arc::new(StderrSink)
+    } else {
+        Arc::new(crate::events::NullSink)
+    };
+    let outcome = runner
+        .call(
+            &toolset,
+            CallRequest {
+                id: args.id.clone(),
+                name: args.tool.clone(),
+                arguments: args.args.clone(),
+            },
+            cancel,
+            sink,
+        )
+        .await;
+    if args.json {
+        let _ = print_json(&outcome);
+    } else {
+        println!("{}", outcome.model);
+        if outcome.status != CallStatus::Ok {
+            eprintln!(
+                "aibuddy: {} ({}){}",
+                outcome.status.as_str(),
+                outcome.tool_call_id,
+                outcome
+                    .stage
+                    .map(|s| format!(", stage {s}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    exit_code(outcome.status)
+}

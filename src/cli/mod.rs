@@ -1,0 +1,100 @@
+//! The headless CLI: `aibuddy tools list|check`, `aibuddy call`, and (from the results layer)
+//! `history` and `show`. Each subcommand has `--json` for machine-readable output. The binary in
+//! `src/bin/aibuddy.rs` only calls [`main`].
+//!
+//! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
+//! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
+
+mod call;
+mod prompt;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::app::{AppOptions, DATA_DIR_ENV, default_data_dir};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "aibuddy",
+    version,
+    about = "The tool plane of an AI agent working inside a project folder"
+)]
+pub struct Cli {
+    /// The project folder (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The data directory (default: the OS app-data dir, e.g. ~/.local/share/aibuddy).
+    #[arg(long, global = true, value_name = "DIR", env = DATA_DIR_ENV)]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect the tool set.
+    Tools {
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
+    /// Run one tool call through the full pipeline.
+    Call(call::CallArgs),
+}
+
+impl Cli {
+    pub fn options(&self) -> Result<AppOptions, String> {
+        let project = match &self.project {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+        };
+        Ok(AppOptions {
+            project,
+            data_dir: self.data_dir.clone().unwrap_or_else(default_data_dir),
+        })
+    }
+}
+
+/// Print a value as pretty JSON on stdout.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("aibuddy: cannot serialize output: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    crate::logging::init_stderr();
+    let cli = Cli::parse();
+    let opts = match cli.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("aibuddy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("aibuddy: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Tools { command } => tools::run(command, opts).await,
+            Command::Call(args) => call::run(args, opts).await,
+        }
+    })
+}

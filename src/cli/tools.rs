@@ -1,0 +1,97 @@
+//! `aibuddy tools list|check`.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::print_json;
+use crate::app::{App, AppOptions, check};
+use crate::discovery::Exposure;
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every tool the current run would have (absent ones with their reason).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the startup consistency check; exits non-zero listing every problem.
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
+    match cmd {
+        ToolsCommand::List { json } => {
+            let app = match App::open(opts).await {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("aibuddy: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let tools = app.tools_list();
+            if json {
+                return print_json(&tools);
+            }
+            let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+            println!(
+                "{:width$}  {:9}  {:11}  {:14}  SOURCE",
+                "NAME", "EXPOSURE", "RISK", "CONFIG"
+            );
+            for t in &tools {
+                let exposure = match t.exposure {
+                    Exposure::Active => "active",
+                    Exposure::Deferred => "deferred",
+                    Exposure::Absent => "absent",
+                };
+                println!(
+                    "{:width$}  {:9}  {:11}  {:14}  {}{}",
+                    t.name,
+                    exposure,
+                    t.risk.as_str(),
+                    t.config,
+                    t.source,
+                    t.absent_reason
+                        .as_ref()
+                        .map(|r| format!("  ({r})"))
+                        .unwrap_or_default()
+                );
+            }
+            for p in &app.settings.problems {
+                eprintln!("warning: settings: {p}");
+            }
+            ExitCode::SUCCESS
+        }
+        ToolsCommand::Check { json } => {
+            let report = match check(&opts) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("aibuddy: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if json {
+                let code = print_json(&report);
+                return if report.is_ok() {
+                    code
+                } else {
+                    ExitCode::from(1)
+                };
+            }
+            if report.is_ok() {
+                println!("ok: registry consistent, settings clean");
+                return ExitCode::SUCCESS;
+            }
+            for p in &report.consistency {
+                println!("registry: {p}");
+            }
+            for p in &report.settings {
+                println!("settings: {p}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}

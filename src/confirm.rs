@@ -1,0 +1,324 @@
+//! Confirmation of high-impact effects (seed: "High-impact actions also require a separate human
+//! decision").
+//!
+//! Before the effect, the pipeline records the target, the scope and the expected consequence in a
+//! [`ConfirmRequest`] and waits for a [`Decision`]. An approval is bound to that exact call by a
+//! digest of tool, canonical arguments, target and scope, and is consumed once: an answer carrying
+//! another digest does not approve, and a similar earlier approval never authorises a new call.
+//! Approval never replaces sandbox authority: an approved call still cannot leave the project.
+//!
+//! Precedence of the decision whether to ask at all ([`needs_confirmation`]):
+//! 1. `read_only` -> never asked.
+//! 2. `high_impact` -> always asked.
+//! 3. `writes` -> asked, unless the project setting `confirm.auto_approve_writes` is on and every
+//!    target lies inside the project root (the tool says so in `Prepared::inside_project`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use ts_rs::TS;
+
+use crate::registry::Risk;
+
+/// What the person is asked to approve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ConfirmRequest {
+    pub call_id: String,
+    pub tool: String,
+    pub risk: Risk,
+    /// Binds an approval to exactly this call.
+    pub digest: String,
+    /// What is affected: a path, a command, `server/tool`.
+    pub target: String,
+    /// Where it may have effects: project root, sandbox kind, writable roots, dropped secrets...
+    pub scope: Vec<String>,
+    /// The expected consequence, e.g. "overwrites src/main.rs: 120 lines -> 134 lines".
+    pub consequence: String,
+    /// A unified diff for edits, when there is one.
+    pub diff: Option<String>,
+}
+
+/// The answer to a confirm request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+#[ts(export)]
+pub enum Decision {
+    /// Approves the call whose digest this is, once.
+    Approved {
+        digest: String,
+    },
+    Rejected {
+        reason: Option<String>,
+    },
+}
+
+impl Decision {
+    /// Whether this decision approves the given request (the digest must match).
+    pub fn approves(&self, req: &ConfirmRequest) -> bool {
+        matches!(self, Decision::Approved { digest } if *digest == req.digest)
+    }
+}
+
+/// Whether a call of this risk needs a person's decision (see the module docs for precedence).
+pub fn needs_confirmation(risk: Risk, auto_approve_writes: bool, inside_project: bool) -> bool {
+    match risk {
+        Risk::ReadOnly => false,
+        Risk::HighImpact => true,
+        Risk::Writes => !(auto_approve_writes && inside_project),
+    }
+}
+
+/// Canonical JSON text: object keys sorted at every depth, no insignificant whitespace.
+pub fn canonical_json(v: &Value) -> String {
+    fn canon(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                let mut out = serde_json::Map::new();
+                for k in keys {
+                    out.insert(k.clone(), canon(&m[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canon).collect()),
+            other => other.clone(),
+        }
+    }
+    canon(v).to_string()
+}
+
+/// The digest that binds an approval to one call.
+pub fn call_digest(
+    call_id: &str,
+    tool: &str,
+    args: &Value,
+    target: &str,
+    scope: &[String],
+) -> String {
+    let mut h = Sha256::new();
+    for part in [call_id, tool, &canonical_json(args), target] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    for s in scope {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Whoever answers confirm requests: a CLI prompt, the desktop UI, a test.
+#[async_trait]
+pub trait ConfirmBroker: Send + Sync {
+    /// Wait for the decision. Cancellation (user stop) counts as rejection.
+    async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision;
+}
+
+/// Approves everything asked during one invocation (`aibuddy call --yes`).
+pub struct ApproveAll;
+#[async_trait]
+impl ConfirmBroker for ApproveAll {
+    async fn decide(&self, request: &ConfirmRequest, _cancel: &CancellationToken) -> Decision {
+        Decision::Approved {
+            digest: request.digest.clone(),
+        }
+    }
+}
+
+/// Rejects everything (no TTY and no `--yes`).
+pub struct RejectAll(pub String);
+#[async_trait]
+impl ConfirmBroker for RejectAll {
+    async fn decide(&self, _request: &ConfirmRequest, _cancel: &CancellationToken) -> Decision {
+        Decision::Rejected {
+            reason: Some(self.0.clone()),
+        }
+    }
+}
+
+/// Parks each request until someone answers it by call id (the desktop UI, tests). Closing the
+/// dialog, dropping the broker or cancelling the call counts as rejection.
+type PendingMap = HashMap<String, (ConfirmRequest, oneshot::Sender<Decision>)>;
+
+#[derive(Default, Clone)]
+pub struct PendingBroker {
+    pending: Arc<Mutex<PendingMap>>,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+impl PendingBroker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Requests waiting for an answer.
+    pub fn pending(&self) -> Vec<ConfirmRequest> {
+        self.pending
+            .lock()
+            .map(|p| p.values().map(|(r, _)| r.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Wait until at least one request is pending.
+    pub async fn wait_pending(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if !self.pending().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Answer the request of `call_id`. Returns false when there is no such pending request. The
+    /// decision is delivered as given: an approval carrying another call's digest will not approve.
+    pub fn answer(&self, call_id: &str, decision: Decision) -> bool {
+        let entry = self.pending.lock().ok().and_then(|mut p| p.remove(call_id));
+        match entry {
+            Some((_, tx)) => tx.send(decision).is_ok(),
+            None => false,
+        }
+    }
+}
+
+#[async_trait]
+impl ConfirmBroker for PendingBroker {
+    async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(request.call_id.clone(), (request.clone(), tx));
+        }
+        self.notify.notify_waiters();
+        let decision = tokio::select! {
+            d = rx => d.unwrap_or(Decision::Rejected { reason: Some("the confirmation was closed".into()) }),
+            _ = cancel.cancelled() => Decision::Rejected { reason: Some("the call was cancelled while waiting".into()) },
+        };
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&request.call_id);
+        }
+        decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn precedence_table() {
+        // (risk, auto_approve_writes, inside_project) -> asks
+        let table = [
+            (Risk::ReadOnly, false, false, false),
+            (Risk::ReadOnly, true, true, false),
+            (Risk::Writes, false, true, true),
+            (Risk::Writes, true, true, false),
+            (Risk::Writes, true, false, true),
+            (Risk::HighImpact, true, true, true),
+            (Risk::HighImpact, false, false, true),
+        ];
+        for (risk, auto, inside, expect) in table {
+            assert_eq!(
+                needs_confirmation(risk, auto, inside),
+                expect,
+                "{risk:?} {auto} {inside}"
+            );
+        }
+    }
+
+    #[test]
+    fn digest_is_canonical_and_specific() {
+        let a = call_digest(
+            "c1",
+            "write_file",
+            &json!({"path": "a", "content": "x"}),
+            "a",
+            &[],
+        );
+        let a2 = call_digest(
+            "c1",
+            "write_file",
+            &json!({"content": "x", "path": "a"}),
+            "a",
+            &[],
+        );
+        let b = call_digest(
+            "c1",
+            "write_file",
+            &json!({"path": "a", "content": "y"}),
+            "a",
+            &[],
+        );
+        let c = call_digest(
+            "c2",
+            "write_file",
+            &json!({"path": "a", "content": "x"}),
+            "a",
+            &[],
+        );
+        assert_eq!(a, a2);
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+    }
+
+    fn req(call_id: &str, digest: &str) -> ConfirmRequest {
+        ConfirmRequest {
+            call_id: call_id.into(),
+            tool: "write_file".into(),
+            risk: Risk::Writes,
+            digest: digest.into(),
+            target: "a.txt".into(),
+            scope: vec![],
+            consequence: "creates a.txt".into(),
+            diff: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_broker_binds_answer_to_digest() {
+        let broker = PendingBroker::new();
+        let b2 = broker.clone();
+        let cancel = CancellationToken::new();
+        let r = req("call-b", "digest-b");
+        let task = tokio::spawn(async move { b2.decide(&r, &CancellationToken::new()).await });
+        broker.wait_pending().await;
+        // An approval meant for call A (its digest) delivered to B does not approve B.
+        assert!(broker.answer(
+            "call-b",
+            Decision::Approved {
+                digest: "digest-a".into()
+            }
+        ));
+        let d = task.await.unwrap();
+        assert!(!d.approves(&req("call-b", "digest-b")));
+        // Consumed once: a second answer finds nothing pending.
+        assert!(!broker.answer(
+            "call-b",
+            Decision::Approved {
+                digest: "digest-b".into()
+            }
+        ));
+        drop(cancel);
+    }
+
+    #[tokio::test]
+    async fn cancel_while_waiting_rejects() {
+        let broker = PendingBroker::new();
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        let b2 = broker.clone();
+        let task = tokio::spawn(async move { b2.decide(&req("c", "d"), &c2).await });
+        broker.wait_pending().await;
+        cancel.cancel();
+        assert!(matches!(task.await.unwrap(), Decision::Rejected { .. }));
+        assert!(broker.pending().is_empty());
+    }
+}

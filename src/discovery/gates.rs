@@ -1,0 +1,105 @@
+//! The MCP count gates (seed: "MCP currently uses two count gates"). Pure: counts in, decision out.
+//!
+//! | Condition                                                    | Exposure policy               |
+//! |--------------------------------------------------------------|-------------------------------|
+//! | No server exceeds 10 tools and total count does not exceed 30 | schemas enter the active set  |
+//! | One server exceeds 10 tools                                  | defer only that server's tools |
+//! | Aggregate MCP count exceeds 30                               | defer all MCP tools            |
+//!
+//! The decision is one value consumed by both presentation strategies (provider-native deferral and
+//! the app-side active-tools path); only schema presentation differs.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+pub const PER_SERVER_LIMIT: usize = 10;
+pub const TOTAL_LIMIT: usize = 30;
+
+/// Which MCP servers' tools are deferred behind `tool_search`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct DeferDecision {
+    /// Every MCP tool is deferred (aggregate count above the limit).
+    pub all_mcp: bool,
+    /// Servers whose tools are deferred.
+    pub servers: BTreeSet<String>,
+    /// Why, in words (shown by `tools list` and the UI).
+    pub reasons: Vec<String>,
+}
+
+impl DeferDecision {
+    pub fn defers(&self, server: &str) -> bool {
+        self.all_mcp || self.servers.contains(server)
+    }
+    pub fn any(&self) -> bool {
+        self.all_mcp || !self.servers.is_empty()
+    }
+}
+
+/// Apply the gates to the connected servers' tool counts.
+pub fn decide(counts: &[(String, usize)]) -> DeferDecision {
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    let mut d = DeferDecision::default();
+    if total > TOTAL_LIMIT {
+        d.all_mcp = true;
+        d.servers = counts
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(s, _)| s.clone())
+            .collect();
+        d.reasons.push(format!(
+            "{total} MCP tools in all exceed {TOTAL_LIMIT}: every MCP tool is deferred"
+        ));
+        return d;
+    }
+    for (server, n) in counts {
+        if *n > PER_SERVER_LIMIT {
+            d.servers.insert(server.clone());
+            d.reasons.push(format!(
+                "server `{server}` has {n} tools (more than {PER_SERVER_LIMIT}): its tools are deferred"
+            ));
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(v: &[(&str, usize)]) -> Vec<(String, usize)> {
+        v.iter().map(|(s, n)| (s.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn small_catalog_is_direct() {
+        let d = decide(&c(&[("a", 10), ("b", 10), ("c", 10)]));
+        assert!(!d.any());
+    }
+
+    #[test]
+    fn one_big_server_is_deferred_alone() {
+        let d = decide(&c(&[("a", 11), ("b", 3)]));
+        assert!(!d.all_mcp);
+        assert!(d.defers("a"));
+        assert!(!d.defers("b"));
+    }
+
+    #[test]
+    fn aggregate_above_thirty_defers_all() {
+        let d = decide(&c(&[("a", 10), ("b", 10), ("c", 10), ("d", 1)]));
+        assert!(d.all_mcp);
+        assert!(d.defers("a") && d.defers("d"));
+    }
+
+    #[test]
+    fn boundaries() {
+        assert!(!decide(&c(&[("a", 10)])).any());
+        assert!(decide(&c(&[("a", 11)])).any());
+        assert!(!decide(&c(&[("a", 10), ("b", 10), ("c", 10)])).all_mcp);
+        assert!(decide(&c(&[("a", 10), ("b", 10), ("c", 10), ("d", 1)])).all_mcp);
+        assert!(!decide(&[]).any());
+    }
+}

@@ -1,0 +1,169 @@
+//! Typed events a call emits while it runs. The CLI prints them, the desktop shell forwards them to
+//! the UI, tests collect them. Live output, progress and heartbeats are transient: they never enter
+//! the model's context or the stored model projection.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::confirm::ConfirmRequest;
+use crate::contract::Stage;
+
+/// Version of the event wire format; bump when a variant changes shape.
+pub const EVENT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Final status of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum CallStatus {
+    Ok,
+    Error,
+    Cancelled,
+    Rejected,
+    Interrupted,
+    Running,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Ok => "ok",
+            CallStatus::Error => "error",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Rejected => "rejected",
+            CallStatus::Interrupted => "interrupted",
+            CallStatus::Running => "running",
+        }
+    }
+    pub fn parse(s: &str) -> Option<CallStatus> {
+        [
+            CallStatus::Ok,
+            CallStatus::Error,
+            CallStatus::Cancelled,
+            CallStatus::Rejected,
+            CallStatus::Interrupted,
+            CallStatus::Running,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[ts(export)]
+pub enum Event {
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        #[ts(type = "unknown")]
+        input: Value,
+    },
+    /// A delta of live output (never re-sends earlier output).
+    ToolOutputDelta {
+        call_id: String,
+        stream: OutputStream,
+        chunk: String,
+    },
+    ToolProgress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// Empty keep-alive for long calls; re-arms stream-idle watchdogs.
+    Heartbeat {
+        call_id: String,
+    },
+    ConfirmRequested {
+        call_id: String,
+        request: ConfirmRequest,
+    },
+    ConfirmResolved {
+        call_id: String,
+        approved: bool,
+    },
+    ToolFinished {
+        call_id: String,
+        status: CallStatus,
+        stage: Option<Stage>,
+        #[ts(type = "unknown")]
+        client: Value,
+        duration_ms: u64,
+    },
+    /// Background precompaction replaced the model projection of a call.
+    ToolCompacted {
+        call_id: String,
+        strategy: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+}
+
+impl Event {
+    pub fn call_id(&self) -> &str {
+        match self {
+            Event::ToolStarted { call_id, .. }
+            | Event::ToolOutputDelta { call_id, .. }
+            | Event::ToolProgress { call_id, .. }
+            | Event::Heartbeat { call_id }
+            | Event::ConfirmRequested { call_id, .. }
+            | Event::ConfirmResolved { call_id, .. }
+            | Event::ToolFinished { call_id, .. }
+            | Event::ToolCompacted { call_id, .. } => call_id,
+        }
+    }
+}
+
+/// Where events go. Implementations must not block for long (they run on the caller's task).
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: Event);
+}
+
+/// Discards events.
+pub struct NullSink;
+impl EventSink for NullSink {
+    fn emit(&self, _event: Event) {}
+}
+
+/// Keeps every event in memory (tests and small tools).
+#[derive(Default)]
+pub struct CollectingSink {
+    events: Mutex<Vec<Event>>,
+}
+
+impl CollectingSink {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+    pub fn events(&self) -> Vec<Event> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl EventSink for CollectingSink {
+    fn emit(&self, event: Event) {
+        if let Ok(mut e) = self.events.lock() {
+            e.push(event);
+        }
+    }
+}
+
+/// Forwards events into an unbounded tokio channel.
+pub struct ChannelSink(pub tokio::sync::mpsc::UnboundedSender<Event>);
+impl EventSink for ChannelSink {
+    fn emit(&self, event: Event) {
+        let _ = self.0.send(event);
+    }
+}

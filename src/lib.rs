@@ -1,0 +1,17 @@
+//! aibuddy core: the tool plane of an AI agent working inside a project folder.
+//!
+//! This crate knows nothing of Tauri or WebKit; the desktop shell (`src-tauri`) and the CLI
+//! (`src/bin/aibuddy.rs`) are thin adapters over it. See `docs/architecture.md`.
+
+pub mod app;
+pub mod cli;
+pub mod confirm;
+pub mod contract;
+pub mod discovery;
+pub mod events;
+pub mod logging;
+pub mod pipeline;
+pub mod registry;
+pub mod services;
+pub mod settings;
+pub mod tools;

@@ -1,0 +1,452 @@
+//! The spine every call hangs on:
+//!
+//! ```text
+//! call {id, name, args}
+//!   -> discovery: is `name` active in this run?                       else Discovery error
+//!   -> registry: name -> tool; parse + validate args                  else Parameters error
+//!   -> authorization: prepare (target, scope, consequence); confirm   else Authorization error
+//!   -> execution: the handler, with the call's cancellation token     else Execution error
+//!   -> projections: client (display) and model (compact hook)
+//!   -> store: commit raw + status; only then report finished
+//!   -> background precompaction when the model projection is large (results::Compactor)
+//! ```
+
+pub mod record;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::confirm::{ConfirmBroker, ConfirmRequest, call_digest, needs_confirmation};
+use crate::contract::{Stage, ToolError};
+use crate::discovery::{Exposure, ToolSet};
+use crate::events::{CallStatus, Event, EventSink};
+use crate::registry::{CallContext, RawOutput, Registry, ToolDef};
+use crate::services::Services;
+pub use record::{CallEnd, CallRecorder, CallStart, ConfirmRecord, MemoryRecorder, now_ms};
+
+/// A tool call as the model (or the CLI, or the UI console) emits it.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The provider's call id, when there is one.
+    pub id: Option<String>,
+    pub name: String,
+    /// Raw argument text (JSON).
+    pub arguments: String,
+}
+
+/// The result of one call: status, the exact model text, and the client projection.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallOutcome {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub tool: String,
+    pub status: CallStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+    /// The exact text the model sees.
+    pub model: String,
+    /// The display projection.
+    pub client: Value,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<ConfirmRecord>,
+}
+
+/// Something that wants to see every finished call with its raw output (background precompaction).
+pub trait AfterCall: Send + Sync {
+    fn after_call(
+        &self,
+        tool: &ToolDef,
+        config_key: &str,
+        args: &Value,
+        raw: &RawOutput,
+        outcome: &CallOutcome,
+    );
+}
+
+/// Everything one run needs to execute calls.
+pub struct Runner {
+    pub run_id: String,
+    pub registry: Arc<Registry>,
+    pub services: Arc<Services>,
+    pub broker: Arc<dyn ConfirmBroker>,
+    pub recorder: Arc<dyn CallRecorder>,
+    pub after_call: Option<Arc<dyn AfterCall>>,
+    pub sandbox_kind: String,
+}
+
+/// A new sortable call id.
+pub fn new_call_id() -> String {
+    format!("call_{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+struct Failure {
+    status: CallStatus,
+    error: ToolError,
+}
+
+impl Runner {
+    /// Run one call through the whole pipeline. Never panics on model or user input.
+    pub async fn call(
+        &self,
+        toolset: &ToolSet,
+        req: CallRequest,
+        cancel: CancellationToken,
+        events: Arc<dyn EventSink>,
+    ) -> CallOutcome {
+        let started = Instant::now();
+        let tool_call_id = req
+            .id
+            .clone()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(new_call_id);
+        let input: Value = serde_json::from_str(req.arguments.trim())
+            .unwrap_or_else(|_| Value::String(req.arguments.clone()));
+        let config_key = self.registry.config_of(&req.name).map(str::to_string);
+        let start = CallStart {
+            tool_call_id: tool_call_id.clone(),
+            run_id: self.run_id.clone(),
+            tool: req.name.clone(),
+            config: config_key.clone(),
+            input: input.clone(),
+            started_at: now_ms(),
+        };
+        events.emit(Event::ToolStarted {
+            call_id: tool_call_id.clone(),
+            tool: req.name.clone(),
+            input: input.clone(),
+        });
+        if let Err(e) = self.recorder.begin(&start).await {
+            tracing::error!(call = %tool_call_id, "could not record call start: {e}");
+            let failure = Failure {
+                status: CallStatus::Error,
+                error: ToolError::execution(
+                    "store_unavailable",
+                    format!("the call was not run because it could not be recorded: {e}"),
+                ),
+            };
+            return self
+                .finish_failure(&tool_call_id, &req.name, failure, None, started, &events)
+                .await;
+        }
+
+        let mut confirm_record = None;
+        let result = self
+            .run_stages(
+                toolset,
+                &req,
+                &tool_call_id,
+                cancel,
+                events.clone(),
+                &mut confirm_record,
+            )
+            .await;
+        match result {
+            Ok((tool, args, raw)) => {
+                let client = tool.handler.client(&args, &raw);
+                let model = tool.handler.model(&args, &raw);
+                let outcome = CallOutcome {
+                    tool_call_id: tool_call_id.clone(),
+                    run_id: self.run_id.clone(),
+                    tool: req.name.clone(),
+                    status: CallStatus::Ok,
+                    stage: None,
+                    error: None,
+                    model,
+                    client,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    confirm: confirm_record,
+                };
+                let end = CallEnd {
+                    tool_call_id: tool_call_id.clone(),
+                    status: CallStatus::Ok,
+                    stage: None,
+                    error: None,
+                    output: raw.value.clone(),
+                    spool: raw.spool.clone(),
+                    model: outcome.model.clone(),
+                    client: outcome.client.clone(),
+                    finished_at: now_ms(),
+                    duration_ms: outcome.duration_ms,
+                    confirm: outcome.confirm.clone(),
+                };
+                if let Err(e) = self.recorder.finish(&end).await {
+                    // The effect happened but the result is not durable: say so rather than report ok.
+                    tracing::error!(call = %tool_call_id, "could not commit call result: {e}");
+                    let failure = Failure {
+                        status: CallStatus::Error,
+                        error: ToolError::execution(
+                            "store_unavailable",
+                            format!("the call ran but its result could not be stored: {e}"),
+                        ),
+                    };
+                    return self
+                        .finish_failure(
+                            &tool_call_id,
+                            &req.name,
+                            failure,
+                            outcome.confirm,
+                            started,
+                            &events,
+                        )
+                        .await;
+                }
+                events.emit(Event::ToolFinished {
+                    call_id: tool_call_id.clone(),
+                    status: CallStatus::Ok,
+                    stage: None,
+                    client: outcome.client.clone(),
+                    duration_ms: outcome.duration_ms,
+                });
+                if let (Some(after), Some(key)) = (&self.after_call, &config_key) {
+                    after.after_call(&tool, key, &args, &raw, &outcome);
+                }
+                outcome
+            }
+            Err(failure) => {
+                self.finish_failure(
+                    &tool_call_id,
+                    &req.name,
+                    failure,
+                    confirm_record,
+                    started,
+                    &events,
+                )
+                .await
+            }
+        }
+    }
+
+    async fn run_stages(
+        &self,
+        toolset: &ToolSet,
+        req: &CallRequest,
+        call_id: &str,
+        cancel: CancellationToken,
+        events: Arc<dyn EventSink>,
+        confirm_record: &mut Option<ConfirmRecord>,
+    ) -> Result<(ToolDef, Value, RawOutput), Failure> {
+        let err = |error: ToolError| Failure {
+            status: CallStatus::Error,
+            error,
+        };
+        // Discovery
+        match toolset.get(&req.name) {
+            Some(l) if l.exposure == Exposure::Active => {}
+            Some(l) if l.exposure == Exposure::Deferred => {
+                return Err(err(ToolError::discovery(
+                    "deferred_tool",
+                    format!(
+                        "`{}` is deferred in this run; call tool_search to activate it first",
+                        req.name
+                    ),
+                )));
+            }
+            Some(l) => {
+                return Err(err(ToolError::discovery(
+                    "absent_tool",
+                    format!(
+                        "`{}` is not available: {}",
+                        req.name,
+                        l.absent_reason
+                            .as_deref()
+                            .unwrap_or("a dependency is missing")
+                    ),
+                )));
+            }
+            None => {
+                let mut active: Vec<&str> = toolset.active().map(|t| t.name.as_str()).collect();
+                active.sort_unstable();
+                return Err(err(ToolError::discovery(
+                    "unknown_tool",
+                    format!(
+                        "there is no tool `{}` in this run; active tools: {}",
+                        req.name,
+                        active.join(", ")
+                    ),
+                )));
+            }
+        }
+        let Some((tool, _rc)) = self.registry.get(&req.name) else {
+            return Err(err(ToolError::discovery(
+                "unknown_tool",
+                format!("`{}` is listed but not registered", req.name),
+            )));
+        };
+        let tool = tool.clone();
+        // Parameters
+        let args = tool.spec.parse_args(&req.arguments).map_err(err)?;
+        let ctx = CallContext {
+            call_id: call_id.to_string(),
+            run_id: self.run_id.clone(),
+            tool: req.name.clone(),
+            cancel: cancel.clone(),
+            events: events.clone(),
+            services: self.services.clone(),
+        };
+        // Authorization
+        let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;
+        let risk = prepared.risk.map_or(tool.risk, |r| r.min(tool.risk));
+        if needs_confirmation(
+            risk,
+            self.services.settings.confirm.auto_approve_writes,
+            prepared.inside_project,
+        ) {
+            let target = if prepared.target.is_empty() {
+                req.name.clone()
+            } else {
+                prepared.target.clone()
+            };
+            let mut scope = vec![
+                format!("project root: {}", self.services.project_root.display()),
+                format!("sandbox: {}", self.sandbox_kind),
+            ];
+            scope.extend(prepared.scope.iter().cloned());
+            let request = ConfirmRequest {
+                call_id: call_id.to_string(),
+                tool: req.name.clone(),
+                risk,
+                digest: call_digest(call_id, &req.name, &args, &target, &scope),
+                target,
+                scope,
+                consequence: prepared.consequence.clone(),
+                diff: prepared.diff.clone(),
+            };
+            events.emit(Event::ConfirmRequested {
+                call_id: call_id.to_string(),
+                request: request.clone(),
+            });
+            let decision = self.broker.decide(&request, &cancel).await;
+            let approved = decision.approves(&request);
+            events.emit(Event::ConfirmResolved {
+                call_id: call_id.to_string(),
+                approved,
+            });
+            let reason = match &decision {
+                crate::confirm::Decision::Rejected { reason } => reason.clone(),
+                crate::confirm::Decision::Approved { .. } => {
+                    Some("the approval was given for a different call".to_string())
+                }
+            };
+            *confirm_record = Some(ConfirmRecord {
+                request: request.clone(),
+                decision,
+                approved,
+                decided_at: now_ms(),
+            });
+            if !approved {
+                return Err(Failure {
+                    status: CallStatus::Rejected,
+                    error: ToolError::authorization(
+                        "rejected",
+                        format!(
+                            "the person did not approve `{}` on {}{}; nothing was done",
+                            req.name,
+                            request.target,
+                            reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                        ),
+                    ),
+                });
+            }
+        }
+        if cancel.is_cancelled() {
+            return Err(Failure {
+                status: CallStatus::Cancelled,
+                error: ToolError::execution(
+                    "cancelled",
+                    "the call was cancelled before it started",
+                ),
+            });
+        }
+        // Execution (+ the tool's own verification)
+        match tool.handler.run(&ctx, &args).await {
+            Ok(raw) => Ok((tool, args, raw)),
+            Err(e) => {
+                let status = if cancel.is_cancelled() || e.code == "cancelled" {
+                    CallStatus::Cancelled
+                } else {
+                    CallStatus::Error
+                };
+                Err(Failure { status, error: e })
+            }
+        }
+    }
+
+    async fn finish_failure(
+        &self,
+        call_id: &str,
+        tool: &str,
+        failure: Failure,
+        confirm: Option<ConfirmRecord>,
+        started: Instant,
+        events: &Arc<dyn EventSink>,
+    ) -> CallOutcome {
+        let Failure { status, error } = failure;
+        let client = serde_json::json!({
+            "error": {
+                "stage": error.stage,
+                "code": error.code,
+                "message": error.message,
+            }
+        });
+        let model = match status {
+            CallStatus::Cancelled => {
+                format!("Cancelled: {}\n{}", error.message, partial_text(&error))
+            }
+            _ => error.model_text(),
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let end = CallEnd {
+            tool_call_id: call_id.to_string(),
+            status,
+            stage: Some(error.stage),
+            error: Some(error.clone()),
+            output: error.details.clone().unwrap_or(Value::Null),
+            spool: None,
+            model: model.clone(),
+            client: client.clone(),
+            finished_at: now_ms(),
+            duration_ms,
+            confirm: confirm.clone(),
+        };
+        if let Err(e) = self.recorder.finish(&end).await {
+            tracing::error!(call = %call_id, "could not record failed call: {e}");
+        }
+        events.emit(Event::ToolFinished {
+            call_id: call_id.to_string(),
+            status,
+            stage: Some(error.stage),
+            client: client.clone(),
+            duration_ms,
+        });
+        CallOutcome {
+            tool_call_id: call_id.to_string(),
+            run_id: self.run_id.clone(),
+            tool: tool.to_string(),
+            status,
+            stage: Some(error.stage),
+            error: Some(error),
+            model,
+            client,
+            duration_ms,
+            confirm,
+        }
+    }
+}
+
+/// Partial output a cancelled tool attached to its error (`details.partial_model`), if any.
+fn partial_text(error: &ToolError) -> String {
+    error
+        .details
+        .as_ref()
+        .and_then(|d| d.get("partial_model"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_default()
+}

@@ -1,0 +1,17 @@
+//! Built-in tool configs, one file or folder per config, and their UI metadata (the seed's
+//! `TOOL_CONFIG_METAS`). `builtin_configs` and `builtin_metas` are compared by
+//! `registry::assert_consistent` at every startup.
+
+use std::sync::Arc;
+
+use crate::registry::{ToolConfig, ToolConfigMeta};
+
+/// Every built-in config, in presentation order.
+pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
+    vec![]
+}
+
+/// Metadata for every built-in config.
+pub fn builtin_metas() -> Vec<ToolConfigMeta> {
+    vec![]
+}
