@@ -1,1 +1,43 @@
-//! aibuddy-store (being built)
+//! aibuddy-store: the SQLite persistence of aibuddy (one `aibuddy.db` in the data directory).
+//!
+//! - Tables (each module in `tables/` holds its migration beside its queries): `projects`, `runs`,
+//!   `messages`, `tool_calls`, `confirm_decisions`, `user_answers`, plus the FTS5 index
+//!   `tool_calls_fts`. Schema versions are listed in `migrations`.
+//! - Durability order: `Store::begin_call` commits a `running` row before execution;
+//!   `Store::finish_call` returns only after the raw output and final status are committed (with
+//!   the WAL fsynced). Calls left running by a dead process become `interrupted` at the next
+//!   `Store::open`, with the output spooled so far (`recovery`).
+//! - Raw output rule: up to 64 KiB inline in the row, larger in `blobs/<tool_call_id>.bin`
+//!   (`paths` documents every file of the data directory).
+//! - Writes never block the async runtime: one writer thread with group commit (`writer`).
+
+mod connection;
+mod error;
+mod files;
+mod ids;
+pub mod migrations;
+mod paths;
+mod recovery;
+mod store;
+pub mod tables;
+mod types;
+mod writer;
+
+pub use error::{Result, StoreError};
+pub use files::Spool;
+pub use ids::{MAX_ID_LEN, new_id, now_ms, validate_id};
+pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
+pub use store::{RawSource, Store};
+pub use types::{
+    CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
+    HistoryFilter, HistoryRow, MessageRecord, RawOutputLocation, RawSlice, UserAnswer,
+};
+
+/// Re-exported so benchmarks and tests can open the same database file directly.
+pub use rusqlite;
+
+/// Opens a plain connection to the store's database with the store's settings (benchmarks,
+/// migration tests, debugging). Application code uses `Store`.
+pub fn open_connection(data_dir: &std::path::Path) -> Result<rusqlite::Connection> {
+    connection::open_writer(&DataPaths::new(data_dir).db())
+}

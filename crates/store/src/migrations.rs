@@ -1,0 +1,82 @@
+//! Versioned schema migrations (`rusqlite_migration`, tracked in SQLite's `user_version`).
+//! Each version's SQL lives beside the table code in `tables/`; this list only orders them.
+//!
+//! | version | content |
+//! |---|---|
+//! | 1 | core tables: projects, runs, messages, tool_calls, confirm_decisions, user_answers |
+//! | 2 | FTS5 index over tool calls (`tool_calls_fts`) + triggers, rebuilt from existing rows |
+//!
+//! Never edit a released version: append a new one.
+
+use std::sync::LazyLock;
+
+use rusqlite::Connection;
+use rusqlite_migration::{M, Migrations};
+
+use crate::error::{Result, StoreError};
+use crate::tables;
+
+static V1: LazyLock<String> = LazyLock::new(|| {
+    [
+        tables::projects::MIGRATION_V1,
+        tables::runs::MIGRATION_V1,
+        tables::messages::MIGRATION_V1,
+        tables::tool_calls::MIGRATION_V1,
+        tables::confirm_decisions::MIGRATION_V1,
+        tables::user_answers::MIGRATION_V1,
+    ]
+    .concat()
+});
+
+/// The ordered list of schema versions.
+pub fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(&V1), M::up(tables::search::MIGRATION_V2)])
+}
+
+/// The newest schema version this build knows.
+pub const LATEST_VERSION: usize = 2;
+
+/// The database's current schema version (`user_version`).
+pub fn current_version(conn: &Connection) -> Result<usize> {
+    let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    Ok(usize::try_from(v).unwrap_or(0))
+}
+
+/// Upgrades to `LATEST_VERSION`; refuses a database written by a newer build.
+pub fn upgrade(conn: &mut Connection) -> Result<()> {
+    let found = current_version(conn)?;
+    if found > LATEST_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: LATEST_VERSION,
+        });
+    }
+    if found < LATEST_VERSION {
+        tracing::info!(
+            from = found,
+            to = LATEST_VERSION,
+            "migrating the aibuddy database"
+        );
+    }
+    migrations().to_latest(conn)?;
+    Ok(())
+}
+
+/// Migrates to exactly `version` (tests of upgrades from earlier versions).
+pub fn upgrade_to(conn: &mut Connection, version: usize) -> Result<()> {
+    migrations().to_version(conn, version)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migration_list_is_valid_and_matches_latest_version() {
+        migrations().validate().unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
+        upgrade(&mut conn).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
+    }
+}

@@ -1,0 +1,108 @@
+//! `confirm_decisions`: every confirm request (target, scope, expected consequence recorded BEFORE
+//! the effect) and the person's decision. A decision is bound to one call and one action digest;
+//! nothing here is consulted as permission for a later action.
+//!
+//! No foreign key to `tool_calls`: the request is recorded during authorization, which a pipeline
+//! may run before the call row is written.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{Result, StoreError};
+use crate::types::{ConfirmRecord, Decision};
+
+pub(crate) const MIGRATION_V1: &str = "
+CREATE TABLE confirm_decisions (
+    decision_id  INTEGER PRIMARY KEY,
+    tool_call_id TEXT NOT NULL,
+    run_id       TEXT,
+    digest       TEXT NOT NULL,
+    target       TEXT NOT NULL,
+    scope        TEXT NOT NULL,
+    consequence  TEXT NOT NULL,
+    decision     TEXT NOT NULL CHECK (decision IN ('pending', 'approved', 'rejected', 'cancelled')),
+    requested_at INTEGER NOT NULL,
+    decided_at   INTEGER
+);
+CREATE INDEX confirm_decisions_call ON confirm_decisions(tool_call_id);
+";
+
+/// Records a request (normally with decision `pending`); returns its id.
+pub fn insert(conn: &Connection, rec: &ConfirmRecord) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO confirm_decisions
+         (tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        rec.tool_call_id,
+        rec.run_id,
+        rec.digest,
+        rec.target,
+        rec.scope,
+        rec.consequence,
+        rec.decision.as_str(),
+        rec.requested_at_ms,
+        rec.decided_at_ms
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Sets the decision of a pending request. Returns false when it was not pending.
+pub fn decide(
+    conn: &Connection,
+    decision_id: i64,
+    decision: Decision,
+    now_ms: i64,
+) -> Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE confirm_decisions SET decision = ?2, decided_at = ?3
+             WHERE decision_id = ?1 AND decision = 'pending'",
+        )?
+        .execute(params![decision_id, decision.as_str(), now_ms])?;
+    Ok(n == 1)
+}
+
+/// All requests of one call, oldest first.
+pub fn for_call(conn: &Connection, tool_call_id: &str) -> Result<Vec<ConfirmRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
+         FROM confirm_decisions WHERE tool_call_id = ?1 ORDER BY decision_id",
+    )?;
+    let rows = stmt.query_map([tool_call_id], |r| {
+        Ok((
+            ConfirmRecord {
+                tool_call_id: r.get(0)?,
+                run_id: r.get(1)?,
+                digest: r.get(2)?,
+                target: r.get(3)?,
+                scope: r.get(4)?,
+                consequence: r.get(5)?,
+                decision: Decision::Pending,
+                requested_at_ms: r.get(7)?,
+                decided_at_ms: r.get(8)?,
+            },
+            r.get::<_, String>(6)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (mut rec, decision) = row?;
+        rec.decision = Decision::parse(&decision)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown decision {decision:?}")))?;
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+/// The decision of one request.
+pub fn get_decision(conn: &Connection, decision_id: i64) -> Result<Option<Decision>> {
+    let d: Option<String> = conn
+        .prepare_cached("SELECT decision FROM confirm_decisions WHERE decision_id = ?1")?
+        .query_row([decision_id], |r| r.get(0))
+        .optional()?;
+    d.map(|d| {
+        Decision::parse(&d).ok_or_else(|| StoreError::Corrupt(format!("unknown decision {d:?}")))
+    })
+    .transpose()
+}

@@ -1,0 +1,309 @@
+//! Values passed in and out of the store. Column meanings are documented on the fields.
+
+use serde::{Deserialize, Serialize};
+
+/// Lifecycle status of one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Row written before execution; the call has not finished (or its process died: see `Interrupted`).
+    Running,
+    Ok,
+    Error,
+    Cancelled,
+    /// The person declined the confirm request.
+    Rejected,
+    /// The process died while the call was running; set at the next open.
+    Interrupted,
+}
+
+impl CallStatus {
+    pub const ALL: [CallStatus; 6] = [
+        CallStatus::Running,
+        CallStatus::Ok,
+        CallStatus::Error,
+        CallStatus::Cancelled,
+        CallStatus::Rejected,
+        CallStatus::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Running => "running",
+            CallStatus::Ok => "ok",
+            CallStatus::Error => "error",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Rejected => "rejected",
+            CallStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CallStatus> {
+        CallStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for CallStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a call's model projection is in background precompaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionState {
+    /// Below the threshold, or not considered yet.
+    None,
+    /// Compaction started in the background.
+    Pending,
+    /// A smaller projection replaced the original (trim or summarize; a recovery pointer exists).
+    Compacted,
+    /// The output was declared disposable and dropped (no recovery pointer).
+    Dropped,
+    /// The compacted result was not smaller; the original stays.
+    NotSmaller,
+    /// Compaction failed (a Projection-stage failure); the original stays, the error is recorded.
+    Failed,
+}
+
+impl CompactionState {
+    pub const ALL: [CompactionState; 6] = [
+        CompactionState::None,
+        CompactionState::Pending,
+        CompactionState::Compacted,
+        CompactionState::Dropped,
+        CompactionState::NotSmaller,
+        CompactionState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionState::None => "none",
+            CompactionState::Pending => "pending",
+            CompactionState::Compacted => "compacted",
+            CompactionState::Dropped => "dropped",
+            CompactionState::NotSmaller => "not_smaller",
+            CompactionState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CompactionState> {
+        CompactionState::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// Written by `begin_call` BEFORE the call executes (status `running`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallStart {
+    /// Provider id when there is one, else `new_id()`. Validated with `validate_id`.
+    pub tool_call_id: String,
+    /// The run (task) this call belongs to; created on first use.
+    pub run_id: String,
+    /// Project root the run works in (creates the `projects` row on first use).
+    pub project_root: Option<String>,
+    pub tool: String,
+    /// Key of the config that owns `tool`.
+    pub config: String,
+    /// Raw arguments exactly as received (may be malformed JSON: it is stored as text).
+    pub input: String,
+    /// Unix milliseconds; `None` = now.
+    pub started_at_ms: Option<i64>,
+}
+
+/// Written by `finish_call`. Only after it returns may the caller report the call finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallFinish {
+    pub tool_call_id: String,
+    /// Any status but `Running`.
+    pub status: CallStatus,
+    /// Failure stage name (`Execution`, ...) when status is not `ok`.
+    pub stage: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    /// Raw output bytes exactly as produced. Large outputs go to a file (see `blobs`).
+    pub raw_output: Vec<u8>,
+    /// What the model sees.
+    pub model_projection: Option<String>,
+    /// Display-oriented JSON for the client.
+    pub client_projection: Option<serde_json::Value>,
+    /// Short searchable text of the client projection (indexed by FTS).
+    pub display_text: Option<String>,
+    /// Unix milliseconds; `None` = now.
+    pub finished_at_ms: Option<i64>,
+}
+
+impl CallFinish {
+    /// A finish record with only the id and status set.
+    pub fn new(tool_call_id: impl Into<String>, status: CallStatus) -> Self {
+        CallFinish {
+            tool_call_id: tool_call_id.into(),
+            status,
+            stage: None,
+            error_code: None,
+            error_message: None,
+            raw_output: Vec::new(),
+            model_projection: None,
+            client_projection: None,
+            display_text: None,
+            finished_at_ms: None,
+        }
+    }
+}
+
+/// Where a call's raw output lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RawOutputLocation {
+    /// No output recorded (running, or failed before execution).
+    None,
+    /// Stored in the row (`raw_output` BLOB), at most `INLINE_LIMIT` bytes.
+    Inline,
+    /// Stored in a file relative to the data directory (`blobs/<tool_call_id>.bin`).
+    File { path: String },
+}
+
+/// One stored call, everything but the raw output bytes (read those with `read_raw_slice`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub tool: String,
+    pub config: String,
+    pub status: CallStatus,
+    pub stage: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    /// RFC 3339 UTC with milliseconds.
+    pub started_at: String,
+    pub started_at_ms: i64,
+    pub finished_at: Option<String>,
+    pub finished_at_ms: Option<i64>,
+    pub duration_ms: Option<i64>,
+    /// Raw arguments as received: parsed JSON when it parses, else the text as a JSON string.
+    pub input: serde_json::Value,
+    pub raw_output_len: Option<i64>,
+    pub raw_output: RawOutputLocation,
+    /// True when the output is what was spooled before the process died.
+    pub raw_output_partial: bool,
+    pub model_projection: Option<String>,
+    pub client_projection: Option<serde_json::Value>,
+    pub display_text: Option<String>,
+    /// Path of the offloaded raw input/output, relative to the data directory.
+    pub recovery_pointer: Option<String>,
+    pub compaction_state: CompactionState,
+    pub compaction_strategy: Option<String>,
+    pub compaction_error: Option<String>,
+}
+
+/// One row of `history`: the fields a listing needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRow {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub tool: String,
+    pub config: String,
+    pub status: CallStatus,
+    pub stage: Option<String>,
+    pub error_message: Option<String>,
+    pub started_at: String,
+    pub started_at_ms: i64,
+    pub duration_ms: Option<i64>,
+    pub input: serde_json::Value,
+    pub display_text: Option<String>,
+    pub compaction_state: CompactionState,
+}
+
+/// Filter of `history`; every field narrows. Results are newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryFilter {
+    pub run_id: Option<String>,
+    pub tool: Option<String>,
+    pub status: Option<CallStatus>,
+    /// Full-text search over tool name, input and display text (terms are ANDed, each matched as a
+    /// token prefix; FTS operators in the text are treated as plain words).
+    pub search: Option<String>,
+    /// Page size; `None` = 50, capped at 10,000.
+    pub limit: Option<usize>,
+    /// Keyset pagination: only calls older than this id (the last id of the previous page).
+    pub before: Option<String>,
+}
+
+/// A bounded slice of a call's raw output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSlice {
+    pub bytes: Vec<u8>,
+    pub offset: u64,
+    /// Total raw output length in bytes.
+    pub total_len: u64,
+    pub partial: bool,
+}
+
+/// The person's answer to a confirm request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Pending,
+    Approved,
+    Rejected,
+    /// The request was withdrawn (stop, cancellation) before an answer.
+    Cancelled,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Pending => "pending",
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+            Decision::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Decision> {
+        [
+            Decision::Pending,
+            Decision::Approved,
+            Decision::Rejected,
+            Decision::Cancelled,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+    }
+}
+
+/// A confirm request: target, scope and expected consequence are recorded BEFORE the effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfirmRecord {
+    pub tool_call_id: String,
+    pub run_id: Option<String>,
+    /// Digest of (tool, canonical args, target): a decision is valid only for this exact action.
+    pub digest: String,
+    pub target: String,
+    pub scope: String,
+    pub consequence: String,
+    pub decision: Decision,
+    pub requested_at_ms: i64,
+    pub decided_at_ms: Option<i64>,
+}
+
+/// An answer the person gave to `ask_user_question`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UserAnswer {
+    pub tool_call_id: String,
+    pub run_id: Option<String>,
+    pub question: serde_json::Value,
+    pub answer: serde_json::Value,
+    pub answered_at_ms: i64,
+}
+
+/// A conversation message of a run (content is provider-neutral JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageRecord {
+    pub message_id: String,
+    pub run_id: String,
+    pub seq: i64,
+    pub role: String,
+    pub content: serde_json::Value,
+    pub created_at_ms: i64,
+}

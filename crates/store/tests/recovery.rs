@@ -1,0 +1,92 @@
+//! Start-up recovery in one process: a Store dropped with a running call stands for a dead
+//! process (its instance lock is released); a Store still open stands for a live one.
+
+use aibuddy_store::{CallFinish, CallStart, CallStatus, RawOutputLocation, Store};
+use pretty_assertions::assert_eq;
+
+fn start(id: &str) -> CallStart {
+    CallStart {
+        tool_call_id: id.into(),
+        run_id: "run".into(),
+        project_root: None,
+        tool: "execute".into(),
+        config: "exec".into(),
+        input: "{}".into(),
+        started_at_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn running_calls_of_a_dead_owner_become_interrupted_with_spooled_output() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.begin_call(start("small")).await.unwrap();
+        store.begin_call(start("large")).await.unwrap();
+        store.begin_call(start("none")).await.unwrap();
+        store
+            .spool("small")
+            .unwrap()
+            .append(b"partial out")
+            .unwrap();
+        let mut big = store.spool("large").unwrap();
+        big.append(&vec![b'z'; 100 * 1024]).unwrap();
+        store.begin_call(start("done")).await.unwrap();
+        store
+            .finish_call(CallFinish::new("done", CallStatus::Ok))
+            .await
+            .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let mut marked = store.interrupted_at_open().to_vec();
+    marked.sort();
+    assert_eq!(marked, ["large", "none", "small"]);
+
+    let small = store.get_call("small").await.unwrap().unwrap();
+    assert_eq!(small.status, CallStatus::Interrupted);
+    assert_eq!(small.stage.as_deref(), Some("Execution"));
+    assert!(small.raw_output_partial);
+    assert_eq!(
+        store.read_raw_slice("small", 0, 100).await.unwrap().bytes,
+        b"partial out"
+    );
+
+    let large = store.get_call("large").await.unwrap().unwrap();
+    assert_eq!(
+        large.raw_output,
+        RawOutputLocation::File {
+            path: "blobs/large.bin".into()
+        }
+    );
+    assert_eq!(large.raw_output_len, Some(100 * 1024));
+
+    let none = store.get_call("none").await.unwrap().unwrap();
+    assert_eq!(none.status, CallStatus::Interrupted);
+    assert!(!none.raw_output_partial);
+    assert_eq!(
+        store.get_call("done").await.unwrap().unwrap().status,
+        CallStatus::Ok
+    );
+    assert!(!dir.path().join("spool/small.out").exists());
+}
+
+#[tokio::test]
+async fn running_calls_of_a_live_process_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = Store::open(dir.path()).unwrap();
+    live.begin_call(start("in-flight")).await.unwrap();
+    let other = Store::open(dir.path()).unwrap();
+    assert!(other.interrupted_at_open().is_empty());
+    assert_eq!(
+        other.get_call("in-flight").await.unwrap().unwrap().status,
+        CallStatus::Running
+    );
+    // The live process finishes normally afterwards.
+    live.finish_call(CallFinish::new("in-flight", CallStatus::Ok))
+        .await
+        .unwrap();
+    assert_eq!(
+        other.get_call("in-flight").await.unwrap().unwrap().status,
+        CallStatus::Ok
+    );
+}
