@@ -124,10 +124,14 @@ fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
             omitted: start as u64,
         };
     }
-    // Not contiguous: the gap is omitted anyway; split the budget, giving unused room to the other side.
+    // Not contiguous: the gap is omitted anyway. A head ending inside a character loses that
+    // partial character (counted as omitted) rather than showing U+FFFD for a cut we made.
+    let partial = incomplete_suffix_len(&head);
+    let head = &head[..head.len() - partial];
+    // Split the budget, giving unused room to the other side.
     let head_budget = (budget / 2).max(budget.saturating_sub(tail_full.chars));
-    let h = normalize(&head, head_budget);
-    let head_cut = (head.len() - h.raw_used) as u64;
+    let h = normalize(head, head_budget);
+    let head_cut = (head.len() - h.raw_used + partial) as u64;
     // A tail starting inside a character: skip the continuation bytes.
     let skip = tail
         .iter()
@@ -140,6 +144,24 @@ fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
         tail: t,
         omitted: head_cut + gap + (skip + start) as u64,
     }
+}
+
+/// Length of an incomplete (but so far valid) UTF-8 sequence at the end of `raw`.
+fn incomplete_suffix_len(raw: &[u8]) -> usize {
+    for back in 1..=3.min(raw.len()) {
+        let b = raw[raw.len() - back];
+        if is_continuation(b) {
+            continue;
+        }
+        let need = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0,
+        };
+        return if need > back { back } else { 0 };
+    }
+    0
 }
 
 fn is_continuation(b: u8) -> bool {
@@ -352,43 +374,38 @@ mod tests {
 
     #[test]
     fn boundary_sizes_around_the_cap() {
-        // Find the largest body that still shows whole, then check one more byte cuts.
-        let probe = project_for_model(&outcome_from(b"", 64 * 1024, 64 * 1024));
-        let overhead = probe.chars().count();
-        for n in [
-            MODEL_CHAR_CAP - overhead - 300,
-            MODEL_CHAR_CAP - overhead,
-            MODEL_CHAR_CAP,
-            MODEL_CHAR_CAP + 1,
-        ] {
-            let data = vec![b'a'; n];
-            let o = outcome_from(&data, 64 * 1024, 64 * 1024);
-            let p = project_for_model(&o);
+        let cut = |n: usize| {
+            let p = project_for_model(&outcome_from(&vec![b'a'; n], 1 << 16, 1 << 16));
             assert!(p.chars().count() <= MODEL_CHAR_CAP, "n={n}");
-            let cut = p.contains("bytes omitted");
             let shown = body(&p).chars().filter(|c| *c == 'a').count();
-            if cut {
-                let omitted: usize = p
-                    .lines()
-                    .find_map(|l| l.strip_prefix("omitted_middle_bytes: "))
-                    .unwrap()
-                    .parse()
-                    .unwrap();
-                assert_eq!(shown + omitted, n, "n={n}");
-            } else {
-                assert_eq!(shown, n, "n={n}");
-            }
+            let omitted: usize = p
+                .lines()
+                .find_map(|l| l.strip_prefix("omitted_middle_bytes: "))
+                .map_or(0, |v| v.parse().unwrap());
+            assert_eq!(shown + omitted, n, "n={n}: every byte shown or counted");
+            omitted > 0
+        };
+        // Largest size shown whole: found by bisection, then checked on both sides of the edge.
+        let (mut lo, mut hi) = (0usize, MODEL_CHAR_CAP + 1);
+        assert!(!cut(lo) && cut(hi));
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if cut(mid) { hi = mid } else { lo = mid }
         }
-        // Exactly the budget shows whole; one more char cuts.
-        let budget = MODEL_CHAR_CAP - overhead - 260;
-        assert!(
-            !project_for_model(&outcome_from(&vec![b'a'; budget], 1 << 16, 1 << 16))
-                .contains("omitted")
-        );
-        assert!(
-            project_for_model(&outcome_from(&vec![b'a'; budget + 1], 1 << 16, 1 << 16))
-                .contains("omitted")
-        );
+        assert!(lo > MODEL_CHAR_CAP - 400, "whole output up to {lo} chars");
+        assert!(!cut(lo) && cut(lo + 1));
+        for n in [
+            lo - 1,
+            lo,
+            lo + 1,
+            lo + 2,
+            MODEL_CHAR_CAP,
+            2 * MODEL_CHAR_CAP,
+        ] {
+            cut(n);
+        }
+        // Whole outputs of exactly the cap get cut too, within the cap.
+        assert!(cut(MODEL_CHAR_CAP));
     }
 
     #[test]
