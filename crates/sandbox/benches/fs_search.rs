@@ -31,7 +31,10 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
     let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(&tree)).expect("sandbox");
     let files = run_tool("fdfind", &["-t", "f", "."], &tree).1;
-    println!("tree: {} ({files} files, not counting ignored ones)", tree.display());
+    println!(
+        "tree: {} ({files} files, not counting ignored ones)",
+        tree.display()
+    );
     // Warm the page cache.
     run_tool("rg", &["-c", "zzqq_warm_zzqq"], &tree);
 
@@ -41,17 +44,48 @@ fn main() {
     );
     let mut ratios = Vec::new();
     let grep_cases: &[(&str, GrepMode, &str, &[&str])] = &[
-        ("grep content 'fn main' vs rg -n", GrepMode::Content, "fn main", &["-n", "fn main"]),
-        ("grep content 'unsafe' vs rg -n", GrepMode::Content, "unsafe", &["-n", "unsafe"]),
-        ("grep files 'unsafe' vs rg -l", GrepMode::FilesWithMatches, "unsafe", &["-l", "unsafe"]),
-        ("grep count 'impl' vs rg -c", GrepMode::Count, "impl", &["-c", "impl"]),
-        ("grep content '[A-Z]{2}[0-9]+_x' vs rg -n", GrepMode::Content, "[A-Z]{2}[0-9]+_x", &["-n", "[A-Z]{2}[0-9]+_x"]),
+        (
+            "grep content 'fn main' vs rg -n",
+            GrepMode::Content,
+            "fn main",
+            &["-n", "fn main"],
+        ),
+        (
+            "grep content 'unsafe' vs rg -n",
+            GrepMode::Content,
+            "unsafe",
+            &["-n", "unsafe"],
+        ),
+        (
+            "grep files 'unsafe' vs rg -l",
+            GrepMode::FilesWithMatches,
+            "unsafe",
+            &["-l", "unsafe"],
+        ),
+        (
+            "grep count 'impl' vs rg -c",
+            GrepMode::Count,
+            "impl",
+            &["-c", "impl"],
+        ),
+        (
+            "grep content '[A-Z]{2}[0-9]+_x' vs rg -n",
+            GrepMode::Content,
+            "[A-Z]{2}[0-9]+_x",
+            &["-n", "[A-Z]{2}[0-9]+_x"],
+        ),
     ];
     for (name, mode, pattern, rg_args) in grep_cases {
         let (ours, our_count) = median(|| {
-            let req = GrepRequest { pattern: pattern.to_string(), mode: *mode, ..Default::default() };
+            let req = GrepRequest {
+                pattern: pattern.to_string(),
+                mode: *mode,
+                ..Default::default()
+            };
             let t = Instant::now();
-            let out = rt.block_on(sb.grep(req, CancellationToken::new())).expect("grep");
+            let out = rt
+                .block_on(sb.grep(req, CancellationToken::new()))
+                .expect("grep");
             let n = match mode {
                 GrepMode::Content => out.total_matches,
                 _ => out.total_files,
@@ -62,15 +96,28 @@ fn main() {
         ratios.push(report(name, ours, theirs, our_count, their_count));
     }
     let glob_cases: &[(&str, &str, &[&str])] = &[
-        ("glob '*.rs' vs fdfind -t f -g", "*.rs", &["-t", "f", "-g", "*.rs"]),
-        ("glob 'Cargo.toml' vs fdfind -t f -g", "Cargo.toml", &["-t", "f", "-g", "Cargo.toml"]),
+        (
+            "glob '*.rs' vs fdfind -t f -g",
+            "*.rs",
+            &["-t", "f", "-g", "*.rs"],
+        ),
+        (
+            "glob 'Cargo.toml' vs fdfind -t f -g",
+            "Cargo.toml",
+            &["-t", "f", "-g", "Cargo.toml"],
+        ),
         ("glob '*' vs fdfind -t f", "*", &["-t", "f", "."]),
     ];
     for (name, pattern, fd_args) in glob_cases {
         let (ours, our_count) = median(|| {
-            let req = GlobRequest { pattern: pattern.to_string(), ..Default::default() };
+            let req = GlobRequest {
+                pattern: pattern.to_string(),
+                ..Default::default()
+            };
             let t = Instant::now();
-            let out = rt.block_on(sb.glob(req, CancellationToken::new())).expect("glob");
+            let out = rt
+                .block_on(sb.glob(req, CancellationToken::new()))
+                .expect("glob");
             (t.elapsed(), out.entries.len() as u64 + out.omitted)
         });
         let (theirs, their_count) = median(|| run_tool("fdfind", fd_args, &tree));
@@ -81,14 +128,20 @@ fn main() {
 
     // Peak memory: a grep matching millions of lines vs one matching nothing, each in a fresh process.
     let exe = std::env::current_exe().expect("current exe");
-    for (label, pattern) in [("matches nothing", "zzqq_nothing_zzqq"), ("matches almost every line", ".")] {
+    for (label, pattern) in [
+        ("matches nothing", "zzqq_nothing_zzqq"),
+        ("matches almost every line", "."),
+    ] {
         let out = Command::new(&exe)
             .arg("--peak")
             .arg(&tree)
             .arg(pattern)
             .output()
             .expect("peak child");
-        print!("peak memory, grep {label}: {}", String::from_utf8_lossy(&out.stdout));
+        print!(
+            "peak memory, grep {label}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 }
 
@@ -131,13 +184,26 @@ fn run_tool(tool: &str, args: &[&str], dir: &Path) -> (Duration, u64) {
 
 fn peak_child(tree: &Path, pattern: &str) {
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let sb: Arc<dyn Sandbox> = create_sandbox(SandboxKind::Local, &SandboxSettings::new(tree)).expect("sandbox");
+    let sb: Arc<dyn Sandbox> =
+        create_sandbox(SandboxKind::Local, &SandboxSettings::new(tree)).expect("sandbox");
     let t = Instant::now();
     let out = rt
-        .block_on(sb.grep(GrepRequest { pattern: pattern.into(), ..Default::default() }, CancellationToken::new()))
+        .block_on(sb.grep(
+            GrepRequest {
+                pattern: pattern.into(),
+                ..Default::default()
+            },
+            CancellationToken::new(),
+        ))
         .expect("grep");
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let hwm = status.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("VmHWM: ?").replace("VmHWM:", "").trim().to_string();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .unwrap_or("VmHWM: ?")
+        .replace("VmHWM:", "")
+        .trim()
+        .to_string();
     println!(
         "VmHWM {hwm}; {} matching lines in {} files, {} kept, {} omitted, {:.0} ms",
         out.total_matches,
@@ -154,11 +220,20 @@ fn prepare_tree() -> PathBuf {
     if tree.join(".git").exists() {
         return tree;
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
     let src = home.join(".cargo/registry/src");
     std::fs::create_dir_all(&tree).expect("create bench tree");
-    for index in std::fs::read_dir(&src).expect("~/.cargo/registry/src").flatten() {
-        for krate in std::fs::read_dir(index.path()).into_iter().flatten().flatten() {
+    for index in std::fs::read_dir(&src)
+        .expect("~/.cargo/registry/src")
+        .flatten()
+    {
+        for krate in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let status = Command::new("cp")
                 .arg("-al")
                 .arg(krate.path())
@@ -168,7 +243,11 @@ fn prepare_tree() -> PathBuf {
             assert!(status.success(), "cp -al {}", krate.path().display());
         }
     }
-    let status = Command::new("git").args(["init", "-q"]).current_dir(&tree).status().expect("git init");
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&tree)
+        .status()
+        .expect("git init");
     assert!(status.success());
     tree
 }

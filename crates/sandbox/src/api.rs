@@ -158,6 +158,9 @@ pub struct WritePlan {
     /// Parent directories that will be created.
     pub creates_dirs: Vec<String>,
     pub fingerprint: Option<Fingerprint>,
+    /// Unified diff from the current content (empty for a new file) when both are text within
+    /// `Limits::edit_max_bytes`; `None` otherwise.
+    pub diff: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -203,6 +203,13 @@ async fn write_is_atomic_keeps_permissions_creates_parents_and_verifies() {
         }
     );
     assert!(plan.creates_dirs.is_empty());
+    assert!(
+        plan.diff
+            .as_deref()
+            .unwrap()
+            .contains("-echo old\n+echo new\n+exit 0\n"),
+        "{plan:?}"
+    );
     let out = sb
         .write(
             WriteRequest {

@@ -120,8 +120,20 @@ pub fn preview(
     } else {
         None
     };
+    let path = scope::display(&rel);
+    let old_text = match &current {
+        None => Some(String::new()),
+        Some(c) if c.bytes.len() as u64 <= s.limits.edit_max_bytes => {
+            std::str::from_utf8(&c.bytes).ok().map(str::to_string)
+        }
+        Some(_) => None,
+    };
+    let diff = old_text
+        .filter(|_| req.content.len() as u64 <= s.limits.edit_max_bytes)
+        .map(|old| crate::edits::unified_diff(&path, &old, &req.content));
     Ok(WritePlan {
-        path: scope::display(&rel),
+        diff,
+        path,
         existing: current.as_ref().map(|c| stats(&c.bytes)),
         new: stats(req.content.as_bytes()),
         creates_dirs,
