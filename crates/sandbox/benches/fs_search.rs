@@ -39,8 +39,8 @@ fn main() {
     run_tool("rg", &["-c", "zzqq_warm_zzqq"], &tree);
 
     println!(
-        "{:<44} {:>10} {:>10} {:>7}  {}",
-        "case", "sandbox", "baseline", "ratio", "results (sandbox / baseline)"
+        "{:<44} {:>10} {:>10} {:>7}  results (sandbox / baseline)",
+        "case", "sandbox", "baseline", "ratio"
     );
     let mut ratios = Vec::new();
     let grep_cases: &[(&str, GrepMode, &str, &[&str])] = &[
