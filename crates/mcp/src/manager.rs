@@ -105,6 +105,7 @@ struct Slot {
     protocol_version: Option<String>,
     server_info: Option<String>,
     tools: Vec<Tool>,
+    tools_refreshed: u32,
     peer: Option<Peer<RoleClient>>,
     events: Option<mpsc::UnboundedSender<ConnEvent>>,
 }
@@ -235,6 +236,7 @@ impl McpManager {
                     protocol_version: None,
                     server_info: None,
                     tools: Vec::new(),
+                    tools_refreshed: 0,
                     peer: None,
                     events: None,
                 },
@@ -301,6 +303,7 @@ impl McpManager {
                 protocol_version: slot.protocol_version.clone(),
                 server_info: slot.server_info.clone(),
                 tool_count: counts.get(name.as_str()).copied().unwrap_or(0),
+                tools_refreshed: slot.tools_refreshed,
                 rejected_tools: catalog
                     .rejected
                     .iter()
@@ -502,15 +505,15 @@ impl McpManager {
             };
             match tokio::time::timeout(timeout + Duration::from_millis(100), ping).await {
                 Ok(Ok(_)) => tracing::debug!(server, "health check passed after: {context}"),
-                Ok(Err(e)) => {
-                    let _ = events.send(ConnEvent::Broken(format!(
-                        "unresponsive ({context}; ping failed: {e})"
-                    )));
-                }
-                Err(_) => {
+                Ok(Err(ServiceError::Timeout { .. })) | Err(_) => {
                     let _ = events.send(ConnEvent::Broken(format!(
                         "unresponsive ({context}; no answer to ping within {}s)",
                         timeout.as_secs_f64()
+                    )));
+                }
+                Ok(Err(e)) => {
+                    let _ = events.send(ConnEvent::Broken(format!(
+                        "unresponsive ({context}; ping failed: {e})"
                     )));
                 }
             }
@@ -613,6 +616,16 @@ async fn supervise(shared: Arc<Shared>, name: String, shutdown: CancellationToke
             }
         }
     }
+}
+
+/// A `Broken` reason already queued (it explains a closed connection better than "closed").
+fn pending_broken(events: &mut mpsc::UnboundedReceiver<ConnEvent>) -> Option<String> {
+    while let Ok(event) = events.try_recv() {
+        if let ConnEvent::Broken(reason) = event {
+            return Some(reason);
+        }
+    }
+    None
 }
 
 /// The next `Broken` event (list_changed before the first listing is irrelevant).
@@ -733,7 +746,10 @@ async fn run_connection(
         result = tokio::time::timeout(connect_timeout, connecting) => match result {
             Ok(Ok(running)) => running,
             Ok(Err(e)) => {
-                let reason = with_exit(format!("initialize failed: {e}"), &mut process).await;
+                let reason = match pending_broken(&mut events) {
+                    Some(reason) => reason,
+                    None => with_exit(format!("initialize failed: {e}"), &mut process).await,
+                };
                 kill(&mut process).await;
                 return fail(reason);
             }
@@ -800,6 +816,9 @@ async fn run_connection(
                     );
                     shared.update(name, true, move |slot| {
                         slot.tools = tools;
+                        if !first {
+                            slot.tools_refreshed += 1;
+                        }
                         if first {
                             slot.state = ServerState::Connected;
                             slot.protocol_version = pv;
@@ -825,7 +844,10 @@ async fn run_connection(
                 None => {}
             },
             _ = &mut service_done => {
-                let reason = with_exit("connection closed".into(), &mut process).await;
+                let reason = match pending_broken(&mut events) {
+                    Some(reason) => reason,
+                    None => with_exit("connection closed".into(), &mut process).await,
+                };
                 break Ended::Failed { reason, was_connected: connected };
             }
             reason = child_exit(&mut process) => break Ended::Failed { reason, was_connected: connected },

@@ -35,6 +35,8 @@ pub struct ServerStatus {
     pub server_info: Option<String>,
     /// Tools of this server currently in the catalog.
     pub tool_count: usize,
+    /// How many times the tool list was fetched again after `notifications/tools/list_changed`.
+    pub tools_refreshed: u32,
     /// Tools this server listed but the client left out (bad schema), with reasons.
     pub rejected_tools: Vec<RejectedTool>,
 }
