@@ -49,8 +49,33 @@ pub fn write_temp_durable(final_path: &Path, bytes: &[u8]) -> Result<PathBuf> {
     }
 }
 
+/// Copies `src` to a fresh temp file beside `final_path` and fsyncs it (see `write_temp_durable`).
+pub fn copy_temp_durable(src: &Path, final_path: &Path) -> Result<PathBuf> {
+    let dir = final_path
+        .parent()
+        .ok_or_else(|| StoreError::io(final_path, std::io::Error::other("no parent directory")))?;
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let tmp = temp_beside(final_path);
+    let res = (|| {
+        fs::copy(src, &tmp).map_err(|e| StoreError::io(src, e))?;
+        File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| StoreError::io(&tmp, e))
+    })();
+    match res {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 /// Renames `from` to `to` and fsyncs the directory.
 pub fn rename_durable(from: &Path, to: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    }
     fs::rename(from, to).map_err(|e| StoreError::io(to, e))?;
     match to.parent() {
         Some(dir) => sync_dir(dir),

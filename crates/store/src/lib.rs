@@ -30,7 +30,7 @@ pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
 pub use store::{RawSource, Store};
 pub use types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
-    HistoryFilter, HistoryRow, MessageRecord, RawOutputLocation, RawSlice, UserAnswer,
+    HistoryFilter, HistoryRow, MessageRecord, RawFormat, RawOutputLocation, RawSlice, UserAnswer,
 };
 
 /// Re-exported so benchmarks and tests can open the same database file directly.

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | 1 | core tables: projects, runs, messages, tool_calls, confirm_decisions, user_answers |
 //! | 2 | FTS5 index over tool calls (`tool_calls_fts`) + triggers, rebuilt from existing rows |
+//! | 3 | `tool_calls.raw_output_format`, `tool_calls.output_json` |
 //!
 //! Never edit a released version: append a new one.
 
@@ -30,11 +31,15 @@ static V1: LazyLock<String> = LazyLock::new(|| {
 
 /// The ordered list of schema versions.
 pub fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(&V1), M::up(tables::search::MIGRATION_V2)])
+    Migrations::new(vec![
+        M::up(&V1),
+        M::up(tables::search::MIGRATION_V2),
+        M::up(tables::tool_calls::MIGRATION_V3),
+    ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 2;
+pub const LATEST_VERSION: usize = 3;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

@@ -193,22 +193,79 @@ impl Store {
         .await
     }
 
-    /// Large outputs are written (fsynced) to a temp file on a blocking thread first.
+    /// Large outputs are written (fsynced) to a temp file on a blocking thread first. A raw
+    /// output file is read inline when small; when large, the call's own spool file is moved
+    /// (fsynced first), any other file is copied.
     async fn stage_output(&self, mut fin: CallFinish) -> Result<StagedFinish> {
-        if fin.raw_output.len() <= INLINE_LIMIT {
-            return Ok(StagedFinish { fin, file: None });
-        }
         let rel = DataPaths::blob_rel(&fin.tool_call_id)?;
         let dest = self.inner.paths.root().join(&rel);
+        let own_spool = self.inner.paths.spool_file(&fin.tool_call_id)?;
+        let source = fin.raw_output_file.take();
+        if source.is_none() && fin.raw_output.len() <= INLINE_LIMIT {
+            return Ok(StagedFinish { fin, file: None });
+        }
         let bytes = std::mem::take(&mut fin.raw_output);
-        let len = bytes.len() as u64;
-        let tmp = tokio::task::spawn_blocking(move || files::write_temp_durable(&dest, &bytes))
+        let staged =
+            tokio::task::spawn_blocking(move || -> Result<(Option<StagedFile>, Vec<u8>)> {
+                let Some(src) = source else {
+                    let len = bytes.len() as u64;
+                    let tmp = files::write_temp_durable(&dest, &bytes)?;
+                    return Ok((
+                        Some(StagedFile {
+                            tmp,
+                            rel,
+                            len,
+                            moved_spool: false,
+                        }),
+                        Vec::new(),
+                    ));
+                };
+                let len = std::fs::metadata(&src)
+                    .map_err(|e| StoreError::io(&src, e))?
+                    .len();
+                if len <= INLINE_LIMIT as u64 {
+                    let inline = std::fs::read(&src).map_err(|e| StoreError::io(&src, e))?;
+                    return Ok((None, inline));
+                }
+                if src == own_spool {
+                    File::open(&src)
+                        .and_then(|f| f.sync_all())
+                        .map_err(|e| StoreError::io(&src, e))?;
+                    return Ok((
+                        Some(StagedFile {
+                            tmp: src,
+                            rel,
+                            len,
+                            moved_spool: true,
+                        }),
+                        Vec::new(),
+                    ));
+                }
+                let tmp = files::copy_temp_durable(&src, &dest)?;
+                Ok((
+                    Some(StagedFile {
+                        tmp,
+                        rel,
+                        len,
+                        moved_spool: false,
+                    }),
+                    Vec::new(),
+                ))
+            })
             .await
             .map_err(|e| StoreError::Transaction(format!("blob writer failed: {e}")))??;
-        Ok(StagedFinish {
-            fin,
-            file: Some(StagedFile { tmp, rel, len }),
-        })
+        let (file, inline) = staged;
+        if file.is_none() {
+            fin.raw_output = inline;
+        }
+        Ok(StagedFinish { fin, file })
+    }
+
+    /// The spool file of a call (`spool/<id>.out`). A tool that streams raw output (execute)
+    /// writes it here: if the process dies mid-call the next open attaches it as partial output,
+    /// and `finish_call` with `raw_output_file` set to it moves it into place without a copy.
+    pub fn spool_path(&self, tool_call_id: &str) -> Result<PathBuf> {
+        self.inner.paths.spool_file(tool_call_id)
     }
 
     pub async fn get_call(&self, tool_call_id: &str) -> Result<Option<CallRecord>> {
@@ -449,6 +506,8 @@ struct StagedFile {
     tmp: PathBuf,
     rel: String,
     len: u64,
+    /// `tmp` is the call's spool file: on failure it must stay (it is the partial output).
+    moved_spool: bool,
 }
 
 /// A finish whose large output (if any) is already in a durable temp file.
@@ -491,7 +550,7 @@ impl StagedFinish {
                 let _ = std::fs::remove_file(&dest);
             })
         })();
-        if res.is_err() {
+        if res.is_err() && !file.moved_spool {
             let _ = std::fs::remove_file(&file.tmp);
         }
         res

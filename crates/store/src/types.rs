@@ -111,6 +111,35 @@ pub struct CallStart {
     pub started_at_ms: Option<i64>,
 }
 
+/// How the raw output bytes relate to the tool's result (schema version 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawFormat {
+    /// The tool's result was a text: the bytes are its UTF-8 encoding.
+    Text,
+    /// The tool's result was structured: the bytes are its compact JSON.
+    Json,
+    /// Bytes exactly as produced (a command's spooled output); the structured result, if any,
+    /// is in `output_json`.
+    Bytes,
+}
+
+impl RawFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RawFormat::Text => "text",
+            RawFormat::Json => "json",
+            RawFormat::Bytes => "bytes",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RawFormat> {
+        [RawFormat::Text, RawFormat::Json, RawFormat::Bytes]
+            .into_iter()
+            .find(|f| f.as_str() == s)
+    }
+}
+
 /// Written by `finish_call`. Only after it returns may the caller report the call finished.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallFinish {
@@ -121,8 +150,14 @@ pub struct CallFinish {
     pub stage: Option<String>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
-    /// Raw output bytes exactly as produced. Large outputs go to a file (see `blobs`).
+    /// Raw output bytes exactly as produced. Large outputs go to a file (see `paths`).
     pub raw_output: Vec<u8>,
+    /// Take the raw output from this file instead of `raw_output`. The store's own spool file of
+    /// the call (`Store::spool_path`) is moved into place; any other file is copied, never changed.
+    pub raw_output_file: Option<std::path::PathBuf>,
+    pub raw_format: RawFormat,
+    /// The tool's structured result when the raw bytes are not it (`RawFormat::Bytes`).
+    pub output_json: Option<serde_json::Value>,
     /// What the model sees.
     pub model_projection: Option<String>,
     /// Display-oriented JSON for the client.
@@ -143,6 +178,9 @@ impl CallFinish {
             error_code: None,
             error_message: None,
             raw_output: Vec::new(),
+            raw_output_file: None,
+            raw_format: RawFormat::Bytes,
+            output_json: None,
             model_projection: None,
             client_projection: None,
             display_text: None,
@@ -186,6 +224,9 @@ pub struct CallRecord {
     pub raw_output: RawOutputLocation,
     /// True when the output is what was spooled before the process died.
     pub raw_output_partial: bool,
+    /// `None` for rows written before schema version 3 or not finished.
+    pub raw_format: Option<RawFormat>,
+    pub output_json: Option<serde_json::Value>,
     pub model_projection: Option<String>,
     pub client_projection: Option<serde_json::Value>,
     pub display_text: Option<String>,

@@ -465,3 +465,75 @@ async fn concurrent_writers_all_commit() {
     assert_eq!(all.len(), 200);
     assert!(all.iter().all(|r| r.status == CallStatus::Ok));
 }
+
+#[tokio::test]
+async fn raw_output_from_a_file_moves_the_own_spool_and_copies_any_other_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 97) as u8).collect();
+
+    store
+        .begin_call(start("spooled", "r", "execute", "{}"))
+        .await
+        .unwrap();
+    let spool = store.spool_path("spooled").unwrap();
+    store.spool("spooled").unwrap().append(&big).unwrap();
+    let mut fin = ok("spooled", b"");
+    fin.raw_output_file = Some(spool.clone());
+    fin.raw_format = aibuddy_store::RawFormat::Bytes;
+    fin.output_json = Some(json!({"exit_code": 0}));
+    store.finish_call(fin).await.unwrap();
+    assert!(!spool.exists(), "the spool was moved into blobs/");
+    let rec = store.get_call("spooled").await.unwrap().unwrap();
+    assert_eq!(rec.raw_format, Some(aibuddy_store::RawFormat::Bytes));
+    assert_eq!(rec.output_json, Some(json!({"exit_code": 0})));
+    assert_eq!(
+        store
+            .read_raw_slice("spooled", 0, 1 << 20)
+            .await
+            .unwrap()
+            .bytes,
+        big
+    );
+
+    let foreign = dir.path().join("tool-owned.log");
+    std::fs::write(&foreign, &big).unwrap();
+    store
+        .begin_call(start("copied", "r", "execute", "{}"))
+        .await
+        .unwrap();
+    let mut fin = ok("copied", b"");
+    fin.raw_output_file = Some(foreign.clone());
+    store.finish_call(fin).await.unwrap();
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        big,
+        "a tool's own file is left as it was"
+    );
+    assert_eq!(
+        store
+            .read_raw_slice("copied", 0, 1 << 20)
+            .await
+            .unwrap()
+            .bytes,
+        big
+    );
+
+    let small = dir.path().join("small.log");
+    std::fs::write(&small, b"tiny").unwrap();
+    store
+        .begin_call(start("tiny", "r", "execute", "{}"))
+        .await
+        .unwrap();
+    let mut fin = ok("tiny", b"");
+    fin.raw_output_file = Some(small);
+    store.finish_call(fin).await.unwrap();
+    assert_eq!(
+        store.get_call("tiny").await.unwrap().unwrap().raw_output,
+        RawOutputLocation::Inline
+    );
+    assert_eq!(
+        store.read_raw_slice("tiny", 0, 100).await.unwrap().bytes,
+        b"tiny"
+    );
+}

@@ -10,7 +10,7 @@ use super::iso;
 use crate::error::{Result, StoreError};
 use crate::types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, HistoryFilter, HistoryRow,
-    RawOutputLocation,
+    RawFormat, RawOutputLocation,
 };
 
 pub(crate) const MIGRATION_V1: &str = "
@@ -48,6 +48,14 @@ CREATE TABLE tool_calls (
 CREATE INDEX tool_calls_run ON tool_calls(run_id);
 CREATE INDEX tool_calls_tool ON tool_calls(tool);
 CREATE INDEX tool_calls_status ON tool_calls(status);
+";
+
+/// Version 3: how raw bytes relate to the tool's result, and the structured result when the raw
+/// bytes are a spooled stream. Rows from earlier versions keep NULL (unknown format).
+pub(crate) const MIGRATION_V3: &str = "
+ALTER TABLE tool_calls ADD COLUMN raw_output_format TEXT
+    CHECK (raw_output_format IS NULL OR raw_output_format IN ('text', 'json', 'bytes'));
+ALTER TABLE tool_calls ADD COLUMN output_json TEXT;
 ";
 
 /// How `finish` stores the raw output (decided by `blobs::StoredOutput`).
@@ -103,7 +111,8 @@ pub fn finish(
             "UPDATE tool_calls SET status = ?2, stage = ?3, error_code = ?4, error_message = ?5,
                 finished_at = ?6, duration_ms = MAX(0, ?6 - started_at),
                 raw_output = ?7, raw_output_file = ?8, raw_output_len = ?9, raw_output_partial = 0,
-                model_projection = ?10, client_projection = ?11, display_text = ?12
+                model_projection = ?10, client_projection = ?11, display_text = ?12,
+                raw_output_format = ?13, output_json = ?14
              WHERE tool_call_id = ?1 AND status = 'running'",
         )?
         .execute(params![
@@ -119,6 +128,8 @@ pub fn finish(
             fin.model_projection,
             client,
             fin.display_text,
+            fin.raw_format.as_str(),
+            fin.output_json.as_ref().map(|v| v.to_string()),
         ])?;
     if n == 1 {
         return Ok(());
@@ -182,7 +193,8 @@ pub fn interrupt(
                 error_code = 'interrupted',
                 error_message = 'the process running this call ended before it finished',
                 finished_at = ?2, duration_ms = MAX(0, ?2 - started_at),
-                raw_output = ?3, raw_output_file = ?4, raw_output_len = ?5, raw_output_partial = ?6
+                raw_output = ?3, raw_output_file = ?4, raw_output_len = ?5, raw_output_partial = ?6,
+                raw_output_format = 'bytes'
              WHERE tool_call_id = ?1 AND status = 'running'",
         )?
         .execute(params![id, now_ms, inline, file, len, is_partial])?;
@@ -196,7 +208,7 @@ const RECORD_COLUMNS: &str = concat!(
     iso!("finished_at"),
     ", finished_at, duration_ms, input, raw_output_len, raw_output_file, raw_output IS NOT NULL, \
      raw_output_partial, model_projection, client_projection, display_text, recovery_pointer, \
-     compaction_state, compaction_strategy, compaction_error"
+     compaction_state, compaction_strategy, compaction_error, raw_output_format, output_json"
 );
 
 fn parse_status(s: String) -> Result<CallStatus> {
@@ -249,6 +261,17 @@ fn record_from_row(r: &Row<'_>) -> Result<CallRecord> {
         compaction_state: parse_compaction(r.get(22)?)?,
         compaction_strategy: r.get(23)?,
         compaction_error: r.get(24)?,
+        raw_format: r
+            .get::<_, Option<String>>(25)?
+            .map(|f| {
+                RawFormat::parse(&f).ok_or_else(|| StoreError::Corrupt(format!("raw format {f:?}")))
+            })
+            .transpose()?,
+        output_json: r
+            .get::<_, Option<String>>(26)?
+            .map(|j| serde_json::from_str(&j))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("output_json: {e}")))?,
     })
 }
 
