@@ -12,7 +12,7 @@ use crate::confirm::ConfirmBroker;
 use crate::discovery::{self, HostCaps, ToolListing, ToolSet};
 use crate::pipeline::{CallRecorder, MemoryRecorder, Runner};
 use crate::registry::{ConsistencyProblem, Registry};
-use crate::services::Services;
+use crate::services::{Services, open_sandbox};
 use crate::settings::{self, LoadedSettings, SettingsProblem};
 use crate::tools;
 
@@ -80,6 +80,37 @@ fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
     Ok(canonical)
 }
 
+/// What the injected services provide, for the capability plane.
+pub fn host_caps(services: &Services) -> HostCaps {
+    let mut host = HostCaps::default();
+    match &services.sandbox {
+        Ok(sb) => {
+            let caps = sb.capabilities();
+            host.fs = Some(if caps.fs_read && caps.fs_write {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the `{}` sandbox has no filesystem access",
+                    caps.kind
+                ))
+            });
+            host.exec = Some(if caps.exec {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the `{}` sandbox cannot execute commands",
+                    caps.kind
+                ))
+            });
+        }
+        Err(reason) => {
+            host.fs = Some(Err(reason.clone()));
+            host.exec = Some(Err(reason.clone()));
+        }
+    }
+    host
+}
+
 /// Run the startup checks without opening anything else.
 pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
     let project = resolve_project(&opts.project)?;
@@ -108,12 +139,17 @@ impl App {
         }
         let registry = Registry::build(tools::builtin_configs(), tools::builtin_metas())
             .map_err(AppError::Inconsistent)?;
+        let sandbox = open_sandbox(&loaded.settings.sandbox.kind, &project_root);
+        if let Err(reason) = &sandbox {
+            tracing::warn!("{reason}");
+        }
         let services = Arc::new(Services {
             project_root: project_root.clone(),
             data_dir: opts.data_dir.clone(),
             settings: loaded.settings.clone(),
+            sandbox,
         });
-        let host = HostCaps::default();
+        let host = host_caps(&services);
         Ok(App {
             project_root,
             data_dir: opts.data_dir,

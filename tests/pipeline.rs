@@ -136,6 +136,7 @@ fn runner(f: &Fixture, broker: Arc<dyn ConfirmBroker>, settings: Settings) -> Ru
             project_root: f.dir.path().to_path_buf(),
             data_dir: f.dir.path().join(".data"),
             settings,
+            sandbox: Err("no sandbox in this test".into()),
         }),
         broker,
         recorder: f.recorder.clone(),
