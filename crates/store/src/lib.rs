@@ -17,6 +17,7 @@ mod files;
 mod ids;
 pub mod migrations;
 mod paths;
+mod reader;
 mod recovery;
 mod store;
 pub mod tables;
@@ -27,7 +28,8 @@ pub use error::{Result, StoreError};
 pub use files::Spool;
 pub use ids::{MAX_ID_LEN, new_id, now_ms, validate_id};
 pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
-pub use store::{RawSource, Store};
+pub use reader::{RawSource, Reader};
+pub use store::Store;
 pub use types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
     HistoryFilter, HistoryRow, MessageRecord, RawFormat, RawOutputLocation, RawSlice, UserAnswer,

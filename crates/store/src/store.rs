@@ -14,11 +14,12 @@ use crate::files::{self, Spool};
 use crate::ids::{new_id, now_ms, validate_id};
 use crate::migrations;
 use crate::paths::{DataPaths, INLINE_LIMIT};
+use crate::reader::RawSource;
 use crate::recovery;
 use crate::tables::{confirm_decisions, messages, projects, runs, tool_calls, user_answers};
 use crate::types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
-    HistoryFilter, HistoryRow, MessageRecord, RawOutputLocation, RawSlice, UserAnswer,
+    HistoryFilter, HistoryRow, MessageRecord, RawSlice, UserAnswer,
 };
 use crate::writer::{Durability, Writer};
 
@@ -43,13 +44,6 @@ impl Drop for Inner {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.lock_file);
     }
-}
-
-/// Where a call's whole raw output can be read from (for `show --raw`, streaming).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawSource {
-    Inline(Vec<u8>),
-    File(PathBuf),
 }
 
 impl Store {
@@ -281,50 +275,15 @@ impl Store {
         limit: u64,
     ) -> Result<RawSlice> {
         let id = tool_call_id.to_string();
-        self.read(move |conn, paths| {
-            let rec =
-                tool_calls::get(conn, &id)?.ok_or_else(|| StoreError::CallNotFound(id.clone()))?;
-            let total = u64::try_from(rec.raw_output_len.unwrap_or(0)).unwrap_or(0);
-            let bytes = match &rec.raw_output {
-                RawOutputLocation::None => Vec::new(),
-                RawOutputLocation::Inline => {
-                    tool_calls::inline_slice(conn, &id, offset, limit)?.unwrap_or_default()
-                }
-                RawOutputLocation::File { path } => {
-                    let abs = paths
-                        .resolve(path)
-                        .ok_or_else(|| StoreError::Corrupt(format!("raw output path {path:?}")))?;
-                    files::read_slice(&abs, offset, limit)?.0
-                }
-            };
-            Ok(RawSlice {
-                bytes,
-                offset: offset.min(total),
-                total_len: total,
-                partial: rec.raw_output_partial,
-            })
-        })
-        .await
+        self.read(move |conn, paths| crate::reader::raw_slice(conn, paths, &id, offset, limit))
+            .await
     }
 
     /// Where the whole raw output can be read from (inline bytes or the blob file).
     pub async fn raw_source(&self, tool_call_id: &str) -> Result<RawSource> {
         let id = tool_call_id.to_string();
-        self.read(move |conn, paths| {
-            let rec =
-                tool_calls::get(conn, &id)?.ok_or_else(|| StoreError::CallNotFound(id.clone()))?;
-            match &rec.raw_output {
-                RawOutputLocation::None => Ok(RawSource::Inline(Vec::new())),
-                RawOutputLocation::Inline => Ok(RawSource::Inline(
-                    tool_calls::inline_slice(conn, &id, 0, u64::MAX >> 1)?.unwrap_or_default(),
-                )),
-                RawOutputLocation::File { path } => paths
-                    .resolve(path)
-                    .map(RawSource::File)
-                    .ok_or_else(|| StoreError::Corrupt(format!("raw output path {path:?}"))),
-            }
-        })
-        .await
+        self.read(move |conn, paths| crate::reader::raw_source(conn, paths, &id))
+            .await
     }
 
     /// Calls newest first, narrowed by `filter`.

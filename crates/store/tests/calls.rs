@@ -537,3 +537,25 @@ async fn raw_output_from_a_file_moves_the_own_spool_and_copies_any_other_file() 
         b"tiny"
     );
 }
+
+#[tokio::test]
+async fn the_read_only_reader_sees_committed_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        aibuddy_store::Reader::open(dir.path()).is_err(),
+        "no database yet"
+    );
+    let store = Store::open(dir.path()).unwrap();
+    store
+        .begin_call(start("r1", "run", "grep", "{}"))
+        .await
+        .unwrap();
+    store.finish_call(ok("r1", b"abcdef")).await.unwrap();
+    let reader = aibuddy_store::Reader::open(dir.path()).unwrap();
+    assert_eq!(
+        reader.get_call("r1").unwrap().unwrap().status,
+        CallStatus::Ok
+    );
+    assert_eq!(reader.read_raw_slice("r1", 2, 3).unwrap().bytes, b"cde");
+    assert_eq!(reader.history(&HistoryFilter::default()).unwrap().len(), 1);
+}
