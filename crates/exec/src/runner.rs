@@ -141,9 +141,19 @@ pub(crate) async fn run(
     let mut heartbeat =
         tokio::time::interval_at(started + req.heartbeat_interval, req.heartbeat_interval);
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let timeout_at = started + req.timeout;
-    let mut kill_at: Option<Instant> = None;
-    let mut drain_until: Option<Instant> = None;
+    // Timers and the cancellation future are created once and polled by reference: re-creating
+    // them per loop turn costs a timer-wheel insertion per output chunk.
+    let timeout_sleep = tokio::time::sleep_until(started + req.timeout);
+    tokio::pin!(timeout_sleep);
+    // One timer for the next phase: the SIGKILL after the grace, then the post-exit drain limit.
+    let phase_sleep = tokio::time::sleep_until(started + req.timeout);
+    tokio::pin!(phase_sleep);
+    let mut phase_armed = false;
+    let cancelled_fut = cancel.cancelled();
+    tokio::pin!(cancelled_fut);
+    // Polling a fresh `wait()` each turn would cost a waitpid per chunk.
+    let wait_fut = child.wait();
+    tokio::pin!(wait_fut);
     let mut status: Option<std::process::ExitStatus> = None;
     let (mut timed_out, mut cancelled, mut killed) = (false, false, false);
 
@@ -154,7 +164,7 @@ pub(crate) async fn run(
         let running = status.is_none();
         tokio::select! {
             biased;
-            _ = cancel.cancelled(), if running && !cancelled => {
+            _ = &mut cancelled_fut, if running && !cancelled => {
                 cancelled = true;
                 killed = true;
                 signal_group(pgid, libc::SIGKILL);
@@ -166,27 +176,33 @@ pub(crate) async fn run(
             r = read_some(&mut stderr, &mut err_buf) => {
                 deliver(r, Stream::Stderr, &mut stderr, &err_buf, &mut capture, sink.as_ref());
             }
-            st = child.wait(), if running => {
+            st = &mut wait_fut, if running => {
                 let st = st.map_err(ExecError::Wait)?;
                 status = Some(st);
-                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+                phase_sleep.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
+                phase_armed = true;
             }
-            _ = tokio::time::sleep_until(timeout_at), if running && !timed_out && !cancelled => {
+            _ = &mut timeout_sleep, if running && !timed_out && !cancelled => {
                 timed_out = true;
                 signal_group(pgid, libc::SIGTERM);
-                kill_at = Some(Instant::now() + req.kill_grace);
+                phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
+                phase_armed = true;
                 tracing::debug!(pgid, "timeout: SIGTERM sent to the group");
             }
-            _ = sleep_until_opt(kill_at), if running && !killed => {
-                killed = true;
-                signal_group(pgid, libc::SIGKILL);
-                tracing::debug!(pgid, "grace over: SIGKILL sent to the group");
-            }
-            _ = sleep_until_opt(drain_until) => {
-                // A daemon that left the group still holds a pipe: stop reading.
-                tracing::warn!(pgid, "output pipes still open after the command ended; closing them");
-                stdout = None;
-                stderr = None;
+            _ = &mut phase_sleep, if phase_armed => {
+                phase_armed = false;
+                if running {
+                    if !killed {
+                        killed = true;
+                        signal_group(pgid, libc::SIGKILL);
+                        tracing::debug!(pgid, "grace over: SIGKILL sent to the group");
+                    }
+                } else {
+                    // A daemon that left the group still holds a pipe: stop reading.
+                    tracing::warn!(pgid, "output pipes still open after the command ended; closing them");
+                    stdout = None;
+                    stderr = None;
+                }
             }
             _ = heartbeat.tick(), if running => sink.heartbeat(),
         }
@@ -244,13 +260,6 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
 ) -> std::io::Result<usize> {
     match pipe {
         Some(p) => p.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
