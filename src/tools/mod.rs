@@ -2,16 +2,18 @@
 //! `TOOL_CONFIG_METAS`). `builtin_configs` and `builtin_metas` are compared by
 //! `registry::assert_consistent` at every startup.
 
+pub mod fs;
+
 use std::sync::Arc;
 
 use crate::registry::{ToolConfig, ToolConfigMeta};
 
 /// Every built-in config, in presentation order.
 pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
-    vec![]
+    vec![Arc::new(fs::FilesystemConfig)]
 }
 
 /// Metadata for every built-in config.
 pub fn builtin_metas() -> Vec<ToolConfigMeta> {
-    vec![]
+    vec![fs::meta()]
 }
