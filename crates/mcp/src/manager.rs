@@ -151,17 +151,7 @@ impl Shared {
             .clone()
     }
 
-    fn connection(
-        &self,
-        server: &str,
-    ) -> Result<
-        (
-            Peer<RoleClient>,
-            Option<mpsc::UnboundedSender<ConnEvent>>,
-            Duration,
-        ),
-        McpError,
-    > {
+    fn connection(&self, server: &str) -> Result<Live, McpError> {
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         let Some(slot) = slots.get(server) else {
             return Err(McpError::UnknownServer {
@@ -169,9 +159,11 @@ impl Shared {
             });
         };
         match (&slot.state, &slot.peer) {
-            (ServerState::Connected, Some(peer)) => {
-                Ok((peer.clone(), slot.events.clone(), slot.config.timeouts.call))
-            }
+            (ServerState::Connected, Some(peer)) => Ok(Live {
+                peer: peer.clone(),
+                events: slot.events.clone(),
+                call_timeout: slot.config.timeouts.call,
+            }),
             (state, _) => Err(McpError::ServerUnavailable {
                 server: server.to_owned(),
                 reason: describe_state(state),
@@ -186,6 +178,13 @@ impl Shared {
             _ => None,
         }
     }
+}
+
+/// What a call needs from a connected server.
+struct Live {
+    peer: Peer<RoleClient>,
+    events: Option<mpsc::UnboundedSender<ConnEvent>>,
+    call_timeout: Duration,
 }
 
 fn describe_state(state: &ServerState) -> String {
@@ -395,7 +394,11 @@ impl McpManager {
         let server = entry.server.clone();
         let tool = entry.name.clone();
         drop(catalog);
-        let (peer, events, call_timeout) = self.shared.connection(&server)?;
+        let Live {
+            peer,
+            events,
+            call_timeout,
+        } = self.shared.connection(&server)?;
         if cancel.is_cancelled() {
             return Err(McpError::Cancelled {
                 tool: qualified_name.to_owned(),

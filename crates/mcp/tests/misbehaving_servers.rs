@@ -469,12 +469,11 @@ async fn elicitation_goes_to_the_broker_with_defaults_applied() {
     let answer: serde_json::Value = serde_json::from_str(&result.text()).unwrap();
     assert_eq!(answer["action"], "accept");
     assert_eq!(answer["content"], json!({"name": "Grace", "age": 36}));
-    let seen = broker.seen.lock().unwrap();
+    let seen = broker.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].server, "fx");
     assert_eq!(seen[0].message, "Who are you?");
     assert_eq!(seen[0].defaults.get("age"), Some(&json!(36)));
-    drop(seen);
 
     let decline = FixedBroker::new(ElicitationResponse::Decline);
     let manager2 = start_with_broker(vec![fixture("fx", &[])], decline);
