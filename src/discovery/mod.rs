@@ -4,6 +4,10 @@
 //! exposed to fail.
 
 pub mod gates;
+pub mod presentation;
+pub mod search;
+pub mod service;
+pub mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use gates::{DeferDecision, decide};
+pub use presentation::{Presentation, PresentedTool, present};
+pub use service::DiscoveryService;
+pub use state::{ContextMessage, DiscoveryState};
 
 use crate::registry::{Registry, Requirement, Risk, Source};
 use crate::settings::Settings;

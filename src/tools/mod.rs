@@ -3,6 +3,7 @@
 //! `registry::assert_consistent` at every startup.
 
 pub mod fs;
+pub mod tool_search;
 
 use std::sync::Arc;
 
@@ -10,10 +11,11 @@ use crate::registry::{ToolConfig, ToolConfigMeta};
 
 /// Every built-in config, in presentation order.
 pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
-    vec![Arc::new(fs::FilesystemConfig)]
+    vec![Arc::new(fs::FilesystemConfig),
+        Arc::new(tool_search::ToolSearchConfig::default())]
 }
 
 /// Metadata for every built-in config.
 pub fn builtin_metas() -> Vec<ToolConfigMeta> {
-    vec![fs::meta()]
+    vec![fs::meta(), tool_search::meta()]
 }
