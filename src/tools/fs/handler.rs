@@ -226,17 +226,17 @@ impl ToolHandler for FsHandler {
                 );
                 let consequence = match &plan.existing {
                     Some(old) => format!(
-                        "overwrites {}: {} lines -> {} lines ({} -> {})",
+                        "overwrites {}: {} -> {} ({} -> {})",
                         plan.path,
-                        old.lines,
-                        plan.new.lines,
+                        project::lines(old.lines),
+                        project::lines(plan.new.lines),
                         project::human_bytes(old.bytes),
                         project::human_bytes(plan.new.bytes)
                     ),
                     None => format!(
-                        "creates {}: {} lines ({}){}",
+                        "creates {}: {} ({}){}",
                         plan.path,
-                        plan.new.lines,
+                        project::lines(plan.new.lines),
                         project::human_bytes(plan.new.bytes),
                         if plan.creates_dirs.is_empty() {
                             String::new()
@@ -277,13 +277,13 @@ impl ToolHandler for FsHandler {
                     target: plan.path.clone(),
                     scope: vec![format!("writes only: {}", plan.path)],
                     consequence: format!(
-                        "edits {}: {} replacement{} at lines {} ({} lines -> {} lines)",
+                        "edits {}: {} replacement{} at lines {} ({} -> {})",
                         plan.path,
                         plan.replacements,
                         if plan.replacements == 1 { "" } else { "s" },
                         ranges.join(", "),
-                        plan.before.lines,
-                        plan.after.lines
+                        project::lines(plan.before.lines),
+                        project::lines(plan.after.lines)
                     ),
                     diff: Some(plan.diff),
                     inside_project: true,

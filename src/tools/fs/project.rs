@@ -24,6 +24,11 @@ pub fn human_bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// "1 line", "120 lines".
+pub fn lines(n: u64) -> String {
+    plural(n, "line", "lines")
+}
+
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
