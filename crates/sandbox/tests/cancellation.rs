@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aibuddy_sandbox::*;
@@ -23,6 +24,15 @@ fn big_tree(root: &std::path::Path, files: usize, lines_per_file: usize) {
     }
 }
 
+/// Wait until the sandbox's blocking workers have all stopped; how long that took.
+async fn workers_stopped(sb: &LocalSandbox) -> Duration {
+    let t = Instant::now();
+    while sb.workers_in_flight() > 0 && t.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    t.elapsed()
+}
+
 async fn cancelled_after<T: std::fmt::Debug>(
     delay: Duration,
     run: impl FnOnce(CancellationToken) -> tokio::task::JoinHandle<Result<T, SandboxError>>,
@@ -40,7 +50,8 @@ async fn cancelled_after<T: std::fmt::Debug>(
 async fn grep_over_a_big_tree_stops_on_cancel() {
     let tmp = tempfile::tempdir().unwrap();
     big_tree(tmp.path(), 400, 6000);
-    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(tmp.path())).unwrap();
+    let local = Arc::new(LocalSandbox::open(&SandboxSettings::new(tmp.path())).unwrap());
+    let sb: Arc<dyn Sandbox> = local.clone();
     // Uncancelled it takes a while (it counts every matching line past the cap).
     let t = Instant::now();
     let full = sb
@@ -80,7 +91,15 @@ async fn grep_over_a_big_tree_stops_on_cancel() {
         latency < Duration::from_millis(100),
         "returned {latency:?} after cancel"
     );
-    eprintln!("full grep {full_time:?}; returned {latency:?} after cancel");
+    // The walk itself stops too (not only the await): well before it would have finished.
+    let stopped = workers_stopped(&local).await;
+    assert!(
+        stopped < full_time / 2,
+        "worker ran {stopped:?} more (full grep {full_time:?})"
+    );
+    eprintln!(
+        "full grep {full_time:?}; returned {latency:?} after cancel; worker stopped {stopped:?} later"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,8 +111,8 @@ async fn read_of_a_huge_file_stops_midway() {
     f.write_all(&b"text line\n".repeat(1000)).unwrap();
     f.set_len(20 * 1024 * 1024 * 1024).unwrap();
     drop(f);
-    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(tmp.path())).unwrap();
-    let sb2 = sb.clone();
+    let local = Arc::new(LocalSandbox::open(&SandboxSettings::new(tmp.path())).unwrap());
+    let sb2: Arc<dyn Sandbox> = local.clone();
     let (result, latency) = cancelled_after(Duration::from_millis(50), move |token| {
         tokio::spawn(async move {
             sb2.read(
@@ -116,6 +135,13 @@ async fn read_of_a_huge_file_stops_midway() {
         latency < Duration::from_millis(100),
         "returned {latency:?} after cancel"
     );
+    // Reading all 20 GiB would take many seconds; the worker stops at its next chunk.
+    let stopped = workers_stopped(&local).await;
+    assert!(
+        stopped < Duration::from_secs(1),
+        "worker ran {stopped:?} more"
+    );
+    eprintln!("read returned {latency:?} after cancel; worker stopped {stopped:?} later");
 }
 
 #[tokio::test]

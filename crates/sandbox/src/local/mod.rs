@@ -24,6 +24,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::*;
@@ -42,6 +43,24 @@ pub(crate) struct Scoped {
     pub dir: Dir,
     pub limits: Limits,
     pub threads: usize,
+    /// Blocking workers currently running (observability; tests use it to see a worker stop).
+    pub in_flight: AtomicUsize,
+}
+
+/// Counts a blocking worker for as long as it runs.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Scoped {
@@ -93,9 +112,16 @@ impl LocalSandbox {
                 dir,
                 limits: settings.limits.clone(),
                 threads: threads.max(1),
+                in_flight: AtomicUsize::new(0),
             }),
             confinement,
         })
+    }
+
+    /// Blocking workers still running, including ones a cancelled call left behind (they stop at
+    /// their next cancellation check).
+    pub fn workers_in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::SeqCst)
     }
 
     /// Run read-only blocking work; return `Cancelled` as soon as the token fires.
@@ -114,7 +140,10 @@ impl LocalSandbox {
         }
         let inner = Arc::clone(&self.inner);
         let token = cancel.clone();
-        let handle = tokio::task::spawn_blocking(move || work(&inner, &token));
+        let handle = tokio::task::spawn_blocking(move || {
+            let _running = InFlight::enter(&inner.in_flight);
+            work(&inner, &token)
+        });
         tokio::select! {
             joined = handle => joined.map_err(|e| join_error(op, e))?,
             _ = cancel.cancelled() => Err(SandboxError::Cancelled { op }),
@@ -136,9 +165,12 @@ impl LocalSandbox {
             return Err(SandboxError::Cancelled { op });
         }
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || work(&inner, &cancel))
-            .await
-            .map_err(|e| join_error(op, e))?
+        tokio::task::spawn_blocking(move || {
+            let _running = InFlight::enter(&inner.in_flight);
+            work(&inner, &cancel)
+        })
+        .await
+        .map_err(|e| join_error(op, e))?
     }
 }
 
