@@ -171,6 +171,30 @@ impl Shared {
         }
     }
 
+    /// Why a qualified name is not in the catalog: its server is down (Execution: a missing
+    /// dependency, worth retrying later) or the name is simply unknown (Discovery).
+    fn unknown_tool(&self, qualified_name: &str) -> McpError {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        let down = slots.iter().find(|(name, slot)| {
+            slot.config.enabled
+                && slot.state != ServerState::Connected
+                && qualified_name.starts_with(&format!(
+                    "{}{}__",
+                    crate::names::PREFIX,
+                    crate::names::sanitize_part(name)
+                ))
+        });
+        match down {
+            Some((name, slot)) => McpError::ServerUnavailable {
+                server: name.clone(),
+                reason: describe_state(&slot.state),
+            },
+            None => McpError::UnknownTool {
+                name: qualified_name.to_owned(),
+            },
+        }
+    }
+
     fn failure_reason(&self, server: &str) -> Option<String> {
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         match slots.get(server).map(|s| &s.state) {
@@ -364,9 +388,7 @@ impl McpManager {
             .iter()
             .find(|e| e.qualified_name == qualified_name)
         else {
-            return Err(McpError::UnknownTool {
-                name: qualified_name.to_owned(),
-            });
+            return Err(self.shared.unknown_tool(qualified_name));
         };
         let args = match args {
             Value::Null => serde_json::Map::new(),

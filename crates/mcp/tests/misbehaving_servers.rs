@@ -304,11 +304,16 @@ async fn servers_that_fail_at_startup_are_reported_and_the_rest_goes_on() {
         )
         .await
         .unwrap_err();
-    assert_eq!(
-        err.stage(),
-        McpStage::Discovery,
-        "its tools never entered the catalog: {err}"
+    assert!(
+        matches!(&err, McpError::ServerUnavailable { server, reason } if server == "refuses" && reason.contains("refusing to start")),
+        "a tool of a server that is down names the server and its reason: {err}"
     );
+    assert_eq!(err.stage(), McpStage::Execution);
+    let err = manager
+        .call("mcp__nobody__echo", json!({}), no_cancel(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.stage(), McpStage::Discovery, "{err}");
     manager.shutdown().await;
 }
 

@@ -73,7 +73,7 @@ pub fn fast_options() -> McpOptions {
             base: Duration::from_millis(100),
             max: Duration::from_millis(400),
         },
-        health_check_timeout: Duration::from_millis(700),
+        health_check_timeout: Duration::from_secs(2),
         ..McpOptions::default()
     }
 }
