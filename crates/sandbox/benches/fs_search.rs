@@ -3,8 +3,9 @@
 //! memory of a grep matching millions of lines (bounded by the match cap, not by the tree).
 //!
 //! Run: `bash benches/fs_search.sh` (or `cargo bench -p aibuddy-sandbox --bench fs_search`).
-//! Tree: `$AIBUDDY_BENCH_TREE`, else a hard-linked copy of `~/.cargo/registry/src/*` made a git
-//! repository (so `rg`, `fd` and the sandbox all honour the same .gitignore files).
+//! Tree: `$AIBUDDY_BENCH_TREE`, else a hard-linked copy of `~/.cargo/registry/src/*` and
+//! `/usr/include` (tens of thousands of real source files) made a git repository, so `rg`, `fd`
+//! and the sandbox all honour the same .gitignore files.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -216,7 +217,7 @@ fn peak_child(tree: &Path, pattern: &str) {
 
 /// Hard-linked copy of the cargo registry sources, made a git repository.
 fn prepare_tree() -> PathBuf {
-    let tree = std::env::temp_dir().join("aibuddy-fsbench/tree");
+    let tree = std::env::temp_dir().join("aibuddy-fsbench/tree-v2");
     if tree.join(".git").exists() {
         return tree;
     }
