@@ -10,7 +10,7 @@ use ts_rs::TS;
 
 use crate::confirm::ConfirmBroker;
 use crate::discovery::{self, HostCaps, ToolListing, ToolSet};
-use crate::pipeline::{CallRecorder, MemoryRecorder, Runner};
+use crate::pipeline::{CallRecorder, Runner};
 use crate::registry::{ConsistencyProblem, Registry};
 use crate::services::{Services, open_sandbox};
 use crate::settings::{self, LoadedSettings, SettingsProblem};
@@ -64,6 +64,8 @@ pub struct App {
     pub services: Arc<Services>,
     pub host: HostCaps,
     pub recorder: Arc<dyn CallRecorder>,
+    /// The SQLite store, its recorder and the background precompaction (`crate::results`).
+    pub persistence: Option<crate::results::Persistence>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -149,15 +151,29 @@ impl App {
             settings: loaded.settings.clone(),
             sandbox,
         });
-        let host = host_caps(&services);
+        let mut host = host_caps(&services);
+        let registry = Arc::new(registry);
+        let persistence = crate::results::Persistence::open(
+            &opts.data_dir,
+            &project_root,
+            registry.clone(),
+            None,
+        )
+        .await
+        .map_err(|e| AppError::DataDir {
+            path: opts.data_dir.clone(),
+            reason: e.to_string(),
+        })?;
+        host.store = true;
         Ok(App {
             project_root,
             data_dir: opts.data_dir,
             settings: loaded,
-            registry: Arc::new(registry),
+            registry,
             services,
             host,
-            recorder: Arc::new(MemoryRecorder::default()),
+            recorder: persistence.call_recorder(),
+            persistence: Some(persistence),
         })
     }
 
@@ -185,7 +201,7 @@ impl App {
             services: self.services.clone(),
             broker,
             recorder: self.recorder.clone(),
-            after_call: None,
+            after_call: self.persistence.as_ref().map(|p| p.after_call()),
             sandbox_kind: self.services.settings.sandbox.kind.clone(),
         }
     }

@@ -12,6 +12,7 @@ pub mod events;
 pub mod logging;
 pub mod pipeline;
 pub mod registry;
+pub mod results;
 pub mod services;
 pub mod settings;
 pub mod tools;

@@ -130,5 +130,9 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             );
         }
     }
+    // The result is already delivered; let background precompaction finish before exiting.
+    if let Some(p) = &app.persistence {
+        p.compactor.wait_idle().await;
+    }
     exit_code(outcome.status)
 }

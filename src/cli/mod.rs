@@ -6,7 +6,9 @@
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
 
 mod call;
+mod history;
 mod prompt;
+mod show;
 mod tools;
 
 use std::path::PathBuf;
@@ -42,6 +44,10 @@ pub enum Command {
     },
     /// Run one tool call through the full pipeline.
     Call(call::CallArgs),
+    /// List stored calls, newest first.
+    History(history::HistoryArgs),
+    /// Show one stored call (raw output with --raw).
+    Show(show::ShowArgs),
 }
 
 impl Cli {
@@ -95,6 +101,8 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Tools { command } => tools::run(command, opts).await,
             Command::Call(args) => call::run(args, opts).await,
+            Command::History(args) => history::run(args, opts).await,
+            Command::Show(args) => show::run(args, opts).await,
         }
     })
 }

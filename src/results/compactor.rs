@@ -1,0 +1,369 @@
+//! `Compactor`: background precompaction after a call finished (the pipeline's `AfterCall`).
+//!
+//! Order of one compaction (never on the path that returns the result to the client):
+//! 1. `plan` decides from the config's strategy, disposability and the token estimate;
+//! 2. the store row is marked `pending`;
+//! 3. the compact text is made: the tool's `trim` hook (or the generic head/tail trim), the
+//!    `Summarizer` (falls back to trim when none), or a one-line note for `drop`;
+//! 4. if it is not smaller than the original, the original stays (`not_smaller`);
+//! 5. trim/summarize offload raw input+output to `compacted_outputs/<run>/<id>.json` and the text
+//!    ends with a note telling the model that `view_tool_call` recovers it;
+//! 6. the cache and the store row are replaced (the store again checks "only when smaller").
+//!
+//! Any failure is a Projection-stage failure: recorded on the row (`failed` + error), logged,
+//! and the original projection stays. Cancellation (the run's token) stops pending work.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use aibuddy_store::{CompactionState, Store};
+
+use super::plan::{Plan, plan};
+use super::summarizer::{Summarizer, SummaryRequest};
+use super::tokens::{
+    PRECOMPACTION_THRESHOLD, TRIM_TARGET_TOKENS, chars_for_tokens, estimate_tokens,
+};
+use super::trim::head_tail_trim;
+use crate::contract::Stage;
+use crate::events::CallStatus;
+use crate::pipeline::{AfterCall, CallOutcome};
+use crate::registry::{Compaction, RawOutput, Registry, ToolDef};
+
+/// The model projections later steps see, by call id, after compaction replaced them.
+#[derive(Debug, Default)]
+pub struct ProjectionCache {
+    map: Mutex<HashMap<String, String>>,
+}
+
+impl ProjectionCache {
+    pub fn get(&self, tool_call_id: &str) -> Option<String> {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tool_call_id)
+            .cloned()
+    }
+
+    /// Inserts or replaces only when `text` is smaller than what is cached.
+    fn put_if_smaller(&self, tool_call_id: &str, text: &str) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        match map.get(tool_call_id) {
+            Some(old) if old.len() <= text.len() => {}
+            _ => {
+                map.insert(tool_call_id.to_string(), text.to_string());
+            }
+        }
+    }
+}
+
+/// What happened to one call's projection (returned by `compact`, for tests and logs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompactionOutcome {
+    Skipped,
+    Compacted {
+        strategy: &'static str,
+        pointer: Option<String>,
+        text: String,
+    },
+    NotSmaller,
+    /// Projection-stage failure; the original stays.
+    Failed(String),
+}
+
+/// The note appended to a compacted projection that has a recovery pointer.
+pub fn recovery_note(tool_call_id: &str, strategy: &str, original_tokens: usize) -> String {
+    format!(
+        "\n\n[aibuddy: this result was compacted ({strategy}) from about {original_tokens} tokens. \
+         The complete raw input and output are recoverable: call view_tool_call with \
+         {{\"tool_call_id\": \"{tool_call_id}\"}} and page with offset/limit.]"
+    )
+}
+
+pub struct Compactor {
+    store: Store,
+    registry: Arc<Registry>,
+    summarizer: Option<Arc<dyn Summarizer>>,
+    threshold: usize,
+    cache: Arc<ProjectionCache>,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl Compactor {
+    pub fn new(
+        store: Store,
+        registry: Arc<Registry>,
+        summarizer: Option<Arc<dyn Summarizer>>,
+    ) -> Self {
+        Compactor {
+            store,
+            registry,
+            summarizer,
+            threshold: PRECOMPACTION_THRESHOLD,
+            cache: Arc::new(ProjectionCache::default()),
+            tracker: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// A different threshold (tests).
+    pub fn with_threshold(mut self, tokens: usize) -> Self {
+        self.threshold = tokens;
+        self
+    }
+
+    pub fn cache(&self) -> &Arc<ProjectionCache> {
+        &self.cache
+    }
+
+    /// Stops pending compactions (user stop, parent cancellation).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Waits until every background compaction started so far has finished (CLI exit, tests).
+    pub async fn wait_idle(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+        self.tracker.reopen();
+    }
+
+    fn strategy_of(&self, config_key: &str) -> (Compaction, bool) {
+        self.registry
+            .configs()
+            .iter()
+            .find(|rc| rc.meta.key == config_key)
+            .map_or((Compaction::None, false), |rc| {
+                (rc.config.compaction(), rc.meta.disposable)
+            })
+    }
+
+    /// Compacts one finished call now (the background task runs this).
+    pub async fn compact(&self, job: Job) -> CompactionOutcome {
+        let tokens = estimate_tokens(&job.model);
+        let (strategy, disposable) = self.strategy_of(&job.config_key);
+        let decided = plan(
+            strategy,
+            disposable,
+            tokens,
+            self.threshold,
+            self.summarizer.is_some(),
+        );
+        let name = match decided {
+            Plan::Skip => return CompactionOutcome::Skipped,
+            Plan::Trim => "trim",
+            Plan::Summarize => "summarize",
+            Plan::Drop | Plan::RefuseDrop => "drop",
+        };
+        if let Err(e) = self
+            .store
+            .set_compaction(
+                &job.tool_call_id,
+                CompactionState::Pending,
+                Some(name),
+                None,
+            )
+            .await
+        {
+            return self
+                .fail(&job, name, format!("cannot mark pending: {e}"))
+                .await;
+        }
+        let compacted = match decided {
+            Plan::RefuseDrop => {
+                return self
+                    .fail(
+                        &job,
+                        name,
+                        format!(
+                            "config `{}` asks for drop but its output is not declared disposable",
+                            job.config_key
+                        ),
+                    )
+                    .await;
+            }
+            Plan::Drop => format!(
+                "[aibuddy: the output of {} (about {tokens} tokens) was dropped from context: \
+                 this tool's output is declared disposable and was not kept for recovery.]",
+                job.tool.name()
+            ),
+            Plan::Trim => self.trim_text(&job),
+            Plan::Summarize => match self.summarize_text(&job).await {
+                Ok(text) => text,
+                Err(e) => return self.fail(&job, name, e).await,
+            },
+            Plan::Skip => return CompactionOutcome::Skipped,
+        };
+        if self.cancel.is_cancelled() {
+            return self.fail(&job, name, "cancelled".into()).await;
+        }
+        // Decide "smaller" before writing anything (the note counts).
+        let pointer_needed = decided != Plan::Drop;
+        let text = if pointer_needed {
+            format!(
+                "{compacted}{}",
+                recovery_note(&job.tool_call_id, name, tokens)
+            )
+        } else {
+            compacted
+        };
+        if text.len() >= job.model.len() {
+            let _ = self
+                .store
+                .set_compaction(
+                    &job.tool_call_id,
+                    CompactionState::NotSmaller,
+                    Some(name),
+                    None,
+                )
+                .await;
+            return CompactionOutcome::NotSmaller;
+        }
+        let pointer = if pointer_needed {
+            let doc = json!({
+                "tool_call_id": job.tool_call_id,
+                "run_id": job.run_id,
+                "tool": job.tool.name(),
+                "config": job.config_key,
+                "strategy": name,
+                "input": job.args,
+                "output": job.raw.value,
+                "raw_output_spooled": job.raw.spool.is_some(),
+                "model_projection": job.model,
+            });
+            match self
+                .store
+                .write_compacted_output(&job.run_id, &job.tool_call_id, &doc)
+                .await
+            {
+                Ok(p) => Some(p),
+                Err(e) => return self.fail(&job, name, format!("offload failed: {e}")).await,
+            }
+        } else {
+            None
+        };
+        let state = if pointer_needed {
+            CompactionState::Compacted
+        } else {
+            CompactionState::Dropped
+        };
+        match self
+            .store
+            .replace_model_projection(&job.tool_call_id, &text, state, name, pointer.as_deref())
+            .await
+        {
+            Ok(true) => {
+                self.cache.put_if_smaller(&job.tool_call_id, &text);
+                tracing::debug!(call = %job.tool_call_id, strategy = name, "projection compacted");
+                CompactionOutcome::Compacted {
+                    strategy: name,
+                    pointer,
+                    text,
+                }
+            }
+            Ok(false) => CompactionOutcome::NotSmaller,
+            Err(e) => {
+                self.fail(&job, name, format!("store update failed: {e}"))
+                    .await
+            }
+        }
+    }
+
+    fn trim_text(&self, job: &Job) -> String {
+        let max_chars = chars_for_tokens(TRIM_TARGET_TOKENS);
+        job.tool
+            .handler
+            .trim(&job.args, &job.raw, max_chars)
+            .unwrap_or_else(|| head_tail_trim(&job.model, max_chars))
+    }
+
+    async fn summarize_text(&self, job: &Job) -> Result<String, String> {
+        let Some(summarizer) = &self.summarizer else {
+            return Ok(self.trim_text(job));
+        };
+        let req = SummaryRequest {
+            tool: job.tool.name(),
+            input: &job.args,
+            text: &job.model,
+            max_tokens: TRIM_TARGET_TOKENS,
+        };
+        tokio::select! {
+            r = summarizer.summarize(&req, &self.cancel) => r.map_err(|e| e.to_string()),
+            _ = self.cancel.cancelled() => Err("cancelled".into()),
+        }
+    }
+
+    async fn fail(&self, job: &Job, strategy: &str, error: String) -> CompactionOutcome {
+        tracing::warn!(
+            call = %job.tool_call_id,
+            stage = Stage::Projection.as_str(),
+            strategy,
+            "precompaction failed; the original projection stays: {error}"
+        );
+        if let Err(e) = self
+            .store
+            .set_compaction(
+                &job.tool_call_id,
+                CompactionState::Failed,
+                Some(strategy),
+                Some(&error),
+            )
+            .await
+        {
+            tracing::error!(call = %job.tool_call_id, "cannot record the precompaction failure: {e}");
+        }
+        CompactionOutcome::Failed(error)
+    }
+}
+
+/// One finished call handed to the compactor.
+#[derive(Clone)]
+pub struct Job {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub config_key: String,
+    pub tool: ToolDef,
+    pub args: Value,
+    pub raw: RawOutput,
+    /// The model projection as delivered.
+    pub model: String,
+}
+
+impl AfterCall for Arc<Compactor> {
+    fn after_call(
+        &self,
+        tool: &ToolDef,
+        config_key: &str,
+        args: &Value,
+        raw: &RawOutput,
+        outcome: &CallOutcome,
+    ) {
+        if outcome.status != CallStatus::Ok || estimate_tokens(&outcome.model) < self.threshold {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("no async runtime: precompaction skipped");
+            return;
+        };
+        let job = Job {
+            tool_call_id: outcome.tool_call_id.clone(),
+            run_id: outcome.run_id.clone(),
+            config_key: config_key.to_string(),
+            tool: tool.clone(),
+            args: args.clone(),
+            raw: raw.clone(),
+            model: outcome.model.clone(),
+        };
+        let this = self.clone();
+        self.tracker.spawn_on(
+            async move {
+                this.compact(job).await;
+            },
+            &handle,
+        );
+    }
+}

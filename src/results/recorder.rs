@@ -1,0 +1,178 @@
+//! `StoreRecorder`: the pipeline's `CallRecorder` on the SQLite store.
+//!
+//! Raw output rule (what `aibuddy show --raw` prints):
+//! - the tool spooled bytes (`RawOutput::spool`, e.g. a command's complete output): those bytes,
+//!   exactly; the structured result is kept beside them (`output_json`);
+//! - the result is a JSON string: its text, as UTF-8;
+//! - any other JSON result: its compact JSON text;
+//! - no result (failure before execution): empty.
+//!
+//! Up to 64 KiB is stored in the row, more in `blobs/<id>.bin` (see `aibuddy_store`).
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use aibuddy_store::{
+    CallFinish, CallStart as StoreStart, CallStatus as StoreStatus, ConfirmRecord as StoreConfirm,
+    Decision as StoreDecision, RawFormat, Store,
+};
+
+use crate::confirm::Decision;
+use crate::pipeline::record::RecordError;
+use crate::pipeline::{CallEnd, CallRecorder, CallStart};
+
+/// Longest display text indexed for search.
+const DISPLAY_TEXT_MAX: usize = 4096;
+
+/// Records calls in the store. `finish` returns only after the commit.
+#[derive(Clone, Debug)]
+pub struct StoreRecorder {
+    store: Store,
+    project_root: Option<String>,
+}
+
+impl StoreRecorder {
+    pub fn new(store: Store, project_root: Option<&std::path::Path>) -> Self {
+        StoreRecorder {
+            store,
+            project_root: project_root.map(|p| p.display().to_string()),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// Searchable text of a client projection: its string values (depth first), space-separated,
+/// at most 4 KiB.
+pub fn display_text(client: &Value) -> Option<String> {
+    fn walk(v: &Value, out: &mut String) {
+        if out.len() >= DISPLAY_TEXT_MAX {
+            return;
+        }
+        match v {
+            Value::String(s) => {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(s);
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    walk(client, &mut out);
+    if out.len() > DISPLAY_TEXT_MAX {
+        let mut cut = DISPLAY_TEXT_MAX;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn input_text(input: &Value) -> String {
+    match input {
+        // Arguments that were not JSON are kept as the text received.
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn status(s: crate::events::CallStatus) -> StoreStatus {
+    StoreStatus::parse(s.as_str()).unwrap_or(StoreStatus::Error)
+}
+
+fn finish_of(end: &CallEnd) -> CallFinish {
+    let mut fin = CallFinish::new(&end.tool_call_id, status(end.status));
+    fin.stage = end.stage.map(|s| s.as_str().to_string());
+    fin.error_code = end.error.as_ref().map(|e| e.code.to_string());
+    fin.error_message = end.error.as_ref().map(|e| e.message.clone());
+    match (&end.spool, &end.output) {
+        (Some(path), value) => {
+            fin.raw_output_file = Some(path.clone());
+            fin.raw_format = RawFormat::Bytes;
+            fin.output_json = (!value.is_null()).then(|| value.clone());
+        }
+        (None, Value::String(s)) => {
+            fin.raw_output = s.as_bytes().to_vec();
+            fin.raw_format = RawFormat::Text;
+        }
+        (None, Value::Null) => fin.raw_format = RawFormat::Text,
+        (None, other) => {
+            fin.raw_output = other.to_string().into_bytes();
+            fin.raw_format = RawFormat::Json;
+        }
+    }
+    fin.model_projection = Some(end.model.clone());
+    fin.client_projection = Some(end.client.clone());
+    fin.display_text = display_text(&end.client);
+    fin.finished_at_ms = Some(end.finished_at);
+    fin
+}
+
+#[async_trait]
+impl CallRecorder for StoreRecorder {
+    async fn begin(&self, start: &CallStart) -> Result<(), RecordError> {
+        self.store
+            .begin_call(StoreStart {
+                tool_call_id: start.tool_call_id.clone(),
+                run_id: start.run_id.clone(),
+                project_root: self.project_root.clone(),
+                tool: start.tool.clone(),
+                config: start.config.clone().unwrap_or_default(),
+                input: input_text(&start.input),
+                started_at_ms: Some(start.started_at),
+            })
+            .await
+            .map_err(|e| RecordError(e.to_string()))
+    }
+
+    async fn finish(&self, end: &CallEnd) -> Result<(), RecordError> {
+        if let Some(c) = &end.confirm {
+            let decision = match (&c.decision, c.approved) {
+                (Decision::Approved { .. }, true) => StoreDecision::Approved,
+                _ => StoreDecision::Rejected,
+            };
+            self.store
+                .record_confirm_request(StoreConfirm {
+                    tool_call_id: end.tool_call_id.clone(),
+                    run_id: None,
+                    digest: c.request.digest.clone(),
+                    target: c.request.target.clone(),
+                    scope: c.request.scope.join("\n"),
+                    consequence: c.request.consequence.clone(),
+                    decision,
+                    requested_at_ms: c.decided_at,
+                    decided_at_ms: Some(c.decided_at),
+                })
+                .await
+                .map_err(|e| RecordError(e.to_string()))?;
+        }
+        self.store
+            .finish_call(finish_of(end))
+            .await
+            .map_err(|e| RecordError(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn display_text_collects_strings_depth_first() {
+        assert_eq!(
+            display_text(&json!({"title": "grep TODO", "files": ["a.rs", 3, {"p": "b.rs"}]})),
+            Some("grep TODO a.rs b.rs".to_string())
+        );
+        assert_eq!(display_text(&json!({"n": 1})), None);
+        let long = display_text(&json!("é".repeat(5000))).unwrap();
+        assert!(long.len() <= DISPLAY_TEXT_MAX);
+    }
+}
