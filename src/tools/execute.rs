@@ -1,0 +1,568 @@
+//! The `execute` tool config: one tool, `execute`, that runs a shell command in the project root
+//! through the run's sandbox (`Sandbox::exec`, which forwards to `aibuddy_exec::run`).
+//!
+//! - Arguments: `command` (required), `timeout_ms` (default from settings, 2 min; at most 10 min),
+//!   `description` (shown in the confirmation and the history).
+//! - Risk `high_impact`: always confirmed. The confirmation scope lists the working directory, the
+//!   confinement that will apply (Landlock ABI, writable roots, network), the timeout and the
+//!   environment variables withheld from the command.
+//! - Three control paths: the sandbox timeout (SIGTERM, then SIGKILL after a grace, in the runner);
+//!   the hard deadline here, [`HARD_DEADLINE_GRACE`] after the sandbox timeout, for a sandbox
+//!   operation that never returns (an Execution-stage `hard_deadline` error naming both numbers);
+//!   the call's cancellation token (the whole tree ends; the call records `cancelled` with the
+//!   output so far).
+//! - Live output and heartbeats go to the event sink only (`ToolOutputDelta`, `Heartbeat`); the
+//!   model sees `aibuddy_exec::project_for_model`'s capped text; the complete raw output is the
+//!   spool file `<data>/spool/<call id>.out` (capped at 256 MiB), handed to the store as the raw output.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aibuddy_sandbox::aibuddy_exec::{
+    ConfinePolicy, Confinement, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink,
+    HARD_DEADLINE_GRACE, Stream, Termination, confinement_support, filter_env, project_for_model,
+    timeout_from_ms, with_hard_deadline,
+};
+use aibuddy_sandbox::{Sandbox, SandboxError};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::contract::{DefineError, Stage, ToolError, define_tool};
+use crate::events::{Event, EventSink, OutputStream};
+use crate::registry::{
+    CallContext, Compaction, Prepared, RawOutput, Requirement, Risk, Source, ToolConfig,
+    ToolConfigMeta, ToolDef, ToolHandler,
+};
+use crate::settings::ExecSettings;
+
+pub const KEY: &str = "execute";
+pub const NAME: &str = "execute";
+
+/// The app's provider keys: never passed to commands, whatever the include list says.
+pub const PROVIDER_KEYS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AIBUDDY_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+];
+
+const DESCRIPTION: &str = "Run a shell command (/bin/sh -c) in the project root. stdin is closed; the command runs \
+in its own process group and is ended with its whole tree on timeout or stop. Output is streamed live to \
+the person; you receive at most 30,000 characters: the head, the tail, the exit code or signal, the \
+duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
+redirect it to a file in the project and read slices. Writes outside the project (and its private \
+$TMPDIR) are refused by the kernel where supported.";
+
+/// The `execute` config.
+#[derive(Debug, Default)]
+pub struct ExecuteConfig;
+
+/// UI metadata (the config's entry in `TOOL_CONFIG_METAS`).
+pub fn meta() -> ToolConfigMeta {
+    ToolConfigMeta::fixed(KEY, "Execute", "commands", Risk::HighImpact, false, &[NAME])
+}
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The shell command, run with /bin/sh -c in the project root."
+            },
+            "timeout_ms": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": aibuddy_sandbox::aibuddy_exec::MAX_TIMEOUT.as_millis() as u64,
+                "description": "Timeout in milliseconds (default 120000, at most 600000). The whole process tree is ended when it fires."
+            },
+            "description": {
+                "type": "string",
+                "maxLength": 500,
+                "description": "What the command does, in a few words; shown to the person who confirms it."
+            }
+        },
+        "required": ["command"],
+        "additionalProperties": false
+    })
+}
+
+impl ToolConfig for ExecuteConfig {
+    fn key(&self) -> &str {
+        KEY
+    }
+
+    fn requirements(&self) -> Vec<Requirement> {
+        vec![Requirement::SandboxExec]
+    }
+
+    fn instructions(&self) -> Option<String> {
+        Some(
+            "`execute` runs shell commands in the project root; each call is confirmed by the person. \
+             Check the exit code and the artifacts a command should produce before treating it as done. \
+             Output beyond 30,000 characters is cut in the middle: prefer focused commands over dumping \
+             large outputs."
+                .to_string(),
+        )
+    }
+
+    fn compaction(&self) -> Compaction {
+        Compaction::Trim
+    }
+
+    fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
+        Ok(vec![ToolDef {
+            spec: define_tool(NAME, DESCRIPTION, schema())?,
+            risk: Risk::HighImpact,
+            source: Source::Core,
+            handler: Arc::new(ExecuteHandler),
+        }])
+    }
+}
+
+// ------------------------------------------------------------------ arguments and request (pure)
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExecArgs {
+    pub command: String,
+    pub timeout_ms: Option<u64>,
+    pub description: Option<String>,
+}
+
+fn decode(args: &Value) -> Result<ExecArgs, ToolError> {
+    serde_json::from_value(args.clone())
+        .map_err(|e| ToolError::parameters("invalid_arguments", format!("execute: {e}")))
+}
+
+/// The environment policy from the project settings plus the provider keys.
+pub fn env_policy(settings: &ExecSettings) -> EnvPolicy {
+    EnvPolicy {
+        include: settings.env_include.clone(),
+        exclude: settings.env_exclude.clone(),
+        always_drop: PROVIDER_KEYS.iter().map(|s| s.to_string()).collect(),
+        set: Vec::new(),
+    }
+}
+
+/// `~/x` -> home/x; relative -> beneath the project root; absolute kept.
+fn resolve_root(given: &str, project_root: &Path, home: Option<&Path>) -> PathBuf {
+    if let (Some(rest), Some(home)) = (given.strip_prefix("~/"), home) {
+        return home.join(rest);
+    }
+    if given == "~"
+        && let Some(home) = home
+    {
+        return home.to_path_buf();
+    }
+    let p = Path::new(given);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        project_root.join(p)
+    }
+}
+
+/// Builds the runner request from arguments and settings (no I/O).
+pub fn build_request(
+    args: &ExecArgs,
+    settings: &ExecSettings,
+    project_root: &Path,
+    home: Option<&Path>,
+    spool: Option<PathBuf>,
+) -> Result<ExecRequest, ToolError> {
+    if args.command.trim().is_empty() {
+        return Err(ToolError::parameters(
+            "invalid_arguments",
+            "execute: `command` is empty",
+        ));
+    }
+    let timeout = timeout_from_ms(args.timeout_ms.or(Some(settings.default_timeout_ms)))
+        .map_err(|e| ToolError::parameters("invalid_arguments", e.to_string()))?;
+    let mut req = ExecRequest::new(args.command.clone(), project_root);
+    req.timeout = timeout;
+    req.heartbeat_interval = Duration::from_secs(settings.heartbeat_secs.max(1));
+    req.env = env_policy(settings);
+    req.writable_roots = settings
+        .writable_roots
+        .iter()
+        .map(|r| resolve_root(r, project_root, home))
+        .collect();
+    req.network_allowed = settings.network;
+    req.confine = ConfinePolicy::BestEffort;
+    req.spool_path = spool;
+    Ok(req)
+}
+
+/// The confinement a request will get on this host, for the confirmation.
+pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String {
+    let roots = std::iter::once(req.cwd.display().to_string())
+        .chain(std::iter::once("private $TMPDIR".to_string()))
+        .chain(req.writable_roots.iter().map(|r| r.display().to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match support {
+        Confinement::Landlock { abi, network } => format!(
+            "confinement: Landlock ABI {abi}; writes only in {roots}; network {}",
+            match (req.network_allowed, network) {
+                (true, _) => "allowed",
+                (false, true) => "off (TCP connect/bind denied)",
+                (false, false) => "requested off but this kernel cannot enforce it",
+            }
+        ),
+        Confinement::Unavailable { reason } => {
+            format!("confinement: NONE ({reason}); the command can write wherever the app user can")
+        }
+        Confinement::Disabled => "confinement: disabled".to_string(),
+    }
+}
+
+/// The confirmation's scope lines for a request.
+pub fn scope_lines(
+    req: &ExecRequest,
+    env_dropped: &[String],
+    support: &Confinement,
+) -> Vec<String> {
+    let mut scope = vec![
+        format!("cwd: {}", req.cwd.display()),
+        expected_confinement(req, support),
+        format!("timeout: {} ms", req.timeout.as_millis()),
+    ];
+    scope.push(if env_dropped.is_empty() {
+        "environment withheld: none".to_string()
+    } else {
+        format!("environment withheld: {}", env_dropped.join(", "))
+    });
+    scope
+}
+
+fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
+    let safe: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    (!safe.is_empty()).then(|| data_dir.join("spool").join(format!("{safe}.out")))
+}
+
+// ------------------------------------------------------------------ results (pure)
+
+/// The raw value persisted for a call: the outcome's facts and the model text built from it.
+pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> Value {
+    let (exit_code, signal) = match outcome.termination {
+        Termination::Exited { code } => (Some(code), None),
+        Termination::Signaled { signal } => (None, Some(signal)),
+    };
+    json!({
+        "command": args.command,
+        "description": args.description,
+        "cwd": req.cwd,
+        "exit_code": exit_code,
+        "signal": signal,
+        "duration_ms": outcome.duration.as_millis() as u64,
+        "timeout_ms": req.timeout.as_millis() as u64,
+        "timed_out": outcome.timed_out,
+        "cancelled": outcome.cancelled,
+        "killed_leftovers": outcome.killed_leftovers,
+        "stdout_bytes": outcome.stdout.total_bytes,
+        "stderr_bytes": outcome.stderr.total_bytes,
+        "omitted_middle_bytes": outcome.omitted_middle_bytes,
+        "spool": outcome.spool,
+        "confinement": outcome.confinement,
+        "confinement_label": outcome.confinement.label(),
+        "writable_roots": req.writable_roots,
+        "network_allowed": req.network_allowed,
+        "env_dropped": outcome.env_dropped,
+        "model": project_for_model(outcome),
+    })
+}
+
+/// Display fields for the UI and the CLI.
+pub fn client_projection(raw: &Value) -> Value {
+    let field = |k: &str| raw.get(k).cloned().unwrap_or(Value::Null);
+    let omitted = raw["omitted_middle_bytes"].as_u64().unwrap_or(0);
+    let spool_omitted = raw["spool"]["omitted_bytes"].as_u64().unwrap_or(0);
+    json!({
+        "command": field("command"),
+        "description": field("description"),
+        "cwd": field("cwd"),
+        "exit_code": field("exit_code"),
+        "signal": field("signal"),
+        "duration_ms": field("duration_ms"),
+        "timed_out": field("timed_out"),
+        "cancelled": field("cancelled"),
+        "cut": omitted > 0,
+        "omitted_middle_bytes": omitted,
+        "stdout_bytes": field("stdout_bytes"),
+        "stderr_bytes": field("stderr_bytes"),
+        "spool_cut": spool_omitted > 0,
+        "confinement": field("confinement_label"),
+        "confined": matches!(raw["confinement"]["kind"].as_str(), Some("landlock")),
+        "confinement_detail": field("confinement"),
+        "env_dropped": field("env_dropped"),
+    })
+}
+
+/// Structural trim of the model text to about `max_chars`: the header lines stay, the output body
+/// keeps its head and tail.
+pub fn trim_model(model: &str, max_chars: usize) -> String {
+    if model.chars().count() <= max_chars {
+        return model.to_string();
+    }
+    let (header, body) = match model.find("--- output ---\n") {
+        Some(i) => model.split_at(i),
+        None => ("", model),
+    };
+    let room = max_chars.saturating_sub(header.chars().count() + 40);
+    let chars: Vec<char> = body.chars().collect();
+    let half = room / 2;
+    let head: String = chars.iter().take(half).collect();
+    let tail: String = chars[chars.len().saturating_sub(half)..].iter().collect();
+    let cut = chars.len().saturating_sub(2 * half);
+    format!("{header}{head}\n[... {cut} more characters trimmed ...]\n{tail}")
+}
+
+// ------------------------------------------------------------------ live events
+
+/// Forwards live output and heartbeats to the event sink. Chunks are decoded as UTF-8 with the
+/// incomplete tail of a chunk carried to the next one of the same stream, so characters split by
+/// pipe reads arrive whole.
+struct EventBridge {
+    call_id: String,
+    events: Arc<dyn EventSink>,
+    carry: Mutex<[Vec<u8>; 2]>,
+}
+
+impl EventBridge {
+    fn new(call_id: &str, events: Arc<dyn EventSink>) -> Self {
+        Self {
+            call_id: call_id.to_string(),
+            events,
+            carry: Mutex::new([Vec::new(), Vec::new()]),
+        }
+    }
+
+    fn emit(&self, stream: Stream, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.events.emit(Event::ToolOutputDelta {
+            call_id: self.call_id.clone(),
+            stream: match stream {
+                Stream::Stdout => OutputStream::Stdout,
+                Stream::Stderr => OutputStream::Stderr,
+            },
+            chunk: text,
+        });
+    }
+
+    /// Emits whatever incomplete bytes remain (lossily) once the command is over.
+    fn flush(&self) {
+        let rest = match self.carry.lock() {
+            Ok(mut c) => [std::mem::take(&mut c[0]), std::mem::take(&mut c[1])],
+            Err(_) => return,
+        };
+        self.emit(
+            Stream::Stdout,
+            String::from_utf8_lossy(&rest[0]).into_owned(),
+        );
+        self.emit(
+            Stream::Stderr,
+            String::from_utf8_lossy(&rest[1]).into_owned(),
+        );
+    }
+}
+
+/// Splits `bytes` into decoded text and an incomplete UTF-8 tail (at most 3 bytes) to carry.
+pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
+    let mut keep = 0;
+    for back in 1..=3.min(bytes.len()) {
+        let b = bytes[bytes.len() - back];
+        if (0x80..0xC0).contains(&b) {
+            continue;
+        }
+        let need = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => 0,
+        };
+        if need > back {
+            keep = back;
+        }
+        break;
+    }
+    let (text, rest) = bytes.split_at(bytes.len() - keep);
+    (String::from_utf8_lossy(text).into_owned(), rest.to_vec())
+}
+
+impl ExecSink for EventBridge {
+    fn output(&self, stream: Stream, chunk: &[u8]) {
+        let idx = usize::from(stream == Stream::Stderr);
+        let text = match self.carry.lock() {
+            Ok(mut carry) => {
+                let mut bytes = std::mem::take(&mut carry[idx]);
+                bytes.extend_from_slice(chunk);
+                let (text, rest) = decode_carrying(&bytes);
+                carry[idx] = rest;
+                text
+            }
+            Err(_) => String::from_utf8_lossy(chunk).into_owned(),
+        };
+        self.emit(stream, text);
+    }
+
+    fn heartbeat(&self) {
+        self.events.emit(Event::Heartbeat {
+            call_id: self.call_id.clone(),
+        });
+    }
+}
+
+// ------------------------------------------------------------------ execution
+
+fn sandbox_error(e: SandboxError) -> ToolError {
+    let stage = match e.stage() {
+        aibuddy_sandbox::Stage::Discovery => Stage::Discovery,
+        aibuddy_sandbox::Stage::Parameters => Stage::Parameters,
+        aibuddy_sandbox::Stage::Authorization => Stage::Authorization,
+        aibuddy_sandbox::Stage::Execution => Stage::Execution,
+        aibuddy_sandbox::Stage::Projection => Stage::Projection,
+        aibuddy_sandbox::Stage::Verification => Stage::Verification,
+    };
+    ToolError::new(stage, e.code(), e.to_string())
+}
+
+/// Runs `req` on `sandbox` under the caller-side hard deadline (`req.timeout + grace`).
+/// When the deadline fires, the call's token is cancelled too, so a sandbox that still holds the
+/// command ends it, and the error says which deadline fired.
+pub async fn execute_on(
+    sandbox: &dyn Sandbox,
+    req: ExecRequest,
+    cancel: &CancellationToken,
+    sink: Arc<dyn ExecSink>,
+    grace: Duration,
+) -> Result<ExecOutcome, ToolError> {
+    let timeout = req.timeout;
+    // A child token: firing it on the hard deadline does not cancel the caller's whole run.
+    let token = cancel.child_token();
+    let fut = sandbox.exec(req, token.clone(), sink);
+    match with_hard_deadline(fut, timeout, grace).await {
+        Ok(result) => result.map_err(sandbox_error),
+        Err(e @ ExecError::HardDeadline { .. }) => {
+            token.cancel();
+            Err(ToolError::execution("hard_deadline", e.to_string()))
+        }
+        Err(e) => Err(ToolError::execution(e.code(), e.to_string())),
+    }
+}
+
+/// The handler of `execute`.
+#[derive(Debug, Default)]
+pub struct ExecuteHandler;
+
+impl ExecuteHandler {
+    fn request(&self, ctx: &CallContext, args: &ExecArgs) -> Result<ExecRequest, ToolError> {
+        let home = dirs::home_dir();
+        build_request(
+            args,
+            &ctx.services.settings.exec,
+            &ctx.services.project_root,
+            home.as_deref(),
+            spool_path(&ctx.services.data_dir, &ctx.call_id),
+        )
+    }
+}
+
+#[async_trait]
+impl ToolHandler for ExecuteHandler {
+    async fn prepare(&self, ctx: &CallContext, args: &Value) -> Result<Prepared, ToolError> {
+        let a = decode(args)?;
+        let req = self.request(ctx, &a)?;
+        let (_, dropped) = filter_env(std::env::vars_os(), &req.env);
+        let consequence = match &a.description {
+            Some(d) if !d.trim().is_empty() => format!("runs a shell command: {}", d.trim()),
+            _ => "runs a shell command in the project root".to_string(),
+        };
+        Ok(Prepared {
+            target: a.command.clone(),
+            scope: scope_lines(&req, &dropped, &confinement_support()),
+            consequence,
+            diff: None,
+            inside_project: false,
+            risk: None,
+        })
+    }
+
+    async fn run(&self, ctx: &CallContext, args: &Value) -> Result<RawOutput, ToolError> {
+        let a = decode(args)?;
+        let req = self.request(ctx, &a)?;
+        let sandbox = ctx.services.sandbox()?.clone();
+        let bridge = Arc::new(EventBridge::new(&ctx.call_id, ctx.events.clone()));
+        let spool = req.spool_path.clone();
+        let result = execute_on(
+            sandbox.as_ref(),
+            req.clone(),
+            &ctx.cancel,
+            bridge.clone(),
+            HARD_DEADLINE_GRACE,
+        )
+        .await;
+        bridge.flush();
+        let outcome = result?;
+        let value = raw_value(&a, &req, &outcome);
+        if outcome.cancelled {
+            let partial = value["model"].as_str().unwrap_or_default().to_string();
+            return Err(ToolError::execution(
+                "cancelled",
+                format!(
+                    "the command was stopped after {} ms; its process tree was ended. Output so far:",
+                    outcome.duration.as_millis()
+                ),
+            )
+            .with_details(json!({
+                "partial_model": partial,
+                "client": client_projection(&value),
+                "spool": outcome.spool,
+            })));
+        }
+        Ok(RawOutput {
+            value,
+            spool: spool.filter(|p| p.exists()),
+        })
+    }
+
+    fn client(&self, _args: &Value, raw: &RawOutput) -> Value {
+        client_projection(&raw.value)
+    }
+
+    fn model(&self, _args: &Value, raw: &RawOutput) -> String {
+        raw.value["model"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| raw.value.to_string())
+    }
+
+    fn trim(&self, _args: &Value, raw: &RawOutput, max_chars: usize) -> Option<String> {
+        raw.value["model"]
+            .as_str()
+            .map(|m| trim_model(m, max_chars))
+    }
+}
+
+#[cfg(test)]
+mod tests;

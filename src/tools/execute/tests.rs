@@ -1,0 +1,496 @@
+//! Tests of the `execute` config: pure request/scope/projection functions, then real commands
+//! through the local sandbox, the pipeline with confirmation, cancellation, and the hard deadline
+//! against a stalled sandbox adapter.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aibuddy_sandbox::{
+    Capabilities, EditOutcome, EditPlan, EditRequest, GlobOutcome, GlobRequest, GrepOutcome,
+    GrepRequest, ListRequest, Listing, ReadOutcome, ReadRequest, SandboxKind, WriteOutcome,
+    WritePlan, WriteRequest,
+};
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::events::CollectingSink;
+use crate::services::{Services, open_sandbox};
+use crate::settings::Settings;
+
+fn args(cmd: &str) -> ExecArgs {
+    ExecArgs {
+        command: cmd.into(),
+        timeout_ms: None,
+        description: None,
+    }
+}
+
+#[test]
+fn one_config_one_high_impact_tool_with_stable_arguments() {
+    let tools = ExecuteConfig.tools().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!((tools[0].name(), tools[0].risk), (NAME, Risk::HighImpact));
+    assert!(meta().names.covers(NAME));
+    let mut props: Vec<String> = schema()["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    props.sort();
+    assert_eq!(props, ["command", "description", "timeout_ms"]);
+    let spec = &tools[0].spec;
+    assert!(spec.parse_args(r#"{"command":"ls"}"#).is_ok());
+    assert!(
+        spec.parse_args(r#"{"command":"ls","timeout_ms":600001}"#)
+            .is_err()
+    );
+    assert!(spec.parse_args(r#"{"command":""}"#).is_err());
+    assert!(spec.parse_args(r#"{"cmd":"ls"}"#).is_err());
+}
+
+#[test]
+fn request_from_settings_and_arguments() {
+    let root = Path::new("/proj");
+    let settings = ExecSettings {
+        writable_roots: vec!["~/.cargo".into(), "build-cache".into(), "/opt/x".into()],
+        env_include: vec!["NPM_TOKEN".into()],
+        network: false,
+        ..ExecSettings::default()
+    };
+    let req = build_request(
+        &args("make"),
+        &settings,
+        root,
+        Some(Path::new("/home/u")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(req.timeout, Duration::from_secs(120));
+    assert_eq!(req.heartbeat_interval, Duration::from_secs(30));
+    assert_eq!(req.cwd, root);
+    assert!(!req.network_allowed);
+    assert_eq!(
+        req.writable_roots,
+        vec![
+            PathBuf::from("/home/u/.cargo"),
+            PathBuf::from("/proj/build-cache"),
+            PathBuf::from("/opt/x")
+        ]
+    );
+    assert!(req.env.always_drop.contains(&"OPENAI_API_KEY".to_string()));
+    assert_eq!(req.env.include, vec!["NPM_TOKEN".to_string()]);
+
+    let mut a = args("make");
+    a.timeout_ms = Some(5_000);
+    let req = build_request(&a, &settings, root, None, None).unwrap();
+    assert_eq!(req.timeout, Duration::from_secs(5));
+    a.timeout_ms = Some(600_001);
+    let err = build_request(&a, &settings, root, None, None).unwrap_err();
+    assert_eq!(err.stage, Stage::Parameters);
+}
+
+#[test]
+fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {
+    let mut req = ExecRequest::new("make", "/proj");
+    req.writable_roots = vec!["/home/u/.cargo".into()];
+    req.network_allowed = false;
+    let scope = scope_lines(
+        &req,
+        &["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
+        &Confinement::Landlock {
+            abi: 7,
+            network: true,
+        },
+    );
+    assert_eq!(
+        scope,
+        vec![
+            "cwd: /proj".to_string(),
+            "confinement: Landlock ABI 7; writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied)".to_string(),
+            "timeout: 120000 ms".to_string(),
+            "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
+        ]
+    );
+    let none = scope_lines(
+        &req,
+        &[],
+        &Confinement::Unavailable {
+            reason: "no Landlock".into(),
+        },
+    );
+    assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
+    assert_eq!(none[3], "environment withheld: none");
+}
+
+#[test]
+fn live_chunks_never_split_characters() {
+    let bytes = "aé😀".as_bytes();
+    for cut in 0..=bytes.len() {
+        let (t1, carry) = decode_carrying(&bytes[..cut]);
+        let mut rest = carry;
+        rest.extend_from_slice(&bytes[cut..]);
+        let (t2, carry2) = decode_carrying(&rest);
+        assert_eq!(format!("{t1}{t2}"), "aé😀", "cut at {cut}");
+        assert!(carry2.is_empty());
+    }
+    // Invalid bytes are not carried forever.
+    assert_eq!(decode_carrying(b"x\xff").0, "x\u{fffd}");
+}
+
+#[test]
+fn trim_keeps_header_head_and_tail() {
+    let model = format!(
+        "exit: code 0\nstatus: completed\n--- output ---\n{}\n--- end of output ---",
+        "y".repeat(5_000)
+    );
+    let t = trim_model(&model, 1_000);
+    assert!(t.chars().count() <= 1_000, "{}", t.chars().count());
+    assert!(t.starts_with("exit: code 0\nstatus: completed\n--- output ---\n"));
+    assert!(t.ends_with("--- end of output ---"));
+    assert!(t.contains("more characters trimmed"));
+    assert_eq!(trim_model("short", 100), "short");
+}
+
+// ------------------------------------------------------------------ real commands
+
+struct Fixture {
+    _project: tempfile::TempDir,
+    _data: tempfile::TempDir,
+    services: Arc<Services>,
+}
+
+fn fixture(settings: Settings) -> Fixture {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    let services = Arc::new(Services {
+        project_root: root.clone(),
+        data_dir: data.path().to_path_buf(),
+        settings,
+        sandbox: open_sandbox("local", &root),
+    });
+    Fixture {
+        _project: project,
+        _data: data,
+        services,
+    }
+}
+
+fn ctx(f: &Fixture, events: Arc<CollectingSink>, cancel: CancellationToken) -> CallContext {
+    CallContext {
+        call_id: "call_test_exec".into(),
+        run_id: "run_test".into(),
+        tool: NAME.into(),
+        cancel,
+        events,
+        services: f.services.clone(),
+    }
+}
+
+fn deltas(events: &[Event]) -> (String, String, usize) {
+    let (mut out, mut err, mut beats) = (String::new(), String::new(), 0);
+    for e in events {
+        match e {
+            Event::ToolOutputDelta {
+                stream: OutputStream::Stdout,
+                chunk,
+                ..
+            } => out.push_str(chunk),
+            Event::ToolOutputDelta {
+                stream: OutputStream::Stderr,
+                chunk,
+                ..
+            } => err.push_str(chunk),
+            Event::Heartbeat { .. } => beats += 1,
+            _ => {}
+        }
+    }
+    (out, err, beats)
+}
+
+#[tokio::test]
+async fn runs_in_the_project_streams_live_and_projects() {
+    let f = fixture(Settings::default());
+    let events = CollectingSink::new();
+    let c = ctx(&f, events.clone(), CancellationToken::new());
+    let a = json!({"command": "pwd; printf 'h\\303\\251llo'; echo oops >&2; exit 2", "description": "demo"});
+    let prepared = ExecuteHandler.prepare(&c, &a).await.unwrap();
+    assert_eq!(prepared.target, a["command"].as_str().unwrap());
+    assert_eq!(prepared.consequence, "runs a shell command: demo");
+    assert!(prepared.scope[0].starts_with("cwd: "));
+    let raw = ExecuteHandler.run(&c, &a).await.unwrap();
+    let (out, err, _) = deltas(&events.events());
+    let root = f.services.project_root.display().to_string();
+    assert_eq!(out, format!("{root}\nhéllo"));
+    assert_eq!(err, "oops\n");
+    let client = ExecuteHandler.client(&a, &raw);
+    assert_eq!(client["exit_code"], json!(2));
+    assert_eq!(client["cut"], json!(false));
+    assert_eq!(client["cwd"], json!(root));
+    assert_eq!(client["stderr_bytes"], json!(5));
+    let model = ExecuteHandler.model(&a, &raw);
+    assert!(
+        model.starts_with("exit: code 2\nstatus: completed\n"),
+        "{model}"
+    );
+    assert!(model.contains("héllo"));
+    // Heartbeats and live events never enter the model text.
+    assert!(!model.contains("Heartbeat"));
+    // The raw output is spooled where the store expects it.
+    let spool = raw.spool.clone().unwrap();
+    assert_eq!(spool, f.services.data_dir.join("spool/call_test_exec.out"));
+    assert_eq!(
+        std::fs::read_to_string(&spool).unwrap(),
+        format!("{root}\nhéllooops\n")
+    );
+}
+
+#[tokio::test]
+async fn heartbeats_reach_the_event_sink_only() {
+    let mut settings = Settings::default();
+    settings.exec.heartbeat_secs = 1;
+    let f = fixture(settings);
+    let events = CollectingSink::new();
+    let c = ctx(&f, events.clone(), CancellationToken::new());
+    let a = json!({"command": "sleep 1.3"});
+    let raw = ExecuteHandler.run(&c, &a).await.unwrap();
+    let (_, _, beats) = deltas(&events.events());
+    assert_eq!(beats, 1);
+    assert!(!raw.value.to_string().contains("eartbeat"));
+}
+
+#[tokio::test]
+async fn stop_ends_the_tree_and_records_cancelled_with_output_so_far() {
+    let f = fixture(Settings::default());
+    let events = CollectingSink::new();
+    let cancel = CancellationToken::new();
+    let c = ctx(&f, events.clone(), cancel.clone());
+    let a = json!({"command": "echo started; sleep 1000 & while :; do sleep 0.05; done"});
+    let canceller = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            while !deltas(&events.events()).0.contains("started") {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            cancel.cancel();
+        })
+    };
+    let err = ExecuteHandler.run(&c, &a).await.unwrap_err();
+    canceller.await.unwrap();
+    assert_eq!(
+        (err.stage, err.code.as_str()),
+        (Stage::Execution, "cancelled")
+    );
+    let details = err.details.unwrap();
+    assert!(
+        details["partial_model"]
+            .as_str()
+            .unwrap()
+            .contains("started")
+    );
+    assert!(
+        details["partial_model"]
+            .as_str()
+            .unwrap()
+            .contains("status: cancelled")
+    );
+    assert_eq!(details["client"]["cancelled"], json!(true));
+}
+
+#[tokio::test]
+async fn through_the_pipeline_with_confirmation() {
+    use crate::confirm::{ApproveAll, RejectAll};
+    use crate::pipeline::{CallRequest, MemoryRecorder, Runner};
+    let f = fixture(Settings::default());
+    let registry = Arc::new(
+        crate::registry::Registry::build(vec![Arc::new(ExecuteConfig)], vec![meta()]).unwrap(),
+    );
+    let host = crate::app::host_caps(&f.services);
+    let toolset =
+        crate::discovery::effective(&registry, &f.services.settings, &host, &BTreeSet::new());
+    let runner = |broker: Arc<dyn crate::confirm::ConfirmBroker>| Runner {
+        run_id: "run_exec".into(),
+        registry: registry.clone(),
+        services: f.services.clone(),
+        broker,
+        recorder: Arc::new(MemoryRecorder::default()),
+        after_call: None,
+        sandbox_kind: "local".into(),
+    };
+    let call = |cmd: &str| CallRequest {
+        id: None,
+        name: NAME.into(),
+        arguments: json!({"command": cmd}).to_string(),
+    };
+    let marker = f.services.project_root.join("made");
+    let rejected = runner(Arc::new(RejectAll("no".into())))
+        .call(
+            &toolset,
+            call("touch made"),
+            CancellationToken::new(),
+            CollectingSink::new(),
+        )
+        .await;
+    assert_eq!(rejected.stage, Some(Stage::Authorization));
+    assert!(!marker.exists(), "a rejected command has no effect");
+    let ok = runner(Arc::new(ApproveAll))
+        .call(
+            &toolset,
+            call("touch made && echo done"),
+            CancellationToken::new(),
+            CollectingSink::new(),
+        )
+        .await;
+    assert!(ok.error.is_none(), "{:?}", ok.error);
+    assert!(marker.exists());
+    assert!(ok.model.contains("done"));
+    let scope = &ok.confirm.as_ref().unwrap().request.scope;
+    assert!(
+        scope.iter().any(|l| l.starts_with("confinement: ")),
+        "{scope:?}"
+    );
+    assert!(
+        scope
+            .iter()
+            .any(|l| l.starts_with("environment withheld: "))
+    );
+}
+
+// ------------------------------------------------------------------ hard deadline
+
+/// A sandbox whose `exec` never returns (a hung remote adapter); everything else is the real one.
+#[derive(Debug)]
+struct StalledSandbox(Arc<dyn Sandbox>);
+
+#[async_trait]
+impl Sandbox for StalledSandbox {
+    fn kind(&self) -> SandboxKind {
+        self.0.kind()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+    fn root(&self) -> &Path {
+        self.0.root()
+    }
+    fn scope(&self, given: &str) -> Result<String, SandboxError> {
+        self.0.scope(given)
+    }
+    async fn list(&self, r: ListRequest, c: CancellationToken) -> Result<Listing, SandboxError> {
+        self.0.list(r, c).await
+    }
+    async fn read(
+        &self,
+        r: ReadRequest,
+        c: CancellationToken,
+    ) -> Result<ReadOutcome, SandboxError> {
+        self.0.read(r, c).await
+    }
+    async fn preview_write(
+        &self,
+        r: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WritePlan, SandboxError> {
+        self.0.preview_write(r, c).await
+    }
+    async fn write(
+        &self,
+        r: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WriteOutcome, SandboxError> {
+        self.0.write(r, c).await
+    }
+    async fn preview_edit(
+        &self,
+        r: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditPlan, SandboxError> {
+        self.0.preview_edit(r, c).await
+    }
+    async fn edit(
+        &self,
+        r: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditOutcome, SandboxError> {
+        self.0.edit(r, c).await
+    }
+    async fn glob(
+        &self,
+        r: GlobRequest,
+        c: CancellationToken,
+    ) -> Result<GlobOutcome, SandboxError> {
+        self.0.glob(r, c).await
+    }
+    async fn grep(
+        &self,
+        r: GrepRequest,
+        c: CancellationToken,
+    ) -> Result<GrepOutcome, SandboxError> {
+        self.0.grep(r, c).await
+    }
+    async fn exec(
+        &self,
+        _req: ExecRequest,
+        _cancel: CancellationToken,
+        _sink: Arc<dyn ExecSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn hard_deadline_ends_a_call_whose_sandbox_never_returns() {
+    let f = fixture(Settings::default());
+    let stalled = StalledSandbox(f.services.sandbox().unwrap().clone());
+    let mut req = ExecRequest::new("true", f.services.project_root.clone());
+    req.timeout = Duration::from_millis(100);
+    let cancel = CancellationToken::new();
+    let start = Instant::now();
+    let err = execute_on(
+        &stalled,
+        req,
+        &cancel,
+        Arc::new(aibuddy_sandbox::aibuddy_exec::NullSink),
+        Duration::from_millis(150),
+    )
+    .await
+    .unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(250));
+    assert_eq!(
+        (err.stage, err.code.as_str()),
+        (Stage::Execution, "hard_deadline")
+    );
+    assert!(
+        err.message.contains("hard deadline of 250 ms")
+            && err.message.contains("sandbox timeout 100 ms"),
+        "{}",
+        err.message
+    );
+    assert!(
+        !cancel.is_cancelled(),
+        "the caller's own token is left alone"
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_sandbox_is_not_affected_by_the_hard_deadline() {
+    let f = fixture(Settings::default());
+    let sandbox = f.services.sandbox().unwrap().clone();
+    let mut req = ExecRequest::new("trap '' TERM; sleep 1000", f.services.project_root.clone());
+    req.timeout = Duration::from_millis(100);
+    req.kill_grace = Duration::from_millis(100);
+    let out = execute_on(
+        sandbox.as_ref(),
+        req,
+        &CancellationToken::new(),
+        Arc::new(aibuddy_sandbox::aibuddy_exec::NullSink),
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    assert!(out.timed_out);
+    assert!(!aibuddy_sandbox::aibuddy_exec::group_alive(out.pgid));
+}
