@@ -761,3 +761,109 @@ async fn capabilities_and_exec_run_in_the_root() {
         root.to_string_lossy()
     );
 }
+
+/// Set or clear the immutable attribute; false when the filesystem does not support it.
+fn chattr(flag: &str, path: &Path) -> bool {
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn permission_denied_is_an_authorization_error_and_changes_nothing() {
+    // Even root may not replace an immutable file (chattr +i), so this runs as root too.
+    let (tmp, sb) = project();
+    put(tmp.path(), "locked.txt", "original\n");
+    let locked = tmp.path().join("locked.txt");
+    if !chattr("+i", &locked) {
+        eprintln!("skipped: this filesystem has no immutable attribute");
+        return;
+    }
+    let write = sb
+        .write(
+            WriteRequest {
+                path: "locked.txt".into(),
+                content: "changed\n".into(),
+                expect: None,
+            },
+            c(),
+        )
+        .await;
+    let edit = sb
+        .edit(
+            EditRequest {
+                path: "locked.txt".into(),
+                edits: vec![edit("original", "changed", false)],
+                expect: None,
+            },
+            c(),
+        )
+        .await;
+    let read = sb.read(read_req("locked.txt", None, None), c()).await;
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    chattr("-i", &locked);
+    for result in [write.map(|_| ()), edit.map(|_| ())] {
+        let err = result.unwrap_err();
+        assert_eq!(
+            (err.code(), err.stage()),
+            ("permission_denied", Stage::Authorization),
+            "{err}"
+        );
+        assert!(err.to_string().contains("locked.txt"), "{err}");
+    }
+    assert!(read.is_ok(), "reading stays allowed");
+    assert_eq!(std::fs::read_to_string(&locked).unwrap(), "original\n");
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("locked.txt")],
+        "temp file left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_changing_during_a_read_is_a_clear_error() {
+    let (tmp, sb) = project();
+    let body: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    put(tmp.path(), "growing.log", &body);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, path) = (stop.clone(), tmp.path().join("growing.log"));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.write_all(b"appended\n").unwrap();
+            }
+        })
+    };
+    let mut changed = 0;
+    for _ in 0..50 {
+        match sb
+            .read(read_req("growing.log", None, Some(100_000)), c())
+            .await
+        {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(
+                    (e.code(), e.stage()),
+                    ("changed_during_operation", Stage::Execution),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("growing.log"));
+                changed += 1;
+            }
+        }
+        if changed >= 3 {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(changed > 0, "no read noticed the concurrent appends");
+}
