@@ -211,6 +211,37 @@ struct Live {
     call_timeout: Duration,
 }
 
+/// An rmcp error as text without the transport's Rust type names (`Transport [rmcp::...] error`
+/// becomes `Transport error`). Pure.
+pub(crate) fn tidy(error: &dyn std::fmt::Display) -> String {
+    let mut text = error.to_string();
+    while let Some(start) = text.find("[rmcp::") {
+        let mut depth = 0usize;
+        let mut end = None;
+        for (i, c) in text[start..].char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(start + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else { break };
+        let cut_start = if text[..start].ends_with(' ') {
+            start - 1
+        } else {
+            start
+        };
+        text.replace_range(cut_start..=end, "");
+    }
+    text
+}
+
 fn describe_state(state: &ServerState) -> String {
     match state {
         ServerState::Disabled => "disabled in its configuration".into(),
@@ -495,14 +526,14 @@ impl McpManager {
         events: Option<mpsc::UnboundedSender<ConnEvent>>,
         error: ServiceError,
     ) -> McpError {
-        self.health_check(server, peer, events, format!("{tool}: {error}"));
+        self.health_check(server, peer, events, format!("{tool}: {}", tidy(&error)));
         McpError::ConnectionLost {
             server: server.to_owned(),
             tool: tool.to_owned(),
             reason: self
                 .shared
                 .failure_reason(server)
-                .unwrap_or_else(|| error.to_string()),
+                .unwrap_or_else(|| tidy(&error)),
         }
     }
 
@@ -538,7 +569,8 @@ impl McpManager {
                 }
                 Ok(Err(e)) => {
                     let _ = events.send(ConnEvent::Broken(format!(
-                        "unresponsive ({context}; ping failed: {e})"
+                        "unresponsive ({context}; ping failed: {})",
+                        tidy(&e)
                     )));
                 }
             }
@@ -773,7 +805,7 @@ async fn run_connection(
             Ok(Err(e)) => {
                 let reason = match pending_broken(&mut events) {
                     Some(reason) => reason,
-                    None => with_exit(format!("initialize failed: {e}"), &mut process).await,
+                    None => with_exit(format!("initialize failed: {}", tidy(&e)), &mut process).await,
                 };
                 kill(&mut process).await;
                 return fail(reason);
@@ -806,7 +838,7 @@ async fn run_connection(
     let list = |peer: Peer<RoleClient>| async move {
         match tokio::time::timeout(connect_timeout, peer.list_all_tools()).await {
             Ok(Ok(tools)) => Ok(tools),
-            Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
+            Ok(Err(e)) => Err(format!("tools/list failed: {}", tidy(&e))),
             Err(_) => Err(format!(
                 "no answer to tools/list within {}s",
                 connect_timeout.as_secs_f64()
@@ -881,4 +913,35 @@ async fn run_connection(
     service_cancel.cancel();
     kill(&mut process).await;
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tidy_removes_transport_type_names() {
+        let raw = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused";
+        assert_eq!(
+            tidy(&raw),
+            "Transport send error: Transport error: Client error: refused"
+        );
+        assert_eq!(tidy(&"plain [1] text"), "plain [1] text");
+    }
+
+    #[test]
+    fn call_results_join_text_blocks() {
+        let result = McpCallResult {
+            server: "s".into(),
+            tool: "t".into(),
+            content: vec![
+                serde_json::json!({"type": "text", "text": "a"}),
+                serde_json::json!({"type": "image", "data": "", "mimeType": "image/png"}),
+                serde_json::json!({"type": "text", "text": "b"}),
+            ],
+            structured_content: None,
+            is_error: false,
+        };
+        assert_eq!(result.text(), "a\nb");
+    }
 }

@@ -327,6 +327,77 @@ impl Drop for Child {
     }
 }
 
+async fn spawn_http_everything(dir: &Path, port: u16) -> Child {
+    let script =
+        dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let child = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Child(child)
+}
+
+#[tokio::test]
+async fn a_crashed_http_server_fails_and_is_reconnected_when_it_is_back() {
+    init_tracing();
+    let Some(dir) = installed_servers("a_crashed_http_server") else {
+        return;
+    };
+    let port = free_port();
+    let mut server = spawn_http_everything(&dir, port).await;
+    let manager = start(vec![ServerConfig::http(
+        "remote",
+        format!("http://127.0.0.1:{port}/mcp"),
+    )]);
+    wait_connected(&manager, "remote", UP).await;
+    server.0.kill().await.unwrap();
+    let err = manager
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "x"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.stage(), aibuddy_mcp::McpStage::Execution, "{err}");
+    let reason = wait_failed(&manager, "remote", UP).await;
+    assert!(!reason.is_empty());
+    assert!(
+        manager.catalog().is_empty()
+            || status_of(&manager, "remote").state == ServerState::Connected
+    );
+    let _server = spawn_http_everything(&dir, port).await;
+    wait_connected(&manager, "remote", UP).await;
+    let ok = manager
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "back"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(ok.text().contains("back"));
+    manager.shutdown().await;
+}
+
 #[tokio::test]
 async fn everything_over_streamable_http() {
     init_tracing();
