@@ -848,13 +848,22 @@ async fn run_connection(
 
     let mut connected = false;
     let mut pending_list = true;
-    let outcome = loop {
+    let outcome = 'conn: loop {
         if pending_list {
             pending_list = false;
-            let listed = tokio::select! {
-                listed = list(peer.clone()) => listed,
-                reason = next_broken(&mut events) => Err(reason),
-                _ = shutdown.cancelled() => break Ended::Shutdown,
+            let listing = list(peer.clone());
+            tokio::pin!(listing);
+            // A list_changed that arrives while a listing is in flight asks for one more listing.
+            let listed = loop {
+                tokio::select! {
+                    listed = &mut listing => break listed,
+                    event = events.recv() => match event {
+                        Some(ConnEvent::ToolsChanged) => pending_list = true,
+                        Some(ConnEvent::Broken(reason)) => break Err(reason),
+                        None => {}
+                    },
+                    _ = shutdown.cancelled() => break 'conn Ended::Shutdown,
+                }
             };
             match listed {
                 Ok(tools) => {
@@ -891,6 +900,9 @@ async fn run_connection(
                         was_connected: connected,
                     };
                 }
+            }
+            if pending_list {
+                continue;
             }
         }
         tokio::select! {
