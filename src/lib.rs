@@ -15,4 +15,5 @@ pub mod registry;
 pub mod results;
 pub mod services;
 pub mod settings;
+pub mod skills;
 pub mod tools;

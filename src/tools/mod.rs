@@ -4,7 +4,9 @@
 
 pub mod execute;
 pub mod fs;
+pub mod mcp;
 pub mod tool_search;
+pub mod view_skill;
 pub mod view_tool_call;
 
 use std::sync::Arc;
@@ -13,9 +15,11 @@ use crate::registry::{ToolConfig, ToolConfigMeta};
 
 /// Every built-in config, in presentation order.
 pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
-    vec![Arc::new(fs::FilesystemConfig),
+    vec![
+        Arc::new(fs::FilesystemConfig),
         Arc::new(execute::ExecuteConfig),
         Arc::new(tool_search::ToolSearchConfig::default()),
+        Arc::new(view_skill::ViewSkillConfig::default()),
         Arc::new(view_tool_call::ViewToolCallConfig),
     ]
 }
@@ -26,6 +30,7 @@ pub fn builtin_metas() -> Vec<ToolConfigMeta> {
         fs::meta(),
         execute::meta(),
         tool_search::meta(),
+        view_skill::meta(),
         view_tool_call::meta(),
     ]
 }

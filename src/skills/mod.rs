@@ -1,0 +1,133 @@
+//! Skills: reusable procedures loaded on demand. Each skill is a folder with a `SKILL.md` (YAML
+//! frontmatter `name`, `description`; markdown body) and optional reference files. Roots: the
+//! bundled `skills/` folder, the user's data directory `skills/`, and the project's
+//! `.aibuddy/skills/` (later roots override earlier ones by name).
+//!
+//! The catalog exposes only names and purposes (in `view_skill`'s instructions); `view_skill` reads
+//! the full instructions and references. The roots are watched: adding, editing or removing a skill
+//! updates the catalog without restart; a malformed SKILL.md is reported with file and line and
+//! left out.
+
+pub mod catalog;
+pub mod parse;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+pub use catalog::{RootKind, Skill, SkillCatalog, SkillRoot, load_catalog, resolve_reference};
+pub use parse::{SkillProblem, parse_skill};
+
+/// Overrides the bundled skills folder.
+pub const SKILLS_DIR_ENV: &str = "AIBUDDY_SKILLS_DIR";
+pub const PROJECT_SKILLS: &str = ".aibuddy/skills";
+
+/// The bundled skills folder: `$AIBUDDY_SKILLS_DIR`, else `skills/` next to the executable (or in
+/// `../share/aibuddy/`), else the source tree's `skills/` (development builds).
+pub fn bundled_dir() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(SKILLS_DIR_ENV) {
+        return Some(PathBuf::from(p));
+    }
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        candidates.push(dir.join("skills"));
+        candidates.push(dir.join("../share/aibuddy/skills"));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"));
+    candidates.into_iter().find(|p| p.is_dir())
+}
+
+/// The standard roots for a project.
+pub fn default_roots(project_root: &Path, data_dir: &Path) -> Vec<SkillRoot> {
+    let mut roots = Vec::new();
+    if let Some(b) = bundled_dir() {
+        roots.push(SkillRoot {
+            kind: RootKind::Bundled,
+            path: b,
+        });
+    }
+    roots.push(SkillRoot {
+        kind: RootKind::User,
+        path: data_dir.join("skills"),
+    });
+    roots.push(SkillRoot {
+        kind: RootKind::Project,
+        path: project_root.join(PROJECT_SKILLS),
+    });
+    roots
+}
+
+/// The live catalog of an open project.
+pub struct SkillsService {
+    roots: Vec<SkillRoot>,
+    catalog: RwLock<Arc<SkillCatalog>>,
+    watcher: Mutex<Option<watch::Watch>>,
+}
+
+impl std::fmt::Debug for SkillsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillsService")
+            .field("roots", &self.roots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkillsService {
+    /// Load the roots once, without watching.
+    pub fn load(roots: Vec<SkillRoot>) -> Arc<Self> {
+        let catalog = load_catalog(&roots);
+        Arc::new(Self {
+            roots,
+            catalog: RwLock::new(Arc::new(catalog)),
+            watcher: Mutex::new(None),
+        })
+    }
+
+    /// An empty service (no roots).
+    pub fn empty() -> Arc<Self> {
+        Self::load(Vec::new())
+    }
+
+    /// Load and watch the roots; changes reload the catalog in the background.
+    pub fn watched(roots: Vec<SkillRoot>) -> Arc<Self> {
+        let svc = Self::load(roots);
+        match watch::Watch::start(&svc) {
+            Ok(w) => {
+                if let Ok(mut slot) = svc.watcher.lock() {
+                    *slot = Some(w);
+                }
+            }
+            Err(e) => tracing::warn!("skill folders are not watched (changes need a restart): {e}"),
+        }
+        svc
+    }
+
+    pub fn roots(&self) -> &[SkillRoot] {
+        &self.roots
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<SkillCatalog> {
+        self.catalog
+            .read()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Reload every root now.
+    pub fn reload(&self) {
+        let next = load_catalog(&self.roots);
+        if let Ok(mut w) = self.catalog.write() {
+            if **w != next {
+                tracing::info!(
+                    skills = next.len(),
+                    problems = next.problems.len(),
+                    "skills reloaded"
+                );
+            }
+            *w = Arc::new(next);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Watching skill roots with `notify`. Events are debounced and then the whole catalog is reloaded
+//! (it is small). A root that does not exist yet is covered by watching its nearest existing
+//! ancestor (non-recursively), and the watches are re-armed after every reload so a newly created
+//! root becomes watched itself.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak, mpsc};
+use std::time::Duration;
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+
+use super::SkillsService;
+
+const DEBOUNCE: Duration = Duration::from_millis(150);
+
+pub(super) struct Watch {
+    /// Dropping it stops the events, which ends the reload thread.
+    _watcher: Arc<std::sync::Mutex<RecommendedWatcher>>,
+}
+
+/// What to watch for a set of roots: (path, recursive).
+fn desired(roots: &[PathBuf]) -> BTreeSet<(PathBuf, bool)> {
+    let mut out = BTreeSet::new();
+    for r in roots {
+        if r.is_dir() {
+            out.insert((r.clone(), true));
+            continue;
+        }
+        let mut p: &Path = r;
+        while let Some(parent) = p.parent() {
+            if parent.is_dir() {
+                out.insert((parent.to_path_buf(), false));
+                break;
+            }
+            p = parent;
+        }
+    }
+    out
+}
+
+fn arm(
+    watcher: &mut RecommendedWatcher,
+    current: &mut BTreeSet<(PathBuf, bool)>,
+    roots: &[PathBuf],
+) {
+    let want = desired(roots);
+    for (p, _) in current.difference(&want) {
+        let _ = watcher.unwatch(p);
+    }
+    for (p, rec) in want.difference(current) {
+        let mode = if *rec {
+            RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
+        };
+        if let Err(e) = watcher.watch(p, mode) {
+            tracing::warn!("cannot watch skill folder {}: {e}", p.display());
+        }
+    }
+    *current = want;
+}
+
+impl Watch {
+    pub(super) fn start(svc: &Arc<SkillsService>) -> notify::Result<Watch> {
+        let (tx, rx) = mpsc::channel::<()>();
+        let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if res.is_ok() {
+                let _ = tx.send(());
+            }
+        })?;
+        let watcher = Arc::new(std::sync::Mutex::new(watcher));
+        let roots: Vec<PathBuf> = svc.roots.iter().map(|r| r.path.clone()).collect();
+        let mut current = BTreeSet::new();
+        if let Ok(mut w) = watcher.lock() {
+            arm(&mut w, &mut current, &roots);
+        }
+        let weak: Weak<SkillsService> = Arc::downgrade(svc);
+        let w2 = Arc::downgrade(&watcher);
+        std::thread::Builder::new()
+            .name("skills-watch".into())
+            .spawn(move || {
+                // Ends when the watcher (and so the sender) is dropped with the service.
+                while rx.recv().is_ok() {
+                    // Debounce: collect the burst.
+                    while rx.recv_timeout(DEBOUNCE).is_ok() {}
+                    let Some(svc) = weak.upgrade() else { break };
+                    svc.reload();
+                    if let Some(w) = w2.upgrade()
+                        && let Ok(mut w) = w.lock()
+                    {
+                        arm(&mut w, &mut current, &roots);
+                    }
+                }
+            })
+            .map_err(|e| notify::Error::generic(&e.to_string()))?;
+        Ok(Watch { _watcher: watcher })
+    }
+}

@@ -1,0 +1,324 @@
+//! The MCP bridge: one registry config per connected server (`mcp:<server>`), turning the
+//! `aibuddy-mcp` catalog into tools. Every MCP schema passes through `define_tool`; a tool whose
+//! schema fails is left out with a Discovery-stage reason (shown by `tools list`) while its
+//! siblings stay. Risk comes from the tool's annotations (absent annotations: high impact).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use aibuddy_mcp::{McpError, McpManager, McpRiskLevel, McpStage, McpToolEntry};
+
+use crate::contract::{DefineError, Stage, ToolError, define_tool};
+use crate::events::Event;
+use crate::registry::{
+    CallContext, Compaction, DeclaredNames, Prepared, RawOutput, Requirement, Risk, Source,
+    ToolConfig, ToolConfigMeta, ToolDef, ToolHandler,
+};
+
+/// The config key of a server's tools.
+pub fn config_key(server: &str) -> String {
+    format!("mcp:{server}")
+}
+
+/// A tool left out of the registry, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    pub server: String,
+    pub tool: String,
+    pub qualified_name: String,
+    pub reason: String,
+}
+
+/// Map MCP risk to registry risk.
+pub fn risk_of(entry: &McpToolEntry) -> Risk {
+    match entry.risk.level {
+        McpRiskLevel::ReadOnly => Risk::ReadOnly,
+        McpRiskLevel::Write => Risk::Writes,
+        McpRiskLevel::HighImpact => Risk::HighImpact,
+    }
+}
+
+/// The qualified-name prefix of a server's tools: `mcp__<server>__` sanitised, shortened to what
+/// every one of its (possibly hash-shortened) qualified names shares. Pure.
+pub fn name_prefix(entries: &[McpToolEntry], server: &str) -> String {
+    let mut prefix = format!(
+        "{}{}__",
+        aibuddy_mcp::names::PREFIX,
+        aibuddy_mcp::names::sanitize_part(server)
+    );
+    for e in entries.iter().filter(|e| e.server == server) {
+        let common = prefix
+            .bytes()
+            .zip(e.qualified_name.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        prefix.truncate(common);
+    }
+    prefix
+}
+
+/// One server's config.
+pub struct McpServerConfig {
+    server: String,
+    key: String,
+    entries: Vec<McpToolEntry>,
+    manager: Arc<McpManager>,
+}
+
+impl McpServerConfig {
+    pub fn new(server: &str, entries: Vec<McpToolEntry>, manager: Arc<McpManager>) -> Self {
+        Self {
+            server: server.to_string(),
+            key: config_key(server),
+            entries,
+            manager,
+        }
+    }
+
+    /// Define every tool; split into the accepted tools and those left out. Pure apart from
+    /// building handlers.
+    pub fn define(&self) -> (Vec<ToolDef>, Vec<LeftOut>) {
+        let mut ok = Vec::new();
+        let mut left = Vec::new();
+        for e in &self.entries {
+            let description = match (&e.title, e.description.trim()) {
+                (_, d) if !d.is_empty() => d.to_string(),
+                (Some(t), _) => t.clone(),
+                (None, _) => format!("{} (MCP server `{}`)", e.name, e.server),
+            };
+            match define_tool(
+                e.qualified_name.clone(),
+                description,
+                e.input_schema.clone(),
+            ) {
+                Ok(spec) => ok.push(ToolDef {
+                    spec,
+                    risk: risk_of(e),
+                    source: Source::Mcp(self.server.clone()),
+                    handler: Arc::new(McpToolHandler {
+                        manager: self.manager.clone(),
+                        server: self.server.clone(),
+                        tool: e.name.clone(),
+                        qualified: e.qualified_name.clone(),
+                    }),
+                }),
+                Err(err) => left.push(LeftOut {
+                    server: self.server.clone(),
+                    tool: e.name.clone(),
+                    qualified_name: e.qualified_name.clone(),
+                    reason: err.reason,
+                }),
+            }
+        }
+        (ok, left)
+    }
+
+    pub fn meta(&self) -> ToolConfigMeta {
+        let risk = self
+            .define()
+            .0
+            .iter()
+            .map(|t| t.risk)
+            .max()
+            .unwrap_or(Risk::ReadOnly);
+        ToolConfigMeta {
+            key: self.key.clone(),
+            display_name: format!("MCP: {}", self.server),
+            category: "mcp".to_string(),
+            risk,
+            disposable: false,
+            names: DeclaredNames::Prefix(name_prefix(&self.entries, &self.server)),
+        }
+    }
+}
+
+impl ToolConfig for McpServerConfig {
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn requirements(&self) -> Vec<Requirement> {
+        vec![Requirement::McpServer(self.server.clone())]
+    }
+    fn compaction(&self) -> Compaction {
+        Compaction::Trim
+    }
+    fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
+        let (ok, left) = self.define();
+        for l in &left {
+            tracing::warn!(
+                server = %l.server,
+                tool = %l.tool,
+                "MCP tool left out (Discovery): {}",
+                l.reason
+            );
+        }
+        Ok(ok)
+    }
+}
+
+struct McpToolHandler {
+    manager: Arc<McpManager>,
+    server: String,
+    tool: String,
+    qualified: String,
+}
+
+/// Map an MCP client error to a tool error of the same stage.
+pub fn tool_error(e: &McpError) -> ToolError {
+    let stage = match e.stage() {
+        McpStage::Discovery => Stage::Discovery,
+        McpStage::Parameters => Stage::Parameters,
+        McpStage::Execution => Stage::Execution,
+    };
+    let code = match e {
+        McpError::UnknownServer { .. } => "unknown_server",
+        McpError::UnknownTool { .. } => "unknown_tool",
+        McpError::InvalidArguments { .. } => "invalid_arguments",
+        McpError::ServerUnavailable { .. } => "server_unavailable",
+        McpError::Timeout { .. } => "timeout",
+        McpError::Cancelled { .. } => "cancelled",
+        McpError::ConnectionLost { .. } => "connection_lost",
+        McpError::Server { .. } => "server_error",
+        McpError::Protocol { .. } => "protocol",
+        _ => "mcp_error",
+    };
+    ToolError::new(stage, code, e.to_string())
+}
+
+#[async_trait]
+impl ToolHandler for McpToolHandler {
+    async fn prepare(&self, _ctx: &CallContext, args: &Value) -> Result<Prepared, ToolError> {
+        let shown = serde_json::to_string(args).unwrap_or_default();
+        let shown: String = shown.chars().take(400).collect();
+        Ok(Prepared {
+            target: format!("{}/{}", self.server, self.tool),
+            scope: vec![format!("external MCP server `{}`", self.server)],
+            consequence: format!(
+                "calls `{}` on MCP server `{}` with {shown}",
+                self.tool, self.server
+            ),
+            ..Default::default()
+        })
+    }
+
+    async fn run(&self, ctx: &CallContext, args: &Value) -> Result<RawOutput, ToolError> {
+        let events = ctx.events.clone();
+        let call_id = ctx.call_id.clone();
+        let progress: aibuddy_mcp::ProgressSink = Arc::new(move |p: aibuddy_mcp::McpProgress| {
+            events.emit(Event::ToolProgress {
+                call_id: call_id.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            });
+        });
+        let result = self
+            .manager
+            .call(
+                &self.qualified,
+                args.clone(),
+                ctx.cancel.clone(),
+                Some(progress),
+            )
+            .await
+            .map_err(|e| tool_error(&e))?;
+        if result.is_error {
+            let text = result.text();
+            return Err(ToolError::execution(
+                "tool_reported_error",
+                format!(
+                    "`{}` on MCP server `{}` reported an error: {}",
+                    self.tool,
+                    self.server,
+                    if text.is_empty() { "(no text)" } else { &text }
+                ),
+            )
+            .with_details(json!({"content": result.content})));
+        }
+        Ok(RawOutput::json(json!({
+            "server": result.server,
+            "tool": result.tool,
+            "content": result.content,
+            "structured_content": result.structured_content,
+        })))
+    }
+
+    fn model(&self, _args: &Value, raw: &RawOutput) -> String {
+        model_text(&raw.value)
+    }
+}
+
+/// The model text of an MCP result: text blocks verbatim, other blocks summarised, structured
+/// content as JSON when there is no text. Pure.
+pub fn model_text(v: &Value) -> String {
+    let mut parts = Vec::new();
+    for block in v["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_string()),
+            Some("image") | Some("audio") => parts.push(format!(
+                "[{} content, {}, {} base64 chars]",
+                block["type"].as_str().unwrap_or_default(),
+                block["mimeType"].as_str().unwrap_or("unknown type"),
+                block["data"].as_str().map_or(0, str::len)
+            )),
+            Some("resource") => {
+                let r = &block["resource"];
+                match r["text"].as_str() {
+                    Some(t) => parts.push(format!(
+                        "[resource {}]\n{t}",
+                        r["uri"].as_str().unwrap_or_default()
+                    )),
+                    None => parts.push(format!(
+                        "[resource {} ({})]",
+                        r["uri"].as_str().unwrap_or_default(),
+                        r["mimeType"].as_str().unwrap_or("binary")
+                    )),
+                }
+            }
+            Some("resource_link") => parts.push(format!(
+                "[resource link {} {}]",
+                block["uri"].as_str().unwrap_or_default(),
+                block["name"].as_str().unwrap_or_default()
+            )),
+            _ => parts.push(block.to_string()),
+        }
+    }
+    if parts.is_empty()
+        && let Some(s) = v.get("structured_content").filter(|s| !s.is_null())
+    {
+        parts.push(s.to_string());
+    }
+    if parts.is_empty() {
+        "(the tool returned no content)".to_string()
+    } else {
+        parts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_text_of_blocks() {
+        let v = json!({"content": [
+            {"type": "text", "text": "hello"},
+            {"type": "image", "mimeType": "image/png", "data": "AAAA"},
+            {"type": "resource", "resource": {"uri": "file:///a", "text": "body"}}
+        ]});
+        assert_eq!(
+            model_text(&v),
+            "hello\n[image content, image/png, 4 base64 chars]\n[resource file:///a]\nbody"
+        );
+        assert_eq!(
+            model_text(&json!({"content": [], "structured_content": {"a": 1}})),
+            "{\"a\":1}"
+        );
+        assert_eq!(
+            model_text(&json!({"content": []})),
+            "(the tool returned no content)"
+        );
+    }
+}
