@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
 use rmcp::ServiceError;
@@ -29,6 +29,10 @@ use crate::error::McpError;
 use crate::handler::{ConnEvent, Handler, ProgressRoute, ProgressRoutes, ProgressSink};
 use crate::status::{Backoff, ServerState, ServerStatus};
 use crate::stdio::{self, StdioProcess};
+
+/// A connection that lasted this long resets the reconnect backoff; shorter ones keep climbing it,
+/// so a server that crashes right after connecting is not restarted every second forever.
+pub const STABLE_CONNECTION: Duration = Duration::from_secs(30);
 
 /// Default time a health-check ping may take after a call timed out or failed in transport.
 pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -609,7 +613,11 @@ async fn send_cancelled(peer: &Peer<RoleClient>, request_id: RequestId, reason: 
 
 enum Ended {
     Shutdown,
-    Failed { reason: String, was_connected: bool },
+    /// `was_stable`: the connection had lasted [`STABLE_CONNECTION`] (the backoff starts over).
+    Failed {
+        reason: String,
+        was_stable: bool,
+    },
 }
 
 async fn supervise(shared: Arc<Shared>, name: String, shutdown: CancellationToken) {
@@ -636,11 +644,8 @@ async fn supervise(shared: Arc<Shared>, name: String, shutdown: CancellationToke
                 });
                 return;
             }
-            Ended::Failed {
-                reason,
-                was_connected,
-            } => {
-                if was_connected {
+            Ended::Failed { reason, was_stable } => {
+                if was_stable {
                     attempt = 0;
                 }
                 attempt = attempt.saturating_add(1);
@@ -765,7 +770,7 @@ async fn run_connection(
     };
     let fail = |reason: String| Ended::Failed {
         reason,
-        was_connected: false,
+        was_stable: false,
     };
 
     let mut process: Option<StdioProcess> = None;
@@ -847,6 +852,8 @@ async fn run_connection(
     };
 
     let mut connected = false;
+    let mut connected_at: Option<Instant> = None;
+    let stable = |at: Option<Instant>| at.is_some_and(|t| t.elapsed() >= STABLE_CONNECTION);
     let mut pending_list = true;
     let outcome = 'conn: loop {
         if pending_list {
@@ -869,6 +876,7 @@ async fn run_connection(
                 Ok(tools) => {
                     let first = !connected;
                     connected = true;
+                    connected_at.get_or_insert_with(Instant::now);
                     tracing::info!(
                         server = name,
                         tools = tools.len(),
@@ -897,7 +905,7 @@ async fn run_connection(
                 Err(reason) => {
                     break Ended::Failed {
                         reason: with_exit(reason, &mut process).await,
-                        was_connected: connected,
+                        was_stable: stable(connected_at),
                     };
                 }
             }
@@ -909,7 +917,7 @@ async fn run_connection(
             _ = shutdown.cancelled() => break Ended::Shutdown,
             event = events.recv() => match event {
                 Some(ConnEvent::ToolsChanged) => pending_list = true,
-                Some(ConnEvent::Broken(reason)) => break Ended::Failed { reason, was_connected: connected },
+                Some(ConnEvent::Broken(reason)) => break Ended::Failed { reason, was_stable: stable(connected_at) },
                 None => {}
             },
             _ = &mut service_done => {
@@ -917,9 +925,9 @@ async fn run_connection(
                     Some(reason) => reason,
                     None => with_exit("connection closed".into(), &mut process).await,
                 };
-                break Ended::Failed { reason, was_connected: connected };
+                break Ended::Failed { reason, was_stable: stable(connected_at) };
             }
-            reason = child_exit(&mut process) => break Ended::Failed { reason, was_connected: connected },
+            reason = child_exit(&mut process) => break Ended::Failed { reason, was_stable: stable(connected_at) },
         }
     };
     service_cancel.cancel();
