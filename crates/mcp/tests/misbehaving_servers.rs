@@ -524,3 +524,44 @@ async fn disabled_servers_are_never_started() {
     assert_eq!(err.stage(), McpStage::Discovery);
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn project_config_files_drive_the_manager_and_bad_entries_do_not_stop_the_rest() {
+    let project = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".aibuddy")).unwrap();
+    let script = fixture_script();
+    std::fs::write(
+        project.path().join(".aibuddy/mcp.json"),
+        json!({"mcpServers": {
+            "fx": {"command": "python3", "args": [script], "timeouts": {"call": 5}},
+            "broken": {"command": "python3", "args": "not-a-list"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        user.path().join("mcp.json"),
+        json!({"mcpServers": {
+            "fx": {"command": "/nonexistent/overridden-by-project"},
+            "old": {"command": "python3", "args": [fixture_script(), "--protocol", "2024-11-05"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let loaded = aibuddy_mcp::load_server_configs(project.path(), Some(user.path()));
+    assert_eq!(loaded.errors.len(), 1);
+    let error = loaded.errors[0].to_string();
+    assert!(
+        error.contains(".aibuddy/mcp.json: server \"broken\": field \"args\""),
+        "{error}"
+    );
+    let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["fx", "old"]);
+    assert_eq!(loaded.servers[0].timeouts.call, Duration::from_secs(5));
+    let manager = start(loaded.servers);
+    wait_connected(&manager, "fx", UP).await;
+    wait_connected(&manager, "old", UP).await;
+    assert_eq!(manager.catalog().len(), 18);
+    manager.shutdown().await;
+}
