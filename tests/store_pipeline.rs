@@ -1,0 +1,476 @@
+//! The pipeline with the real SQLite store and background precompaction: raw results persisted,
+//! large model projections compacted after delivery (trim / summarize / drop), recovery through
+//! `view_tool_call`, failures recorded as Projection-stage without losing the original.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy::confirm::ApproveAll;
+use aibuddy::contract::{DefineError, ToolError, define_tool};
+use aibuddy::discovery::{self, HostCaps};
+use aibuddy::events::{CallStatus, CollectingSink};
+use aibuddy::pipeline::{CallOutcome, CallRequest, Runner};
+use aibuddy::registry::{
+    CallContext, Compaction, RawOutput, Registry, Risk, Source, ToolConfig, ToolConfigMeta,
+    ToolDef, ToolHandler,
+};
+use aibuddy::results::{
+    PRECOMPACTION_THRESHOLD, Persistence, SummarizeError, Summarizer, SummaryRequest,
+    estimate_tokens,
+};
+use aibuddy::services::Services;
+use aibuddy::settings::Settings;
+use aibuddy::tools::view_tool_call::ViewToolCallConfig;
+use aibuddy_store::{CompactionState, RawOutputLocation};
+use async_trait::async_trait;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Prints `n` numbered lines; its trim hook keeps the first and last line (or, for `grow`,
+/// returns something larger than the original).
+struct Lines {
+    grow: bool,
+}
+
+fn lines(n: u64) -> String {
+    (0..n)
+        .map(|i| format!("line {i}: the quick brown fox jumps over the lazy dog\n"))
+        .collect()
+}
+
+#[async_trait]
+impl ToolHandler for Lines {
+    async fn run(&self, _ctx: &CallContext, args: &Value) -> Result<RawOutput, ToolError> {
+        Ok(RawOutput::json(Value::String(lines(
+            args["n"].as_u64().unwrap_or(1),
+        ))))
+    }
+
+    fn trim(&self, _args: &Value, raw: &RawOutput, _max: usize) -> Option<String> {
+        let text = raw.value.as_str()?;
+        if self.grow {
+            return Some(text.repeat(2));
+        }
+        let all: Vec<&str> = text.lines().collect();
+        Some(format!(
+            "TRIMMED {} lines; first: {}; last: {}",
+            all.len(),
+            all.first()?,
+            all.last()?
+        ))
+    }
+}
+
+struct Cfg {
+    key: &'static str,
+    tool: &'static str,
+    compaction: Compaction,
+    grow: bool,
+}
+
+impl ToolConfig for Cfg {
+    fn key(&self) -> &str {
+        self.key
+    }
+    fn compaction(&self) -> Compaction {
+        self.compaction
+    }
+    fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
+        Ok(vec![ToolDef {
+            spec: define_tool(
+                self.tool,
+                "print lines",
+                json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            )?,
+            risk: Risk::ReadOnly,
+            source: Source::Core,
+            handler: Arc::new(Lines { grow: self.grow }),
+        }])
+    }
+}
+
+const CONFIGS: [(&str, &str, Compaction, bool, bool); 5] = [
+    // key, tool, strategy, disposable, trim hook grows
+    ("trimmed", "big", Compaction::Trim, false, false),
+    ("summarized", "bigsum", Compaction::Summarize, false, false),
+    ("dropped", "bigdrop", Compaction::Drop, true, false),
+    ("growing", "grow", Compaction::Trim, false, true),
+    ("never", "keep", Compaction::None, false, false),
+];
+
+struct Env {
+    dir: tempfile::TempDir,
+    persistence: Persistence,
+    runner: Runner,
+}
+
+async fn env(summarizer: Option<Arc<dyn Summarizer>>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs: Vec<Arc<dyn ToolConfig>> = CONFIGS
+        .iter()
+        .map(|(key, tool, compaction, _, grow)| {
+            Arc::new(Cfg {
+                key,
+                tool,
+                compaction: *compaction,
+                grow: *grow,
+            }) as Arc<dyn ToolConfig>
+        })
+        .collect();
+    configs.push(Arc::new(ViewToolCallConfig));
+    let mut metas: Vec<ToolConfigMeta> = CONFIGS
+        .iter()
+        .map(|(key, tool, _, disposable, _)| {
+            ToolConfigMeta::fixed(key, key, "test", Risk::ReadOnly, *disposable, &[tool])
+        })
+        .collect();
+    metas.push(aibuddy::tools::view_tool_call::meta());
+    let registry = Arc::new(Registry::build(configs, metas).expect("consistent"));
+    let data_dir = dir.path().join("data");
+    let persistence = Persistence::open(&data_dir, dir.path(), registry.clone(), summarizer)
+        .await
+        .unwrap();
+    let mut settings = Settings::default();
+    for (key, ..) in CONFIGS {
+        settings.tools.enabled.push(key.to_string());
+    }
+    let runner = Runner {
+        run_id: "run_store".into(),
+        registry,
+        services: Arc::new(Services {
+            project_root: dir.path().to_path_buf(),
+            data_dir,
+            settings,
+            sandbox: Err("no sandbox in this test".into()),
+        }),
+        broker: Arc::new(ApproveAll),
+        recorder: persistence.call_recorder(),
+        after_call: Some(persistence.after_call()),
+        sandbox_kind: "local".into(),
+    };
+    Env {
+        dir,
+        persistence,
+        runner,
+    }
+}
+
+async fn call(e: &Env, name: &str, args: Value) -> CallOutcome {
+    let host = HostCaps {
+        store: true,
+        ..HostCaps::default()
+    };
+    let toolset = discovery::effective(
+        &e.runner.registry,
+        &e.runner.services.settings,
+        &host,
+        &BTreeSet::new(),
+    );
+    e.runner
+        .call(
+            &toolset,
+            CallRequest {
+                id: None,
+                name: name.into(),
+                arguments: args.to_string(),
+            },
+            CancellationToken::new(),
+            CollectingSink::new(),
+        )
+        .await
+}
+
+/// Enough lines to pass the precompaction threshold.
+const BIG: u64 = 400;
+
+#[tokio::test]
+async fn a_small_result_is_stored_whole_and_left_alone() {
+    let e = env(None).await;
+    let out = call(&e, "big", json!({"n": 3})).await;
+    assert_eq!(out.status, CallStatus::Ok);
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status, aibuddy_store::CallStatus::Ok);
+    assert_eq!(rec.input, json!({"n": 3}));
+    assert_eq!(rec.tool, "big");
+    assert_eq!(rec.config, "trimmed");
+    assert_eq!(rec.model_projection.as_deref(), Some(out.model.as_str()));
+    assert_eq!(rec.compaction_state, CompactionState::None);
+    let raw = e
+        .persistence
+        .store
+        .read_raw_slice(&out.tool_call_id, 0, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8(raw.bytes).unwrap(), lines(3));
+}
+
+#[tokio::test]
+async fn a_large_result_is_delivered_whole_then_trimmed_with_a_recovery_pointer() {
+    let e = env(None).await;
+    let out = call(&e, "big", json!({"n": BIG})).await;
+    // The client and the current step got the complete projection.
+    assert_eq!(out.model, lines(BIG));
+    assert!(estimate_tokens(&out.model) >= PRECOMPACTION_THRESHOLD);
+    e.persistence.compactor.wait_idle().await;
+
+    let store = &e.persistence.store;
+    let rec = store.get_call(&out.tool_call_id).await.unwrap().unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::Compacted);
+    assert_eq!(rec.compaction_strategy.as_deref(), Some("trim"));
+    let compacted = rec.model_projection.unwrap();
+    assert!(
+        compacted.starts_with(&format!("TRIMMED {BIG} lines; first: line 0:")),
+        "{compacted}"
+    );
+    assert!(
+        compacted.contains("view_tool_call"),
+        "tells the model how to recover: {compacted}"
+    );
+    assert!(compacted.contains(&out.tool_call_id));
+    assert!(compacted.len() < out.model.len());
+    assert_eq!(
+        e.persistence.compactor.cache().get(&out.tool_call_id),
+        Some(compacted)
+    );
+
+    let pointer = rec.recovery_pointer.unwrap();
+    assert_eq!(
+        pointer,
+        format!("compacted_outputs/run_store/{}.json", out.tool_call_id)
+    );
+    let doc = store.read_compacted_output(&pointer).await.unwrap();
+    assert_eq!(doc["input"], json!({"n": BIG}));
+    assert_eq!(doc["output"], json!(lines(BIG)));
+    // The raw output in the store is untouched.
+    let raw = store
+        .read_raw_slice(&out.tool_call_id, 0, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(raw.bytes, lines(BIG).into_bytes());
+
+    // view_tool_call recovers it in bounded pages through the same pipeline.
+    let page = call(
+        &e,
+        "view_tool_call",
+        json!({"tool_call_id": out.tool_call_id, "limit": 120}),
+    )
+    .await;
+    assert_eq!(page.status, CallStatus::Ok, "{}", page.model);
+    assert!(
+        page.model.contains("raw output bytes 0..120 of"),
+        "{}",
+        page.model
+    );
+    assert!(
+        page.model.contains("line 0: the quick brown fox"),
+        "{}",
+        page.model
+    );
+    assert!(page.model.contains("\"offset\": 120"), "{}", page.model);
+    let second = call(
+        &e,
+        "view_tool_call",
+        json!({"tool_call_id": out.tool_call_id, "offset": 120, "limit": 60}),
+    )
+    .await;
+    let all = lines(BIG);
+    assert!(second.model.contains(&all[120..180]), "{}", second.model);
+    let unknown = call(
+        &e,
+        "view_tool_call",
+        json!({"tool_call_id": "call_missing"}),
+    )
+    .await;
+    assert_eq!(unknown.status, CallStatus::Error);
+    assert_eq!(unknown.stage, Some(aibuddy::contract::Stage::Parameters));
+}
+
+/// Summarizes deterministically, after `gate` is opened.
+struct GateSummarizer {
+    gate: Arc<Notify>,
+}
+
+#[async_trait]
+impl Summarizer for GateSummarizer {
+    async fn summarize(
+        &self,
+        req: &SummaryRequest<'_>,
+        _c: &CancellationToken,
+    ) -> Result<String, SummarizeError> {
+        self.gate.notified().await;
+        Ok(format!(
+            "SUMMARY of {}: {} lines",
+            req.tool,
+            req.text.lines().count()
+        ))
+    }
+}
+
+#[tokio::test]
+async fn summarize_runs_in_the_background_without_delaying_the_result() {
+    let gate = Arc::new(Notify::new());
+    let e = env(Some(Arc::new(GateSummarizer { gate: gate.clone() }))).await;
+    // The summarizer is blocked, yet the call returns with the full result.
+    let out = call(&e, "bigsum", json!({"n": BIG})).await;
+    assert_eq!(out.status, CallStatus::Ok);
+    assert_eq!(out.model, lines(BIG));
+    let store = &e.persistence.store;
+    let mut state = CompactionState::None;
+    for _ in 0..500 {
+        state = store
+            .get_call(&out.tool_call_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .compaction_state;
+        if state == CompactionState::Pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        state,
+        CompactionState::Pending,
+        "compaction started and waits on the summarizer"
+    );
+    gate.notify_one();
+    e.persistence.compactor.wait_idle().await;
+    let rec = store.get_call(&out.tool_call_id).await.unwrap().unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::Compacted);
+    assert_eq!(rec.compaction_strategy.as_deref(), Some("summarize"));
+    let text = rec.model_projection.unwrap();
+    assert!(
+        text.starts_with(&format!("SUMMARY of bigsum: {BIG} lines")),
+        "{text}"
+    );
+    assert!(rec.recovery_pointer.is_some());
+}
+
+#[tokio::test]
+async fn summarize_without_a_summarizer_falls_back_to_trim() {
+    let e = env(None).await;
+    let out = call(&e, "bigsum", json!({"n": BIG})).await;
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::Compacted);
+    assert_eq!(rec.compaction_strategy.as_deref(), Some("trim"));
+    assert!(rec.model_projection.unwrap().starts_with("TRIMMED"));
+}
+
+struct FailingSummarizer;
+
+#[async_trait]
+impl Summarizer for FailingSummarizer {
+    async fn summarize(
+        &self,
+        _r: &SummaryRequest<'_>,
+        _c: &CancellationToken,
+    ) -> Result<String, SummarizeError> {
+        Err(SummarizeError("provider returned 529 overloaded".into()))
+    }
+}
+
+#[tokio::test]
+async fn a_failed_summary_is_recorded_and_the_original_stays() {
+    let e = env(Some(Arc::new(FailingSummarizer))).await;
+    let out = call(&e, "bigsum", json!({"n": BIG})).await;
+    assert_eq!(out.status, CallStatus::Ok, "the call itself succeeded");
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.status, aibuddy_store::CallStatus::Ok);
+    assert_eq!(rec.compaction_state, CompactionState::Failed);
+    assert!(rec.compaction_error.unwrap().contains("529"));
+    assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
+    assert_eq!(rec.recovery_pointer, None);
+    assert_eq!(e.persistence.compactor.cache().get(&out.tool_call_id), None);
+}
+
+#[tokio::test]
+async fn disposable_output_is_dropped_without_a_recovery_pointer() {
+    let e = env(None).await;
+    let out = call(&e, "bigdrop", json!({"n": BIG})).await;
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::Dropped);
+    assert_eq!(rec.recovery_pointer, None);
+    assert!(rec.model_projection.unwrap().contains("dropped"));
+    assert!(!e.dir.path().join("data/compacted_outputs").exists());
+    // The raw output is still stored with the call.
+    assert_eq!(rec.raw_output, RawOutputLocation::Inline);
+}
+
+#[tokio::test]
+async fn a_compaction_that_is_not_smaller_keeps_the_original_and_writes_nothing() {
+    let e = env(None).await;
+    let out = call(&e, "grow", json!({"n": BIG})).await;
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::NotSmaller);
+    assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
+    assert!(!e.dir.path().join("data/compacted_outputs").exists());
+
+    let keep = call(&e, "keep", json!({"n": BIG})).await;
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&keep.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        rec.compaction_state,
+        CompactionState::None,
+        "strategy none never compacts"
+    );
+}
+
+#[tokio::test]
+async fn failed_calls_are_recorded_with_their_stage() {
+    let e = env(None).await;
+    let out = call(&e, "nope", json!({})).await;
+    let bad = call(&e, "big", json!({"n": "many"})).await;
+    let store = &e.persistence.store;
+    let rec = store.get_call(&out.tool_call_id).await.unwrap().unwrap();
+    assert_eq!(rec.status, aibuddy_store::CallStatus::Error);
+    assert_eq!(rec.stage.as_deref(), Some("Discovery"));
+    let rec = store.get_call(&bad.tool_call_id).await.unwrap().unwrap();
+    assert_eq!(rec.stage.as_deref(), Some("Parameters"));
+    assert_eq!(rec.input, json!({"n": "many"}));
+    let hits = store.search("many", 10).await.unwrap();
+    assert_eq!(hits.len(), 1);
+}
