@@ -494,3 +494,34 @@ async fn a_prompt_sandbox_is_not_affected_by_the_hard_deadline() {
     assert!(out.timed_out);
     assert!(!aibuddy_sandbox::aibuddy_exec::group_alive(out.pgid));
 }
+
+#[tokio::test]
+async fn a_command_cannot_write_outside_the_project() {
+    let f = fixture(Settings::default());
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("keep.txt");
+    std::fs::write(&victim, "before").unwrap();
+    let events = CollectingSink::new();
+    let c = ctx(&f, events.clone(), CancellationToken::new());
+    let o = outside.path().display();
+    let a = json!({"command": format!(
+        "echo x > {o}/new.txt || echo denied-new; echo y >> {o}/keep.txt || echo denied-append; \
+         echo z > inside.txt && echo ok-inside"
+    )});
+    let raw = ExecuteHandler.run(&c, &a).await.unwrap();
+    let model = ExecuteHandler.model(&a, &raw);
+    for want in ["denied-new", "denied-append", "ok-inside"] {
+        assert!(model.contains(want), "{want} missing in {model}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "before");
+    assert!(!outside.path().join("new.txt").exists());
+    assert!(f.services.project_root.join("inside.txt").exists());
+    let client = ExecuteHandler.client(&a, &raw);
+    assert_eq!(client["confined"], json!(true));
+    assert!(
+        client["confinement"]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock-v")
+    );
+}
