@@ -17,6 +17,7 @@
 pub mod catalog;
 pub mod config;
 pub mod elicitation;
+pub mod elicitation_prompt;
 pub mod error;
 mod handler;
 pub mod manager;
