@@ -72,6 +72,12 @@ pub fn run_form(
         _ => return ElicitationResponse::Cancel,
     }
     let defaults = schema_defaults(&request.schema);
+    let required: Vec<&str> = request
+        .schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     let mut content = Map::new();
     if let Some(props) = request.schema.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
@@ -95,6 +101,11 @@ pub fn run_form(
                     Ok(Some(value)) => {
                         content.insert(name.clone(), value);
                         break;
+                    }
+                    Ok(None)
+                        if required.contains(&name.as_str()) && !defaults.contains_key(name) =>
+                    {
+                        let _ = writeln!(output, "    required");
                     }
                     Ok(None) => break,
                     Err(problem) => {
@@ -137,7 +148,7 @@ mod tests {
             "name": {"type": "string", "description": "Your name"},
             "ok": {"type": "boolean"},
             "status": {"type": "string", "enum": ["active", "inactive"]}
-        }});
+        }, "required": ["name"]});
         ElicitationRequest {
             server: "s".into(),
             message: "Who?".into(),
@@ -172,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_form_is_filled_line_by_line_retrying_bad_answers() {
-        let mut input = Cursor::new("y\n\nAda\nperhaps\nno\nactive\n");
+        let mut input = Cursor::new("y\n\n\nAda\nperhaps\nno\nactive\n");
         let mut output = Vec::new();
         let answer = run_form(&request(), &mut input, &mut output);
         let ElicitationResponse::Accept(content) = answer else {
@@ -187,6 +198,7 @@ mod tests {
         assert!(shown.contains("age (integer) [30]"));
         assert!(shown.contains("name (string) - Your name"));
         assert!(shown.contains("expected yes or no"));
+        assert!(shown.contains("required"));
     }
 
     #[test]
