@@ -113,7 +113,10 @@ unsafe fn supervise(child: libc::pid_t, plan: Plan, set: &libc::sigset_t) -> ! {
                 wait_signal(set, 1_000);
             }
         }
-        // C ended: kill what is left of its group (background jobs) and reap every descendant.
+        // C ended: reap descendants that already exited (so zombies do not count as leftovers),
+        // then kill what is left of its group (background jobs) and reap every descendant.
+        let mut st = 0;
+        while libc::waitpid(-1, &mut st, libc::WNOHANG) > 0 {}
         let leftovers = libc::kill(-child, libc::SIGKILL) == 0;
         let flag = [u8::from(leftovers)];
         libc::write(plan.report_fd, flag.as_ptr().cast(), 1);

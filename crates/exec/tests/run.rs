@@ -529,3 +529,11 @@ fn commands_die_with_their_app_even_on_kill_9() {
         "group {pgid} outlived its app"
     );
 }
+
+#[tokio::test]
+async fn finished_background_jobs_are_not_reported_as_leftovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(req("(true &); true & sleep 0.1; echo done", dir.path())).await;
+    assert!(!out.killed_leftovers);
+    assert_group_gone(out.pgid);
+}
