@@ -41,10 +41,16 @@ impl Reader {
         }
         let conn = open_reader(&db)?;
         let found = migrations::current_version(&conn)?;
-        if found != migrations::LATEST_VERSION {
+        if found > migrations::LATEST_VERSION {
             return Err(StoreError::SchemaTooNew {
                 found,
                 supported: migrations::LATEST_VERSION,
+            });
+        }
+        if found < migrations::LATEST_VERSION {
+            return Err(StoreError::SchemaOutdated {
+                found,
+                expected: migrations::LATEST_VERSION,
             });
         }
         Ok(Reader { conn, paths })
