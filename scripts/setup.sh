@@ -31,4 +31,7 @@ if [ -f package-lock.json ]; then
     npm ci --no-audit --no-fund --loglevel=error
   fi
 fi
+# MCP servers used by the tests (pinned, repo-local in .tools/mcp; quick when already installed)
+bash scripts/install-mcp-servers.sh
+
 touch "$here/.setup-done"
