@@ -42,16 +42,37 @@ async fn kill_9_mid_call_loses_nothing_reported_finished() {
                 }
             }
         });
-        // Wait until the child is writing, then let it run a varying while before the kill.
-        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "READY");
-        std::thread::sleep(Duration::from_millis(40 + round * 37));
+        // Wait until the child has finished a few calls (load on the machine varies), then let it
+        // run a varying while longer before the kill.
+        let mut lines = Vec::new();
+        let want = 3 + round as usize * 4;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while lines
+            .iter()
+            .filter(|l: &&String| l.starts_with("FINISHED"))
+            .count()
+            < want
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child made no progress"
+            );
+            if let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+                lines.push(line);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(round * 7));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         reader.join().unwrap();
+        lines.extend(rx.try_iter());
 
         let mut begun = HashSet::new();
         let mut finished = HashMap::new();
-        for line in rx.try_iter() {
+        for line in lines {
+            if line == "READY" {
+                continue;
+            }
             let parts: Vec<&str> = line.split_whitespace().collect();
             match parts.as_slice() {
                 ["BEGIN", id] => {
