@@ -15,7 +15,9 @@ pub enum StoreError {
          upgrade aibuddy or point it at another data directory"
     )]
     SchemaTooNew { found: usize, supported: usize },
-    #[error("database schema version {found} is older than {expected}; open it with Store::open to migrate")]
+    #[error(
+        "database schema version {found} is older than {expected}; open it with Store::open to migrate"
+    )]
     SchemaOutdated { found: usize, expected: usize },
     #[error("i/o on {path}: {source}")]
     Io {
