@@ -272,7 +272,8 @@ async fn timeout_terminates_then_kills_the_whole_tree() {
         "trap 'echo got-term; exit 7' TERM; sleep 1000 & (sleep 1000 &); sleep 1000 & wait",
         dir.path(),
     );
-    r.timeout = Duration::from_millis(300);
+    // Long enough for the shell to install its trap even on a loaded machine.
+    r.timeout = Duration::from_millis(1000);
     let rec = Recorder::new();
     let out = run(r, CancellationToken::new(), rec.clone()).await.unwrap();
     assert!(out.timed_out && !out.cancelled);
@@ -282,14 +283,14 @@ async fn timeout_terminates_then_kills_the_whole_tree() {
 
     // A tree that ignores SIGTERM is SIGKILLed after the grace.
     let mut r = req("trap '' TERM; sleep 1000 & sleep 1000", dir.path());
-    r.timeout = Duration::from_millis(200);
+    r.timeout = Duration::from_millis(1000);
     r.kill_grace = Duration::from_millis(300);
     let start = Instant::now();
     let out = run_ok(r).await;
     assert!(out.timed_out);
     assert_eq!(out.termination, Termination::Signaled { signal: 9 });
     assert!(
-        start.elapsed() >= Duration::from_millis(500),
+        start.elapsed() >= Duration::from_millis(1300),
         "grace was honoured"
     );
     assert!(project_for_model(&out).contains("status: timed out"));
