@@ -1,1 +1,51 @@
-fn main() {}
+// The aibuddy desktop app: opens one project folder in a window.
+//
+//     aibuddy-desktop [PROJECT_DIR] [--data-dir DIR]
+//
+// Hide the console window on Windows release builds; no effect elsewhere.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use aibuddy::app::{App, AppOptions, default_data_dir};
+use aibuddy_desktop::{Args, NO_DISPLAY_MESSAGE, ShellState, has_display};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+
+    // Before GTK: it would abort with a bare "cannot open display".
+    let x11 = std::env::var("DISPLAY").ok();
+    let wayland = std::env::var("WAYLAND_DISPLAY").ok();
+    if cfg!(target_os = "linux") && !has_display(x11.as_deref(), wayland.as_deref()) {
+        eprintln!("{NO_DISPLAY_MESSAGE}");
+        return ExitCode::from(2);
+    }
+
+    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    let project = args.project.unwrap_or_else(|| PathBuf::from("."));
+    let _log_guard = aibuddy::logging::init_file(&data_dir);
+
+    // Startup stops here, with every problem listed, when the project cannot be opened or the
+    // registry is inconsistent.
+    let app = match tauri::async_runtime::block_on(App::open(AppOptions { project, data_dir })) {
+        Ok(app) => app,
+        Err(error) => {
+            tracing::error!(%error, "startup stopped");
+            eprintln!("aibuddy-desktop: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    tracing::info!(project = %app.project_root.display(), "desktop app starting");
+
+    let builder = aibuddy_desktop::wire(tauri::Builder::default(), ShellState::new(app));
+    match builder.run(aibuddy_desktop::context()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "the window could not run");
+            eprintln!("aibuddy-desktop: the window could not run: {error}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -22,12 +22,14 @@ use tokio_util::sync::CancellationToken;
 #[derive(Default)]
 struct CountingSink {
     bytes: AtomicU64,
+    chunks: AtomicU64,
     seen: AtomicBool,
 }
 
 impl ExecSink for CountingSink {
     fn output(&self, _stream: Stream, chunk: &[u8]) {
         self.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        self.chunks.fetch_add(1, Ordering::Relaxed);
         self.seen.store(true, Ordering::Relaxed);
     }
     fn heartbeat(&self) {}
@@ -62,6 +64,13 @@ async fn through_run(pipeline: &str, dir: &std::path::Path, expect: u64, spool: 
         .await
         .expect("run");
     let took = start.elapsed();
+    let chunks = sink.chunks.load(Ordering::Relaxed).max(1);
+    if std::env::var_os("EXEC_BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "  {pipeline}: {chunks} chunks, {} bytes/chunk",
+            expect / chunks
+        );
+    }
     assert_eq!(out.stdout.total_bytes, expect, "all bytes streamed");
     assert_eq!(sink.bytes.load(Ordering::Relaxed), expect);
     let _ = std::fs::remove_file(dir.join("spool.out"));

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# UI tests: type check, vitest unit/DOM tests, then the built UI in headless Chromium (playwright-core,
+# Debian's chromium) with the Tauri IPC mocked (@tauri-apps/api/mocks) and the app's CSP enforced.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+step() { printf '\n--> %s\n' "$*"; }
+
+if [ ! -d node_modules ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+step "TypeScript type check"
+npm run --silent typecheck
+
+step "vitest"
+npm test --silent
+
+step "web UI build (ui/dist)"
+npm run --silent build
+
+step "built UI in headless Chromium (IPC mocked)"
+chromium_bin="$(command -v chromium || true)"
+if [ -z "$chromium_bin" ]; then
+  echo "test-ui: installing Debian's chromium for the browser test"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+    || { "${sudo_cmd[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+  chromium_bin="$(command -v chromium)"
+fi
+CHROMIUM_BIN="$chromium_bin" node --test --test-reporter=spec ui/browser-test/panel.test.mjs

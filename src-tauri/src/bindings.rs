@@ -1,0 +1,22 @@
+//! TypeScript bindings of every type that crosses the IPC boundary, generated with ts-rs into
+//! `ui/src/bindings/` and committed. `tests/bindings.rs` fails when the committed files are stale;
+//! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test bindings` rewrites them.
+
+use std::path::Path;
+
+use ts_rs::{Config, ExportError, TS};
+
+/// Writes the bindings of every IPC type (and everything they reference) into `dir`.
+pub fn export_all(dir: &Path) -> Result<(), ExportError> {
+    let cfg = config(dir);
+    aibuddy::discovery::ToolListing::export_all(&cfg)?;
+    crate::state::ProjectInfo::export_all(&cfg)?;
+    crate::error::CommandError::export_all(&cfg)?;
+    Ok(())
+}
+
+/// Fixed settings (not read from the environment), so the output never depends on who runs it.
+/// 64-bit integers are plain `number`s: serde_json sends them as JSON numbers.
+pub fn config(dir: &Path) -> Config {
+    Config::new().with_out_dir(dir).with_large_int("number")
+}

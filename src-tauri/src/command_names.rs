@@ -1,0 +1,6 @@
+// The shell's commands, by name. This file is `include!`d by build.rs (to declare them in the app
+// manifest, so each becomes a grantable `allow-<name>` permission) and by the crate (tests check that
+// the capability grants exactly these and that each is registered). Keep it a single constant.
+
+/// Every command the shell registers, in the order of `generate_handler!`.
+pub const COMMANDS: &[&str] = &["project_info", "list_tools"];

@@ -1,0 +1,52 @@
+//! The error every command rejects with: a typed `{code, stage, message}` value, never a bare string,
+//! so the UI decides by `code` and `stage` rather than by matching text.
+
+use aibuddy::contract::Stage;
+use serde::Serialize;
+use ts_rs::TS;
+
+/// What kind of failure a command reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum ErrorCode {
+    /// A tool failed at one of the lifecycle stages (`stage` says which).
+    Tool,
+    /// The open project or its settings could not be read.
+    Project,
+    /// A bug or an unexpected state in the shell.
+    Internal,
+    /// Set by the UI, never by the shell: Tauri itself rejected the call (unknown or not permitted command).
+    Ipc,
+}
+
+/// A rejected command as the UI receives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS, thiserror::Error)]
+#[error("{message}")]
+#[ts(export)]
+pub struct CommandError {
+    pub code: ErrorCode,
+    /// The lifecycle stage, for tool failures.
+    pub stage: Option<Stage>,
+    pub message: String,
+}
+
+impl CommandError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            stage: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<aibuddy::contract::ToolError> for CommandError {
+    fn from(error: aibuddy::contract::ToolError) -> Self {
+        Self {
+            code: ErrorCode::Tool,
+            stage: Some(error.stage),
+            message: error.to_string(),
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! The aibuddy desktop shell: Tauri commands, events and state wiring around the `aibuddy` core.
+//!
+//! Thin by design: no domain logic lives here. The project root and every authority decision are
+//! held in Rust state ([`ShellState`]), set once at startup from the command line; commands take
+//! nothing from the UI that could widen scope. The capability in `capabilities/` grants exactly the
+//! commands in [`COMMANDS`].
+
+mod args;
+pub mod bindings;
+mod command_names;
+pub mod commands;
+mod display;
+mod error;
+mod state;
+
+use tauri::{Builder, Runtime};
+
+pub use args::Args;
+pub use command_names::COMMANDS;
+pub use display::{NO_DISPLAY_MESSAGE, has_display};
+pub use error::{CommandError, ErrorCode};
+pub use state::{ProjectInfo, ShellState};
+
+/// Registers the shell's state and commands on a builder (the real runtime or tauri's mock one).
+pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
+    builder
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::project_info,
+            commands::list_tools
+        ])
+}
+
+/// The app's context, generated from the root `tauri.conf.json` and `capabilities/` at build time.
+pub fn context<R: Runtime>() -> tauri::Context<R> {
+    tauri::generate_context!("../tauri.conf.json")
+}

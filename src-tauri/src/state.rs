@@ -1,0 +1,43 @@
+//! What the shell holds for the whole run: the open project (fixed at startup) and the core app.
+
+use aibuddy::settings::SettingsProblem;
+use serde::Serialize;
+use ts_rs::TS;
+
+/// The open project, as the header shows it. Display only: the UI never sends a path back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProjectInfo {
+    /// Canonical project root.
+    pub root: String,
+    /// Data directory shared with the CLI (history, settings, logs).
+    pub data_dir: String,
+    /// The settings files that were read, user level first.
+    pub settings_files: Vec<String>,
+    /// Problems found in those files; each field named here fell back to its default.
+    pub settings_problems: Vec<SettingsProblem>,
+}
+
+/// Managed Tauri state: one per window process, created before the window exists.
+pub struct ShellState {
+    pub(crate) app: aibuddy::app::App,
+    pub(crate) info: ProjectInfo,
+}
+
+impl ShellState {
+    /// Wraps an opened core app; its project root is the only one this process will ever serve.
+    pub fn new(app: aibuddy::app::App) -> Self {
+        let info = ProjectInfo {
+            root: app.project_root.display().to_string(),
+            data_dir: app.data_dir.display().to_string(),
+            settings_files: app
+                .settings
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            settings_problems: app.settings.problems.clone(),
+        };
+        Self { app, info }
+    }
+}

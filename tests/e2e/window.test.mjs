@@ -1,0 +1,134 @@
+// End-to-end: starts the REAL desktop app (the binary scripts/test-e2e.sh built, with ui/dist embedded)
+// through tauri-driver + WebKitWebDriver, under the X display the caller provides (xvfb-run), and checks
+// that the window shows the project and the same tool list as `aibuddy tools list --json`.
+//
+// Inputs (environment): AIBUDDY_DESKTOP_BIN, AIBUDDY_CLI_BIN, TAURI_DRIVER; optional E2E_PROJECT
+// (default examples/sample-project), E2E_ARTIFACTS (default target/e2e: screenshot and driver log).
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, createWriteStream, realpathSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { WebDriver, sleep } from "./webdriver.mjs";
+
+const repo = resolve(import.meta.dirname, "../..");
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set (run scripts/test-e2e.sh)`);
+  return value;
+};
+const desktopBin = need("AIBUDDY_DESKTOP_BIN");
+const cliBin = need("AIBUDDY_CLI_BIN");
+const tauriDriver = need("TAURI_DRIVER");
+const project = realpathSync(process.env.E2E_PROJECT || join(repo, "examples/sample-project"));
+const artifacts = process.env.E2E_ARTIFACTS || join(repo, "target/e2e");
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const server = createServer();
+    server.on("error", rej);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => res(port));
+    });
+  });
+}
+
+/** The CLI's listing is the reference: the window must show exactly the same tools. */
+function cliListing(dataDir) {
+  const out = execFileSync(cliBin, ["--project", project, "--data-dir", dataDir, "tools", "list", "--json"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const parsed = JSON.parse(out);
+  const tools = Array.isArray(parsed) ? parsed : parsed.tools;
+  assert.ok(Array.isArray(tools), `unexpected tools list JSON: ${out.slice(0, 200)}`);
+  return tools;
+}
+
+describe("desktop window (real app under Xvfb via tauri-driver)", () => {
+  let driverProcess;
+  let driver;
+  let dataDir;
+  let expected;
+
+  before(async () => {
+    assert.ok(process.env.DISPLAY, "no DISPLAY: run under xvfb-run");
+    mkdirSync(artifacts, { recursive: true });
+    dataDir = mkdtempSync(join(tmpdir(), "aibuddy-e2e-"));
+    expected = cliListing(dataDir);
+
+    const port = await freePort();
+    const nativePort = await freePort();
+    const log = createWriteStream(join(artifacts, "tauri-driver.log"));
+    driverProcess = spawn(tauriDriver, ["--port", String(port), "--native-port", String(nativePort)], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // own process group, so WebKitWebDriver and the app go down with it
+    });
+    driverProcess.stdout.pipe(log);
+    driverProcess.stderr.pipe(log);
+    driver = new WebDriver(`http://127.0.0.1:${port}`);
+    await driver.waitReady(15_000);
+    await driver.newSession({
+      "tauri:options": { application: desktopBin, args: [project, "--data-dir", dataDir] },
+    });
+  });
+
+  after(async () => {
+    try {
+      await driver?.deleteSession();
+    } catch (error) {
+      console.error(`closing the session: ${error.message}`);
+    }
+    if (driverProcess && driverProcess.exitCode === null) {
+      try {
+        process.kill(-driverProcess.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await sleep(300);
+    }
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("shows the project it was started on", async () => {
+    assert.equal(await driver.title(), "aibuddy");
+    const path = await driver.poll("the project path in the header", async () => {
+      const [el] = await driver.findAll('[data-testid="project-path"]');
+      return el && (await driver.attribute(el, "title"));
+    });
+    assert.equal(path, project);
+    assert.deepEqual(await driver.texts('[data-testid="project-path"]'), [project]);
+  });
+
+  it("lists the same tools as `aibuddy tools list --json`, with states and absent reasons", async () => {
+    // The listing arrives asynchronously through the list_tools command: poll for it.
+    const rows = await driver.poll("the tool list", async () => {
+      const els = await driver.findAll('[data-testid="tool"]');
+      if (els.length === 0) {
+        const [error] = await driver.findAll('[data-testid="tools-error"]');
+        if (error) throw new Error(`the window shows an error: ${(await driver.texts('[data-testid="tools-error"]')).join(" ")}`);
+        return null;
+      }
+      return els;
+    });
+    const shown = [];
+    for (const el of rows) {
+      shown.push({ name: await driver.attribute(el, "data-tool"), state: await driver.attribute(el, "data-state") });
+    }
+    const want = expected.map((t) => ({ name: t.name, state: t.absent_reason ? "absent" : t.exposure }));
+    const byName = (a, b) => a.name.localeCompare(b.name);
+    assert.deepEqual([...shown].sort(byName), [...want].sort(byName));
+    assert.ok(shown.length > 0, "the sample project lists no tool at all");
+
+    const reasons = await driver.texts('[data-testid="absent-reason"]');
+    const wantReasons = expected.filter((t) => t.absent_reason).map((t) => `Absent: ${t.absent_reason}`);
+    assert.deepEqual(reasons.sort(), wantReasons.sort());
+
+    const png = await driver.screenshot();
+    if (png) writeFileSync(join(artifacts, "window.png"), Buffer.from(png, "base64"));
+    else console.error("the driver took no screenshot in time (not part of the check)");
+  });
+});

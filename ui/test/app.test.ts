@@ -1,0 +1,132 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Api } from "../src/api";
+import { ApiError } from "../src/api";
+import { mountApp } from "../src/app";
+import type { ProjectInfo } from "../src/bindings/ProjectInfo";
+import type { ToolListing } from "../src/bindings/ToolListing";
+import { TOOLS, listing } from "./fixtures";
+
+const PROJECT: ProjectInfo = {
+  root: "/home/me/work/sample-project",
+  data_dir: "/home/me/.local/share/aibuddy",
+  settings_files: ["/home/me/work/sample-project/.aibuddy/settings.json"],
+  settings_problems: [],
+};
+
+function fakeApi(tools: ToolListing[] | ApiError, project: ProjectInfo = PROJECT): Api {
+  return {
+    projectInfo: async () => project,
+    listTools: async () => {
+      if (tools instanceof ApiError) throw tools;
+      return tools;
+    },
+  };
+}
+
+let root: HTMLElement;
+beforeEach(() => {
+  document.body.innerHTML = '<div id="app" aria-busy="true"></div>';
+  root = document.getElementById("app") as HTMLElement;
+});
+
+const texts = (selector: string) => [...root.querySelectorAll(selector)].map((el) => el.textContent?.trim());
+
+describe("mountApp", () => {
+  it("shows the project and the tools grouped by config, with risk, state and absent reasons", async () => {
+    const app = mountApp(root, fakeApi(TOOLS));
+    expect(root.querySelector('[data-testid="loading"]')).not.toBeNull();
+    await app.ready;
+
+    expect(root.getAttribute("aria-busy")).toBeNull();
+    expect(texts('[data-testid="project-name"]')).toEqual(["sample-project"]);
+    expect(texts('[data-testid="project-path"]')).toEqual([PROJECT.root]);
+    expect(texts('[data-testid="tool-group"] h3')).toEqual(["Execute", "Filesystem", "Skills", "github"]);
+    expect(texts('[data-testid="risk"]')).toEqual(["high impact", "writes", "read-only", "read-only"]);
+    expect([...root.querySelectorAll('[data-testid="tool"]')].map((el) => [el.getAttribute("data-tool"), el.getAttribute("data-state")])).toEqual([
+      ["execute", "absent"],
+      ["ls", "active"],
+      ["read_file", "active"],
+      ["write_file", "active"],
+      ["view_skill", "active"],
+      ["mcp__github__search", "deferred"],
+    ]);
+    expect(texts('[data-testid="absent-reason"]')).toEqual(["Absent: no sandbox with command execution is available in this host"]);
+    expect(texts('[data-testid^="count-"]')).toEqual(["4 active", "1 deferred", "1 absent"]);
+  });
+
+  it("shows settings problems with file, line and field, and no banner when there are none", async () => {
+    const withProblems: ProjectInfo = {
+      ...PROJECT,
+      settings_problems: [
+        { file: "/p/.aibuddy/settings.json", line: 3, field: "tools.enabeld", message: "unknown field" },
+        { file: "/d/settings.json", line: null, field: "exec.heartbeat_secs", message: "expected a number" },
+      ],
+    };
+    let app = mountApp(root, fakeApi(TOOLS, withProblems));
+    await app.ready;
+    expect(texts('[data-testid="settings-problem"]')).toEqual([
+      "/p/.aibuddy/settings.json:3 tools.enabeld: unknown field",
+      "/d/settings.json exec.heartbeat_secs: expected a number",
+    ]);
+    expect(root.querySelector(".banner-title")?.textContent).toBe("2 settings problems (these fields use their defaults)");
+
+    app = mountApp(root, fakeApi(TOOLS));
+    await app.ready;
+    expect(root.querySelector('[data-testid="settings-problems"]')).toBeNull();
+  });
+
+  it("filters the list as the person types", async () => {
+    const app = mountApp(root, fakeApi(TOOLS));
+    await app.ready;
+    const search = root.querySelector("input.search") as HTMLInputElement;
+    expect(search.disabled).toBe(false);
+    search.value = "write";
+    search.dispatchEvent(new Event("input"));
+    expect(texts('[data-testid="tool"] .tool-name')).toEqual(["write_file"]);
+    search.value = "zzz";
+    search.dispatchEvent(new Event("input"));
+    expect(texts('[data-testid="tools-empty"]')).toEqual(["No tool matches the filter."]);
+  });
+
+  it("renders text from tools as text, never as markup", async () => {
+    const hostile = listing({ name: "mcp__x__y", config: "mcp:x", source: "mcp:x", display_name: "<img src=x onerror=alert(1)>", description: "<b>bold</b>" });
+    const app = mountApp(root, fakeApi([hostile]));
+    await app.ready;
+    expect(root.querySelector("img")).toBeNull();
+    expect(root.querySelector("b")).toBeNull();
+    expect(texts('[data-testid="tool-group"] h3')).toEqual(["<img src=x onerror=alert(1)>"]);
+  });
+
+  it("says when no tool is configured", async () => {
+    const app = mountApp(root, fakeApi([]));
+    await app.ready;
+    expect(root.querySelector('[data-testid="tools-empty"] .empty-title')?.textContent).toBe("No tools configured");
+  });
+
+  it("shows the typed error when listing fails, and recovers on refresh", async () => {
+    let fail = true;
+    const api: Api = {
+      projectInfo: async () => PROJECT,
+      listTools: async () => {
+        if (fail) throw new ApiError({ code: "project", stage: null, message: "cannot read .aibuddy/settings.json" });
+        return TOOLS;
+      },
+    };
+    const app = mountApp(root, api);
+    await app.ready;
+    expect(texts('[data-testid="tools-error"] .error-message')).toEqual(["cannot read .aibuddy/settings.json"]);
+    expect(texts('[data-testid="tools-error"] .badge')).toEqual(["project"]);
+    fail = false;
+    await app.refresh();
+    expect(root.querySelector('[data-testid="tools-error"]')).toBeNull();
+    expect(root.querySelectorAll('[data-testid="tool"]')).toHaveLength(TOOLS.length);
+  });
+
+  it("labels the call panel as coming later and shows no invented calls", async () => {
+    const app = mountApp(root, fakeApi(TOOLS));
+    await app.ready;
+    const activity = root.querySelector('[data-testid="activity"]') as HTMLElement;
+    expect(activity.textContent).toContain("coming later");
+    expect(activity.querySelectorAll('[data-testid="tool"]')).toHaveLength(0);
+  });
+});
