@@ -8,6 +8,8 @@ const root = fileURLToPath(new URL(".", import.meta.url));
 
 export default defineConfig({
   root,
+  // Keep Vite's and vitest's caches out of ui/ (the repo's node_modules is at the root).
+  cacheDir: "../node_modules/.vite",
   clearScreen: false,
   server: { port: 5173, strictPort: true },
   build: {

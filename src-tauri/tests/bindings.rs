@@ -56,15 +56,28 @@ fn committed_bindings_match_the_rust_types() {
         }
     }
 
+    if std::env::var_os("UPDATE_BINDINGS").is_some() {
+        for rel in read_tree(&target)
+            .keys()
+            .filter(|rel| !generated.contains_key(*rel))
+        {
+            fs::remove_file(target.join(rel)).unwrap();
+        }
+    }
+
     let committed = read_tree(&target);
     let stale: Vec<&String> = generated
         .iter()
         .filter(|(rel, text)| committed.get(*rel) != Some(text))
         .map(|(rel, _)| rel)
         .collect();
+    let orphans: Vec<&String> = committed
+        .keys()
+        .filter(|rel| !generated.contains_key(*rel))
+        .collect();
     assert!(
-        stale.is_empty(),
-        "ui/src/bindings is stale or incomplete for {stale:?}.\n\
+        stale.is_empty() && orphans.is_empty(),
+        "ui/src/bindings is out of date: stale or missing {stale:?}, no longer generated {orphans:?}.\n\
          Regenerate with: UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test bindings"
     );
 }
