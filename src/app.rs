@@ -66,6 +66,9 @@ pub struct App {
     pub recorder: Arc<dyn CallRecorder>,
     /// The SQLite store, its recorder and the background precompaction (`crate::results`).
     pub persistence: Option<crate::results::Persistence>,
+    /// Skills, MCP servers, `tool_search` and per-run discovery; owns the live registry (MCP
+    /// tools come and go), of which `registry` is the snapshot taken at open.
+    pub capabilities: Arc<discovery::plane::CapabilityPlane>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -139,8 +142,14 @@ impl App {
         for p in &loaded.problems {
             tracing::warn!("settings: {p}");
         }
-        let registry = Registry::build(tools::builtin_configs(), tools::builtin_metas())
-            .map_err(AppError::Inconsistent)?;
+        // The capability plane: skills, MCP servers, discovery; its registry is live.
+        let capabilities = discovery::plane::CapabilityPlane::open(
+            &project_root,
+            &opts.data_dir,
+            discovery::plane::PlaneOptions::default(),
+        )
+        .await
+        .map_err(AppError::Inconsistent)?;
         let sandbox = open_sandbox(&loaded.settings.sandbox.kind, &project_root);
         if let Err(reason) = &sandbox {
             tracing::warn!("{reason}");
@@ -152,7 +161,8 @@ impl App {
             sandbox,
         });
         let mut host = host_caps(&services);
-        let registry = Arc::new(registry);
+        let registry = capabilities.registry();
+        capabilities.fill_host(&mut host);
         let persistence = crate::results::Persistence::open(
             &opts.data_dir,
             &project_root,
@@ -174,22 +184,58 @@ impl App {
             host,
             recorder: persistence.call_recorder(),
             persistence: Some(persistence),
+            capabilities,
         })
     }
 
     /// The effective tool set for a run that has activated `activated` deferred tools.
     pub fn toolset(&self, activated: &BTreeSet<String>) -> ToolSet {
-        discovery::effective(
-            &self.registry,
-            &self.services.settings,
-            &self.host,
-            activated,
-        )
+        let registry = self.capabilities.registry();
+        let mut host = self.host.clone();
+        self.capabilities.fill_host(&mut host);
+        let toolset = discovery::effective(&registry, &self.services.settings, &host, activated);
+        self.capabilities.discovery.observe(&registry, &toolset);
+        toolset
+    }
+
+    /// The tool set for the next step of run `run_id` (with what its `tool_search` calls
+    /// activated).
+    pub fn run_toolset(&self, run_id: &str) -> ToolSet {
+        self.toolset(&self.capabilities.discovery.activated(run_id))
+    }
+
+    /// The context of run `run_id` was rebuilt (after compaction): keep activated exactly the
+    /// deferred tools the retained messages still reference. Returns them.
+    pub fn rebuild_run_context(
+        &self,
+        run_id: &str,
+        messages: &[discovery::ContextMessage],
+    ) -> BTreeSet<String> {
+        // Refresh the index so "deferrable" reflects the current gates.
+        let _ = self.toolset(&BTreeSet::new());
+        self.capabilities.discovery.rebuild_run(run_id, messages)
+    }
+
+    /// The tool array of run `run_id`'s next step under a presentation strategy.
+    pub fn present_tools(
+        &self,
+        run_id: &str,
+        presentation: discovery::Presentation,
+    ) -> Vec<discovery::PresentedTool> {
+        let toolset = self.run_toolset(run_id);
+        discovery::present(&toolset, &self.capabilities.registry(), presentation)
     }
 
     /// Every tool a new run would have.
     pub fn tools_list(&self) -> Vec<ToolListing> {
-        self.toolset(&BTreeSet::new()).tools
+        let mut tools = self.toolset(&BTreeSet::new()).tools;
+        let mut host = self.host.clone();
+        self.capabilities.fill_host(&mut host);
+        tools.extend(
+            self.capabilities
+                .absent_listings(&host, &self.capabilities.registry()),
+        );
+        tools
     }
 
     /// A runner for one run (task).
@@ -197,7 +243,7 @@ impl App {
         Runner {
             run_id: run_id
                 .unwrap_or_else(|| format!("run_{}", ulid::Ulid::new().to_string().to_lowercase())),
-            registry: self.registry.clone(),
+            registry: self.capabilities.registry(),
             services: self.services.clone(),
             broker,
             recorder: self.recorder.clone(),

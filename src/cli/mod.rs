@@ -8,6 +8,7 @@
 mod call;
 mod history;
 mod prompt;
+mod search;
 mod show;
 mod tools;
 

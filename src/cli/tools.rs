@@ -15,6 +15,8 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Rank the deferred tools for a query, as `tool_search` does.
+    Search(super::search::SearchArgs),
     /// Run the startup consistency check; exits non-zero listing every problem.
     Check {
         #[arg(long)]
@@ -24,6 +26,7 @@ pub enum ToolsCommand {
 
 pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
     match cmd {
+        ToolsCommand::Search(args) => super::search::run(args, opts).await,
         ToolsCommand::List { json } => {
             let app = match App::open(opts).await {
                 Ok(a) => a,

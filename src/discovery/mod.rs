@@ -3,7 +3,9 @@
 //! and the run's prerequisites. A tool whose dependency is missing is *absent* with a reason, never
 //! exposed to fail.
 
+pub mod eval;
 pub mod gates;
+pub mod plane;
 pub mod presentation;
 pub mod search;
 pub mod service;

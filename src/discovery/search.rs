@@ -171,8 +171,9 @@ fn synonyms(term: &str) -> &'static [&'static str] {
         "fetch" | "retriev" | "obtain" => &["get", "read"],
         "get" => &["fetch", "read"],
         "show" | "view" | "display" | "see" => &["get", "read", "list"],
-        "read" | "open" => &["get", "read"],
-        "modify" | "chang" | "alter" => &["edit", "updat"],
+        "read" => &["get"],
+        "open" => &["read", "get", "creat"],
+        "modify" | "modifi" | "chang" | "alter" => &["edit", "updat", "chang", "diff", "status"],
         "edit" => &["updat", "modify"],
         "updat" => &["edit"],
         "make" | "add" | "new" => &["creat"],
@@ -184,7 +185,9 @@ fn synonyms(term: &str) -> &'static [&'static str] {
         "history" => &["log", "commit"],
         "log" => &["history", "commit"],
         "download" | "scrap" | "browse" => &["fetch", "url"],
-        "url" | "webpag" | "websit" | "web" | "link" => &["url", "fetch"],
+        "url" | "webpag" | "websit" | "web" | "link" | "http" | "https" | "www" | "internet" => {
+            &["url", "fetch", "web"]
+        }
         "clock" | "now" | "dat" => &["time", "current"],
         "timezon" | "zone" => &["timezon", "time"],
         "convert" | "translat" => &["convert"],
@@ -214,6 +217,8 @@ pub struct SearchIndex {
     avg_len: f32,
     /// exact name (lower-case) -> doc
     by_name: HashMap<String, usize>,
+    /// the part after the last `__` (lower-case) -> docs (MCP tools named without their server)
+    by_short: HashMap<String, Vec<usize>>,
 }
 
 impl SearchIndex {
@@ -221,8 +226,13 @@ impl SearchIndex {
         let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
         let mut doc_len = Vec::with_capacity(docs.len());
         let mut by_name = HashMap::new();
+        let mut by_short: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, d) in docs.iter().enumerate() {
-            by_name.entry(d.name.to_lowercase()).or_insert(i);
+            let lower = d.name.to_lowercase();
+            if let Some((_, short)) = lower.rsplit_once("__") {
+                by_short.entry(short.to_string()).or_default().push(i);
+            }
+            by_name.entry(lower).or_insert(i);
             let mut tf: HashMap<String, f32> = HashMap::new();
             let mut len = 0.0;
             let mut add = |t: String, w: f32, len: &mut f32| {
@@ -256,6 +266,7 @@ impl SearchIndex {
             doc_len,
             avg_len,
             by_name,
+            by_short,
         }
     }
 
@@ -281,14 +292,8 @@ impl SearchIndex {
         if let Some(&i) = self.by_name.get(&lower) {
             return Some(i);
         }
-        let suffix = format!("__{lower}");
-        let mut found = self
-            .docs
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.name.to_lowercase().ends_with(&suffix));
-        match (found.next(), found.next()) {
-            (Some((i, _)), None) => Some(i),
+        match self.by_short.get(&lower).map(Vec::as_slice) {
+            Some([i]) => Some(*i),
             _ => None,
         }
     }
@@ -332,7 +337,8 @@ impl SearchIndex {
                 *slot += qw * s;
             }
         }
-        if let Some(exact) = self.find_name(query) {
+        let looks_like_name = !query.trim().contains(char::is_whitespace);
+        if let Some(exact) = looks_like_name.then(|| self.find_name(query)).flatten() {
             if scores[exact] == 0.0 {
                 touched.push(exact as u32);
             }

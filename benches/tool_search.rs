@@ -1,0 +1,152 @@
+//! `tool_search` ranking benchmark: recall@1 / recall@5 on the labelled queries
+//! (tests/fixtures/tool_search_queries.json) over the real servers' tools and over those plus the
+//! published catalog, then latency per query over a 10,000-tool catalog (target < 1 ms/query),
+//! against a naive linear-scan baseline measured in the same run. Numbers are printed, not
+//! asserted (shared, noisy machines). Run: `cargo bench --bench tool_search` or benches/tool_search.sh.
+
+use std::time::Instant;
+
+use aibuddy::discovery::eval::{CatalogTool, QueryFile, recall, replicate};
+use aibuddy::discovery::search::{SearchDoc, SearchIndex, words};
+
+fn fixture<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad {}: {e}", path.display()))
+}
+
+/// Baseline: score = how many query words occur as substrings of name + description.
+fn naive_top5(docs: &[(String, &SearchDoc)], query: &str) -> Vec<usize> {
+    let q = words(query);
+    let mut scored: Vec<(usize, usize)> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, (text, _))| (q.iter().filter(|w| text.contains(w.as_str())).count(), i))
+        .filter(|(s, _)| *s > 0)
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(5).map(|(_, i)| i).collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() {
+    let real: Vec<CatalogTool> = fixture("mcp_real_tools.json");
+    let published: Vec<CatalogTool> = fixture("mcp_published_tools.json");
+    let queries: QueryFile = fixture("tool_search_queries.json");
+
+    println!("tool_search ranking (BM25F + stemming + synonyms)");
+    for (label, tools) in [
+        ("real servers", real.clone()),
+        (
+            "real + published",
+            real.iter().chain(&published).cloned().collect(),
+        ),
+    ] {
+        let ix = SearchIndex::build(tools.iter().map(CatalogTool::doc).collect());
+        let r = recall(&ix, &queries.queries);
+        println!(
+            "  {label:18} {:5} tools  {:3} queries  recall@1 {:.3}  recall@5 {:.3}",
+            ix.len(),
+            r.n,
+            r.at1,
+            r.at5
+        );
+    }
+
+    // Naive baseline recall on the combined catalog, for comparison.
+    let all: Vec<CatalogTool> = real.iter().chain(&published).cloned().collect();
+    let all_docs: Vec<SearchDoc> = all.iter().map(CatalogTool::doc).collect();
+    let texts: Vec<(String, &SearchDoc)> = all_docs
+        .iter()
+        .map(|d| {
+            (
+                format!(
+                    "{} {}",
+                    words(&d.name).join(" "),
+                    d.description.to_lowercase()
+                ),
+                d,
+            )
+        })
+        .collect();
+    let (mut n1, mut n5, mut n) = (0, 0, 0);
+    for q in &queries.queries {
+        n += 1;
+        let top = naive_top5(&texts, &q.query);
+        let names: Vec<&str> = top.iter().map(|&i| all_docs[i].name.as_str()).collect();
+        if names
+            .first()
+            .is_some_and(|x| q.expect.iter().any(|e| e == x))
+        {
+            n1 += 1;
+        }
+        if names.iter().any(|x| q.expect.iter().any(|e| e == x)) {
+            n5 += 1;
+        }
+    }
+    println!(
+        "  naive substring baseline ({} tools): recall@1 {:.3}  recall@5 {:.3}",
+        all_docs.len(),
+        n1 as f64 / n as f64,
+        n5 as f64 / n as f64
+    );
+
+    // Latency over ~10,000 tools.
+    let copies = 10_000usize.div_ceil(all.len());
+    let big = replicate(&all, copies);
+    let t = Instant::now();
+    let big_ix = SearchIndex::build(big.clone());
+    let build_ms = t.elapsed().as_secs_f64() * 1e3;
+    let rounds = 20;
+    let mut lat = Vec::new();
+    let mut sink = 0usize;
+    for _ in 0..rounds {
+        for q in &queries.queries {
+            let t = Instant::now();
+            sink += big_ix.search(&q.query, 5).len();
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    lat.sort_by(f64::total_cmp);
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+
+    let big_texts: Vec<(String, &SearchDoc)> = big
+        .iter()
+        .map(|d| {
+            (
+                format!(
+                    "{} {}",
+                    words(&d.name).join(" "),
+                    d.description.to_lowercase()
+                ),
+                d,
+            )
+        })
+        .collect();
+    let mut base = Vec::new();
+    for q in &queries.queries {
+        let t = Instant::now();
+        sink += naive_top5(&big_texts, &q.query).len();
+        base.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let base_mean = base.iter().sum::<f64>() / base.len() as f64;
+    println!(
+        "  latency over {} tools: index build {build_ms:.1} ms; per query mean {mean:.3} ms, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (target < 1 ms)",
+        big_ix.len(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        lat.last().copied().unwrap_or(0.0)
+    );
+    println!(
+        "  naive linear scan over the same catalog: mean {base_mean:.3} ms/query; BM25 index is {:.1}x faster",
+        base_mean / mean
+    );
+    std::hint::black_box(sink);
+}

@@ -1,0 +1,360 @@
+//! The capability plane of an open project: the services that decide what a run can see and keep
+//! it current — the skills catalog (watched), the MCP servers (connected at open with a short
+//! overall timeout, followed afterwards), the discovery service (`tool_search` index and per-run
+//! activations) — and the live registry: built-in configs bound to these services plus one config
+//! per MCP server, rebuilt whenever the MCP catalog changes (initialize, `list_changed`,
+//! reconnects), so the gates are re-evaluated on the next tool set.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use aibuddy_mcp::{
+    ConfigError, McpHandlers, McpManager, McpOptions, ServerState, ServerStatus,
+    load_server_configs,
+};
+
+use super::service::DiscoveryService;
+use super::{Exposure, HostCaps, ToolListing};
+use crate::registry::{ConsistencyProblem, Registry, Risk, Source, ToolConfig, ToolConfigMeta};
+use crate::skills::{SkillsService, default_roots};
+use crate::tools;
+use crate::tools::mcp::{LeftOut, McpServerConfig};
+
+/// Overall time `App::open` waits for MCP servers' first connection (`tools list` stays fast);
+/// servers still connecting afterwards join the tool set when they finish.
+pub const DEFAULT_MCP_CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// Overrides [`DEFAULT_MCP_CONNECT_WAIT`] (milliseconds).
+pub const MCP_CONNECT_WAIT_ENV: &str = "AIBUDDY_MCP_CONNECT_WAIT_MS";
+
+/// Options for opening the plane.
+#[derive(Debug, Clone)]
+pub struct PlaneOptions {
+    pub mcp_connect_wait: Duration,
+    /// Watch skill folders for changes.
+    pub watch_skills: bool,
+    /// Connect the configured MCP servers.
+    pub mcp: bool,
+}
+
+impl Default for PlaneOptions {
+    fn default() -> Self {
+        let wait = std::env::var(MCP_CONNECT_WAIT_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(DEFAULT_MCP_CONNECT_WAIT, Duration::from_millis);
+        Self {
+            mcp_connect_wait: wait,
+            watch_skills: true,
+            mcp: true,
+        }
+    }
+}
+
+/// What the plane holds for one open project.
+pub struct CapabilityPlane {
+    pub discovery: Arc<DiscoveryService>,
+    pub skills: Arc<SkillsService>,
+    pub mcp: Option<Arc<McpManager>>,
+    /// Problems in `mcp.json` files (the servers concerned are absent with the reason).
+    pub mcp_config_errors: Vec<ConfigError>,
+    registry: RwLock<Arc<Registry>>,
+    left_out: RwLock<Vec<LeftOut>>,
+    follower: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for CapabilityPlane {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.follower.lock()
+            && let Some(h) = f.take()
+        {
+            h.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for CapabilityPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapabilityPlane").finish_non_exhaustive()
+    }
+}
+
+/// Replace the unbound `tool_search` and `view_skill` configs with ones bound to these services.
+pub fn bind(
+    configs: Vec<Arc<dyn ToolConfig>>,
+    discovery: &Arc<DiscoveryService>,
+    skills: &Arc<SkillsService>,
+) -> Vec<Arc<dyn ToolConfig>> {
+    configs
+        .into_iter()
+        .map(|c| -> Arc<dyn ToolConfig> {
+            match c.key() {
+                tools::tool_search::KEY => {
+                    Arc::new(tools::tool_search::ToolSearchConfig::new(discovery.clone()))
+                }
+                tools::view_skill::KEY => {
+                    Arc::new(tools::view_skill::ViewSkillConfig::new(skills.clone()))
+                }
+                _ => c,
+            }
+        })
+        .collect()
+}
+
+/// Why a server's tools are not in the tool set, or None when it is connected.
+pub fn server_absence(status: &ServerStatus) -> Option<String> {
+    match &status.state {
+        ServerState::Connected => None,
+        ServerState::Disabled => Some("disabled in its configuration".to_string()),
+        ServerState::Connecting => Some("still connecting".to_string()),
+        ServerState::Failed { reason, .. } => Some(reason.clone()),
+        ServerState::Reconnecting {
+            attempt,
+            last_reason,
+        } => Some(format!(
+            "reconnecting (attempt {attempt}) after: {last_reason}"
+        )),
+    }
+}
+
+impl CapabilityPlane {
+    /// Load skills, connect MCP servers (waiting at most `mcp_connect_wait`), build the registry.
+    pub async fn open(
+        project_root: &Path,
+        data_dir: &Path,
+        opts: PlaneOptions,
+    ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
+        let roots = default_roots(project_root, data_dir);
+        let skills = if opts.watch_skills {
+            SkillsService::watched(roots)
+        } else {
+            SkillsService::load(roots)
+        };
+        let (mcp, mcp_config_errors) = if opts.mcp {
+            let loaded = load_server_configs(project_root, Some(data_dir));
+            for e in &loaded.errors {
+                tracing::warn!("mcp config: {e}");
+            }
+            if loaded.servers.is_empty() {
+                (None, loaded.errors)
+            } else {
+                let manager = McpManager::start(
+                    loaded.servers,
+                    McpHandlers::default(),
+                    McpOptions {
+                        default_cwd: Some(project_root.to_path_buf()),
+                        ..McpOptions::default()
+                    },
+                );
+                if !manager.wait_until_settled(opts.mcp_connect_wait).await {
+                    tracing::info!(
+                        "some MCP servers are still connecting after {:?}; they join when ready",
+                        opts.mcp_connect_wait
+                    );
+                }
+                (Some(Arc::new(manager)), loaded.errors)
+            }
+        } else {
+            (None, Vec::new())
+        };
+        let discovery = Arc::new(DiscoveryService::new());
+        let (registry, left) = build_registry(&discovery, &skills, mcp.as_ref())?;
+        let plane = Arc::new(CapabilityPlane {
+            discovery,
+            skills,
+            mcp,
+            mcp_config_errors,
+            registry: RwLock::new(Arc::new(registry)),
+            left_out: RwLock::new(left),
+            follower: std::sync::Mutex::new(None),
+        });
+        plane.follow_mcp();
+        Ok(plane)
+    }
+
+    /// A plane without MCP servers or watching (tests, `check`).
+    pub fn offline(
+        project_root: &Path,
+        data_dir: &Path,
+    ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
+        let skills = SkillsService::load(default_roots(project_root, data_dir));
+        let discovery = Arc::new(DiscoveryService::new());
+        let (registry, left) = build_registry(&discovery, &skills, None)?;
+        Ok(Arc::new(CapabilityPlane {
+            discovery,
+            skills,
+            mcp: None,
+            mcp_config_errors: Vec::new(),
+            registry: RwLock::new(Arc::new(registry)),
+            left_out: RwLock::new(left),
+            follower: std::sync::Mutex::new(None),
+        }))
+    }
+
+    /// Rebuild the registry whenever the MCP manager reports a change.
+    fn follow_mcp(self: &Arc<Self>) {
+        let Some(mcp) = &self.mcp else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rx = mcp.subscribe();
+        let weak: Weak<CapabilityPlane> = Arc::downgrade(self);
+        let task = handle.spawn(async move {
+            while rx.changed().await.is_ok() {
+                // Let a burst of changes settle.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                rx.borrow_and_update();
+                let Some(plane) = weak.upgrade() else { break };
+                plane.refresh();
+            }
+        });
+        if let Ok(mut f) = self.follower.lock() {
+            *f = Some(task);
+        }
+    }
+
+    /// Rebuild the registry from the current MCP catalog (keeps the previous one on failure).
+    pub fn refresh(&self) {
+        match build_registry(&self.discovery, &self.skills, self.mcp.as_ref()) {
+            Ok((registry, left)) => {
+                if let Ok(mut r) = self.registry.write() {
+                    *r = Arc::new(registry);
+                }
+                if let Ok(mut l) = self.left_out.write() {
+                    *l = left;
+                }
+            }
+            Err(problems) => {
+                for p in problems {
+                    tracing::error!("registry rebuild after an MCP change failed: {p}");
+                }
+            }
+        }
+    }
+
+    /// The current registry.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry
+            .read()
+            .map(|r| r.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Fill the parts of the host caps this plane knows: skill count and MCP server statuses.
+    pub fn fill_host(&self, host: &mut HostCaps) {
+        host.skills = self.skills.catalog().len();
+        let mut mcp = BTreeMap::new();
+        for e in &self.mcp_config_errors {
+            if let Some(server) = &e.server {
+                mcp.insert(server.clone(), Err(format!("bad configuration: {e}")));
+            }
+        }
+        if let Some(m) = &self.mcp {
+            for s in m.status() {
+                mcp.insert(
+                    s.server.clone(),
+                    match server_absence(&s) {
+                        None => Ok(()),
+                        Some(reason) => Err(reason),
+                    },
+                );
+            }
+        }
+        host.mcp = mcp;
+    }
+
+    /// Rows for what is configured but has no tool in the registry: MCP tools left out for their
+    /// schema (Discovery) and servers that are not connected (one row per server).
+    pub fn absent_listings(&self, host: &HostCaps, registry: &Registry) -> Vec<ToolListing> {
+        let mut rows = Vec::new();
+        let mut rejected: Vec<(String, String, String)> = Vec::new();
+        if let Ok(left) = self.left_out.read() {
+            rejected.extend(
+                left.iter()
+                    .map(|l| (l.server.clone(), l.qualified_name.clone(), l.reason.clone())),
+            );
+        }
+        if let Some(m) = &self.mcp {
+            for s in m.status() {
+                for r in &s.rejected_tools {
+                    rejected.push((
+                        r.server.clone(),
+                        aibuddy_mcp::names::qualified_name(&r.server, &r.tool),
+                        r.reason.clone(),
+                    ));
+                }
+            }
+        }
+        for (server, name, reason) in rejected {
+            rows.push(ToolListing {
+                name,
+                config: tools::mcp::config_key(&server),
+                source: Source::Mcp(server.clone()),
+                exposure: Exposure::Absent,
+                absent_reason: Some(format!(
+                    "Discovery: left out because its input schema cannot be used: {reason}"
+                )),
+                risk: Risk::HighImpact,
+                description: String::new(),
+                display_name: format!("MCP: {server}"),
+                category: "mcp".to_string(),
+            });
+        }
+        for (server, state) in &host.mcp {
+            let Err(reason) = state else { continue };
+            let key = tools::mcp::config_key(server);
+            let has_rows = registry
+                .configs()
+                .iter()
+                .any(|c| c.meta.key == key && !c.tools.is_empty());
+            if has_rows {
+                continue;
+            }
+            rows.push(ToolListing {
+                name: format!(
+                    "{}{}__*",
+                    aibuddy_mcp::names::PREFIX,
+                    aibuddy_mcp::names::sanitize_part(server)
+                ),
+                config: key,
+                source: Source::Mcp(server.clone()),
+                exposure: Exposure::Absent,
+                absent_reason: Some(format!("MCP server `{server}` is not connected: {reason}")),
+                risk: Risk::HighImpact,
+                description: format!("every tool of MCP server `{server}`"),
+                display_name: format!("MCP: {server}"),
+                category: "mcp".to_string(),
+            });
+        }
+        rows
+    }
+}
+
+/// Built-in configs (bound) + one config per MCP server with its current catalog entries.
+fn build_registry(
+    discovery: &Arc<DiscoveryService>,
+    skills: &Arc<SkillsService>,
+    mcp: Option<&Arc<McpManager>>,
+) -> Result<(Registry, Vec<LeftOut>), Vec<ConsistencyProblem>> {
+    let mut configs = bind(tools::builtin_configs(), discovery, skills);
+    let mut metas: Vec<ToolConfigMeta> = tools::builtin_metas();
+    let mut left = Vec::new();
+    if let Some(m) = mcp {
+        let catalog = m.catalog();
+        let mut by_server: BTreeMap<String, Vec<aibuddy_mcp::McpToolEntry>> = BTreeMap::new();
+        for s in m.status() {
+            by_server.entry(s.server).or_default();
+        }
+        for e in catalog {
+            by_server.entry(e.server.clone()).or_default().push(e);
+        }
+        for (server, entries) in by_server {
+            let config = McpServerConfig::new(&server, entries, m.clone());
+            left.extend(config.define().1);
+            metas.push(config.meta());
+            configs.push(Arc::new(config));
+        }
+    }
+    Registry::build(configs, metas).map(|r| (r, left))
+}
