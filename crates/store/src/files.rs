@@ -105,9 +105,11 @@ pub fn read_slice(path: &Path, offset: u64, limit: u64) -> Result<(Vec<u8>, u64)
     let want = limit.min(len - start);
     f.seek(SeekFrom::Start(start))
         .map_err(|e| StoreError::io(path, e))?;
-    let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
-    f.take(want)
-        .read_to_end(&mut buf)
+    let want = usize::try_from(want)
+        .map_err(|_| StoreError::io(path, std::io::Error::other("slice larger than memory")))?;
+    // One exact read into a zeroed buffer: no incremental growth, no probing reads.
+    let mut buf = vec![0u8; want];
+    f.read_exact(&mut buf)
         .map_err(|e| StoreError::io(path, e))?;
     Ok((buf, len))
 }
