@@ -99,6 +99,14 @@ pub fn host_caps(services: &Services) -> HostCaps {
                     caps.kind
                 ))
             });
+            host.exec_confinement = caps.exec.then(|| {
+                let support = aibuddy_sandbox::aibuddy_exec::confinement_support();
+                if services.settings.exec.network {
+                    support.label()
+                } else {
+                    format!("{} (network off)", support.label())
+                }
+            });
             host.exec = Some(if caps.exec {
                 Ok(())
             } else {

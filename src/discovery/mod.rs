@@ -54,6 +54,11 @@ pub struct ToolListing {
     pub description: String,
     pub display_name: String,
     pub category: String,
+    /// For tools that execute commands: the confinement the sandbox applies (e.g. `landlock-v7`,
+    /// `none` where the kernel lacks Landlock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub confinement: Option<String>,
 }
 
 /// What the host provides to this run, as far as the capability plane needs to know.
@@ -62,6 +67,8 @@ pub struct HostCaps {
     /// Filesystem operations: Ok, or why not (e.g. the sandbox kind is unavailable).
     pub fs: Option<Result<(), String>>,
     pub exec: Option<Result<(), String>>,
+    /// The confinement applied to executed commands (label), when exec is available.
+    pub exec_confinement: Option<String>,
     pub store: bool,
     pub skills: usize,
     /// Connected MCP servers: Ok, or why the server's tools are missing.
@@ -194,6 +201,10 @@ pub fn effective(
                     description: t.spec.description().to_string(),
                     display_name: rc.meta.display_name.clone(),
                     category: rc.meta.category.clone(),
+                    confinement: reqs
+                        .contains(&Requirement::SandboxExec)
+                        .then(|| host.exec_confinement.clone())
+                        .flatten(),
                 });
             }
         }

@@ -299,6 +299,7 @@ impl CapabilityPlane {
                 description: String::new(),
                 display_name: format!("MCP: {server}"),
                 category: "mcp".to_string(),
+                confinement: None,
             });
         }
         for (server, state) in &host.mcp {
@@ -325,6 +326,7 @@ impl CapabilityPlane {
                 description: format!("every tool of MCP server `{server}`"),
                 display_name: format!("MCP: {server}"),
                 category: "mcp".to_string(),
+                confinement: None,
             });
         }
         rows

@@ -408,7 +408,14 @@ impl Runner {
             stage: Some(error.stage),
             error: Some(error.clone()),
             output: error.details.clone().unwrap_or(Value::Null),
-            spool: None,
+            // A cancelled command keeps the output it spooled so far.
+            spool: error
+                .details
+                .as_ref()
+                .and_then(|d| d.pointer("/spool/path"))
+                .and_then(Value::as_str)
+                .map(std::path::PathBuf::from)
+                .filter(|p| p.exists()),
             model: model.clone(),
             client: client.clone(),
             finished_at: now_ms(),
