@@ -145,6 +145,31 @@ async fn per_call_overhead(dir: &std::path::Path) {
     }
     let pipeline = t.elapsed() / CALLS as u32;
 
+    // The store's share: begin_call + finish_call of the same call, without the pipeline.
+    let t = Instant::now();
+    for i in 0..CALLS {
+        let id = format!("store_{}", aibuddy_store::new_id());
+        p.store
+            .begin_call(CallStart {
+                tool_call_id: id.clone(),
+                run_id: "run_bench".into(),
+                project_root: None,
+                tool: "echo".into(),
+                config: "bench".into(),
+                input: json!({"text": format!("hello {i}")}).to_string(),
+                started_at_ms: None,
+            })
+            .await
+            .expect("begin");
+        let mut fin = CallFinish::new(&id, aibuddy_store::CallStatus::Ok);
+        fin.raw_output = json!({"echo": format!("hello {i}")})
+            .to_string()
+            .into_bytes();
+        fin.model_projection = Some(format!("hello {i}"));
+        p.store.finish_call(fin).await.expect("finish");
+    }
+    let store_only = t.elapsed() / CALLS as u32;
+
     // Baselines: the same finished row, one bare INSERT per call, same database file.
     let conn = open_connection(&data).expect("conn");
     let insert = |conn: &aibuddy_store::rusqlite::Connection, i: usize| {
@@ -182,6 +207,10 @@ async fn per_call_overhead(dir: &std::path::Path) {
     println!(
         "   pipeline (lookup, validation, projections, running row + durable finish): {}",
         us(pipeline)
+    );
+    println!(
+        "   of which the store (begin_call + finish_call alone)                     : {}",
+        us(store_only)
     );
     for (sync, d) in &base {
         println!(

@@ -155,13 +155,17 @@ impl Store {
                 status: "running (a finish needs a final status)".into(),
             });
         }
-        let id = fin.tool_call_id.clone();
+        // The call's own spool, when it is the raw output, is consumed by the finish: a small
+        // one is read inline and removed after the commit, a large one is moved into `blobs/`.
+        // (A spool nobody handed over is removed by the orphan clean-up of a later open.)
+        let own_spool = self.inner.paths.spool_file(&fin.tool_call_id)?;
+        let consumes_spool = fin.raw_output_file.as_deref() == Some(own_spool.as_path());
         let staged = self.stage_output(fin).await?;
         let root = self.inner.paths.root().to_path_buf();
         self.write(Durability::Power, move |conn| staged.commit(conn, &root))
             .await?;
-        if let Ok(spool) = self.inner.paths.spool_file(&id) {
-            let _ = tokio::fs::remove_file(spool).await;
+        if consumes_spool {
+            let _ = tokio::fs::remove_file(own_spool).await;
         }
         Ok(())
     }
