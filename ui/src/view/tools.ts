@@ -33,7 +33,7 @@ function renderTool(tool: ToolListing): HTMLElement {
     { class: `tool tool-${state}`, "data-testid": "tool", "data-tool": tool.name, "data-state": state },
     h("code", { class: "tool-name" }, tool.name),
     h("span", { class: `pill pill-${state}`, title: stateLabel }, state),
-    tool.description ? h("p", { class: "tool-desc" }, tool.description) : null,
+    tool.description ? h("p", { class: "tool-desc", title: tool.description }, tool.description) : null,
     state === "absent"
       ? h("p", { class: "tool-absent", "data-testid": "absent-reason" }, h("span", { class: "sr-label" }, "Absent: "), tool.absent_reason ?? "")
       : null,
