@@ -13,10 +13,19 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use super::SkillsService;
 
 const DEBOUNCE: Duration = Duration::from_millis(150);
+/// A reload happens at the latest this long after the first event of a burst.
+const MAX_DELAY: Duration = Duration::from_millis(600);
 
 pub(super) struct Watch {
     /// Dropping it stops the events, which ends the reload thread.
     _watcher: Arc<std::sync::Mutex<RecommendedWatcher>>,
+}
+
+/// Whether an event on `path` can change the catalog: inside a root, or on the way to one.
+fn relevant(path: &Path, roots: &[PathBuf]) -> bool {
+    roots
+        .iter()
+        .any(|r| path.starts_with(r) || r.starts_with(path))
 }
 
 /// What to watch for a set of roots: (path, recursive).
@@ -64,13 +73,18 @@ fn arm(
 impl Watch {
     pub(super) fn start(svc: &Arc<SkillsService>) -> notify::Result<Watch> {
         let (tx, rx) = mpsc::channel::<()>();
+        let roots: Vec<PathBuf> = svc.roots.iter().map(|r| r.path.clone()).collect();
+        let filter_roots = roots.clone();
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok() {
+            // Parents of missing roots are watched too: ignore their unrelated traffic (a data
+            // directory with a busy database, say).
+            if let Ok(ev) = res
+                && ev.paths.iter().any(|p| relevant(p, &filter_roots))
+            {
                 let _ = tx.send(());
             }
         })?;
         let watcher = Arc::new(std::sync::Mutex::new(watcher));
-        let roots: Vec<PathBuf> = svc.roots.iter().map(|r| r.path.clone()).collect();
         let mut current = BTreeSet::new();
         if let Ok(mut w) = watcher.lock() {
             arm(&mut w, &mut current, &roots);
@@ -82,8 +96,9 @@ impl Watch {
             .spawn(move || {
                 // Ends when the watcher (and so the sender) is dropped with the service.
                 while rx.recv().is_ok() {
-                    // Debounce: collect the burst.
-                    while rx.recv_timeout(DEBOUNCE).is_ok() {}
+                    // Debounce: collect the burst, but never wait longer than MAX_DELAY.
+                    let first = std::time::Instant::now();
+                    while first.elapsed() < MAX_DELAY && rx.recv_timeout(DEBOUNCE).is_ok() {}
                     let Some(svc) = weak.upgrade() else { break };
                     svc.reload();
                     if let Some(w) = w2.upgrade()
