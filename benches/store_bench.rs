@@ -131,46 +131,7 @@ async fn per_call_overhead(dir: &std::path::Path) {
             )
             .await;
     }
-    let t = Instant::now();
-    for i in 0..CALLS {
-        let out = runner
-            .call(
-                &toolset,
-                call(i),
-                CancellationToken::new(),
-                Arc::new(NullSink),
-            )
-            .await;
-        assert_eq!(out.status, CallStatus::Ok);
-    }
-    let pipeline = t.elapsed() / CALLS as u32;
-
-    // The store's share: begin_call + finish_call of the same call, without the pipeline.
-    let t = Instant::now();
-    for i in 0..CALLS {
-        let id = format!("store_{}", aibuddy_store::new_id());
-        p.store
-            .begin_call(CallStart {
-                tool_call_id: id.clone(),
-                run_id: "run_bench".into(),
-                project_root: None,
-                tool: "echo".into(),
-                config: "bench".into(),
-                input: json!({"text": format!("hello {i}")}).to_string(),
-                started_at_ms: None,
-            })
-            .await
-            .expect("begin");
-        let mut fin = CallFinish::new(&id, aibuddy_store::CallStatus::Ok);
-        fin.raw_output = json!({"echo": format!("hello {i}")})
-            .to_string()
-            .into_bytes();
-        fin.model_projection = Some(format!("hello {i}"));
-        p.store.finish_call(fin).await.expect("finish");
-    }
-    let store_only = t.elapsed() / CALLS as u32;
-
-    // Baselines: the same finished row, one bare INSERT per call, same database file.
+    // The baselines: the same finished row, one bare INSERT (its own transaction), same file.
     let conn = open_connection(&data).expect("conn");
     let insert = |conn: &aibuddy_store::rusqlite::Connection, i: usize| {
         let input = json!({"text": format!("hello {i}")}).to_string();
@@ -193,17 +154,62 @@ async fn per_call_overhead(dir: &std::path::Path) {
         })
         .expect("insert");
     };
-    let mut base = Vec::new();
-    for sync in ["FULL", "NORMAL"] {
-        conn.pragma_update(None, "synchronous", sync)
+    // Interleaved, one of each per round, so disk and CPU noise from other work on the machine
+    // hits all four alike; medians are compared.
+    let (mut t_pipe, mut t_store, mut t_full, mut t_normal) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..CALLS {
+        let t = Instant::now();
+        let out = runner
+            .call(
+                &toolset,
+                call(i),
+                CancellationToken::new(),
+                Arc::new(NullSink),
+            )
+            .await;
+        t_pipe.push(t.elapsed());
+        assert_eq!(out.status, CallStatus::Ok);
+
+        let id = format!("store_{}", aibuddy_store::new_id());
+        let t = Instant::now();
+        p.store
+            .begin_call(CallStart {
+                tool_call_id: id.clone(),
+                run_id: "run_bench".into(),
+                project_root: None,
+                tool: "echo".into(),
+                config: "bench".into(),
+                input: json!({"text": format!("hello {i}")}).to_string(),
+                started_at_ms: None,
+            })
+            .await
+            .expect("begin");
+        let mut fin = CallFinish::new(&id, aibuddy_store::CallStatus::Ok);
+        fin.raw_output = json!({"echo": format!("hello {i}")})
+            .to_string()
+            .into_bytes();
+        fin.model_projection = Some(format!("hello {i}"));
+        p.store.finish_call(fin).await.expect("finish");
+        t_store.push(t.elapsed());
+
+        conn.pragma_update(None, "synchronous", "FULL")
             .expect("pragma");
         let t = Instant::now();
-        for i in 0..CALLS {
-            insert(&conn, i);
-        }
-        base.push((sync, t.elapsed() / CALLS as u32));
+        insert(&conn, i);
+        t_full.push(t.elapsed());
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .expect("pragma");
+        let t = Instant::now();
+        insert(&conn, i);
+        t_normal.push(t.elapsed());
     }
-    println!("1. per-call overhead ({CALLS} sequential calls, trivial tool, ext4 data dir)");
+    let pipeline = median(t_pipe);
+    let store_only = median(t_store);
+    let base = [("FULL", median(t_full)), ("NORMAL", median(t_normal))];
+    println!(
+        "1. per-call overhead (median of {CALLS} interleaved rounds, trivial tool, ext4 data dir)"
+    );
     println!(
         "   pipeline (lookup, validation, projections, running row + durable finish): {}",
         us(pipeline)
@@ -377,9 +383,8 @@ async fn recovery(dir: &std::path::Path) {
     let t = Instant::now();
     store.finish_call(fin).await.expect("finish");
     let write = t.elapsed();
-    let mut whole = Vec::new();
-    let mut page = Vec::new();
-    for _ in 0..10 {
+    let (mut whole, mut page, mut direct) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..15 {
         let t = Instant::now();
         let s = store
             .read_raw_slice("call_big", 0, size as u64)
@@ -387,6 +392,13 @@ async fn recovery(dir: &std::path::Path) {
             .expect("read");
         whole.push(t.elapsed());
         assert_eq!(s.bytes.len(), size);
+        drop(s);
+        // Baseline: reading the same blob file directly.
+        let t = Instant::now();
+        let b = std::fs::read(data.join("blobs/call_big.bin")).expect("read");
+        direct.push(t.elapsed());
+        assert_eq!(b.len(), size);
+        drop(b);
         let t = Instant::now();
         let s = store
             .read_raw_slice("call_big", 5_000_000, 20_000)
@@ -394,14 +406,6 @@ async fn recovery(dir: &std::path::Path) {
             .expect("read");
         page.push(t.elapsed());
         assert_eq!(s.bytes.len(), 20_000);
-    }
-    // Baseline: reading the same blob file directly.
-    let mut direct = Vec::new();
-    for _ in 0..10 {
-        let t = Instant::now();
-        let b = std::fs::read(data.join("blobs/call_big.bin")).expect("read");
-        direct.push(t.elapsed());
-        assert_eq!(b.len(), size);
     }
     println!("3. a 10 MB raw output (blob file)");
     println!("   commit (finish_call, fsynced)           : {}", ms(write));
