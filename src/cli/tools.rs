@@ -66,6 +66,12 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             for p in &app.settings.problems {
                 eprintln!("warning: settings: {p}");
             }
+            for p in &app.capabilities.skills.catalog().problems {
+                eprintln!("warning: skill left out: {p}");
+            }
+            for e in &app.capabilities.mcp_config_errors {
+                eprintln!("warning: mcp config: {e}");
+            }
             ExitCode::SUCCESS
         }
         ToolsCommand::Check { json } => {

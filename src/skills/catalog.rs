@@ -157,10 +157,7 @@ pub fn load_catalog(roots: &[SkillRoot]) -> SkillCatalog {
                 Ok(skill) => {
                     cat.skills.insert(skill.name.clone(), skill);
                 }
-                Err(p) => {
-                    tracing::warn!("skill left out: {p}");
-                    cat.problems.push(p);
-                }
+                Err(p) => cat.problems.push(p),
             }
         }
     }

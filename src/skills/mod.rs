@@ -78,6 +78,9 @@ impl SkillsService {
     /// Load the roots once, without watching.
     pub fn load(roots: Vec<SkillRoot>) -> Arc<Self> {
         let catalog = load_catalog(&roots);
+        for p in &catalog.problems {
+            tracing::warn!("skill left out: {p}");
+        }
         Arc::new(Self {
             roots,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -121,6 +124,9 @@ impl SkillsService {
         let next = load_catalog(&self.roots);
         if let Ok(mut w) = self.catalog.write() {
             if **w != next {
+                for p in next.problems.iter().filter(|p| !w.problems.contains(p)) {
+                    tracing::warn!("skill left out: {p}");
+                }
                 tracing::info!(
                     skills = next.len(),
                     problems = next.problems.len(),

@@ -78,7 +78,9 @@ impl Watch {
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             // Parents of missing roots are watched too: ignore their unrelated traffic (a data
             // directory with a busy database, say).
+            // Reading the files (our own reloads included) raises access events: not changes.
             if let Ok(ev) = res
+                && !matches!(ev.kind, notify::EventKind::Access(_))
                 && ev.paths.iter().any(|p| relevant(p, &filter_roots))
             {
                 let _ = tx.send(());
