@@ -70,6 +70,14 @@ fn later_roots_override_and_malformed_are_reported() {
     );
     write(&p.join("nofront/SKILL.md"), "# just markdown\n");
     std::fs::create_dir_all(p.join("not-a-skill")).unwrap(); // no SKILL.md: ignored
+    write(
+        &p.join("dup-a/SKILL.md"),
+        "---\nname: dup\ndescription: first\n---\nbody\n",
+    );
+    write(
+        &p.join("dup-b/SKILL.md"),
+        "---\nname: dup\ndescription: second\n---\nbody\n",
+    );
     let cat = load_catalog(&[
         SkillRoot {
             kind: RootKind::Project,
@@ -92,7 +100,14 @@ fn later_roots_override_and_malformed_are_reported() {
     assert_eq!(cat.get("shared").unwrap().root, RootKind::Project);
     assert!(cat.get("only-bundled").is_some());
     assert!(cat.get("broken").is_none() && cat.get("nofront").is_none());
-    assert_eq!(cat.problems.len(), 2, "{:?}", cat.problems);
+    assert_eq!(cat.problems.len(), 3, "{:?}", cat.problems);
+    assert_eq!(cat.get("dup").unwrap().description, "first");
+    let dup = cat
+        .problems
+        .iter()
+        .find(|p| p.file.contains("dup-b"))
+        .unwrap();
+    assert!(dup.message.contains("already used"), "{dup}");
     let broken = cat
         .problems
         .iter()

@@ -11,6 +11,8 @@ use super::parse::{SkillProblem, parse_skill};
 pub const SKILL_FILE: &str = "SKILL.md";
 /// At most this many reference files are listed per skill.
 pub const MAX_REFERENCES: usize = 200;
+/// At most this many directory entries are visited while listing a skill's references.
+pub const MAX_VISITED: usize = 5_000;
 /// Largest SKILL.md or reference file read (bytes).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
@@ -74,11 +76,16 @@ impl SkillCatalog {
 fn list_references(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
+    let mut visited = 0usize;
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
         for e in entries.flatten() {
+            visited += 1;
+            if visited > MAX_VISITED {
+                break;
+            }
             let name = e.file_name();
             let name = name.to_string_lossy();
             if name.starts_with('.') {
@@ -152,9 +159,23 @@ pub fn load_catalog(roots: &[SkillRoot]) -> SkillCatalog {
             .filter(|p| p.join(SKILL_FILE).is_file())
             .collect();
         dirs.sort();
+        let mut seen_here: BTreeMap<String, PathBuf> = BTreeMap::new();
         for dir in dirs {
             match load_skill(&dir, root.kind) {
                 Ok(skill) => {
+                    if let Some(first) = seen_here.get(&skill.name) {
+                        cat.problems.push(SkillProblem {
+                            file: dir.join(SKILL_FILE).display().to_string(),
+                            line: 2,
+                            message: format!(
+                                "skill name `{}` is already used by {} in the same folder; this one is left out",
+                                skill.name,
+                                first.display()
+                            ),
+                        });
+                        continue;
+                    }
+                    seen_here.insert(skill.name.clone(), dir.clone());
                     cat.skills.insert(skill.name.clone(), skill);
                 }
                 Err(p) => cat.problems.push(p),

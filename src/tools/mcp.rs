@@ -250,9 +250,31 @@ impl ToolHandler for McpToolHandler {
     }
 }
 
+/// Most characters of an MCP result that enter the model's context (head and tail are kept).
+pub const MODEL_MAX_CHARS: usize = 30_000;
+
+/// Keep the head (2/3) and tail (1/3) of `text` within `max` chars, saying what was omitted. Pure.
+pub fn bound_text(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let head: String = text.chars().take(max * 2 / 3).collect();
+    let tail_n = max / 3;
+    let tail: String = text.chars().skip(total - tail_n).collect();
+    format!(
+        "{head}\n[... {} characters omitted; the complete result is stored: recover it with view_tool_call ...]\n{tail}",
+        total - head.chars().count() - tail_n
+    )
+}
+
 /// The model text of an MCP result: text blocks verbatim, other blocks summarised, structured
-/// content as JSON when there is no text. Pure.
+/// content as JSON when there is no text, bounded to [`MODEL_MAX_CHARS`]. Pure.
 pub fn model_text(v: &Value) -> String {
+    bound_text(model_text_unbounded(v), MODEL_MAX_CHARS)
+}
+
+fn model_text_unbounded(v: &Value) -> String {
     let mut parts = Vec::new();
     for block in v["content"].as_array().into_iter().flatten() {
         match block["type"].as_str() {
@@ -320,5 +342,17 @@ mod tests {
             model_text(&json!({"content": []})),
             "(the tool returned no content)"
         );
+    }
+
+    #[test]
+    fn long_results_keep_head_and_tail() {
+        let text: String = (0..20_000).map(|i| format!("{i}\n")).collect();
+        let total = text.chars().count();
+        let out = bound_text(text, 3_000);
+        assert!(out.starts_with("0\n1\n"));
+        assert!(out.ends_with("19999\n"));
+        assert!(out.contains(&format!("{} characters omitted", total - 2_000 - 1_000)));
+        assert!(out.chars().count() < 3_200);
+        assert_eq!(bound_text("short".into(), 10), "short");
     }
 }
