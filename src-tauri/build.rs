@@ -4,6 +4,8 @@
 include!("src/command_names.rs");
 
 fn main() {
+    // `include!` is invisible to cargo's change tracking.
+    println!("cargo:rerun-if-changed=src/command_names.rs");
     let attributes = tauri_build::Attributes::new()
         .config_path("../tauri.conf.json")
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));

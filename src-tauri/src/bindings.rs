@@ -12,6 +12,8 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     aibuddy::discovery::ToolListing::export_all(&cfg)?;
     crate::state::ProjectInfo::export_all(&cfg)?;
     crate::error::CommandError::export_all(&cfg)?;
+    crate::calls::CallResult::export_all(&cfg)?;
+    aibuddy::events::Event::export_all(&cfg)?;
     Ok(())
 }
 

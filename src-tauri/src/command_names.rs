@@ -3,4 +3,10 @@
 // the capability grants exactly these and that each is registered). Keep it a single constant.
 
 /// Every command the shell registers, in the order of `generate_handler!`.
-pub const COMMANDS: &[&str] = &["project_info", "list_tools"];
+pub const COMMANDS: &[&str] = &[
+    "project_info",
+    "list_tools",
+    "call_tool",
+    "cancel_call",
+    "answer_confirm",
+];

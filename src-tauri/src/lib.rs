@@ -7,6 +7,7 @@
 
 mod args;
 pub mod bindings;
+pub mod calls;
 mod command_names;
 pub mod commands;
 mod display;
@@ -16,6 +17,7 @@ mod state;
 use tauri::{Builder, Runtime};
 
 pub use args::Args;
+pub use calls::{CallResult, Calls};
 pub use command_names::COMMANDS;
 pub use display::{NO_DISPLAY_MESSAGE, has_display};
 pub use error::{CommandError, ErrorCode};
@@ -27,7 +29,10 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::project_info,
-            commands::list_tools
+            commands::list_tools,
+            commands::call_tool,
+            commands::cancel_call,
+            commands::answer_confirm,
         ])
 }
 

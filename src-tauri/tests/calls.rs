@@ -1,0 +1,242 @@
+//! Tool calls from the window through tauri's mock runtime: the full core pipeline on a temporary
+//! project, live events over a `tauri::ipc::Channel`, confirmation answered by call id (the digest is
+//! the shell's business), and stop.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aibuddy::app::{App, AppOptions};
+use aibuddy_desktop::ShellState;
+use aibuddy_desktop::calls::{ChannelSink, run_call};
+use serde_json::{Value, json};
+use tauri::ipc::{CallbackFn, Channel, InvokeBody};
+use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow, WebviewWindowBuilder};
+
+struct Fixture {
+    app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    project: tempfile::TempDir,
+    _data: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("notes.txt"),
+        "first line\nsecond line\n",
+    )
+    .unwrap();
+    let opts = AppOptions {
+        project: project.path().to_path_buf(),
+        data_dir: data.path().to_path_buf(),
+    };
+    let core = tauri::async_runtime::block_on(App::open(opts)).unwrap();
+    let app = aibuddy_desktop::wire(mock_builder(), ShellState::new(core))
+        .build(aibuddy_desktop::context())
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Fixture {
+        app,
+        window,
+        project,
+        _data: data,
+    }
+}
+
+fn invoke(window: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
+    let request = InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    };
+    get_ipc_response(window, request).map(|b| b.deserialize::<Value>().unwrap())
+}
+
+/// Starts `call_tool` on another thread (it blocks until the call ends).
+fn call_in_background(
+    f: &Fixture,
+    tool: &str,
+    args: Value,
+) -> std::thread::JoinHandle<Result<Value, Value>> {
+    let window = f.window.clone();
+    let body = json!({ "tool": tool, "arguments": args.to_string(), "onEvent": "__CHANNEL__:7" });
+    std::thread::spawn(move || invoke(&window, "call_tool", body))
+}
+
+/// Waits until a confirmation is pending and returns its call id.
+fn wait_for_confirmation(f: &Fixture) -> String {
+    let state = f.app.state::<ShellState>();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(request) = state.calls.pending_confirms().into_iter().next() {
+            return request.call_id;
+        }
+        assert!(Instant::now() < deadline, "no confirmation was requested");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn call_tool_runs_a_read_through_the_pipeline() {
+    let f = fixture();
+    let result = invoke(
+        &f.window,
+        "call_tool",
+        json!({ "tool": "read_file", "arguments": r#"{"path":"notes.txt"}"#, "onEvent": "__CHANNEL__:7" }),
+    )
+    .unwrap();
+    assert_eq!(result["status"], json!("ok"), "{result}");
+    assert_eq!(result["tool"], json!("read_file"));
+    assert!(
+        result["model"].as_str().unwrap().contains("second line"),
+        "{result}"
+    );
+    assert!(
+        result["tool_call_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("call_")
+    );
+}
+
+#[test]
+fn bad_arguments_fail_at_the_parameters_stage() {
+    let f = fixture();
+    let result = invoke(
+        &f.window,
+        "call_tool",
+        json!({ "tool": "read_file", "arguments": "{not json", "onEvent": "__CHANNEL__:7" }),
+    )
+    .unwrap();
+    assert_eq!(result["status"], json!("error"), "{result}");
+    assert_eq!(result["stage"], json!("Parameters"), "{result}");
+    assert_eq!(result["error"]["stage"], json!("Parameters"));
+}
+
+#[test]
+fn events_stream_over_the_channel_in_order() {
+    let f = fixture();
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink_received = received.clone();
+    let channel = Channel::new(move |body| {
+        sink_received
+            .lock()
+            .unwrap()
+            .push(body.deserialize::<Value>().unwrap());
+        Ok(())
+    });
+    let state = f.app.state::<ShellState>();
+    let result = tauri::async_runtime::block_on(run_call(
+        &state,
+        "read_file".into(),
+        r#"{"path":"notes.txt"}"#.into(),
+        Arc::new(ChannelSink(channel)),
+    ));
+    let events = received.lock().unwrap().clone();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"tool_started"), "{types:?}");
+    assert_eq!(types.last(), Some(&"tool_finished"), "{types:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["call_id"] == json!(result.tool_call_id)),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["status"], json!("ok"));
+}
+
+#[test]
+fn a_write_waits_for_confirmation_and_runs_once_approved() {
+    let f = fixture();
+    let call = call_in_background(
+        &f,
+        "write_file",
+        json!({ "path": "out.txt", "content": "hello" }),
+    );
+    let call_id = wait_for_confirmation(&f);
+    assert!(
+        !f.project.path().join("out.txt").exists(),
+        "written before approval"
+    );
+
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": true })
+        )
+        .unwrap(),
+        json!(true)
+    );
+    let result = call.join().unwrap().unwrap();
+    assert_eq!(result["status"], json!("ok"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(f.project.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+    // Nothing is pending any more: a second answer finds nothing.
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": true })
+        )
+        .unwrap(),
+        json!(false)
+    );
+}
+
+#[test]
+fn a_rejected_write_does_nothing() {
+    let f = fixture();
+    let call = call_in_background(
+        &f,
+        "write_file",
+        json!({ "path": "out.txt", "content": "hello" }),
+    );
+    let call_id = wait_for_confirmation(&f);
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": false })
+        )
+        .unwrap(),
+        json!(true)
+    );
+    let result = call.join().unwrap().unwrap();
+    assert_eq!(result["status"], json!("rejected"), "{result}");
+    assert_eq!(result["stage"], json!("Authorization"));
+    assert!(!f.project.path().join("out.txt").exists());
+}
+
+#[test]
+fn stopping_a_call_that_waits_for_confirmation_ends_it_without_effect() {
+    let f = fixture();
+    let call = call_in_background(
+        &f,
+        "write_file",
+        json!({ "path": "out.txt", "content": "hello" }),
+    );
+    let call_id = wait_for_confirmation(&f);
+    assert_eq!(
+        invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(),
+        json!(true)
+    );
+    let result = call.join().unwrap().unwrap();
+    assert_ne!(result["status"], json!("ok"), "{result}");
+    assert!(!f.project.path().join("out.txt").exists());
+    assert_eq!(
+        invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(),
+        json!(false)
+    );
+}
