@@ -275,3 +275,36 @@ async fn tool_search_activates_for_the_run_and_rebuild_follows_context() {
     let out = call(&app, "run_a", "mcp__fx__echo", json!({"message": "gone"})).await;
     assert_eq!(out.stage, Some(Stage::Discovery), "{out:?}");
 }
+
+/// Fills in only the name; the schema default fills the age.
+struct NameOnly;
+#[async_trait::async_trait]
+impl aibuddy_mcp::ElicitationBroker for NameOnly {
+    async fn elicit(
+        &self,
+        request: aibuddy_mcp::ElicitationRequest,
+    ) -> aibuddy_mcp::ElicitationResponse {
+        assert_eq!(request.server, "fx");
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), json!("Grace"));
+        aibuddy_mcp::ElicitationResponse::Accept(m)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitation_goes_to_the_installed_broker() {
+    let p = project(&[]);
+    let app = App::open(p.opts.clone()).await.unwrap();
+    // Before a broker is installed, requests are declined.
+    let out = call(&app, "run_e", "mcp__fx__elicit", json!({})).await;
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert!(out.model.contains("decline"), "{}", out.model);
+    app.capabilities.set_elicitation_broker(Arc::new(NameOnly));
+    let out = call(&app, "run_e", "mcp__fx__elicit", json!({})).await;
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert!(
+        out.model.contains("Grace") && out.model.contains("36"),
+        "{}",
+        out.model
+    );
+}

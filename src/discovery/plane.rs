@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use aibuddy_mcp::{
-    ConfigError, McpHandlers, McpManager, McpOptions, ServerState, ServerStatus,
-    load_server_configs,
+    ConfigError, DeclineElicitation, ElicitationBroker, ElicitationRequest, ElicitationResponse,
+    McpHandlers, McpManager, McpOptions, ServerState, ServerStatus, load_server_configs,
 };
 
 use super::service::DiscoveryService;
@@ -52,6 +52,32 @@ impl Default for PlaneOptions {
     }
 }
 
+/// The elicitation broker the MCP servers reach: declines until the host installs one (the CLI
+/// prompt, the desktop dialog) with [`CapabilityPlane::set_elicitation_broker`].
+pub struct SwitchableElicitation {
+    inner: RwLock<Arc<dyn ElicitationBroker>>,
+}
+
+impl Default for SwitchableElicitation {
+    fn default() -> Self {
+        Self {
+            inner: RwLock::new(Arc::new(DeclineElicitation)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ElicitationBroker for SwitchableElicitation {
+    async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let broker = self
+            .inner
+            .read()
+            .map(|b| b.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        broker.elicit(request).await
+    }
+}
+
 /// What the plane holds for one open project.
 pub struct CapabilityPlane {
     pub discovery: Arc<DiscoveryService>,
@@ -62,6 +88,7 @@ pub struct CapabilityPlane {
     registry: RwLock<Arc<Registry>>,
     left_out: RwLock<Vec<LeftOut>>,
     follower: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    elicitation: Arc<SwitchableElicitation>,
 }
 
 impl Drop for CapabilityPlane {
@@ -131,6 +158,7 @@ impl CapabilityPlane {
         } else {
             SkillsService::load(roots)
         };
+        let elicitation = Arc::new(SwitchableElicitation::default());
         let (mcp, mcp_config_errors) = if opts.mcp {
             let loaded = load_server_configs(project_root, Some(data_dir));
             for e in &loaded.errors {
@@ -141,7 +169,9 @@ impl CapabilityPlane {
             } else {
                 let manager = McpManager::start(
                     loaded.servers,
-                    McpHandlers::default(),
+                    McpHandlers {
+                        elicitation: elicitation.clone(),
+                    },
                     McpOptions {
                         default_cwd: Some(project_root.to_path_buf()),
                         ..McpOptions::default()
@@ -168,6 +198,7 @@ impl CapabilityPlane {
             registry: RwLock::new(Arc::new(registry)),
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
+            elicitation,
         });
         plane.follow_mcp();
         Ok(plane)
@@ -189,7 +220,15 @@ impl CapabilityPlane {
             registry: RwLock::new(Arc::new(registry)),
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
+            elicitation: Arc::new(SwitchableElicitation::default()),
         }))
+    }
+
+    /// Route MCP servers' elicitation requests to `broker` (the one that asks the person).
+    pub fn set_elicitation_broker(&self, broker: Arc<dyn ElicitationBroker>) {
+        if let Ok(mut b) = self.elicitation.inner.write() {
+            *b = broker;
+        }
     }
 
     /// Rebuild the registry whenever the MCP manager reports a change.
