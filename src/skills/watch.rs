@@ -114,3 +114,30 @@ impl Watch {
         Ok(Watch { _watcher: watcher })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relevance_and_watch_targets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let existing = tmp.path().join("bundled");
+        std::fs::create_dir_all(&existing).unwrap();
+        let missing = data.join("skills");
+        let roots = vec![existing.clone(), missing.clone()];
+
+        // An existing root is watched recursively, a missing one through its nearest parent.
+        let want = desired(&roots);
+        assert!(want.contains(&(existing.clone(), true)));
+        assert!(want.contains(&(data.clone(), false)));
+        assert_eq!(want.len(), 2);
+
+        assert!(relevant(&existing.join("a/SKILL.md"), &roots));
+        assert!(relevant(&missing, &roots), "creating the root itself");
+        assert!(relevant(&data, &roots), "an ancestor of a root");
+        assert!(!relevant(&data.join("store.sqlite-wal"), &roots), "busy neighbours");
+    }
+}
