@@ -138,6 +138,9 @@ mod tests {
         assert!(relevant(&existing.join("a/SKILL.md"), &roots));
         assert!(relevant(&missing, &roots), "creating the root itself");
         assert!(relevant(&data, &roots), "an ancestor of a root");
-        assert!(!relevant(&data.join("store.sqlite-wal"), &roots), "busy neighbours");
+        assert!(
+            !relevant(&data.join("store.sqlite-wal"), &roots),
+            "busy neighbours"
+        );
     }
 }
