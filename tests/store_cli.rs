@@ -156,7 +156,7 @@ fn kill_9_of_the_cli_mid_call_leaves_an_interrupted_call_with_partial_output() {
             .args([
                 "call",
                 "execute",
-                r#"{"command": "seq 1 20000; sleep 4"}"#,
+                r#"{"command": "seq 1 100000; sleep 30"}"#,
                 "--yes",
                 "--json",
                 "--id",
@@ -202,12 +202,14 @@ fn kill_9_of_the_cli_mid_call_leaves_an_interrupted_call_with_partial_output() {
             .collect();
         assert!(ids.contains(&id.as_str()), "round {round}: {ids:?}");
         let raw = aibuddy(project.path(), data.path(), &["show", &id, "--raw"]);
-        let full: Vec<u8> = (1..=20000)
+        let full: Vec<u8> = (1..=100000)
             .flat_map(|i| format!("{i}\n").into_bytes())
             .collect();
         assert!(
             raw.stdout.len() >= 64 * 1024,
-            "the spooled partial output is attached"
+            "the spooled partial output is attached: {} bytes, stderr: {}",
+            raw.stdout.len(),
+            String::from_utf8_lossy(&raw.stderr)
         );
         assert!(
             full.starts_with(&raw.stdout),

@@ -44,7 +44,8 @@ impl StoreRecorder {
     }
 }
 
-/// Searchable text of a client projection: its string values (depth first), space-separated,
+/// Searchable text of a client projection: its string values (depth first, object keys in
+/// sorted order), space-separated,
 /// at most 4 KiB.
 pub fn display_text(client: &Value) -> Option<String> {
     fn walk(v: &Value, out: &mut String) {
@@ -166,10 +167,10 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn display_text_collects_strings_depth_first() {
+    fn display_text_collects_strings_depth_first_in_key_order() {
         assert_eq!(
             display_text(&json!({"title": "grep TODO", "files": ["a.rs", 3, {"p": "b.rs"}]})),
-            Some("grep TODO a.rs b.rs".to_string())
+            Some("a.rs b.rs grep TODO".to_string())
         );
         assert_eq!(display_text(&json!({"n": 1})), None);
         let long = display_text(&json!("é".repeat(5000))).unwrap();
