@@ -64,11 +64,10 @@ pub fn words(text: &str) -> Vec<String> {
 /// A light suffix stemmer: enough to match plurals and verb forms (`files`/`file`,
 /// `listing`/`list`, `created`/`create`, `repositories`/`repository`).
 pub fn stem(word: &str) -> String {
-    let w = word;
-    if w.len() <= 3 || !w.is_ascii() {
-        return w.to_string();
+    if word.len() <= 3 || !word.is_ascii() {
+        return word.to_string();
     }
-    let mut s: &str = w;
+    let mut s: &str = word;
     if let Some(base) = s.strip_suffix("ies")
         && base.len() >= 3
     {
