@@ -80,6 +80,10 @@ export class WebDriver {
     return this.execute("return [...document.querySelectorAll(arguments[0])].map((el) => el.textContent.trim());", [css]);
   }
 
+  async click(elementId) {
+    return this.request("POST", this.s(`/element/${elementId}/click`), {});
+  }
+
   async attribute(elementId, name) {
     return this.request("GET", this.s(`/element/${elementId}/attribute/${encodeURIComponent(name)}`));
   }

@@ -131,4 +131,26 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     if (png) writeFileSync(join(artifacts, "window.png"), Buffer.from(png, "base64"));
     else console.error("the driver took no screenshot in time (not part of the check)");
   });
+
+  it("runs read_file from the console through the real pipeline", async () => {
+    // Fill the form through the page (WebDriver's element APIs are unreliable under Xvfb), then click
+    // Run through WebDriver.
+    await driver.execute(
+      `const select = document.querySelector('[data-testid="console-tool"]');
+       select.value = "read_file";
+       document.querySelector('[data-testid="console-args"]').value = JSON.stringify({ path: "notes/todo.md" });`,
+    );
+    const [run] = await driver.findAll('[data-testid="console-run"]');
+    assert.ok(run, "no Run button");
+    await driver.click(run);
+    const status = await driver.poll("the call result", async () => {
+      const [el] = await driver.findAll('[data-testid="call-result"]');
+      return el && (await driver.attribute(el, "data-status"));
+    });
+    const [model] = await driver.texts('[data-testid="call-model"]');
+    assert.equal(status, "ok", model);
+    assert.match(model, /Add a `--top N` option/);
+    const png = await driver.screenshot();
+    if (png) writeFileSync(join(artifacts, "window-call.png"), Buffer.from(png, "base64"));
+  });
 });

@@ -1,7 +1,9 @@
 // Typed wrappers over the shell's commands. Argument and result types come from ./bindings, which
 // is generated from Rust (ts-rs) and checked for staleness in CI; nothing here restates a Rust type.
-import { invoke } from "@tauri-apps/api/core";
+import { Channel, invoke } from "@tauri-apps/api/core";
+import type { CallResult } from "./bindings/CallResult";
 import type { CommandError } from "./bindings/CommandError";
+import type { Event } from "./bindings/Event";
 import type { ProjectInfo } from "./bindings/ProjectInfo";
 import type { ToolListing } from "./bindings/ToolListing";
 
@@ -10,12 +12,19 @@ export type InvokeFn = <T>(cmd: string, args?: Record<string, unknown>) => Promi
 export interface Api {
   projectInfo(): Promise<ProjectInfo>;
   listTools(): Promise<ToolListing[]>;
+  /** Runs one call through the core's pipeline; `onEvent` receives its live events in order. */
+  callTool(tool: string, args: string, onEvent: (event: Event) => void): Promise<CallResult>;
+  cancelCall(callId: string): Promise<boolean>;
+  answerConfirm(callId: string, approve: boolean): Promise<boolean>;
 }
 
 /** Command names, exactly as registered by the shell (src-tauri/src/commands). */
 export const COMMANDS = {
   projectInfo: "project_info",
   listTools: "list_tools",
+  callTool: "call_tool",
+  cancelCall: "cancel_call",
+  answerConfirm: "answer_confirm",
 } as const;
 
 export function createApi(call: InvokeFn = invoke): Api {
@@ -29,6 +38,13 @@ export function createApi(call: InvokeFn = invoke): Api {
   return {
     projectInfo: () => run<ProjectInfo>(COMMANDS.projectInfo),
     listTools: () => run<ToolListing[]>(COMMANDS.listTools),
+    callTool: (tool, args, onEvent) => {
+      const channel = new Channel<Event>();
+      channel.onmessage = onEvent;
+      return run<CallResult>(COMMANDS.callTool, { tool, arguments: args, onEvent: channel });
+    },
+    cancelCall: (callId) => run<boolean>(COMMANDS.cancelCall, { callId }),
+    answerConfirm: (callId, approve) => run<boolean>(COMMANDS.answerConfirm, { callId, approve }),
   };
 }
 

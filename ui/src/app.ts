@@ -5,6 +5,7 @@ import { toCommandError } from "./api";
 import type { ToolListing } from "./bindings/ToolListing";
 import { filterTools, summarize } from "./model";
 import { renderActivity } from "./view/activity";
+import { createConsole } from "./view/console";
 import { h, replaceChildren } from "./view/dom";
 import { renderHeader } from "./view/header";
 import { renderSettingsProblems } from "./view/settings";
@@ -32,6 +33,7 @@ export function mountApp(root: HTMLElement, api: Api): MountedApp {
   const refreshButton = h("button", { class: "button", type: "button", title: "List the tools again" }, "Refresh");
 
   let tools: ToolListing[] = [];
+  const callConsole = createConsole(api);
 
   const showList = () => {
     replaceChildren(listSlot, renderToolList(filterTools(tools, search.value), tools.length));
@@ -41,11 +43,13 @@ export function mountApp(root: HTMLElement, api: Api): MountedApp {
     refreshButton.setAttribute("disabled", "");
     try {
       tools = await api.listTools();
+      callConsole.setTools(tools);
       replaceChildren(summarySlot, renderSummary(summarize(tools)));
       search.removeAttribute("disabled");
       showList();
     } catch (error) {
       tools = [];
+      callConsole.setTools(tools);
       replaceChildren(summarySlot);
       replaceChildren(listSlot, renderToolsError(toCommandError(error)));
     } finally {
@@ -79,7 +83,7 @@ export function mountApp(root: HTMLElement, api: Api): MountedApp {
     listSlot,
   );
 
-  replaceChildren(root, headerSlot, bannerSlot, h("div", { class: "layout" }, toolsPanel, renderActivity()));
+  replaceChildren(root, headerSlot, bannerSlot, h("div", { class: "layout" }, toolsPanel, renderActivity(callConsole.element)));
   root.removeAttribute("aria-busy");
 
   const ready = Promise.all([loadProject(), loadTools()]).then(() => undefined);

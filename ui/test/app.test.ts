@@ -13,8 +13,17 @@ const PROJECT: ProjectInfo = {
   settings_problems: [],
 };
 
+const NO_CALLS = {
+  callTool: async () => {
+    throw new Error("no call expected");
+  },
+  cancelCall: async () => false,
+  answerConfirm: async () => false,
+};
+
 function fakeApi(tools: ToolListing[] | ApiError, project: ProjectInfo = PROJECT): Api {
   return {
+    ...NO_CALLS,
     projectInfo: async () => project,
     listTools: async () => {
       if (tools instanceof ApiError) throw tools;
@@ -106,6 +115,7 @@ describe("mountApp", () => {
   it("shows the typed error when listing fails, and recovers on refresh", async () => {
     let fail = true;
     const api: Api = {
+      ...NO_CALLS,
       projectInfo: async () => PROJECT,
       listTools: async () => {
         if (fail) throw new ApiError({ code: "project", stage: null, message: "cannot read .aibuddy/settings.json" });
@@ -122,11 +132,12 @@ describe("mountApp", () => {
     expect(root.querySelectorAll('[data-testid="tool"]')).toHaveLength(TOOLS.length);
   });
 
-  it("labels the call panel as coming later and shows no invented calls", async () => {
+  it("offers only active tools to the console and labels the history as coming later", async () => {
     const app = mountApp(root, fakeApi(TOOLS));
     await app.ready;
-    const activity = root.querySelector('[data-testid="activity"]') as HTMLElement;
-    expect(activity.textContent).toContain("coming later");
-    expect(activity.querySelectorAll('[data-testid="tool"]')).toHaveLength(0);
+    const options = [...root.querySelectorAll('[data-testid="console-tool"] option')].map((o) => o.textContent);
+    expect(options).toEqual(["ls", "read_file", "view_skill", "write_file"]);
+    expect(root.querySelector('[data-testid="history-later"]')?.textContent).toContain("coming later");
+    expect(root.querySelector('[data-testid="call-result"]')).toBeNull();
   });
 });

@@ -1,27 +1,18 @@
-// The right-hand panel. Live output and call history arrive with later issues; until then the panel
-// says so plainly instead of showing invented calls.
+// The right-hand panel: the call console, and (with a later issue) the history of past calls, which
+// is labelled as such instead of showing invented calls.
 import { h } from "./dom";
 
-export function renderActivity(): HTMLElement {
+export function renderActivity(console: HTMLElement): HTMLElement {
   return h(
     "aside",
     { class: "panel activity", "aria-labelledby": "activity-title", "data-testid": "activity" },
+    h("div", { class: "panel-head" }, h("h2", { id: "activity-title" }, "Run a tool")),
+    h("div", { class: "activity-body" }, console),
     h(
       "div",
-      { class: "panel-head" },
-      h("h2", { id: "activity-title" }, "Calls & live output"),
+      { class: "history-later", "data-testid": "history-later" },
       h("span", { class: "pill pill-later" }, "coming later"),
-    ),
-    h(
-      "div",
-      { class: "placeholder" },
-      h("p", { class: "placeholder-title" }, "Not available yet"),
-      h(
-        "p",
-        {},
-        "This panel will stream tool output as calls run, ask for confirmation before high-impact actions, and list past calls with their raw results.",
-      ),
-      h("p", { class: "placeholder-hint" }, "Until then, run a call from a terminal: ", h("code", {}, "aibuddy call TOOL 'ARGS_JSON'")),
+      " Call history: past calls with their raw results will be listed here.",
     ),
   );
 }

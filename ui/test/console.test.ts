@@ -1,0 +1,151 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Api } from "../src/api";
+import type { CallResult } from "../src/bindings/CallResult";
+import type { Event } from "../src/bindings/Event";
+import { createConsole } from "../src/view/console";
+import { TOOLS } from "./fixtures";
+
+const REQUEST = {
+  call_id: "call_1",
+  tool: "write_file",
+  risk: "writes" as const,
+  digest: "d1",
+  target: "notes/todo.md",
+  scope: ["project"],
+  consequence: "replaces 2 lines",
+  diff: "-a\n+b",
+};
+
+function result(partial: Partial<CallResult>): CallResult {
+  return {
+    tool_call_id: "call_1",
+    run_id: "desktop_1",
+    tool: "write_file",
+    status: "ok",
+    stage: null,
+    error: null,
+    model: "wrote notes/todo.md",
+    client: {},
+    duration_ms: 12,
+    ...partial,
+  };
+}
+
+/** A fake shell: emits the given events, then waits for an answer or a stop before finishing. */
+function scriptedApi(events: Event[]) {
+  const answers: Array<[string, boolean]> = [];
+  const cancels: string[] = [];
+  const calls: Array<[string, string]> = [];
+  let finish: (r: CallResult) => void = () => {};
+  let emit: (e: Event) => void = () => {};
+  const api: Api = {
+    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }),
+    listTools: async () => TOOLS,
+    callTool: (tool, args, onEvent) => {
+      calls.push([tool, args]);
+      emit = onEvent;
+      for (const e of events) onEvent(e);
+      return new Promise((resolve) => (finish = resolve));
+    },
+    cancelCall: async (id) => {
+      cancels.push(id);
+      finish(result({ status: "cancelled", stage: "Execution", model: "cancelled" }));
+      return true;
+    },
+    answerConfirm: async (id, approve) => {
+      answers.push([id, approve]);
+      emit({ type: "confirm_resolved", call_id: id, approved: approve });
+      finish(approve ? result({}) : result({ status: "rejected", stage: "Authorization", model: "rejected" }));
+      return true;
+    },
+  };
+  return { api, answers, cancels, calls };
+}
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+let host: HTMLElement;
+beforeEach(() => {
+  document.body.innerHTML = "<div id=host></div>";
+  host = document.getElementById("host") as HTMLElement;
+});
+
+describe("call console", () => {
+  it("runs the chosen tool with the typed arguments, streams output and asks for confirmation", async () => {
+    const s = scriptedApi([
+      { type: "tool_started", call_id: "call_1", tool: "write_file", input: {} },
+      { type: "tool_output_delta", call_id: "call_1", stream: "stdout", chunk: "line 1\n" },
+      { type: "tool_output_delta", call_id: "call_1", stream: "stderr", chunk: "warn\n" },
+      { type: "confirm_requested", call_id: "call_1", request: REQUEST },
+    ]);
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    const select = host.querySelector('[data-testid="console-tool"]') as HTMLSelectElement;
+    const args = host.querySelector('[data-testid="console-args"]') as HTMLTextAreaElement;
+    select.value = "write_file";
+    args.value = '{"path":"notes/todo.md","content":"b"}';
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+
+    expect(s.calls).toEqual([["write_file", '{"path":"notes/todo.md","content":"b"}']]);
+    expect(host.querySelector('[data-testid="console-stream"]')?.textContent).toBe("line 1\nwarn\n");
+    expect(host.querySelector(".chunk-stderr")?.textContent).toBe("warn\n");
+    const confirm = host.querySelector('[data-testid="confirm"]') as HTMLElement;
+    expect(confirm.textContent).toContain("notes/todo.md");
+    expect(confirm.textContent).toContain("replaces 2 lines");
+    expect((host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).disabled).toBe(true);
+
+    (host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement).click();
+    await flush();
+    await flush();
+    expect(s.answers).toEqual([["call_1", true]]);
+    expect(host.querySelector('[data-testid="confirm"]')).toBeNull();
+    const done = host.querySelector('[data-testid="call-result"]') as HTMLElement;
+    expect(done.getAttribute("data-status")).toBe("ok");
+    expect(host.querySelector('[data-testid="call-model"]')?.textContent).toBe("wrote notes/todo.md");
+    expect((host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it("rejects by call id and shows the stage", async () => {
+    const s = scriptedApi([
+      { type: "tool_started", call_id: "call_1", tool: "write_file", input: {} },
+      { type: "confirm_requested", call_id: "call_1", request: REQUEST },
+    ]);
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    (host.querySelector('[data-testid="confirm-reject"]') as HTMLButtonElement).click();
+    await flush();
+    await flush();
+    expect(s.answers).toEqual([["call_1", false]]);
+    expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("rejected");
+    expect(host.querySelector('[data-testid="call-result"]')?.textContent).toContain("stage: Authorization");
+  });
+
+  it("stops the running call by its id", async () => {
+    const s = scriptedApi([{ type: "tool_started", call_id: "call_9", tool: "ls", input: {} }]);
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    const stop = host.querySelector('[data-testid="console-stop"]') as HTMLButtonElement;
+    expect(stop.disabled).toBe(false);
+    stop.click();
+    await flush();
+    await flush();
+    expect(s.cancels).toEqual(["call_9"]);
+    expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("cancelled");
+    expect(stop.disabled).toBe(true);
+  });
+
+  it("cannot run when no tool is active", () => {
+    const c = createConsole(scriptedApi([]).api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS.filter((t) => t.exposure !== "active"));
+    expect((host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).disabled).toBe(true);
+  });
+});
