@@ -47,11 +47,18 @@ pub enum AppError {
 pub struct CheckReport {
     pub consistency: Vec<ConsistencyProblem>,
     pub settings: Vec<SettingsProblem>,
+    /// Skills left out of the catalog (`file:line: message`).
+    pub skills: Vec<String>,
+    /// Problems in `mcp.json` files (file, server, field).
+    pub mcp: Vec<String>,
 }
 
 impl CheckReport {
     pub fn is_ok(&self) -> bool {
-        self.consistency.is_empty() && self.settings.is_empty()
+        self.consistency.is_empty()
+            && self.settings.is_empty()
+            && self.skills.is_empty()
+            && self.mcp.is_empty()
     }
 }
 
@@ -132,9 +139,17 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
         Ok(_) => Vec::new(),
         Err(problems) => problems,
     };
+    let skills = crate::skills::skills_catalog_problems(&project, &opts.data_dir);
+    let mcp = aibuddy_mcp::load_server_configs(&project, Some(&opts.data_dir))
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     Ok(CheckReport {
         consistency,
         settings: loaded.problems,
+        skills,
+        mcp,
     })
 }
 

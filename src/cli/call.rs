@@ -84,7 +84,15 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         }
     };
     let runner = app.runner(args.run.clone(), prompt::broker(args.yes));
-    let toolset = app.toolset(&Default::default());
+    // A person naming a tool on the command line is an exact selection: a deferred tool of that
+    // name is activated for this one-call run (as `tool_search` with `select:` would).
+    let toolset = app.toolset(&std::collections::BTreeSet::from([args.tool.clone()]));
+    // MCP elicitation requests are asked at the terminal when there is one; declined otherwise.
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        app.capabilities.set_elicitation_broker(Arc::new(
+            aibuddy_mcp::elicitation_prompt::TerminalElicitation,
+        ));
+    }
     let cancel = CancellationToken::new();
     // Ctrl-C cancels the call cleanly; a second Ctrl-C exits at once.
     let c2 = cancel.clone();

@@ -91,7 +91,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 };
             }
             if report.is_ok() {
-                println!("ok: registry consistent, settings clean");
+                println!("ok: registry consistent; settings, skills and MCP config clean");
                 return ExitCode::SUCCESS;
             }
             for p in &report.consistency {
@@ -99,6 +99,12 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             }
             for p in &report.settings {
                 println!("settings: {p}");
+            }
+            for p in &report.skills {
+                println!("skills: {p}");
+            }
+            for p in &report.mcp {
+                println!("mcp: {p}");
             }
             ExitCode::from(1)
         }

@@ -137,3 +137,12 @@ impl SkillsService {
         }
     }
 }
+
+/// Problems of the skills a project would load (for `aibuddy tools check`), without watching.
+pub fn skills_catalog_problems(project_root: &Path, data_dir: &Path) -> Vec<String> {
+    catalog::load_catalog(&default_roots(project_root, data_dir))
+        .problems
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
