@@ -92,6 +92,34 @@ impl ToolConfig for Cfg {
     }
 }
 
+/// Records what the store held at the moment the person was asked.
+struct InspectingBroker {
+    store: aibuddy_store::Store,
+    seen: std::sync::Mutex<Vec<aibuddy_store::ConfirmRecord>>,
+    approve: bool,
+}
+
+#[async_trait]
+impl aibuddy::confirm::ConfirmBroker for InspectingBroker {
+    async fn decide(
+        &self,
+        request: &aibuddy::confirm::ConfirmRequest,
+        _cancel: &CancellationToken,
+    ) -> aibuddy::confirm::Decision {
+        let recs = self.store.confirm_records(&request.call_id).await.unwrap();
+        self.seen.lock().unwrap().extend(recs);
+        if self.approve {
+            aibuddy::confirm::Decision::Approved {
+                digest: request.digest.clone(),
+            }
+        } else {
+            aibuddy::confirm::Decision::Rejected {
+                reason: Some("no".into()),
+            }
+        }
+    }
+}
+
 const CONFIGS: [(&str, &str, Compaction, bool, bool); 5] = [
     // key, tool, strategy, disposable, trim hook grows
     ("trimmed", "big", Compaction::Trim, false, false),
@@ -473,4 +501,92 @@ async fn failed_calls_are_recorded_with_their_stage() {
     assert_eq!(rec.input, json!({"n": "many"}));
     let hits = store.search("many", 10).await.unwrap();
     assert_eq!(hits.len(), 1);
+}
+
+#[tokio::test]
+async fn a_confirm_request_is_durable_before_the_person_is_asked() {
+    for approve in [true, false] {
+        let mut e = env(None).await;
+        let broker = Arc::new(InspectingBroker {
+            store: e.persistence.store.clone(),
+            seen: Default::default(),
+            approve,
+        });
+        e.runner.broker = broker.clone();
+        let out = call(&e, "view_tool_call", json!({"tool_call_id": "x"})).await;
+        // view_tool_call is read-only: never asked.
+        assert!(broker.seen.lock().unwrap().is_empty(), "{}", out.model);
+
+        // A writes-risk tool: use the same Lines handler with a writes risk.
+        let registry = Arc::new(
+            Registry::build(
+                vec![Arc::new(RiskyCfg) as Arc<dyn ToolConfig>],
+                vec![ToolConfigMeta::fixed(
+                    "risky",
+                    "risky",
+                    "test",
+                    Risk::Writes,
+                    false,
+                    &["touch"],
+                )],
+            )
+            .unwrap(),
+        );
+        e.runner.registry = registry;
+        let mut settings = Settings::default();
+        settings.tools.enabled.push("risky".into());
+        e.runner.services = Arc::new(Services {
+            project_root: e.dir.path().to_path_buf(),
+            data_dir: e.dir.path().join("data"),
+            settings,
+            sandbox: Err("no sandbox in this test".into()),
+        });
+        let out = call(&e, "touch", json!({"n": 1})).await;
+        let seen = broker.seen.lock().unwrap().clone();
+        assert_eq!(
+            seen.len(),
+            1,
+            "the request was in the store when the person was asked"
+        );
+        assert_eq!(seen[0].decision, aibuddy_store::Decision::Pending);
+        assert_eq!(seen[0].tool_call_id, out.tool_call_id);
+        let after = e
+            .persistence
+            .store
+            .confirm_records(&out.tool_call_id)
+            .await
+            .unwrap();
+        assert_eq!(after.len(), 1, "the decision updates the same row");
+        let want = if approve {
+            aibuddy_store::Decision::Approved
+        } else {
+            aibuddy_store::Decision::Rejected
+        };
+        assert_eq!(after[0].decision, want);
+        let rec = e
+            .persistence
+            .store
+            .get_call(&out.tool_call_id)
+            .await
+            .unwrap()
+            .unwrap();
+        let status = if approve { "ok" } else { "rejected" };
+        assert_eq!(rec.status.as_str(), status);
+    }
+}
+
+struct RiskyCfg;
+
+impl ToolConfig for RiskyCfg {
+    fn key(&self) -> &str {
+        "risky"
+    }
+    fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
+        Ok(vec![ToolDef {
+            spec: define_tool("touch", "pretend to write", json!({"type": "object"}))?,
+            risk: Risk::Writes,
+            source: Source::Core,
+            handler: Arc::new(Lines { grow: false }),
+        }])
+    }
 }

@@ -322,6 +322,13 @@ impl Runner {
                 call_id: call_id.to_string(),
                 request: request.clone(),
             });
+            // The request is durable before anyone is asked and before any effect.
+            if let Err(e) = self.recorder.confirm_requested(&request).await {
+                return Err(err(ToolError::execution(
+                    "store_unavailable",
+                    format!("the confirm request could not be recorded, so nothing was done: {e}"),
+                )));
+            }
             let decision = self.broker.decide(&request, &cancel).await;
             let approved = decision.approves(&request);
             events.emit(Event::ConfirmResolved {

@@ -62,6 +62,11 @@ pub struct RecordError(pub String);
 pub trait CallRecorder: Send + Sync {
     async fn begin(&self, start: &CallStart) -> Result<(), RecordError>;
     async fn finish(&self, end: &CallEnd) -> Result<(), RecordError>;
+    /// A confirm request (target, scope, consequence), recorded before the person is asked and
+    /// before any effect. The decision follows in `finish` (`CallEnd::confirm`).
+    async fn confirm_requested(&self, _request: &ConfirmRequest) -> Result<(), RecordError> {
+        Ok(())
+    }
 }
 
 /// Keeps records in memory (tests; hosts without a data directory).

@@ -17,7 +17,10 @@ use aibuddy_store::{
     Decision as StoreDecision, RawFormat, Store,
 };
 
-use crate::confirm::Decision;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::confirm::{ConfirmRequest, Decision};
 use crate::pipeline::record::RecordError;
 use crate::pipeline::{CallEnd, CallRecorder, CallStart};
 
@@ -29,6 +32,8 @@ const DISPLAY_TEXT_MAX: usize = 4096;
 pub struct StoreRecorder {
     store: Store,
     project_root: Option<String>,
+    /// Confirm requests recorded as pending, by call id, awaiting their decision in `finish`.
+    pending_confirms: Arc<Mutex<HashMap<String, i64>>>,
 }
 
 impl StoreRecorder {
@@ -36,6 +41,7 @@ impl StoreRecorder {
         StoreRecorder {
             store,
             project_root: project_root.map(|p| p.display().to_string()),
+            pending_confirms: Arc::default(),
         }
     }
 
@@ -88,6 +94,25 @@ fn status(s: crate::events::CallStatus) -> StoreStatus {
     StoreStatus::parse(s.as_str()).unwrap_or(StoreStatus::Error)
 }
 
+fn confirm_record(
+    req: &ConfirmRequest,
+    decision: StoreDecision,
+    requested_at_ms: i64,
+    decided_at_ms: Option<i64>,
+) -> StoreConfirm {
+    StoreConfirm {
+        tool_call_id: req.call_id.clone(),
+        run_id: None,
+        digest: req.digest.clone(),
+        target: req.target.clone(),
+        scope: req.scope.join("\n"),
+        consequence: req.consequence.clone(),
+        decision,
+        requested_at_ms,
+        decided_at_ms,
+    }
+}
+
 fn finish_of(end: &CallEnd) -> CallFinish {
     let mut fin = CallFinish::new(&end.tool_call_id, status(end.status));
     fin.stage = end.stage.map(|s| s.as_str().to_string());
@@ -133,24 +158,49 @@ impl CallRecorder for StoreRecorder {
             .map_err(|e| RecordError(e.to_string()))
     }
 
+    async fn confirm_requested(&self, request: &ConfirmRequest) -> Result<(), RecordError> {
+        let now = aibuddy_store::now_ms();
+        let id = self
+            .store
+            .record_confirm_request(confirm_record(request, StoreDecision::Pending, now, None))
+            .await
+            .map_err(|e| RecordError(e.to_string()))?;
+        self.pending_confirms
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(request.call_id.clone(), id);
+        Ok(())
+    }
+
     async fn finish(&self, end: &CallEnd) -> Result<(), RecordError> {
+        let pending = self
+            .pending_confirms
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&end.tool_call_id);
         if let Some(c) = &end.confirm {
             let decision = match (&c.decision, c.approved) {
                 (Decision::Approved { .. }, true) => StoreDecision::Approved,
                 _ => StoreDecision::Rejected,
             };
+            let recorded = match pending {
+                Some(id) => self.store.record_decision(id, decision).await.map(|_| ()),
+                None => self
+                    .store
+                    .record_confirm_request(confirm_record(
+                        &c.request,
+                        decision,
+                        c.decided_at,
+                        Some(c.decided_at),
+                    ))
+                    .await
+                    .map(|_| ()),
+            };
+            recorded.map_err(|e| RecordError(e.to_string()))?;
+        } else if let Some(id) = pending {
+            // Asked, but the call ended without a decision (cancelled while waiting).
             self.store
-                .record_confirm_request(StoreConfirm {
-                    tool_call_id: end.tool_call_id.clone(),
-                    run_id: None,
-                    digest: c.request.digest.clone(),
-                    target: c.request.target.clone(),
-                    scope: c.request.scope.join("\n"),
-                    consequence: c.request.consequence.clone(),
-                    decision,
-                    requested_at_ms: c.decided_at,
-                    decided_at_ms: Some(c.decided_at),
-                })
+                .record_decision(id, StoreDecision::Cancelled)
                 .await
                 .map_err(|e| RecordError(e.to_string()))?;
         }
