@@ -61,6 +61,7 @@ describe("mountApp", () => {
     ]);
     expect(texts('[data-testid="absent-reason"]')).toEqual(["Absent: no sandbox with command execution is available in this host"]);
     expect(texts('[data-testid^="count-"]')).toEqual(["4 active", "1 deferred", "1 absent"]);
+    expect(texts('[data-testid="confinement"]')).toEqual(["confinement: landlock-v7"]);
   });
 
   it("shows settings problems with file, line and field, and no banner when there are none", async () => {

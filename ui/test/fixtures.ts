@@ -25,6 +25,7 @@ export const TOOLS: ToolListing[] = [
     risk: "high_impact",
     exposure: "absent",
     absent_reason: "no sandbox with command execution is available in this host",
+    confinement: "landlock-v7",
   }),
   listing({
     name: "mcp__github__search",

@@ -34,6 +34,9 @@ function renderTool(tool: ToolListing): HTMLElement {
     h("code", { class: "tool-name" }, tool.name),
     h("span", { class: `pill pill-${state}`, title: stateLabel }, state),
     tool.description ? h("p", { class: "tool-desc", title: tool.description }, tool.description) : null,
+    tool.confinement
+      ? h("p", { class: "tool-meta", "data-testid": "confinement", title: "Confinement the sandbox applies to commands" }, `confinement: ${tool.confinement}`)
+      : null,
     state === "absent"
       ? h("p", { class: "tool-absent", "data-testid": "absent-reason" }, h("span", { class: "sr-label" }, "Absent: "), tool.absent_reason ?? "")
       : null,
