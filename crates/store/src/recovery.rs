@@ -1,4 +1,5 @@
-//! Start-up recovery: calls left `running` by a dead process become `interrupted`.
+//! Start-up recovery: calls left `running` by a dead process become `interrupted`, and its
+//! precompactions left `pending` become `failed` (their original projection stays).
 //!
 //! Each live process holds an exclusive `flock` on `live/<instance>.lock` for as long as its
 //! `Store` exists, and stamps its calls with that instance id (`tool_calls.owner`). At open, a
@@ -72,6 +73,13 @@ pub fn interrupt_dead_calls(conn: &Connection, paths: &DataPaths) -> Result<Vec<
         for id in tool_calls::running_of_owner(conn, owner.as_deref())? {
             interrupt_one(conn, paths, &id)?;
             marked.push(id);
+        }
+        let failed = tool_calls::fail_pending_compactions(conn, owner.as_deref())?;
+        if failed > 0 {
+            tracing::warn!(
+                count = failed,
+                "precompactions of a dead process marked failed"
+            );
         }
     }
     if !marked.is_empty() {

@@ -1,7 +1,7 @@
 //! Start-up recovery in one process: a Store dropped with a running call stands for a dead
 //! process (its instance lock is released); a Store still open stands for a live one.
 
-use aibuddy_store::{CallFinish, CallStart, CallStatus, RawOutputLocation, Store};
+use aibuddy_store::{CallFinish, CallStart, CallStatus, CompactionState, RawOutputLocation, Store};
 use pretty_assertions::assert_eq;
 
 fn start(id: &str) -> CallStart {
@@ -36,6 +36,10 @@ async fn running_calls_of_a_dead_owner_become_interrupted_with_spooled_output() 
             .finish_call(CallFinish::new("done", CallStatus::Ok))
             .await
             .unwrap();
+        store
+            .set_compaction("done", CompactionState::Pending, Some("trim"), None)
+            .await
+            .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
     let mut marked = store.interrupted_at_open().to_vec();
@@ -68,6 +72,9 @@ async fn running_calls_of_a_dead_owner_become_interrupted_with_spooled_output() 
         CallStatus::Ok
     );
     assert!(!dir.path().join("spool/small.out").exists());
+    let done = store.get_call("done").await.unwrap().unwrap();
+    assert_eq!(done.compaction_state, CompactionState::Failed);
+    assert!(done.compaction_error.unwrap().contains("ended"));
 }
 
 #[tokio::test]

@@ -155,10 +155,12 @@ pub fn status_of(conn: &Connection, id: &str) -> Result<Option<String>> {
         .optional()?)
 }
 
-/// Owners (process instance ids) that still have `running` calls.
+/// Owners (process instance ids) that still have `running` calls or `pending` compactions.
 pub fn running_owners(conn: &Connection) -> Result<Vec<Option<String>>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT DISTINCT owner FROM tool_calls WHERE status = 'running'")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT owner FROM tool_calls
+         WHERE status = 'running' OR compaction_state = 'pending'",
+    )?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -170,6 +172,17 @@ pub fn running_of_owner(conn: &Connection, owner: Option<&str>) -> Result<Vec<St
     )?;
     let rows = stmt.query_map([owner], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Compactions a dead owner left `pending` become `failed` (the original projection stays).
+pub fn fail_pending_compactions(conn: &Connection, owner: Option<&str>) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE tool_calls SET compaction_state = 'failed',
+                compaction_error = 'the process ended before precompaction finished'
+             WHERE compaction_state = 'pending' AND owner IS ?1",
+        )?
+        .execute([owner])?)
 }
 
 /// Marks a running call `interrupted` (Execution stage), attaching the partial output if any.
