@@ -85,6 +85,9 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
     if args.json {
         return print_json(&rows);
     }
+    if rows.is_empty() {
+        eprintln!("aibuddy: no stored calls match");
+    }
     for row in &rows {
         println!("{}", human_line(row));
     }
