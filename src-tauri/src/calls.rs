@@ -84,6 +84,33 @@ impl Calls {
         token.map(|t| t.cancel()).is_some()
     }
 
+    /// Stops every running call (the window is closing).
+    pub fn cancel_all(&self) -> usize {
+        let tokens: Vec<CancellationToken> = self
+            .running
+            .lock()
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default();
+        for token in &tokens {
+            token.cancel();
+        }
+        tokens.len()
+    }
+
+    /// Waits until no call is running, up to `timeout`. True when none is left.
+    pub fn wait_idle(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.running.lock().map(|r| r.is_empty()).unwrap_or(true) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Confirmation requests waiting for the person.
     pub fn pending_confirms(&self) -> Vec<ConfirmRequest> {
         self.broker.pending()

@@ -36,6 +36,22 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
         ])
 }
 
+/// How long closing the window waits for stopped calls to finish (process groups killed, results
+/// recorded) before the process exits.
+pub const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Called when the app exits: stops every running call and waits (bounded) until each has ended and
+/// been recorded, so no child process outlives the window and no call is left half-written.
+pub fn on_exit(state: &ShellState) {
+    let stopped = state.calls.cancel_all();
+    if stopped > 0 {
+        tracing::info!(stopped, "window closing: stopping running calls");
+        if !state.calls.wait_idle(EXIT_GRACE) {
+            tracing::warn!("some calls did not finish within the exit grace period");
+        }
+    }
+}
+
 /// The app's context, generated from the root `tauri.conf.json` and `capabilities/` at build time.
 pub fn context<R: Runtime>() -> tauri::Context<R> {
     tauri::generate_context!("../tauri.conf.json")

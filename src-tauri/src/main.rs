@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use aibuddy::app::{App, AppOptions, default_data_dir};
 use aibuddy_desktop::{Args, NO_DISPLAY_MESSAGE, ShellState, has_display};
 use clap::Parser;
+use tauri::Manager;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -40,12 +41,18 @@ fn main() -> ExitCode {
     tracing::info!(project = %app.project_root.display(), "desktop app starting");
 
     let builder = aibuddy_desktop::wire(tauri::Builder::default(), ShellState::new(app));
-    match builder.run(aibuddy_desktop::context()) {
-        Ok(()) => ExitCode::SUCCESS,
+    let app = match builder.build(aibuddy_desktop::context()) {
+        Ok(app) => app,
         Err(error) => {
-            tracing::error!(%error, "the window could not run");
-            eprintln!("aibuddy-desktop: the window could not run: {error}");
-            ExitCode::from(1)
+            tracing::error!(%error, "the window could not start");
+            eprintln!("aibuddy-desktop: the window could not start: {error}");
+            return ExitCode::from(1);
         }
-    }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            aibuddy_desktop::on_exit(&handle.state::<ShellState>());
+        }
+    });
+    ExitCode::SUCCESS
 }

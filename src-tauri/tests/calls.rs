@@ -2,6 +2,7 @@
 //! project, live events over a `tauri::ipc::Channel`, confirmation answered by call id (the digest is
 //! the shell's business), and stop.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -239,4 +240,63 @@ fn stopping_a_call_that_waits_for_confirmation_ends_it_without_effect() {
         invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(),
         json!(false)
     );
+}
+
+#[test]
+fn closing_the_window_stops_running_calls() {
+    let f = fixture();
+    let call = call_in_background(
+        &f,
+        "write_file",
+        json!({ "path": "out.txt", "content": "hello" }),
+    );
+    wait_for_confirmation(&f);
+    aibuddy_desktop::on_exit(&f.app.state::<ShellState>());
+    // on_exit returns only once the call has ended.
+    assert!(f.app.state::<ShellState>().calls.wait_idle(Duration::ZERO));
+    let result = call.join().unwrap().unwrap();
+    assert_ne!(result["status"], json!("ok"), "{result}");
+    assert!(!f.project.path().join("out.txt").exists());
+}
+
+#[test]
+fn closing_the_window_ends_a_running_command_and_its_process_group() {
+    let f = fixture();
+    let call = call_in_background(
+        &f,
+        "execute",
+        json!({ "command": "echo $$ > pid.txt; echo started; sleep 30; echo never > late.txt" }),
+    );
+    let call_id = wait_for_confirmation(&f);
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": true })
+        )
+        .unwrap(),
+        json!(true)
+    );
+    // Wait until the shell has really started.
+    let pid_file = f.project.path().join("pid.txt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+
+    aibuddy_desktop::on_exit(&f.app.state::<ShellState>());
+    let result = call.join().unwrap().unwrap();
+    assert_eq!(result["status"], json!("cancelled"), "{result}");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the command's shell {pid} outlived the window"
+    );
+    assert!(!f.project.path().join("late.txt").exists());
 }
