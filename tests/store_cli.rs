@@ -124,6 +124,24 @@ fn history_and_show_return_what_call_stored_byte_for_byte() {
     assert_eq!(record["raw_output"]["kind"], "file");
     assert_eq!(record["raw_output_len"], expected.len());
     assert_eq!(record["confirm_decisions"][0]["decision"], "approved");
+    // The large model projection was precompacted before `call` exited; the offload document
+    // carries input and raw output, and the record points to it.
+    assert_eq!(record["compaction_state"], "compacted");
+    let pointer = record["recovery_pointer"].as_str().unwrap();
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(data.path().join(pointer)).unwrap()).unwrap();
+    assert_eq!(doc["input"]["command"], called["client"]["command"]);
+    assert_eq!(doc["raw_output_bytes"], expected.len());
+    assert_eq!(
+        doc["raw_output_text"],
+        String::from_utf8_lossy(&expected).as_ref()
+    );
+    assert!(
+        record["model_projection"]
+            .as_str()
+            .unwrap()
+            .contains("view_tool_call")
+    );
     let missing = aibuddy(project.path(), data.path(), &["show", "call_nope"]);
     assert_eq!(missing.status.code(), Some(1));
 }

@@ -110,12 +110,24 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         println!("error: {msg}");
     }
     println!("input: {}", rec.input);
-    if let Some(p) = &rec.recovery_pointer {
-        println!(
-            "compaction: {} (raw offloaded to {p})",
-            rec.compaction_state.as_str()
-        );
+    match (
+        rec.compaction_state,
+        &rec.recovery_pointer,
+        &rec.compaction_error,
+    ) {
+        (aibuddy_store::CompactionState::None, ..) => {}
+        (state, _, Some(err)) => println!(
+            "compaction: {} [Projection stage]: {err} (the original projection stays)",
+            state.as_str()
+        ),
+        (state, Some(p), None) => println!(
+            "compaction: {} by {} (raw input and output offloaded to {p})",
+            state.as_str(),
+            rec.compaction_strategy.as_deref().unwrap_or("?")
+        ),
+        (state, None, None) => println!("compaction: {}", state.as_str()),
     }
+
     if let Some(model) = &rec.model_projection {
         println!("--- model projection ---\n{model}");
     }

@@ -6,8 +6,10 @@
 //! 3. the compact text is made: the tool's `trim` hook (or the generic head/tail trim), the
 //!    `Summarizer` (falls back to trim when none), or a one-line note for `drop`;
 //! 4. if it is not smaller than the original, the original stays (`not_smaller`);
-//! 5. trim/summarize offload raw input+output to `compacted_outputs/<run>/<id>.json` and the text
-//!    ends with a note telling the model that `view_tool_call` recovers it;
+//! 5. trim/summarize offload raw input+output to `compacted_outputs/<run>/<id>.json` (input,
+//!    structured output, and for spooled outputs the raw bytes as text up to 1 MiB; the store
+//!    keeps every byte) and the text ends with a note telling the model that `view_tool_call`
+//!    recovers it;
 //! 6. the cache and the store row are replaced (the store again checks "only when smaller").
 //!
 //! Any failure is a Projection-stage failure: recorded on the row (`failed` + error), logged,
@@ -32,6 +34,9 @@ use crate::contract::Stage;
 use crate::events::CallStatus;
 use crate::pipeline::{AfterCall, CallOutcome};
 use crate::registry::{Compaction, RawOutput, Registry, ToolDef};
+
+/// Raw bytes copied into an offload document at most (the store keeps all of them).
+const OFFLOAD_RAW_MAX: u64 = 1024 * 1024;
 
 /// The model projections later steps see, by call id, after compaction replaced them.
 #[derive(Debug, Default)]
@@ -224,7 +229,7 @@ impl Compactor {
             return CompactionOutcome::NotSmaller;
         }
         let pointer = if pointer_needed {
-            let doc = json!({
+            let mut doc = json!({
                 "tool_call_id": job.tool_call_id,
                 "run_id": job.run_id,
                 "tool": job.tool.name(),
@@ -235,6 +240,28 @@ impl Compactor {
                 "raw_output_spooled": job.raw.spool.is_some(),
                 "model_projection": job.model,
             });
+            if job.raw.spool.is_some() {
+                // The raw bytes (a command's complete output) live with the call in the store;
+                // the document carries them too when they are of a readable size.
+                match self
+                    .store
+                    .read_raw_slice(&job.tool_call_id, 0, OFFLOAD_RAW_MAX)
+                    .await
+                {
+                    Ok(slice) => {
+                        doc["raw_output_bytes"] = json!(slice.total_len);
+                        doc["raw_output_text"] =
+                            json!(String::from_utf8_lossy(&slice.bytes).into_owned());
+                        doc["raw_output_text_truncated"] =
+                            json!(slice.total_len > slice.bytes.len() as u64);
+                    }
+                    Err(e) => {
+                        return self
+                            .fail(&job, name, format!("raw output unreadable: {e}"))
+                            .await;
+                    }
+                }
+            }
             match self
                 .store
                 .write_compacted_output(&job.run_id, &job.tool_call_id, &doc)
