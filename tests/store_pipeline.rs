@@ -590,3 +590,26 @@ impl ToolConfig for RiskyCfg {
         }])
     }
 }
+
+#[tokio::test]
+async fn stopping_cancels_a_pending_compaction_and_keeps_the_original() {
+    // The summarizer never answers; a stop must still end the background work.
+    let e = env(Some(Arc::new(GateSummarizer {
+        gate: Arc::new(Notify::new()),
+    })))
+    .await;
+    let out = call(&e, "bigsum", json!({"n": BIG})).await;
+    assert_eq!(out.status, CallStatus::Ok);
+    e.persistence.compactor.cancel();
+    e.persistence.compactor.wait_idle().await;
+    let rec = e
+        .persistence
+        .store
+        .get_call(&out.tool_call_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.compaction_state, CompactionState::Failed);
+    assert_eq!(rec.compaction_error.as_deref(), Some("cancelled"));
+    assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
+}

@@ -96,6 +96,7 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     let cancel = CancellationToken::new();
     // Ctrl-C cancels the call cleanly; a second Ctrl-C exits at once.
     let c2 = cancel.clone();
+    let stop = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\naibuddy: cancelling (Ctrl-C again to exit now)");
@@ -139,8 +140,15 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         }
     }
     // The result is already delivered; let background precompaction finish before exiting.
+    // Ctrl-C stops it (the original projection stays).
     if let Some(p) = &app.persistence {
-        p.compactor.wait_idle().await;
+        tokio::select! {
+            _ = p.compactor.wait_idle() => {}
+            _ = stop.cancelled() => {
+                p.compactor.cancel();
+                p.compactor.wait_idle().await;
+            }
+        }
     }
     exit_code(outcome.status)
 }
