@@ -38,7 +38,7 @@ function renderTool(tool: ToolListing): HTMLElement {
       ? h("p", { class: "tool-meta", "data-testid": "confinement", title: "Confinement the sandbox applies to commands" }, `confinement: ${tool.confinement}`)
       : null,
     state === "absent"
-      ? h("p", { class: "tool-absent", "data-testid": "absent-reason" }, h("span", { class: "sr-label" }, "Absent: "), tool.absent_reason ?? "")
+      ? h("p", { class: "tool-reason", "data-testid": "absent-reason" }, h("span", { class: "sr-label" }, "Absent: "), tool.absent_reason ?? "")
       : null,
   );
 }
