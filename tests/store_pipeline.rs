@@ -613,3 +613,35 @@ async fn stopping_cancels_a_pending_compaction_and_keeps_the_original() {
     assert_eq!(rec.compaction_error.as_deref(), Some("cancelled"));
     assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
 }
+
+#[tokio::test]
+async fn view_tool_call_does_not_reach_calls_of_another_project() {
+    let e = env(None).await;
+    let mut fin = aibuddy_store::CallFinish::new("call_elsewhere", aibuddy_store::CallStatus::Ok);
+    fin.raw_output = b"secret of another project".to_vec();
+    e.persistence
+        .store
+        .record_call(
+            aibuddy_store::CallStart {
+                tool_call_id: "call_elsewhere".into(),
+                run_id: "run_other".into(),
+                project_root: Some("/some/other/project".into()),
+                tool: "read_file".into(),
+                config: "filesystem".into(),
+                input: "{}".into(),
+                started_at_ms: None,
+            },
+            fin,
+        )
+        .await
+        .unwrap();
+    let out = call(
+        &e,
+        "view_tool_call",
+        json!({"tool_call_id": "call_elsewhere"}),
+    )
+    .await;
+    assert_eq!(out.status, CallStatus::Error);
+    assert!(!out.model.contains("secret"), "{}", out.model);
+    assert!(out.model.contains("no stored tool call"), "{}", out.model);
+}

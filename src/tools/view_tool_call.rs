@@ -98,18 +98,26 @@ fn store_error(e: StoreError) -> ToolError {
     }
 }
 
-/// Reads one page of a call (blocking; run on a blocking thread).
+/// Reads one page of a call (blocking; run on a blocking thread). Calls of another project are
+/// reported as unknown: recovery does not reach past the open project.
 fn read_page(
     data_dir: &std::path::Path,
+    project_root: &std::path::Path,
     id: &str,
     offset: u64,
     limit: u64,
 ) -> Result<Value, ToolError> {
     let reader = Reader::open(data_dir).map_err(store_error)?;
+    let unknown = || store_error(StoreError::CallNotFound(id.to_string()));
+    match reader.project_root_of(id).map_err(store_error)? {
+        None => return Err(unknown()),
+        Some(Some(root)) if root != project_root.display().to_string() => return Err(unknown()),
+        Some(_) => {}
+    }
     let rec = reader
         .get_call(id)
         .map_err(store_error)?
-        .ok_or_else(|| store_error(StoreError::CallNotFound(id.to_string())))?;
+        .ok_or_else(unknown)?;
     let slice = reader
         .read_raw_slice(id, offset, limit)
         .map_err(store_error)?;
@@ -117,20 +125,27 @@ fn read_page(
     Ok(page_value(&rec, offset, &text, next, slice.total_len))
 }
 
+/// At most `INPUT_PREVIEW_CHARS` characters of `s`, saying how many were left out.
+fn preview(s: String) -> String {
+    let n = s.chars().count();
+    if n > INPUT_PREVIEW_CHARS {
+        let head: String = s.chars().take(INPUT_PREVIEW_CHARS).collect();
+        format!("{head}... [{} more characters]", n - INPUT_PREVIEW_CHARS)
+    } else {
+        s
+    }
+}
+
 fn page_value(rec: &CallRecord, offset: u64, text: &str, next: u64, total: u64) -> Value {
     let input = (offset == 0).then(|| {
-        let s = match &rec.input {
+        preview(match &rec.input {
             Value::String(s) => s.clone(),
             other => other.to_string(),
-        };
-        let n = s.chars().count();
-        if n > INPUT_PREVIEW_CHARS {
-            let head: String = s.chars().take(INPUT_PREVIEW_CHARS).collect();
-            format!("{head}... [{} more characters]", n - INPUT_PREVIEW_CHARS)
-        } else {
-            s
-        }
+        })
     });
+    let structured = (offset == 0)
+        .then(|| rec.output_json.as_ref().map(|v| preview(v.to_string())))
+        .flatten();
     json!({
         "tool_call_id": rec.tool_call_id,
         "tool": rec.tool,
@@ -140,7 +155,7 @@ fn page_value(rec: &CallRecord, offset: u64, text: &str, next: u64, total: u64) 
         "duration_ms": rec.duration_ms,
         "input": input,
         "raw_format": rec.raw_format.map(RawFormat::as_str),
-        "structured_output": if offset == 0 { rec.output_json.clone() } else { None },
+        "structured_output": structured,
         "partial": rec.raw_output_partial,
         "offset": offset.min(total),
         "next_offset": (next < total).then_some(next),
@@ -162,9 +177,11 @@ impl ToolHandler for ViewToolCall {
             .unwrap_or(DEFAULT_LIMIT)
             .clamp(1, MAX_LIMIT);
         let data_dir = ctx.services.data_dir.clone();
-        let page = tokio::task::spawn_blocking(move || read_page(&data_dir, &id, offset, limit))
-            .await
-            .map_err(|e| ToolError::execution("internal", e.to_string()))??;
+        let project = ctx.services.project_root.clone();
+        let page =
+            tokio::task::spawn_blocking(move || read_page(&data_dir, &project, &id, offset, limit))
+                .await
+                .map_err(|e| ToolError::execution("internal", e.to_string()))??;
         Ok(RawOutput::json(page))
     }
 
@@ -195,7 +212,7 @@ fn model_text(p: &Value) -> String {
     if let Some(input) = p["input"].as_str() {
         out.push_str(&format!("input: {input}\n"));
     }
-    if let Some(structured) = p.get("structured_output").filter(|v| !v.is_null()) {
+    if let Some(structured) = p["structured_output"].as_str() {
         out.push_str(&format!("structured output: {structured}\n"));
     }
     let offset = p["offset"].as_u64().unwrap_or(0);

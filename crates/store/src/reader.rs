@@ -60,6 +60,12 @@ impl Reader {
         tool_calls::get(&self.conn, tool_call_id)
     }
 
+    /// The project root of the call's run: `None` when the call does not exist, `Some(None)` when
+    /// its run has no project.
+    pub fn project_root_of(&self, tool_call_id: &str) -> Result<Option<Option<String>>> {
+        tool_calls::project_root_of(&self.conn, tool_call_id)
+    }
+
     pub fn read_raw_slice(&self, tool_call_id: &str, offset: u64, limit: u64) -> Result<RawSlice> {
         raw_slice(&self.conn, &self.paths, tool_call_id, offset, limit)
     }

@@ -558,4 +558,9 @@ async fn the_read_only_reader_sees_committed_calls() {
     );
     assert_eq!(reader.read_raw_slice("r1", 2, 3).unwrap().bytes, b"cde");
     assert_eq!(reader.history(&HistoryFilter::default()).unwrap().len(), 1);
+    assert_eq!(
+        reader.project_root_of("r1").unwrap(),
+        Some(Some("/projects/demo".to_string()))
+    );
+    assert_eq!(reader.project_root_of("nope").unwrap(), None);
 }

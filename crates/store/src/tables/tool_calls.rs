@@ -453,6 +453,18 @@ pub fn replace_model_projection(
     Ok(false)
 }
 
+/// The project root of the run a call belongs to (`None` when the run has no project).
+pub fn project_root_of(conn: &Connection, id: &str) -> Result<Option<Option<String>>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT p.root FROM tool_calls c JOIN runs r ON r.run_id = c.run_id
+             LEFT JOIN projects p ON p.project_id = r.project_id
+             WHERE c.tool_call_id = ?1",
+        )?
+        .query_row([id], |r| r.get::<_, Option<String>>(0))
+        .optional()?)
+}
+
 /// Every raw-output file path referenced from a row (for orphan clean-up).
 pub fn referenced_files(conn: &Connection) -> Result<std::collections::HashSet<String>> {
     let mut stmt = conn.prepare_cached(
