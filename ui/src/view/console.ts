@@ -68,7 +68,15 @@ export function createConsole(api: Api): Console {
   args.value = "{}";
   const run = h("button", { class: "button button-primary", type: "button", "data-testid": "console-run", disabled: true }, "Run");
   const stop = h("button", { class: "button", type: "button", "data-testid": "console-stop", disabled: true }, "Stop");
-  const output = h("div", { class: "console-output", "aria-live": "polite", "data-testid": "console-output" });
+  const output = h(
+    "div",
+    { class: "console-output", "aria-live": "polite", "data-testid": "console-output" },
+    h(
+      "p",
+      { class: "console-hint" },
+      "Pick an active tool and give its arguments as JSON. The call goes through the same checks as the agent's: writes and commands ask for your approval first.",
+    ),
+  );
 
   let running = false;
   let callId: string | null = null;
