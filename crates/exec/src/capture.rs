@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::outcome::{SpoolInfo, StreamStats};
@@ -61,9 +61,11 @@ impl HeadTail {
 }
 
 /// Raw combined output written to a file up to a cap; beyond it bytes are only counted.
+/// Each chunk is written straight through (no user-space buffer), so when the process dies, even by
+/// `kill -9`, everything read so far is in the file for the next start to attach as partial output.
 pub(crate) struct Spool {
     path: PathBuf,
-    writer: Option<BufWriter<File>>,
+    writer: Option<File>,
     cap: u64,
     written: u64,
     omitted: u64,
@@ -77,7 +79,7 @@ impl Spool {
         let file = File::create(&path)?;
         Ok(Self {
             path,
-            writer: Some(BufWriter::with_capacity(64 * 1024, file)),
+            writer: Some(file),
             cap,
             written: 0,
             omitted: 0,
