@@ -16,6 +16,21 @@ run: setup
 test: setup
 	@bash scripts/test.sh
 
+build-ui: setup
+	npm run --silent build
+
+build-app: build-ui
+	cargo build --locked -p aibuddy-desktop --features custom-protocol
+
+test-rust: setup
+	cargo test --workspace --exclude aibuddy-desktop --locked
+
+test-ui: setup
+	@bash scripts/test-ui.sh
+
+test-e2e: setup
+	@bash scripts/test-e2e.sh
+
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
