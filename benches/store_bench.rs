@@ -90,9 +90,7 @@ async fn per_call_overhead(dir: &std::path::Path) {
         .expect("consistent"),
     );
     let data = dir.join("calls");
-    let p = Persistence::open(&data, dir, registry.clone(), None)
-        .await
-        .expect("store");
+    let p = Persistence::open(&data, dir, None).await.expect("store");
     let mut settings = Settings::default();
     settings.tools.enabled.push("bench".into());
     let runner = Runner {

@@ -186,17 +186,12 @@ impl App {
         let mut host = host_caps(&services);
         let registry = capabilities.registry();
         capabilities.fill_host(&mut host);
-        let persistence = crate::results::Persistence::open(
-            &opts.data_dir,
-            &project_root,
-            registry.clone(),
-            None,
-        )
-        .await
-        .map_err(|e| AppError::DataDir {
-            path: opts.data_dir.clone(),
-            reason: e.to_string(),
-        })?;
+        let persistence = crate::results::Persistence::open(&opts.data_dir, &project_root, None)
+            .await
+            .map_err(|e| AppError::DataDir {
+                path: opts.data_dir.clone(),
+                reason: e.to_string(),
+            })?;
         host.store = true;
         Ok(App {
             project_root,

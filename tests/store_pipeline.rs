@@ -158,7 +158,7 @@ async fn env(summarizer: Option<Arc<dyn Summarizer>>) -> Env {
     metas.push(aibuddy::tools::view_tool_call::meta());
     let registry = Arc::new(Registry::build(configs, metas).expect("consistent"));
     let data_dir = dir.path().join("data");
-    let persistence = Persistence::open(&data_dir, dir.path(), registry.clone(), summarizer)
+    let persistence = Persistence::open(&data_dir, dir.path(), summarizer)
         .await
         .unwrap();
     let mut settings = Settings::default();

@@ -24,7 +24,7 @@ use crate::confirm::{ConfirmBroker, ConfirmRequest, call_digest, needs_confirmat
 use crate::contract::{Stage, ToolError};
 use crate::discovery::{Exposure, ToolSet};
 use crate::events::{CallStatus, Event, EventSink};
-use crate::registry::{CallContext, RawOutput, Registry, ToolDef};
+use crate::registry::{CallContext, Compaction, RawOutput, Registry, ToolDef};
 use crate::services::Services;
 pub use record::{CallEnd, CallRecorder, CallStart, ConfirmRecord, MemoryRecorder, now_ms};
 
@@ -58,12 +58,21 @@ pub struct CallOutcome {
     pub confirm: Option<ConfirmRecord>,
 }
 
+/// What the owning config declares about a call's results, taken from the registry at call time
+/// (so tools that join later, e.g. MCP tools after `list_changed`, carry their own policy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultPolicy {
+    pub config_key: String,
+    pub compaction: Compaction,
+    pub disposable: bool,
+}
+
 /// Something that wants to see every finished call with its raw output (background precompaction).
 pub trait AfterCall: Send + Sync {
     fn after_call(
         &self,
         tool: &ToolDef,
-        config_key: &str,
+        policy: &ResultPolicy,
         args: &Value,
         raw: &RawOutput,
         outcome: &CallOutcome,
@@ -148,7 +157,7 @@ impl Runner {
             )
             .await;
         match result {
-            Ok((tool, args, raw)) => {
+            Ok((tool, policy, args, raw)) => {
                 let client = tool.handler.client(&args, &raw);
                 let model = tool.handler.model(&args, &raw);
                 let outcome = CallOutcome {
@@ -204,8 +213,8 @@ impl Runner {
                     client: outcome.client.clone(),
                     duration_ms: outcome.duration_ms,
                 });
-                if let (Some(after), Some(key)) = (&self.after_call, &config_key) {
-                    after.after_call(&tool, key, &args, &raw, &outcome);
+                if let Some(after) = &self.after_call {
+                    after.after_call(&tool, &policy, &args, &raw, &outcome);
                 }
                 outcome
             }
@@ -231,7 +240,7 @@ impl Runner {
         cancel: CancellationToken,
         events: Arc<dyn EventSink>,
         confirm_record: &mut Option<ConfirmRecord>,
-    ) -> Result<(ToolDef, Value, RawOutput), Failure> {
+    ) -> Result<(ToolDef, ResultPolicy, Value, RawOutput), Failure> {
         let err = |error: ToolError| Failure {
             status: CallStatus::Error,
             error,
@@ -273,13 +282,18 @@ impl Runner {
                 )));
             }
         }
-        let Some((tool, _rc)) = self.registry.get(&req.name) else {
+        let Some((tool, rc)) = self.registry.get(&req.name) else {
             return Err(err(ToolError::discovery(
                 "unknown_tool",
                 format!("`{}` is listed but not registered", req.name),
             )));
         };
         let tool = tool.clone();
+        let policy = ResultPolicy {
+            config_key: rc.meta.key.clone(),
+            compaction: rc.config.compaction(),
+            disposable: rc.meta.disposable,
+        };
         // Parameters
         let args = tool.spec.parse_args(&req.arguments).map_err(err)?;
         let ctx = CallContext {
@@ -373,7 +387,7 @@ impl Runner {
         }
         // Execution (+ the tool's own verification)
         match tool.handler.run(&ctx, &args).await {
-            Ok(raw) => Ok((tool, args, raw)),
+            Ok(raw) => Ok((tool, policy, args, raw)),
             Err(e) => {
                 let status = if cancel.is_cancelled() || e.code == "cancelled" {
                     CallStatus::Cancelled

@@ -32,8 +32,8 @@ use super::tokens::{
 use super::trim::head_tail_trim;
 use crate::contract::Stage;
 use crate::events::CallStatus;
-use crate::pipeline::{AfterCall, CallOutcome};
-use crate::registry::{Compaction, RawOutput, Registry, ToolDef};
+use crate::pipeline::{AfterCall, CallOutcome, ResultPolicy};
+use crate::registry::{RawOutput, ToolDef};
 
 /// Raw bytes copied into an offload document at most (the store keeps all of them).
 const OFFLOAD_RAW_MAX: u64 = 1024 * 1024;
@@ -90,7 +90,6 @@ pub fn recovery_note(tool_call_id: &str, strategy: &str, original_tokens: usize)
 
 pub struct Compactor {
     store: Store,
-    registry: Arc<Registry>,
     summarizer: Option<Arc<dyn Summarizer>>,
     threshold: usize,
     cache: Arc<ProjectionCache>,
@@ -99,14 +98,9 @@ pub struct Compactor {
 }
 
 impl Compactor {
-    pub fn new(
-        store: Store,
-        registry: Arc<Registry>,
-        summarizer: Option<Arc<dyn Summarizer>>,
-    ) -> Self {
+    pub fn new(store: Store, summarizer: Option<Arc<dyn Summarizer>>) -> Self {
         Compactor {
             store,
-            registry,
             summarizer,
             threshold: PRECOMPACTION_THRESHOLD,
             cache: Arc::new(ProjectionCache::default()),
@@ -137,20 +131,10 @@ impl Compactor {
         self.tracker.reopen();
     }
 
-    fn strategy_of(&self, config_key: &str) -> (Compaction, bool) {
-        self.registry
-            .configs()
-            .iter()
-            .find(|rc| rc.meta.key == config_key)
-            .map_or((Compaction::None, false), |rc| {
-                (rc.config.compaction(), rc.meta.disposable)
-            })
-    }
-
     /// Compacts one finished call now (the background task runs this).
     pub async fn compact(&self, job: Job) -> CompactionOutcome {
         let tokens = estimate_tokens(&job.model);
-        let (strategy, disposable) = self.strategy_of(&job.config_key);
+        let (strategy, disposable) = (job.policy.compaction, job.policy.disposable);
         let decided = plan(
             strategy,
             disposable,
@@ -186,7 +170,7 @@ impl Compactor {
                         name,
                         format!(
                             "config `{}` asks for drop but its output is not declared disposable",
-                            job.config_key
+                            job.policy.config_key
                         ),
                     )
                     .await;
@@ -233,7 +217,7 @@ impl Compactor {
                 "tool_call_id": job.tool_call_id,
                 "run_id": job.run_id,
                 "tool": job.tool.name(),
-                "config": job.config_key,
+                "config": job.policy.config_key,
                 "strategy": name,
                 "input": job.args,
                 "output": job.raw.value,
@@ -352,7 +336,8 @@ impl Compactor {
 pub struct Job {
     pub tool_call_id: String,
     pub run_id: String,
-    pub config_key: String,
+    /// The owning config's compaction strategy and disposability, as of the call.
+    pub policy: ResultPolicy,
     pub tool: ToolDef,
     pub args: Value,
     pub raw: RawOutput,
@@ -364,7 +349,7 @@ impl AfterCall for Arc<Compactor> {
     fn after_call(
         &self,
         tool: &ToolDef,
-        config_key: &str,
+        policy: &ResultPolicy,
         args: &Value,
         raw: &RawOutput,
         outcome: &CallOutcome,
@@ -379,7 +364,7 @@ impl AfterCall for Arc<Compactor> {
         let job = Job {
             tool_call_id: outcome.tool_call_id.clone(),
             run_id: outcome.run_id.clone(),
-            config_key: config_key.to_string(),
+            policy: policy.clone(),
             tool: tool.clone(),
             args: args.clone(),
             raw: raw.clone(),

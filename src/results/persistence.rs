@@ -7,7 +7,6 @@ use aibuddy_store::{Store, StoreError};
 
 use super::{Compactor, StoreRecorder, Summarizer};
 use crate::pipeline::{AfterCall, CallRecorder};
-use crate::registry::Registry;
 
 /// The store and the two pipeline hooks built on it.
 #[derive(Clone)]
@@ -23,7 +22,6 @@ impl Persistence {
     pub async fn open(
         data_dir: &Path,
         project_root: &Path,
-        registry: Arc<Registry>,
         summarizer: Option<Arc<dyn Summarizer>>,
     ) -> Result<Persistence, StoreError> {
         let dir = data_dir.to_path_buf();
@@ -35,7 +33,7 @@ impl Persistence {
         }
         Ok(Persistence {
             recorder: Arc::new(StoreRecorder::new(store.clone(), Some(project_root))),
-            compactor: Arc::new(Compactor::new(store.clone(), registry, summarizer)),
+            compactor: Arc::new(Compactor::new(store.clone(), summarizer)),
             store,
         })
     }
