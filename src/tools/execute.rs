@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, Confinement, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink,
-    HARD_DEADLINE_GRACE, Stream, Termination, confinement_support, filter_env, project_for_model,
+    HARD_DEADLINE_GRACE, Stream, Termination, confinement_support, filter_env, model_text,
     timeout_from_ms, with_hard_deadline,
 };
 use aibuddy_sandbox::{Sandbox, SandboxError};
@@ -267,6 +267,7 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         Termination::Exited { code } => (Some(code), None),
         Termination::Signaled { signal } => (None, Some(signal)),
     };
+    let model = model_text(outcome);
     json!({
         "command": args.command,
         "description": args.description,
@@ -280,14 +281,17 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "killed_leftovers": outcome.killed_leftovers,
         "stdout_bytes": outcome.stdout.total_bytes,
         "stderr_bytes": outcome.stderr.total_bytes,
-        "omitted_middle_bytes": outcome.omitted_middle_bytes,
+        // Bytes the model text leaves out (capture gap plus the character cap); the capture gap
+        // alone is kept as `capture_omitted_bytes`.
+        "omitted_middle_bytes": model.omitted_bytes,
+        "capture_omitted_bytes": outcome.omitted_middle_bytes,
         "spool": outcome.spool,
         "confinement": outcome.confinement,
         "confinement_label": outcome.confinement.label(),
         "writable_roots": req.writable_roots,
         "network_allowed": req.network_allowed,
         "env_dropped": outcome.env_dropped,
-        "model": project_for_model(outcome),
+        "model": model.text,
     })
 }
 

@@ -35,7 +35,7 @@ pub use env::{EnvDecision, decide as env_decide, filter_env};
 pub use error::{ErrorStage, ExecError};
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
-pub use projection::{MODEL_CHAR_CAP, project_for_model};
+pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE, DEFAULT_SPOOL_CAP,
     DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_TIMEOUT, timeout_from_ms,

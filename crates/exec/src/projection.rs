@@ -31,9 +31,26 @@ pub fn project_for_model(outcome: &ExecOutcome) -> String {
     project_with_cap(outcome, MODEL_CHAR_CAP)
 }
 
+/// The model text and how many output bytes it leaves out (the middle cut of the capture buffers
+/// plus whatever the character cap cut further), so display fields agree with what the model saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelText {
+    pub text: String,
+    pub omitted_bytes: u64,
+}
+
+/// [`project_for_model`] with the omitted byte count.
+pub fn model_text(outcome: &ExecOutcome) -> ModelText {
+    project_detailed(outcome, MODEL_CHAR_CAP)
+}
+
 /// As [`project_for_model`] with another cap (at least a few hundred characters are needed for
 /// any output to show).
 pub fn project_with_cap(outcome: &ExecOutcome, cap: usize) -> String {
+    project_detailed(outcome, cap).text
+}
+
+fn project_detailed(outcome: &ExecOutcome, cap: usize) -> ModelText {
     let exit = match outcome.termination {
         Termination::Exited { code } => format!("code {code}"),
         Termination::Signaled { signal } => format!("signal {signal} ({})", signal_name(signal)),
@@ -86,7 +103,10 @@ pub fn project_with_cap(outcome: &ExecOutcome, cap: usize) -> String {
         // Only reachable with absurdly small caps; never cut inside a character.
         out = out.chars().take(cap).collect();
     }
-    out
+    ModelText {
+        text: out,
+        omitted_bytes: body.omitted,
+    }
 }
 
 struct Body {
@@ -301,13 +321,36 @@ fn signal_name(signal: i32) -> &'static str {
 }
 
 #[cfg(test)]
+mod model_text_tests {
+    use super::*;
+
+    #[test]
+    fn omitted_bytes_match_the_text() {
+        let short = outcome_for_test(b"hello\n");
+        assert_eq!(model_text(&short).omitted_bytes, 0);
+        // 200 KB contiguous in the head buffer alone: the character cap cuts it, not the capture.
+        let big = outcome_for_test(&vec![b'x'; 200_000]);
+        let m = model_text(&big);
+        assert!(m.omitted_bytes > 0);
+        assert!(
+            m.text
+                .contains(&format!("omitted_middle_bytes: {}", m.omitted_bytes))
+        );
+    }
+
+    fn outcome_for_test(data: &[u8]) -> ExecOutcome {
+        super::tests::outcome_from(data, 1 << 20, 1 << 20)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::capture::HeadTail;
     use crate::outcome::{Confinement, StreamStats};
     use std::time::Duration;
 
-    fn outcome_from(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
+    pub(super) fn outcome_from(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
         let mut ht = HeadTail::new(head, tail);
         for c in data.chunks(4096) {
             ht.push(c);

@@ -525,3 +525,22 @@ async fn a_command_cannot_write_outside_the_project() {
             .starts_with("landlock-v")
     );
 }
+
+#[tokio::test]
+async fn display_cut_agrees_with_the_model_text() {
+    let f = fixture(Settings::default());
+    let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
+    // ~109 KB: fits the capture buffers (no capture gap) but not the 30,000-character model text.
+    let a = json!({"command": "seq 1 20000"});
+    let raw = ExecuteHandler.run(&c, &a).await.unwrap();
+    let client = ExecuteHandler.client(&a, &raw);
+    let model = ExecuteHandler.model(&a, &raw);
+    assert!(model.chars().count() <= 30_000);
+    assert_eq!(client["cut"], json!(true), "{client}");
+    let omitted = client["omitted_middle_bytes"].as_u64().unwrap();
+    assert!(
+        model.contains(&format!("omitted_middle_bytes: {omitted}")),
+        "{model}"
+    );
+    assert!(model.contains(&format!("[... {omitted} bytes omitted ...]")));
+}
