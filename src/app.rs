@@ -131,10 +131,20 @@ pub fn host_caps(services: &Services) -> HostCaps {
     host
 }
 
+/// Layered settings plus the problems only the registry can see (tool keys naming no config).
+fn load_settings(data_dir: &Path, project: &Path) -> LoadedSettings {
+    let mut loaded = settings::load(data_dir, project);
+    let metas = tools::builtin_metas();
+    let known: Vec<&str> = metas.iter().map(|m| m.key.as_str()).collect();
+    let mut unknown = settings::unknown_tool_keys(&loaded, &known);
+    loaded.problems.append(&mut unknown);
+    loaded
+}
+
 /// Run the startup checks without opening anything else.
 pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
     let project = resolve_project(&opts.project)?;
-    let loaded = settings::load(&opts.data_dir, &project);
+    let loaded = load_settings(&opts.data_dir, &project);
     let consistency = match Registry::build(tools::builtin_configs(), tools::builtin_metas()) {
         Ok(_) => Vec::new(),
         Err(problems) => problems,
@@ -161,7 +171,7 @@ impl App {
             path: opts.data_dir.clone(),
             reason: e.to_string(),
         })?;
-        let loaded = settings::load(&opts.data_dir, &project_root);
+        let loaded = load_settings(&opts.data_dir, &project_root);
         for p in &loaded.problems {
             tracing::warn!("settings: {p}");
         }
@@ -242,6 +252,17 @@ impl App {
     ) -> Vec<discovery::PresentedTool> {
         let toolset = self.run_toolset(run_id);
         discovery::present(&toolset, &self.capabilities.registry(), presentation)
+    }
+
+    /// The runtime instructions joining the system prompt of `run_id` now: one block per config
+    /// with an active tool, each headed by its config key.
+    pub fn instructions(&self, run_id: &str) -> String {
+        let toolset = self.run_toolset(run_id);
+        discovery::instructions(&self.capabilities.registry(), &toolset)
+            .into_iter()
+            .map(|(key, text)| format!("## Tools: {key}\n{}", text.trim_end()))
+            .collect::<Vec<_>>()
+            .join("\n\n")
     }
 
     /// Every tool a new run would have.

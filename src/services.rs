@@ -42,6 +42,7 @@ pub fn open_sandbox(
     let kind: SandboxKind = kind
         .parse()
         .map_err(|e| format!("sandbox kind `{kind}` is not known: {e}"))?;
+    // The sandbox's own error already names the kind and why it is unavailable.
     aibuddy_sandbox::create_sandbox(kind, &SandboxSettings::new(project_root))
-        .map_err(|e| format!("sandbox `{kind}` is unavailable: {e}"))
+        .map_err(|e| e.to_string())
 }

@@ -230,6 +230,16 @@ fn sanitize(file: &str, text: &str, problems: &mut Vec<SettingsProblem>) -> Map<
         };
         let mut kept = Map::new();
         for (field, fv) in fields {
+            if let Some(message) = invalid_value(&section, &field, &fv) {
+                problems.push(SettingsProblem {
+                    file: file.to_string(),
+                    line: locate_key(text, &field, section_pos.map_or(0, |(_, p)| p))
+                        .map(|(l, _)| l),
+                    field: format!("{section}.{field}"),
+                    message,
+                });
+                continue;
+            }
             let mut probe = Map::new();
             probe.insert(field.clone(), fv.clone());
             match check(&Value::Object(probe)) {
@@ -242,10 +252,7 @@ fn sanitize(file: &str, text: &str, problems: &mut Vec<SettingsProblem>) -> Map<
                     let message = if msg.starts_with("unknown field") {
                         msg.split(" at line").next().unwrap_or(&msg).to_string()
                     } else {
-                        format!(
-                            "wrong type: {}; using the default",
-                            msg.split(" at line").next().unwrap_or(&msg)
-                        )
+                        wrong_type_message(&fv, &msg)
                     };
                     problems.push(SettingsProblem {
                         file: file.to_string(),
@@ -259,6 +266,74 @@ fn sanitize(file: &str, text: &str, problems: &mut Vec<SettingsProblem>) -> Map<
         clean.insert(section, Value::Object(kept));
     }
     clean
+}
+
+/// The JSON type of a value, in words.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// "wrong type" without quoting the value: settings may hold secrets, and problems reach logs.
+fn wrong_type_message(value: &Value, serde_msg: &str) -> String {
+    let expected = serde_msg
+        .split(", expected ")
+        .nth(1)
+        .map(|e| e.split(" at line").next().unwrap_or(e).trim())
+        .filter(|e| !e.is_empty())
+        .unwrap_or("another type");
+    format!(
+        "wrong type: found {}, expected {expected}; using the default",
+        json_type(value)
+    )
+}
+
+/// Values that have the right type but are not allowed.
+fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
+    match (section, field, value) {
+        ("sandbox", "kind", Value::String(kind)) if !SANDBOX_KINDS.contains(&kind.as_str()) => {
+            Some(format!(
+                "unknown sandbox kind (known: {}); using the default `local`",
+                SANDBOX_KINDS.join(", ")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Sandbox kinds a settings file may name (only `local` runs in this build; the others are
+/// reported unavailable by the sandbox factory).
+pub const SANDBOX_KINDS: &[&str] = &["local", "daytona", "e2b"];
+
+/// Problems with configured tool keys: keys that name no registered config. MCP keys
+/// (`mcp:<server>`) are checked against `mcp.json` by the capability plane instead.
+pub fn unknown_tool_keys(loaded: &LoadedSettings, known: &[&str]) -> Vec<SettingsProblem> {
+    let s = &loaded.settings.tools;
+    let mut out = Vec::new();
+    for (list, keys) in [("enabled", &s.enabled), ("disabled", &s.disabled)] {
+        for key in keys.iter() {
+            if key.starts_with("mcp:") || known.contains(&key.as_str()) {
+                continue;
+            }
+            out.push(SettingsProblem {
+                file: loaded
+                    .files
+                    .last()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_else(|| "(defaults)".to_string()),
+                line: None,
+                field: format!("tools.{list}"),
+                message: format!("`{key}` names no tool config (known: {})", known.join(", ")),
+            });
+        }
+    }
+    out
 }
 
 /// Merge `over` into `base` section by section, field by field.
@@ -381,6 +456,56 @@ mod tests {
         );
         assert!(l.problems[0].message.contains("wrong type"));
         assert!(l.problems[1].message.contains("unknown field"));
+    }
+
+    #[test]
+    fn wrong_type_never_quotes_the_value() {
+        let text = r#"{"exec": {"network": "sk-live-SECRET123"}, "sandbox": {"kind": 7}}"#;
+        let l = layer(&[("p.json".into(), text.into())]);
+        assert_eq!(l.problems.len(), 2);
+        for p in &l.problems {
+            assert!(!p.message.contains("SECRET"), "{}", p.message);
+        }
+        assert_eq!(
+            l.problems[0].message,
+            "wrong type: found a string, expected a boolean; using the default"
+        );
+        assert!(l.settings.exec.network);
+    }
+
+    #[test]
+    fn unknown_sandbox_kind_is_reported_and_defaults_to_local() {
+        let text = "{\n  \"sandbox\": {\n    \"kind\": \"docker\"\n  }\n}";
+        let l = layer(&[("p.json".into(), text.into())]);
+        assert_eq!(l.settings.sandbox.kind, "local");
+        assert_eq!(l.problems.len(), 1);
+        assert_eq!(l.problems[0].field, "sandbox.kind");
+        assert_eq!(l.problems[0].line, Some(3));
+        assert!(l.problems[0].message.contains("unknown sandbox kind"));
+        let ok = layer(&[("p.json".into(), r#"{"sandbox": {"kind": "e2b"}}"#.into())]);
+        assert!(ok.problems.is_empty());
+        assert_eq!(ok.settings.sandbox.kind, "e2b");
+    }
+
+    #[test]
+    fn unknown_tool_keys_are_problems() {
+        let mut l = layer(&[(
+            "p.json".into(),
+            r#"{"tools": {"enabled": ["filesystm", "execute", "mcp:time"], "disabled": ["nope"]}}"#
+                .into(),
+        )]);
+        l.files.push("p.json".into());
+        let problems = unknown_tool_keys(&l, &["filesystem", "execute"]);
+        let got: Vec<(&str, bool)> = problems
+            .iter()
+            .map(|p| {
+                (
+                    p.field.as_str(),
+                    p.message.starts_with("`filesystm`") || p.message.starts_with("`nope`"),
+                )
+            })
+            .collect();
+        assert_eq!(got, vec![("tools.enabled", true), ("tools.disabled", true)]);
     }
 
     #[test]

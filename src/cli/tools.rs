@@ -1,4 +1,4 @@
-//! `aibuddy tools list|check`.
+//! `aibuddy tools list|check|search|instructions`.
 
 use std::process::ExitCode;
 
@@ -22,11 +22,31 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The runtime instructions a new run's system prompt would get from its active tools.
+    Instructions {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
     match cmd {
         ToolsCommand::Search(args) => super::search::run(args, opts).await,
+        ToolsCommand::Instructions { json } => {
+            let app = match App::open(opts).await {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("aibuddy: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let text = app.instructions("cli");
+            if json {
+                return print_json(&serde_json::json!({ "instructions": text }));
+            }
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
         ToolsCommand::List { json } => {
             let app = match App::open(opts).await {
                 Ok(a) => a,

@@ -130,6 +130,28 @@ impl ToolSet {
     }
 }
 
+/// The runtime instructions that join the system prompt for a run: each config's text, only while
+/// at least one of its tools is active in `toolset` (in registry order, with the config key).
+pub fn instructions(registry: &Registry, toolset: &ToolSet) -> Vec<(String, String)> {
+    registry
+        .configs()
+        .iter()
+        .filter(|rc| {
+            rc.tools.iter().any(|t| {
+                toolset
+                    .get(t.name())
+                    .is_some_and(|l| l.exposure == Exposure::Active)
+            })
+        })
+        .filter_map(|rc| {
+            rc.config
+                .instructions()
+                .filter(|text| !text.trim().is_empty())
+                .map(|text| (rc.meta.key.clone(), text))
+        })
+        .collect()
+}
+
 /// Compute the effective set (pure). `activated` are deferred tools this run has discovered.
 pub fn effective(
     registry: &Registry,
