@@ -32,6 +32,13 @@ fn tools_list_json_rows_have_the_contract_fields() {
     let (code, out, err) = aibuddy(p.path(), d.path(), &["tools", "list", "--json"]);
     assert_eq!(code, 0, "{err}");
     let rows: Vec<Value> = serde_json::from_str(&out).expect("json array");
+    assert!(!rows.is_empty(), "tools list is empty");
+    let read_file = rows
+        .iter()
+        .find(|r| r["name"] == "read_file")
+        .unwrap_or_else(|| panic!("read_file missing in {out}"));
+    assert_eq!(read_file["exposure"], "active", "{read_file}");
+    assert_eq!(read_file["config"], "filesystem", "{read_file}");
     for row in &rows {
         for field in ["name", "config", "source", "exposure"] {
             assert!(row.get(field).is_some(), "{field} missing in {row}");
@@ -70,6 +77,33 @@ fn tools_check_passes_and_reports_settings_problems() {
             .unwrap()
             .ends_with(".aibuddy/settings.json")
     );
+}
+
+#[test]
+fn call_execute_stream_writes_output_to_stderr_and_the_result_to_stdout() {
+    let p = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let (code, out, err) = aibuddy(
+        p.path(),
+        d.path(),
+        &[
+            "call",
+            "execute",
+            r#"{"command":"echo out; echo err >&2"}"#,
+            "--yes",
+            "--json",
+            "--stream",
+        ],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // Streamed live output goes to stderr, both of the command's streams.
+    assert!(err.lines().any(|l| l == "out"), "stderr: {err}");
+    assert!(err.lines().any(|l| l == "err"), "stderr: {err}");
+    // stdout stays one parseable JSON result.
+    let v: Value = serde_json::from_str(&out).expect("stdout is one JSON value");
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["tool"], "execute");
+    assert_eq!(v["client"]["exit_code"], 0, "{v}");
 }
 
 #[test]

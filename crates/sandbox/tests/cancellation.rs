@@ -91,10 +91,11 @@ async fn grep_over_a_big_tree_stops_on_cancel() {
         latency < Duration::from_millis(100),
         "returned {latency:?} after cancel"
     );
-    // The walk itself stops too (not only the await): well before it would have finished.
+    // The walk itself stops too (not only the await): the blocking worker is gone within
+    // 100 ms of the cancel.
     let stopped = workers_stopped(&local).await;
     assert!(
-        stopped < full_time / 2,
+        stopped < Duration::from_millis(100),
         "worker ran {stopped:?} more (full grep {full_time:?})"
     );
     eprintln!(
