@@ -182,9 +182,11 @@ async fn list_changed_re_evaluates_the_gates() {
                 .all(|r| r.exposure == Exposure::Deferred)
     })
     .await;
+    let rows = app.tools_list();
+    assert_eq!(row(&rows, "tool_search").exposure, Exposure::Active);
     assert_eq!(
-        row(&app.tools_list(), "tool_search").exposure,
-        Exposure::Active
+        row(&rows, "mcp__fx__extra_two").deferred_reason.as_deref(),
+        Some("server `fx` has 11 tools (more than 10): its tools are deferred")
     );
 }
 

@@ -79,6 +79,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                     t.source,
                     t.absent_reason
                         .as_ref()
+                        .or(t.deferred_reason.as_ref())
                         .map(|r| format!("  ({r})"))
                         .unwrap_or_default()
                 );

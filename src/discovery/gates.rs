@@ -33,6 +33,18 @@ impl DeferDecision {
     pub fn defers(&self, server: &str) -> bool {
         self.all_mcp || self.servers.contains(server)
     }
+    /// Why this server's tools are deferred, in words (None when they are not).
+    pub fn reason_for(&self, server: &str) -> Option<String> {
+        if self.all_mcp {
+            return self.reasons.first().cloned();
+        }
+        let tag = format!("`{server}`");
+        self.servers
+            .contains(server)
+            .then(|| self.reasons.iter().find(|r| r.contains(&tag)).cloned())
+            .flatten()
+    }
+
     pub fn any(&self) -> bool {
         self.all_mcp || !self.servers.is_empty()
     }
@@ -92,6 +104,21 @@ mod tests {
         let d = decide(&c(&[("a", 10), ("b", 10), ("c", 10), ("d", 1)]));
         assert!(d.all_mcp);
         assert!(d.defers("a") && d.defers("d"));
+    }
+
+    #[test]
+    fn reasons_name_the_gate() {
+        let d = decide(&c(&[("a", 11), ("b", 3)]));
+        assert_eq!(
+            d.reason_for("a").as_deref(),
+            Some("server `a` has 11 tools (more than 10): its tools are deferred")
+        );
+        assert_eq!(d.reason_for("b"), None);
+        let all = decide(&c(&[("a", 20), ("b", 20)]));
+        assert_eq!(
+            all.reason_for("b").as_deref(),
+            Some("40 MCP tools in all exceed 30: every MCP tool is deferred")
+        );
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct ToolListing {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub absent_reason: Option<String>,
+    /// For deferred tools: which count gate deferred them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub deferred_reason: Option<String>,
     pub risk: Risk,
     pub description: String,
     pub display_name: String,
@@ -213,7 +217,12 @@ pub fn effective(
                 } else {
                     (Exposure::Active, None)
                 };
+                let deferred_reason = match (&t.source, exposure) {
+                    (Source::Mcp(server), Exposure::Deferred) => defer.reason_for(server),
+                    _ => None,
+                };
                 tools.push(ToolListing {
+                    deferred_reason,
                     name: t.name().to_string(),
                     config: rc.meta.key.clone(),
                     source: t.source.clone(),

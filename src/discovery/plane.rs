@@ -339,6 +339,7 @@ impl CapabilityPlane {
                 display_name: format!("MCP: {server}"),
                 category: "mcp".to_string(),
                 confinement: None,
+                deferred_reason: None,
             });
         }
         for (server, state) in &host.mcp {
@@ -366,6 +367,7 @@ impl CapabilityPlane {
                 display_name: format!("MCP: {server}"),
                 category: "mcp".to_string(),
                 confinement: None,
+                deferred_reason: None,
             });
         }
         rows

@@ -14,7 +14,11 @@ config: string,
 /**
  * `core`, `skill` or `mcp:<server>`.
  */
-source: Source, exposure: Exposure, absent_reason?: string, risk: Risk, description: string, display_name: string, category: string, 
+source: Source, exposure: Exposure, absent_reason?: string, 
+/**
+ * For deferred tools: which count gate deferred them.
+ */
+deferred_reason?: string, risk: Risk, description: string, display_name: string, category: string, 
 /**
  * For tools that execute commands: the confinement the sandbox applies (e.g. `landlock-v7`,
  * `none` where the kernel lacks Landlock).

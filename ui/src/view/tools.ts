@@ -40,6 +40,9 @@ function renderTool(tool: ToolListing): HTMLElement {
     state === "absent"
       ? h("p", { class: "tool-reason", "data-testid": "absent-reason" }, h("span", { class: "sr-label" }, "Absent: "), tool.absent_reason ?? "")
       : null,
+    state === "deferred" && tool.deferred_reason
+      ? h("p", { class: "tool-meta", "data-testid": "deferred-reason" }, tool.deferred_reason)
+      : null,
   );
 }
 
