@@ -67,14 +67,13 @@ pub struct App {
     pub project_root: PathBuf,
     pub data_dir: PathBuf,
     pub settings: LoadedSettings,
-    pub registry: Arc<Registry>,
     pub services: Arc<Services>,
     pub host: HostCaps,
     pub recorder: Arc<dyn CallRecorder>,
     /// The SQLite store, its recorder and the background precompaction (`crate::results`).
     pub persistence: Option<crate::results::Persistence>,
     /// Skills, MCP servers, `tool_search` and per-run discovery; owns the live registry (MCP
-    /// tools come and go), of which `registry` is the snapshot taken at open.
+    /// tools come and go): read it with `capabilities.registry()`.
     pub capabilities: Arc<discovery::plane::CapabilityPlane>,
 }
 
@@ -194,7 +193,6 @@ impl App {
             sandbox,
         });
         let mut host = host_caps(&services);
-        let registry = capabilities.registry();
         capabilities.fill_host(&mut host);
         let persistence = crate::results::Persistence::open(&opts.data_dir, &project_root, None)
             .await
@@ -207,7 +205,6 @@ impl App {
             project_root,
             data_dir: opts.data_dir,
             settings: loaded,
-            registry,
             services,
             host,
             recorder: persistence.call_recorder(),
