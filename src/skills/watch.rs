@@ -102,12 +102,15 @@ impl Watch {
                     let first = std::time::Instant::now();
                     while first.elapsed() < MAX_DELAY && rx.recv_timeout(DEBOUNCE).is_ok() {}
                     let Some(svc) = weak.upgrade() else { break };
-                    svc.reload();
+                    // Re-arm first, then reload: a file created after the new watches exist
+                    // raises an event, and one created before them is seen by the reload. The
+                    // other order misses anything created between the reload and the re-arm.
                     if let Some(w) = w2.upgrade()
                         && let Ok(mut w) = w.lock()
                     {
                         arm(&mut w, &mut current, &roots);
                     }
+                    svc.reload();
                 }
             })
             .map_err(|e| notify::Error::generic(&e.to_string()))?;
