@@ -1,29 +1,9 @@
 //! The real `aibuddy` binary: stable subcommands and JSON shapes.
 
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
-
-fn aibuddy(
-    project: &std::path::Path,
-    data: &std::path::Path,
-    args: &[&str],
-) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_aibuddy"))
-        .arg("--project")
-        .arg(project)
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("AIBUDDY_LOG")
-        .output()
-        .expect("run aibuddy");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::aibuddy;
 
 #[test]
 fn tools_list_json_rows_have_the_contract_fields() {

@@ -10,16 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn aibuddy(project: &Path, data: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aibuddy"));
-    cmd.arg("--project")
-        .arg(project)
-        .arg("--data-dir")
-        .arg(data)
-        .env_remove("AIBUDDY_LOG")
-        .env_remove("AIBUDDY_DATA_DIR");
-    cmd
-}
+mod support;
+
+use support::aibuddy_cmd as aibuddy;
 
 /// Kills the child if the test fails before it exits on its own.
 struct KillOnDrop(Child);

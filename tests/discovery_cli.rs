@@ -2,27 +2,12 @@
 //! `mcp:<server>` sources, deferred exposure and absent reasons; `tools search` ranks the deferred
 //! tools; malformed skills are reported with file and line.
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
-
-fn aibuddy(project: &Path, data: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_aibuddy"))
-        .arg("--project")
-        .arg(project)
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("AIBUDDY_LOG")
-        .output()
-        .expect("run aibuddy");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::aibuddy;
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -2,23 +2,14 @@
 //! `show --raw` returns the stored bytes exactly, and a `kill -9` of `aibuddy call` mid-call
 //! leaves the call `interrupted` with its spooled partial output at the next start.
 
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn aibuddy(project: &Path, data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aibuddy"))
-        .arg("--project")
-        .arg(project)
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+mod support;
+
+use support::aibuddy_output as aibuddy;
 
 fn json_of(out: &Output) -> Value {
     assert!(

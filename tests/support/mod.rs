@@ -1,0 +1,36 @@
+//! Shared helpers for the tests that run the real `aibuddy` binary.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// `aibuddy --project P --data-dir D` with a clean logging and data-dir environment, stdin closed.
+pub fn aibuddy_cmd(project: &Path, data: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aibuddy"));
+    cmd.arg("--project")
+        .arg(project)
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("AIBUDDY_LOG")
+        .env_remove("AIBUDDY_DATA_DIR")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Run `aibuddy` with `args` to completion.
+pub fn aibuddy_output(project: &Path, data: &Path, args: &[&str]) -> Output {
+    aibuddy_cmd(project, data)
+        .args(args)
+        .output()
+        .expect("run aibuddy")
+}
+
+/// Run `aibuddy` with `args`: (exit code, stdout, stderr).
+pub fn aibuddy(project: &Path, data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = aibuddy_output(project, data, args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
