@@ -14,6 +14,8 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::error::CommandError::export_all(&cfg)?;
     crate::calls::CallResult::export_all(&cfg)?;
     aibuddy::events::Event::export_all(&cfg)?;
+    crate::history::HistoryEntry::export_all(&cfg)?;
+    crate::history::CallDetail::export_all(&cfg)?;
     Ok(())
 }
 

@@ -9,4 +9,6 @@ pub const COMMANDS: &[&str] = &[
     "call_tool",
     "cancel_call",
     "answer_confirm",
+    "list_history",
+    "show_call",
 ];

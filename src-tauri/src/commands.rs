@@ -9,7 +9,8 @@ use tauri::State;
 use tauri::ipc::Channel;
 
 use crate::calls::{CallResult, ChannelSink, run_call};
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
+use crate::history::{self, CallDetail, HistoryEntry};
 use crate::state::{ProjectInfo, ShellState};
 
 /// The open project (root, data directory, settings files and their problems), for the header.
@@ -55,4 +56,39 @@ pub async fn answer_confirm(
     approve: bool,
 ) -> Result<bool, CommandError> {
     Ok(state.calls.answer(&call_id, approve))
+}
+
+/// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text
+/// `search`, and `status` narrow the list. Same store queries as `aibuddy history`.
+#[tauri::command]
+pub async fn list_history(
+    state: State<'_, ShellState>,
+    limit: Option<usize>,
+    search: Option<String>,
+    status: Option<String>,
+) -> Result<Vec<HistoryEntry>, CommandError> {
+    let filter = history::filter(limit, search, status)?;
+    history::list(store(&state)?, filter).await
+}
+
+/// One stored call: tool, status, stage, input, model text and a bounded slice of its raw output
+/// (`offset`, `limit` bytes; default 4 KiB, at most 64 KiB). Same reads as `aibuddy show`.
+#[tauri::command]
+pub async fn show_call(
+    state: State<'_, ShellState>,
+    tool_call_id: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> Result<CallDetail, CommandError> {
+    history::show(store(&state)?, &tool_call_id, offset, limit).await
+}
+
+/// The open project's call store (the one the core records every call in).
+fn store(state: &ShellState) -> Result<&aibuddy_store::Store, CommandError> {
+    state
+        .app
+        .persistence
+        .as_ref()
+        .map(|p| &p.store)
+        .ok_or_else(|| CommandError::new(ErrorCode::Project, "the call store is not open"))
 }

@@ -12,6 +12,7 @@ mod command_names;
 pub mod commands;
 mod display;
 mod error;
+pub mod history;
 mod state;
 
 use tauri::{Builder, Runtime};
@@ -33,6 +34,8 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::call_tool,
             commands::cancel_call,
             commands::answer_confirm,
+            commands::list_history,
+            commands::show_call,
         ])
 }
 

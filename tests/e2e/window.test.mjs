@@ -153,4 +153,27 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     const png = await driver.screenshot();
     if (png) writeFileSync(join(artifacts, "window-call.png"), Buffer.from(png, "base64"));
   });
+
+  it("lists that read_file call in the history panel, from the project's store", async () => {
+    const [callId] = await driver.texts('[data-testid="call-result"] .result-meta');
+    const id = callId.split(" · ").at(-1);
+    assert.match(id, /^call_/);
+    const top = await driver.poll("the call in the history", async () => {
+      const [row] = await driver.execute(
+        `const row = document.querySelector('[data-testid="history-row"]');
+         return row ? [{ id: row.getAttribute("data-id"), tool: row.getAttribute("data-tool"), status: row.getAttribute("data-status") }] : [null];`,
+      );
+      return row && row.id === id ? row : null;
+    });
+    assert.deepEqual(top, { id, tool: "read_file", status: "ok" });
+    const [row] = await driver.findAll(`[data-testid="history-row"][data-id="${id}"]`);
+    await driver.click(row);
+    const raw = await driver.poll("the stored call's detail", async () => {
+      const [text] = await driver.texts(`[data-testid="history-detail"][data-id="${id}"] [data-testid="detail-raw"]`);
+      return text;
+    });
+    assert.match(raw, /Add a `--top N` option/);
+    const [input] = await driver.texts('[data-testid="detail-input"]');
+    assert.deepEqual(JSON.parse(input), { path: "notes/todo.md" });
+  });
 });

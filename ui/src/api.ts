@@ -1,9 +1,11 @@
 // Typed wrappers over the shell's commands. Argument and result types come from ./bindings, which
 // is generated from Rust (ts-rs) and checked for staleness in CI; nothing here restates a Rust type.
 import { Channel, invoke } from "@tauri-apps/api/core";
+import type { CallDetail } from "./bindings/CallDetail";
 import type { CallResult } from "./bindings/CallResult";
 import type { CommandError } from "./bindings/CommandError";
 import type { Event } from "./bindings/Event";
+import type { HistoryEntry } from "./bindings/HistoryEntry";
 import type { ProjectInfo } from "./bindings/ProjectInfo";
 import type { ToolListing } from "./bindings/ToolListing";
 
@@ -16,6 +18,16 @@ export interface Api {
   callTool(tool: string, args: string, onEvent: (event: Event) => void): Promise<CallResult>;
   cancelCall(callId: string): Promise<boolean>;
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
+  /** Stored calls of the project, newest first (`search` is full text over tool, input and display text). */
+  listHistory(query?: HistoryQuery): Promise<HistoryEntry[]>;
+  /** One stored call with a bounded slice of its raw output, from byte `offset`. */
+  showCall(toolCallId: string, offset?: number, limit?: number): Promise<CallDetail>;
+}
+
+export interface HistoryQuery {
+  limit?: number;
+  search?: string;
+  status?: string;
 }
 
 /** Command names, exactly as registered by the shell (src-tauri/src/commands). */
@@ -25,6 +37,8 @@ export const COMMANDS = {
   callTool: "call_tool",
   cancelCall: "cancel_call",
   answerConfirm: "answer_confirm",
+  listHistory: "list_history",
+  showCall: "show_call",
 } as const;
 
 export function createApi(call: InvokeFn = invoke): Api {
@@ -45,6 +59,14 @@ export function createApi(call: InvokeFn = invoke): Api {
     },
     cancelCall: (callId) => run<boolean>(COMMANDS.cancelCall, { callId }),
     answerConfirm: (callId, approve) => run<boolean>(COMMANDS.answerConfirm, { callId, approve }),
+    listHistory: (query = {}) =>
+      run<HistoryEntry[]>(COMMANDS.listHistory, {
+        limit: query.limit ?? null,
+        search: query.search ?? null,
+        status: query.status ?? null,
+      }),
+    showCall: (toolCallId, offset, limit) =>
+      run<CallDetail>(COMMANDS.showCall, { toolCallId, offset: offset ?? null, limit: limit ?? null }),
   };
 }
 

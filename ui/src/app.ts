@@ -8,11 +8,12 @@ import { renderActivity } from "./view/activity";
 import { createConsole } from "./view/console";
 import { h, replaceChildren } from "./view/dom";
 import { renderHeader } from "./view/header";
+import { createHistory } from "./view/history";
 import { renderSettingsProblems } from "./view/settings";
 import { renderLoading, renderSummary, renderToolList, renderToolsError } from "./view/tools";
 
 export interface MountedApp {
-  /** Resolves once the project and the tool list have loaded (or failed to). */
+  /** Resolves once the project, the tool list and the history have loaded (or failed to). */
   ready: Promise<void>;
   /** Loads the tool list again. */
   refresh(): Promise<void>;
@@ -33,7 +34,8 @@ export function mountApp(root: HTMLElement, api: Api): MountedApp {
   const refreshButton = h("button", { class: "button", type: "button", title: "List the tools again" }, "Refresh");
 
   let tools: ToolListing[] = [];
-  const callConsole = createConsole(api);
+  const history = createHistory(api);
+  const callConsole = createConsole(api, () => void history.refresh());
 
   const showList = () => {
     replaceChildren(listSlot, renderToolList(filterTools(tools, search.value), tools.length));
@@ -83,9 +85,9 @@ export function mountApp(root: HTMLElement, api: Api): MountedApp {
     listSlot,
   );
 
-  replaceChildren(root, headerSlot, bannerSlot, h("div", { class: "layout" }, toolsPanel, renderActivity(callConsole.element)));
+  replaceChildren(root, headerSlot, bannerSlot, h("div", { class: "layout" }, toolsPanel, renderActivity(callConsole.element, history.element)));
   root.removeAttribute("aria-busy");
 
-  const ready = Promise.all([loadProject(), loadTools()]).then(() => undefined);
+  const ready = Promise.all([loadProject(), loadTools(), history.refresh()]).then(() => undefined);
   return { ready, refresh: loadTools };
 }

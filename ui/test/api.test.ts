@@ -17,6 +17,24 @@ describe("createApi", () => {
     ]);
   });
 
+  it("sends history arguments by the names the shell's commands take", async () => {
+    const calls: Array<[string, unknown]> = [];
+    const api = createApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
+      calls.push([cmd, args]);
+      return [] as T;
+    });
+    await api.listHistory();
+    await api.listHistory({ search: "notes", limit: 10 });
+    await api.showCall("call_1", 4096, 100);
+    await api.showCall("call_2");
+    expect(calls).toEqual([
+      ["list_history", { limit: null, search: null, status: null }],
+      ["list_history", { limit: 10, search: "notes", status: null }],
+      ["show_call", { toolCallId: "call_1", offset: 4096, limit: 100 }],
+      ["show_call", { toolCallId: "call_2", offset: null, limit: null }],
+    ]);
+  });
+
   it("turns a rejection into an ApiError carrying the shell's typed error", async () => {
     const api = createApi(async () => {
       throw { code: "project", stage: null, message: "settings.json: line 3: unknown field `tols`" };

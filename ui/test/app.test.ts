@@ -19,6 +19,10 @@ const NO_CALLS = {
   },
   cancelCall: async () => false,
   answerConfirm: async () => false,
+  listHistory: async () => [],
+  showCall: async () => {
+    throw new Error("no show_call expected");
+  },
 };
 
 function fakeApi(tools: ToolListing[] | ApiError, project: ProjectInfo = PROJECT): Api {
@@ -133,12 +137,12 @@ describe("mountApp", () => {
     expect(root.querySelectorAll('[data-testid="tool"]')).toHaveLength(TOOLS.length);
   });
 
-  it("offers only active tools to the console and labels the history as coming later", async () => {
+  it("offers only active tools to the console and shows the (empty) stored history", async () => {
     const app = mountApp(root, fakeApi(TOOLS));
     await app.ready;
     const options = [...root.querySelectorAll('[data-testid="console-tool"] option')].map((o) => o.textContent);
     expect(options).toEqual(["ls", "read_file", "view_skill", "write_file"]);
-    expect(root.querySelector('[data-testid="history-later"]')?.textContent).toContain("coming later");
+    expect(root.querySelector('[data-testid="history-empty"]')?.textContent).toContain("No calls recorded");
     expect(root.querySelector('[data-testid="call-result"]')).toBeNull();
   });
 });

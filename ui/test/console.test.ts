@@ -58,6 +58,10 @@ function scriptedApi(events: Event[]) {
       finish(approve ? result({}) : result({ status: "rejected", stage: "Authorization", model: "rejected" }));
       return true;
     },
+    listHistory: async () => [],
+    showCall: async () => {
+      throw new Error("no show_call expected");
+    },
   };
   return { api, answers, cancels, calls };
 }
@@ -78,7 +82,8 @@ describe("call console", () => {
       { type: "tool_output_delta", call_id: "call_1", stream: "stderr", chunk: "warn\n" },
       { type: "confirm_requested", call_id: "call_1", request: REQUEST },
     ]);
-    const c = createConsole(s.api);
+    let finished = 0;
+    const c = createConsole(s.api, () => finished++);
     host.appendChild(c.element);
     c.setTools(TOOLS);
     const select = host.querySelector('[data-testid="console-tool"]') as HTMLSelectElement;
@@ -104,6 +109,7 @@ describe("call console", () => {
     const done = host.querySelector('[data-testid="call-result"]') as HTMLElement;
     expect(done.getAttribute("data-status")).toBe("ok");
     expect(host.querySelector('[data-testid="call-model"]')?.textContent).toBe("wrote notes/todo.md");
+    expect(finished).toBe(1);
     expect((host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).disabled).toBe(false);
   });
 

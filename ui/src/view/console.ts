@@ -56,7 +56,8 @@ function renderResult(result: CallResult): HTMLElement {
   );
 }
 
-export function createConsole(api: Api): Console {
+/** `onFinished` runs after every call ends (recorded or failed), e.g. to refresh the history. */
+export function createConsole(api: Api, onFinished: () => void = () => {}): Console {
   const select = h("select", { class: "input", "aria-label": "Tool", "data-testid": "console-tool" });
   const args = h("textarea", {
     class: "input args",
@@ -157,6 +158,7 @@ export function createConsole(api: Api): Console {
       running = false;
       callId = null;
       setEnabled();
+      onFinished();
     }
   };
 
