@@ -22,7 +22,7 @@ use aibuddy::results::{
 use aibuddy::services::Services;
 use aibuddy::settings::Settings;
 use aibuddy::tools::view_tool_call::ViewToolCallConfig;
-use aibuddy_store::{CompactionState, RawOutputLocation};
+use aibuddy_store::{CallRecord, CompactionState, RawOutputLocation};
 use async_trait::async_trait;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -211,6 +211,16 @@ async fn call(e: &Env, name: &str, args: Value) -> CallOutcome {
         .await
 }
 
+/// The stored record of a call (it must exist).
+async fn record(e: &Env, tool_call_id: &str) -> CallRecord {
+    e.persistence
+        .store
+        .get_call(tool_call_id)
+        .await
+        .unwrap()
+        .expect("the call is stored")
+}
+
 /// Enough lines to pass the precompaction threshold.
 const BIG: u64 = 400;
 
@@ -220,13 +230,7 @@ async fn a_small_result_is_stored_whole_and_left_alone() {
     let out = call(&e, "big", json!({"n": 3})).await;
     assert_eq!(out.status, CallStatus::Ok);
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.status, aibuddy_store::CallStatus::Ok);
     assert_eq!(rec.input, json!({"n": 3}));
     assert_eq!(rec.tool, "big");
@@ -389,13 +393,7 @@ async fn summarize_without_a_summarizer_falls_back_to_trim() {
     let e = env(None).await;
     let out = call(&e, "bigsum", json!({"n": BIG})).await;
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.compaction_state, CompactionState::Compacted);
     assert_eq!(rec.compaction_strategy.as_deref(), Some("trim"));
     assert!(rec.model_projection.unwrap().starts_with("TRIMMED"));
@@ -420,13 +418,7 @@ async fn a_failed_summary_is_recorded_and_the_original_stays() {
     let out = call(&e, "bigsum", json!({"n": BIG})).await;
     assert_eq!(out.status, CallStatus::Ok, "the call itself succeeded");
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.status, aibuddy_store::CallStatus::Ok);
     assert_eq!(rec.compaction_state, CompactionState::Failed);
     assert!(rec.compaction_error.unwrap().contains("529"));
@@ -440,13 +432,7 @@ async fn disposable_output_is_dropped_without_a_recovery_pointer() {
     let e = env(None).await;
     let out = call(&e, "bigdrop", json!({"n": BIG})).await;
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.compaction_state, CompactionState::Dropped);
     assert_eq!(rec.recovery_pointer, None);
     assert!(rec.model_projection.unwrap().contains("dropped"));
@@ -460,26 +446,14 @@ async fn a_compaction_that_is_not_smaller_keeps_the_original_and_writes_nothing(
     let e = env(None).await;
     let out = call(&e, "grow", json!({"n": BIG})).await;
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.compaction_state, CompactionState::NotSmaller);
     assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
     assert!(!e.dir.path().join("data/compacted_outputs").exists());
 
     let keep = call(&e, "keep", json!({"n": BIG})).await;
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&keep.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &keep.tool_call_id).await;
     assert_eq!(
         rec.compaction_state,
         CompactionState::None,
@@ -563,13 +537,7 @@ async fn a_confirm_request_is_durable_before_the_person_is_asked() {
             aibuddy_store::Decision::Rejected
         };
         assert_eq!(after[0].decision, want);
-        let rec = e
-            .persistence
-            .store
-            .get_call(&out.tool_call_id)
-            .await
-            .unwrap()
-            .unwrap();
+        let rec = record(&e, &out.tool_call_id).await;
         let status = if approve { "ok" } else { "rejected" };
         assert_eq!(rec.status.as_str(), status);
     }
@@ -602,13 +570,7 @@ async fn stopping_cancels_a_pending_compaction_and_keeps_the_original() {
     assert_eq!(out.status, CallStatus::Ok);
     e.persistence.compactor.cancel();
     e.persistence.compactor.wait_idle().await;
-    let rec = e
-        .persistence
-        .store
-        .get_call(&out.tool_call_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let rec = record(&e, &out.tool_call_id).await;
     assert_eq!(rec.compaction_state, CompactionState::Failed);
     assert_eq!(rec.compaction_error.as_deref(), Some("cancelled"));
     assert_eq!(rec.model_projection.as_deref(), Some(lines(BIG).as_str()));
