@@ -1,0 +1,3 @@
+//! Small pure helpers shared by every aibuddy crate. Nothing here does I/O.
+
+pub mod term;

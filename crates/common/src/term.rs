@@ -1,0 +1,112 @@
+//! Terminal-safe text. Every untrusted string (tool targets, diffs, tool and server text, error
+//! messages, stored output) goes through one of these before it reaches a terminal, so no escape
+//! sequence, carriage return or bidirectional override can redraw or hide what the person reads.
+//!
+//! Escaped, in a visible and unambiguous form:
+//! - C0 controls (U+0000..U+001F) except, in [`block`], `\n` and `\t`; `\r` is always escaped;
+//! - DEL (U+007F) and the C1 controls (U+0080..U+009F; U+009B is a one-byte CSI);
+//! - bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069), U+061C, U+200E/F
+//!   ("Trojan Source"), and the line/paragraph separators U+2028/U+2029.
+
+use std::borrow::Cow;
+
+/// Whether `c` must never reach a terminal as is (newline and tab included).
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+fn escape_with(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| is_unsafe(c) && !keep(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !is_unsafe(c) || keep(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line: every unsafe character escaped, newlines and tabs included.
+pub fn line(s: &str) -> Cow<'_, str> {
+    escape_with(s, |_| false)
+}
+
+/// A block of lines (diffs, output, multi-line messages): `\n` and `\t` kept, everything else
+/// unsafe escaped (`\r` included, so a line cannot be overwritten in place).
+pub fn block(s: &str) -> Cow<'_, str> {
+    escape_with(s, |c| c == '\n' || c == '\t')
+}
+
+/// Bytes that may not be UTF-8 (raw command output): decoded lossily, then [`block`].
+pub fn bytes_block(b: &[u8]) -> String {
+    block(&String::from_utf8_lossy(b)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        assert!(matches!(
+            line("ls -la ünïcode"),
+            Cow::Borrowed("ls -la ünïcode")
+        ));
+        assert!(matches!(block("a\n\tb"), Cow::Borrowed("a\n\tb")));
+    }
+
+    #[test]
+    fn the_spoofed_prompt_of_issue_9_is_visible() {
+        let target = "echo EVIL > x #\u{1b}[2K\r  target: ls -la";
+        let shown = line(target);
+        assert_eq!(shown, "echo EVIL > x #\\e[2K\\r  target: ls -la");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\r'));
+    }
+
+    #[test]
+    fn block_keeps_newlines_and_tabs_only() {
+        assert_eq!(block("a\r\nb\t\u{7}c\u{9b}2J"), "a\\r\nb\t\\x07c\\x9b2J");
+        assert_eq!(line("a\nb"), "a\\nb");
+    }
+
+    #[test]
+    fn bidi_overrides_and_separators_are_escaped() {
+        assert_eq!(
+            line("x\u{202e}y\u{2066}z\u{2028}"),
+            "x\\u{202e}y\\u{2066}z\\u{2028}"
+        );
+    }
+
+    #[test]
+    fn every_output_char_is_safe() {
+        let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
+        assert!(!line(&all).chars().any(is_unsafe));
+        assert!(
+            !block(&all)
+                .chars()
+                .any(|c| is_unsafe(c) && c != '\n' && c != '\t')
+        );
+        assert_eq!(bytes_block(b"ok\xff\x1b"), "ok\u{fffd}\\e");
+    }
+}
