@@ -53,14 +53,39 @@ pub(crate) struct ProgressRoute {
     pub cancel: CancellationToken,
 }
 
-/// A route and when it last delivered.
+/// Progress events a call may receive in a burst before the rate limit applies.
+pub(crate) const PROGRESS_BURST: u32 = 20;
+
+/// A route and its token bucket (`tokens` left, refilled one per interval since `refilled`).
 struct Routed {
     route: ProgressRoute,
-    last: Option<Instant>,
+    tokens: u32,
+    refilled: Instant,
+}
+
+impl Routed {
+    /// Takes a token if one is left after refilling. Pure apart from the clock value given.
+    fn take(&mut self, now: Instant, interval: Duration) -> bool {
+        if interval.is_zero() {
+            return true;
+        }
+        let earned = now.duration_since(self.refilled).as_nanos() / interval.as_nanos();
+        if earned > 0 {
+            let earned = u32::try_from(earned).unwrap_or(u32::MAX);
+            self.tokens = self.tokens.saturating_add(earned).min(PROGRESS_BURST);
+            self.refilled = now;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
 }
 
 /// Progress token -> the call that owns it. Shared by every connection of a manager. A call gets
-/// at most one event per `interval`: a server flooding progress is thinned, not relayed.
+/// a burst of [`PROGRESS_BURST`] events, then at most one per `interval`: a server flooding
+/// progress is thinned, not relayed.
 #[derive(Default)]
 pub(crate) struct ProgressRoutes {
     routes: Mutex<HashMap<(String, ProgressToken), Routed>>,
@@ -80,7 +105,14 @@ impl ProgressRoutes {
         self.routes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, Routed { route, last: None });
+            .insert(
+                key,
+                Routed {
+                    route,
+                    tokens: PROGRESS_BURST,
+                    refilled: Instant::now(),
+                },
+            );
     }
 
     pub fn remove(&self, server: &str, token: &ProgressToken) {
@@ -91,7 +123,7 @@ impl ProgressRoutes {
     }
 
     /// Delivers a notification to its call's sink, unless the call is gone or cancelled, or the
-    /// call's last event is younger than the interval. Returns whether it was delivered.
+    /// call has used up its rate. Returns whether it was delivered.
     pub fn deliver(&self, server: &str, params: &ProgressNotificationParam) -> bool {
         let target = {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -99,13 +131,9 @@ impl ProgressRoutes {
             routes
                 .get_mut(&(server.to_owned(), params.progress_token.clone()))
                 .filter(|r| !r.route.cancel.is_cancelled())
-                .filter(|r| {
-                    r.last
-                        .is_none_or(|at| now.duration_since(at) >= self.interval)
-                })
-                .map(|r| {
-                    r.last = Some(now);
-                    (r.route.sink.clone(), r.route.tool.clone())
+                .and_then(|r| {
+                    r.take(now, self.interval)
+                        .then(|| (r.route.sink.clone(), r.route.tool.clone()))
                 })
         };
         let Some((sink, tool)) = target else {
@@ -331,8 +359,8 @@ mod tests {
         let delivered = (0..10_000)
             .filter(|i| routes.deliver("s", &params(1, f64::from(*i))))
             .count();
-        assert_eq!(delivered, 1);
-        assert_eq!(*seen.lock().unwrap(), 1);
+        assert_eq!(delivered, PROGRESS_BURST as usize);
+        assert_eq!(*seen.lock().unwrap(), PROGRESS_BURST);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use error::{McpError, McpStage};
 pub use handler::{McpProgress, PROTOCOL_VERSION, ProgressSink, client_config};
 pub use manager::{McpCallResult, McpHandlers, McpManager, McpOptions};
 pub use redact::Redactor;
-pub use risk::{McpRisk, McpRiskLevel};
+pub use risk::{Hints, McpRisk, McpRiskLevel};
 pub use server_env::{DEFAULT_INHERITED_ENV_VARS, server_environment};
 pub use status::{Backoff, RejectedTool, ServerState, ServerStatus};
 pub use stdio::DEFAULT_MAX_MESSAGE_BYTES;

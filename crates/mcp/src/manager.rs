@@ -36,7 +36,8 @@ pub const STABLE_CONNECTION: Duration = Duration::from_secs(30);
 /// Default time a health-check ping may take after a call timed out or failed in transport.
 pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Default fewest time between two delivered progress events of one call (at most 20 a second).
+/// Default fewest time between two delivered progress events of one call once its burst of 20 is
+/// used (at most 20 a second).
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Manager-wide options. Per-server timeouts live in [`ServerConfig::timeouts`].
@@ -57,8 +58,8 @@ pub struct McpOptions {
     /// with backoff) without being held whole in memory. Default
     /// [`crate::stdio::DEFAULT_MAX_MESSAGE_BYTES`] (16 MiB, rmcp's own limit).
     pub max_message_bytes: usize,
-    /// Fewest milliseconds between two progress events delivered for one call; a flood of
-    /// notifications is thinned to this rate (the last one before the result may be dropped).
+    /// After a burst of 20, the fewest time between two progress events delivered for one call;
+    /// a flood of notifications is thinned to this rate. Zero: no limit.
     pub progress_interval: Duration,
 }
 

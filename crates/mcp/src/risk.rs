@@ -40,15 +40,35 @@ pub struct McpRisk {
     pub annotations_trusted: bool,
 }
 
+/// The risk hints of a tool's annotations, as sent (None: absent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
 impl McpRisk {
     /// Risk from optional annotations; `trusted` is the server's `trustAnnotations`. Pure.
     pub fn from_annotations(annotations: Option<&ToolAnnotations>, trusted: bool) -> Self {
-        let hint = |f: fn(&ToolAnnotations) -> Option<bool>| annotations.and_then(f);
-        let read_only = hint(|a| a.read_only_hint) == Some(true);
+        let hints = annotations.map(|a| Hints {
+            read_only: a.read_only_hint,
+            destructive: a.destructive_hint,
+            idempotent: a.idempotent_hint,
+            open_world: a.open_world_hint,
+        });
+        Self::from_hints(hints, trusted)
+    }
+
+    /// Risk from the four hints (None: the server sent no annotations). Pure.
+    pub fn from_hints(hints: Option<Hints>, trusted: bool) -> Self {
+        let h = hints.unwrap_or_default();
+        let read_only = h.read_only == Some(true);
         // destructiveHint and idempotentHint are meaningful only when not read-only.
-        let destructive = !read_only && hint(|a| a.destructive_hint).unwrap_or(true);
-        let idempotent = read_only || hint(|a| a.idempotent_hint).unwrap_or(false);
-        let open_world = hint(|a| a.open_world_hint).unwrap_or(true);
+        let destructive = !read_only && h.destructive.unwrap_or(true);
+        let idempotent = read_only || h.idempotent.unwrap_or(false);
+        let open_world = h.open_world.unwrap_or(true);
         let level = if !trusted || destructive {
             // Untrusted hints cannot lower risk; a destructive tool is high impact either way.
             McpRiskLevel::HighImpact
@@ -65,7 +85,7 @@ impl McpRisk {
             destructive,
             idempotent,
             open_world,
-            annotated: annotations.is_some(),
+            annotated: hints.is_some(),
             annotations_trusted: trusted,
         }
     }

@@ -90,7 +90,10 @@ fn servers_get_the_default_environment_and_nothing_prints_configured_values() {
             vec![
                 with_env(
                     envdump,
-                    &[("CONFIGURED_VAR", "from-config"), ("GITHUB_TOKEN", ENV_SECRET)],
+                    &[
+                        ("CONFIGURED_VAR", "from-config"),
+                        ("GITHUB_TOKEN", ENV_SECRET),
+                    ],
                 ),
                 with_env(
                     fixture(
@@ -112,14 +115,18 @@ fn servers_get_the_default_environment_and_nothing_prints_configured_values() {
 
         // 1. The environment: SDK defaults + locale + the config's env, nothing else.
         let result = manager
-            .call("mcp__envdump__env", json!({}), CancellationToken::new(), None)
+            .call(
+                "mcp__envdump__env",
+                json!({}),
+                CancellationToken::new(),
+                None,
+            )
             .await
             .unwrap();
-        let env: BTreeMap<String, String> =
-            serde_json::from_str::<Value>(&result.text())
-                .ok()
-                .and_then(|v| serde_json::from_value(v).ok())
-                .expect("env tool returns an object of strings");
+        let env: BTreeMap<String, String> = serde_json::from_str::<Value>(&result.text())
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .expect("env tool returns an object of strings");
         assert!(!env.contains_key("SECRET_TOKEN"), "{env:?}");
         assert!(!env.contains_key("ANTHROPIC_API_KEY"), "{env:?}");
         assert_eq!(env["CONFIGURED_VAR"], "from-config");
@@ -140,7 +147,10 @@ fn servers_get_the_default_environment_and_nothing_prints_configured_values() {
         // 2. Start-up failures: the reasons name the command, never env values or arguments.
         let leaky = wait_failed(&manager, "leaky", UP).await;
         assert!(leaky.contains("exit status: 3"), "{leaky}");
-        assert!(leaky.contains("fixture: argv"), "the stderr tail is kept: {leaky}");
+        assert!(
+            leaky.contains("fixture: argv"),
+            "the stderr tail is kept: {leaky}"
+        );
         let missing = wait_failed(&manager, "missing", UP).await;
         assert!(missing.contains("/nonexistent/mcp-server"), "{missing}");
         for reason in [&leaky, &missing] {
@@ -168,7 +178,13 @@ fn servers_get_the_default_environment_and_nothing_prints_configured_values() {
         "the failures and stderr lines are logged: {logs}"
     );
     let leaked: Vec<&str> = logs.lines().filter(|l| l.contains(ENV_SECRET)).collect();
-    assert!(leaked.is_empty(), "a configured env value was logged: {leaked:#?}");
-    assert!(!logs.contains(ARG_SECRET), "a configured argument was logged");
+    assert!(
+        leaked.is_empty(),
+        "a configured env value was logged: {leaked:#?}"
+    );
+    assert!(
+        !logs.contains(ARG_SECRET),
+        "a configured argument was logged"
+    );
     assert!(!logs.contains("parent-secret-token"));
 }
