@@ -30,6 +30,7 @@ pub mod error;
 mod handler;
 pub mod manager;
 pub mod names;
+mod options;
 pub mod redact;
 pub mod risk;
 pub mod server_env;
