@@ -216,6 +216,7 @@ async fn invalid_json_breaks_the_connection_with_an_escaped_quote_and_is_recover
     let err = call(&manager, "mcp__bad__bad_result", json!({}))
         .await
         .unwrap_err();
+    assert!(matches!(err, McpError::Protocol { .. }), "{err:?}");
     assert_eq!(err.stage(), McpStage::Execution, "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(20));
     sibling_answers(&manager, "after bad result").await;
