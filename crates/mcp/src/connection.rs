@@ -20,6 +20,10 @@ use crate::redact::Redactor;
 use crate::status::ServerState;
 use crate::stdio::{self, StdioProcess};
 
+/// How long an exited server's last stderr lines may take to be read before its exit is reported
+/// (a grandchild may keep the pipe open, so this is bounded).
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
 enum Ended {
     Shutdown,
     /// `was_stable`: the connection had lasted [`STABLE_CONNECTION`] (the backoff starts over).
@@ -118,6 +122,7 @@ async fn child_exit(process: &mut Option<StdioProcess>) -> String {
     match process {
         Some(p) => {
             let _ = p.child.wait().await;
+            p.stderr_drained(STDERR_DRAIN).await;
             p.exit_reason().unwrap_or_else(|| "process exited".into())
         }
         None => std::future::pending().await,
@@ -127,11 +132,39 @@ async fn child_exit(process: &mut Option<StdioProcess>) -> String {
 /// Adds how the process ended (if it did, within a short grace) to a failure reason.
 async fn with_exit(reason: String, process: &mut Option<StdioProcess>) -> String {
     let Some(p) = process else { return reason };
-    let _ = tokio::time::timeout(Duration::from_millis(300), p.child.wait()).await;
+    if tokio::time::timeout(Duration::from_millis(300), p.child.wait())
+        .await
+        .is_ok()
+    {
+        p.stderr_drained(STDERR_DRAIN).await;
+    }
     match p.exit_reason() {
         Some(exit) => format!("{reason}; {exit}"),
         None => reason,
     }
+}
+
+/// How the process ended when it did (within a short grace): a crash explains a broken
+/// connection better than a failed ping's "transport closed". `reason` stays when the stdout
+/// screen broke the connection itself (its reason is the precise one) or the process lives on.
+async fn exit_or(reason: String, process: &mut Option<StdioProcess>) -> String {
+    let Some(p) = process else { return reason };
+    let screened = p
+        .broken
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_some();
+    if screened {
+        return reason;
+    }
+    if tokio::time::timeout(Duration::from_millis(300), p.child.wait())
+        .await
+        .is_err()
+    {
+        return reason;
+    }
+    p.stderr_drained(STDERR_DRAIN).await;
+    p.exit_reason().unwrap_or(reason)
 }
 
 async fn kill(process: &mut Option<StdioProcess>) {
@@ -337,12 +370,15 @@ async fn run_connection(
             _ = shutdown.cancelled() => break Ended::Shutdown,
             event = events.recv() => match event {
                 Some(ConnEvent::ToolsChanged) => pending_list = true,
-                Some(ConnEvent::Broken(reason)) => break Ended::Failed { reason, was_stable: stable(connected_at) },
+                Some(ConnEvent::Broken(reason)) => {
+                    let reason = exit_or(reason, &mut process).await;
+                    break Ended::Failed { reason, was_stable: stable(connected_at) };
+                }
                 None => {}
             },
             _ = &mut service_done => {
                 let reason = match pending_broken(&mut events) {
-                    Some(reason) => reason,
+                    Some(reason) => exit_or(reason, &mut process).await,
                     None => with_exit("connection closed".into(), &mut process).await,
                 };
                 break Ended::Failed { reason, was_stable: stable(connected_at) };

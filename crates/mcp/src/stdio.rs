@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::handler::ConnEvent;
 use crate::redact::Redactor;
@@ -39,6 +39,8 @@ pub(crate) struct StdioProcess {
     pub stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// Set by the stdout screen before it ends the stream.
     pub broken: BrokenReason,
+    /// Becomes true once stderr reached its end (every line is in the tail).
+    stderr_done: watch::Receiver<bool>,
 }
 
 /// The top level of a JSON-RPC message; everything else is skipped without being built.
@@ -150,6 +152,11 @@ async fn skip_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> bool {
 }
 
 impl StdioProcess {
+    /// Waits, up to `max`, until stderr has been read to its end.
+    pub async fn stderr_drained(&mut self, max: std::time::Duration) {
+        let _ = tokio::time::timeout(max, self.stderr_done.wait_for(|done| *done)).await;
+    }
+
     pub fn stderr_tail(&self) -> String {
         let tail = self
             .stderr_tail
@@ -240,6 +247,7 @@ pub(crate) fn spawn(
     let tail = stderr_tail.clone();
     let name = spec.server.to_owned();
     let redactor = spec.redactor.clone();
+    let (stderr_done_tx, stderr_done) = watch::channel(false);
     tokio::spawn(async move {
         let mut reader = BufReader::new(stderr);
         let mut buf = Vec::new();
@@ -264,6 +272,7 @@ pub(crate) fn spawn(
                 break;
             }
         }
+        let _ = stderr_done_tx.send(true);
     });
 
     let broken: BrokenReason = Arc::new(Mutex::new(None));
@@ -320,6 +329,7 @@ pub(crate) fn spawn(
             child,
             stderr_tail,
             broken,
+            stderr_done,
         },
         screened_rx,
         stdin,

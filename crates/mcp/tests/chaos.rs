@@ -195,6 +195,27 @@ async fn a_100_mb_result_is_refused_without_being_held_and_the_server_comes_back
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stderr_flood_without_newlines_is_not_buffered() {
+    let manager = pair(Duration::from_secs(60)).await;
+    let text = during(
+        &manager,
+        "stderr flood",
+        call(&manager, "mcp__bad__stderr_flood", json!({"mb": 60})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text, "stderr flooded");
+    // The 60 MB line was cut to 4 KiB as it was read; the server stays connected.
+    assert_eq!(status_of(&manager, "bad").state, ServerState::Connected);
+    let text = call(&manager, "mcp__bad__crash", json!({})).await;
+    assert!(text.is_err());
+    let reason = wait_failed(&manager, "bad", UP).await;
+    assert!(reason.contains("crashing on purpose"), "{reason}");
+    assert!(reason.len() < 2_000, "{} chars", reason.len());
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_json_breaks_the_connection_with_an_escaped_quote_and_is_recovered() {
     let manager = pair(Duration::from_secs(3)).await;
     let err = during(
