@@ -180,6 +180,7 @@ pub fn layer(
     }
     let user_settings = to_settings(merged.clone(), "(user)", &mut problems);
     if let Some(file) = project {
+        let first = problems.len();
         let mut map = clean(file, &mut problems);
         let scope = RootsScope::Project {
             root: ctx.project_root,
@@ -194,6 +195,7 @@ pub fn layer(
             &mut problems,
             &mut widening,
         );
+        problems[first..].sort_by_key(|p| p.line.unwrap_or(u32::MAX));
         merge(&mut merged, map);
     }
     let last = project.or(user).map(|f| f.file.clone()).unwrap_or_default();
