@@ -9,7 +9,8 @@
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
-//!                "writable_roots": [], "env_include": [], "env_exclude": [] }
+//!                "writable_roots": [], "env_include": [], "env_exclude": [],
+//!                "expose_credentials": [] }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
