@@ -64,11 +64,23 @@ fn narrowing_fields_apply_at_once_and_widening_ones_wait_for_trust() {
     assert_eq!(cfg.status.state, TrustState::Untrusted);
     let s = &cfg.settings.settings;
     assert!(!s.exec.network, "network stays off");
-    assert_eq!(s.exec.env_exclude, vec!["DB_URL"], "the user's exclusions stay");
+    assert_eq!(
+        s.exec.env_exclude,
+        vec!["DB_URL"],
+        "the user's exclusions stay"
+    );
     assert_eq!(s.exec.default_timeout_ms, 5000, "neutral fields apply");
     assert!(s.exec.expose_credentials.is_empty());
-    assert_eq!(s.tools.enabled, vec!["filesystem", "execute"], "only keys the user enables");
-    assert_eq!(s.tools.disabled, vec!["grep"], "the user's disabled keys stay");
+    assert_eq!(
+        s.tools.enabled,
+        vec!["filesystem", "execute"],
+        "only keys the user enables"
+    );
+    assert_eq!(
+        s.tools.disabled,
+        vec!["grep"],
+        "the user's disabled keys stay"
+    );
     assert_eq!(s.sandbox.kind, "local");
     let mut ignored: Vec<&str> = cfg
         .settings
@@ -89,7 +101,13 @@ fn narrowing_fields_apply_at_once_and_widening_ones_wait_for_trust() {
             "tools.enabled"
         ]
     );
-    let granted: Vec<&str> = cfg.status.grants.settings.iter().map(|g| g.field.as_str()).collect();
+    let granted: Vec<&str> = cfg
+        .status
+        .grants
+        .settings
+        .iter()
+        .map(|g| g.field.as_str())
+        .collect();
     assert_eq!(granted.len(), 6, "{granted:?}");
 
     f.grant_now();
@@ -100,7 +118,12 @@ fn narrowing_fields_apply_at_once_and_widening_ones_wait_for_trust() {
     assert!(s.exec.env_exclude.is_empty());
     assert_eq!(s.exec.expose_credentials, vec!["~/.aws"]);
     assert_eq!(s.sandbox.kind, "e2b");
-    assert!(cfg.settings.problems.iter().all(|p| !p.message.contains("not trusted")));
+    assert!(
+        cfg.settings
+            .problems
+            .iter()
+            .all(|p| !p.message.contains("not trusted"))
+    );
 }
 
 #[test]
@@ -122,7 +145,12 @@ fn the_user_level_needs_no_trust_and_its_roots_are_resolved() {
     assert!(s.confirm.auto_approve_writes);
     assert_eq!(s.exec.env_include, vec!["NPM_TOKEN"]);
     assert_eq!(s.exec.writable_roots, vec![cache.display().to_string()]);
-    let msgs: Vec<&str> = cfg.settings.problems.iter().map(|p| p.message.as_str()).collect();
+    let msgs: Vec<&str> = cfg
+        .settings
+        .problems
+        .iter()
+        .map(|p| p.message.as_str())
+        .collect();
     assert_eq!(
         msgs,
         vec![
@@ -136,12 +164,19 @@ fn the_user_level_needs_no_trust_and_its_roots_are_resolved() {
 async fn the_execute_scope_line_shows_resolved_roots() {
     let f = fx();
     std::fs::create_dir_all(f.project.join("target/cache")).unwrap();
-    std::os::unix::fs::symlink(f.project.join("target/cache"), f.project.join("build-cache")).unwrap();
+    std::os::unix::fs::symlink(
+        f.project.join("target/cache"),
+        f.project.join("build-cache"),
+    )
+    .unwrap();
     f.project_settings(r#"{"exec": {"writable_roots": ["build-cache", "sub/../target/./cache"]}}"#);
     f.grant_now();
     let app = App::open(f.opts()).await.unwrap();
     let resolved = f.project.join("target/cache").display().to_string();
-    assert_eq!(app.services.settings.exec.writable_roots, vec![resolved.clone()]);
+    assert_eq!(
+        app.services.settings.exec.writable_roots,
+        vec![resolved.clone()]
+    );
     let req = aibuddy::tools::execute::build_request(
         &serde_json::from_value(json!({"command": "true"})).unwrap(),
         &app.services.settings.exec,
@@ -155,7 +190,10 @@ async fn the_execute_scope_line_shows_resolved_roots() {
         &aibuddy_sandbox::aibuddy_exec::confinement_support(),
     );
     assert!(line.contains(&resolved), "{line}");
-    assert!(!line.contains("build-cache") && !line.contains(".."), "{line}");
+    assert!(
+        !line.contains("build-cache") && !line.contains(".."),
+        "{line}"
+    );
 }
 
 #[test]
@@ -188,16 +226,27 @@ fn a_symlinked_mcp_json_pointing_outside_is_refused_trusted_or_not() {
     std::os::unix::fs::symlink(&outside, f.project.join(".aibuddy/mcp.json")).unwrap();
     let cfg = trust::load_project(&f.project, &f.data);
     assert!(cfg.mcp.servers.is_empty() && cfg.mcp.untrusted.is_empty());
-    assert!(cfg.status.grants.servers.is_empty(), "nothing from outside to grant");
+    assert!(
+        cfg.status.grants.servers.is_empty(),
+        "nothing from outside to grant"
+    );
     let report = check(&f.opts()).unwrap();
     assert!(
-        report.mcp.iter().any(|m| m.contains("resolves outside the project")),
+        report
+            .mcp
+            .iter()
+            .any(|m| m.contains("resolves outside the project")),
         "{:?}",
         report.mcp
     );
     // Even a grant does not make the outside file count.
     let _ = trust::grant(&f.project, &f.data, &cfg.status.digest).unwrap();
-    assert!(trust::load_project(&f.project, &f.data).mcp.servers.is_empty());
+    assert!(
+        trust::load_project(&f.project, &f.data)
+            .mcp
+            .servers
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -223,8 +272,15 @@ async fn an_untrusted_project_server_shadowing_a_user_server_starts_neither() {
     let shared = rows.iter().find(|r| r.name == "mcp__shared__*").unwrap();
     assert_eq!(shared.absent_reason.as_deref(), Some("project not trusted"));
     let mine = rows.iter().find(|r| r.name == "mcp__mine__*").unwrap();
-    assert_ne!(mine.absent_reason.as_deref(), Some("project not trusted"), "user servers start");
-    assert!(!user_marker.exists(), "the shadowed user server did not run under the project's name");
+    assert_ne!(
+        mine.absent_reason.as_deref(),
+        Some("project not trusted"),
+        "user servers start"
+    );
+    assert!(
+        !user_marker.exists(),
+        "the shadowed user server did not run under the project's name"
+    );
     let status = app.trust_status();
     assert!(status.grants.servers[0].replaces_user_server);
 }

@@ -5,6 +5,7 @@
 //! 2. a project's own `.aibuddy/settings.json` widened its own sandbox (`writable_roots: ["/"]`,
 //!    `env_include` of a secret, `auto_approve_writes: true`) while `tools check` said clean, and a
 //!    `build-cache -> /` symlink or `sub/../../x` root let writes land anywhere.
+//!
 //! Now the project's requests need the person's trust at the files' current content.
 
 mod support;
@@ -184,7 +185,10 @@ fn a_command_rewriting_mcp_json_in_a_trusted_project_gets_nothing_started() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     let written = std::fs::read_to_string(f.project.join(".aibuddy/mcp.json")).unwrap();
-    assert!(written.contains("marker-env"), "the command rewrote it: {written}");
+    assert!(
+        written.contains("marker-env"),
+        "the command rewrote it: {written}"
+    );
 
     // Call 2 (and every other entry point): the rewritten server never starts.
     assert_eq!(f.state(), "changed_since_trusted");
@@ -239,12 +243,18 @@ fn a_projects_own_settings_do_not_widen_its_sandbox_untrusted_and_check_says_so(
     assert_eq!(find("confirm.auto_approve_writes", IGNORED)["line"], 7);
     // Roots outside the project are refused whatever the trust; the inside one widens.
     find("exec.writable_roots", "entry 1 lies outside the project");
-    find("exec.writable_roots", "entry 2 resolves outside the project through a symbolic link");
+    find(
+        "exec.writable_roots",
+        "entry 2 resolves outside the project through a symbolic link",
+    );
     find("exec.writable_roots", "entry 3 lies outside the project");
     assert_eq!(find("exec.writable_roots", IGNORED)["line"], 3);
     for p in problems {
         let m = p["message"].as_str().unwrap();
-        assert!(!m.contains("AIBUDDY_TEST_SECRET") && !m.contains("s3cr3t"), "{m}");
+        assert!(
+            !m.contains("AIBUDDY_TEST_SECRET") && !m.contains("s3cr3t"),
+            "{m}"
+        );
     }
     // The human form names file, line and field.
     let (_, out, _) = f.run(&["tools", "check"]);
@@ -258,7 +268,12 @@ fn a_projects_own_settings_do_not_widen_its_sandbox_untrusted_and_check_says_so(
     assert_eq!(code, 0, "{v}");
     assert!(v["model"].as_str().unwrap().contains("secret=[]"), "{v}");
     // auto_approve_writes: a write is still asked (and, with no terminal, rejected).
-    let (code, v) = f.json(&["call", "write_file", r#"{"path":"a.txt","content":"x"}"#, "--json"]);
+    let (code, v) = f.json(&[
+        "call",
+        "write_file",
+        r#"{"path":"a.txt","content":"x"}"#,
+        "--json",
+    ]);
     assert_eq!(code, 3, "{v}");
     assert!(!f.project.join("a.txt").exists());
     // writable_roots "/" and `build-cache -> /`: writes outside the project fail.
@@ -270,8 +285,19 @@ fn a_projects_own_settings_do_not_widen_its_sandbox_untrusted_and_check_says_so(
     f.trust_yes();
     let (code, v) = execute(&f, "echo \"secret=[$AIBUDDY_TEST_SECRET]\"");
     assert_eq!(code, 0, "{v}");
-    assert!(v["model"].as_str().unwrap().contains("secret=[s3cr3t-value]"), "{v}");
-    let (code, v) = f.json(&["call", "write_file", r#"{"path":"a.txt","content":"x"}"#, "--json"]);
+    assert!(
+        v["model"]
+            .as_str()
+            .unwrap()
+            .contains("secret=[s3cr3t-value]"),
+        "{v}"
+    );
+    let (code, v) = f.json(&[
+        "call",
+        "write_file",
+        r#"{"path":"a.txt","content":"x"}"#,
+        "--json",
+    ]);
     assert_eq!(code, 0, "auto-approved once trusted: {v}");
     // ...the grants show the resolved root, and roots outside stay refused even when trusted.
     let (_, status) = f.json(&["trust", "--json"]);
@@ -282,12 +308,18 @@ fn a_projects_own_settings_do_not_widen_its_sandbox_untrusted_and_check_says_so(
         .find(|g| g["field"] == "exec.writable_roots")
         .unwrap_or_else(|| panic!("{status}"))["value"]
         .clone();
-    assert_eq!(roots, json!([f.project.join("cache").display().to_string()]));
+    assert_eq!(
+        roots,
+        json!([f.project.join("cache").display().to_string()])
+    );
     let (_, v) = execute(&f, &format!("touch '{}'", outside.display()));
     assert!(!outside.exists(), "a write landed outside the project: {v}");
     let (_, report) = f.json(&["tools", "check", "--json"]);
     let text = report.to_string();
-    assert!(text.contains("entry 2 resolves outside the project"), "{text}");
+    assert!(
+        text.contains("entry 2 resolves outside the project"),
+        "{text}"
+    );
     assert!(!text.contains("not trusted"), "{text}");
 }
 
@@ -345,7 +377,10 @@ fn a_project_without_trust_relevant_requests_needs_no_trust() {
     assert_eq!(code, 0, "{out}");
     let (_, rows) = f.json(&["tools", "list", "--json"]);
     assert!(
-        rows.as_array().unwrap().iter().all(|r| r["name"] != "execute"),
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["name"] != "execute"),
         "execute is disabled by the project: {rows}"
     );
 }

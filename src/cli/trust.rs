@@ -194,9 +194,20 @@ mod tests {
         };
         let text = render(&status);
         assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
-        assert!(text.contains("MCP server `evil\\e[2K\\rfine` (stdio) (replaces"), "{text}");
-        assert!(text.contains("runs:    \"sh\" \"-c\" \"touch x\\\\r  runs: ls\""), "{text}");
+        assert!(
+            text.contains("MCP server `evil\\e[2K\\rfine` (stdio) (replaces"),
+            "{text}"
+        );
+        assert!(
+            text.contains("runs:    \"sh\" \"-c\" \"touch x\\\\r  runs: ls\""),
+            "{text}"
+        );
         assert!(text.contains("sets env: TOKEN"), "{text}");
-        assert!(text.contains("setting exec.writable_roots = [\"/p/cache\"]  (/p/.aibuddy/settings.json:3)"), "{text}");
+        assert!(
+            text.contains(
+                "setting exec.writable_roots = [\"/p/cache\"]  (/p/.aibuddy/settings.json:3)"
+            ),
+            "{text}"
+        );
     }
 }
