@@ -306,3 +306,26 @@ fn trust_changed_is_an_event_without_a_call() {
         aibuddy::contract::Stage::Authorization
     );
 }
+
+#[test]
+fn corrupt_trust_records_mean_untrusted_and_are_reported_never_overwritten() {
+    let f = fx();
+    f.project_settings(r#"{"exec": {"env_include": ["A_TOKEN"]}}"#);
+    let records = f.data.join("trusted-projects.json");
+    std::fs::write(&records, "{ not json").unwrap();
+    let shown = trust::status(&f.project, &f.data).unwrap();
+    assert_eq!(shown.state, TrustState::Untrusted);
+    let report = check(&f.opts()).unwrap();
+    assert!(
+        report
+            .trust
+            .iter()
+            .any(|t| t.contains("trusted-projects.json")),
+        "{:?}",
+        report.trust
+    );
+    assert!(!report.is_ok());
+    let err = trust::grant(&f.project, &f.data, &shown.digest).unwrap_err();
+    assert!(matches!(err, TrustError::Records { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), "{ not json");
+}
