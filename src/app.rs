@@ -169,21 +169,8 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
             .iter()
             .map(|s| untrusted_server_problem(&config.mcp.project_file, s)),
     );
-    // Refused files are reported with their settings and MCP problems; the rest (unusable trust
-    // records) here.
-    let trust = config
-        .status
-        .problems
-        .iter()
-        .filter(|p| {
-            !config
-                .snapshot
-                .refusals()
-                .iter()
-                .any(|(f, _)| p.starts_with(&f.path.display().to_string()))
-        })
-        .cloned()
-        .collect();
+    // Refused files are reported with their settings and MCP problems; unusable trust records here.
+    let trust = config.records_problem.into_iter().collect();
     Ok(CheckReport {
         consistency,
         settings: loaded.problems,

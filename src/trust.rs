@@ -141,6 +141,8 @@ pub struct ProjectConfig {
     pub settings: LoadedSettings,
     /// MCP servers to start: the project's only when its trust applies.
     pub mcp: McpPlan,
+    /// Why the trust records could not be read (the project then counts as untrusted).
+    pub records_problem: Option<String>,
 }
 
 /// Read the project's trust-relevant files once, evaluate trust, and load settings and MCP
@@ -177,13 +179,11 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         .iter()
         .map(|(f, why)| format!("{}: {why}; not used", f.path.display()))
         .collect();
-    let recorded = match record::lookup(data_dir, &root) {
-        Ok(r) => r.map(|r| r.digest),
-        Err(e) => {
-            problems.push(e.to_string());
-            None
-        }
+    let (recorded, records_problem) = match record::lookup(data_dir, &root) {
+        Ok(r) => (r.map(|r| r.digest), None),
+        Err(e) => (None, Some(e.to_string())),
     };
+    problems.extend(records_problem.clone());
     let state = decide_state(grants.is_empty(), &digest, recorded.as_deref());
     let mut loaded = if state.applies() && !untrusted.widening.is_empty() {
         layer(true)
@@ -224,6 +224,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         snapshot,
         settings: loaded,
         mcp: plan,
+        records_problem,
     }
 }
 
