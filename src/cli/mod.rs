@@ -11,6 +11,7 @@ mod prompt;
 mod search;
 mod show;
 mod tools;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +50,8 @@ pub enum Command {
     History(history::HistoryArgs),
     /// Show one stored call (raw output with --raw).
     Show(show::ShowArgs),
+    /// Show what trusting the project grants (its MCP servers, settings beyond yours) and trust it.
+    Trust(trust::TrustArgs),
 }
 
 impl Cli {
@@ -104,6 +107,7 @@ pub fn main() -> ExitCode {
             Command::Call(args) => call::run(args, opts).await,
             Command::History(args) => history::run(args, opts).await,
             Command::Show(args) => show::run(args, opts).await,
+            Command::Trust(args) => trust::run(args, opts),
         }
     })
 }

@@ -115,17 +115,22 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 println!("ok: registry consistent; settings, skills and MCP config clean");
                 return ExitCode::SUCCESS;
             }
+            // Problems quote project files (server names, paths): escaped for the terminal.
+            let safe = |s: String| aibuddy_common::term::line(&s).into_owned();
             for p in &report.consistency {
-                println!("registry: {p}");
+                println!("registry: {}", safe(p.to_string()));
             }
             for p in &report.settings {
-                println!("settings: {p}");
+                println!("settings: {}", safe(p.to_string()));
             }
             for p in &report.skills {
-                println!("skills: {p}");
+                println!("skills: {}", safe(p.clone()));
             }
             for p in &report.mcp {
-                println!("mcp: {p}");
+                println!("mcp: {}", safe(p.clone()));
+            }
+            for p in &report.trust {
+                println!("trust: {}", safe(p.clone()));
             }
             ExitCode::from(1)
         }
