@@ -84,7 +84,7 @@ pub fn main() -> ExitCode {
     let opts = match cli.options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", aibuddy_common::term::block(&e));
             return ExitCode::from(2);
         }
     };
