@@ -28,4 +28,4 @@ pub use kind::{
 };
 pub use limits::Limits;
 pub use local::LocalSandbox;
-pub use scoped_dir::{DirEntryInfo, EntryKind, ScopedDir};
+pub use scoped_dir::{DirEntryInfo, ScopedDir};

@@ -11,27 +11,18 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::EntryKind;
 use crate::error::SandboxError;
 use crate::local::fsio;
 
-/// What a path is, after following symlinks beneath the handle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    Dir,
-    File,
-    /// A fifo, socket or device.
-    Other,
-}
-
-/// One directory entry, as listed (a symlink is not followed: `is_symlink` says so).
+/// One directory entry, as listed: a symlink is not followed (`kind` is `Symlink`; ask
+/// [`ScopedDir::kind`] to follow it beneath the handle).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntryInfo {
     /// The name; non-UTF-8 names are shown lossily and cannot be opened by this name.
     pub name: String,
     pub utf8: bool,
-    pub is_symlink: bool,
-    /// The entry's own type (a symlink's is `None`: ask [`ScopedDir::kind`] to follow it).
-    pub kind: Option<EntryKind>,
+    pub kind: EntryKind,
 }
 
 /// A directory handle; nothing outside it can be reached through it.
@@ -42,7 +33,9 @@ pub struct ScopedDir {
 }
 
 fn kind_of(ft: &cap_std::fs::FileType) -> EntryKind {
-    if ft.is_dir() {
+    if ft.is_symlink() {
+        EntryKind::Symlink
+    } else if ft.is_dir() {
         EntryKind::Dir
     } else if ft.is_file() {
         EntryKind::File
@@ -100,7 +93,7 @@ impl ScopedDir {
         Ok(ScopedDir { dir, shown })
     }
 
-    /// What `rel` is, following symlinks only beneath the handle.
+    /// What `rel` is, following symlinks only beneath the handle (never `Symlink`).
     pub fn kind(&self, rel: &Path) -> Result<EntryKind, SandboxError> {
         let shown = self.label(rel);
         lexically_beneath(rel, &shown)?;
@@ -128,8 +121,7 @@ impl ScopedDir {
             out.push(DirEntryInfo {
                 name: name.to_string_lossy().into_owned(),
                 utf8,
-                is_symlink: ft.is_symlink(),
-                kind: (!ft.is_symlink()).then(|| kind_of(&ft)),
+                kind: kind_of(&ft),
             });
         }
         Ok(out)
@@ -186,11 +178,17 @@ mod tests {
         );
         let entries = a.entries(100).unwrap();
         assert_eq!(entries.len(), 4);
-        assert_eq!(entries.iter().filter(|e| e.is_symlink).count(), 3);
+        assert_eq!(
+            entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Symlink)
+                .count(),
+            3
+        );
         assert!(
             entries
                 .iter()
-                .any(|e| e.name == "b" && e.kind == Some(EntryKind::Dir))
+                .any(|e| e.name == "b" && e.kind == EntryKind::Dir)
         );
     }
 
