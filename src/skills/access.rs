@@ -91,12 +91,14 @@ pub fn skill_folders(root: &ScopedDir) -> Vec<(String, Result<ScopedDir, OpenFai
                 continue;
             }
         };
+        // A SKILL.md that cannot be followed beneath the folder (a symlink out) stays a
+        // candidate: loading it reports the refusal without reading it.
         match folder.kind(Path::new(SKILL_FILE)) {
             Ok(EntryKind::File) => out.push((e.name, Ok(folder))),
             Ok(_) => {}
             Err(e2) => match OpenFailure::from(e2) {
                 OpenFailure::Missing => {}
-                why => out.push((e.name, Err(why))),
+                _ => out.push((e.name, Ok(folder))),
             },
         }
     }
