@@ -63,6 +63,28 @@ pub fn bytes_block(b: &[u8]) -> String {
     block(&String::from_utf8_lossy(b)).into_owned()
 }
 
+/// Serialized JSON made terminal-safe without changing its meaning: serde escapes only C0
+/// controls, `"` and `\\` inside strings, so C1 controls, DEL, bidi overrides and U+2028/U+2029
+/// would reach a terminal raw. Each becomes a `\\uXXXX` escape (all of them are in the BMP and can
+/// only occur inside strings); newlines and tabs, JSON whitespace, stay.
+pub fn json(serialized: &str) -> Cow<'_, str> {
+    if !serialized
+        .chars()
+        .any(|c| is_unsafe(c) && c != '\n' && c != '\t')
+    {
+        return Cow::Borrowed(serialized);
+    }
+    let mut out = String::with_capacity(serialized.len() + 16);
+    for c in serialized.chars() {
+        if is_unsafe(c) && c != '\n' && c != '\t' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// [`bytes_block`] over a stream of chunks (raw output of any size, read piece by piece): a UTF-8
 /// sequence split between two chunks is decoded whole, not as two replacement characters.
 #[derive(Debug, Default)]
@@ -183,5 +205,15 @@ mod tests {
             .collect();
         out.push_str(&byte_by_byte.finish());
         assert_eq!(out, "x\\x9by");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_and_loses_raw_controls() {
+        let serialized = "{\n  \"d\": \"a\u{202e}b\u{9b}c\u{7f}\u{2028}\"\n}";
+        assert_eq!(
+            json(serialized),
+            "{\n  \"d\": \"a\\u202eb\\u009bc\\u007f\\u2028\"\n}"
+        );
+        assert!(matches!(json("{\"a\": \"\\u001b\"}"), Cow::Borrowed(_)));
     }
 }
