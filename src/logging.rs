@@ -54,16 +54,16 @@ impl<W: Write> Write for EscapingWriter<W> {
     }
 }
 
-/// Makes [`EscapingWriter`]s over stderr.
+/// Wraps a [`MakeWriter`] so every record it writes is escaped ([`EscapingWriter`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct EscapedStderr;
+pub struct Escaped<M>(pub M);
 
-impl<'a> MakeWriter<'a> for EscapedStderr {
-    type Writer = EscapingWriter<std::io::StderrLock<'static>>;
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Escaped<M> {
+    type Writer = EscapingWriter<M::Writer>;
 
     fn make_writer(&'a self) -> Self::Writer {
         EscapingWriter {
-            inner: std::io::stderr().lock(),
+            inner: self.0.make_writer(),
         }
     }
 }
@@ -72,13 +72,14 @@ impl<'a> MakeWriter<'a> for EscapedStderr {
 pub fn init_stderr() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter("warn"))
-        .with_writer(EscapedStderr)
+        .with_writer(Escaped(std::io::stderr))
         .with_ansi(false)
         .with_target(false)
         .try_init();
 }
 
-/// Log to a rolling file in the data directory (desktop app). Keep the guard alive.
+/// Log to a rolling file in the data directory (desktop app), every record escaped too (the file
+/// is read with `tail -f` and `less` on a terminal). Keep the guard alive.
 pub fn init_file(data_dir: &Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let dir = data_dir.join("logs");
     std::fs::create_dir_all(&dir).ok()?;
@@ -86,7 +87,7 @@ pub fn init_file(data_dir: &Path) -> Option<tracing_appender::non_blocking::Work
     let (writer, guard) = tracing_appender::non_blocking(appender);
     tracing_subscriber::fmt()
         .with_env_filter(filter("info"))
-        .with_writer(writer)
+        .with_writer(Escaped(writer))
         .with_ansi(false)
         .try_init()
         .ok()?;
@@ -129,9 +130,7 @@ mod tests {
         let captured = Captured::default();
         let sink = captured.clone();
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || EscapingWriter {
-                inner: sink.clone(),
-            })
+            .with_writer(Escaped(move || sink.clone()))
             .with_ansi(false)
             .with_target(false)
             .finish();
