@@ -67,11 +67,12 @@ impl Cli {
     }
 }
 
-/// Print a value as pretty JSON on stdout.
+/// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
+/// DEL and bidi overrides it leaves raw become `\uXXXX` escapes too (same JSON value).
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     match serde_json::to_string_pretty(value) {
         Ok(s) => {
-            println!("{s}");
+            println!("{}", aibuddy_common::term::json(&s));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -87,7 +88,7 @@ pub fn main() -> ExitCode {
     let opts = match cli.options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", aibuddy_common::term::block(&e));
             return ExitCode::from(2);
         }
     };
