@@ -3,7 +3,10 @@
 //! decide exposure, `tool_search` activates deferred tools for the following steps of one run
 //! only, a `list_changed` re-evaluates the gates, bad schemas and failed servers show as absent
 //! with their reasons, and the context rebuild after compaction keeps exactly what retained
-//! messages reference.
+//! messages reference. MCP servers are untrusted: a server's own `readOnlyHint` does not spare its
+//! tools the confirmation unless the person marked the server `trustAnnotations`.
+
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -29,27 +32,34 @@ struct Project {
     opts: AppOptions,
 }
 
-/// A project whose `.aibuddy/mcp.json` has the fixture server `fx` (with `args`) and a server
-/// that cannot start.
+/// A project whose person's own (user-level) `mcp.json` has the fixture server `fx` (with
+/// `args`) and a server that cannot start. User-level, so no project trust is involved.
 fn project(fx_args: &[&str]) -> Project {
+    project_with(fx_args, None)
+}
+
+/// As [`project`], with `fx`'s `trustAnnotations` set when `trust` is Some.
+fn project_with(fx_args: &[&str], trust: Option<bool>) -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
+    let data = dir.path().join("data");
     std::fs::create_dir_all(root.join(".aibuddy")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
     let mut args = vec![fixture_server().to_string_lossy().into_owned()];
     args.extend(fx_args.iter().map(|s| s.to_string()));
+    let mut fx = json!({"command": "python3", "args": args});
+    if let Some(trust) = trust {
+        fx["trustAnnotations"] = json!(trust);
+    }
     std::fs::write(
-        root.join(".aibuddy/mcp.json"),
+        data.join("mcp.json"),
         serde_json::to_string_pretty(&json!({"mcpServers": {
-            "fx": {"command": "python3", "args": args},
+            "fx": fx,
             "broken": {"command": "/nonexistent/mcp-server"}
         }}))
         .unwrap(),
     )
     .unwrap();
-    // The project's own MCP servers start only once the person trusts the project.
-    let data = dir.path().join("data");
-    let shown = aibuddy::trust::status(&root, &data).unwrap();
-    aibuddy::trust::grant(&root, &data, &shown.digest).unwrap();
     let opts = AppOptions {
         project: root,
         data_dir: data,
@@ -104,7 +114,12 @@ async fn small_server_is_active_and_absences_carry_reasons() {
     assert_eq!(echo.exposure, Exposure::Active, "9 tools pass the gates");
     assert_eq!(echo.source, Source::Mcp("fx".into()));
     assert_eq!(echo.config, "mcp:fx");
-    assert_eq!(echo.risk, aibuddy::registry::Risk::ReadOnly, "readOnlyHint");
+    // fx is not marked trustAnnotations: its hints do not lower risk.
+    assert_eq!(
+        echo.risk,
+        aibuddy::registry::Risk::HighImpact,
+        "untrusted readOnlyHint"
+    );
     assert_eq!(
         row(&rows, "mcp__fx__crash").risk,
         aibuddy::registry::Risk::HighImpact,
@@ -112,7 +127,8 @@ async fn small_server_is_active_and_absences_carry_reasons() {
     );
     assert_eq!(
         row(&rows, "mcp__fx__add").risk,
-        aibuddy::registry::Risk::Writes
+        aibuddy::registry::Risk::HighImpact,
+        "untrusted destructiveHint: false"
     );
 
     // Bad schemas: left out with a Discovery reason, siblings stay.
@@ -313,4 +329,90 @@ async fn elicitation_goes_to_the_installed_broker() {
         "{}",
         out.model
     );
+}
+
+async fn call_with(
+    app: &App,
+    broker: Arc<dyn aibuddy::confirm::ConfirmBroker>,
+    name: &str,
+    args: serde_json::Value,
+) -> CallOutcome {
+    let runner = app.runner(Some("run_confirm".to_string()), broker);
+    runner
+        .call(
+            &app.run_toolset("run_confirm"),
+            CallRequest {
+                id: None,
+                name: name.to_string(),
+                arguments: args.to_string(),
+            },
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+}
+
+/// Issue 9, "Why" 6: an MCP server's own `readOnlyHint` lowered its tools' risk so they were
+/// never confirmed. Now the call is confirmed (and rejected by a broker that rejects) unless the
+/// person marked the server `trustAnnotations: true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_read_only_hint_does_not_skip_confirmation_unless_trusted() {
+    use aibuddy::confirm::RejectAll;
+    use aibuddy::registry::Risk;
+    for trust in [None, Some(false)] {
+        let p = project_with(&[], trust);
+        let app = App::open(p.opts.clone()).await.unwrap();
+        assert_eq!(
+            row(&app.tools_list(), "mcp__fx__echo").risk,
+            Risk::HighImpact
+        );
+        let out = call_with(
+            &app,
+            Arc::new(RejectAll("no terminal".into())),
+            "mcp__fx__echo",
+            json!({"message": "sneaky"}),
+        )
+        .await;
+        assert_eq!(out.status, CallStatus::Rejected, "trust {trust:?}: {out:?}");
+        assert!(!out.model.contains("echo: sneaky"), "{}", out.model);
+    }
+
+    let p = project_with(&[], Some(true));
+    let app = App::open(p.opts.clone()).await.unwrap();
+    let rows = app.tools_list();
+    assert_eq!(row(&rows, "mcp__fx__echo").risk, Risk::ReadOnly);
+    assert_eq!(row(&rows, "mcp__fx__add").risk, Risk::Writes);
+    assert_eq!(row(&rows, "mcp__fx__crash").risk, Risk::HighImpact);
+    let out = call_with(
+        &app,
+        Arc::new(RejectAll("no terminal".into())),
+        "mcp__fx__echo",
+        json!({"message": "trusted"}),
+    )
+    .await;
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    assert!(out.model.contains("echo: trusted"), "{}", out.model);
+}
+
+/// The same through the CLI: without a terminal and without `--yes` the read-only-hinted tool
+/// of an untrusted server is rejected (exit 3); `--yes` approves it.
+#[test]
+fn the_cli_rejects_an_untrusted_read_only_tool_without_yes() {
+    let p = project(&[]);
+    let args = r#"{"message":"from the cli"}"#;
+    let (code, stdout, stderr) = support::aibuddy(
+        &p.opts.project,
+        &p.opts.data_dir,
+        &["call", "mcp__fx__echo", args, "--json"],
+    );
+    assert_eq!(code, 3, "stdout: {stdout}\nstderr: {stderr}");
+    let out: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(out["status"], "rejected", "{out}");
+    let (code, stdout, stderr) = support::aibuddy(
+        &p.opts.project,
+        &p.opts.data_dir,
+        &["call", "mcp__fx__echo", args, "--json", "--yes"],
+    );
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("echo: from the cli"), "{stdout}");
 }

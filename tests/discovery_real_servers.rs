@@ -1,8 +1,9 @@
 //! The capability plane with the real MCP servers installed by scripts/install-mcp-servers.sh
 //! (server-everything, -filesystem, -memory, -github; mcp-server-time, -git, -fetch): 78 tools, so
 //! the aggregate gate defers every MCP tool; `tool_search` finds and activates the right one and
-//! the call reaches the real server. Skipped with a loud notice when the servers are not installed
-//! (set AIBUDDY_MCP_REQUIRE_SERVERS to make that a failure).
+//! the call reaches the real server. The servers are configured in the user-level `mcp.json` (the
+//! person's own file, which needs no project trust). A missing install fails the test (`make test`
+//! installs the servers).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,28 +19,22 @@ use aibuddy_mcp::ServerState;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-fn installed() -> Option<PathBuf> {
+fn installed() -> PathBuf {
     let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"));
-    if dir.join(".installed").exists() {
-        return Some(dir);
-    }
-    let notice = format!(
-        "\n!!!! SKIPPED discovery_real_servers: real MCP servers are not installed at {} \
-         (run scripts/install-mcp-servers.sh; make test does) !!!!\n",
+    assert!(
+        dir.join(".installed").exists(),
+        "discovery_real_servers: the real MCP servers are not installed at {}; run `make test` or \
+         `bash scripts/install-mcp-servers.sh` (a worktree may symlink .tools from the main checkout)",
         dir.display()
     );
-    if std::env::var_os("AIBUDDY_MCP_REQUIRE_SERVERS").is_some() {
-        panic!("{notice}");
-    }
-    eprintln!("{notice}");
-    None
+    dir
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_servers_are_deferred_and_found_by_tool_search() {
-    let Some(t) = installed() else { return };
+    let t = installed();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("proj");
     let repo = tmp.path().join("repo");
@@ -64,21 +59,25 @@ async fn real_servers_are_deferred_and_found_by_tool_search() {
         "git": {"command": venv("mcp-server-git"), "args": ["--repository", repo]},
         "fetch": {"command": venv("mcp-server-fetch")}
     }});
-    std::fs::write(root.join(".aibuddy/mcp.json"), config.to_string()).unwrap();
-    // The project's own MCP servers start only once the person trusts the project.
-    let shown = aibuddy::trust::status(&root, &tmp.path().join("data")).unwrap();
-    aibuddy::trust::grant(&root, &tmp.path().join("data"), &shown.digest).unwrap();
+    // Python servers import slowly on a loaded 2-core machine: generous connect timeouts.
+    let mut config = config;
+    for server in config["mcpServers"].as_object_mut().unwrap().values_mut() {
+        server["timeouts"] = json!({"connect": 120});
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("mcp.json"), config.to_string()).unwrap();
 
     let app = App::open(AppOptions {
         project: root,
-        data_dir: tmp.path().join("data"),
+        data_dir: data,
     })
     .await
     .unwrap();
     let mcp = app.capabilities.mcp.clone().expect("servers configured");
     // All connected, and server-everything's post-initialize list_changed has landed.
     let ready = mcp
-        .wait_for(Duration::from_secs(60), |s| {
+        .wait_for(Duration::from_secs(240), |s| {
             s.len() == 7
                 && s.iter().all(|x| x.state == ServerState::Connected)
                 && s.iter()

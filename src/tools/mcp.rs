@@ -1,7 +1,11 @@
 //! The MCP bridge: one registry config per connected server (`mcp:<server>`), turning the
 //! `aibuddy-mcp` catalog into tools. Every MCP schema passes through `define_tool`; a tool whose
 //! schema fails is left out with a Discovery-stage reason (shown by `tools list`) while its
-//! siblings stay. Risk comes from the tool's annotations (absent annotations: high impact).
+//! siblings stay. Risk comes from the tool's annotations only when the person marked the server
+//! `trustAnnotations: true`; otherwise every MCP tool is high impact and asks (annotations are
+//! untrusted hints per the MCP spec; a server's own `readOnlyHint` cannot skip the confirmation).
+//! Results are bounded for the model ([`MODEL_MAX_CHARS`]) and for the client
+//! ([`CLIENT_MAX_CHARS`]); the raw result is stored whole.
 
 use std::sync::Arc;
 
@@ -31,9 +35,15 @@ pub struct LeftOut {
     pub reason: String,
 }
 
-/// Map MCP risk to registry risk.
+/// Map MCP risk to registry risk. The level is already the effective one (untrusted
+/// annotations leave it at high impact, see `aibuddy_mcp::risk`).
 pub fn risk_of(entry: &McpToolEntry) -> Risk {
-    match entry.risk.level {
+    risk_of_level(entry.risk.level)
+}
+
+/// Map an MCP risk level to registry risk. Pure.
+pub fn risk_of_level(level: McpRiskLevel) -> Risk {
+    match level {
         McpRiskLevel::ReadOnly => Risk::ReadOnly,
         McpRiskLevel::Write => Risk::Writes,
         McpRiskLevel::HighImpact => Risk::HighImpact,
@@ -245,9 +255,61 @@ impl ToolHandler for McpToolHandler {
         })))
     }
 
+    fn client(&self, _args: &Value, raw: &RawOutput) -> Value {
+        client_value(&raw.value)
+    }
+
     fn model(&self, _args: &Value, raw: &RawOutput) -> String {
         model_text(&raw.value)
     }
+}
+
+/// Most characters of one text block (or of the structured content) in the client projection.
+pub const CLIENT_MAX_CHARS: usize = 100_000;
+/// Longest base64 `data` of an image or audio block kept in the client projection.
+pub const CLIENT_MAX_DATA: usize = 1024 * 1024;
+
+/// The client projection of an MCP result: the raw value with each text block and the
+/// structured content bounded to [`CLIENT_MAX_CHARS`] (head and tail) and binary data over
+/// [`CLIENT_MAX_DATA`] left out (its size is kept). The raw result stays whole in the store. Pure.
+pub fn client_value(raw: &Value) -> Value {
+    let mut out = json!({
+        "server": raw["server"],
+        "tool": raw["tool"],
+    });
+    let blocks: Vec<Value> = raw["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|block| {
+            let mut block = block.clone();
+            if let Some(text) = block.get("text").and_then(Value::as_str)
+                && text.len() > CLIENT_MAX_CHARS
+            {
+                block["text"] = Value::String(bound_text(text.to_string(), CLIENT_MAX_CHARS));
+            }
+            if let Some(n) = block.get("data").and_then(Value::as_str).map(str::len)
+                && n > CLIENT_MAX_DATA
+            {
+                block["data"] = Value::String(String::new());
+                block["data_omitted_bytes"] = json!(n);
+            }
+            block
+        })
+        .collect();
+    out["content"] = Value::Array(blocks);
+    out["structured_content"] = match &raw["structured_content"] {
+        Value::Null => Value::Null,
+        v => {
+            let text = v.to_string();
+            if text.len() > CLIENT_MAX_CHARS {
+                Value::String(bound_text(text, CLIENT_MAX_CHARS))
+            } else {
+                v.clone()
+            }
+        }
+    };
+    out
 }
 
 /// Most characters of an MCP result that enter the model's context (head and tail are kept).
@@ -354,5 +416,68 @@ mod tests {
         assert!(out.contains(&format!("{} characters omitted", total - 2_000 - 1_000)));
         assert!(out.chars().count() < 3_200);
         assert_eq!(bound_text("short".into(), 10), "short");
+    }
+
+    #[test]
+    fn risk_levels_map_and_untrusted_read_only_hints_still_ask() {
+        use crate::confirm::needs_confirmation;
+        use aibuddy_mcp::{Hints, McpRisk};
+        let read_only = Some(Hints {
+            read_only: Some(true),
+            ..Hints::default()
+        });
+        let untrusted = risk_of_level(McpRisk::from_hints(read_only, false).level);
+        assert_eq!(untrusted, Risk::HighImpact);
+        // Even with auto-approval of writes inside the project, high impact asks.
+        assert!(needs_confirmation(untrusted, true, true));
+        let trusted = risk_of_level(McpRisk::from_hints(read_only, true).level);
+        assert_eq!(trusted, Risk::ReadOnly);
+        assert!(!needs_confirmation(trusted, false, false));
+        let additive = Some(Hints {
+            read_only: Some(false),
+            destructive: Some(false),
+            ..Hints::default()
+        });
+        assert_eq!(
+            risk_of_level(McpRisk::from_hints(additive, false).level),
+            Risk::HighImpact
+        );
+        assert_eq!(
+            risk_of_level(McpRisk::from_hints(additive, true).level),
+            Risk::Writes
+        );
+        assert_eq!(
+            risk_of_level(McpRisk::from_hints(None, true).level),
+            Risk::HighImpact
+        );
+    }
+
+    #[test]
+    fn the_client_projection_is_bounded() {
+        let big = "y".repeat(3 * CLIENT_MAX_CHARS);
+        let raw = json!({
+            "server": "s", "tool": "t",
+            "content": [
+                {"type": "text", "text": big},
+                {"type": "text", "text": "small"},
+                {"type": "image", "mimeType": "image/png", "data": "A".repeat(CLIENT_MAX_DATA + 1)}
+            ],
+            "structured_content": {"rows": big}
+        });
+        let client = client_value(&raw);
+        assert!(client.to_string().len() < 3 * CLIENT_MAX_CHARS);
+        let text = client["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("characters omitted"), "{}", &text[..100]);
+        assert_eq!(client["content"][1]["text"], "small");
+        assert_eq!(client["content"][2]["data"], "");
+        assert_eq!(
+            client["content"][2]["data_omitted_bytes"],
+            CLIENT_MAX_DATA + 1
+        );
+        assert!(client["structured_content"].is_string());
+        assert!(model_text(&raw).chars().count() < MODEL_MAX_CHARS + 200);
+        let small = json!({"server": "s", "tool": "t", "content": [{"type": "text", "text": "hi"}],
+                           "structured_content": {"a": 1}});
+        assert_eq!(client_value(&small), small);
     }
 }

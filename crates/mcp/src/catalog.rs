@@ -2,7 +2,7 @@
 //! qualified name, schema and risk. Building it is pure; tools whose input schema cannot be used
 //! are left out with a Discovery-stage reason while their siblings stay.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use rmcp::model::Tool;
@@ -94,8 +94,9 @@ pub struct Catalog {
 }
 
 /// Builds the catalog from each server's listed tools. Entries come out sorted by qualified
-/// name. Pure.
-pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>) -> Catalog {
+/// name. Only the servers in `trusted` (configured `trustAnnotations: true`) may lower their
+/// tools' risk through annotations (see [`crate::risk`]). Pure.
+pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<String>) -> Catalog {
     struct Accepted<'a> {
         server: &'a str,
         tool: &'a Tool,
@@ -161,7 +162,10 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>) -> Catalog {
                     .output_schema
                     .as_ref()
                     .map(|s| Value::Object((**s).clone())),
-                risk: McpRisk::from_annotations(a.tool.annotations.as_ref()),
+                risk: McpRisk::from_annotations(
+                    a.tool.annotations.as_ref(),
+                    trusted.contains(a.server),
+                ),
                 validator: Arc::new(a.validator),
             })
         })
@@ -177,6 +181,7 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>) -> Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::risk::McpRiskLevel;
     use rmcp::model::ToolAnnotations;
     use serde_json::json;
 
@@ -205,7 +210,7 @@ mod tests {
                 tool("good", json!({"type": "object"})),
             ],
         )]);
-        let catalog = build_catalog(&servers);
+        let catalog = build_catalog(&servers, &BTreeSet::new());
         assert_eq!(catalog.entries.len(), 1);
         assert_eq!(catalog.entries[0].qualified_name, "mcp__fix__good");
         let reasons: BTreeMap<&str, &str> = catalog
@@ -229,7 +234,7 @@ mod tests {
                 json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
             )],
         )]);
-        let catalog = build_catalog(&servers);
+        let catalog = build_catalog(&servers, &BTreeSet::new());
         let entry = &catalog.entries[0];
         assert!(entry.check_arguments(&json!({"x": 1})).is_ok());
         let err = entry.check_arguments(&json!({"x": "one"})).unwrap_err();
@@ -250,7 +255,7 @@ mod tests {
             "a b".to_owned(),
             vec![t, tool("write", json!({"type": "object"}))],
         )]);
-        let catalog = build_catalog(&servers);
+        let catalog = build_catalog(&servers, &BTreeSet::from(["a b".to_owned()]));
         let names: Vec<&str> = catalog
             .entries
             .iter()
@@ -258,7 +263,12 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["mcp__a_b__read_it", "mcp__a_b__write"]);
         assert!(catalog.entries[0].risk.read_only);
+        assert_eq!(catalog.entries[0].risk.level, McpRiskLevel::ReadOnly);
         assert!(catalog.entries[1].risk.is_high_impact());
+        // The same server, not trusted: its readOnlyHint does not lower the risk.
+        let untrusted = build_catalog(&servers, &BTreeSet::new());
+        assert!(untrusted.entries[0].risk.read_only);
+        assert_eq!(untrusted.entries[0].risk.level, McpRiskLevel::HighImpact);
         let origin = catalog.names.resolve("mcp__a_b__read_it").unwrap();
         assert_eq!(
             (origin.server.as_str(), origin.tool.as_str()),

@@ -5,9 +5,14 @@
 //!     "files":  { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
 //!                 "env": { "KEY": "value" }, "cwd": "optional/dir" },
 //!     "remote": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ..." } },
-//!     "slow":   { "command": "slow-server", "timeouts": { "connect": 60, "call": 600 }, "enabled": false }
+//!     "slow":   { "command": "slow-server", "timeouts": { "connect": 60, "call": 600 }, "enabled": false },
+//!     "mine":   { "command": "my-server", "trustAnnotations": true }
 //! } }
 //! ```
+//!
+//! `trustAnnotations: true` lets the server's tool annotations (`readOnlyHint`, ...) lower the
+//! risk of its tools; without it they can only raise it (see [`crate::risk`]). A project's own
+//! `mcp.json` may set it too: project files take effect only once the person trusts the project.
 //!
 //! `type` is optional (`"stdio"`, `"http"` or `"streamable-http"`); without it, `command` means
 //! stdio and `url` means streamable HTTP. `timeouts` are seconds (see [`Timeouts`] for defaults).
@@ -88,6 +93,9 @@ pub struct ServerConfig {
     pub scope: ConfigScope,
     /// The file the entry was read from (None for inline configs).
     pub source: Option<PathBuf>,
+    /// `"trustAnnotations": true`: the person trusts this server's tool annotations, so a
+    /// `readOnlyHint` may lower risk. Default false: annotations are untrusted hints.
+    pub trust_annotations: bool,
 }
 
 impl ServerConfig {
@@ -105,6 +113,7 @@ impl ServerConfig {
             enabled: true,
             scope: ConfigScope::Inline,
             source: None,
+            trust_annotations: false,
         }
     }
 
@@ -120,6 +129,7 @@ impl ServerConfig {
             enabled: true,
             scope: ConfigScope::Inline,
             source: None,
+            trust_annotations: false,
         }
     }
 }
@@ -326,6 +336,16 @@ pub fn parse_server_entry(
         }
         _ => true,
     };
+    let trust_annotations = match obj.get("trustAnnotations") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(ctx.err(
+                "trustAnnotations",
+                format!("expected a boolean, found {}", type_name(other)),
+            ));
+        }
+    };
     let command = string_field(&ctx, obj, "command")?;
     let url = string_field(&ctx, obj, "url")?;
     let kind = string_field(&ctx, obj, "type")?;
@@ -398,10 +418,8 @@ pub fn parse_server_entry(
             return Err(ctx.err("url", "missing: an http server needs a url"));
         };
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ctx.err(
-                "url",
-                format!("expected an http:// or https:// URL, found \"{url}\""),
-            ));
+            // The URL itself is not quoted: it may carry a token.
+            return Err(ctx.err("url", "expected an http:// or https:// URL"));
         }
         let headers = string_map(&ctx, obj, "headers")?;
         for (k, v) in &headers {
@@ -422,6 +440,7 @@ pub fn parse_server_entry(
         enabled,
         scope,
         source: Some(file.to_path_buf()),
+        trust_annotations,
     })
 }
 
@@ -540,169 +559,5 @@ pub fn load_server_configs(project_root: &Path, user_data_dir: Option<&Path>) ->
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> LoadedConfigs {
-        parse_config_text(
-            Path::new("/p/.aibuddy/mcp.json"),
-            ConfigScope::Project,
-            text,
-        )
-    }
-
-    #[test]
-    fn stdio_and_http_entries_parse() {
-        let out = parse(
-            r#"{"mcpServers": {
-                "files": {"command": "npx", "args": ["-y", "srv", 3], "env": {"A": "1", "B": 2}},
-                "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer x"},
-                           "timeouts": {"connect": 5, "call": 0.5}, "enabled": false}
-            }}"#,
-        );
-        assert!(out.errors.is_empty(), "{:?}", out.errors);
-        assert_eq!(out.servers.len(), 2);
-        let files = out.servers.iter().find(|s| s.name == "files").unwrap();
-        assert_eq!(
-            files.transport,
-            Transport::Stdio {
-                command: "npx".into(),
-                args: vec!["-y".into(), "srv".into(), "3".into()],
-                env: BTreeMap::from([("A".into(), "1".into()), ("B".into(), "2".into())]),
-                cwd: None,
-            }
-        );
-        assert_eq!(files.timeouts, Timeouts::default());
-        assert!(files.enabled);
-        let remote = out.servers.iter().find(|s| s.name == "remote").unwrap();
-        assert!(
-            matches!(&remote.transport, Transport::Http { url, headers } if url == "http://127.0.0.1:9/mcp" && headers.len() == 1)
-        );
-        assert_eq!(remote.timeouts.connect, Duration::from_secs(5));
-        assert_eq!(remote.timeouts.call, Duration::from_millis(500));
-        assert!(!remote.enabled);
-        assert_eq!(remote.scope, ConfigScope::Project);
-    }
-
-    #[test]
-    fn a_bad_entry_names_file_server_and_field_and_others_still_load() {
-        let out = parse(
-            r#"{"mcpServers": {
-                "good": {"command": "srv"},
-                "bad-args": {"command": "srv", "args": "not-an-array"},
-                "bad-timeout": {"command": "srv", "timeouts": {"call": -1}},
-                "bad-env": {"command": "srv", "env": {"K": ["x"]}},
-                "nothing": {"args": []},
-                "both": {"command": "a", "url": "http://x"},
-                "sse": {"type": "sse", "url": "http://x/sse"},
-                "ftp": {"url": "ftp://x"}
-            }}"#,
-        );
-        assert_eq!(out.servers.len(), 1);
-        assert_eq!(out.servers[0].name, "good");
-        let field_of = |server: &str| {
-            out.errors
-                .iter()
-                .find(|e| e.server.as_deref() == Some(server))
-                .and_then(|e| e.field.clone())
-                .unwrap()
-        };
-        assert_eq!(field_of("bad-args"), "args");
-        assert_eq!(field_of("bad-timeout"), "timeouts.call");
-        assert_eq!(field_of("bad-env"), "env.K");
-        assert_eq!(field_of("nothing"), "command");
-        assert_eq!(field_of("both"), "url");
-        assert_eq!(field_of("sse"), "type");
-        assert_eq!(field_of("ftp"), "url");
-        let msg = out
-            .errors
-            .iter()
-            .find(|e| e.server.as_deref() == Some("bad-args"))
-            .unwrap()
-            .to_string();
-        assert_eq!(
-            msg,
-            "/p/.aibuddy/mcp.json: server \"bad-args\": field \"args\": expected an array of strings, found a string"
-        );
-    }
-
-    #[test]
-    fn invalid_json_is_one_file_error() {
-        let out = parse("{\"mcpServers\": {");
-        assert!(out.servers.is_empty());
-        assert_eq!(out.errors.len(), 1);
-        assert!(out.errors[0].server.is_none());
-        assert!(
-            out.errors[0].message.contains("invalid JSON at line 1"),
-            "{}",
-            out.errors[0]
-        );
-    }
-
-    #[test]
-    fn missing_mcp_servers_is_empty_and_wrong_type_is_an_error() {
-        assert_eq!(parse("{}"), LoadedConfigs::default());
-        let out = parse(r#"{"mcpServers": []}"#);
-        assert_eq!(out.errors[0].field.as_deref(), Some("mcpServers"));
-    }
-
-    #[test]
-    fn disabled_flag_is_accepted_too() {
-        let out = parse(r#"{"mcpServers": {"a": {"command": "x", "disabled": true}}}"#);
-        assert!(!out.servers[0].enabled);
-    }
-
-    #[test]
-    fn project_overrides_user_by_name() {
-        let user = parse_config_text(
-            Path::new("/home/u/mcp.json"),
-            ConfigScope::User,
-            r#"{"mcpServers": {"shared": {"command": "user-version"}, "mine": {"command": "m"}, "broken-later": {"command": "b"}}}"#,
-        );
-        let project = parse(
-            r#"{"mcpServers": {"shared": {"command": "project-version"}, "proj": {"url": "https://x/mcp"}, "broken-later": {"command": 5}}}"#,
-        );
-        let merged = merge(user, project);
-        let names: Vec<&str> = merged.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, vec!["mine", "proj", "shared"]);
-        let shared = merged.servers.iter().find(|s| s.name == "shared").unwrap();
-        assert!(
-            matches!(&shared.transport, Transport::Stdio { command, .. } if command == "project-version")
-        );
-        assert_eq!(shared.scope, ConfigScope::Project);
-        assert_eq!(merged.errors.len(), 1);
-        assert_eq!(merged.errors[0].server.as_deref(), Some("broken-later"));
-    }
-
-    #[test]
-    fn loading_reads_both_files_and_tolerates_missing_ones() {
-        let project = tempfile::tempdir().unwrap();
-        let user = tempfile::tempdir().unwrap();
-        assert_eq!(
-            load_server_configs(project.path(), Some(user.path())),
-            LoadedConfigs::default()
-        );
-        std::fs::create_dir_all(project.path().join(".aibuddy")).unwrap();
-        std::fs::write(
-            project_config_path(project.path()),
-            r#"{"mcpServers": {"p": {"command": "x", "cwd": "sub"}}}"#,
-        )
-        .unwrap();
-        std::fs::write(
-            user_config_path(user.path()),
-            r#"{"mcpServers": {"u": {"url": "http://127.0.0.1:1/mcp"}}}"#,
-        )
-        .unwrap();
-        let loaded = load_server_configs(project.path(), Some(user.path()));
-        assert!(loaded.errors.is_empty());
-        assert_eq!(loaded.servers.len(), 2);
-        let p = loaded.servers.iter().find(|s| s.name == "p").unwrap();
-        assert!(
-            matches!(&p.transport, Transport::Stdio { cwd: Some(c), .. } if *c == project.path().join("sub"))
-        );
-        assert_eq!(
-            p.source.as_deref(),
-            Some(project_config_path(project.path()).as_path())
-        );
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

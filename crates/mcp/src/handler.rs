@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
@@ -52,19 +53,66 @@ pub(crate) struct ProgressRoute {
     pub cancel: CancellationToken,
 }
 
-/// Progress token -> the call that owns it. Shared by every connection of a manager.
+/// Progress events a call may receive in a burst before the rate limit applies.
+pub(crate) const PROGRESS_BURST: u32 = 20;
+
+/// A route and its token bucket (`tokens` left, refilled one per interval since `refilled`).
+struct Routed {
+    route: ProgressRoute,
+    tokens: u32,
+    refilled: Instant,
+}
+
+impl Routed {
+    /// Takes a token if one is left after refilling. Pure apart from the clock value given.
+    fn take(&mut self, now: Instant, interval: Duration) -> bool {
+        if interval.is_zero() {
+            return true;
+        }
+        let earned = now.duration_since(self.refilled).as_nanos() / interval.as_nanos();
+        if earned > 0 {
+            let earned = u32::try_from(earned).unwrap_or(u32::MAX);
+            self.tokens = self.tokens.saturating_add(earned).min(PROGRESS_BURST);
+            self.refilled = now;
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+/// Progress token -> the call that owns it. Shared by every connection of a manager. A call gets
+/// a burst of [`PROGRESS_BURST`] events, then at most one per `interval`: a server flooding
+/// progress is thinned, not relayed.
 #[derive(Default)]
 pub(crate) struct ProgressRoutes {
-    routes: Mutex<HashMap<(String, ProgressToken), ProgressRoute>>,
+    routes: Mutex<HashMap<(String, ProgressToken), Routed>>,
+    interval: Duration,
 }
 
 impl ProgressRoutes {
+    pub fn new(interval: Duration) -> Self {
+        ProgressRoutes {
+            routes: Mutex::default(),
+            interval,
+        }
+    }
+
     pub fn insert(&self, token: ProgressToken, route: ProgressRoute) {
         let key = (route.server.clone(), token);
         self.routes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, route);
+            .insert(
+                key,
+                Routed {
+                    route,
+                    tokens: PROGRESS_BURST,
+                    refilled: Instant::now(),
+                },
+            );
     }
 
     pub fn remove(&self, server: &str, token: &ProgressToken) {
@@ -74,18 +122,22 @@ impl ProgressRoutes {
             .remove(&(server.to_owned(), token.clone()));
     }
 
-    /// Delivers a notification to its call's sink, unless the call is gone or cancelled.
-    /// Returns whether it was delivered.
+    /// Delivers a notification to its call's sink, unless the call is gone or cancelled, or the
+    /// call has used up its rate. Returns whether it was delivered.
     pub fn deliver(&self, server: &str, params: &ProgressNotificationParam) -> bool {
         let target = {
-            let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
             routes
-                .get(&(server.to_owned(), params.progress_token.clone()))
-                .filter(|route| !route.cancel.is_cancelled())
-                .map(|route| (route.sink.clone(), route.tool.clone()))
+                .get_mut(&(server.to_owned(), params.progress_token.clone()))
+                .filter(|r| !r.route.cancel.is_cancelled())
+                .and_then(|r| {
+                    r.take(now, self.interval)
+                        .then(|| (r.route.sink.clone(), r.route.tool.clone()))
+                })
         };
         let Some((sink, tool)) = target else {
-            tracing::debug!(server, token = ?params.progress_token, "progress dropped: no live call owns it");
+            tracing::trace!(server, token = ?params.progress_token, "progress dropped: no live call owns it, or too soon");
             return false;
         };
         sink(McpProgress {
@@ -108,7 +160,35 @@ pub(crate) enum ConnEvent {
     Broken(String),
 }
 
+/// Server log messages relayed to the client's log per second; the rest are counted and dropped.
+const LOG_MESSAGES_PER_SECOND: u32 = 20;
+
+/// A per-second budget of relayed server log messages.
+#[derive(Default)]
+pub(crate) struct LogBudget {
+    window: Mutex<Option<(Instant, u32)>>,
+}
+
+impl LogBudget {
+    /// Whether one more message fits in the current second.
+    fn take(&self) -> bool {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        match &mut *window {
+            Some((start, n)) if now.duration_since(*start) < Duration::from_secs(1) => {
+                *n += 1;
+                *n <= LOG_MESSAGES_PER_SECOND
+            }
+            _ => {
+                *window = Some((now, 1));
+                true
+            }
+        }
+    }
+}
+
 pub(crate) struct Handler {
+    pub log_budget: LogBudget,
     pub server: String,
     pub broker: Arc<dyn ElicitationBroker>,
     pub progress: Arc<ProgressRoutes>,
@@ -193,6 +273,10 @@ impl ClientHandler for Handler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if !self.log_budget.take() {
+            tracing::trace!(server = %self.server, "server log message dropped (flood)");
+            return;
+        }
         let server = &self.server;
         let data = &params.data;
         match params.level {
@@ -256,5 +340,33 @@ mod tests {
         assert!(cfg.protocol_version.has_initialize());
         assert!(cfg.capabilities.sampling.is_none());
         assert!(cfg.capabilities.elicitation.is_some());
+    }
+
+    #[test]
+    fn a_progress_flood_is_thinned_per_call() {
+        let routes = ProgressRoutes::new(Duration::from_secs(3600));
+        let seen = Arc::new(Mutex::new(0u32));
+        let count = seen.clone();
+        routes.insert(
+            ProgressToken(NumberOrString::Number(1)),
+            ProgressRoute {
+                server: "s".into(),
+                tool: "t".into(),
+                sink: Arc::new(move |_| *count.lock().unwrap() += 1),
+                cancel: CancellationToken::new(),
+            },
+        );
+        let delivered = (0..10_000)
+            .filter(|i| routes.deliver("s", &params(1, f64::from(*i))))
+            .count();
+        assert_eq!(delivered, PROGRESS_BURST as usize);
+        assert_eq!(*seen.lock().unwrap(), PROGRESS_BURST);
+    }
+
+    #[test]
+    fn server_logs_have_a_per_second_budget() {
+        let budget = LogBudget::default();
+        let taken = (0..1_000).filter(|_| budget.take()).count();
+        assert_eq!(taken, LOG_MESSAGES_PER_SECOND as usize);
     }
 }

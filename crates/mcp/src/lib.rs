@@ -7,6 +7,13 @@
 //!   tools with timeouts, cancellation (`notifications/cancelled`) and progress.
 //! - [`elicitation`]: server requests for user input go to an [`ElicitationBroker`].
 //!
+//! Servers are untrusted parties: their annotations lower risk only for servers the person
+//! marked `trustAnnotations` ([`risk`]); a stdio server gets the MCP SDKs' default environment
+//! plus its configured `env`, nothing else ([`server_env`]); no reason, log line or error about a
+//! server quotes its configured values ([`redact`]); a message over
+//! [`DEFAULT_MAX_MESSAGE_BYTES`] is refused before it is held whole, and progress and log floods
+//! are thinned.
+//!
 //! Protocol: the client asks for [`PROTOCOL_VERSION`] (`2025-11-25`, the newest revision with the
 //! `initialize` handshake) and works with servers answering older versions such as `2024-11-05`.
 //!
@@ -16,19 +23,23 @@
 
 pub mod catalog;
 pub mod config;
+mod connection;
 pub mod elicitation;
 pub mod elicitation_prompt;
 pub mod error;
 mod handler;
 pub mod manager;
 pub mod names;
+mod options;
+pub mod redact;
 pub mod risk;
+pub mod server_env;
 pub mod status;
 mod stdio;
 
 pub use catalog::McpToolEntry;
 pub use config::{
-    ConfigError, LoadedConfigs, ServerConfig, Timeouts, Transport, load_server_configs,
+    ConfigError, ConfigScope, LoadedConfigs, ServerConfig, Timeouts, Transport, load_server_configs,
 };
 pub use elicitation::{
     DeclineElicitation, ElicitationBroker, ElicitationRequest, ElicitationResponse,
@@ -36,5 +47,8 @@ pub use elicitation::{
 pub use error::{McpError, McpStage};
 pub use handler::{McpProgress, PROTOCOL_VERSION, ProgressSink, client_config};
 pub use manager::{McpCallResult, McpHandlers, McpManager, McpOptions};
-pub use risk::{McpRisk, McpRiskLevel};
+pub use redact::Redactor;
+pub use risk::{Hints, McpRisk, McpRiskLevel};
+pub use server_env::{DEFAULT_INHERITED_ENV_VARS, server_environment};
 pub use status::{Backoff, RejectedTool, ServerState, ServerStatus};
+pub use stdio::DEFAULT_MAX_MESSAGE_BYTES;

@@ -1,6 +1,8 @@
 //! Stdio child processes: spawned in their own process group (so `npx`-style launchers and their
-//! children die together), stdout screened line by line (a line that is not a JSON-RPC object
-//! breaks the stdio contract and marks the connection broken), stderr kept as a short tail for
+//! children die together) with the SDKs' default environment plus the config's `env` (see
+//! [`crate::server_env`]), stdout screened message by message (a line that is not a JSON-RPC object,
+//! or one longer than the message limit, breaks the stdio contract and marks the connection
+//! broken; neither is ever buffered beyond the limit), stderr kept as a short, redacted tail for
 //! failure reasons.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -8,53 +10,153 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::handler::ConnEvent;
+use crate::redact::Redactor;
+use crate::server_env::server_environment;
 
 /// Lines of stderr kept for failure reasons.
 const STDERR_TAIL_LINES: usize = 20;
-/// Longest stdout line accepted (one JSON-RPC message); tool results can be large.
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// Longest stderr line kept (the rest of the line is dropped unread into memory).
+const STDERR_LINE_BYTES: usize = 4 * 1024;
+/// Default longest stdout message (one JSON-RPC line): rmcp's own stdio limit, which matches its
+/// streamable HTTP event limit. A longer message is refused before it is held whole in memory.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// How much of an offending line a failure reason quotes.
 const QUOTE_CHARS: usize = 120;
+
+/// Why the stdout screen broke the connection, readable by a call that failed because of it.
+pub(crate) type BrokenReason = Arc<Mutex<Option<String>>>;
 
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
     pub child: Child,
     pub stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Set by the stdout screen before it ends the stream.
+    pub broken: BrokenReason,
+    /// Becomes true once stderr reached its end (every line is in the tail).
+    stderr_done: watch::Receiver<bool>,
+}
+
+/// The top level of a JSON-RPC message; everything else is skipped without being built.
+#[derive(Deserialize)]
+struct Envelope {
+    jsonrpc: Option<IgnoredJsonrpc>,
+}
+
+/// `"2.0"` or anything else, without allocating for other values.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IgnoredJsonrpc {
+    Version(String),
+    #[allow(dead_code)]
+    Other(IgnoredAny),
+}
+
+impl Envelope {
+    fn is_v2(&self) -> bool {
+        matches!(&self.jsonrpc, Some(IgnoredJsonrpc::Version(v)) if v == "2.0")
+    }
 }
 
 /// Whether a stdout line is acceptable protocol traffic: a JSON object (or batch array) that
-/// claims `"jsonrpc": "2.0"`. Blank lines are tolerated. Pure.
-pub(crate) fn is_protocol_line(line: &str) -> bool {
-    let trimmed = line.trim();
-    if trimmed.is_empty() {
-        return true;
-    }
-    match serde_json::from_str::<serde_json::Value>(trimmed) {
-        Ok(serde_json::Value::Object(obj)) => {
-            obj.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
-        }
-        Ok(serde_json::Value::Array(items)) => items
-            .iter()
-            .all(|item| item.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")),
-        _ => false,
+/// claims `"jsonrpc": "2.0"`. Blank lines are tolerated. Checked without building the message
+/// (results can be megabytes). Pure.
+pub(crate) fn is_protocol_line(line: &[u8]) -> bool {
+    let trimmed = line.trim_ascii();
+    match trimmed.first() {
+        None => true,
+        Some(b'{') => serde_json::from_slice::<Envelope>(trimmed).is_ok_and(|e| e.is_v2()),
+        Some(b'[') => serde_json::from_slice::<Vec<Envelope>>(trimmed)
+            .is_ok_and(|items| items.iter().all(Envelope::is_v2)),
+        Some(_) => false,
     }
 }
 
-/// Shortens a line for a failure reason. Pure.
+/// Shortens a line for a failure reason, with control characters escaped. Pure.
 pub(crate) fn quote(line: &str) -> String {
     let mut out: String = line.trim().chars().take(QUOTE_CHARS).collect();
     if line.trim().chars().count() > QUOTE_CHARS {
         out.push_str("...");
     }
-    out
+    aibuddy_common::term::line(&out).into_owned()
+}
+
+/// One line read with a bound.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Bounded {
+    /// A line (with its newline, unless the stream ended) is in the buffer.
+    Line,
+    /// The line is longer than the bound: the buffer holds its first `max` bytes at most.
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line into `buf` (cleared first) without ever holding more than
+/// `max` bytes of it: `read_until` cannot be bounded, this checks before each append.
+pub(crate) async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Bounded> {
+    buf.clear();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if buf.is_empty() {
+                Bounded::Eof
+            } else {
+                Bounded::Line
+            });
+        }
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if buf.len() + take > max {
+            let room = max.saturating_sub(buf.len());
+            buf.extend_from_slice(&available[..room.min(take)]);
+            return Ok(Bounded::TooLong);
+        }
+        buf.extend_from_slice(&available[..take]);
+        reader.consume(take);
+        if newline.is_some() {
+            return Ok(Bounded::Line);
+        }
+    }
+}
+
+/// Drops the rest of an over-long line; returns false at the end of the stream.
+async fn skip_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> bool {
+    loop {
+        let Ok(available) = reader.fill_buf().await else {
+            return false;
+        };
+        if available.is_empty() {
+            return false;
+        }
+        match available.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return true;
+            }
+            None => {
+                let n = available.len();
+                reader.consume(n);
+            }
+        }
+    }
 }
 
 impl StdioProcess {
+    /// Waits, up to `max`, until stderr has been read to its end.
+    pub async fn stderr_drained(&mut self, max: std::time::Duration) {
+        let _ = tokio::time::timeout(max, self.stderr_done.wait_for(|done| *done)).await;
+    }
+
     pub fn stderr_tail(&self) -> String {
         let tail = self
             .stderr_tail
@@ -100,24 +202,36 @@ fn quote_tail(tail: &str) -> String {
         .join(" | ")
 }
 
+/// What [`spawn`] needs to start one server.
+pub(crate) struct SpawnSpec<'a> {
+    pub server: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub cwd: Option<&'a Path>,
+    pub default_cwd: Option<&'a PathBuf>,
+    pub max_message_bytes: usize,
+    pub redactor: &'a Redactor,
+}
+
 /// Spawns the server. Returns the process, the screened stdout (read side) and stdin.
 pub(crate) fn spawn(
-    server: &str,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: Option<&Path>,
-    default_cwd: Option<&PathBuf>,
+    spec: &SpawnSpec<'_>,
     events: mpsc::UnboundedSender<ConnEvent>,
 ) -> std::io::Result<(StdioProcess, DuplexStream, ChildStdin)> {
-    let mut cmd = Command::new(command);
-    cmd.args(args)
-        .envs(env)
+    let mut cmd = Command::new(spec.command);
+    cmd.args(spec.args)
+        .env_clear()
+        .envs(server_environment(std::env::vars_os(), spec.env))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(dir) = cwd.map(Path::to_path_buf).or_else(|| default_cwd.cloned()) {
+    if let Some(dir) = spec
+        .cwd
+        .map(Path::to_path_buf)
+        .or_else(|| spec.default_cwd.cloned())
+    {
         cmd.current_dir(dir);
     }
     #[cfg(unix)]
@@ -131,48 +245,73 @@ pub(crate) fn spawn(
 
     let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
     let tail = stderr_tail.clone();
-    let name = server.to_owned();
+    let name = spec.server.to_owned();
+    let redactor = spec.redactor.clone();
+    let (stderr_done_tx, stderr_done) = watch::channel(false);
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            let read = read_line_bounded(&mut reader, &mut buf, STDERR_LINE_BYTES).await;
+            let cut = match read {
+                Ok(Bounded::Line) => false,
+                Ok(Bounded::TooLong) => true,
+                Ok(Bounded::Eof) | Err(_) => break,
+            };
+            let line = redactor.apply(String::from_utf8_lossy(&buf).trim_end());
+            let line = aibuddy_common::term::line(&line).into_owned();
             tracing::debug!(server = %name, "stderr: {line}");
-            let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-            if tail.len() == STDERR_TAIL_LINES {
-                tail.pop_front();
+            {
+                let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
             }
-            tail.push_back(line);
+            if cut && !skip_line(&mut reader).await {
+                break;
+            }
         }
+        let _ = stderr_done_tx.send(true);
     });
 
+    let broken: BrokenReason = Arc::new(Mutex::new(None));
+    let screen_broken = broken.clone();
     let (mut screened_tx, screened_rx) = tokio::io::duplex(256 * 1024);
-    let name = server.to_owned();
+    let name = spec.server.to_owned();
+    let max = spec.max_message_bytes;
+    let redactor = spec.redactor.clone();
     tokio::spawn(async move {
         let mut reader = BufReader::new(stdout);
         let mut buf = Vec::new();
+        let fail = |reason: String| {
+            let reason = redactor.apply(&reason);
+            tracing::warn!(server = %name, "stdio contract broken: {reason}");
+            *screen_broken.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            let _ = events.send(ConnEvent::Broken(reason));
+        };
         loop {
-            buf.clear();
-            let read = reader.read_until(b'\n', &mut buf).await;
-            match read {
-                Ok(0) => break,
-                Ok(_) => {}
+            match read_line_bounded(&mut reader, &mut buf, max).await {
+                Ok(Bounded::Line) => {}
+                Ok(Bounded::Eof) => break,
+                Ok(Bounded::TooLong) => {
+                    fail(format!(
+                        "sent a message larger than {max} bytes (the limit for one result); \
+                         it was refused unread"
+                    ));
+                    break;
+                }
                 Err(e) => {
-                    let _ = events.send(ConnEvent::Broken(format!("reading stdout failed: {e}")));
+                    fail(format!("reading stdout failed: {e}"));
                     break;
                 }
             }
-            if buf.len() > MAX_LINE_BYTES {
-                let _ = events.send(ConnEvent::Broken(format!(
-                    "stdout line longer than {MAX_LINE_BYTES} bytes"
-                )));
-                break;
-            }
-            let line = String::from_utf8_lossy(&buf);
-            if !is_protocol_line(&line) {
-                tracing::warn!(server = %name, "non-JSON-RPC output on stdout: {}", quote(&line));
-                let _ = events.send(ConnEvent::Broken(format!(
+            if !is_protocol_line(&buf) {
+                let line = String::from_utf8_lossy(&buf[..buf.len().min(4 * QUOTE_CHARS)]);
+                fail(format!(
                     "wrote non-JSON-RPC output to stdout: \"{}\"",
                     quote(&line)
-                )));
+                ));
                 break;
             }
             if screened_tx.write_all(&buf).await.is_err() {
@@ -185,7 +324,16 @@ pub(crate) fn spawn(
         let _ = screened_tx.shutdown().await;
     });
 
-    Ok((StdioProcess { child, stderr_tail }, screened_rx, stdin))
+    Ok((
+        StdioProcess {
+            child,
+            stderr_tail,
+            broken,
+            stderr_done,
+        },
+        screened_rx,
+        stdin,
+    ))
 }
 
 #[cfg(test)]
@@ -194,18 +342,51 @@ mod tests {
 
     #[test]
     fn protocol_lines() {
-        assert!(is_protocol_line(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-        assert!(is_protocol_line("   "));
-        assert!(is_protocol_line(r#"[{"jsonrpc":"2.0","method":"x"}]"#));
-        assert!(!is_protocol_line("Server started on stdio"));
-        assert!(!is_protocol_line(r#"{"hello": 1}"#));
-        assert!(!is_protocol_line("42"));
+        assert!(is_protocol_line(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(is_protocol_line(b"   \n"));
+        assert!(is_protocol_line(br#"[{"jsonrpc":"2.0","method":"x"}]"#));
+        assert!(!is_protocol_line(b"Server started on stdio"));
+        assert!(!is_protocol_line(br#"{"hello": 1}"#));
+        assert!(!is_protocol_line(br#"{"jsonrpc": 2}"#));
+        assert!(!is_protocol_line(br#"{"jsonrpc":"1.0","id":1}"#));
+        assert!(!is_protocol_line(br#"{"jsonrpc":"2.0","id":1,"result":"#));
+        assert!(!is_protocol_line(br#"[{"jsonrpc":"2.0"},{"x":1}]"#));
+        assert!(!is_protocol_line(b"42"));
+        assert!(!is_protocol_line(b"\xff\xfe"));
     }
 
     #[test]
-    fn quotes_are_bounded() {
+    fn quotes_are_bounded_and_escaped() {
         assert_eq!(quote("  short \n"), "short");
         let long = "x".repeat(500);
         assert_eq!(quote(&long).len(), QUOTE_CHARS + 3);
+        assert!(!quote("a\u{1b}[2Kb").contains('\u{1b}'));
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_with_a_bound() {
+        let data = b"short\n0123456789abcdef\nlast".to_vec();
+        let mut reader = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 8).await.unwrap(),
+            Bounded::Line
+        );
+        assert_eq!(buf, b"short\n");
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 8).await.unwrap(),
+            Bounded::TooLong
+        );
+        assert!(buf.len() <= 8, "{}", buf.len());
+        assert!(skip_line(&mut reader).await);
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 8).await.unwrap(),
+            Bounded::Line
+        );
+        assert_eq!(buf, b"last");
+        assert_eq!(
+            read_line_bounded(&mut reader, &mut buf, 8).await.unwrap(),
+            Bounded::Eof
+        );
     }
 }

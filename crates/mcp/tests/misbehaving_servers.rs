@@ -20,10 +20,9 @@ fn no_cancel() -> CancellationToken {
 #[tokio::test]
 async fn calls_work_and_old_protocol_servers_are_accepted() {
     init_tracing();
-    let manager = start(vec![
-        fixture("new", &[]),
-        fixture("old", &["--protocol", "2024-11-05"]),
-    ]);
+    let mut new = fixture("new", &[]);
+    new.trust_annotations = true;
+    let manager = start(vec![new, fixture("old", &["--protocol", "2024-11-05"])]);
     wait_connected(&manager, "new", UP).await;
     wait_connected(&manager, "old", UP).await;
     assert_eq!(
@@ -51,10 +50,18 @@ async fn calls_work_and_old_protocol_servers_are_accepted() {
         assert_eq!(result.text(), "42");
         assert!(!result.is_error);
     }
+    // "new" is trustAnnotations: its hints set the level.
     let entry = manager.entry("mcp__new__echo").unwrap();
     assert!(entry.risk.read_only);
+    assert_eq!(entry.risk.level, aibuddy_mcp::McpRiskLevel::ReadOnly);
     let add = manager.entry("mcp__new__add").unwrap();
     assert_eq!(add.risk.level, aibuddy_mcp::McpRiskLevel::Write);
+    // "old" is not: the same hints leave every tool high impact.
+    for tool in ["echo", "add"] {
+        let entry = manager.entry(&format!("mcp__old__{tool}")).unwrap();
+        assert_eq!(entry.risk.level, aibuddy_mcp::McpRiskLevel::HighImpact);
+        assert!(!entry.risk.annotations_trusted);
+    }
     let crash = manager.entry("mcp__new__crash").unwrap();
     assert!(
         crash.risk.is_high_impact(),

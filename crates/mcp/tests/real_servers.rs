@@ -91,9 +91,7 @@ async fn wait_everything_complete(manager: &McpManager) {
 #[tokio::test]
 async fn every_real_server_lists_its_tools() {
     init_tracing();
-    let Some(dir) = installed_servers("every_real_server_lists_its_tools") else {
-        return;
-    };
+    let dir = installed_servers("every_real_server_lists_its_tools");
     let work = tempfile::tempdir().unwrap();
     let manager = start(all_servers(&dir, work.path()));
     assert!(manager.wait_until_settled(UP).await);
@@ -177,9 +175,7 @@ async fn every_real_server_lists_its_tools() {
 #[tokio::test]
 async fn everything_over_stdio_call_progress_cancel_list_changed() {
     init_tracing();
-    let Some(dir) = installed_servers("everything_over_stdio") else {
-        return;
-    };
+    let dir = installed_servers("everything_over_stdio");
     let manager = start(vec![everything_stdio(&dir)]);
     wait_everything_complete(&manager).await;
     let status = status_of(&manager, "everything");
@@ -283,9 +279,7 @@ async fn everything_over_stdio_call_progress_cancel_list_changed() {
 
 #[tokio::test]
 async fn everything_elicitation_reaches_the_broker() {
-    let Some(dir) = installed_servers("everything_elicitation") else {
-        return;
-    };
+    let dir = installed_servers("everything_elicitation");
     let broker = FixedBroker::new(ElicitationResponse::Accept(serde_json::Map::new()));
     let manager = start_with_broker(vec![everything_stdio(&dir)], broker.clone());
     wait_everything_complete(&manager).await;
@@ -355,9 +349,7 @@ async fn spawn_http_everything(dir: &Path, port: u16) -> Child {
 #[tokio::test]
 async fn a_crashed_http_server_fails_and_is_reconnected_when_it_is_back() {
     init_tracing();
-    let Some(dir) = installed_servers("a_crashed_http_server") else {
-        return;
-    };
+    let dir = installed_servers("a_crashed_http_server");
     let port = free_port();
     let mut server = spawn_http_everything(&dir, port).await;
     let manager = start(vec![ServerConfig::http(
@@ -400,9 +392,7 @@ async fn a_crashed_http_server_fails_and_is_reconnected_when_it_is_back() {
 #[tokio::test]
 async fn everything_over_streamable_http() {
     init_tracing();
-    let Some(dir) = installed_servers("everything_over_streamable_http") else {
-        return;
-    };
+    let dir = installed_servers("everything_over_streamable_http");
     let port = free_port();
     let script =
         dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");

@@ -18,24 +18,17 @@ pub fn tools_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/mcp"))
 }
 
-/// The installed tools dir, or None after printing a loud skip notice.
-pub fn installed_servers(test: &str) -> Option<PathBuf> {
+/// The installed tools dir. A missing install is a failure, never a skip: the tests that need
+/// the real servers must run (`make test` installs them).
+pub fn installed_servers(test: &str) -> PathBuf {
     let dir = tools_dir();
-    if dir.join(".installed").exists() {
-        return Some(dir);
-    }
-    let notice = format!(
-        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-         !! SKIPPED {test}: real MCP servers are not installed at {}\n\
-         !! run scripts/install-mcp-servers.sh (make test does)\n\
-         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
+    assert!(
+        dir.join(".installed").exists(),
+        "{test}: the real MCP servers are not installed at {}; run `make test` or \
+         `bash scripts/install-mcp-servers.sh` (a worktree may symlink .tools from the main checkout)",
         dir.display()
     );
-    if std::env::var_os("AIBUDDY_MCP_REQUIRE_SERVERS").is_some() {
-        panic!("{notice}");
-    }
-    eprintln!("{notice}");
-    None
+    dir
 }
 
 pub fn node_bin(dir: &std::path::Path, name: &str) -> String {

@@ -1,0 +1,115 @@
+//! Manager-wide options, host handlers, and the result of a call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::elicitation::{DeclineElicitation, ElicitationBroker};
+use crate::status::Backoff;
+
+/// Default time a health-check ping may take after a call timed out or failed in transport.
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default fewest time between two delivered progress events of one call once its burst of 20 is
+/// used (at most 20 a second).
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Manager-wide options. Per-server timeouts live in [`crate::ServerConfig::timeouts`].
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// `clientInfo.name` sent in `initialize`.
+    pub client_name: String,
+    /// `clientInfo.version` sent in `initialize`.
+    pub client_version: String,
+    /// Reconnect schedule after a failure.
+    pub backoff: Backoff,
+    /// Working directory of stdio servers without their own `cwd` (usually the project root).
+    pub default_cwd: Option<PathBuf>,
+    /// How long a health-check ping may take before the server counts as hung.
+    pub health_check_timeout: Duration,
+    /// Longest message a stdio server may send (one JSON-RPC line, so one tool result). A longer
+    /// one breaks the connection (the call fails at the Execution stage, the server is restarted
+    /// with backoff) without being held whole in memory. Default
+    /// [`crate::stdio::DEFAULT_MAX_MESSAGE_BYTES`] (16 MiB, rmcp's own limit).
+    pub max_message_bytes: usize,
+    /// After a burst of 20, the fewest time between two progress events delivered for one call;
+    /// a flood of notifications is thinned to this rate. Zero: no limit.
+    pub progress_interval: Duration,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            client_name: "aibuddy".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            backoff: Backoff::default(),
+            default_cwd: None,
+            health_check_timeout: DEFAULT_HEALTH_CHECK_TIMEOUT,
+            max_message_bytes: crate::stdio::DEFAULT_MAX_MESSAGE_BYTES,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+        }
+    }
+}
+
+/// Host services the servers may reach through the client.
+#[derive(Clone)]
+pub struct McpHandlers {
+    /// Where elicitation requests go (the same broker that asks the person for confirmations).
+    pub elicitation: Arc<dyn ElicitationBroker>,
+}
+
+impl Default for McpHandlers {
+    fn default() -> Self {
+        McpHandlers {
+            elicitation: Arc::new(DeclineElicitation),
+        }
+    }
+}
+
+/// The result of a completed `tools/call`. `is_error` results are tool-level failures reported by
+/// the server (the call itself worked); the content blocks are kept in their wire form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpCallResult {
+    pub server: String,
+    pub tool: String,
+    /// Content blocks as JSON (`{"type":"text","text":...}`, images, resources, ...).
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: bool,
+}
+
+impl McpCallResult {
+    /// The text blocks joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_results_join_text_blocks() {
+        let result = McpCallResult {
+            server: "s".into(),
+            tool: "t".into(),
+            content: vec![
+                serde_json::json!({"type": "text", "text": "a"}),
+                serde_json::json!({"type": "image", "data": "", "mimeType": "image/png"}),
+                serde_json::json!({"type": "text", "text": "b"}),
+            ],
+            structured_content: None,
+            is_error: false,
+        };
+        assert_eq!(result.text(), "a\nb");
+    }
+}
