@@ -14,6 +14,7 @@
 //! API for hosts: [`status`] (what trust would grant), [`grant`] (with the digest the person saw:
 //! refused if the files changed since), [`revoke`]; [`TrustStatus::event`] for the UI.
 
+pub mod exposure;
 pub mod files;
 pub mod mcp;
 pub mod record;
@@ -110,6 +111,8 @@ pub enum TrustError {
     Project { path: PathBuf, reason: String },
     #[error("Authorization: trust records `{path}` cannot be used: {reason}")]
     Records { path: PathBuf, reason: String },
+    #[error("Authorization: project `{project}` cannot be trusted: {reason}")]
+    Untrustable { project: PathBuf, reason: String },
     #[error(
         "Authorization: the project's `.aibuddy/mcp.json` or `.aibuddy/settings.json` changed since it was shown (shown {shown}, now {now}); review it again with `aibuddy trust`"
     )]
@@ -157,6 +160,8 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         text: text.to_string(),
     });
     let home = dirs::home_dir();
+    // The person's own files are only theirs while the project cannot write them.
+    let exposed = exposure::data_dir_inside(&root, data_dir).then(|| exposure::message(data_dir));
     let layer = |trusted: bool| {
         settings::layer(
             user_text.as_ref(),
@@ -165,6 +170,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
                 project_root: &root,
                 home: home.as_deref(),
                 project_trusted: trusted,
+                user_trusted: exposed.is_none(),
                 canonicalize: &crate::settings::real_path,
             },
         )
@@ -179,9 +185,10 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         .iter()
         .map(|(f, why)| format!("{}: {why}; not used", f.path.display()))
         .collect();
-    let (recorded, records_problem) = match record::lookup(data_dir, &root) {
-        Ok(r) => (r.map(|r| r.digest), None),
-        Err(e) => (None, Some(e.to_string())),
+    let (recorded, records_problem) = match (&exposed, record::lookup(data_dir, &root)) {
+        (Some(why), _) => (None, Some(why.clone())),
+        (None, Ok(r)) => (r.map(|r| r.digest), None),
+        (None, Err(e)) => (None, Some(e.to_string())),
     };
     problems.extend(records_problem.clone());
     let state = decide_state(grants.is_empty(), &digest, recorded.as_deref());
@@ -204,7 +211,13 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         .map(|t| PathBuf::from(&t.file))
         .chain(project_text.iter().map(|t| PathBuf::from(&t.file)))
         .collect();
-    let mut plan = mcp::plan(&root, data_dir, &snapshot.mcp, state.applies());
+    let mut plan = mcp::plan(
+        &root,
+        data_dir,
+        &snapshot.mcp,
+        state.applies(),
+        exposed.is_none(),
+    );
     if let FileContent::Refused(why) = &snapshot.mcp.content {
         plan.errors.push(aibuddy_mcp::ConfigError {
             file: snapshot.mcp.path.clone(),
@@ -255,6 +268,12 @@ pub fn grant(
     shown_digest: &str,
 ) -> Result<TrustStatus, TrustError> {
     let root = canonical(project)?;
+    if exposure::data_dir_inside(&root, data_dir) {
+        return Err(TrustError::Untrustable {
+            project: root,
+            reason: exposure::message(data_dir),
+        });
+    }
     let now = load_project(&root, data_dir).status;
     if now.digest != shown_digest {
         return Err(TrustError::Changed {

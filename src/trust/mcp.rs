@@ -138,8 +138,27 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
         .collect()
 }
 
-/// What the plane may start now.
-pub fn plan(project_root: &Path, data_dir: &Path, project: &ProjectFile, trusted: bool) -> McpPlan {
+/// Whether the merged entry may start: a project entry only when the project is trusted, a user
+/// entry only when the user file is the person's own (not reachable from the project, see
+/// `super::exposure`). A disabled entry starts nothing and is always kept.
+fn may_start(cfg: &ServerConfig, trusted: bool, user_trusted: bool) -> bool {
+    match cfg.scope {
+        _ if !cfg.enabled => true,
+        ConfigScope::Project => trusted,
+        ConfigScope::User => user_trusted,
+        ConfigScope::Inline => true,
+    }
+}
+
+/// What the plane may start now. `user_trusted` is false when the data directory lies inside the
+/// project: the user file's servers are then held back like untrusted project servers.
+pub fn plan(
+    project_root: &Path,
+    data_dir: &Path,
+    project: &ProjectFile,
+    trusted: bool,
+    user_trusted: bool,
+) -> McpPlan {
     let (all, _) = merged(project_root, data_dir, project);
     let mut plan = McpPlan {
         errors: all.errors,
@@ -147,7 +166,7 @@ pub fn plan(project_root: &Path, data_dir: &Path, project: &ProjectFile, trusted
         ..McpPlan::default()
     };
     for cfg in all.servers {
-        if !trusted && is_project_grant(&cfg) {
+        if !may_start(&cfg, trusted, user_trusted) {
             plan.untrusted.push(cfg.name);
         } else {
             plan.servers.push(cfg);
@@ -183,7 +202,7 @@ mod tests {
                                "proj": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer z"}},
                                "off": {"command": "x", "enabled": false}}}"#,
         );
-        let p = plan(root, data.path(), &f, false);
+        let p = plan(root, data.path(), &f, false, true);
         let started: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             started,
@@ -191,7 +210,17 @@ mod tests {
             "disabled entries start nothing"
         );
         assert_eq!(p.untrusted, vec!["proj", "shared"]);
-        let p = plan(root, data.path(), &f, true);
+        let p = plan(root, data.path(), &f, true, true);
+        assert_eq!(p.servers.len(), 4);
+        let p = plan(root, data.path(), &f, true, false);
+        let started: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            started,
+            vec!["off", "proj", "shared"],
+            "the user's `mine` is held back"
+        );
+        assert_eq!(p.untrusted, vec!["mine"]);
+        let p = plan(root, data.path(), &f, true, true);
         assert_eq!(p.servers.len(), 4);
         assert!(p.untrusted.is_empty());
 
