@@ -17,6 +17,7 @@
 pub mod exposure;
 pub mod files;
 pub mod mcp;
+pub mod pins;
 pub mod record;
 
 use std::path::{Path, PathBuf};
@@ -153,7 +154,6 @@ pub struct ProjectConfig {
 pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
     let snapshot = Snapshot::read(&root);
-    let digest = snapshot.digest();
     let (user_text, user_problem) = settings::read_user(data_dir);
     let project_text = snapshot.settings.content.text().map(|text| SettingsText {
         file: snapshot.settings.path.display().to_string(),
@@ -180,6 +180,14 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         servers: mcp::grants(&root, data_dir, &snapshot.mcp),
         settings: untrusted.widening.clone(),
     };
+    // The files' digest, with the project paths each server's command line names folded in.
+    let digest = pins::fold_digest(
+        &snapshot.digest(),
+        grants
+            .servers
+            .iter()
+            .map(|s| (s.name.as_str(), s.pins.as_slice())),
+    );
     let mut problems: Vec<String> = snapshot
         .refusals()
         .iter()

@@ -146,7 +146,7 @@ const O_NONBLOCK: i32 = 0o4000;
 const O_NONBLOCK: i32 = 0;
 
 /// Open for reading without blocking on a FIFO (reads of a regular file are unaffected).
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::files::{FileContent, ProjectFile};
+use super::pins::{self, Pin};
 
 /// The absence reason of a project server held back because the project is not trusted.
 pub const NOT_TRUSTED: &str = "project not trusted";
@@ -46,6 +47,9 @@ pub struct ServerGrant {
     pub headers: Vec<String>,
     /// It replaces the user-level server of the same name.
     pub replaces_user_server: bool,
+    /// The paths inside the project its command line names, with their kind and content: part of
+    /// the trust digest (see [`super::pins`]).
+    pub pins: Vec<Pin>,
 }
 
 fn read_user(data_dir: &Path) -> LoadedConfigs {
@@ -113,6 +117,7 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                 env: Vec::new(),
                 headers: Vec::new(),
                 replaces_user_server: user_names.contains(&c.name),
+                pins: Vec::new(),
             };
             match &c.transport {
                 Transport::Stdio {
@@ -125,7 +130,9 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                     g.command = Some(command.clone());
                     g.args = args.clone();
                     g.env = env.keys().cloned().collect();
-                    g.cwd = Some(cwd.as_deref().unwrap_or(project_root).display().to_string());
+                    let cwd = cwd.as_deref().unwrap_or(project_root);
+                    g.pins = pins::pins(project_root, cwd, command, args);
+                    g.cwd = Some(pins::shown_cwd(cwd).display().to_string());
                 }
                 Transport::Http { url, headers } => {
                     g.transport = "http".into();

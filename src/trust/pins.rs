@@ -1,0 +1,214 @@
+//! Project files a project server runs. A trusted stdio server runs outside the sandbox, while a
+//! confined command may write anywhere in the project: if `sh server.sh` were trusted by its
+//! command line alone, a command could rewrite `server.sh` and the next start would run that code
+//! unconfined. So every path a server's command line names inside the project is pinned: its kind
+//! and content (SHA-256) at trust time join the trust digest, and any change (rewritten, created,
+//! removed, re-pointed symlink) makes the project untrusted again.
+//!
+//! Candidates are the command (when it contains `/`; a bare name is looked up in `PATH`), every
+//! argument, and the value of `--flag=value` arguments, resolved against the server's working
+//! directory. Only candidates that lie inside the project (lexically) are pinned; what they import
+//! in turn (a script's modules, `npx`'s lookup in `node_modules`, a directory's content) is not.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use ts_rs::TS;
+
+use crate::settings::normalize_lexically;
+
+/// The paths a command line names (pure): see the module documentation.
+pub fn candidates<'a>(command: &'a str, args: &'a [String]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    if command.contains('/') {
+        out.push(command);
+    }
+    for a in args {
+        out.push(a.as_str());
+        if a.starts_with('-')
+            && let Some((_, value)) = a.split_once('=')
+        {
+            out.push(value);
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+/// What one pinned path was when evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Pin {
+    /// Project-relative (lexical) path as it will be opened.
+    pub path: String,
+    /// `absent`, `file sha256:<hex>`, `directory`, `outside the project: <real path>`, `other`
+    /// (FIFO, device, socket) or `unreadable (<kind>)`.
+    pub state: String,
+}
+
+/// SHA-256 of a regular file, opened without blocking and checked on the open file.
+fn hash_regular(path: &Path) -> Result<String, String> {
+    let file = super::files::open_nonblocking(path).map_err(|e| e.kind().to_string())?;
+    let meta = file.metadata().map_err(|e| e.kind().to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut reader = file;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.kind().to_string()),
+        }
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// The state of one path (see [`Pin::state`]).
+fn state_of(project_root: &Path, path: &Path) -> String {
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(_) => "dangling symbolic link".to_string(),
+                Err(_) => "absent".to_string(),
+            };
+        }
+        Err(e) => return format!("unreadable ({})", e.kind()),
+        Ok(m) => m,
+    };
+    match std::fs::canonicalize(path) {
+        Ok(real) if !real.starts_with(project_root) => {
+            return format!("outside the project: {}", real.display());
+        }
+        Ok(_) => {}
+        Err(e) => return format!("unreadable ({})", e.kind()),
+    }
+    if meta.is_dir() {
+        "directory".to_string()
+    } else if meta.is_file() {
+        match hash_regular(path) {
+            Ok(h) => format!("file sha256:{h}"),
+            Err(why) => format!("unreadable ({why})"),
+        }
+    } else {
+        "other".to_string()
+    }
+}
+
+/// The pins of one stdio server started in `cwd` (absolute) with `command` and `args`.
+pub fn pins(project_root: &Path, cwd: &Path, command: &str, args: &[String]) -> Vec<Pin> {
+    let mut out: Vec<Pin> = Vec::new();
+    for c in candidates(command, args) {
+        let joined = normalize_lexically(&cwd.join(c));
+        // The working directory may itself be a symlink: pin where the path is in the project.
+        let Ok(rel) = joined.strip_prefix(project_root) else {
+            continue;
+        };
+        let shown = if rel.as_os_str().is_empty() {
+            ".".to_string()
+        } else {
+            rel.display().to_string()
+        };
+        if out.iter().any(|p| p.path == shown) {
+            continue;
+        }
+        out.push(Pin {
+            state: state_of(project_root, &joined),
+            path: shown,
+        });
+    }
+    out
+}
+
+/// The trust digest with the pins folded in; unchanged when there is none (so records made before
+/// pins existed still match a project whose servers name no project file).
+pub fn fold_digest<'a>(
+    files_digest: &str,
+    pins: impl IntoIterator<Item = (&'a str, &'a [Pin])> + Clone,
+) -> String {
+    if pins.clone().into_iter().all(|(_, p)| p.is_empty()) {
+        return files_digest.to_string();
+    }
+    let mut h = Sha256::new();
+    h.update(b"aibuddy-trust-pins-v1\0");
+    h.update(files_digest.as_bytes());
+    for (server, list) in pins {
+        for p in list {
+            for part in [server, p.path.as_str(), p.state.as_str()] {
+                h.update((part.len() as u64).to_le_bytes());
+                h.update(part.as_bytes());
+            }
+        }
+    }
+    hex::encode(h.finalize())
+}
+
+/// Resolve a server's working directory for display: canonical when it exists.
+pub fn shown_cwd(cwd: &Path) -> PathBuf {
+    std::fs::canonicalize(cwd).unwrap_or_else(|_| normalize_lexically(cwd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn candidates_are_paths_args_and_flag_values() {
+        let args: Vec<String> = ["server.js", "--config=cfg.json", "-y", "--port", "80"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            candidates("node", &args),
+            vec![
+                "server.js",
+                "--config=cfg.json",
+                "cfg.json",
+                "-y",
+                "--port",
+                "80"
+            ]
+        );
+        assert_eq!(candidates("./run.sh", &[]), vec!["./run.sh"]);
+        assert!(candidates("npx", &[]).is_empty());
+    }
+
+    #[test]
+    fn each_kind_of_change_changes_the_pin() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap().join("p");
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        let args = vec![
+            "s.sh".to_string(),
+            "d".to_string(),
+            "/usr/bin/x".to_string(),
+        ];
+        let get = || pins(&root, &root, "sh", &args);
+        let absent = get();
+        assert_eq!(absent.len(), 2, "only paths inside the project: {absent:?}");
+        assert_eq!(absent[0].state, "absent");
+        assert_eq!(absent[1].state, "directory");
+        std::fs::write(root.join("s.sh"), "exit 0").unwrap();
+        let one = get();
+        assert!(one[0].state.starts_with("file sha256:"), "{one:?}");
+        std::fs::write(root.join("s.sh"), "exit 1").unwrap();
+        let two = get();
+        assert_ne!(one, two);
+        std::fs::remove_file(root.join("s.sh")).unwrap();
+        symlink("/etc/hostname", root.join("s.sh")).unwrap();
+        assert!(
+            get()[0].state.starts_with("outside the project"),
+            "{:?}",
+            get()
+        );
+        let digest = |p: &[Pin]| fold_digest("f", [("s", p)]);
+        assert_ne!(digest(&one), digest(&two));
+        assert_ne!(digest(&one), "f");
+        assert_eq!(digest(&[]), "f");
+    }
+}
