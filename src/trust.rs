@@ -297,6 +297,25 @@ pub fn grant(
     Ok(load_project(&root, data_dir).status)
 }
 
+/// Before (re)starting a project server mid-session: whether the project is still what was
+/// approved when the session opened (`approved_digest`, the digest of `App::trust`). A trusted
+/// server runs unconfined; a command may have rewritten a file it runs (see [`pins`]) since, and
+/// a reconnect would run that. Refused (`TrustError::Changed`) when anything changed.
+pub fn verify_unchanged(
+    project: &Path,
+    data_dir: &Path,
+    approved_digest: &str,
+) -> Result<(), TrustError> {
+    let now = load_project(project, data_dir).status;
+    if now.digest == approved_digest && now.state.applies() {
+        return Ok(());
+    }
+    Err(TrustError::Changed {
+        shown: approved_digest.to_string(),
+        now: now.digest,
+    })
+}
+
 /// Forget the trust of `project`.
 pub fn revoke(project: &Path, data_dir: &Path) -> Result<TrustStatus, TrustError> {
     let root = canonical(project)?;
