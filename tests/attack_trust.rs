@@ -164,7 +164,10 @@ fn a_data_dir_inside_the_project_gives_a_command_no_way_out() {
     );
     assert_eq!(f.state_of(&f.project), "untrusted");
     f.open_everywhere(&f.project);
-    assert!(!project_started.exists(), "a forged trust record was honoured");
+    assert!(
+        !project_started.exists(),
+        "a forged trust record was honoured"
+    );
     // And the person cannot record trust there either: the records are within the project's reach.
     let (code, out, err) = f.run(&["trust", "--yes"]);
     assert_eq!(code, 1, "{out}\n{err}");
@@ -200,7 +203,10 @@ fn a_data_dir_inside_the_project_gives_a_command_no_way_out() {
     assert_eq!(ignored, vec!["exec.env_include", "exec.writable_roots"]);
     let written = outside.join("written-through-user-root");
     let v = f.execute(&format!("touch '{}'", written.display()));
-    assert!(!written.exists(), "a command-written user root applied: {v}");
+    assert!(
+        !written.exists(),
+        "a command-written user root applied: {v}"
+    );
     let (_, rows) = f.json_in(&f.project, &["tools", "list", "--json"]);
     assert!(
         rows.as_array()
@@ -246,7 +252,11 @@ fn folders_whose_names_differ_only_in_non_utf8_bytes_do_not_share_trust() {
     let (code, out, err) = f.run_in(&trusted, &["trust", "--yes"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(f.state_of(&trusted), "trusted");
-    assert_eq!(f.state_of(&twin), "untrusted", "one folder's trust went to its twin");
+    assert_eq!(
+        f.state_of(&twin),
+        "untrusted",
+        "one folder's trust went to its twin"
+    );
     f.open_everywhere(&twin);
     assert!(!twin_ran.exists(), "the twin's server ran");
 }
@@ -283,7 +293,11 @@ fn a_command_rewriting_the_script_a_trusted_server_runs_gets_nothing_started() {
     // Creating a file the command line names but that did not exist at trust time, or replacing
     // the script by a symlink, is a change as well.
     std::fs::write(f.project.join("server.sh"), "exit 0\n").unwrap();
-    assert_eq!(f.state_of(&f.project), "trusted", "back to the approved content");
+    assert_eq!(
+        f.state_of(&f.project),
+        "trusted",
+        "back to the approved content"
+    );
     std::fs::remove_file(f.project.join("server.sh")).unwrap();
     std::os::unix::fs::symlink(f.marker("elsewhere.sh"), f.project.join("server.sh")).unwrap();
     std::fs::write(f.marker("elsewhere.sh"), "exit 0\n").unwrap();

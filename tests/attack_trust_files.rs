@@ -66,11 +66,38 @@ fn swapping_mcp_json_for_a_fifo_never_hangs_the_reader() {
     // Generous: the reads take about a second on an idle machine.
     let result = rx.recv_timeout(Duration::from_secs(120));
     stop.store(true, Ordering::Relaxed);
-    let (present, refused) = result.expect("a read of the trust files blocked on a swapped-in FIFO");
+    let (present, refused) =
+        result.expect("a read of the trust files blocked on a swapped-in FIFO");
     let swaps = swapper.join().unwrap();
     assert!(swaps > 0);
     assert!(
         present > 0 && refused > 0,
         "both kinds were read ({present} present, {refused} refused): the race was exercised"
+    );
+}
+
+/// The same attack made deterministic: the swap lands exactly between the type check and the open
+/// (what the reader does after its check is run on a FIFO). It must answer at once, refusing it.
+#[test]
+fn a_fifo_swapped_in_after_the_type_check_is_refused_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root: PathBuf = std::fs::canonicalize(tmp.path()).unwrap().join("proj");
+    std::fs::create_dir_all(root.join(".aibuddy")).unwrap();
+    let target = root.join(".aibuddy/mcp.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(aibuddy::trust::files::read_checked(&root, &target));
+    });
+    let content = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("opening the swapped-in FIFO blocked");
+    assert_eq!(
+        content,
+        FileContent::Refused("is not a regular file".to_string())
     );
 }

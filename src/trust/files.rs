@@ -174,8 +174,13 @@ pub fn read_inside(root: &Path, path: &Path) -> FileContent {
         }
         Ok(_) => {}
     }
-    // The path may have been swapped for a FIFO since the check above: opened non-blocking, a
-    // FIFO cannot hang the app, and the check on the open file below refuses it.
+    read_checked(root, path)
+}
+
+/// The part of [`read_inside`] after its type check on the path. The path may have been swapped
+/// (for a FIFO, a device, a symlink out) since that check: it is opened non-blocking, so a FIFO
+/// cannot hang the app, and everything is decided again on the open file.
+pub fn read_checked(root: &Path, path: &Path) -> FileContent {
     let file = match open_nonblocking(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileContent::Absent,
