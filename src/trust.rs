@@ -161,7 +161,10 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     });
     let home = dirs::home_dir();
     // The person's own files are only theirs while the project cannot write them.
-    let exposed = exposure::data_dir_inside(&root, data_dir).then(|| exposure::message(data_dir));
+    let data_real = exposure::resolve(data_dir);
+    let exposed = data_real
+        .starts_with(&root)
+        .then(|| exposure::message(data_dir));
     let layer = |trusted: bool| {
         settings::layer(
             user_text.as_ref(),
@@ -171,6 +174,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
                 home: home.as_deref(),
                 project_trusted: trusted,
                 user_trusted: exposed.is_none(),
+                data_dir: Some(&data_real),
                 canonicalize: &crate::settings::real_path,
             },
         )

@@ -321,3 +321,39 @@ fn a_server_cwd_outside_the_project_is_shown_resolved_and_flagged() {
     );
     assert!(!out.contains(".."), "{out}");
 }
+
+#[test]
+fn a_writable_root_over_the_data_dir_is_refused() {
+    // The person makes their home writable for commands (`~` or `~/.local`), where the default
+    // data directory lies: a command could then write the user-level mcp.json (or forge trust).
+    let f = fx_with("proj", "home/.local/share/aibuddy");
+    std::fs::create_dir_all(&f.data).unwrap();
+    let home = f.base.join("home");
+    let settings = json!({"exec": {"writable_roots": [home.display().to_string(),
+        f.data.join("spool").display().to_string(), f.base.join("outside").display().to_string()]}});
+    std::fs::create_dir_all(f.data.join("spool")).unwrap();
+    std::fs::write(f.data.join("settings.json"), settings.to_string()).unwrap();
+
+    let (code, report) = f.json_in(&f.project, &["tools", "check", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    let refused: Vec<&str> = report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["message"].as_str())
+        .filter(|m| m.contains("contains or lies in the data directory"))
+        .collect();
+    assert_eq!(refused.len(), 2, "{report}");
+
+    let started = f.marker("user-level-server-started");
+    let cfg = marker_server(&started);
+    let mcp = f.data.join("mcp.json");
+    f.execute(&format!("printf '%s' '{cfg}' > '{}'", mcp.display()));
+    assert!(!mcp.exists(), "a command wrote the user-level mcp.json");
+    f.open_everywhere(&f.project);
+    assert!(!started.exists());
+    // The root that does not reach the data directory still applies.
+    let ok = f.marker("written-in-a-user-root");
+    f.execute(&format!("touch '{}'", ok.display()));
+    assert!(ok.exists(), "the person's other root applies");
+}

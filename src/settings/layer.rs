@@ -30,6 +30,9 @@ pub struct LayerContext<'a> {
     /// project (`crate::trust`): a command could have written it, so its widening fields (over
     /// the defaults) are ignored like an untrusted project's.
     pub user_trusted: bool,
+    /// The data directory, resolved (`crate::trust::exposure::resolve`): no writable root may
+    /// contain it or lie in it, or commands could rewrite trust records, `mcp.json` and settings.
+    pub data_dir: Option<&'a Path>,
     /// Resolves roots (`std::fs::canonicalize` outside tests).
     pub canonicalize: &'a dyn Fn(&Path) -> std::io::Result<PathBuf>,
 }
@@ -54,13 +57,28 @@ fn resolve_roots_in(
         return;
     };
     let given: Vec<String> = serde_json::from_value(given.clone()).unwrap_or_default();
-    let (ok, refused) = resolve_roots(&given, scope, ctx.canonicalize);
+    let (mut ok, refused) = resolve_roots(&given, scope, ctx.canonicalize);
+    let line = line_of(&file.text, "exec", "writable_roots");
     for (i, why) in refused {
         problems.push(SettingsProblem {
             file: file.file.clone(),
-            line: line_of(&file.text, "exec", "writable_roots"),
+            line,
             field: "exec.writable_roots".to_string(),
             message: why.message(i),
+        });
+    }
+    if let Some(data) = ctx.data_dir {
+        ok.retain(|root| {
+            let overlaps = Path::new(root).starts_with(data) || data.starts_with(root);
+            if overlaps {
+                problems.push(SettingsProblem {
+                    file: file.file.clone(),
+                    line,
+                    field: "exec.writable_roots".to_string(),
+                    message: format!("`{root}` {DATA_DIR_ROOT}"),
+                });
+            }
+            !overlaps
         });
     }
     exec.insert(
@@ -79,6 +97,9 @@ fn shown_value(section: &str, field: &str, value: &Value) -> Value {
         _ => value.clone(),
     }
 }
+
+/// The problem of a writable root that contains the data directory or lies in it.
+pub const DATA_DIR_ROOT: &str = "contains or lies in the data directory (trust records, `mcp.json`, settings, history): commands may not write there; ignored";
 
 /// The problem of a user-level widening field ignored because the data directory lies inside the
 /// project.

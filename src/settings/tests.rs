@@ -21,6 +21,7 @@ fn layer_texts(files: &[(String, String)]) -> LoadedSettings {
             home: None,
             project_trusted: true,
             user_trusted: true,
+            data_dir: None,
             canonicalize: &crate::settings::real_path,
         },
     )
