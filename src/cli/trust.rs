@@ -69,8 +69,13 @@ pub fn render(status: &TrustStatus) -> String {
             out.push_str(&format!("    in:      {}{outside}\n", line(cwd)));
         }
         for p in s.pins.iter().filter(|p| p.state != "absent") {
+            let note = if p.state == "data file" {
+                "its content may change, its kind may not"
+            } else {
+                "any change needs trust again"
+            };
             out.push_str(&format!(
-                "    pins:    {}: {} (any change needs trust again)\n",
+                "    pins:    {}: {} ({note})\n",
                 line(&p.path),
                 line(&p.state)
             ));

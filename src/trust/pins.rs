@@ -5,6 +5,11 @@
 //! and content (SHA-256) at trust time join the trust digest, and any change (rewritten, created,
 //! removed, re-pointed symlink) makes the project untrusted again.
 //!
+//! A file with a data-store extension ([`DATA_STORE_EXTENSIONS`]: a database or log the server
+//! itself writes as it runs, such as `--db-path db.sqlite`) is pinned by kind only (`data file`),
+//! so its own writes do not untrust the project at every use; replacing it by a symlink, a
+//! directory or a FIFO is still a change.
+//!
 //! Candidates are the command (when it contains `/`; a bare name is looked up in `PATH`), every
 //! argument, and the value of `--flag=value` arguments, resolved against the server's working
 //! directory. Only candidates that lie inside the project (lexically) are pinned; what they import
@@ -43,7 +48,7 @@ pub fn candidates<'a>(command: &'a str, args: &'a [String]) -> Vec<&'a str> {
 pub struct Pin {
     /// Project-relative (lexical) path as it will be opened.
     pub path: String,
-    /// `absent`, `file sha256:<hex>`, `directory`, `outside the project: <real path>`, `other`
+    /// `absent`, `file sha256:<hex>`, `data file`, `directory`, `outside the project: <real path>`, `other`
     /// (FIFO, device, socket) or `unreadable (<kind>)`.
     pub state: String,
 }
@@ -69,6 +74,17 @@ fn hash_regular(path: &Path) -> Result<String, String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// Extensions of files a server writes while it runs (databases, logs): pinned by kind only.
+pub const DATA_STORE_EXTENSIONS: &[&str] = &[
+    "db", "sqlite", "sqlite3", "duckdb", "jsonl", "ndjson", "log", "csv",
+];
+
+fn is_data_store(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| DATA_STORE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
 /// The state of one path (see [`Pin::state`]).
 fn state_of(project_root: &Path, path: &Path) -> String {
     let meta = match std::fs::metadata(path) {
@@ -90,6 +106,8 @@ fn state_of(project_root: &Path, path: &Path) -> String {
     }
     if meta.is_dir() {
         "directory".to_string()
+    } else if meta.is_file() && is_data_store(path) {
+        "data file".to_string()
     } else if meta.is_file() {
         match hash_regular(path) {
             Ok(h) => format!("file sha256:{h}"),
@@ -210,5 +228,16 @@ mod tests {
         assert_ne!(digest(&one), digest(&two));
         assert_ne!(digest(&one), "f");
         assert_eq!(digest(&[]), "f");
+
+        // A database the server writes is pinned by kind, not content.
+        std::fs::write(root.join("mem.sqlite"), "v1").unwrap();
+        let db = |root: &Path| pins(root, root, "srv", &["--db=mem.sqlite".to_string()]);
+        let before = db(&root);
+        assert_eq!(before[1].state, "data file", "{before:?}");
+        std::fs::write(root.join("mem.sqlite"), "v2").unwrap();
+        assert_eq!(db(&root), before);
+        std::fs::remove_file(root.join("mem.sqlite")).unwrap();
+        std::fs::create_dir(root.join("mem.sqlite")).unwrap();
+        assert_ne!(db(&root), before);
     }
 }
