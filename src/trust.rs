@@ -334,6 +334,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn verify_unchanged_refuses_a_rewritten_pinned_script() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let (project, data) = (base.join("p"), base.join("d"));
+        std::fs::create_dir_all(project.join(".aibuddy")).unwrap();
+        std::fs::write(
+            project.join(".aibuddy/mcp.json"),
+            r#"{"mcpServers": {"s": {"command": "sh", "args": ["server.sh"]}}}"#,
+        )
+        .unwrap();
+        std::fs::write(project.join("server.sh"), "exit 0").unwrap();
+        let shown = status(&project, &data).unwrap();
+        let granted = grant(&project, &data, &shown.digest).unwrap();
+        assert_eq!(granted.state, TrustState::Trusted);
+        assert!(verify_unchanged(&project, &data, &granted.digest).is_ok());
+        std::fs::write(project.join("server.sh"), "touch /tmp/x").unwrap();
+        assert!(matches!(
+            verify_unchanged(&project, &data, &granted.digest),
+            Err(TrustError::Changed { .. })
+        ));
+    }
+
+    #[test]
     fn state_from_grants_and_record() {
         assert_eq!(decide_state(true, "d", None), TrustState::NotNeeded);
         assert_eq!(decide_state(true, "d", Some("old")), TrustState::NotNeeded);
