@@ -357,3 +357,63 @@ fn a_writable_root_over_the_data_dir_is_refused() {
     f.execute(&format!("touch '{}'", ok.display()));
     assert!(ok.exists(), "the person's other root applies");
 }
+
+#[test]
+fn trust_follows_the_real_folder_not_a_path_that_reaches_it_or_a_folder_put_in_its_place() {
+    let f = fx_with("proj", "data");
+    let cfg = json!({"mcpServers": {"srv": {"command": "sh", "args": ["run.sh"]}}}).to_string();
+    std::fs::write(f.project.join(".aibuddy/mcp.json"), &cfg).unwrap();
+    std::fs::write(f.project.join("run.sh"), "exit 0\n").unwrap();
+    // Trusted through a symlinked path: the record is the real folder's.
+    let link = f.base.join("link");
+    std::os::unix::fs::symlink(&f.project, &link).unwrap();
+    let (code, out, err) = f.run_in(&link, &["trust", "--yes"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(f.state_of(&f.project), "trusted");
+    // Another project sharing the data directory, with the very same mcp.json, is not trusted.
+    let other = f.base.join("other");
+    std::fs::create_dir_all(other.join(".aibuddy")).unwrap();
+    std::fs::write(other.join(".aibuddy/mcp.json"), &cfg).unwrap();
+    std::fs::write(other.join("run.sh"), "exit 0\n").unwrap();
+    assert_eq!(f.state_of(&other), "untrusted");
+    // Re-pointing the link there does not carry the trust over.
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&other, &link).unwrap();
+    assert_eq!(f.state_of(&link), "untrusted");
+    // The trusted folder moved away, and a folder put in its place with the same mcp.json but
+    // another run.sh: not trusted (the pinned script differs), and its script never runs.
+    std::fs::rename(&f.project, f.base.join("moved")).unwrap();
+    assert_eq!(f.state_of(&f.base.join("moved")), "untrusted");
+    let ran = f.marker("impostor-ran");
+    std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    std::fs::write(f.project.join(".aibuddy/mcp.json"), &cfg).unwrap();
+    std::fs::write(
+        f.project.join("run.sh"),
+        format!("touch '{}'\n", ran.display()),
+    )
+    .unwrap();
+    assert_eq!(f.state_of(&f.project), "changed_since_trusted");
+    f.open_everywhere(&f.project);
+    assert!(!ran.exists(), "the impostor folder's script ran");
+}
+
+#[test]
+fn a_hard_linked_mcp_json_changed_from_outside_is_untrusted_again() {
+    let f = fx_with("proj", "data");
+    let outside = f.base.join("outside/mcp.json");
+    std::fs::write(
+        &outside,
+        json!({"mcpServers": {"srv": {"command": "true"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::hard_link(&outside, f.project.join(".aibuddy/mcp.json")).unwrap();
+    let (code, out, _) = f.run(&["trust", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(f.state_of(&f.project), "trusted");
+    // Whoever holds the other name rewrites the shared inode in place.
+    let ran = f.marker("hard-link-ran");
+    std::fs::write(&outside, marker_server(&ran)).unwrap();
+    assert_eq!(f.state_of(&f.project), "changed_since_trusted");
+    f.open_everywhere(&f.project);
+    assert!(!ran.exists(), "the rewritten server ran");
+}
