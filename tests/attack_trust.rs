@@ -417,3 +417,41 @@ fn a_hard_linked_mcp_json_changed_from_outside_is_untrusted_again() {
     f.open_everywhere(&f.project);
     assert!(!ran.exists(), "the rewritten server ran");
 }
+
+#[test]
+fn a_command_rewriting_what_path_in_the_server_env_finds_gets_nothing_started() {
+    // `runs: "node"` looks like the system's node, but the entry's `PATH` starts in the project.
+    let f = fx_with("proj", "data");
+    std::fs::create_dir_all(f.project.join("bin")).unwrap();
+    let node = f.project.join("bin/node");
+    let started = f.marker("approved-started");
+    std::fs::write(&node, format!("#!/bin/sh\ntouch '{}'\n", started.display())).unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/mcp.json"),
+        json!({"mcpServers": {"srv": {"command": "node", "env": {"PATH": "./bin:/usr/bin:/bin"}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, out, _) = f.run(&["trust", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("pins:    $PATH[0]/node: file sha256:"),
+        "{out}"
+    );
+    f.open_everywhere(&f.project);
+    assert!(
+        started.exists(),
+        "the approved ./bin/node ran (PATH lookup in the project)"
+    );
+
+    // Call 1: a confined command rewrites ./bin/node; then nothing of it runs.
+    let escaped = f.marker("escaped");
+    f.execute(&format!(
+        "printf '#!/bin/sh\\ntouch %s\\n' '{}' > bin/node",
+        escaped.display()
+    ));
+    assert_eq!(f.state_of(&f.project), "changed_since_trusted");
+    f.open_everywhere(&f.project);
+    assert!(!escaped.exists(), "the rewritten ./bin/node ran unconfined");
+}

@@ -131,7 +131,7 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                     g.args = args.clone();
                     g.env = env.keys().cloned().collect();
                     let cwd = cwd.as_deref().unwrap_or(project_root);
-                    g.pins = pins::pins(project_root, cwd, command, args);
+                    g.pins = pins::pins(project_root, cwd, command, args, env);
                     g.cwd = Some(pins::shown_cwd(cwd).display().to_string());
                 }
                 Transport::Http { url, headers } => {

@@ -15,6 +15,7 @@
 //! directory. Only candidates that lie inside the project (lexically) are pinned; what they import
 //! in turn (a script's modules, `npx`'s lookup in `node_modules`, a directory's content) is not.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -119,26 +120,66 @@ fn state_of(project_root: &Path, path: &Path) -> String {
 }
 
 /// The pins of one stdio server started in `cwd` (absolute) with `command` and `args`.
-pub fn pins(project_root: &Path, cwd: &Path, command: &str, args: &[String]) -> Vec<Pin> {
+pub fn pins(
+    project_root: &Path,
+    cwd: &Path,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+) -> Vec<Pin> {
     let mut out: Vec<Pin> = Vec::new();
-    for c in candidates(command, args) {
-        let joined = normalize_lexically(&cwd.join(c));
+    let mut pin = |given: &str, label: Option<String>| {
+        let joined = normalize_lexically(&cwd.join(given));
         // The working directory may itself be a symlink: pin where the path is in the project.
         let Ok(rel) = joined.strip_prefix(project_root) else {
-            continue;
+            return;
         };
-        let shown = if rel.as_os_str().is_empty() {
-            ".".to_string()
-        } else {
-            rel.display().to_string()
-        };
+        let shown = label.unwrap_or_else(|| {
+            if rel.as_os_str().is_empty() {
+                ".".to_string()
+            } else {
+                rel.display().to_string()
+            }
+        });
         if out.iter().any(|p| p.path == shown) {
-            continue;
+            return;
         }
         out.push(Pin {
             state: state_of(project_root, &joined),
             path: shown,
         });
+    };
+    for c in candidates(command, args) {
+        pin(c, None);
+    }
+    for (label, given) in env_candidates(command, env) {
+        pin(&given, Some(label));
+    }
+    out
+}
+
+/// Paths the server's environment names (pure): each `:`-separated element of each value
+/// (`LD_PRELOAD=./x.so`, `PYTHONPATH=lib`, ...), and for a bare command, where a `PATH` set in the
+/// entry makes the lookup land (`PATH=./bin` runs `./bin/<command>`). Labelled by variable name,
+/// never by value: values may be secrets.
+pub fn env_candidates(command: &str, env: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, value) in env {
+        let parts: Vec<&str> = value.split(':').filter(|p| !p.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let label = if parts.len() > 1 {
+                format!("${name}[{i}]")
+            } else {
+                format!("${name}")
+            };
+            if name == "PATH" && !command.contains('/') && !command.is_empty() {
+                out.push((
+                    format!("{label}/{command}"),
+                    format!("{}/{command}", part.trim_end_matches('/')),
+                ));
+            }
+            out.push((label, (*part).to_string()));
+        }
     }
     out
 }
@@ -197,6 +238,25 @@ mod tests {
     }
 
     #[test]
+    fn env_paths_and_a_path_lookup_into_the_project_are_pinned_by_name_not_value() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap().join("p");
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join("bin/node"), "#!/bin/sh\n").unwrap();
+        let env = BTreeMap::from([
+            ("PATH".to_string(), "./bin:/usr/bin".to_string()),
+            ("TOKEN".to_string(), "s3cret-value".to_string()),
+        ]);
+        let p = pins(&root, &root, "node", &[], &env);
+        let names: Vec<&str> = p.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(names, vec!["$PATH[0]/node", "$PATH[0]", "$TOKEN"], "{p:?}");
+        assert!(p[0].state.starts_with("file sha256:"), "{p:?}");
+        assert_eq!(p[2].state, "absent");
+        let text = format!("{p:?}");
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+
+    #[test]
     fn each_kind_of_change_changes_the_pin() {
         let tmp = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(tmp.path()).unwrap().join("p");
@@ -206,7 +266,7 @@ mod tests {
             "d".to_string(),
             "/usr/bin/x".to_string(),
         ];
-        let get = || pins(&root, &root, "sh", &args);
+        let get = || pins(&root, &root, "sh", &args, &BTreeMap::new());
         let absent = get();
         assert_eq!(absent.len(), 2, "only paths inside the project: {absent:?}");
         assert_eq!(absent[0].state, "absent");
@@ -231,7 +291,15 @@ mod tests {
 
         // A database the server writes is pinned by kind, not content.
         std::fs::write(root.join("mem.sqlite"), "v1").unwrap();
-        let db = |root: &Path| pins(root, root, "srv", &["--db=mem.sqlite".to_string()]);
+        let db = |root: &Path| {
+            pins(
+                root,
+                root,
+                "srv",
+                &["--db=mem.sqlite".to_string()],
+                &BTreeMap::new(),
+            )
+        };
         let before = db(&root);
         assert_eq!(before[1].state, "data file", "{before:?}");
         std::fs::write(root.join("mem.sqlite"), "v2").unwrap();
