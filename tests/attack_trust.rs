@@ -25,6 +25,8 @@ struct Fx {
     base: PathBuf,
     project: PathBuf,
     data: PathBuf,
+    /// `PATH` of every `aibuddy` run (the test's own when None).
+    path: Option<String>,
 }
 
 fn fx_with(project: &str, data: &str) -> Fx {
@@ -38,16 +40,18 @@ fn fx_with(project: &str, data: &str) -> Fx {
         data: base.join(data),
         base,
         _tmp: tmp,
+        path: None,
     }
 }
 
 impl Fx {
     fn run_in(&self, project: &Path, args: &[&str]) -> (i32, String, String) {
-        let out = support::aibuddy_cmd(project, &self.data)
-            .args(args)
-            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "3000")
-            .output()
-            .unwrap();
+        let mut cmd = support::aibuddy_cmd(project, &self.data);
+        cmd.args(args).env("AIBUDDY_MCP_CONNECT_WAIT_MS", "3000");
+        if let Some(path) = &self.path {
+            cmd.env("PATH", path);
+        }
+        let out = cmd.output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -454,4 +458,43 @@ fn a_command_rewriting_what_path_in_the_server_env_finds_gets_nothing_started() 
     assert_eq!(f.state_of(&f.project), "changed_since_trusted");
     f.open_everywhere(&f.project);
     assert!(!escaped.exists(), "the rewritten ./bin/node ran unconfined");
+}
+
+#[test]
+fn a_command_rewriting_what_the_inherited_path_finds_in_the_project_gets_nothing_started() {
+    // The person's own PATH has a project folder in it (`~/proj/bin`, `node_modules/.bin`).
+    let mut f = fx_with("proj", "data");
+    let bin = f.project.join("tools-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    f.path = Some(format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    ));
+    let tool = bin.join("proj-mcp");
+    std::fs::write(&tool, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/mcp.json"),
+        json!({"mcpServers": {"srv": {"command": "proj-mcp"}}}).to_string(),
+    )
+    .unwrap();
+    let (code, out, _) = f.run(&["trust", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("pins:    $PATH[0]/proj-mcp: file sha256:"),
+        "{out}"
+    );
+
+    let escaped = f.marker("escaped");
+    f.execute(&format!(
+        "printf '#!/bin/sh\\ntouch %s\\n' '{}' > tools-bin/proj-mcp",
+        escaped.display()
+    ));
+    assert_eq!(f.state_of(&f.project), "changed_since_trusted");
+    f.open_everywhere(&f.project);
+    assert!(
+        !escaped.exists(),
+        "the rewritten project binary ran unconfined"
+    );
 }

@@ -155,7 +155,33 @@ pub fn pins(
     for (label, given) in env_candidates(command, env) {
         pin(&given, Some(label));
     }
+    // Without a `PATH` of its own, a bare command is looked up in the inherited one, whose
+    // entries may lie in the project (`.`, `node_modules/.bin`, `~/proj/bin`).
+    if !env.contains_key("PATH")
+        && let Some(inherited) = std::env::var_os("PATH")
+    {
+        for (label, given) in path_lookup(command, &inherited.to_string_lossy(), "$PATH") {
+            pin(&given, Some(label));
+        }
+    }
     out
+}
+
+/// Where a lookup of a bare `command` through `path` may land, labelled `<var>[i]/<command>`.
+fn path_lookup(command: &str, path: &str, var: &str) -> Vec<(String, String)> {
+    if command.contains('/') || command.is_empty() {
+        return Vec::new();
+    }
+    path.split(':')
+        .enumerate()
+        .map(|(i, entry)| {
+            let dir = if entry.is_empty() { "." } else { entry };
+            (
+                format!("{var}[{i}]/{command}"),
+                format!("{}/{command}", dir.trim_end_matches('/')),
+            )
+        })
+        .collect()
 }
 
 /// Paths the server's environment names (pure): each `:`-separated element of each value
@@ -165,6 +191,9 @@ pub fn pins(
 pub fn env_candidates(command: &str, env: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (name, value) in env {
+        if name == "PATH" {
+            out.extend(path_lookup(command, value, "$PATH"));
+        }
         let parts: Vec<&str> = value.split(':').filter(|p| !p.is_empty()).collect();
         for (i, part) in parts.iter().enumerate() {
             let label = if parts.len() > 1 {
@@ -172,12 +201,6 @@ pub fn env_candidates(command: &str, env: &BTreeMap<String, String>) -> Vec<(Str
             } else {
                 format!("${name}")
             };
-            if name == "PATH" && !command.contains('/') && !command.is_empty() {
-                out.push((
-                    format!("{label}/{command}"),
-                    format!("{}/{command}", part.trim_end_matches('/')),
-                ));
-            }
             out.push((label, (*part).to_string()));
         }
     }
