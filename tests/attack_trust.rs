@@ -498,3 +498,51 @@ fn a_command_rewriting_what_the_inherited_path_finds_in_the_project_gets_nothing
         "the rewritten project binary ran unconfined"
     );
 }
+
+#[test]
+fn escape_sequences_in_project_keys_server_names_and_urls_never_reach_the_terminal() {
+    // `tools list` printed a project settings key and project server names raw (stdout rows and
+    // stderr warnings): `\e[2J` cleared the screen, `\e]0;…\a` retitled the terminal.
+    let f = fx_with("proj", "data");
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        "{\"\\u001b]0;owned\\u0007\\u001b[2Jk\": 1, \"exec\": {\"env_include\": [\"\\u001b[1mX\"]}}",
+    )
+    .unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/mcp.json"),
+        "{\"mcpServers\": {\"e\\u001b[2Kv\\r\": {\"command\": \"true\"},
+          \"bad\\u001b[2J\": {\"command\": 5},
+          \"u\": {\"url\": \"ftp://\\u001b[2J\\u202e\"}}}",
+    )
+    .unwrap();
+    for args in [
+        &["tools", "list"][..],
+        &["tools", "check"],
+        &["trust"],
+        &["tools", "instructions"],
+    ] {
+        let (_, out, err) = f.run(args);
+        // The logger colours its own prefixes; only its escapes may appear, never the project's.
+        let err: String = err
+            .lines()
+            .filter(|l| !l.contains("\u{1b}[2m20"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for text in [&out, &err] {
+            assert!(
+                !text.contains('\u{1b}')
+                    && !text.contains('\u{7}')
+                    && !text.contains('\r')
+                    && !text.contains('\u{202e}'),
+                "{args:?} printed a raw control sequence: {text:?}"
+            );
+        }
+        if args[0] == "tools" && args[1] != "instructions" {
+            assert!(
+                out.contains("\\e[2J") || err.contains("\\e[2J"),
+                "{args:?}: the escaped form is shown: {out}\n{err}"
+            );
+        }
+    }
+}

@@ -79,12 +79,17 @@ fn merged(
     let user = read_user(data_dir);
     let user_names = user.servers.iter().map(|s| s.name.clone()).collect();
     let project_cfg = match &project.content {
-        FileContent::Present(text) => {
-            config::parse_config_text(&project.path, ConfigScope::Project, text)
-        }
+        FileContent::Present(text) => without_unsafe_names(config::parse_config_text(
+            &project.path,
+            ConfigScope::Project,
+            text,
+        )),
         _ => LoadedConfigs::default(),
     };
     let mut all = config::merge(user, project_cfg);
+    for e in &mut all.errors {
+        escape_error(e);
+    }
     for cfg in &mut all.servers {
         if let Transport::Stdio { cwd: Some(cwd), .. } = &mut cfg.transport
             && cwd.is_relative()
@@ -93,6 +98,36 @@ fn merged(
         }
     }
     (all, user_names)
+}
+
+/// Make a config error terminal-safe: server names, fields and messages quote the file (a URL, a
+/// transport name), and the file may be a project's.
+fn escape_error(e: &mut ConfigError) {
+    use aibuddy_common::term::line;
+    e.server = e.server.as_deref().map(|s| line(s).into_owned());
+    e.field = e.field.as_deref().map(|s| line(s).into_owned());
+    e.message = line(&e.message).into_owned();
+}
+
+/// A project server name with a control character (an escape sequence, a carriage return, a
+/// bidirectional override) is no name: the entry becomes a config error, its name escaped, so the
+/// name never reaches a terminal, a tool name or a config key raw.
+fn without_unsafe_names(mut loaded: LoadedConfigs) -> LoadedConfigs {
+    let (ok, bad): (Vec<ServerConfig>, Vec<ServerConfig>) = loaded
+        .servers
+        .into_iter()
+        .partition(|s| !s.name.chars().any(aibuddy_common::term::is_unsafe));
+    loaded.servers = ok;
+    for s in bad {
+        loaded.errors.push(ConfigError {
+            file: s.source.unwrap_or_default(),
+            server: Some(aibuddy_common::term::line(&s.name).into_owned()),
+            field: None,
+            message: "the server name contains control or bidirectional characters; ignored"
+                .to_string(),
+        });
+    }
+    loaded
 }
 
 /// Whether a merged entry is the project's and would run something.
