@@ -230,6 +230,9 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         state.applies(),
         exposed.is_none(),
     );
+    if state == TrustState::Trusted {
+        plan.approved_digest = Some(digest.clone());
+    }
     if let FileContent::Refused(why) = &snapshot.mcp.content {
         plan.errors.push(aibuddy_mcp::ConfigError {
             file: snapshot.mcp.path.clone(),

@@ -27,6 +27,10 @@ pub struct McpPlan {
     pub untrusted: Vec<String>,
     /// The project file these came from (for problem lines).
     pub project_file: String,
+    /// The trust digest the project servers in `servers` were approved at (None when none is a
+    /// project server). Before (re)starting one mid-session, check it with
+    /// `crate::trust::verify_unchanged`: a pinned file may have been rewritten since.
+    pub approved_digest: Option<String>,
 }
 
 /// One project MCP server, as trusting the project would start it. Environment variables and
