@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use ts_rs::TS;
 
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
-pub use layer::{LayerContext, SettingsText, layer};
+pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
 };
@@ -155,11 +155,15 @@ pub struct SettingsProblem {
     pub message: String,
 }
 
+/// Escaped for a terminal: the field names a project's own keys, and every printer must be safe
+/// even when it forgets to escape (`aibuddy tools list` printed these raw).
 impl std::fmt::Display for SettingsProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use aibuddy_common::term::line as safe;
+        let (file, field, message) = (safe(&self.file), safe(&self.field), safe(&self.message));
         match self.line {
-            Some(l) => write!(f, "{}:{}: `{}`: {}", self.file, l, self.field, self.message),
-            None => write!(f, "{}: `{}`: {}", self.file, self.field, self.message),
+            Some(l) => write!(f, "{file}:{l}: `{field}`: {message}"),
+            None => write!(f, "{file}: `{field}`: {message}"),
         }
     }
 }

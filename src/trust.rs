@@ -14,8 +14,10 @@
 //! API for hosts: [`status`] (what trust would grant), [`grant`] (with the digest the person saw:
 //! refused if the files changed since), [`revoke`]; [`TrustStatus::event`] for the UI.
 
+pub mod exposure;
 pub mod files;
 pub mod mcp;
+pub mod pins;
 pub mod record;
 
 use std::path::{Path, PathBuf};
@@ -110,6 +112,8 @@ pub enum TrustError {
     Project { path: PathBuf, reason: String },
     #[error("Authorization: trust records `{path}` cannot be used: {reason}")]
     Records { path: PathBuf, reason: String },
+    #[error("Authorization: project `{project}` cannot be trusted: {reason}")]
+    Untrustable { project: PathBuf, reason: String },
     #[error(
         "Authorization: the project's `.aibuddy/mcp.json` or `.aibuddy/settings.json` changed since it was shown (shown {shown}, now {now}); review it again with `aibuddy trust`"
     )]
@@ -150,13 +154,17 @@ pub struct ProjectConfig {
 pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
     let snapshot = Snapshot::read(&root);
-    let digest = snapshot.digest();
     let (user_text, user_problem) = settings::read_user(data_dir);
     let project_text = snapshot.settings.content.text().map(|text| SettingsText {
         file: snapshot.settings.path.display().to_string(),
         text: text.to_string(),
     });
     let home = dirs::home_dir();
+    // The person's own files are only theirs while the project cannot write them.
+    let data_real = exposure::resolve(data_dir);
+    let exposed = data_real
+        .starts_with(&root)
+        .then(|| exposure::message(data_dir));
     let layer = |trusted: bool| {
         settings::layer(
             user_text.as_ref(),
@@ -165,6 +173,8 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
                 project_root: &root,
                 home: home.as_deref(),
                 project_trusted: trusted,
+                user_trusted: exposed.is_none(),
+                data_dir: Some(&data_real),
                 canonicalize: &crate::settings::real_path,
             },
         )
@@ -174,14 +184,23 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         servers: mcp::grants(&root, data_dir, &snapshot.mcp),
         settings: untrusted.widening.clone(),
     };
+    // The files' digest, with the project paths each server's command line names folded in.
+    let digest = pins::fold_digest(
+        &snapshot.digest(),
+        grants
+            .servers
+            .iter()
+            .map(|s| (s.name.as_str(), s.pins.as_slice())),
+    );
     let mut problems: Vec<String> = snapshot
         .refusals()
         .iter()
         .map(|(f, why)| format!("{}: {why}; not used", f.path.display()))
         .collect();
-    let (recorded, records_problem) = match record::lookup(data_dir, &root) {
-        Ok(r) => (r.map(|r| r.digest), None),
-        Err(e) => (None, Some(e.to_string())),
+    let (recorded, records_problem) = match (&exposed, record::lookup(data_dir, &root)) {
+        (Some(why), _) => (None, Some(why.clone())),
+        (None, Ok(r)) => (r.map(|r| r.digest), None),
+        (None, Err(e)) => (None, Some(e.to_string())),
     };
     problems.extend(records_problem.clone());
     let state = decide_state(grants.is_empty(), &digest, recorded.as_deref());
@@ -204,7 +223,16 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         .map(|t| PathBuf::from(&t.file))
         .chain(project_text.iter().map(|t| PathBuf::from(&t.file)))
         .collect();
-    let mut plan = mcp::plan(&root, data_dir, &snapshot.mcp, state.applies());
+    let mut plan = mcp::plan(
+        &root,
+        data_dir,
+        &snapshot.mcp,
+        state.applies(),
+        exposed.is_none(),
+    );
+    if state == TrustState::Trusted {
+        plan.approved_digest = Some(digest.clone());
+    }
     if let FileContent::Refused(why) = &snapshot.mcp.content {
         plan.errors.push(aibuddy_mcp::ConfigError {
             file: snapshot.mcp.path.clone(),
@@ -255,6 +283,12 @@ pub fn grant(
     shown_digest: &str,
 ) -> Result<TrustStatus, TrustError> {
     let root = canonical(project)?;
+    if exposure::data_dir_inside(&root, data_dir) {
+        return Err(TrustError::Untrustable {
+            project: root,
+            reason: exposure::message(data_dir),
+        });
+    }
     let now = load_project(&root, data_dir).status;
     if now.digest != shown_digest {
         return Err(TrustError::Changed {
@@ -270,6 +304,25 @@ pub fn grant(
     Ok(load_project(&root, data_dir).status)
 }
 
+/// Before (re)starting a project server mid-session: whether the project is still what was
+/// approved when the session opened (`approved_digest`, the digest of `App::trust`). A trusted
+/// server runs unconfined; a command may have rewritten a file it runs (see [`pins`]) since, and
+/// a reconnect would run that. Refused (`TrustError::Changed`) when anything changed.
+pub fn verify_unchanged(
+    project: &Path,
+    data_dir: &Path,
+    approved_digest: &str,
+) -> Result<(), TrustError> {
+    let now = load_project(project, data_dir).status;
+    if now.digest == approved_digest && now.state.applies() {
+        return Ok(());
+    }
+    Err(TrustError::Changed {
+        shown: approved_digest.to_string(),
+        now: now.digest,
+    })
+}
+
 /// Forget the trust of `project`.
 pub fn revoke(project: &Path, data_dir: &Path) -> Result<TrustStatus, TrustError> {
     let root = canonical(project)?;
@@ -282,6 +335,29 @@ pub fn revoke(project: &Path, data_dir: &Path) -> Result<TrustStatus, TrustError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verify_unchanged_refuses_a_rewritten_pinned_script() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let (project, data) = (base.join("p"), base.join("d"));
+        std::fs::create_dir_all(project.join(".aibuddy")).unwrap();
+        std::fs::write(
+            project.join(".aibuddy/mcp.json"),
+            r#"{"mcpServers": {"s": {"command": "sh", "args": ["server.sh"]}}}"#,
+        )
+        .unwrap();
+        std::fs::write(project.join("server.sh"), "exit 0").unwrap();
+        let shown = status(&project, &data).unwrap();
+        let granted = grant(&project, &data, &shown.digest).unwrap();
+        assert_eq!(granted.state, TrustState::Trusted);
+        assert!(verify_unchanged(&project, &data, &granted.digest).is_ok());
+        std::fs::write(project.join("server.sh"), "touch /tmp/x").unwrap();
+        assert!(matches!(
+            verify_unchanged(&project, &data, &granted.digest),
+            Err(TrustError::Changed { .. })
+        ));
+    }
 
     #[test]
     fn state_from_grants_and_record() {

@@ -61,7 +61,24 @@ pub fn render(status: &TrustStatus) -> String {
             out.push_str(&format!("    runs:    {}\n", argv.join(" ")));
         }
         if let Some(cwd) = &s.cwd {
-            out.push_str(&format!("    in:      {}\n", line(cwd)));
+            let outside = if std::path::Path::new(cwd).starts_with(&status.project) {
+                ""
+            } else {
+                " (outside the project)"
+            };
+            out.push_str(&format!("    in:      {}{outside}\n", line(cwd)));
+        }
+        for p in s.pins.iter().filter(|p| p.state != "absent") {
+            let note = if p.state == "data file" {
+                "its content may change, its kind may not"
+            } else {
+                "any change needs trust again"
+            };
+            out.push_str(&format!(
+                "    pins:    {}: {} ({note})\n",
+                line(&p.path),
+                line(&p.state)
+            ));
         }
         if let Some(u) = &s.url {
             out.push_str(&format!("    url:     {}\n", line(u)));
@@ -182,6 +199,7 @@ mod tests {
                     env: vec!["TOKEN".into()],
                     headers: vec![],
                     replaces_user_server: true,
+                    pins: vec![],
                 }],
                 settings: vec![WideningField {
                     file: "/p/.aibuddy/settings.json".into(),

@@ -26,6 +26,13 @@ pub struct LayerContext<'a> {
     pub home: Option<&'a Path>,
     /// Whether the project's widening fields apply.
     pub project_trusted: bool,
+    /// Whether the user file is the person's own. False when the data directory lies inside the
+    /// project (`crate::trust`): a command could have written it, so its widening fields (over
+    /// the defaults) are ignored like an untrusted project's.
+    pub user_trusted: bool,
+    /// The data directory, resolved (`crate::trust::exposure::resolve`): no writable root may
+    /// contain it or lie in it, or commands could rewrite trust records, `mcp.json` and settings.
+    pub data_dir: Option<&'a Path>,
     /// Resolves roots (`std::fs::canonicalize` outside tests).
     pub canonicalize: &'a dyn Fn(&Path) -> std::io::Result<PathBuf>,
 }
@@ -50,13 +57,28 @@ fn resolve_roots_in(
         return;
     };
     let given: Vec<String> = serde_json::from_value(given.clone()).unwrap_or_default();
-    let (ok, refused) = resolve_roots(&given, scope, ctx.canonicalize);
+    let (mut ok, refused) = resolve_roots(&given, scope, ctx.canonicalize);
+    let line = line_of(&file.text, "exec", "writable_roots");
     for (i, why) in refused {
         problems.push(SettingsProblem {
             file: file.file.clone(),
-            line: line_of(&file.text, "exec", "writable_roots"),
+            line,
             field: "exec.writable_roots".to_string(),
             message: why.message(i),
+        });
+    }
+    if let Some(data) = ctx.data_dir {
+        ok.retain(|root| {
+            let overlaps = Path::new(root).starts_with(data) || data.starts_with(root);
+            if overlaps {
+                problems.push(SettingsProblem {
+                    file: file.file.clone(),
+                    line,
+                    field: "exec.writable_roots".to_string(),
+                    message: format!("`{root}` {DATA_DIR_ROOT}"),
+                });
+            }
+            !overlaps
         });
     }
     exec.insert(
@@ -76,16 +98,33 @@ fn shown_value(section: &str, field: &str, value: &Value) -> Value {
     }
 }
 
-/// Split the project's clean map by authority: widening fields are recorded, and left out (or
-/// narrowed) unless the project is trusted.
-fn gate_project(
+/// The problem of a writable root that contains the data directory or lies in it.
+pub const DATA_DIR_ROOT: &str = "contains or lies in the data directory (trust records, `mcp.json`, settings, history): commands may not write there; ignored";
+
+/// The problem of a user-level widening field ignored because the data directory lies inside the
+/// project.
+pub const USER_FILE_EXPOSED: &str = "ignored: the data directory lies inside the project, so a command could have written this file (use a data directory outside the project)";
+
+/// How a file's widening fields are gated.
+struct Gate<'a> {
+    /// What the file widens over.
+    base: &'a Settings,
+    /// Whether its widening fields apply.
+    trusted: bool,
+    /// Why they are ignored when not.
+    ignored: &'a str,
+}
+
+/// Split a file's clean map by authority: widening fields are recorded (into `widening`, when
+/// given), and left out (or narrowed) unless the gate is trusted.
+fn gate_fields(
     file: &SettingsText,
     map: &mut Map<String, Value>,
-    user: &Settings,
-    trusted: bool,
+    gate: &Gate<'_>,
     problems: &mut Vec<SettingsProblem>,
-    widening: &mut Vec<WideningField>,
+    mut widening: Option<&mut Vec<WideningField>>,
 ) {
+    let (user, trusted, ignored) = (gate.base, gate.trusted, gate.ignored);
     for (section, fields) in map.iter_mut() {
         let Value::Object(fields) = fields else {
             continue;
@@ -100,23 +139,25 @@ fn gate_project(
                 continue;
             }
             let line = line_of(&file.text, section, &field);
-            widening.push(WideningField {
-                file: file.file.clone(),
-                line,
-                field: format!("{section}.{field}"),
-                value: shown_value(section, &field, value),
-            });
+            if let Some(widening) = widening.as_deref_mut() {
+                widening.push(WideningField {
+                    file: file.file.clone(),
+                    line,
+                    field: format!("{section}.{field}"),
+                    value: shown_value(section, &field, value),
+                });
+            }
             if trusted {
                 continue;
             }
             let message = match effect {
                 Effect::WidensPartly(narrow) => {
                     fields.insert(field.clone(), narrow);
-                    format!("what goes beyond the user level is {UNTRUSTED_IGNORED}")
+                    format!("what goes beyond the user level is {ignored}")
                 }
                 _ => {
                     fields.remove(&field);
-                    UNTRUSTED_IGNORED.to_string()
+                    ignored.to_string()
                 }
             };
             problems.push(SettingsProblem {
@@ -176,6 +217,14 @@ pub fn layer(
             ctx,
             &mut problems,
         );
+        if !ctx.user_trusted {
+            let gate = Gate {
+                base: &Settings::default(),
+                trusted: false,
+                ignored: USER_FILE_EXPOSED,
+            };
+            gate_fields(file, &mut map, &gate, &mut problems, None);
+        }
         merge(&mut merged, map);
     }
     let user_settings = to_settings(merged.clone(), "(user)", &mut problems);
@@ -187,14 +236,12 @@ pub fn layer(
             home: ctx.home,
         };
         resolve_roots_in(file, &mut map, scope, ctx, &mut problems);
-        gate_project(
-            file,
-            &mut map,
-            &user_settings,
-            ctx.project_trusted,
-            &mut problems,
-            &mut widening,
-        );
+        let gate = Gate {
+            base: &user_settings,
+            trusted: ctx.project_trusted,
+            ignored: UNTRUSTED_IGNORED,
+        };
+        gate_fields(file, &mut map, &gate, &mut problems, Some(&mut widening));
         problems[first..].sort_by_key(|p| p.line.unwrap_or(u32::MAX));
         merge(&mut merged, map);
     }

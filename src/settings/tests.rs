@@ -20,6 +20,8 @@ fn layer_texts(files: &[(String, String)]) -> LoadedSettings {
             project_root: Path::new("/nonexistent-project"),
             home: None,
             project_trusted: true,
+            user_trusted: true,
+            data_dir: None,
             canonicalize: &crate::settings::real_path,
         },
     )

@@ -114,6 +114,46 @@ fn real_path_of(file: &std::fs::File, fallback: &Path) -> std::io::Result<PathBu
         .or_else(|_| std::fs::canonicalize(fallback))
 }
 
+/// `O_NONBLOCK` (not exposed by `std`; the value of every Linux architecture but alpha, mips,
+/// parisc and sparc, where the flag is left out and only the check before the open applies).
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86",
+        target_arch = "x86_64",
+        target_arch = "arm",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "powerpc64",
+        target_arch = "s390x",
+        target_arch = "loongarch64"
+    )
+))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86",
+        target_arch = "x86_64",
+        target_arch = "arm",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "powerpc64",
+        target_arch = "s390x",
+        target_arch = "loongarch64"
+    )
+)))]
+const O_NONBLOCK: i32 = 0;
+
+/// Open for reading without blocking on a FIFO (reads of a regular file are unaffected).
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+}
+
 /// Read `path` if it is a regular file that really lies beneath `root`.
 pub fn read_inside(root: &Path, path: &Path) -> FileContent {
     // A FIFO or device would block or never end: only regular files are opened.
@@ -134,7 +174,14 @@ pub fn read_inside(root: &Path, path: &Path) -> FileContent {
         }
         Ok(_) => {}
     }
-    let file = match std::fs::File::open(path) {
+    read_checked(root, path)
+}
+
+/// The part of [`read_inside`] after its type check on the path. The path may have been swapped
+/// (for a FIFO, a device, a symlink out) since that check: it is opened non-blocking, so a FIFO
+/// cannot hang the app, and everything is decided again on the open file.
+pub fn read_checked(root: &Path, path: &Path) -> FileContent {
+    let file = match open_nonblocking(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileContent::Absent,
         Err(e) => return FileContent::Refused(format!("cannot be read ({})", e.kind())),

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::files::{FileContent, ProjectFile};
+use super::pins::{self, Pin};
 
 /// The absence reason of a project server held back because the project is not trusted.
 pub const NOT_TRUSTED: &str = "project not trusted";
@@ -26,6 +27,10 @@ pub struct McpPlan {
     pub untrusted: Vec<String>,
     /// The project file these came from (for problem lines).
     pub project_file: String,
+    /// The trust digest the project servers in `servers` were approved at (None when none is a
+    /// project server). Before (re)starting one mid-session, check it with
+    /// `crate::trust::verify_unchanged`: a pinned file may have been rewritten since.
+    pub approved_digest: Option<String>,
 }
 
 /// One project MCP server, as trusting the project would start it. Environment variables and
@@ -46,6 +51,9 @@ pub struct ServerGrant {
     pub headers: Vec<String>,
     /// It replaces the user-level server of the same name.
     pub replaces_user_server: bool,
+    /// The paths inside the project its command line names, with their kind and content: part of
+    /// the trust digest (see [`super::pins`]).
+    pub pins: Vec<Pin>,
 }
 
 fn read_user(data_dir: &Path) -> LoadedConfigs {
@@ -75,12 +83,17 @@ fn merged(
     let user = read_user(data_dir);
     let user_names = user.servers.iter().map(|s| s.name.clone()).collect();
     let project_cfg = match &project.content {
-        FileContent::Present(text) => {
-            config::parse_config_text(&project.path, ConfigScope::Project, text)
-        }
+        FileContent::Present(text) => without_unsafe_names(config::parse_config_text(
+            &project.path,
+            ConfigScope::Project,
+            text,
+        )),
         _ => LoadedConfigs::default(),
     };
     let mut all = config::merge(user, project_cfg);
+    for e in &mut all.errors {
+        escape_error(e);
+    }
     for cfg in &mut all.servers {
         if let Transport::Stdio { cwd: Some(cwd), .. } = &mut cfg.transport
             && cwd.is_relative()
@@ -89,6 +102,36 @@ fn merged(
         }
     }
     (all, user_names)
+}
+
+/// Make a config error terminal-safe: server names, fields and messages quote the file (a URL, a
+/// transport name), and the file may be a project's.
+fn escape_error(e: &mut ConfigError) {
+    use aibuddy_common::term::line;
+    e.server = e.server.as_deref().map(|s| line(s).into_owned());
+    e.field = e.field.as_deref().map(|s| line(s).into_owned());
+    e.message = line(&e.message).into_owned();
+}
+
+/// A project server name with a control character (an escape sequence, a carriage return, a
+/// bidirectional override) is no name: the entry becomes a config error, its name escaped, so the
+/// name never reaches a terminal, a tool name or a config key raw.
+fn without_unsafe_names(mut loaded: LoadedConfigs) -> LoadedConfigs {
+    let (ok, bad): (Vec<ServerConfig>, Vec<ServerConfig>) = loaded
+        .servers
+        .into_iter()
+        .partition(|s| !s.name.chars().any(aibuddy_common::term::is_unsafe));
+    loaded.servers = ok;
+    for s in bad {
+        loaded.errors.push(ConfigError {
+            file: s.source.unwrap_or_default(),
+            server: Some(aibuddy_common::term::line(&s.name).into_owned()),
+            field: None,
+            message: "the server name contains control or bidirectional characters; ignored"
+                .to_string(),
+        });
+    }
+    loaded
 }
 
 /// Whether a merged entry is the project's and would run something.
@@ -113,6 +156,7 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                 env: Vec::new(),
                 headers: Vec::new(),
                 replaces_user_server: user_names.contains(&c.name),
+                pins: Vec::new(),
             };
             match &c.transport {
                 Transport::Stdio {
@@ -125,7 +169,9 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                     g.command = Some(command.clone());
                     g.args = args.clone();
                     g.env = env.keys().cloned().collect();
-                    g.cwd = Some(cwd.as_deref().unwrap_or(project_root).display().to_string());
+                    let cwd = cwd.as_deref().unwrap_or(project_root);
+                    g.pins = pins::pins(project_root, cwd, command, args, env);
+                    g.cwd = Some(pins::shown_cwd(cwd).display().to_string());
                 }
                 Transport::Http { url, headers } => {
                     g.transport = "http".into();
@@ -138,8 +184,27 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
         .collect()
 }
 
-/// What the plane may start now.
-pub fn plan(project_root: &Path, data_dir: &Path, project: &ProjectFile, trusted: bool) -> McpPlan {
+/// Whether the merged entry may start: a project entry only when the project is trusted, a user
+/// entry only when the user file is the person's own (not reachable from the project, see
+/// `super::exposure`). A disabled entry starts nothing and is always kept.
+fn may_start(cfg: &ServerConfig, trusted: bool, user_trusted: bool) -> bool {
+    match cfg.scope {
+        _ if !cfg.enabled => true,
+        ConfigScope::Project => trusted,
+        ConfigScope::User => user_trusted,
+        ConfigScope::Inline => true,
+    }
+}
+
+/// What the plane may start now. `user_trusted` is false when the data directory lies inside the
+/// project: the user file's servers are then held back like untrusted project servers.
+pub fn plan(
+    project_root: &Path,
+    data_dir: &Path,
+    project: &ProjectFile,
+    trusted: bool,
+    user_trusted: bool,
+) -> McpPlan {
     let (all, _) = merged(project_root, data_dir, project);
     let mut plan = McpPlan {
         errors: all.errors,
@@ -147,7 +212,7 @@ pub fn plan(project_root: &Path, data_dir: &Path, project: &ProjectFile, trusted
         ..McpPlan::default()
     };
     for cfg in all.servers {
-        if !trusted && is_project_grant(&cfg) {
+        if !may_start(&cfg, trusted, user_trusted) {
             plan.untrusted.push(cfg.name);
         } else {
             plan.servers.push(cfg);
@@ -183,7 +248,7 @@ mod tests {
                                "proj": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer z"}},
                                "off": {"command": "x", "enabled": false}}}"#,
         );
-        let p = plan(root, data.path(), &f, false);
+        let p = plan(root, data.path(), &f, false, true);
         let started: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             started,
@@ -191,7 +256,17 @@ mod tests {
             "disabled entries start nothing"
         );
         assert_eq!(p.untrusted, vec!["proj", "shared"]);
-        let p = plan(root, data.path(), &f, true);
+        let p = plan(root, data.path(), &f, true, true);
+        assert_eq!(p.servers.len(), 4);
+        let p = plan(root, data.path(), &f, true, false);
+        let started: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            started,
+            vec!["off", "proj", "shared"],
+            "the user's `mine` is held back"
+        );
+        assert_eq!(p.untrusted, vec!["mine"]);
+        let p = plan(root, data.path(), &f, true, true);
         assert_eq!(p.servers.len(), 4);
         assert!(p.untrusted.is_empty());
 

@@ -58,11 +58,22 @@ fn read_all(data_dir: &Path) -> Result<RecordsFile, TrustError> {
     })
 }
 
+/// The key of `project` in the records: its path when it is valid UTF-8, otherwise its exact bytes
+/// in hex behind a NUL (which no path contains). A lossy conversion would give two different
+/// folders (`a\xff`, `a\xfe`) the same key, and so one's trust to the other.
+pub fn record_key(project: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match project.to_str() {
+        Some(s) => s.to_string(),
+        None => format!("\0bytes:{}", hex::encode(project.as_os_str().as_bytes())),
+    }
+}
+
 /// The record of `project` (a canonical path), if any.
 pub fn lookup(data_dir: &Path, project: &Path) -> Result<Option<TrustRecord>, TrustError> {
     Ok(read_all(data_dir)?
         .projects
-        .get(&project.to_string_lossy().into_owned())
+        .get(&record_key(project))
         .cloned())
 }
 
@@ -172,7 +183,7 @@ pub fn store(data_dir: &Path, project: &Path, digest: &str) -> Result<(), TrustE
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let key = project.to_string_lossy().into_owned();
+    let key = record_key(project);
     update(data_dir, |p| {
         p.insert(
             key,
@@ -186,7 +197,7 @@ pub fn store(data_dir: &Path, project: &Path, digest: &str) -> Result<(), TrustE
 
 /// Forget `project`. Returns whether there was a record.
 pub fn remove(data_dir: &Path, project: &Path) -> Result<bool, TrustError> {
-    let key = project.to_string_lossy().into_owned();
+    let key = record_key(project);
     let mut had = false;
     update(data_dir, |p| had = p.remove(&key).is_some())?;
     Ok(had)
@@ -226,6 +237,20 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn non_utf8_paths_that_look_alike_have_distinct_keys() {
+        use std::os::unix::ffi::OsStrExt;
+        let a = Path::new(std::ffi::OsStr::from_bytes(b"/p/a\xff"));
+        let b = Path::new(std::ffi::OsStr::from_bytes(b"/p/a\xfe"));
+        assert_eq!(a.to_string_lossy(), b.to_string_lossy());
+        assert_ne!(record_key(a), record_key(b));
+        assert_eq!(record_key(Path::new("/p/a")), "/p/a");
+        let d = tempfile::tempdir().unwrap();
+        store(d.path(), a, "x").unwrap();
+        assert!(lookup(d.path(), a).unwrap().is_some());
+        assert_eq!(lookup(d.path(), b).unwrap(), None);
     }
 
     #[test]
