@@ -1,6 +1,6 @@
 //! A long-running session (the desktop keeps one `App` open): a command rewriting
-//! `.aibuddy/mcp.json` mid-session never gets its server started, even while the plane keeps
-//! reconnecting the approved one; reopening the project re-checks trust.
+//! `.aibuddy/mcp.json` mid-session never gets its server started, and the approved one is no longer
+//! restarted either (every restart re-checks trust); reopening the project re-checks trust.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -52,13 +52,28 @@ async fn a_mid_session_rewrite_of_mcp_json_never_starts_its_server() {
     // Mid-session, something rewrites the file.
     std::fs::write(project.join(".aibuddy/mcp.json"), server(&rewritten)).unwrap();
     assert_eq!(app.trust_status().state, TrustState::ChangedSinceTrusted);
-    // Reconnects go on with the approved configuration, never the rewritten one.
-    let seen = lines(&approved);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while lines(&approved) <= seen {
-        assert!(Instant::now() < deadline, "no reconnect happened");
+    // Reconnects stop: the files the person approved are not what is on disk any more, so even
+    // the approved command is not restarted (a pinned script it runs may have been rewritten).
+    let mcp = app.capabilities.mcp.clone().expect("the approved server is managed");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let reason = mcp.failure_reason("srv").unwrap_or_default();
+        if reason.contains("files changed since the person trusted it") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no reconnect attempt was refused; last reason: {reason}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let refused_at = lines(&approved);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        lines(&approved),
+        refused_at,
+        "the approved command was restarted after its project's files changed"
+    );
     let _ = app.tools_list();
     assert!(!rewritten.exists(), "the rewritten server ran mid-session");
     drop(app);

@@ -152,6 +152,28 @@ pub fn server_absence(status: &ServerStatus) -> Option<String> {
     }
 }
 
+/// Before every (re)start of a project server: the project's trust-relevant files (and the files
+/// its command lines name) must still have the digest the person approved. A command that rewrote
+/// a pinned script mid-session, then crashed the server to get it restarted, gets nothing started.
+fn spawn_gate(
+    project_root: &Path,
+    data_dir: &Path,
+    approved_digest: Option<String>,
+) -> Option<aibuddy_mcp::SpawnGate> {
+    let approved = approved_digest?;
+    let (project, data) = (project_root.to_path_buf(), data_dir.to_path_buf());
+    Some(aibuddy_mcp::SpawnGate(Arc::new(move |cfg| {
+        if cfg.scope != aibuddy_mcp::ConfigScope::Project {
+            return Ok(());
+        }
+        crate::trust::verify_unchanged(&project, &data, &approved).map_err(|_| {
+            format!(
+                "{NOT_TRUSTED}: its files changed since the person trusted it (run `aibuddy trust`)"
+            )
+        })
+    })))
+}
+
 impl CapabilityPlane {
     /// Load skills, connect the MCP servers the project's trust allows (waiting at most
     /// `mcp_connect_wait`), build the registry.
@@ -190,6 +212,7 @@ impl CapabilityPlane {
                 aibuddy_common::term::line(name)
             );
         }
+        let before_spawn = spawn_gate(project_root, data_dir, plan.approved_digest.clone());
         let (mcp, mcp_config_errors) = if opts.mcp {
             let loaded = plan;
             for e in &loaded.errors {
@@ -205,6 +228,7 @@ impl CapabilityPlane {
                     },
                     McpOptions {
                         default_cwd: Some(project_root.to_path_buf()),
+                        before_spawn,
                         ..McpOptions::default()
                     },
                 );

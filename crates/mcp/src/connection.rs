@@ -221,6 +221,11 @@ async fn run_connection(
         was_stable: false,
     };
 
+    if let Some(gate) = &shared.options.before_spawn
+        && let Err(reason) = (gate.0)(config)
+    {
+        return fail(reason);
+    }
     let mut process: Option<StdioProcess> = None;
     let connecting = match &config.transport {
         Transport::Stdio {

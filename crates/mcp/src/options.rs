@@ -38,6 +38,20 @@ pub struct McpOptions {
     /// After a burst of 20, the fewest time between two progress events delivered for one call;
     /// a flood of notifications is thinned to this rate. Zero: no limit.
     pub progress_interval: Duration,
+    /// Asked right before every (re)start of a server; `Err(reason)` fails that attempt (retried
+    /// with backoff) and starts nothing. The host checks there that what the person approved
+    /// (a trusted project's files) is still what would run.
+    pub before_spawn: Option<SpawnGate>,
+}
+
+/// See [`McpOptions::before_spawn`].
+#[derive(Clone)]
+pub struct SpawnGate(pub Arc<dyn Fn(&crate::ServerConfig) -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for SpawnGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpawnGate(..)")
+    }
 }
 
 impl Default for McpOptions {
@@ -50,6 +64,7 @@ impl Default for McpOptions {
             health_check_timeout: DEFAULT_HEALTH_CHECK_TIMEOUT,
             max_message_bytes: crate::stdio::DEFAULT_MAX_MESSAGE_BYTES,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            before_spawn: None,
         }
     }
 }
