@@ -26,10 +26,43 @@ pub(crate) struct Prepared {
     pub(crate) applied: Confinement,
 }
 
-/// What the running kernel supports (cached): `Landlock { abi, network: abi >= 4 }` or `Unavailable`.
-pub fn confinement_support() -> Confinement {
+/// What the running kernel supports for Landlock alone (cached): `Landlock { abi, network: abi >= 4 }`
+/// or `Unavailable`.
+pub(crate) fn landlock_support() -> Confinement {
     static SUPPORT: OnceLock<Confinement> = OnceLock::new();
     SUPPORT.get_or_init(detect).clone()
+}
+
+/// What a command gets on this host by default (cached probes): `Namespaces { .. }` when
+/// bubblewrap works (with the Landlock ABI the in-sandbox init applies, `None` when the init
+/// program cannot be found), else Landlock alone (saying why there are no namespaces), else
+/// `Unavailable`.
+pub fn confinement_support() -> Confinement {
+    let landlock = landlock_support();
+    match crate::bwrap::probe() {
+        Ok(_) => {
+            let abi = crate::init::locate(None).ok().and_then(|_| landlock_abi());
+            Confinement::Namespaces {
+                landlock_abi: abi.map(|(a, _)| a),
+                network_isolated: true,
+                scopes: abi.is_some_and(|(a, _)| a >= 6),
+            }
+        }
+        Err(reason) => match landlock {
+            Confinement::Landlock {
+                abi,
+                network,
+                scopes,
+                ..
+            } => Confinement::Landlock {
+                abi,
+                network,
+                scopes,
+                no_namespaces: Some(reason),
+            },
+            other => other,
+        },
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -57,6 +90,8 @@ fn detect() -> Confinement {
     Confinement::Landlock {
         abi,
         network: abi >= 4,
+        scopes: abi >= 6,
+        no_namespaces: None,
     }
 }
 
@@ -78,15 +113,20 @@ const DEVICES: [&str; 8] = [
     "/dev/pts",
 ];
 
-/// Builds the ruleset. `Err(reason)` when the kernel cannot confine or the ruleset fails.
+/// Builds the ruleset (not yet enforced). `Err(reason)` when the kernel cannot confine or the
+/// ruleset fails. `scopes`: also scope signals and abstract Unix sockets to the sandbox (ABI >= 6;
+/// ignored on older kernels). Returns the ruleset and what it applies.
 #[cfg(target_os = "linux")]
-pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
+pub(crate) fn build(
+    writable: &[PathBuf],
+    network_allowed: bool,
+) -> Result<(landlock::RulesetCreated, Confinement), String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
 
-    let Confinement::Landlock { abi, network } = confinement_support() else {
+    let Some((abi, network)) = landlock_abi() else {
         return Err(match confinement_support() {
             Confinement::Unavailable { reason } => reason,
             _ => "unavailable".into(),
@@ -101,6 +141,12 @@ pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Pre
     if deny_net {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(err)?;
+    }
+    let scopes = abi >= 6;
+    if scopes {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
             .map_err(err)?;
     }
     for root in writable.iter().filter(|p| !p.exists()) {
@@ -118,15 +164,32 @@ pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Pre
             AccessFs::from_file(fs_abi),
         ))
         .map_err(err)?;
-    let fd: Option<OwnedFd> = created.into();
-    let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
-    Ok(Prepared {
-        fd,
-        applied: Confinement::Landlock {
+    Ok((
+        created,
+        Confinement::Landlock {
             abi,
             network: deny_net,
+            scopes,
+            no_namespaces: None,
         },
-    })
+    ))
+}
+
+/// Builds the ruleset for the Landlock-only path, as an fd the forked child enforces.
+#[cfg(target_os = "linux")]
+pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
+    let (created, applied) = build(writable, network_allowed)?;
+    let fd: Option<OwnedFd> = created.into();
+    let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
+    Ok(Prepared { fd, applied })
+}
+
+/// `(abi, tcp rules available)` of the running kernel, or `None` without Landlock.
+pub(crate) fn landlock_abi() -> Option<(u8, bool)> {
+    match landlock_support() {
+        Confinement::Landlock { abi, network, .. } => Some((abi, network)),
+        _ => None,
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -142,9 +205,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn this_kernel_reports_landlock() {
         // The development and CI machines run a kernel with Landlock ABI 7.
-        let support = confinement_support();
+        let support = landlock_support();
         match support {
-            Confinement::Landlock { abi, network } => {
+            Confinement::Landlock { abi, network, .. } => {
                 assert!(abi >= 1);
                 assert_eq!(network, abi >= 4);
             }

@@ -34,6 +34,64 @@ pub(crate) struct Plan {
     pub(crate) landlock_fd: Option<RawFd>,
     /// Write end of the report pipe: C's pid (4 bytes), later one byte "leftovers were killed".
     pub(crate) report_fd: RawFd,
+    /// The app's initial environment block `[start, end)` (what `/proc/<pid>/environ` shows):
+    /// S overwrites its copy, so the command cannot read the app's secrets through `/proc/$PPID`.
+    pub(crate) env_block: Option<(usize, usize)>,
+}
+
+/// The current process's environment block as `/proc/self/stat` gives it (fields 50 and 51).
+pub(crate) fn env_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let start: usize = fields.get(50 - 3)?.parse().ok()?;
+    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    (start > 0 && end > start && end - start < (64 << 20)).then_some((start, end))
+}
+
+/// `close_range` flag: mark close-on-exec instead of closing.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+/// Marks every descriptor above stderr close-on-exec (nothing inherited reaches the command),
+/// then clears the flag on `keep` (negative entries ignored). Async-signal-safe.
+///
+/// # Safety
+/// Only between fork and exec.
+pub(crate) unsafe fn cloexec_all_but(keep: [RawFd; 2]) {
+    unsafe {
+        let r = libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        );
+        if r == -1 {
+            for fd in 3..4096 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        for fd in keep {
+            if fd >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+        }
+    }
+}
+
+/// `pre_exec` of the namespace path: own session (so the app's drop guard can kill bubblewrap's
+/// group) and no inherited descriptor but `keep` (the init's pipes).
+///
+/// # Safety
+/// Only from a `pre_exec` closure.
+pub(crate) unsafe fn isolate_for_exec(keep: [RawFd; 2]) -> io::Result<()> {
+    unsafe {
+        if libc::setsid() == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        cloexec_all_but(keep);
+    }
+    Ok(())
 }
 
 const SUPERVISED: [libc::c_int; 7] = [
@@ -82,7 +140,15 @@ pub(crate) unsafe fn pre_exec(plan: Plan) -> io::Result<()> {
             libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            cloexec_all_but([-1, -1]);
             return Ok(());
+        }
+        if let Some((start, end)) = plan.env_block {
+            // S's copy of the app's environment strings: zero it (never read again here).
+            let p = start as *mut u8;
+            for i in 0..(end - start) {
+                std::ptr::write_volatile(p.add(i), 0);
+            }
         }
         supervise(pid, plan, &set)
     }
