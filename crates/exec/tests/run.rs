@@ -11,7 +11,7 @@ use aibuddy_exec::{
     ConfinePolicy, Confinement, ErrorStage, ExecError, ExecRequest, ExecSink, NamespacePolicy,
     NullSink, Stream, Termination, project_for_model, run, with_hard_deadline,
 };
-use support::{Recorder, assert_group_gone, wait_group_gone};
+use support::{Recorder, assert_group_gone};
 use tokio_util::sync::CancellationToken;
 
 fn req(cmd: &str, dir: &std::path::Path) -> ExecRequest {
@@ -498,13 +498,29 @@ async fn dropping_the_run_at_the_hard_deadline_kills_the_group() {
         let mut r = req(&format!("sleep {tag} & sleep {tag}"), dir.path());
         r.timeout = Duration::from_secs(60);
         r.namespaces = path;
+        let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(3) {
+                    if support::processes_with_args(&["sleep", tag]).len() == 2 {
+                        seen.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
         let err = with_hard_deadline(
             run(r, CancellationToken::new(), Arc::new(NullSink)),
-            Duration::from_millis(500),
+            Duration::from_millis(1500),
             Duration::from_millis(100),
         )
         .await
         .unwrap_err();
+        watcher.join().unwrap();
+        assert!(seen.load(Ordering::SeqCst), "{path:?}: the sleeps never ran");
         assert!(matches!(err, ExecError::HardDeadline { .. }));
         assert_eq!(err.stage(), ErrorStage::Execution);
         assert!(
