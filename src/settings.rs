@@ -96,6 +96,9 @@ pub struct ExecSettings {
     pub env_include: Vec<String>,
     /// Environment variables never passed.
     pub env_exclude: Vec<String>,
+    /// Credential locations a command may read, e.g. `~/.aws` (default: none; `~/.ssh`, `~/.aws`,
+    /// `~/.gnupg`, `~/.config/gcloud`, keyrings... are hidden from commands otherwise).
+    pub expose_credentials: Vec<String>,
 }
 
 impl Default for ExecSettings {
@@ -107,6 +110,7 @@ impl Default for ExecSettings {
             writable_roots: Vec::new(),
             env_include: Vec::new(),
             env_exclude: Vec::new(),
+            expose_credentials: Vec::new(),
         }
     }
 }

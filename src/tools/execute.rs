@@ -4,8 +4,12 @@
 //! - Arguments: `command` (required), `timeout_ms` (default from settings, 2 min; at most 10 min),
 //!   `description` (shown in the confirmation and the history).
 //! - Risk `high_impact`: always confirmed. The confirmation scope lists the working directory, the
-//!   confinement that will apply (Landlock ABI, writable roots, network), the timeout and the
-//!   environment variables withheld from the command.
+//!   confinement that will apply (namespaces and the Landlock ABI inside, or "landlock only: no
+//!   namespaces (reason)"; writable roots, network), the timeout and the environment variables
+//!   withheld from the command. The data directory and the credential locations (minus
+//!   `exec.expose_credentials`) are hidden from the command.
+//! - A timed-out or stopped command is an Execution-stage error (`timed_out`, `cancelled`) that
+//!   keeps the partial model text, the client projection and the spooled raw output.
 //! - Three control paths: the sandbox timeout (SIGTERM, then SIGKILL after a grace, in the runner);
 //!   the hard deadline here, [`HARD_DEADLINE_GRACE`] after the sandbox timeout, for a sandbox
 //!   operation that never returns (an Execution-stage `hard_deadline` error naming both numbers);
@@ -21,8 +25,8 @@ use std::time::Duration;
 
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, Confinement, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink,
-    HARD_DEADLINE_GRACE, Stream, Termination, confinement_support, filter_env, model_text,
-    timeout_from_ms, with_hard_deadline,
+    HARD_DEADLINE_GRACE, NamespacePolicy, Stream, Termination, confinement_support, filter_env,
+    model_text, timeout_from_ms, with_hard_deadline,
 };
 use aibuddy_sandbox::{Sandbox, SandboxError};
 use async_trait::async_trait;
@@ -200,6 +204,12 @@ pub fn build_request(
     req.network_allowed = settings.network;
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
+    req.home = home.map(Path::to_path_buf);
+    req.exposed_credentials = settings
+        .expose_credentials
+        .iter()
+        .map(|r| resolve_root(r, project_root, home))
+        .collect();
     Ok(req)
 }
 
@@ -211,18 +221,81 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
         .collect::<Vec<_>>()
         .join(", ");
     match support {
-        Confinement::Landlock { abi, network } => format!(
-            "confinement: Landlock ABI {abi}; writes only in {roots}; network {}",
-            match (req.network_allowed, network) {
-                (true, _) => "allowed",
-                (false, true) => "off (TCP connect/bind denied)",
-                (false, false) => "requested off but this kernel cannot enforce it",
-            }
-        ),
+        Confinement::Namespaces {
+            landlock_abi,
+            scopes,
+            ..
+        } => {
+            let inner = match landlock_abi {
+                Some(abi) if *scopes => {
+                    format!("Landlock ABI {abi} inside (signals and abstract sockets scoped)")
+                }
+                Some(abi) => format!("Landlock ABI {abi} inside"),
+                None => "no Landlock inside (init program not found)".to_string(),
+            };
+            format!(
+                "confinement: own user, PID, IPC and mount namespaces (bubblewrap) + {inner}; \
+                 system read-only, credentials and the data directory hidden, private /tmp and /run; \
+                 writes only in {roots}; network {}",
+                if req.network_allowed {
+                    "allowed"
+                } else {
+                    "off (no network namespace access at all)"
+                }
+            )
+        }
+        Confinement::Landlock {
+            abi,
+            network,
+            scopes,
+            no_namespaces,
+        } => {
+            let prefix = match no_namespaces {
+                Some(reason) => format!("landlock only: no namespaces ({reason}); "),
+                None => String::new(),
+            };
+            format!(
+                "confinement: {prefix}Landlock ABI {abi}{}; writes only in {roots}; network {}",
+                if *scopes {
+                    " (signals and abstract sockets scoped)"
+                } else {
+                    ""
+                },
+                match (req.network_allowed, network) {
+                    (true, _) => "allowed",
+                    (false, true) => "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
+                    (false, false) => "requested off but this kernel cannot enforce it",
+                }
+            )
+        }
         Confinement::Unavailable { reason } => {
             format!("confinement: NONE ({reason}); the command can write wherever the app user can")
         }
         Confinement::Disabled => "confinement: disabled".to_string(),
+    }
+}
+
+/// The confinement this request will get: the host's support, or the Landlock-only fallback when
+/// the request turns namespaces off.
+pub fn confinement_for(req: &ExecRequest, support: Confinement) -> Confinement {
+    match (req.namespaces, support) {
+        (NamespacePolicy::Off, Confinement::Namespaces { .. }) => {
+            match aibuddy_sandbox::aibuddy_exec::landlock_support() {
+                Confinement::Landlock {
+                    abi,
+                    network,
+                    scopes,
+                    ..
+                } => Confinement::Landlock {
+                    abi,
+                    network,
+                    scopes,
+                    no_namespaces: Some("namespaces turned off for this request".into()),
+                },
+                other => other,
+            }
+        }
+        (_, support) => support,
     }
 }
 
@@ -295,6 +368,39 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
     })
 }
 
+/// A cancelled or timed-out command as an Execution-stage error (`cancelled`, `timed_out`) that
+/// keeps what it produced: the partial model text, the client projection and the spool.
+pub fn ended_early(req: &ExecRequest, outcome: &ExecOutcome, value: &Value) -> Option<ToolError> {
+    let (code, message) = if outcome.cancelled {
+        (
+            "cancelled",
+            format!(
+                "the command was stopped after {} ms; its process tree was ended. Output so far:",
+                outcome.duration.as_millis()
+            ),
+        )
+    } else if outcome.timed_out {
+        (
+            "timed_out",
+            format!(
+                "the command timed out after {} ms (SIGTERM, then SIGKILL after a grace); its process \
+                 tree was ended. Output so far:",
+                req.timeout.as_millis()
+            ),
+        )
+    } else {
+        return None;
+    };
+    let partial = value["model"].as_str().unwrap_or_default().to_string();
+    Some(
+        ToolError::execution(code, message).with_details(json!({
+            "partial_model": partial,
+            "client": client_projection(value),
+            "spool": outcome.spool,
+        })),
+    )
+}
+
 /// Display fields for the UI and the CLI.
 pub fn client_projection(raw: &Value) -> Value {
     let field = |k: &str| raw.get(k).cloned().unwrap_or(Value::Null);
@@ -315,7 +421,10 @@ pub fn client_projection(raw: &Value) -> Value {
         "stderr_bytes": field("stderr_bytes"),
         "spool_cut": spool_omitted > 0,
         "confinement": field("confinement_label"),
-        "confined": matches!(raw["confinement"]["kind"].as_str(), Some("landlock")),
+        "confined": matches!(
+            raw["confinement"]["kind"].as_str(),
+            Some("landlock" | "namespaces")
+        ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
     })
@@ -482,13 +591,16 @@ pub struct ExecuteHandler;
 impl ExecuteHandler {
     fn request(&self, ctx: &CallContext, args: &ExecArgs) -> Result<ExecRequest, ToolError> {
         let home = dirs::home_dir();
-        build_request(
+        let mut req = build_request(
             args,
             &ctx.services.settings.exec,
             &ctx.services.project_root,
             home.as_deref(),
             spool_path(&ctx.services.data_dir, &ctx.call_id),
-        )
+        )?;
+        // History, trust records, keys: never visible to a command.
+        req.hidden_paths = vec![ctx.services.data_dir.clone()];
+        Ok(req)
     }
 }
 
@@ -504,7 +616,11 @@ impl ToolHandler for ExecuteHandler {
         };
         Ok(Prepared {
             target: a.command.clone(),
-            scope: scope_lines(&req, &dropped, &confinement_support()),
+            scope: scope_lines(
+                &req,
+                &dropped,
+                &confinement_for(&req, confinement_support()),
+            ),
             consequence,
             diff: None,
             inside_project: false,
@@ -529,20 +645,8 @@ impl ToolHandler for ExecuteHandler {
         bridge.flush();
         let outcome = result?;
         let value = raw_value(&a, &req, &outcome);
-        if outcome.cancelled {
-            let partial = value["model"].as_str().unwrap_or_default().to_string();
-            return Err(ToolError::execution(
-                "cancelled",
-                format!(
-                    "the command was stopped after {} ms; its process tree was ended. Output so far:",
-                    outcome.duration.as_millis()
-                ),
-            )
-            .with_details(json!({
-                "partial_model": partial,
-                "client": client_projection(&value),
-                "spool": outcome.spool,
-            })));
+        if let Some(err) = ended_early(&req, &outcome, &value) {
+            return Err(err);
         }
         Ok(RawOutput {
             value,

@@ -28,7 +28,7 @@ pub(crate) struct Prepared {
 
 /// What the running kernel supports for Landlock alone (cached): `Landlock { abi, network: abi >= 4 }`
 /// or `Unavailable`.
-pub(crate) fn landlock_support() -> Confinement {
+pub fn landlock_support() -> Confinement {
     static SUPPORT: OnceLock<Confinement> = OnceLock::new();
     SUPPORT.get_or_init(detect).clone()
 }
