@@ -180,13 +180,12 @@ unsafe fn supervise(child: libc::pid_t, plan: Plan, set: &libc::sigset_t) -> ! {
             }
         }
         // C ended: reap descendants that already exited (so zombies do not count as leftovers),
-        // then kill what is left of its group (background jobs) and reap every descendant.
+        // then kill what is left of its group (background jobs) and every process reparented to
+        // S (as a subreaper, S inherits `setsid` daemons and double-forked children once their
+        // parents are gone), until S has no child left.
         let mut st = 0;
         while libc::waitpid(-1, &mut st, libc::WNOHANG) > 0 {}
-        let leftovers = libc::kill(-child, libc::SIGKILL) == 0;
-        let flag = [u8::from(leftovers)];
-        libc::write(plan.report_fd, flag.as_ptr().cast(), 1);
-        libc::close(plan.report_fd);
+        let mut leftovers = libc::kill(-child, libc::SIGKILL) == 0;
         let mut waited_ms = 0;
         loop {
             let mut st = 0;
@@ -195,12 +194,57 @@ unsafe fn supervise(child: libc::pid_t, plan: Plan, set: &libc::sigset_t) -> ! {
                 continue;
             }
             if r == -1 || waited_ms >= 2_000 {
-                break; // ECHILD: every descendant reaped (or a daemon outside the group persists).
+                break; // ECHILD: every descendant reaped (or one in D state persists).
             }
-            wait_signal(set, 50);
-            waited_ms += 50;
+            if kill_children() {
+                leftovers = true;
+            }
+            wait_signal(set, 20);
+            waited_ms += 20;
         }
+        let flag = [u8::from(leftovers)];
+        libc::write(plan.report_fd, flag.as_ptr().cast(), 1);
+        libc::close(plan.report_fd);
         mirror_exit(main_status.unwrap_or(0))
+    }
+}
+
+/// SIGKILLs every child of this (single-threaded) process, read from
+/// `/proc/thread-self/children` into a stack buffer; returns whether any was signalled.
+/// Async-signal-safe: open, read, kill, close only.
+unsafe fn kill_children() -> bool {
+    unsafe {
+        let fd = libc::open(
+            c"/proc/thread-self/children".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return false;
+        }
+        let mut buf = [0u8; 4096];
+        let mut any = false;
+        let mut pid: libc::pid_t = 0;
+        loop {
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            for &b in &buf[..n as usize] {
+                if b.is_ascii_digit() {
+                    pid = pid.saturating_mul(10).saturating_add(libc::pid_t::from(b - b'0'));
+                } else {
+                    if pid > 1 && libc::kill(pid, libc::SIGKILL) == 0 {
+                        any = true;
+                    }
+                    pid = 0;
+                }
+            }
+        }
+        if pid > 1 && libc::kill(pid, libc::SIGKILL) == 0 {
+            any = true;
+        }
+        libc::close(fd);
+        any
     }
 }
 

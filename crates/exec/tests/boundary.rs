@@ -285,17 +285,20 @@ fn survivor(marker: &Path, secs: u32) -> String {
     )
 }
 
-#[tokio::test]
-async fn setsid_survivors_end_on_exit_timeout_and_cancel() {
-    let project = tempfile::tempdir().unwrap();
-    let p = project.path();
-    let (m_exit, m_timeout, m_cancel) = (p.join("exit"), p.join("timeout"), p.join("cancel"));
-
-    let normal = ns(&survivor(&m_exit, 2), p);
-    let mut timed = ns(&format!("{}; sleep 100", survivor(&m_timeout, 2)), p);
+/// Runs the four survivor cases on one path: normal exit, timeout, cancel, and a plain `true`.
+async fn survivor_cases(path: NamespacePolicy, p: &Path) -> [ExecOutcome; 4] {
+    let tag = format!("{path:?}");
+    let marker = |what: &str| p.join(format!("{tag}-{what}"));
+    let with = |cmd: String| {
+        let mut r = ns(&cmd, p);
+        r.namespaces = path;
+        r
+    };
+    let normal = with(survivor(&marker("exit"), 2));
+    let mut timed = with(format!("{}; sleep 100", survivor(&marker("timeout"), 2)));
     timed.timeout = Duration::from_millis(800);
     let cancel = CancellationToken::new();
-    let cancelled = ns(&format!("{}; sleep 100", survivor(&m_cancel, 2)), p);
+    let cancelled = with(format!("{}; sleep 100", survivor(&marker("cancel"), 2)));
     let canceller = {
         let cancel = cancel.clone();
         async move {
@@ -303,23 +306,38 @@ async fn setsid_survivors_end_on_exit_timeout_and_cancel() {
             cancel.cancel();
         }
     };
-    let plain = ns("true", p);
+    let plain = with("true".to_string());
     let (a, b, (c, _), d) = tokio::join!(
         run(normal, CancellationToken::new(), Recorder::new()),
         run(timed, CancellationToken::new(), Recorder::new()),
         async { tokio::join!(run(cancelled, cancel.clone(), Recorder::new()), canceller) },
         run(plain, CancellationToken::new(), Recorder::new()),
     );
-    let (a, b, c, d) = (a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap());
-    assert_namespaces(&a);
-    assert!(a.killed_leftovers, "the setsid child was killed at exit");
-    assert!(b.timed_out && c.cancelled);
-    assert!(!d.killed_leftovers, "nothing was left after `true`");
+    [a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap()]
+}
+
+#[tokio::test]
+async fn setsid_survivors_end_on_exit_timeout_and_cancel() {
+    let project = tempfile::tempdir().unwrap();
+    let p = project.path();
+    let (on_ns, on_fallback) = tokio::join!(
+        survivor_cases(NamespacePolicy::Auto, p),
+        survivor_cases(NamespacePolicy::Off, p)
+    );
+    assert_namespaces(&on_ns[0]);
+    for (path, [a, b, c, d]) in [("namespaces", on_ns), ("fallback", on_fallback)] {
+        assert!(a.killed_leftovers, "{path}: the setsid child was killed at exit");
+        assert!(b.timed_out && c.cancelled, "{path}");
+        assert!(!d.killed_leftovers, "{path}: nothing was left after `true`");
+    }
     // Give the survivors time to fire if they were alive.
     std::thread::sleep(Duration::from_secs(3));
-    for m in [&m_exit, &m_timeout, &m_cancel] {
-        assert!(!m.exists(), "{} was created by a survivor", m.display());
-    }
+    let made: Vec<_> = std::fs::read_dir(p)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(made.is_empty(), "survivors created {made:?}");
 }
 
 fn spawn_helper(flag: Option<&str>, dir: &Path, cmd: &str) -> (std::process::Child, String) {
@@ -342,31 +360,35 @@ fn spawn_helper(flag: Option<&str>, dir: &Path, cmd: &str) -> (std::process::Chi
 
 #[test]
 fn survivors_and_tmpdir_end_with_the_app_on_kill_9() {
-    let project = tempfile::tempdir().unwrap();
-    let marker = project.path().join("after-death");
-    let cmd = format!(
-        "touch \"$TMPDIR/f\"; {} > /dev/null; echo \"$TMPDIR\"; sleep 1071",
-        survivor(&marker, 2)
-    );
-    let (mut helper, tmpdir) = spawn_helper(None, project.path(), &cmd);
-    assert!(tmpdir.contains("aibuddy-exec-"), "{tmpdir}");
-    let start = Instant::now();
-    while support::processes_with_args(&["sleep", "1071"]).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(10));
+    for (flag, tag) in [(None, "1071"), (Some("--no-namespaces"), "1073")] {
+        let project = tempfile::tempdir().unwrap();
+        let marker = project.path().join("after-death");
+        let cmd = format!(
+            "touch \"$TMPDIR/f\"; {} > /dev/null; echo \"$TMPDIR\"; sleep {tag}",
+            survivor(&marker, 2)
+        );
+        let (mut helper, tmpdir) = spawn_helper(flag, project.path(), &cmd);
+        assert!(tmpdir.contains("aibuddy-exec-"), "{tmpdir}");
+        let start = Instant::now();
+        while support::processes_with_args(&["sleep", tag]).is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        helper.kill().unwrap();
+        helper.wait().unwrap();
+        assert!(support::wait_no_process_with_args(
+            &["sleep", tag],
+            Duration::from_secs(5)
+        ));
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(!marker.exists(), "{flag:?}: a setsid survivor outlived the app");
+        if flag.is_none() {
+            assert!(
+                !Path::new(&tmpdir).exists(),
+                "the private TMPDIR is left on the host"
+            );
+        }
     }
-    helper.kill().unwrap();
-    helper.wait().unwrap();
-    assert!(support::wait_no_process_with_args(
-        &["sleep", "1071"],
-        Duration::from_secs(5)
-    ));
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(!marker.exists(), "a setsid survivor outlived the app");
-    assert!(
-        !Path::new(&tmpdir).exists(),
-        "the private TMPDIR is left on the host"
-    );
 }
 
 #[test]
