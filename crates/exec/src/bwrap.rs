@@ -116,7 +116,15 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
             a.push(i.as_ref().to_os_string());
         }
     };
-    push(&[&"--ro-bind", &"/", &"/", &"--dev", &"/dev", &"--proc", &"/proc"]);
+    push(&[
+        &"--ro-bind",
+        &"/",
+        &"/",
+        &"--dev",
+        &"/dev",
+        &"--proc",
+        &"/proc",
+    ]);
     for m in &plan.masked {
         push(&[&"--tmpfs", m]);
     }
@@ -217,7 +225,10 @@ mod tests {
         let netrc = pos(&a, &["--ro-bind", "/dev/null", "/home/u/.netrc"]);
         assert!(root < tmp && tmp < resolv && resolv < tmpdir && tmpdir < proj);
         assert!(proj < cargo && cargo < ssh && ssh < netrc);
-        assert_eq!(a[a.len() - 2..], ["--chdir", "/home/u/proj"].map(OsString::from));
+        assert_eq!(
+            a[a.len() - 2..],
+            ["--chdir", "/home/u/proj"].map(OsString::from)
+        );
     }
 
     #[test]

@@ -7,7 +7,13 @@
 //! - file-level access to a few device files (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`,
 //!   `/dev/urandom`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`); pipes (`/dev/stdout`) are not path-confined;
 //! - network off (request `network_allowed = false`, ABI >= 4): TCP `connect` and `bind` are denied.
-//!   Landlock does not cover UDP or Unix sockets: this is a TCP switch, documented as such.
+//!   Landlock does not cover UDP or Unix sockets: on the Landlock-only path this is a TCP switch,
+//!   documented as such (the namespace path adds an empty network namespace);
+//! - ABI >= 6: signals and abstract Unix sockets are scoped to the sandbox (no `kill` of, or
+//!   `connect` to, anything outside it).
+//!
+//! The same rules are applied by the init program inside the namespaces (`init`), where the
+//! ruleset is built and enforced in one single-threaded process.
 //!
 //! Choice: the ruleset (with its path fds) is created here, in the parent; the child only does
 //! `prctl(NO_NEW_PRIVS)` + `landlock_restrict_self(fd)`, two async-signal-safe syscalls

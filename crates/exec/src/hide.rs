@@ -93,8 +93,16 @@ mod tests {
     fn masked_dirs_hide_unless_rebound() {
         let masked = [PathBuf::from("/tmp"), PathBuf::from("/run")];
         let binds = [PathBuf::from("/tmp/proj")];
-        assert!(visible_in_sandbox(Path::new("/home/u/.ssh"), &masked, &binds));
-        assert!(!visible_in_sandbox(Path::new("/tmp/h/.ssh"), &masked, &binds));
+        assert!(visible_in_sandbox(
+            Path::new("/home/u/.ssh"),
+            &masked,
+            &binds
+        ));
+        assert!(!visible_in_sandbox(
+            Path::new("/tmp/h/.ssh"),
+            &masked,
+            &binds
+        ));
         assert!(visible_in_sandbox(
             Path::new("/tmp/proj/.ssh"),
             &masked,

@@ -61,9 +61,9 @@ pub fn dispatch_init() {
     }
 }
 
-/// The init program: an explicit path, else the binary registered by [`dispatch_init`], else
-/// `aibuddy-exec-init` next to the current executable or in its parent directory (test binaries
-/// live in `target/*/deps`).
+/// The init program: an explicit path, else `aibuddy-exec-init` next to the current executable or
+/// in its parent directory (test binaries live in `target/*/deps`; a dedicated small binary starts
+/// faster than a large app), else the binary registered by [`dispatch_init`].
 pub(crate) fn locate(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
         return if p.is_file() {
@@ -72,17 +72,22 @@ pub(crate) fn locate(explicit: Option<&Path>) -> Result<PathBuf, String> {
             Err(format!("init program {} not found", p.display()))
         };
     }
-    if let Some(p) = REGISTERED.get() {
-        return Ok(p.clone());
+    let exe = std::env::current_exe().map_err(|e| format!("current executable unknown: {e}"));
+    let beside = exe.as_ref().ok().and_then(|exe| {
+        let dir = exe.parent();
+        [dir, dir.and_then(Path::parent)]
+            .into_iter()
+            .flatten()
+            .map(|d| d.join(INIT_BINARY))
+            .find(|p| p.is_file())
+    });
+    if let Some(p) = beside.or_else(|| REGISTERED.get().cloned()) {
+        return Ok(p);
     }
-    let exe = std::env::current_exe().map_err(|e| format!("current executable unknown: {e}"))?;
-    let dir = exe.parent();
-    [dir, dir.and_then(Path::parent)]
-        .into_iter()
-        .flatten()
-        .map(|d| d.join(INIT_BINARY))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("{INIT_BINARY} not found next to {}", exe.display()))
+    match exe {
+        Ok(exe) => Err(format!("{INIT_BINARY} not found next to {}", exe.display())),
+        Err(e) => Err(e),
+    }
 }
 
 /// Runs the init (see the module documentation). Returns the exit code when it cannot start the

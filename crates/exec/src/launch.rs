@@ -181,7 +181,11 @@ pub(crate) fn spawn_landlock(
 }
 
 /// Paths the namespace path hides, resolved and classified, that exist in the sandbox's view.
-fn hidden_paths(req: &ExecRequest, masked: &[PathBuf], binds: &[PathBuf]) -> Vec<(PathBuf, HideKind)> {
+fn hidden_paths(
+    req: &ExecRequest,
+    masked: &[PathBuf],
+    binds: &[PathBuf],
+) -> Vec<(PathBuf, HideKind)> {
     let exposed: Vec<PathBuf> = req
         .exposed_credentials
         .iter()
@@ -233,11 +237,18 @@ pub(crate) fn spawn_bwrap(
     }
     let mut binds = vec![req.cwd.clone()];
     binds.extend(writable.iter().cloned());
+    let mut keep_read_only = bwrap::resolver_files(&masked);
+    // An init program under a masked directory (an AppImage mounts under /tmp) is bound back.
+    if let Some(init) = init.and_then(|i| std::fs::canonicalize(i).ok())
+        && masked.iter().any(|m| init.starts_with(m))
+    {
+        keep_read_only.push(init);
+    }
     let plan = MountPlan {
         cwd: req.cwd.clone(),
         writable: writable.to_vec(),
         tmpdir: wiring.tmpdir.clone(),
-        keep_read_only: bwrap::resolver_files(&masked),
+        keep_read_only,
         hidden: hidden_paths(req, &masked, &binds),
         masked,
         network_allowed: req.network_allowed,
@@ -270,7 +281,9 @@ pub(crate) fn spawn_bwrap(
                 what: "the init spec",
                 source: std::io::Error::other(e),
             })?;
-            cmd.arg(init).arg(INIT_MARKER).arg(spec);
+            cmd.arg(std::fs::canonicalize(init).unwrap_or_else(|_| init.to_path_buf()))
+                .arg(INIT_MARKER)
+                .arg(spec);
             keep = vec![control_read.as_raw_fd(), report_write.as_raw_fd()];
             pipes = Some((control_read, control_write, report_read, report_write));
         }

@@ -60,7 +60,10 @@ mod tests {
         let base = base.path().canonicalize().unwrap();
         let root = base.join("cache");
         std::fs::create_dir(&root).unwrap();
-        assert_eq!(verify(std::slice::from_ref(&root)).unwrap(), vec![root.clone()]);
+        assert_eq!(
+            verify(std::slice::from_ref(&root)).unwrap(),
+            vec![root.clone()]
+        );
         std::fs::remove_dir(&root).unwrap();
         assert!(verify(std::slice::from_ref(&root)).unwrap().is_empty());
         std::os::unix::fs::symlink("/", &root).unwrap();

@@ -90,7 +90,10 @@ pub(crate) async fn run(
                 ConfinePolicy::Off => (None, Confinement::Disabled),
                 policy => match confine::prepare(&writable, req.network_allowed) {
                     Ok(mut p) => {
-                        if let Confinement::Landlock { no_namespaces: n, .. } = &mut p.applied {
+                        if let Confinement::Landlock {
+                            no_namespaces: n, ..
+                        } = &mut p.applied
+                        {
                             *n = no_namespaces;
                         }
                         let applied = p.applied.clone();

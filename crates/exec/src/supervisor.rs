@@ -231,7 +231,9 @@ unsafe fn kill_children() -> bool {
             }
             for &b in &buf[..n as usize] {
                 if b.is_ascii_digit() {
-                    pid = pid.saturating_mul(10).saturating_add(libc::pid_t::from(b - b'0'));
+                    pid = pid
+                        .saturating_mul(10)
+                        .saturating_add(libc::pid_t::from(b - b'0'));
                 } else {
                     if pid > 1 && libc::kill(pid, libc::SIGKILL) == 0 {
                         any = true;

@@ -66,7 +66,10 @@ async fn no_secret_through_proc_and_no_process_outside_is_visible() {
     let (out, text) = run_text(ns(&cmd, project.path())).await;
     assert_namespaces(&out);
     assert!(out.env_dropped.contains(&"AIBUDDY_B_API_TOKEN".to_string()));
-    assert!(!text.contains(secret), "secret readable through /proc:\n{text}");
+    assert!(
+        !text.contains(secret),
+        "secret readable through /proc:\n{text}"
+    );
     assert!(text.contains("test-process-invisible"), "{text}");
     let pids: usize = text
         .lines()
@@ -75,7 +78,10 @@ async fn no_secret_through_proc_and_no_process_outside_is_visible() {
         .trim()
         .parse()
         .unwrap();
-    assert!(pids <= 8, "only the command's own tree is visible, saw {pids}");
+    assert!(
+        pids <= 8,
+        "only the command's own tree is visible, saw {pids}"
+    );
 
     // The Landlock-only fallback: the supervisor (the shell's parent) no longer holds the app's
     // environment either. (The app's own /proc entry stays readable there: a documented limit.)
@@ -83,7 +89,10 @@ async fn no_secret_through_proc_and_no_process_outside_is_visible() {
     r.namespaces = NamespacePolicy::Off;
     let (_, text) = run_text(r).await;
     assert!(text.contains("done"));
-    assert!(!text.contains(secret), "secret in the supervisor's environ:\n{text}");
+    assert!(
+        !text.contains(secret),
+        "secret in the supervisor's environ:\n{text}"
+    );
 }
 
 #[tokio::test]
@@ -119,7 +128,10 @@ async fn data_dir_and_credentials_are_neither_readable_nor_writable() {
     for secret in ["PRIVATE-KEY-1", "NETRC-2", "HISTORY-4"] {
         assert!(!text.contains(secret), "{secret} readable:\n{text}");
     }
-    assert!(text.contains("AWS-3"), "an exposed credential is readable:\n{text}");
+    assert!(
+        text.contains("AWS-3"),
+        "an exposed credential is readable:\n{text}"
+    );
     for want in ["denied-overwrite", "denied-create", "denied-data"] {
         assert!(text.contains(want), "{want} missing:\n{text}");
     }
@@ -191,7 +203,10 @@ async fn network_off_means_no_network_at_all() {
     );
     // Control: with the network on, TCP and UDP reach the host (so the probes themselves work).
     let (_, on) = run_text(ns(&cmd, project.path())).await;
-    assert!(on.contains("tcp-connected") && on.contains("udp-sent"), "{on}");
+    assert!(
+        on.contains("tcp-connected") && on.contains("udp-sent"),
+        "{on}"
+    );
     let mut buf = [0u8; 64];
     let got = udp.recv(&mut buf).map(|n| buf[..n].to_vec());
     assert_eq!(got.ok().as_deref(), Some(&b"udp-payload\n"[..]));
@@ -326,7 +341,10 @@ async fn setsid_survivors_end_on_exit_timeout_and_cancel() {
     );
     assert_namespaces(&on_ns[0]);
     for (path, [a, b, c, d]) in [("namespaces", on_ns), ("fallback", on_fallback)] {
-        assert!(a.killed_leftovers, "{path}: the setsid child was killed at exit");
+        assert!(
+            a.killed_leftovers,
+            "{path}: the setsid child was killed at exit"
+        );
         assert!(b.timed_out && c.cancelled, "{path}");
         assert!(!d.killed_leftovers, "{path}: nothing was left after `true`");
     }
@@ -381,7 +399,10 @@ fn survivors_and_tmpdir_end_with_the_app_on_kill_9() {
             Duration::from_secs(5)
         ));
         std::thread::sleep(Duration::from_secs(3));
-        assert!(!marker.exists(), "{flag:?}: a setsid survivor outlived the app");
+        assert!(
+            !marker.exists(),
+            "{flag:?}: a setsid survivor outlived the app"
+        );
         if flag.is_none() {
             assert!(
                 !Path::new(&tmpdir).exists(),
@@ -422,7 +443,10 @@ fn fallback_tmpdir_is_private_and_swept_at_the_next_start() {
         &["sleep", "1072"],
         Duration::from_secs(5)
     ));
-    assert!(stale[0].exists(), "a kill -9 leaves the dir until the next start");
+    assert!(
+        stale[0].exists(),
+        "a kill -9 leaves the dir until the next start"
+    );
     // The next start (a new app process) sweeps it.
     let next = std::process::Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"))
         .args(["--no-namespaces"])
@@ -441,15 +465,23 @@ async fn a_writable_root_swapped_for_a_symlink_is_refused_at_launch() {
     std::fs::create_dir(&root).unwrap();
     let mut r = ns("true", project.path());
     r.writable_roots = vec![root.clone()];
-    run(r.clone(), CancellationToken::new(), Arc::new(aibuddy_exec::NullSink))
-        .await
-        .unwrap();
+    run(
+        r.clone(),
+        CancellationToken::new(),
+        Arc::new(aibuddy_exec::NullSink),
+    )
+    .await
+    .unwrap();
     // A command swaps the root for a symlink to `/` between load and launch.
     std::fs::remove_dir(&root).unwrap();
     std::os::unix::fs::symlink("/", &root).unwrap();
-    let err = run(r, CancellationToken::new(), Arc::new(aibuddy_exec::NullSink))
-        .await
-        .unwrap_err();
+    let err = run(
+        r,
+        CancellationToken::new(),
+        Arc::new(aibuddy_exec::NullSink),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, ExecError::RootChanged { .. }), "{err}");
     assert_eq!(err.stage(), ErrorStage::Authorization);
 }

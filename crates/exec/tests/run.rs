@@ -107,7 +107,10 @@ async fn own_session_and_group_cwd_and_closed_stdin() {
             let our_session = unsafe { libc::getsid(0) };
             assert_ne!(ids[2], our_session, "the command runs in another session");
         } else {
-            assert_eq!(ids[2], ids[0], "the shell leads its own session in the namespace");
+            assert_eq!(
+                ids[2], ids[0],
+                "the shell leads its own session in the namespace"
+            );
         }
         assert_eq!(
             lines.next().unwrap(),
@@ -216,7 +219,12 @@ async fn confines_writes(path: NamespacePolicy) {
         NamespacePolicy::Off => assert!(
             matches!(
                 &out.confinement,
-                Confinement::Landlock { network: false, scopes: true, no_namespaces: Some(_), .. }
+                Confinement::Landlock {
+                    network: false,
+                    scopes: true,
+                    no_namespaces: Some(_),
+                    ..
+                }
             ),
             "{:?}",
             out.confinement
@@ -224,7 +232,11 @@ async fn confines_writes(path: NamespacePolicy) {
         NamespacePolicy::Auto => assert!(
             matches!(
                 out.confinement,
-                Confinement::Namespaces { landlock_abi: Some(_), network_isolated: false, scopes: true }
+                Confinement::Namespaces {
+                    landlock_abi: Some(_),
+                    network_isolated: false,
+                    scopes: true
+                }
             ),
             "{:?}",
             out.confinement
@@ -289,7 +301,10 @@ async fn network_off_denies_tcp_connect() {
             )),
             NamespacePolicy::Auto => assert!(matches!(
                 off.confinement,
-                Confinement::Namespaces { network_isolated: true, .. }
+                Confinement::Namespaces {
+                    network_isolated: true,
+                    ..
+                }
             )),
         }
         assert_group_gone(on.pgid);
@@ -493,7 +508,10 @@ async fn leftover_background_jobs_are_killed_when_the_shell_ends() {
 
 #[tokio::test]
 async fn dropping_the_run_at_the_hard_deadline_kills_the_group() {
-    for (path, tag) in [(NamespacePolicy::Auto, "1051"), (NamespacePolicy::Off, "1052")] {
+    for (path, tag) in [
+        (NamespacePolicy::Auto, "1051"),
+        (NamespacePolicy::Off, "1052"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut r = req(&format!("sleep {tag} & sleep {tag}"), dir.path());
         r.timeout = Duration::from_secs(60);
@@ -520,7 +538,10 @@ async fn dropping_the_run_at_the_hard_deadline_kills_the_group() {
         .await
         .unwrap_err();
         watcher.join().unwrap();
-        assert!(seen.load(Ordering::SeqCst), "{path:?}: the sleeps never ran");
+        assert!(
+            seen.load(Ordering::SeqCst),
+            "{path:?}: the sleeps never ran"
+        );
         assert!(matches!(err, ExecError::HardDeadline { .. }));
         assert_eq!(err.stage(), ErrorStage::Execution);
         assert!(
@@ -575,7 +596,10 @@ fn commands_die_with_their_app_even_on_kill_9() {
             .unwrap();
         let started = std::time::Instant::now();
         while support::processes_with_args(&["sleep", tag]).len() < 3 {
-            assert!(started.elapsed() < Duration::from_secs(10), "{tag}: sleeps never started");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{tag}: sleeps never started"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         helper.kill().unwrap(); // SIGKILL: no destructor, no cleanup code runs in the helper

@@ -98,7 +98,11 @@ pub fn processes_with_args(args: &[&str]) -> Vec<u32> {
         return found;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
