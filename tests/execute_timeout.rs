@@ -48,7 +48,10 @@ fn a_timed_out_execute_is_an_execution_error_with_its_output_kept() {
 
     let (code, raw, _) = aibuddy(&project, d.path(), &["show", &id, "--raw"]);
     assert_eq!(code, 0);
-    assert_eq!(raw, "partial-before-timeout\n", "the spooled raw output is kept");
+    assert_eq!(
+        raw, "partial-before-timeout\n",
+        "the spooled raw output is kept"
+    );
     // Needs the pipeline to append `details.partial_model` to the model text of any failure
     // (today it does so for cancellations only).
     assert!(

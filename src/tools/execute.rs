@@ -63,7 +63,8 @@ in its own process group and is ended with its whole tree on timeout or stop. Ou
 the person; you receive at most 30,000 characters: the head, the tail, the exit code or signal, the \
 duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
 redirect it to a file in the project and read slices. Writes outside the project (and its private \
-$TMPDIR) are refused by the kernel where supported.";
+$TMPDIR) are refused by the kernel where supported; /tmp is private to each command and vanishes with \
+it; credential locations (~/.ssh, ~/.aws, ...) are not visible.";
 
 /// The `execute` config.
 #[derive(Debug, Default)]
@@ -263,7 +264,8 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
                 },
                 match (req.network_allowed, network) {
                     (true, _) => "allowed",
-                    (false, true) => "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
+                    (false, true) =>
+                        "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
                     (false, false) => "requested off but this kernel cannot enforce it",
                 }
             )
@@ -392,13 +394,11 @@ pub fn ended_early(req: &ExecRequest, outcome: &ExecOutcome, value: &Value) -> O
         return None;
     };
     let partial = value["model"].as_str().unwrap_or_default().to_string();
-    Some(
-        ToolError::execution(code, message).with_details(json!({
-            "partial_model": partial,
-            "client": client_projection(value),
-            "spool": outcome.spool,
-        })),
-    )
+    Some(ToolError::execution(code, message).with_details(json!({
+        "partial_model": partial,
+        "client": client_projection(value),
+        "spool": outcome.spool,
+    })))
 }
 
 /// Display fields for the UI and the CLI.

@@ -208,7 +208,12 @@ fn hidden_paths(
         let Ok(meta) = std::fs::metadata(&real) else {
             continue;
         };
-        if real == Path::new("/") || !hide::visible_in_sandbox(&real, masked, binds) {
+        // A hidden path that contains the project (the person opened it) is not hidden: the
+        // project stays usable; one inside the project is hidden.
+        if real == Path::new("/")
+            || req.cwd.starts_with(&real)
+            || !hide::visible_in_sandbox(&real, masked, binds)
+        {
             continue;
         }
         let kind = if meta.is_dir() {

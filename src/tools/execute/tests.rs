@@ -611,17 +611,18 @@ async fn a_timeout_is_an_execution_error_that_keeps_its_output() {
         (err.stage, err.code.as_str()),
         (Stage::Execution, "timed_out")
     );
-    assert!(err.message.contains("timed out after 700 ms"), "{}", err.message);
+    assert!(
+        err.message.contains("timed out after 700 ms"),
+        "{}",
+        err.message
+    );
     let details = err.details.unwrap();
     let partial = details["partial_model"].as_str().unwrap();
     assert!(partial.contains("before-timeout"), "{partial}");
     assert!(partial.contains("status: timed out"), "{partial}");
     assert_eq!(details["client"]["timed_out"], json!(true));
     let spool = details["spool"]["path"].as_str().unwrap();
-    assert_eq!(
-        std::fs::read_to_string(spool).unwrap(),
-        "before-timeout\n"
-    );
+    assert_eq!(std::fs::read_to_string(spool).unwrap(), "before-timeout\n");
 }
 
 #[tokio::test]
