@@ -50,7 +50,8 @@ pub fn confinement_support() -> Confinement {
             let abi = crate::init::locate(None).ok().and_then(|_| landlock_abi());
             Confinement::Namespaces {
                 landlock_abi: abi.map(|(a, _)| a),
-                network_isolated: true,
+                // Whether a run isolates the network depends on the request, not the host.
+                network_isolated: false,
                 scopes: abi.is_some_and(|(a, _)| a >= 6),
             }
         }

@@ -46,8 +46,9 @@ pub enum Confinement {
     /// Own user, PID, IPC and mount namespaces through bubblewrap: read-only system, writes only
     /// in the project and the writable roots, private `/tmp` and `/run`, credentials and the data
     /// directory hidden. `landlock_abi`: the second layer applied inside by the init program
-    /// (`None`: the init program was not found, namespaces only). `network_isolated`: for support,
-    /// a network namespace is available; for a run, the command had no network at all.
+    /// (`None`: the init program was not found, namespaces only). `network_isolated`: for a run,
+    /// the command had no network at all (an empty network namespace); for support, always
+    /// `false` (any run with the network off gets one).
     /// `scopes`: Landlock scopes signals and abstract Unix sockets (ABI >= 6).
     Namespaces {
         landlock_abi: Option<u8>,
