@@ -36,6 +36,9 @@ pub enum ExecError {
     /// A writable root no longer resolves to the path that was authorized (swapped for a symlink).
     #[error("writable root {} now resolves to {}; refusing to run", root.display(), now.display())]
     RootChanged { root: PathBuf, now: PathBuf },
+    /// The namespace sandbox could not be set up (bubblewrap failed before the command started).
+    #[error("the sandbox could not be set up, nothing ran: {0}")]
+    SandboxSetup(String),
     /// Confinement was required but the kernel cannot apply it.
     #[error("confinement required but unavailable: {0}")]
     ConfinementUnavailable(String),
@@ -76,6 +79,7 @@ impl ExecError {
             ExecError::InvalidRequest(_) => ErrorStage::Parameters,
             ExecError::RootChanged { .. } => ErrorStage::Authorization,
             ExecError::Cwd { .. }
+            | ExecError::SandboxSetup(_)
             | ExecError::ConfinementUnavailable(_)
             | ExecError::Confinement(_)
             | ExecError::Prepare { .. }
@@ -91,6 +95,7 @@ impl ExecError {
             ExecError::InvalidRequest(_) => "exec.invalid_request",
             ExecError::Cwd { .. } => "exec.cwd",
             ExecError::RootChanged { .. } => "exec.root_changed",
+            ExecError::SandboxSetup(_) => "exec.sandbox_setup",
             ExecError::ConfinementUnavailable(_) => "exec.confinement_unavailable",
             ExecError::Confinement(_) => "exec.confinement",
             ExecError::Prepare { .. } => "exec.prepare",

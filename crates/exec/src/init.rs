@@ -281,6 +281,8 @@ unsafe fn reap(child: libc::pid_t, main_status: &mut Option<libc::c_int>) {
 /// Parsed report of an init: the ABI applied and, if the shell ended, its status and leftovers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct InitReport {
+    /// The init ran (it always reports `L` first).
+    pub(crate) started: bool,
     pub(crate) landlock_abi: Option<u8>,
     pub(crate) exit: Option<(libc::c_int, bool)>,
 }
@@ -292,6 +294,7 @@ pub(crate) fn parse_report(bytes: &[u8]) -> InitReport {
     while i < bytes.len() {
         match bytes[i] {
             b'L' if i + 1 < bytes.len() => {
+                r.started = true;
                 r.landlock_abi = (bytes[i + 1] > 0).then_some(bytes[i + 1]);
                 i += 2;
             }
@@ -319,6 +322,7 @@ mod tests {
         assert_eq!(
             parse_report(&full),
             InitReport {
+                started: true,
                 landlock_abi: Some(7),
                 exit: Some((9 << 8, true))
             }
@@ -326,6 +330,7 @@ mod tests {
         assert_eq!(
             parse_report(&[b'L', 0]),
             InitReport {
+                started: true,
                 landlock_abi: None,
                 exit: None
             }

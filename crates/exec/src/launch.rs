@@ -65,8 +65,10 @@ impl Control {
 }
 
 /// What the end-of-run report says, however it came.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct EndReport {
+    /// `false` only when the init was expected and never ran (bubblewrap could not set up).
+    pub(crate) sandbox_started: bool,
     /// The shell's exact wait status, when the path reports it (the init does).
     pub(crate) wait_status: Option<libc::c_int>,
     pub(crate) killed_leftovers: bool,
@@ -90,8 +92,10 @@ impl Report {
             Report::Supervisor(mut f) => {
                 let mut flag = [0u8; 1];
                 EndReport {
+                    sandbox_started: true,
+                    wait_status: None,
                     killed_leftovers: matches!(f.read(&mut flag), Ok(1)) && flag[0] == 1,
-                    ..EndReport::default()
+                    landlock_abi: None,
                 }
             }
             Report::Init(mut f) => {
@@ -99,12 +103,18 @@ impl Report {
                 let _ = Read::by_ref(&mut f).take(64).read_to_end(&mut bytes);
                 let r = crate::init::parse_report(&bytes);
                 EndReport {
+                    sandbox_started: r.started,
                     wait_status: r.exit.map(|(s, _)| s),
                     killed_leftovers: r.exit.is_some_and(|(_, k)| k),
                     landlock_abi: r.landlock_abi,
                 }
             }
-            Report::None => EndReport::default(),
+            Report::None => EndReport {
+                sandbox_started: true,
+                wait_status: None,
+                killed_leftovers: false,
+                landlock_abi: None,
+            },
         }
     }
 }

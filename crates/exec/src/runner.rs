@@ -207,6 +207,17 @@ pub(crate) async fn run(
     let status = status.unwrap_or_default();
     drop(control);
     let end = report.finish();
+    if !end.sandbox_started {
+        // bubblewrap failed before the init ran: nothing of the command ran. Its message is
+        // on stderr (bounded: the tail ring).
+        let (head, tail, _) = capture.headtail.finish();
+        let mut all = head;
+        all.extend_from_slice(&tail);
+        let text = String::from_utf8_lossy(&all);
+        let detail: String = text.trim().chars().take(500).collect();
+        guard.armed = false;
+        return Err(ExecError::SandboxSetup(detail));
+    }
     let killed_leftovers = end.killed_leftovers;
     let confinement = match confinement.take() {
         Some(c) => c,

@@ -88,7 +88,10 @@ fn no_secret_through_proc_and_no_process_outside_is_visible() {
                echo pids: $(ls /proc | grep -cE '^[0-9]+$'); \
                test -e /proc/WITNESS && echo witness-visible || echo witness-invisible";
     let text = through_helper_with_secret(None, secret, cmd);
-    assert!(!text.contains(secret), "secret readable through /proc:\n{text}");
+    assert!(
+        !text.contains(secret),
+        "secret readable through /proc:\n{text}"
+    );
     assert!(text.contains("witness-invisible"), "{text}");
     let pids: usize = text
         .lines()
@@ -97,7 +100,10 @@ fn no_secret_through_proc_and_no_process_outside_is_visible() {
         .trim()
         .parse()
         .unwrap();
-    assert!(pids <= 8, "only the command's own tree is visible, saw {pids}");
+    assert!(
+        pids <= 8,
+        "only the command's own tree is visible, saw {pids}"
+    );
 
     // The Landlock-only fallback: the supervisor (the shell's parent) no longer holds the app's
     // environment. (The app's own and other processes' entries stay readable there: a documented
@@ -108,7 +114,10 @@ fn no_secret_through_proc_and_no_process_outside_is_visible() {
         "cat /proc/$PPID/environ; echo; echo done",
     );
     assert!(text.contains("done"), "{text}");
-    assert!(!text.contains(secret), "secret in the supervisor's environ:\n{text}");
+    assert!(
+        !text.contains(secret),
+        "secret in the supervisor's environ:\n{text}"
+    );
 }
 
 #[tokio::test]
@@ -500,4 +509,24 @@ async fn a_writable_root_swapped_for_a_symlink_is_refused_at_launch() {
     .unwrap_err();
     assert!(matches!(err, ExecError::RootChanged { .. }), "{err}");
     assert_eq!(err.stage(), ErrorStage::Authorization);
+}
+
+#[tokio::test]
+async fn a_sandbox_that_cannot_start_is_an_error_not_an_outcome() {
+    let project = tempfile::tempdir().unwrap();
+    // An "init program" that exists but cannot be executed: bubblewrap fails before anything runs.
+    let bogus = project.path().join("not-an-init");
+    std::fs::write(&bogus, "not a program").unwrap();
+    let mut r = ns("touch ran", project.path());
+    r.init_program = Some(bogus);
+    let err = run(
+        r,
+        CancellationToken::new(),
+        Arc::new(aibuddy_exec::NullSink),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, ExecError::SandboxSetup(_)), "{err}");
+    assert_eq!(err.stage(), ErrorStage::Execution);
+    assert!(!project.path().join("ran").exists());
 }
