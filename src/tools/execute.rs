@@ -20,13 +20,12 @@
 //!   spool file `<data>/spool/<call id>.out` (capped at 256 MiB), handed to the store as the raw output.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::aibuddy_exec::{
-    ConfinePolicy, Confinement, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink,
-    HARD_DEADLINE_GRACE, NamespacePolicy, Stream, Termination, confinement_support, filter_env,
-    model_text, timeout_from_ms, with_hard_deadline,
+    ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
+    Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
 };
 use aibuddy_sandbox::{Sandbox, SandboxError};
 use async_trait::async_trait;
@@ -35,7 +34,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{DefineError, Stage, ToolError, define_tool};
-use crate::events::{Event, EventSink, OutputStream};
 use crate::registry::{
     CallContext, Compaction, Prepared, RawOutput, Requirement, Risk, Source, ToolConfig,
     ToolConfigMeta, ToolDef, ToolHandler,
@@ -214,112 +212,6 @@ pub fn build_request(
     Ok(req)
 }
 
-/// The confinement a request will get on this host, for the confirmation.
-pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String {
-    let roots = std::iter::once(req.cwd.display().to_string())
-        .chain(std::iter::once("private $TMPDIR".to_string()))
-        .chain(req.writable_roots.iter().map(|r| r.display().to_string()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    match support {
-        Confinement::Namespaces {
-            landlock_abi,
-            scopes,
-            ..
-        } => {
-            let inner = match landlock_abi {
-                Some(abi) if *scopes => {
-                    format!("Landlock ABI {abi} inside (signals and abstract sockets scoped)")
-                }
-                Some(abi) => format!("Landlock ABI {abi} inside"),
-                None => "no Landlock inside (init program not found)".to_string(),
-            };
-            format!(
-                "confinement: own user, PID, IPC and mount namespaces (bubblewrap) + {inner}; \
-                 system read-only, credentials and the data directory hidden, private /tmp and /run; \
-                 writes only in {roots}; network {}",
-                if req.network_allowed {
-                    "allowed"
-                } else {
-                    "off (no network namespace access at all)"
-                }
-            )
-        }
-        Confinement::Landlock {
-            abi,
-            network,
-            scopes,
-            no_namespaces,
-        } => {
-            let prefix = match no_namespaces {
-                Some(reason) => format!("landlock only: no namespaces ({reason}); "),
-                None => String::new(),
-            };
-            format!(
-                "confinement: {prefix}Landlock ABI {abi}{}; writes only in {roots}; network {}",
-                if *scopes {
-                    " (signals and abstract sockets scoped)"
-                } else {
-                    ""
-                },
-                match (req.network_allowed, network) {
-                    (true, _) => "allowed",
-                    (false, true) =>
-                        "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
-                    (false, false) => "requested off but this kernel cannot enforce it",
-                }
-            )
-        }
-        Confinement::Unavailable { reason } => {
-            format!("confinement: NONE ({reason}); the command can write wherever the app user can")
-        }
-        Confinement::Disabled => "confinement: disabled".to_string(),
-    }
-}
-
-/// The confinement this request will get: the host's support, or the Landlock-only fallback when
-/// the request turns namespaces off.
-pub fn confinement_for(req: &ExecRequest, support: Confinement) -> Confinement {
-    match (req.namespaces, support) {
-        (NamespacePolicy::Off, Confinement::Namespaces { .. }) => {
-            match aibuddy_sandbox::aibuddy_exec::landlock_support() {
-                Confinement::Landlock {
-                    abi,
-                    network,
-                    scopes,
-                    ..
-                } => Confinement::Landlock {
-                    abi,
-                    network,
-                    scopes,
-                    no_namespaces: Some("namespaces turned off for this request".into()),
-                },
-                other => other,
-            }
-        }
-        (_, support) => support,
-    }
-}
-
-/// The confirmation's scope lines for a request.
-pub fn scope_lines(
-    req: &ExecRequest,
-    env_dropped: &[String],
-    support: &Confinement,
-) -> Vec<String> {
-    let mut scope = vec![
-        format!("cwd: {}", req.cwd.display()),
-        expected_confinement(req, support),
-        format!("timeout: {} ms", req.timeout.as_millis()),
-    ];
-    scope.push(if env_dropped.is_empty() {
-        "environment withheld: none".to_string()
-    } else {
-        format!("environment withheld: {}", env_dropped.join(", "))
-    });
-    scope
-}
-
 fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
     let safe: String = call_id
         .chars()
@@ -449,103 +341,6 @@ pub fn trim_model(model: &str, max_chars: usize) -> String {
     format!("{header}{head}\n[... {cut} more characters trimmed ...]\n{tail}")
 }
 
-// ------------------------------------------------------------------ live events
-
-/// Forwards live output and heartbeats to the event sink. Chunks are decoded as UTF-8 with the
-/// incomplete tail of a chunk carried to the next one of the same stream, so characters split by
-/// pipe reads arrive whole.
-struct EventBridge {
-    call_id: String,
-    events: Arc<dyn EventSink>,
-    carry: Mutex<[Vec<u8>; 2]>,
-}
-
-impl EventBridge {
-    fn new(call_id: &str, events: Arc<dyn EventSink>) -> Self {
-        Self {
-            call_id: call_id.to_string(),
-            events,
-            carry: Mutex::new([Vec::new(), Vec::new()]),
-        }
-    }
-
-    fn emit(&self, stream: Stream, text: String) {
-        if text.is_empty() {
-            return;
-        }
-        self.events.emit(Event::ToolOutputDelta {
-            call_id: self.call_id.clone(),
-            stream: match stream {
-                Stream::Stdout => OutputStream::Stdout,
-                Stream::Stderr => OutputStream::Stderr,
-            },
-            chunk: text,
-        });
-    }
-
-    /// Emits whatever incomplete bytes remain (lossily) once the command is over.
-    fn flush(&self) {
-        let rest = match self.carry.lock() {
-            Ok(mut c) => [std::mem::take(&mut c[0]), std::mem::take(&mut c[1])],
-            Err(_) => return,
-        };
-        self.emit(
-            Stream::Stdout,
-            String::from_utf8_lossy(&rest[0]).into_owned(),
-        );
-        self.emit(
-            Stream::Stderr,
-            String::from_utf8_lossy(&rest[1]).into_owned(),
-        );
-    }
-}
-
-/// Splits `bytes` into decoded text and an incomplete UTF-8 tail (at most 3 bytes) to carry.
-pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
-    let mut keep = 0;
-    for back in 1..=3.min(bytes.len()) {
-        let b = bytes[bytes.len() - back];
-        if (0x80..0xC0).contains(&b) {
-            continue;
-        }
-        let need = match b {
-            0xC2..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            0xF0..=0xF4 => 4,
-            _ => 0,
-        };
-        if need > back {
-            keep = back;
-        }
-        break;
-    }
-    let (text, rest) = bytes.split_at(bytes.len() - keep);
-    (String::from_utf8_lossy(text).into_owned(), rest.to_vec())
-}
-
-impl ExecSink for EventBridge {
-    fn output(&self, stream: Stream, chunk: &[u8]) {
-        let idx = usize::from(stream == Stream::Stderr);
-        let text = match self.carry.lock() {
-            Ok(mut carry) => {
-                let mut bytes = std::mem::take(&mut carry[idx]);
-                bytes.extend_from_slice(chunk);
-                let (text, rest) = decode_carrying(&bytes);
-                carry[idx] = rest;
-                text
-            }
-            Err(_) => String::from_utf8_lossy(chunk).into_owned(),
-        };
-        self.emit(stream, text);
-    }
-
-    fn heartbeat(&self) {
-        self.events.emit(Event::Heartbeat {
-            call_id: self.call_id.clone(),
-        });
-    }
-}
-
 // ------------------------------------------------------------------ execution
 
 fn sandbox_error(e: SandboxError) -> ToolError {
@@ -671,6 +466,13 @@ impl ToolHandler for ExecuteHandler {
             .map(|m| trim_model(m, max_chars))
     }
 }
+
+mod live;
+mod scope;
+
+use live::EventBridge;
+pub use live::decode_carrying;
+pub use scope::{confinement_for, expected_confinement, scope_lines};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! Real processes through `aibuddy_exec::run`: exits, streams, env, confinement, timeouts,
-//! cancellation, heartbeats, bounded output, parent death. Every test checks the group is gone.
+//! cancellation, heartbeats, bounded output (parent death: `boundary.rs`). Every test checks the
+//! group is gone.
 
 mod support;
 
@@ -572,43 +573,6 @@ async fn bad_requests_fail_with_their_stage() {
     .unwrap_err();
     assert!(matches!(err, ExecError::Cwd { .. }));
     assert_eq!(err.stage(), ErrorStage::Execution);
-}
-
-#[test]
-fn commands_die_with_their_app_even_on_kill_9() {
-    use std::io::BufRead;
-    for (flag, tag) in [(None, "1041"), (Some("--no-namespaces"), "1042")] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"));
-        helper.args(flag);
-        let mut helper = helper
-            .arg(dir.path())
-            .arg(format!(
-                "echo $$; sleep {tag} & (sleep {tag} &); sleep {tag}"
-            ))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(helper.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let started = std::time::Instant::now();
-        while support::processes_with_args(&["sleep", tag]).len() < 3 {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{tag}: sleeps never started"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        helper.kill().unwrap(); // SIGKILL: no destructor, no cleanup code runs in the helper
-        helper.wait().unwrap();
-        assert!(
-            support::wait_no_process_with_args(&["sleep", tag], Duration::from_secs(5)),
-            "{flag:?}: `sleep {tag}` outlived its app"
-        );
-    }
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::events::CollectingSink;
+use crate::events::{Event, OutputStream};
 use crate::services::{Services, open_sandbox};
 use crate::settings::Settings;
 
@@ -90,74 +91,6 @@ fn request_from_settings_and_arguments() {
     a.timeout_ms = Some(600_001);
     let err = build_request(&a, &settings, root, None, None).unwrap_err();
     assert_eq!(err.stage, Stage::Parameters);
-}
-
-#[test]
-fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {
-    let mut req = ExecRequest::new("make", "/proj");
-    req.writable_roots = vec!["/home/u/.cargo".into()];
-    req.network_allowed = false;
-    let scope = scope_lines(
-        &req,
-        &["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
-        &Confinement::Landlock {
-            abi: 7,
-            network: true,
-            scopes: true,
-            no_namespaces: Some("bubblewrap (bwrap) is not installed".into()),
-        },
-    );
-    assert_eq!(
-        scope,
-        vec![
-            "cwd: /proj".to_string(),
-            "confinement: landlock only: no namespaces (bubblewrap (bwrap) is not installed); Landlock ABI 7 (signals and abstract sockets scoped); writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied; UDP and Unix sockets are not covered)".to_string(),
-            "timeout: 120000 ms".to_string(),
-            "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
-        ]
-    );
-    let none = scope_lines(
-        &req,
-        &[],
-        &Confinement::Unavailable {
-            reason: "no Landlock".into(),
-        },
-    );
-    assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
-    assert_eq!(none[3], "environment withheld: none");
-    let ns = scope_lines(
-        &req,
-        &[],
-        &Confinement::Namespaces {
-            landlock_abi: Some(7),
-            network_isolated: true,
-            scopes: true,
-        },
-    );
-    assert_eq!(
-        ns[1],
-        "confinement: own user, PID, IPC and mount namespaces (bubblewrap) + Landlock ABI 7 inside \
-         (signals and abstract sockets scoped); system read-only, credentials and the data directory \
-         hidden, private /tmp and /run; writes only in /proj, private $TMPDIR, /home/u/.cargo; \
-         network off (no network namespace access at all)"
-    );
-}
-
-#[test]
-fn the_fallback_is_named_in_the_scope_when_a_request_turns_namespaces_off() {
-    let mut req = ExecRequest::new("make", "/proj");
-    let support = Confinement::Namespaces {
-        landlock_abi: Some(7),
-        network_isolated: true,
-        scopes: true,
-    };
-    assert_eq!(confinement_for(&req, support.clone()), support);
-    req.namespaces = NamespacePolicy::Off;
-    let line = expected_confinement(&req, &confinement_for(&req, support));
-    assert!(
-        line.starts_with("confinement: landlock only: no namespaces (namespaces turned off"),
-        "{line}"
-    );
 }
 
 #[test]
