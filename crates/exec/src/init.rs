@@ -111,6 +111,9 @@ pub fn init_main(spec_json: &str) -> i32 {
     report(fds.report, &[b'L', abi]);
     // SAFETY: plain system calls on descriptors of this single-threaded process.
     unsafe {
+        // Not dumpable: the command (same user in the namespace, no capabilities) can neither
+        // ptrace the init nor open its /proc entries to forge its reports or hold its pipes.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         close_others(fds);
         libc::fcntl(fds.control, libc::F_SETFD, libc::FD_CLOEXEC);
         libc::fcntl(fds.report, libc::F_SETFD, libc::FD_CLOEXEC);

@@ -164,6 +164,8 @@ pub(crate) async fn run(
                 cancelled = true;
                 killed = true;
                 control.kill();
+                phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
+                phase_armed = true;
                 tracing::debug!(pgid, "cancelled: group killed");
             }
             r = read_some(&mut stdout, &mut out_buf) => {
@@ -191,7 +193,15 @@ pub(crate) async fn run(
                     if !killed {
                         killed = true;
                         control.kill();
+                        phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
+                        phase_armed = true;
                         tracing::debug!(pgid, "grace over: SIGKILL sent to the group");
+                    } else {
+                        // Still running a grace after the kill (an init that no longer answers):
+                        // SIGKILL the launcher's group; on the namespace path the kernel then
+                        // tears the whole PID namespace down.
+                        signal_group(pgid, libc::SIGKILL);
+                        tracing::warn!(pgid, "kill not honoured: launcher group SIGKILLed");
                     }
                 } else {
                     // A daemon that left the group still holds a pipe: stop reading.

@@ -86,13 +86,20 @@ fn no_secret_through_proc_and_no_process_outside_is_visible() {
                cat /proc/WITNESS/environ; echo; \
                for f in /proc/[0-9]*/environ; do cat $f; echo; done; \
                echo pids: $(ls /proc | grep -cE '^[0-9]+$'); \
-               test -e /proc/WITNESS && echo witness-visible || echo witness-invisible";
+               test -e /proc/WITNESS && echo witness-visible || echo witness-invisible; \
+               for f in /proc/1/fd/*; do (echo forged > $f) 2>/dev/null && echo init-fd-writable; done; \
+               echo fd-probe-done";
     let text = through_helper_with_secret(None, secret, cmd);
     assert!(
         !text.contains(secret),
         "secret readable through /proc:\n{text}"
     );
     assert!(text.contains("witness-invisible"), "{text}");
+    // The init (PID 1) is not dumpable: its pipes cannot be reached to forge its report.
+    assert!(
+        text.contains("fd-probe-done") && !text.contains("init-fd-writable"),
+        "{text}"
+    );
     let pids: usize = text
         .lines()
         .find_map(|l| l.strip_prefix("pids: "))
