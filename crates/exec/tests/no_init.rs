@@ -16,7 +16,7 @@ async fn without_the_init_program_namespaces_still_apply_and_say_so() {
     let project = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut r = ExecRequest::new(
-        &format!(
+        format!(
             "touch {}/x || echo denied; echo $$",
             outside.path().display()
         ),
