@@ -140,8 +140,13 @@ async fn data_dir_and_credentials_are_neither_readable_nor_writable() {
     std::fs::create_dir(h.join(".aws")).unwrap();
     std::fs::write(h.join(".aws/credentials"), "AWS-3").unwrap();
     std::fs::write(d.join("history.db"), "HISTORY-4").unwrap();
+    // A credential directory that is a symlink elsewhere is hidden at its target.
+    let elsewhere = visible_tempdir();
+    std::fs::write(elsewhere.path().join("config"), "KUBE-5").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), h.join(".kube")).unwrap();
     let cmd = format!(
         "cat {h}/.ssh/id_rsa; cat {h}/.netrc; cat {h}/.aws/credentials; cat {d}/history.db; \
+         cat {h}/.kube/config; cat {k}/config; \
          ls -a {h}/.ssh; \
          echo x > {h}/.ssh/id_rsa || echo denied-overwrite; \
          echo x > {h}/.ssh/new || echo denied-create; \
@@ -149,7 +154,8 @@ async fn data_dir_and_credentials_are_neither_readable_nor_writable() {
          echo x > {d}/history.db || echo denied-data; \
          rm -rf {d}/history.db || echo denied-rm",
         h = h.display(),
-        d = d.display()
+        d = d.display(),
+        k = elsewhere.path().display()
     );
     let mut r = ns(&cmd, project.path());
     r.home = Some(h.clone());
@@ -157,7 +163,7 @@ async fn data_dir_and_credentials_are_neither_readable_nor_writable() {
     r.exposed_credentials = vec![h.join(".aws")];
     let (out, text) = run_text(r).await;
     assert_namespaces(&out);
-    for secret in ["PRIVATE-KEY-1", "NETRC-2", "HISTORY-4"] {
+    for secret in ["PRIVATE-KEY-1", "NETRC-2", "HISTORY-4", "KUBE-5"] {
         assert!(!text.contains(secret), "{secret} readable:\n{text}");
     }
     assert!(
