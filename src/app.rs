@@ -15,6 +15,7 @@ use crate::registry::{ConsistencyProblem, Registry};
 use crate::services::{Services, open_sandbox};
 use crate::settings::{self, LoadedSettings, SettingsProblem};
 use crate::tools;
+use crate::trust::{self, NOT_TRUSTED, TrustError, TrustStatus};
 
 pub const DATA_DIR_ENV: &str = "AIBUDDY_DATA_DIR";
 
@@ -49,8 +50,11 @@ pub struct CheckReport {
     pub settings: Vec<SettingsProblem>,
     /// Skills left out of the catalog (`file:line: message`).
     pub skills: Vec<String>,
-    /// Problems in `mcp.json` files (file, server, field).
+    /// Problems in `mcp.json` files (file, server, field), and project servers not started
+    /// because the project is not trusted.
     pub mcp: Vec<String>,
+    /// Problems with the trust records.
+    pub trust: Vec<String>,
 }
 
 impl CheckReport {
@@ -59,6 +63,7 @@ impl CheckReport {
             && self.settings.is_empty()
             && self.skills.is_empty()
             && self.mcp.is_empty()
+            && self.trust.is_empty()
     }
 }
 
@@ -75,6 +80,8 @@ pub struct App {
     /// Skills, MCP servers, `tool_search` and per-run discovery; owns the live registry (MCP
     /// tools come and go): read it with `capabilities.registry()`.
     pub capabilities: Arc<discovery::plane::CapabilityPlane>,
+    /// The project's trust when it was opened (what applied: settings and MCP servers above).
+    pub trust: TrustStatus,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -130,9 +137,8 @@ pub fn host_caps(services: &Services) -> HostCaps {
     host
 }
 
-/// Layered settings plus the problems only the registry can see (tool keys naming no config).
-fn load_settings(data_dir: &Path, project: &Path) -> LoadedSettings {
-    let mut loaded = settings::load(data_dir, project);
+/// Add the problems only the registry can see (tool keys naming no config).
+fn with_tool_key_problems(mut loaded: LoadedSettings) -> LoadedSettings {
     let metas = tools::builtin_metas();
     let known: Vec<&str> = metas.iter().map(|m| m.key.as_str()).collect();
     let mut unknown = settings::unknown_tool_keys(&loaded, &known);
@@ -140,25 +146,37 @@ fn load_settings(data_dir: &Path, project: &Path) -> LoadedSettings {
     loaded
 }
 
+/// The `mcp` problem line of a project server held back because the project is not trusted.
+pub fn untrusted_server_problem(file: &str, server: &str) -> String {
+    format!("{file}: server \"{server}\": not started: {NOT_TRUSTED} (run `aibuddy trust`)")
+}
+
 /// Run the startup checks without opening anything else.
 pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
     let project = resolve_project(&opts.project)?;
-    let loaded = load_settings(&opts.data_dir, &project);
+    let config = trust::load_project(&project, &opts.data_dir);
+    let loaded = with_tool_key_problems(config.settings);
     let consistency = match Registry::build(tools::builtin_configs(), tools::builtin_metas()) {
         Ok(_) => Vec::new(),
         Err(problems) => problems,
     };
     let skills = crate::skills::skills_catalog_problems(&project, &opts.data_dir);
-    let mcp = aibuddy_mcp::load_server_configs(&project, Some(&opts.data_dir))
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let mut mcp: Vec<String> = config.mcp.errors.iter().map(ToString::to_string).collect();
+    mcp.extend(
+        config
+            .mcp
+            .untrusted
+            .iter()
+            .map(|s| untrusted_server_problem(&config.mcp.project_file, s)),
+    );
+    // Refused files are reported with their settings and MCP problems; unusable trust records here.
+    let trust = config.records_problem.into_iter().collect();
     Ok(CheckReport {
         consistency,
         settings: loaded.problems,
         skills,
         mcp,
+        trust,
     })
 }
 
@@ -170,15 +188,18 @@ impl App {
             path: opts.data_dir.clone(),
             reason: e.to_string(),
         })?;
-        let loaded = load_settings(&opts.data_dir, &project_root);
+        // One read of the project's trust-relevant files decides settings and MCP servers.
+        let config = trust::load_project(&project_root, &opts.data_dir);
+        let loaded = with_tool_key_problems(config.settings);
         for p in &loaded.problems {
-            tracing::warn!("settings: {p}");
+            tracing::warn!("settings: {}", aibuddy_common::term::line(&p.to_string()));
         }
         // The capability plane: skills, MCP servers, discovery; its registry is live.
-        let capabilities = discovery::plane::CapabilityPlane::open(
+        let capabilities = discovery::plane::CapabilityPlane::open_with_plan(
             &project_root,
             &opts.data_dir,
             discovery::plane::PlaneOptions::default(),
+            config.mcp,
         )
         .await
         .map_err(AppError::Inconsistent)?;
@@ -210,7 +231,25 @@ impl App {
             recorder: persistence.call_recorder(),
             persistence: Some(persistence),
             capabilities,
+            trust: config.status,
         })
+    }
+
+    /// The project's trust now (the files are read again: a change since open shows here).
+    /// Settings and MCP servers of this `App` stay as opened; reopen the project to apply a grant.
+    pub fn trust_status(&self) -> TrustStatus {
+        trust::load_project(&self.project_root, &self.data_dir).status
+    }
+
+    /// Trust the project at the content whose digest the person was shown
+    /// (see [`trust::grant`]). Reopen the project to start its servers and apply its settings.
+    pub fn grant_trust(&self, shown_digest: &str) -> Result<TrustStatus, TrustError> {
+        trust::grant(&self.project_root, &self.data_dir, shown_digest)
+    }
+
+    /// Forget the project's trust (see [`trust::revoke`]).
+    pub fn revoke_trust(&self) -> Result<TrustStatus, TrustError> {
+        trust::revoke(&self.project_root, &self.data_dir)
     }
 
     /// The effective tool set for a run that has activated `activated` deferred tools.

@@ -109,11 +109,21 @@ pub enum Event {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The trust of the open project changed (granted, revoked, or its files changed since they
+    /// were approved). Not tied to a call.
+    TrustChanged {
+        /// Canonical project root.
+        project: String,
+        state: crate::trust::TrustState,
+        /// SHA-256 of the trust-relevant files now.
+        digest: String,
+    },
 }
 
 impl Event {
-    pub fn call_id(&self) -> &str {
-        match self {
+    /// The call the event belongs to (None for project-level events such as `TrustChanged`).
+    pub fn call_id(&self) -> Option<&str> {
+        Some(match self {
             Event::ToolStarted { call_id, .. }
             | Event::ToolOutputDelta { call_id, .. }
             | Event::ToolProgress { call_id, .. }
@@ -122,7 +132,8 @@ impl Event {
             | Event::ConfirmResolved { call_id, .. }
             | Event::ToolFinished { call_id, .. }
             | Event::ToolCompacted { call_id, .. } => call_id,
-        }
+            Event::TrustChanged { .. } => return None,
+        })
     }
 }
 

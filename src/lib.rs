@@ -17,3 +17,4 @@ pub mod services;
 pub mod settings;
 pub mod skills;
 pub mod tools;
+pub mod trust;

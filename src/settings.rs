@@ -9,19 +9,37 @@
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
-//!                "writable_roots": [], "env_include": [], "env_exclude": [] }
+//!                "writable_roots": [], "env_include": [], "env_exclude": [],
+//!                "expose_credentials": [] }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
 //! configured in `mcp.json`, their configs are keyed `mcp:<server>` and enabled unless listed in
 //! `tools.disabled`). Unknown or ill-typed fields are reported with file, line and field; that field
 //! falls back to its default and the problem stays visible in `aibuddy tools check` and the UI.
+//!
+//! The project file is untrusted: a field that widens authority over the user level (see
+//! [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
+//! is ignored with a problem line. `exec.writable_roots` are resolved at load ([`roots`]).
+
+mod authority;
+mod layer;
+mod roots;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
+
+pub use authority::{Effect, effect as authority_effect, effect_or_widens};
+pub use layer::{LayerContext, SettingsText, layer};
+pub use roots::{
+    RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
+};
+
+/// The message of a project field left out because the project is not trusted.
+pub const UNTRUSTED_IGNORED: &str = "ignored: the project is not trusted (run `aibuddy trust`)";
 
 pub const PROJECT_SETTINGS: &str = ".aibuddy/settings.json";
 pub const USER_SETTINGS: &str = "settings.json";
@@ -96,8 +114,7 @@ pub struct ExecSettings {
     pub env_include: Vec<String>,
     /// Environment variables never passed.
     pub env_exclude: Vec<String>,
-    /// Credential locations a command may read, e.g. `~/.aws` (default: none; `~/.ssh`, `~/.aws`,
-    /// `~/.gnupg`, `~/.config/gcloud`, keyrings... are hidden from commands otherwise).
+    /// credential locations a command may read, e.g. `~/.aws`
     pub expose_credentials: Vec<String>,
 }
 
@@ -147,12 +164,27 @@ impl std::fmt::Display for SettingsProblem {
     }
 }
 
+/// A project settings field that widens authority over the user level: what trusting the project
+/// grants. `value` is the effective (resolved) value; remote sandbox settings show only their keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct WideningField {
+    pub file: String,
+    pub line: Option<u32>,
+    /// Dotted field path, e.g. `exec.writable_roots`.
+    pub field: String,
+    #[ts(type = "unknown")]
+    pub value: Value,
+}
+
 /// Settings together with the problems found while loading them.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedSettings {
     pub settings: Settings,
     pub problems: Vec<SettingsProblem>,
     pub files: Vec<PathBuf>,
+    /// The project fields that widen authority (applied only when the project is trusted).
+    pub widening: Vec<WideningField>,
 }
 
 type FieldCheck = fn(&Value) -> Result<(), String>;
@@ -356,170 +388,35 @@ fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
     }
 }
 
-/// Load settings from already-read file texts (pure; used by `load` and by tests).
-pub fn layer(files: &[(String, String)]) -> LoadedSettings {
-    let mut problems = Vec::new();
-    let mut merged = Map::new();
-    for (name, text) in files {
-        let first = problems.len();
-        let clean = sanitize(name, text, &mut problems);
-        problems[first..].sort_by_key(|p| p.line.unwrap_or(u32::MAX));
-        merge(&mut merged, clean);
-    }
-    let settings = match serde_json::from_value::<Settings>(Value::Object(merged)) {
-        Ok(s) => s,
-        Err(e) => {
-            // Every field was checked on its own; a failure here means two layers combine badly.
-            problems.push(SettingsProblem {
-                file: files.last().map(|f| f.0.clone()).unwrap_or_default(),
-                line: None,
-                field: "(merged)".to_string(),
-                message: format!("settings could not be combined: {e}; using defaults"),
-            });
-            Settings::default()
-        }
-    };
-    LoadedSettings {
-        settings,
-        problems,
-        files: Vec::new(),
-    }
-}
-
-/// Read the user and project settings files (missing files are fine) and layer them.
-pub fn load(data_dir: &Path, project: &Path) -> LoadedSettings {
-    let candidates = [data_dir.join(USER_SETTINGS), project.join(PROJECT_SETTINGS)];
-    let mut texts = Vec::new();
-    let mut problems = Vec::new();
-    let mut files = Vec::new();
-    for path in candidates {
-        match std::fs::read_to_string(&path) {
-            Ok(t) => {
-                texts.push((path.display().to_string(), t));
-                files.push(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => problems.push(SettingsProblem {
+/// Read the user settings file (the person's own; missing is fine).
+pub fn read_user(data_dir: &Path) -> (Option<SettingsText>, Option<SettingsProblem>) {
+    let path = data_dir.join(USER_SETTINGS);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => (
+            Some(SettingsText {
+                file: path.display().to_string(),
+                text,
+            }),
+            None,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+        Err(e) => (
+            None,
+            Some(SettingsProblem {
                 file: path.display().to_string(),
                 line: None,
                 field: "(file)".to_string(),
                 message: format!("cannot be read: {e}"),
             }),
-        }
+        ),
     }
-    let mut loaded = layer(&texts);
-    problems.append(&mut loaded.problems);
-    loaded.problems = problems;
-    loaded.files = files;
-    loaded
+}
+
+/// Read and layer the user and project settings, gated by the project's trust (see
+/// `crate::trust::load_project`, which reads the project file once for the digest and for this).
+pub fn load(data_dir: &Path, project: &Path) -> LoadedSettings {
+    crate::trust::load_project(project, data_dir).settings
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn defaults_when_no_files() {
-        let l = layer(&[]);
-        assert_eq!(l.settings, Settings::default());
-        assert!(l.problems.is_empty());
-    }
-
-    #[test]
-    fn project_overrides_user_field_by_field() {
-        let user = r#"{"exec": {"heartbeat_secs": 5, "network": false}, "confirm": {"auto_approve_writes": true}}"#;
-        let project = r#"{"exec": {"heartbeat_secs": 7}}"#;
-        let l = layer(&[
-            ("user".into(), user.into()),
-            ("project".into(), project.into()),
-        ]);
-        assert!(l.problems.is_empty(), "{:?}", l.problems);
-        assert_eq!(l.settings.exec.heartbeat_secs, 7);
-        assert!(!l.settings.exec.network);
-        assert!(l.settings.confirm.auto_approve_writes);
-    }
-
-    #[test]
-    fn reports_unknown_and_ill_typed_fields_with_line() {
-        let text = "{\n  \"exec\": {\n    \"heartbeat_secs\": \"often\",\n    \"bogus\": 1\n  },\n  \"nope\": {}\n}";
-        let l = layer(&[("p.json".into(), text.into())]);
-        assert_eq!(l.settings.exec.heartbeat_secs, 30, "falls back to default");
-        let got: Vec<(String, Option<u32>)> = l
-            .problems
-            .iter()
-            .map(|p| (p.field.clone(), p.line))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("exec.heartbeat_secs".to_string(), Some(3)),
-                ("exec.bogus".to_string(), Some(4)),
-                ("nope".to_string(), Some(6)),
-            ]
-        );
-        assert!(l.problems[0].message.contains("wrong type"));
-        assert!(l.problems[1].message.contains("unknown field"));
-    }
-
-    #[test]
-    fn wrong_type_never_quotes_the_value() {
-        let text = r#"{"exec": {"network": "sk-live-SECRET123"}, "sandbox": {"kind": 7}}"#;
-        let l = layer(&[("p.json".into(), text.into())]);
-        assert_eq!(l.problems.len(), 2);
-        for p in &l.problems {
-            assert!(!p.message.contains("SECRET"), "{}", p.message);
-        }
-        assert_eq!(
-            l.problems[0].message,
-            "wrong type: found a string, expected a boolean; using the default"
-        );
-        assert!(l.settings.exec.network);
-    }
-
-    #[test]
-    fn unknown_sandbox_kind_is_reported_and_defaults_to_local() {
-        let text = "{\n  \"sandbox\": {\n    \"kind\": \"docker\"\n  }\n}";
-        let l = layer(&[("p.json".into(), text.into())]);
-        assert_eq!(l.settings.sandbox.kind, "local");
-        assert_eq!(l.problems.len(), 1);
-        assert_eq!(l.problems[0].field, "sandbox.kind");
-        assert_eq!(l.problems[0].line, Some(3));
-        assert!(l.problems[0].message.contains("unknown sandbox kind"));
-        let ok = layer(&[("p.json".into(), r#"{"sandbox": {"kind": "e2b"}}"#.into())]);
-        assert!(ok.problems.is_empty());
-        assert_eq!(ok.settings.sandbox.kind, "e2b");
-    }
-
-    #[test]
-    fn unknown_tool_keys_are_problems() {
-        let mut l = layer(&[(
-            "p.json".into(),
-            r#"{"tools": {"enabled": ["filesystm", "execute", "mcp:time"], "disabled": ["nope"]}}"#
-                .into(),
-        )]);
-        l.files.push("p.json".into());
-        let problems = unknown_tool_keys(&l, &["filesystem", "execute"]);
-        let got: Vec<(&str, bool)> = problems
-            .iter()
-            .map(|p| {
-                (
-                    p.field.as_str(),
-                    p.message.starts_with("`filesystm`") || p.message.starts_with("`nope`"),
-                )
-            })
-            .collect();
-        assert_eq!(got, vec![("tools.enabled", true), ("tools.disabled", true)]);
-    }
-
-    #[test]
-    fn invalid_json_file_is_reported_and_ignored() {
-        let l = layer(&[
-            ("u.json".into(), r#"{"exec": {"heartbeat_secs": 9}}"#.into()),
-            ("p.json".into(), "{ not json".into()),
-        ]);
-        assert_eq!(l.settings.exec.heartbeat_secs, 9);
-        assert_eq!(l.problems.len(), 1);
-        assert_eq!(l.problems[0].file, "p.json");
-    }
-}
+mod tests;

@@ -29,6 +29,10 @@ fn project() -> tempfile::TempDir {
         "---\nname: bad\n---\nbody\n",
     )
     .unwrap();
+    // The project's own MCP servers start only once the person trusts the project.
+    let data = dir.path().join("data");
+    let shown = aibuddy::trust::status(&p, &data).unwrap();
+    aibuddy::trust::grant(&p, &data, &shown.digest).unwrap();
     dir
 }
 

@@ -46,9 +46,13 @@ fn project(fx_args: &[&str]) -> Project {
         .unwrap(),
     )
     .unwrap();
+    // The project's own MCP servers start only once the person trusts the project.
+    let data = dir.path().join("data");
+    let shown = aibuddy::trust::status(&root, &data).unwrap();
+    aibuddy::trust::grant(&root, &data, &shown.digest).unwrap();
     let opts = AppOptions {
         project: root,
-        data_dir: dir.path().join("data"),
+        data_dir: data,
     };
     Project { _dir: dir, opts }
 }

@@ -65,6 +65,9 @@ async fn real_servers_are_deferred_and_found_by_tool_search() {
         "fetch": {"command": venv("mcp-server-fetch")}
     }});
     std::fs::write(root.join(".aibuddy/mcp.json"), config.to_string()).unwrap();
+    // The project's own MCP servers start only once the person trusts the project.
+    let shown = aibuddy::trust::status(&root, &tmp.path().join("data")).unwrap();
+    aibuddy::trust::grant(&root, &tmp.path().join("data"), &shown.digest).unwrap();
 
     let app = App::open(AppOptions {
         project: root,

@@ -8,6 +8,9 @@ async fn open(settings: Option<&str>) -> (App, tempfile::TempDir, tempfile::Temp
     if let Some(s) = settings {
         std::fs::create_dir_all(project.path().join(".aibuddy")).unwrap();
         std::fs::write(project.path().join(".aibuddy/settings.json"), s).unwrap();
+        // A project's `sandbox.kind` applies only once the person trusts the project.
+        let shown = aibuddy::trust::status(project.path(), data.path()).unwrap();
+        aibuddy::trust::grant(project.path(), data.path(), &shown.digest).unwrap();
     }
     let app = App::open(AppOptions {
         project: project.path().to_path_buf(),

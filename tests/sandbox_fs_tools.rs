@@ -457,6 +457,9 @@ fn cli_unavailable_sandbox_kind_makes_the_tools_absent_with_a_reason() {
         r#"{"sandbox": {"kind": "e2b"}}"#,
     )
     .unwrap();
+    // A project's `sandbox.kind` applies only once the person trusts the project.
+    let shown = aibuddy::trust::status(&p.root, &p.data).unwrap();
+    aibuddy::trust::grant(&p.root, &p.data, &shown.digest).unwrap();
     let (code, v) = aibuddy(&p, &["tools", "list", "--json"]);
     assert_eq!(code, 0, "{v}");
     let row = v

@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use aibuddy_common::term;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +37,8 @@ pub struct CallArgs {
     pub run: Option<String>,
 }
 
-/// Prints live output and progress to stderr.
+/// Prints live output and progress to stderr, escaped: a command's output is untrusted and may
+/// not move the cursor, retitle the terminal or overwrite a line (`\r` is shown as `\\r`).
 struct StderrSink;
 impl EventSink for StderrSink {
     fn emit(&self, event: Event) {
@@ -45,7 +47,9 @@ impl EventSink for StderrSink {
         match event {
             Event::ToolOutputDelta { stream, chunk, .. } => {
                 let _ = match stream {
-                    OutputStream::Stdout | OutputStream::Stderr => err.write_all(chunk.as_bytes()),
+                    OutputStream::Stdout | OutputStream::Stderr => {
+                        err.write_all(term::block(&chunk).as_bytes())
+                    }
                 };
             }
             Event::ToolProgress {
@@ -58,7 +62,7 @@ impl EventSink for StderrSink {
                 let _ = writeln!(
                     err,
                     "[progress {progress}{total}] {}",
-                    message.unwrap_or_default()
+                    term::line(&message.unwrap_or_default())
                 );
             }
             _ => {}
@@ -79,7 +83,7 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     let app = match App::open(opts).await {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -126,12 +130,14 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     if args.json {
         let _ = print_json(&outcome);
     } else {
-        println!("{}", outcome.model);
+        // The model text carries tool output and error messages (targets, file names, server
+        // text): printed escaped. `--json` is escaped by serde; `show --raw` gives the bytes.
+        println!("{}", term::block(&outcome.model));
         if outcome.status != CallStatus::Ok {
             eprintln!(
                 "aibuddy: {} ({}){}",
                 outcome.status.as_str(),
-                outcome.tool_call_id,
+                term::line(&outcome.tool_call_id),
                 outcome
                     .stage
                     .map(|s| format!(", stage {s}"))

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use aibuddy_common::term;
 use aibuddy_store::{CallStatus, HistoryFilter, HistoryRow, Store};
 use clap::Args;
 
@@ -54,7 +55,8 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
         Some((_, Some(st))) => Some(st),
         Some((s, None)) => {
             eprintln!(
-                "aibuddy: unknown status `{s}` (expected one of: {})",
+                "aibuddy: unknown status `{}` (expected one of: {})",
+                term::line(s),
                 CallStatus::ALL.map(CallStatus::as_str).join(", ")
             );
             return ExitCode::from(2);
@@ -63,7 +65,7 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
     let store = match open_store(&opts).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e));
             return ExitCode::from(2);
         }
     };
@@ -78,7 +80,7 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
     let rows = match store.history(filter).await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e.to_string()));
             return ExitCode::from(1);
         }
     };
@@ -94,6 +96,9 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// One readable row. The tool name, ids and input come from the model, the project or an MCP
+/// server: every field is escaped (cut to 60 characters before escaping, so the cut never splits
+/// an escape).
 fn human_line(r: &HistoryRow) -> String {
     let input = match &r.input {
         serde_json::Value::String(s) => s.clone(),
@@ -108,15 +113,15 @@ fn human_line(r: &HistoryRow) -> String {
         "{}  {:<11} {:<16} {:>7}  {}  {}{}",
         r.started_at,
         r.status.as_str(),
-        r.tool,
+        term::line(&r.tool),
         r.duration_ms
             .map(|d| format!("{d}ms"))
             .unwrap_or_else(|| "-".into()),
-        r.tool_call_id,
-        input,
+        term::line(&r.tool_call_id),
+        term::line(&input),
         r.stage
             .as_deref()
-            .map(|s| format!("  [{s}]"))
+            .map(|s| format!("  [{}]", term::line(s)))
             .unwrap_or_default()
     )
 }

@@ -11,6 +11,7 @@ mod prompt;
 mod search;
 mod show;
 mod tools;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +50,8 @@ pub enum Command {
     History(history::HistoryArgs),
     /// Show one stored call (raw output with --raw).
     Show(show::ShowArgs),
+    /// Show what trusting the project grants (its MCP servers, settings beyond yours) and trust it.
+    Trust(trust::TrustArgs),
 }
 
 impl Cli {
@@ -64,11 +67,12 @@ impl Cli {
     }
 }
 
-/// Print a value as pretty JSON on stdout.
+/// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
+/// DEL and bidi overrides it leaves raw become `\uXXXX` escapes too (same JSON value).
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     match serde_json::to_string_pretty(value) {
         Ok(s) => {
-            println!("{s}");
+            println!("{}", aibuddy_common::term::json(&s));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -84,7 +88,7 @@ pub fn main() -> ExitCode {
     let opts = match cli.options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", aibuddy_common::term::block(&e));
             return ExitCode::from(2);
         }
     };
@@ -104,6 +108,7 @@ pub fn main() -> ExitCode {
             Command::Call(args) => call::run(args, opts).await,
             Command::History(args) => history::run(args, opts).await,
             Command::Show(args) => show::run(args, opts).await,
+            Command::Trust(args) => trust::run(args, opts),
         }
     })
 }

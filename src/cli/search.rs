@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use aibuddy_common::term;
 use clap::Args;
 use serde::Serialize;
 
@@ -34,7 +35,7 @@ pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
     let app = match App::open(opts).await {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -61,21 +62,22 @@ pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
     if report.candidates.is_empty() {
         println!(
             "no deferred tool matches `{}` ({indexed} indexed)",
-            report.query
+            term::line(&report.query)
         );
     }
+    // Names and descriptions come from MCP servers: escaped, one line each.
     for (i, c) in report.candidates.iter().enumerate() {
         let desc: String = c.description.chars().take(160).collect();
         println!(
             "{:2}. {}  ({:.2})\n    {}",
             i + 1,
-            c.name,
+            term::line(&c.name),
             c.score,
-            desc.replace('\n', " ")
+            term::line(&desc.replace('\n', " "))
         );
     }
     for u in &report.unknown {
-        println!("unknown: {u}");
+        println!("unknown: {}", term::line(u));
     }
     ExitCode::SUCCESS
 }

@@ -1,11 +1,15 @@
 //! `aibuddy show ID [--raw] [--offset N --limit N] [--json]`: one stored call.
 //! `--raw` writes the stored raw output bytes exactly as produced (or the requested byte range)
-//! to stdout; `--json` prints the whole record; the default is a readable summary with the model
-//! projection and the first page of the raw output.
+//! to stdout when stdout is a pipe or a file; to a terminal the same bytes are shown with control
+//! characters escaped (`aibuddy show ID --raw | cat` gives them unchanged). `--json` prints the
+//! whole record; the default is a readable summary with the model projection and the first page of
+//! the raw output, every stored string escaped (they come from commands, files, the model and MCP
+//! servers).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use aibuddy_common::term;
 use aibuddy_store::{RawSource, Store, StoreError};
 use clap::Args;
 use serde_json::json;
@@ -40,18 +44,18 @@ pub async fn run(args: ShowArgs, opts: AppOptions) -> ExitCode {
     let store = match open_store(&opts).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e));
             return ExitCode::from(2);
         }
     };
     match show(&store, &args).await {
         Ok(code) => code,
         Err(StoreError::CallNotFound(id)) => {
-            eprintln!("aibuddy: no stored call has the id `{id}`");
+            eprintln!("aibuddy: no stored call has the id `{}`", term::line(&id));
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("aibuddy: {e}");
+            eprintln!("aibuddy: {}", term::block(&e.to_string()));
             ExitCode::from(1)
         }
     }
@@ -92,14 +96,19 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         .read_raw_slice(&args.id, offset, args.limit.unwrap_or(DEFAULT_PAGE))
         .await?;
     let (text, next) = utf8_window(&slice.bytes, slice.offset);
-    println!("tool_call_id: {}", rec.tool_call_id);
-    println!("run: {}  tool: {} ({})", rec.run_id, rec.tool, rec.config);
+    println!("tool_call_id: {}", term::line(&rec.tool_call_id));
+    println!(
+        "run: {}  tool: {} ({})",
+        term::line(&rec.run_id),
+        term::line(&rec.tool),
+        term::line(&rec.config)
+    );
     println!(
         "status: {}{}  started: {}  duration: {}",
         rec.status.as_str(),
         rec.stage
             .as_deref()
-            .map(|s| format!(" [{s}]"))
+            .map(|s| format!(" [{}]", term::line(s)))
             .unwrap_or_default(),
         rec.started_at,
         rec.duration_ms
@@ -107,9 +116,9 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
             .unwrap_or_else(|| "-".into())
     );
     if let Some(msg) = &rec.error_message {
-        println!("error: {msg}");
+        println!("error: {}", term::block(msg));
     }
-    println!("input: {}", rec.input);
+    println!("input: {}", term::line(&rec.input.to_string()));
     match (
         rec.compaction_state,
         &rec.recovery_pointer,
@@ -117,39 +126,74 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
     ) {
         (aibuddy_store::CompactionState::None, ..) => {}
         (state, _, Some(err)) => println!(
-            "compaction: {} [Projection stage]: {err} (the original projection stays)",
-            state.as_str()
+            "compaction: {} [Projection stage]: {} (the original projection stays)",
+            state.as_str(),
+            term::block(err)
         ),
         (state, Some(p), None) => println!(
-            "compaction: {} by {} (raw input and output offloaded to {p})",
+            "compaction: {} by {} (raw input and output offloaded to {})",
             state.as_str(),
-            rec.compaction_strategy.as_deref().unwrap_or("?")
+            term::line(rec.compaction_strategy.as_deref().unwrap_or("?")),
+            term::line(p)
         ),
         (state, None, None) => println!("compaction: {}", state.as_str()),
     }
 
     if let Some(model) = &rec.model_projection {
-        println!("--- model projection ---\n{model}");
+        println!("--- model projection ---\n{}", term::block(model));
     }
     println!(
-        "--- raw output bytes {}..{} of {}{} ---\n{text}",
+        "--- raw output bytes {}..{} of {}{} ---\n{}",
         slice.offset,
         next,
         slice.total_len,
-        if slice.partial { " (partial)" } else { "" }
+        if slice.partial { " (partial)" } else { "" },
+        term::block(&text)
     );
     if next < slice.total_len {
         println!(
             "--- more: aibuddy show {} --offset {next} ---",
-            rec.tool_call_id
+            term::line(&rec.tool_call_id)
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Streams the raw bytes (or the requested range) to stdout unchanged.
+/// Where `--raw` bytes go: unchanged to a pipe or file, escaped to a terminal.
+struct RawOut {
+    out: std::io::Stdout,
+    escape: Option<term::BlockStream>,
+}
+
+impl RawOut {
+    fn new() -> Self {
+        let out = std::io::stdout();
+        let escape = out.is_terminal().then(term::BlockStream::new);
+        RawOut { out, escape }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut out = self.out.lock();
+        match &mut self.escape {
+            None => out.write_all(bytes),
+            Some(stream) => out.write_all(stream.push(bytes).as_bytes()),
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        let mut out = self.out.lock();
+        if let Some(stream) = &mut self.escape {
+            out.write_all(stream.finish().as_bytes())?;
+        }
+        out.flush()
+    }
+}
+
+/// Streams the raw bytes (or the requested range) to stdout: byte for byte to a pipe or a file,
+/// with control characters escaped to a terminal.
 async fn write_raw(store: &Store, args: &ShowArgs) -> Result<(), StoreError> {
     let stdout_err = |e: std::io::Error| StoreError::Corrupt(format!("stdout: {e}"));
+    let mut out = RawOut::new();
     if args.offset.is_some() || args.limit.is_some() {
         let slice = store
             .read_raw_slice(
@@ -158,27 +202,28 @@ async fn write_raw(store: &Store, args: &ShowArgs) -> Result<(), StoreError> {
                 args.limit.unwrap_or(u64::MAX >> 1),
             )
             .await?;
-        let mut out = std::io::stdout().lock();
-        out.write_all(&slice.bytes).map_err(stdout_err)?;
-        return out.flush().map_err(stdout_err);
+        out.write(&slice.bytes).map_err(stdout_err)?;
+        return out.finish().map_err(stdout_err);
     }
     match store.raw_source(&args.id).await? {
-        RawSource::Inline(bytes) => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes).map_err(stdout_err)?;
-            out.flush().map_err(stdout_err)
-        }
+        RawSource::Inline(bytes) => out.write(&bytes).map_err(stdout_err)?,
         RawSource::File(path) => {
+            use tokio::io::AsyncReadExt;
             let mut f = tokio::fs::File::open(&path)
                 .await
                 .map_err(|e| StoreError::Corrupt(format!("{}: {e}", path.display())))?;
-            let mut out = tokio::io::stdout();
-            tokio::io::copy(&mut f, &mut out)
-                .await
-                .map_err(stdout_err)?;
-            tokio::io::AsyncWriteExt::flush(&mut out)
-                .await
-                .map_err(stdout_err)
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = f
+                    .read(&mut buf)
+                    .await
+                    .map_err(|e| StoreError::Corrupt(format!("{}: {e}", path.display())))?;
+                if n == 0 {
+                    break;
+                }
+                out.write(&buf[..n]).map_err(stdout_err)?;
+            }
         }
     }
+    out.finish().map_err(stdout_err)
 }

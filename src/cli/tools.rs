@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use aibuddy_common::term;
 use clap::Subcommand;
 
 use super::print_json;
@@ -36,7 +37,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             let app = match App::open(opts).await {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("aibuddy: {e}");
+                    eprintln!("aibuddy: {}", term::block(&e.to_string()));
                     return ExitCode::from(2);
                 }
             };
@@ -44,14 +45,15 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             if json {
                 return print_json(&serde_json::json!({ "instructions": text }));
             }
-            println!("{text}");
+            // MCP servers' instructions and skill purposes: shown, never interpreted.
+            println!("{}", term::block(&text));
             ExitCode::SUCCESS
         }
         ToolsCommand::List { json } => {
             let app = match App::open(opts).await {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("aibuddy: {e}");
+                    eprintln!("aibuddy: {}", term::block(&e.to_string()));
                     return ExitCode::from(2);
                 }
             };
@@ -59,12 +61,22 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             if json {
                 return print_json(&tools);
             }
-            let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+            // Tool names, sources and reasons may come from MCP servers and project files.
+            let names: Vec<String> = tools
+                .iter()
+                .map(|t| term::line(&t.name).into_owned())
+                .collect();
+            let width = names
+                .iter()
+                .map(|n| n.chars().count())
+                .max()
+                .unwrap_or(4)
+                .max(4);
             println!(
                 "{:width$}  {:9}  {:11}  {:14}  SOURCE",
                 "NAME", "EXPOSURE", "RISK", "CONFIG"
             );
-            for t in &tools {
+            for (t, name) in tools.iter().zip(&names) {
                 let exposure = match t.exposure {
                     Exposure::Active => "active",
                     Exposure::Deferred => "deferred",
@@ -72,26 +84,26 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 };
                 println!(
                     "{:width$}  {:9}  {:11}  {:14}  {}{}",
-                    t.name,
+                    name,
                     exposure,
                     t.risk.as_str(),
-                    t.config,
-                    t.source,
+                    term::line(&t.config),
+                    term::line(&t.source.to_string()),
                     t.absent_reason
                         .as_ref()
                         .or(t.deferred_reason.as_ref())
-                        .map(|r| format!("  ({r})"))
+                        .map(|r| format!("  ({})", term::line(r)))
                         .unwrap_or_default()
                 );
             }
             for p in &app.settings.problems {
-                eprintln!("warning: settings: {p}");
+                eprintln!("warning: settings: {}", term::line(&p.to_string()));
             }
             for p in &app.capabilities.skills.catalog().problems {
-                eprintln!("warning: skill left out: {p}");
+                eprintln!("warning: skill left out: {}", term::line(&p.to_string()));
             }
             for e in &app.capabilities.mcp_config_errors {
-                eprintln!("warning: mcp config: {e}");
+                eprintln!("warning: mcp config: {}", term::line(&e.to_string()));
             }
             ExitCode::SUCCESS
         }
@@ -99,7 +111,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             let report = match check(&opts) {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("aibuddy: {e}");
+                    eprintln!("aibuddy: {}", term::block(&e.to_string()));
                     return ExitCode::from(2);
                 }
             };
@@ -115,17 +127,21 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 println!("ok: registry consistent; settings, skills and MCP config clean");
                 return ExitCode::SUCCESS;
             }
+            // Problems quote file names, fields and server text: one escaped line each.
             for p in &report.consistency {
-                println!("registry: {p}");
+                println!("registry: {}", term::line(&p.to_string()));
             }
             for p in &report.settings {
-                println!("settings: {p}");
+                println!("settings: {}", term::line(&p.to_string()));
             }
             for p in &report.skills {
-                println!("skills: {p}");
+                println!("skills: {}", term::line(&p.to_string()));
             }
             for p in &report.mcp {
-                println!("mcp: {p}");
+                println!("mcp: {}", term::line(&p.to_string()));
+            }
+            for p in &report.trust {
+                println!("trust: {}", term::line(&p.to_string()));
             }
             ExitCode::from(1)
         }

@@ -4,6 +4,10 @@
 //! activations) — and the live registry: built-in configs bound to these services plus one config
 //! per MCP server, rebuilt whenever the MCP catalog changes (initialize, `list_changed`,
 //! reconnects), so the gates are re-evaluated on the next tool set.
+//!
+//! Which MCP servers start is decided by project trust (`crate::trust`): the project's own servers
+//! only when the person trusts the project at its current content; the others are listed absent
+//! with the reason `project not trusted`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +16,7 @@ use std::time::Duration;
 
 use aibuddy_mcp::{
     ConfigError, DeclineElicitation, ElicitationBroker, ElicitationRequest, ElicitationResponse,
-    McpHandlers, McpManager, McpOptions, ServerState, ServerStatus, load_server_configs,
+    McpHandlers, McpManager, McpOptions, ServerState, ServerStatus,
 };
 
 use super::service::DiscoveryService;
@@ -21,6 +25,7 @@ use crate::registry::{ConsistencyProblem, Registry, Risk, Source, ToolConfig, To
 use crate::skills::{SkillsService, default_roots};
 use crate::tools;
 use crate::tools::mcp::{LeftOut, McpServerConfig};
+use crate::trust::{McpPlan, NOT_TRUSTED};
 
 /// Overall time `App::open` waits for MCP servers' first connection (`tools list` stays fast);
 /// servers still connecting afterwards join the tool set when they finish.
@@ -85,6 +90,8 @@ pub struct CapabilityPlane {
     pub mcp: Option<Arc<McpManager>>,
     /// Problems in `mcp.json` files (the servers concerned are absent with the reason).
     pub mcp_config_errors: Vec<ConfigError>,
+    /// Project MCP servers held back because the project is not trusted.
+    pub mcp_untrusted: Vec<String>,
     registry: RwLock<Arc<Registry>>,
     left_out: RwLock<Vec<LeftOut>>,
     follower: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -146,11 +153,24 @@ pub fn server_absence(status: &ServerStatus) -> Option<String> {
 }
 
 impl CapabilityPlane {
-    /// Load skills, connect MCP servers (waiting at most `mcp_connect_wait`), build the registry.
+    /// Load skills, connect the MCP servers the project's trust allows (waiting at most
+    /// `mcp_connect_wait`), build the registry.
     pub async fn open(
         project_root: &Path,
         data_dir: &Path,
         opts: PlaneOptions,
+    ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
+        let plan = crate::trust::load_project(project_root, data_dir).mcp;
+        Self::open_with_plan(project_root, data_dir, opts, plan).await
+    }
+
+    /// [`CapabilityPlane::open`] with the MCP servers already decided by
+    /// `crate::trust::load_project` (so the host evaluates trust once, from one read of the files).
+    pub async fn open_with_plan(
+        project_root: &Path,
+        data_dir: &Path,
+        opts: PlaneOptions,
+        plan: McpPlan,
     ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
         let roots = default_roots(project_root, data_dir);
         let skills = if opts.watch_skills {
@@ -159,10 +179,21 @@ impl CapabilityPlane {
             SkillsService::load(roots)
         };
         let elicitation = Arc::new(SwitchableElicitation::default());
+        let mcp_untrusted = if opts.mcp {
+            plan.untrusted.clone()
+        } else {
+            Vec::new()
+        };
+        for name in &mcp_untrusted {
+            tracing::warn!(
+                "MCP server `{}` of the project is not started: {NOT_TRUSTED} (run `aibuddy trust`)",
+                aibuddy_common::term::line(name)
+            );
+        }
         let (mcp, mcp_config_errors) = if opts.mcp {
-            let loaded = load_server_configs(project_root, Some(data_dir));
+            let loaded = plan;
             for e in &loaded.errors {
-                tracing::warn!("mcp config: {e}");
+                tracing::warn!("mcp config: {}", aibuddy_common::term::line(&e.to_string()));
             }
             if loaded.servers.is_empty() {
                 (None, loaded.errors)
@@ -195,6 +226,7 @@ impl CapabilityPlane {
             skills,
             mcp,
             mcp_config_errors,
+            mcp_untrusted,
             registry: RwLock::new(Arc::new(registry)),
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
@@ -217,6 +249,7 @@ impl CapabilityPlane {
             skills,
             mcp: None,
             mcp_config_errors: Vec::new(),
+            mcp_untrusted: Vec::new(),
             registry: RwLock::new(Arc::new(registry)),
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
@@ -342,6 +375,9 @@ impl CapabilityPlane {
                 deferred_reason: None,
             });
         }
+        for server in &self.mcp_untrusted {
+            rows.push(untrusted_row(server));
+        }
         for (server, state) in &host.mcp {
             let Err(reason) = state else { continue };
             let key = tools::mcp::config_key(server);
@@ -371,6 +407,27 @@ impl CapabilityPlane {
             });
         }
         rows
+    }
+}
+
+/// The row of a project MCP server held back because the project is not trusted.
+fn untrusted_row(server: &str) -> ToolListing {
+    ToolListing {
+        name: format!(
+            "{}{}__*",
+            aibuddy_mcp::names::PREFIX,
+            aibuddy_mcp::names::sanitize_part(server)
+        ),
+        config: tools::mcp::config_key(server),
+        source: Source::Mcp(server.to_string()),
+        exposure: Exposure::Absent,
+        absent_reason: Some(NOT_TRUSTED.to_string()),
+        risk: Risk::HighImpact,
+        description: format!("every tool of MCP server `{server}`"),
+        display_name: format!("MCP: {server}"),
+        category: "mcp".to_string(),
+        confinement: None,
+        deferred_reason: None,
     }
 }
 

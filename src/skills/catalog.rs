@@ -1,11 +1,14 @@
 //! Loading skill folders into a catalog. Roots are read in order (bundled, user data dir, project);
-//! a later root's skill replaces an earlier one of the same name.
+//! a later root's skill replaces an earlier one of the same name. Every read goes through
+//! [`super::access`] (capability-scoped, beneath the root and the skill's own folder).
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
+use aibuddy_sandbox::ScopedDir;
 use serde::Serialize;
 
+use super::access::{self, OpenFailure, ReadFailure};
 use super::parse::{SkillProblem, parse_skill};
 
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -43,6 +46,9 @@ pub struct Skill {
     pub root: RootKind,
     /// Reference files, relative to `dir`, `/`-separated, sorted.
     pub references: Vec<String>,
+    /// Where it was loaded from: its root and its folder's name there (to re-open it, confined).
+    #[serde(skip)]
+    pub origin: (SkillRoot, String),
 }
 
 /// Every loaded skill and the problems that left others out.
@@ -73,99 +79,98 @@ impl SkillCatalog {
     }
 }
 
-fn list_references(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    let mut visited = 0usize;
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            visited += 1;
-            if visited > MAX_VISITED {
-                break;
-            }
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') {
-                continue;
-            }
-            let Ok(ft) = e.file_type() else { continue };
-            let path = e.path();
-            if ft.is_dir() {
-                stack.push(path);
-            } else if ft.is_file() {
-                let Ok(rel) = path.strip_prefix(dir) else {
-                    continue;
-                };
-                let rel = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                if rel != SKILL_FILE {
-                    out.push(rel);
-                }
-            }
-        }
+fn problem(file: String, message: String) -> SkillProblem {
+    SkillProblem {
+        file,
+        line: 1,
+        message,
     }
-    out.sort();
-    out.truncate(MAX_REFERENCES);
-    out
 }
 
-/// Read one skill folder.
-pub fn load_skill(dir: &Path, root: RootKind) -> Result<Skill, SkillProblem> {
-    let file = dir.join(SKILL_FILE);
-    let label = file.display().to_string();
-    let too_big = std::fs::metadata(&file).map(|m| m.len() > MAX_FILE_BYTES);
-    if let Ok(true) = too_big {
-        return Err(SkillProblem {
-            file: label,
-            line: 1,
-            message: format!("SKILL.md is larger than {MAX_FILE_BYTES} bytes"),
-        });
-    }
-    let text = std::fs::read_to_string(&file).map_err(|e| SkillProblem {
-        file: label.clone(),
-        line: 1,
-        message: format!("cannot read: {e}"),
+/// Read one skill folder (already opened beneath its root).
+fn load_skill(folder: &ScopedDir, root: &SkillRoot, name: &str) -> Result<Skill, SkillProblem> {
+    let dir = root.path.join(name);
+    let label = dir.join(SKILL_FILE).display().to_string();
+    let bytes = access::read_file(folder, SKILL_FILE).map_err(|e| match e {
+        ReadFailure::TooLarge { .. } => problem(
+            label.clone(),
+            format!("SKILL.md is larger than {MAX_FILE_BYTES} bytes"),
+        ),
+        ReadFailure::Escapes => problem(
+            label.clone(),
+            "SKILL.md leads outside its skill folder (a symlink); refused, nothing was read".into(),
+        ),
+        ReadFailure::Missing => problem(label.clone(), "SKILL.md is not a regular file".into()),
+        ReadFailure::Other(e) => problem(label.clone(), format!("cannot read: {e}")),
     })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| problem(label.clone(), format!("cannot read: not UTF-8 text ({e})")))?;
     let parsed = parse_skill(&label, &text)?;
     Ok(Skill {
         name: parsed.name,
         description: parsed.description,
         body: parsed.body,
-        dir: dir.to_path_buf(),
-        root,
-        references: list_references(dir),
+        dir,
+        root: root.kind,
+        references: access::list_references(folder),
+        origin: (root.clone(), name.to_string()),
     })
 }
 
-/// Load every root. Folders without a SKILL.md are ignored; malformed ones are reported.
+/// Load every root. Folders without a SKILL.md are ignored; malformed ones, and folders or
+/// `SKILL.md` files that lead outside what their root may read, are reported and left out.
 pub fn load_catalog(roots: &[SkillRoot]) -> SkillCatalog {
     let mut cat = SkillCatalog::default();
     let mut sorted: Vec<&SkillRoot> = roots.iter().collect();
     sorted.sort_by_key(|r| r.kind);
     for root in sorted {
-        let Ok(entries) = std::fs::read_dir(&root.path) else {
-            continue;
+        let dir = match access::open_root(root) {
+            Ok(d) => d,
+            Err(OpenFailure::Missing) => continue,
+            Err(OpenFailure::Escapes) => {
+                cat.problems.push(problem(
+                    root.path.display().to_string(),
+                    format!(
+                        "the skill folder leads outside {} (a symlink); refused, no skill loaded from it",
+                        access::confinement_of(root)
+                    ),
+                ));
+                continue;
+            }
+            Err(OpenFailure::Other(e)) => {
+                tracing::debug!("skill root {} not read: {e}", root.path.display());
+                continue;
+            }
         };
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-            .map(|e| e.path())
-            .filter(|p| p.join(SKILL_FILE).is_file())
-            .collect();
-        dirs.sort();
         let mut seen_here: BTreeMap<String, PathBuf> = BTreeMap::new();
-        for dir in dirs {
-            match load_skill(&dir, root.kind) {
+        for (name, folder) in access::skill_folders(&dir) {
+            let path = root.path.join(&name);
+            let folder = match folder {
+                Ok(f) => f,
+                Err(OpenFailure::Escapes) => {
+                    cat.problems.push(problem(
+                        path.display().to_string(),
+                        format!(
+                            "skill folder `{name}` leads outside {} (a symlink); refused, nothing was read",
+                            access::confinement_of(root)
+                        ),
+                    ));
+                    continue;
+                }
+                Err(OpenFailure::Missing) => continue,
+                Err(OpenFailure::Other(e)) => {
+                    cat.problems.push(problem(
+                        path.join(SKILL_FILE).display().to_string(),
+                        format!("cannot read: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            match load_skill(&folder, root, &name) {
                 Ok(skill) => {
                     if let Some(first) = seen_here.get(&skill.name) {
                         cat.problems.push(SkillProblem {
-                            file: dir.join(SKILL_FILE).display().to_string(),
+                            file: path.join(SKILL_FILE).display().to_string(),
                             line: 2,
                             message: format!(
                                 "skill name `{}` is already used by {} in the same folder; this one is left out",
@@ -175,7 +180,7 @@ pub fn load_catalog(roots: &[SkillRoot]) -> SkillCatalog {
                         });
                         continue;
                     }
-                    seen_here.insert(skill.name.clone(), dir.clone());
+                    seen_here.insert(skill.name.clone(), path);
                     cat.skills.insert(skill.name.clone(), skill);
                 }
                 Err(p) => cat.problems.push(p),
@@ -195,22 +200,23 @@ pub enum ReferenceError {
         reference: String,
         available: String,
     },
+    #[error("reference `{reference}` is {size} bytes, above the {max}-byte bound")]
+    TooLarge {
+        reference: String,
+        size: u64,
+        max: u64,
+    },
     #[error("reference `{reference}` cannot be read: {reason}")]
     Unreadable { reference: String, reason: String },
 }
 
-/// Resolve a reference path inside a skill folder, refusing anything that escapes it (absolute
-/// paths, `..`, symlinks pointing outside).
-pub fn resolve_reference(skill: &Skill, reference: &str) -> Result<PathBuf, ReferenceError> {
-    let rel = Path::new(reference);
-    if reference.is_empty()
-        || rel
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
+/// Read a reference file of a skill, confined to the skill's folder: absolute paths, `..` and
+/// symlinks leading outside the folder (also the folder itself turned into a symlink since it was
+/// loaded) are refused as [`ReferenceError::Escapes`] before anything outside is read. Blocking.
+pub fn read_reference(skill: &Skill, reference: &str) -> Result<Vec<u8>, ReferenceError> {
+    if !access::is_relative_beneath(reference) {
         return Err(ReferenceError::Escapes(reference.to_string()));
     }
-    let candidate = skill.dir.join(rel);
     let not_found = || ReferenceError::NotFound {
         reference: reference.to_string(),
         available: if skill.references.is_empty() {
@@ -219,16 +225,26 @@ pub fn resolve_reference(skill: &Skill, reference: &str) -> Result<PathBuf, Refe
             skill.references.join(", ")
         },
     };
-    let real = std::fs::canonicalize(&candidate).map_err(|_| not_found())?;
-    let base = std::fs::canonicalize(&skill.dir).map_err(|e| ReferenceError::Unreadable {
+    let unreadable = |reason: String| ReferenceError::Unreadable {
         reference: reference.to_string(),
-        reason: e.to_string(),
-    })?;
-    if !real.starts_with(&base) {
-        return Err(ReferenceError::Escapes(reference.to_string()));
-    }
-    if !real.is_file() {
-        return Err(not_found());
-    }
-    Ok(real)
+        reason,
+    };
+    let (root, folder) = &skill.origin;
+    let opened = access::open_root(root).and_then(|dir| access::open_skill(&dir, folder));
+    let folder = match opened {
+        Ok(f) => f,
+        Err(OpenFailure::Escapes) => return Err(ReferenceError::Escapes(reference.to_string())),
+        Err(OpenFailure::Missing) => return Err(not_found()),
+        Err(OpenFailure::Other(e)) => return Err(unreadable(e.to_string())),
+    };
+    access::read_file(&folder, reference).map_err(|e| match e {
+        ReadFailure::Escapes => ReferenceError::Escapes(reference.to_string()),
+        ReadFailure::Missing => not_found(),
+        ReadFailure::TooLarge { size, max } => ReferenceError::TooLarge {
+            reference: reference.to_string(),
+            size,
+            max,
+        },
+        ReadFailure::Other(e) => unreadable(e.to_string()),
+    })
 }

@@ -7,7 +7,12 @@
 //! the full instructions and references. The roots are watched: adding, editing or removing a skill
 //! updates the catalog without restart; a malformed SKILL.md is reported with file and line and
 //! left out.
+//!
+//! Every read is capability-scoped (`access`: the sandbox crate's `ScopedDir`, kernel
+//! `RESOLVE_BENEATH`): a project skill reads nothing outside the project, a user or bundled skill
+//! nothing outside its root, and each skill nothing outside its own folder.
 
+mod access;
 pub mod catalog;
 pub mod parse;
 mod watch;
@@ -15,7 +20,7 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-pub use catalog::{RootKind, Skill, SkillCatalog, SkillRoot, load_catalog, resolve_reference};
+pub use catalog::{RootKind, Skill, SkillCatalog, SkillRoot, load_catalog, read_reference};
 pub use parse::{SkillProblem, parse_skill};
 
 /// Overrides the bundled skills folder.

@@ -12,8 +12,8 @@ use crate::registry::{
     CallContext, Compaction, RawOutput, Requirement, Risk, Source, ToolConfig, ToolConfigMeta,
     ToolDef, ToolHandler,
 };
-use crate::skills::catalog::{MAX_FILE_BYTES, ReferenceError};
-use crate::skills::{SkillsService, resolve_reference};
+use crate::skills::catalog::ReferenceError;
+use crate::skills::{SkillsService, read_reference};
 
 pub const KEY: &str = "view_skill";
 pub const TOOL_NAME: &str = "view_skill";
@@ -158,28 +158,20 @@ impl ToolHandler for ViewSkillHandler {
                 "dir": skill.dir,
             })));
         };
-        let path = resolve_reference(skill, reference).map_err(|e| match e {
+        // Read through the skill's confined folder handle (never a path the kernel resolves
+        // freely): a symlink out of the folder, the root or the project is refused.
+        let (owned, wanted) = (skill.clone(), reference.to_string());
+        let read = tokio::task::spawn_blocking(move || read_reference(&owned, &wanted))
+            .await
+            .map_err(|e| ToolError::execution("io", format!("cannot read `{reference}`: {e}")))?;
+        let bytes = read.map_err(|e| match e {
             ReferenceError::Escapes(_) => ToolError::authorization("path_escape", e.to_string()),
             ReferenceError::NotFound { .. } => {
                 ToolError::parameters("unknown_reference", e.to_string())
             }
+            ReferenceError::TooLarge { .. } => ToolError::execution("too_large", e.to_string()),
             ReferenceError::Unreadable { .. } => ToolError::execution("io", e.to_string()),
         })?;
-        let meta = tokio::fs::metadata(&path)
-            .await
-            .map_err(|e| ToolError::execution("io", format!("cannot read `{reference}`: {e}")))?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(ToolError::execution(
-                "too_large",
-                format!(
-                    "reference `{reference}` is {} bytes, above the {MAX_FILE_BYTES}-byte bound",
-                    meta.len()
-                ),
-            ));
-        }
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|e| ToolError::execution("io", format!("cannot read `{reference}`: {e}")))?;
         let text = String::from_utf8_lossy(&bytes);
         let offset = args["offset"].as_u64().unwrap_or(0) as usize;
         let limit = args["limit"].as_u64().map_or(DEFAULT_LINES, |l| l as usize);

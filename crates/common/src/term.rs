@@ -63,6 +63,79 @@ pub fn bytes_block(b: &[u8]) -> String {
     block(&String::from_utf8_lossy(b)).into_owned()
 }
 
+/// Serialized JSON made terminal-safe without changing its meaning: serde escapes only C0
+/// controls, `"` and `\\` inside strings, so C1 controls, DEL, bidi overrides and U+2028/U+2029
+/// would reach a terminal raw. Each becomes a `\\uXXXX` escape (all of them are in the BMP and can
+/// only occur inside strings); newlines and tabs, JSON whitespace, stay.
+pub fn json(serialized: &str) -> Cow<'_, str> {
+    if !serialized
+        .chars()
+        .any(|c| is_unsafe(c) && c != '\n' && c != '\t')
+    {
+        return Cow::Borrowed(serialized);
+    }
+    let mut out = String::with_capacity(serialized.len() + 16);
+    for c in serialized.chars() {
+        if is_unsafe(c) && c != '\n' && c != '\t' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`bytes_block`] over a stream of chunks (raw output of any size, read piece by piece): a UTF-8
+/// sequence split between two chunks is decoded whole, not as two replacement characters.
+#[derive(Debug, Default)]
+pub struct BlockStream {
+    pending: Vec<u8>,
+}
+
+impl BlockStream {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The escaped text of everything decodable so far; an incomplete trailing sequence waits.
+    pub fn push(&mut self, chunk: &[u8]) -> String {
+        self.pending.extend_from_slice(chunk);
+        let mut text = String::new();
+        let mut start = 0;
+        loop {
+            match std::str::from_utf8(&self.pending[start..]) {
+                Ok(s) => {
+                    text.push_str(s);
+                    start = self.pending.len();
+                    break;
+                }
+                Err(e) => {
+                    let valid = start + e.valid_up_to();
+                    text.push_str(&String::from_utf8_lossy(&self.pending[start..valid]));
+                    match e.error_len() {
+                        Some(bad) => {
+                            text.push(char::REPLACEMENT_CHARACTER);
+                            start = valid + bad;
+                        }
+                        None => {
+                            start = valid;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.pending.drain(..start);
+        block(&text).into_owned()
+    }
+
+    /// Whatever is left (an incomplete sequence at the very end), escaped.
+    pub fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        bytes_block(&rest)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +181,39 @@ mod tests {
                 .any(|c| is_unsafe(c) && c != '\n' && c != '\t')
         );
         assert_eq!(bytes_block(b"ok\xff\x1b"), "ok\u{fffd}\\e");
+    }
+
+    #[test]
+    fn a_stream_decodes_sequences_split_between_chunks() {
+        let text = "é\u{1b}[2Jok\r\n€";
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut s = BlockStream::new();
+            let mut out = s.push(&bytes[..cut]);
+            out.push_str(&s.push(&bytes[cut..]));
+            out.push_str(&s.finish());
+            assert_eq!(out, block(text), "cut at {cut}");
+        }
+        let mut s = BlockStream::new();
+        let mut out = s.push(b"a\xffb\xe2\x82");
+        out.push_str(&s.finish());
+        assert_eq!(out, "a\u{fffd}b\u{fffd}");
+        let mut byte_by_byte = BlockStream::new();
+        let mut out: String = "x\u{9b}y"
+            .bytes()
+            .map(|b| byte_by_byte.push(&[b]))
+            .collect();
+        out.push_str(&byte_by_byte.finish());
+        assert_eq!(out, "x\\x9by");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_and_loses_raw_controls() {
+        let serialized = "{\n  \"d\": \"a\u{202e}b\u{9b}c\u{7f}\u{2028}\"\n}";
+        assert_eq!(
+            json(serialized),
+            "{\n  \"d\": \"a\\u202eb\\u009bc\\u007f\\u2028\"\n}"
+        );
+        assert!(matches!(json("{\"a\": \"\\u001b\"}"), Cow::Borrowed(_)));
     }
 }

@@ -1,9 +1,14 @@
 //! A line-based elicitation broker for terminals (the CLI): shows the server's message, asks
 //! whether to answer, then asks each field with its type and default. An empty answer keeps the
 //! default (or leaves an optional field out); end of input cancels.
+//!
+//! Everything shown comes from the server (its name as configured, the message, field names,
+//! descriptions, defaults, enum choices) and is escaped with [`aibuddy_common::term`]: a server
+//! cannot redraw the prompt or make one question look like another.
 
 use std::io::{BufRead, Write};
 
+use aibuddy_common::term;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
@@ -22,7 +27,10 @@ pub fn coerce_answer(prop: &Value, answer: &str) -> Result<Option<Value>, String
         return if allowed.contains(&answer) {
             Ok(Some(Value::String(answer.to_owned())))
         } else {
-            Err(format!("choose one of: {}", allowed.join(", ")))
+            Err(format!(
+                "choose one of: {}",
+                term::line(&allowed.join(", "))
+            ))
         };
     }
     match prop.get("type").and_then(Value::as_str) {
@@ -59,7 +67,8 @@ pub fn run_form(
     let _ = writeln!(
         output,
         "MCP server \"{}\" asks: {}",
-        request.server, request.message
+        term::line(&request.server),
+        term::block(&request.message)
     );
     let _ = write!(output, "Answer? [y]es / [n]o (decline) / [c]ancel: ");
     let _ = output.flush();
@@ -81,18 +90,19 @@ pub fn run_form(
     let mut content = Map::new();
     if let Some(props) = request.schema.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
-            let kind = prop.get("type").and_then(Value::as_str).unwrap_or("string");
+            let kind = term::line(prop.get("type").and_then(Value::as_str).unwrap_or("string"));
             let default = defaults
                 .get(name)
-                .map(|d| format!(" [{d}]"))
+                .map(|d| format!(" [{}]", term::line(&d.to_string())))
                 .unwrap_or_default();
             let description = prop
                 .get("description")
                 .and_then(Value::as_str)
-                .map(|d| format!(" - {d}"))
+                .map(|d| format!(" - {}", term::line(d)))
                 .unwrap_or_default();
+            let shown_name = term::line(name);
             loop {
-                let _ = write!(output, "  {name} ({kind}){description}{default}: ");
+                let _ = write!(output, "  {shown_name} ({kind}){description}{default}: ");
                 let _ = output.flush();
                 if !read(&mut line, input) {
                     return ElicitationResponse::Cancel;
@@ -220,5 +230,38 @@ mod tests {
             run_form(&request(), &mut Cursor::new("y\n1\n"), &mut out),
             ElicitationResponse::Cancel
         );
+    }
+
+    #[test]
+    fn server_text_is_escaped_in_the_prompt() {
+        let schema = json!({"type": "object", "properties": {
+            "to\u{1b}[2K": {"type": "string", "description": "where\r  token (string): ", "default": "a\u{7}"},
+            "pick": {"type": "string", "enum": ["x\u{1b}[31m", "y"]}
+        }});
+        let req = ElicitationRequest {
+            server: "s\u{1b}]0;title\u{7}".into(),
+            message: "Send?\n\u{1b}[1A\rApprove all: yes".into(),
+            defaults: schema_defaults(&schema),
+            schema,
+        };
+        let mut out = Vec::new();
+        let _ = run_form(&req, &mut Cursor::new("y\nz\nz\ny\n\n"), &mut out);
+        let shown = String::from_utf8(out).unwrap();
+        assert!(
+            shown.contains(
+                "MCP server \"s\\e]0;title\\x07\" asks: Send?\n\\e[1A\\rApprove all: yes"
+            ),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("to\\e[2K (string) - where\\r  token (string):  [\"a\\u0007\"]"),
+            "{shown}"
+        );
+        assert!(shown.contains("choose one of: x\\e[31m, y"), "{shown}");
+        let raw: Vec<char> = shown
+            .chars()
+            .filter(|&c| term::is_unsafe(c) && c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{raw:?} in {shown}");
     }
 }

@@ -6,6 +6,7 @@
 //! - [`LocalSandbox`]: confined to the project root by a cap-std directory handle (kernel
 //!   `RESOLVE_BENEATH` resolution where available), never by string-prefix checks.
 //! - Bounds apply at the source ([`Limits`]); writes are atomic and read back ([`Verified`]).
+//! - [`ScopedDir`]: the same confinement, read-only, for readers outside the trait (skills).
 //! - Errors are typed ([`SandboxError`]) and carry their lifecycle [`Stage`].
 
 pub mod api;
@@ -16,6 +17,7 @@ pub mod kind;
 pub mod limits;
 pub mod local;
 pub mod scope;
+pub mod scoped_dir;
 pub mod text;
 
 pub use aibuddy_exec;
@@ -26,3 +28,4 @@ pub use kind::{
 };
 pub use limits::Limits;
 pub use local::LocalSandbox;
+pub use scoped_dir::{DirEntryInfo, ScopedDir};

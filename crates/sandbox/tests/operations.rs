@@ -6,8 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aibuddy_sandbox::*;
+use immutable_fs::{chattr, immutable_project};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
+
+mod immutable_fs;
 
 fn c() -> CancellationToken {
     CancellationToken::new()
@@ -762,26 +765,14 @@ async fn capabilities_and_exec_run_in_the_root() {
     );
 }
 
-/// Set or clear the immutable attribute; false when the filesystem does not support it.
-fn chattr(flag: &str, path: &Path) -> bool {
-    std::process::Command::new("chattr")
-        .arg(flag)
-        .arg(path)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[tokio::test]
 async fn permission_denied_is_an_authorization_error_and_changes_nothing() {
     // Even root may not replace an immutable file (chattr +i), so this runs as root too.
-    let (tmp, sb) = project();
-    put(tmp.path(), "locked.txt", "original\n");
-    let locked = tmp.path().join("locked.txt");
-    if !chattr("+i", &locked) {
-        eprintln!("skipped: this filesystem has no immutable attribute");
+    let Some(project) = immutable_project() else {
         return;
-    }
+    };
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(&project.root)).unwrap();
+    let locked = project.locked.clone();
     let write = sb
         .write(
             WriteRequest {
@@ -803,7 +794,7 @@ async fn permission_denied_is_an_authorization_error_and_changes_nothing() {
         )
         .await;
     let read = sb.read(read_req("locked.txt", None, None), c()).await;
-    let names: Vec<_> = std::fs::read_dir(tmp.path())
+    let names: Vec<_> = std::fs::read_dir(&project.root)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();

@@ -11,7 +11,7 @@
 //! whether the effect was applied (the rename is the commit point, checked just before).
 
 mod edit;
-mod fsio;
+pub(crate) mod fsio;
 mod grep;
 mod list;
 mod read;

@@ -1,0 +1,213 @@
+//! `aibuddy trust [--json] [--yes] [--revoke]`: show exactly what trusting the project grants (its
+//! MCP servers' commands and URLs, each widening settings field with its resolved value) and record
+//! it after confirmation on the terminal. `--yes` approves without asking; with no terminal and no
+//! `--yes` nothing is recorded (exit 3, like a rejected call). `--json` without `--yes` only
+//! reports the status. Everything that comes from the project is escaped before printing.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use aibuddy_common::term::line;
+use clap::Args;
+
+use super::print_json;
+use crate::app::AppOptions;
+use crate::trust::{self, TrustState, TrustStatus};
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Trust without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the status (and, with --yes, the result) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Forget the project's trust.
+    #[arg(long, conflicts_with = "yes")]
+    pub revoke: bool,
+}
+
+/// The human-readable report of a status (every project-supplied string escaped).
+pub fn render(status: &TrustStatus) -> String {
+    let mut out = format!(
+        "project: {}\nstate:   {}\n",
+        line(&status.project),
+        status.state.as_str().replace('_', " ")
+    );
+    for p in &status.problems {
+        out.push_str(&format!("problem: {}\n", line(p)));
+    }
+    if status.grants.is_empty() {
+        out.push_str("trust grants nothing: the project asks for no MCP server and no setting beyond your own\n");
+        return out;
+    }
+    out.push_str("trusting this project grants:\n");
+    for s in &status.grants.servers {
+        let replaces = if s.replaces_user_server {
+            " (replaces your server of the same name)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  MCP server `{}` ({}){replaces}\n",
+            line(&s.name),
+            line(&s.transport)
+        ));
+        if let Some(c) = &s.command {
+            let argv: Vec<String> = std::iter::once(c)
+                .chain(s.args.iter())
+                .map(|a| format!("{:?}", line(a)))
+                .collect();
+            out.push_str(&format!("    runs:    {}\n", argv.join(" ")));
+        }
+        if let Some(cwd) = &s.cwd {
+            out.push_str(&format!("    in:      {}\n", line(cwd)));
+        }
+        if let Some(u) = &s.url {
+            out.push_str(&format!("    url:     {}\n", line(u)));
+        }
+        if !s.env.is_empty() {
+            let names: Vec<String> = s.env.iter().map(|n| line(n).into_owned()).collect();
+            out.push_str(&format!("    sets env: {}\n", names.join(", ")));
+        }
+        if !s.headers.is_empty() {
+            let names: Vec<String> = s.headers.iter().map(|n| line(n).into_owned()).collect();
+            out.push_str(&format!("    headers: {}\n", names.join(", ")));
+        }
+    }
+    for f in &status.grants.settings {
+        let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+        out.push_str(&format!(
+            "  setting {} = {}  ({}{at})\n",
+            line(&f.field),
+            line(&f.value.to_string()),
+            line(&f.file)
+        ));
+    }
+    out
+}
+
+fn ask() -> bool {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "Trust this project with exactly this? [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("aibuddy: {}", line(&e.to_string()));
+    ExitCode::from(1)
+}
+
+pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
+    let (project, data) = (&opts.project, &opts.data_dir);
+    if args.revoke {
+        return match trust::revoke(project, data) {
+            Ok(s) if args.json => print_json(&s),
+            Ok(s) => {
+                println!("trust revoked\n{}", render(&s).trim_end());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        };
+    }
+    let shown = match trust::status(project, data) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("aibuddy: {}", line(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    if args.json && !args.yes {
+        return print_json(&shown);
+    }
+    if !args.json {
+        print!("{}", render(&shown));
+    }
+    if matches!(shown.state, TrustState::Trusted | TrustState::NotNeeded) {
+        return if args.json {
+            print_json(&shown)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let approved = if args.yes {
+        true
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        ask()
+    } else {
+        eprintln!("aibuddy: not trusted: no terminal to ask and --yes was not given");
+        return ExitCode::from(3);
+    };
+    if !approved {
+        eprintln!("aibuddy: not trusted: declined at the terminal");
+        return ExitCode::from(3);
+    }
+    match trust::grant(project, data, &shown.digest) {
+        Ok(s) if args.json => print_json(&s),
+        Ok(s) => {
+            println!(
+                "recorded: this project is {} at digest {}",
+                s.state.as_str().replace('_', " "),
+                s.digest
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::WideningField;
+    use crate::trust::{Grants, ServerGrant};
+
+    #[test]
+    fn render_escapes_everything_from_the_project_and_never_shows_env_values() {
+        let status = TrustStatus {
+            project: "/p".into(),
+            state: TrustState::Untrusted,
+            digest: "d".into(),
+            grants: Grants {
+                servers: vec![ServerGrant {
+                    name: "evil\u{1b}[2K\rfine".into(),
+                    transport: "stdio".into(),
+                    command: Some("sh".into()),
+                    args: vec!["-c".into(), "touch x\r  runs: ls".into()],
+                    url: None,
+                    cwd: Some("/p".into()),
+                    env: vec!["TOKEN".into()],
+                    headers: vec![],
+                    replaces_user_server: true,
+                }],
+                settings: vec![WideningField {
+                    file: "/p/.aibuddy/settings.json".into(),
+                    line: Some(3),
+                    field: "exec.writable_roots".into(),
+                    value: serde_json::json!(["/p/cache"]),
+                }],
+            },
+            problems: vec![],
+        };
+        let text = render(&status);
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
+        assert!(
+            text.contains("MCP server `evil\\e[2K\\rfine` (stdio) (replaces"),
+            "{text}"
+        );
+        assert!(
+            text.contains("runs:    \"sh\" \"-c\" \"touch x\\\\r  runs: ls\""),
+            "{text}"
+        );
+        assert!(text.contains("sets env: TOKEN"), "{text}");
+        assert!(
+            text.contains(
+                "setting exec.writable_roots = [\"/p/cache\"]  (/p/.aibuddy/settings.json:3)"
+            ),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! Which project settings fields widen authority (pure). A project folder's own
+//! `.aibuddy/settings.json` is untrusted: a field that would give commands, tools or the sandbox
+//! more than the person's user level gives takes effect only after the person trusts the project
+//! (`crate::trust`). Fields that only narrow apply at once.
+//!
+//! Every field of [`Settings`] has an explicit rule in [`effect`]; a field without one (a new field
+//! nobody classified yet) counts as widening, so forgetting a field fails closed. The test
+//! `every_settings_field_is_classified` makes that omission visible.
+//!
+//! | field | rule |
+//! |---|---|
+//! | `tools.enabled` | widens by the keys the user level does not enable; untrusted, only the keys the user level enables apply |
+//! | `tools.disabled` | widens when it drops a key the user level disables; untrusted, the user level's keys are kept too |
+//! | `sandbox.kind` | widens when it differs from the user level (commands and files would go elsewhere) |
+//! | `sandbox.daytona`, `sandbox.e2b` | widen when they differ from the user level (where a remote sandbox runs, with what credentials) |
+//! | `confirm.auto_approve_writes` | widens when `true` and the user level is `false` |
+//! | `exec.network` | widens when `true` and the user level is `false` |
+//! | `exec.writable_roots` | widens when non-empty (after resolution); `[]` narrows |
+//! | `exec.env_include` | widens when non-empty; `[]` narrows |
+//! | `exec.expose_credentials` | widens when non-empty; `[]` narrows |
+//! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
+//! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
+//! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
+
+use serde_json::Value;
+
+use super::Settings;
+
+/// What a project value does to the authority the user level gives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Gives no more than the user level: applies at once, trusted or not.
+    Narrows,
+    /// Changes nothing that confines (timings, display): applies at once.
+    Neutral,
+    /// Gives more than the user level: applies only in a trusted project.
+    Widens,
+    /// Gives more than the user level, but part of it only narrows: in an untrusted project the
+    /// given value (that narrowing part) applies instead.
+    WidensPartly(Value),
+}
+
+impl Effect {
+    pub fn widens(&self) -> bool {
+        matches!(self, Effect::Widens | Effect::WidensPartly(_))
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn non_empty_list(v: &Value) -> Effect {
+    if v.as_array().is_some_and(|a| a.is_empty()) {
+        Effect::Narrows
+    } else {
+        Effect::Widens
+    }
+}
+
+/// A list of things the project turns on: only the ones the user level turns on too are free.
+fn subset_of(v: &Value, user: &[String]) -> Effect {
+    let given = strings(v);
+    if given.iter().all(|k| user.contains(k)) {
+        return Effect::Narrows;
+    }
+    let kept: Vec<Value> = given
+        .into_iter()
+        .filter(|k| user.contains(k))
+        .map(Value::String)
+        .collect();
+    Effect::WidensPartly(Value::Array(kept))
+}
+
+/// A list of things the project turns off: it must keep everything the user level turns off.
+fn superset_of(v: &Value, user: &[String]) -> Effect {
+    let given = strings(v);
+    if user.iter().all(|k| given.contains(k)) {
+        return Effect::Narrows;
+    }
+    let mut union = user.to_vec();
+    union.extend(given.into_iter().filter(|k| !user.contains(k)));
+    Effect::WidensPartly(Value::Array(union.into_iter().map(Value::String).collect()))
+}
+
+fn turns_on(v: &Value, user_on: bool) -> Effect {
+    match v.as_bool() {
+        Some(true) if !user_on => Effect::Widens,
+        _ => Effect::Narrows,
+    }
+}
+
+fn differs(v: &Value, user: &Value) -> Effect {
+    if v == user {
+        Effect::Neutral
+    } else {
+        Effect::Widens
+    }
+}
+
+/// The effect of the project setting `section.field = value` over the user level `user`, or None
+/// for a field this function does not know (the caller treats it as widening).
+///
+/// `value` has already been type-checked, and `exec.writable_roots` resolved, by the loader.
+pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Option<Effect> {
+    let e = match (section, field) {
+        ("tools", "enabled") => subset_of(value, &user.tools.enabled),
+        ("tools", "disabled") => superset_of(value, &user.tools.disabled),
+        ("sandbox", "kind") => differs(value, &Value::String(user.sandbox.kind.clone())),
+        ("sandbox", "daytona") => {
+            differs(value, user.sandbox.daytona.as_ref().unwrap_or(&Value::Null))
+        }
+        ("sandbox", "e2b") => differs(value, user.sandbox.e2b.as_ref().unwrap_or(&Value::Null)),
+        ("confirm", "auto_approve_writes") => turns_on(value, user.confirm.auto_approve_writes),
+        ("exec", "network") => turns_on(value, user.exec.network),
+        ("exec", "writable_roots") => non_empty_list(value),
+        ("exec", "env_include") => non_empty_list(value),
+        ("exec", "expose_credentials") => non_empty_list(value),
+        ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
+        ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
+        _ => return None,
+    };
+    Some(e)
+}
+
+/// [`effect`], failing closed: an unclassified field widens.
+pub fn effect_or_widens(section: &str, field: &str, value: &Value, user: &Settings) -> Effect {
+    effect(section, field, value, user).unwrap_or(Effect::Widens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user() -> Settings {
+        let mut s = Settings::default();
+        s.exec.network = false;
+        s.exec.env_exclude = vec!["DB_URL".into()];
+        s.tools.disabled = vec!["execute".into()];
+        s
+    }
+
+    fn eff(section: &str, field: &str, v: Value) -> Effect {
+        effect(section, field, &v, &user()).unwrap()
+    }
+
+    #[test]
+    fn every_settings_field_is_classified() {
+        let all = serde_json::to_value(Settings::default()).unwrap();
+        for (section, fields) in all.as_object().unwrap() {
+            for (field, value) in fields.as_object().unwrap() {
+                assert!(
+                    effect(section, field, value, &Settings::default()).is_some(),
+                    "{section}.{field} has no authority rule: add it to `effect`"
+                );
+            }
+        }
+        assert_eq!(effect("exec", "future_field", &json!(1), &user()), None);
+        assert!(effect_or_widens("exec", "future_field", &json!(1), &user()).widens());
+    }
+
+    #[test]
+    fn tools_enabled_widens_by_keys_the_user_does_not_enable() {
+        assert_eq!(
+            eff("tools", "enabled", json!(["filesystem"])),
+            Effect::Narrows
+        );
+        assert_eq!(eff("tools", "enabled", json!([])), Effect::Narrows);
+        assert_eq!(
+            eff("tools", "enabled", json!(["filesystem", "secret_tool"])),
+            Effect::WidensPartly(json!(["filesystem"]))
+        );
+        let mut u = user();
+        u.tools.enabled = vec!["filesystem".into()];
+        assert!(
+            effect("tools", "enabled", &json!(["execute"]), &u)
+                .unwrap()
+                .widens()
+        );
+    }
+
+    #[test]
+    fn tools_disabled_must_keep_the_users_disabled_keys() {
+        assert_eq!(
+            eff("tools", "disabled", json!(["execute", "ls"])),
+            Effect::Narrows
+        );
+        assert_eq!(
+            eff("tools", "disabled", json!(["grep"])),
+            Effect::WidensPartly(json!(["execute", "grep"]))
+        );
+        assert_eq!(
+            eff("tools", "disabled", json!([])),
+            Effect::WidensPartly(json!(["execute"]))
+        );
+    }
+
+    #[test]
+    fn sandbox_kind_widens_when_it_differs() {
+        assert_eq!(eff("sandbox", "kind", json!("local")), Effect::Neutral);
+        assert_eq!(eff("sandbox", "kind", json!("e2b")), Effect::Widens);
+        assert_eq!(eff("sandbox", "kind", json!("daytona")), Effect::Widens);
+    }
+
+    #[test]
+    fn remote_sandbox_settings_widen_when_they_differ() {
+        assert_eq!(eff("sandbox", "daytona", json!(null)), Effect::Neutral);
+        assert_eq!(
+            eff("sandbox", "daytona", json!({"url": "https://x"})),
+            Effect::Widens
+        );
+        assert_eq!(eff("sandbox", "e2b", json!({"key": "k"})), Effect::Widens);
+        let mut u = user();
+        u.sandbox.e2b = Some(json!({"key": "k"}));
+        assert_eq!(
+            effect("sandbox", "e2b", &json!({"key": "k"}), &u),
+            Some(Effect::Neutral)
+        );
+    }
+
+    #[test]
+    fn auto_approve_writes_widens_only_when_turned_on() {
+        assert_eq!(
+            eff("confirm", "auto_approve_writes", json!(true)),
+            Effect::Widens
+        );
+        assert_eq!(
+            eff("confirm", "auto_approve_writes", json!(false)),
+            Effect::Narrows
+        );
+        let mut u = user();
+        u.confirm.auto_approve_writes = true;
+        assert_eq!(
+            effect("confirm", "auto_approve_writes", &json!(true), &u),
+            Some(Effect::Narrows)
+        );
+    }
+
+    #[test]
+    fn network_widens_only_when_the_user_level_is_off() {
+        assert_eq!(eff("exec", "network", json!(true)), Effect::Widens);
+        assert_eq!(eff("exec", "network", json!(false)), Effect::Narrows);
+        assert_eq!(
+            effect("exec", "network", &json!(true), &Settings::default()),
+            Some(Effect::Narrows)
+        );
+    }
+
+    #[test]
+    fn writable_roots_widen_when_any_is_named() {
+        assert_eq!(
+            eff("exec", "writable_roots", json!(["/p/build"])),
+            Effect::Widens
+        );
+        assert_eq!(eff("exec", "writable_roots", json!([])), Effect::Narrows);
+    }
+
+    #[test]
+    fn env_include_widens_when_any_is_named() {
+        assert_eq!(
+            eff("exec", "env_include", json!(["AWS_SECRET_ACCESS_KEY"])),
+            Effect::Widens
+        );
+        assert_eq!(eff("exec", "env_include", json!([])), Effect::Narrows);
+    }
+
+    #[test]
+    fn expose_credentials_widens_when_any_is_named() {
+        assert_eq!(
+            eff("exec", "expose_credentials", json!(["~/.aws"])),
+            Effect::Widens
+        );
+        assert_eq!(
+            eff("exec", "expose_credentials", json!([])),
+            Effect::Narrows
+        );
+    }
+
+    #[test]
+    fn env_exclude_must_keep_the_users_exclusions() {
+        assert_eq!(
+            eff("exec", "env_exclude", json!(["DB_URL", "X"])),
+            Effect::Narrows
+        );
+        assert_eq!(
+            eff("exec", "env_exclude", json!([])),
+            Effect::WidensPartly(json!(["DB_URL"]))
+        );
+    }
+
+    #[test]
+    fn timings_are_neutral() {
+        assert_eq!(eff("exec", "default_timeout_ms", json!(5)), Effect::Neutral);
+        assert_eq!(
+            eff("exec", "default_timeout_ms", json!(9_999_999)),
+            Effect::Neutral
+        );
+        assert_eq!(eff("exec", "heartbeat_secs", json!(1)), Effect::Neutral);
+    }
+}

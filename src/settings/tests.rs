@@ -1,0 +1,130 @@
+//! Unit tests of settings parsing and layering.
+
+use super::*;
+use pretty_assertions::assert_eq;
+
+/// Layer `files` as [user, project] with the project trusted (the field rules are tested in
+/// `authority`, the gating in `tests/settings_trust.rs`).
+fn layer_texts(files: &[(String, String)]) -> LoadedSettings {
+    let texts: Vec<SettingsText> = files
+        .iter()
+        .map(|(file, text)| SettingsText {
+            file: file.clone(),
+            text: text.clone(),
+        })
+        .collect();
+    layer(
+        texts.first(),
+        texts.get(1),
+        &LayerContext {
+            project_root: Path::new("/nonexistent-project"),
+            home: None,
+            project_trusted: true,
+            canonicalize: &crate::settings::real_path,
+        },
+    )
+}
+
+#[test]
+fn defaults_when_no_files() {
+    let l = layer_texts(&[]);
+    assert_eq!(l.settings, Settings::default());
+    assert!(l.problems.is_empty());
+}
+
+#[test]
+fn project_overrides_user_field_by_field() {
+    let user = r#"{"exec": {"heartbeat_secs": 5, "network": false}, "confirm": {"auto_approve_writes": true}}"#;
+    let project = r#"{"exec": {"heartbeat_secs": 7}}"#;
+    let l = layer_texts(&[
+        ("user".into(), user.into()),
+        ("project".into(), project.into()),
+    ]);
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+    assert_eq!(l.settings.exec.heartbeat_secs, 7);
+    assert!(!l.settings.exec.network);
+    assert!(l.settings.confirm.auto_approve_writes);
+}
+
+#[test]
+fn reports_unknown_and_ill_typed_fields_with_line() {
+    let text = "{\n  \"exec\": {\n    \"heartbeat_secs\": \"often\",\n    \"bogus\": 1\n  },\n  \"nope\": {}\n}";
+    let l = layer_texts(&[("p.json".into(), text.into())]);
+    assert_eq!(l.settings.exec.heartbeat_secs, 30, "falls back to default");
+    let got: Vec<(String, Option<u32>)> = l
+        .problems
+        .iter()
+        .map(|p| (p.field.clone(), p.line))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("exec.heartbeat_secs".to_string(), Some(3)),
+            ("exec.bogus".to_string(), Some(4)),
+            ("nope".to_string(), Some(6)),
+        ]
+    );
+    assert!(l.problems[0].message.contains("wrong type"));
+    assert!(l.problems[1].message.contains("unknown field"));
+}
+
+#[test]
+fn wrong_type_never_quotes_the_value() {
+    let text = r#"{"exec": {"network": "sk-live-SECRET123"}, "sandbox": {"kind": 7}}"#;
+    let l = layer_texts(&[("p.json".into(), text.into())]);
+    assert_eq!(l.problems.len(), 2);
+    for p in &l.problems {
+        assert!(!p.message.contains("SECRET"), "{}", p.message);
+    }
+    assert_eq!(
+        l.problems[0].message,
+        "wrong type: found a string, expected a boolean; using the default"
+    );
+    assert!(l.settings.exec.network);
+}
+
+#[test]
+fn unknown_sandbox_kind_is_reported_and_defaults_to_local() {
+    let text = "{\n  \"sandbox\": {\n    \"kind\": \"docker\"\n  }\n}";
+    let l = layer_texts(&[("p.json".into(), text.into())]);
+    assert_eq!(l.settings.sandbox.kind, "local");
+    assert_eq!(l.problems.len(), 1);
+    assert_eq!(l.problems[0].field, "sandbox.kind");
+    assert_eq!(l.problems[0].line, Some(3));
+    assert!(l.problems[0].message.contains("unknown sandbox kind"));
+    let ok = layer_texts(&[("p.json".into(), r#"{"sandbox": {"kind": "e2b"}}"#.into())]);
+    assert!(ok.problems.is_empty());
+    assert_eq!(ok.settings.sandbox.kind, "e2b");
+}
+
+#[test]
+fn unknown_tool_keys_are_problems() {
+    let mut l = layer_texts(&[(
+        "p.json".into(),
+        r#"{"tools": {"enabled": ["filesystm", "execute", "mcp:time"], "disabled": ["nope"]}}"#
+            .into(),
+    )]);
+    l.files.push("p.json".into());
+    let problems = unknown_tool_keys(&l, &["filesystem", "execute"]);
+    let got: Vec<(&str, bool)> = problems
+        .iter()
+        .map(|p| {
+            (
+                p.field.as_str(),
+                p.message.starts_with("`filesystm`") || p.message.starts_with("`nope`"),
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![("tools.enabled", true), ("tools.disabled", true)]);
+}
+
+#[test]
+fn invalid_json_file_is_reported_and_ignored() {
+    let l = layer_texts(&[
+        ("u.json".into(), r#"{"exec": {"heartbeat_secs": 9}}"#.into()),
+        ("p.json".into(), "{ not json".into()),
+    ]);
+    assert_eq!(l.settings.exec.heartbeat_secs, 9);
+    assert_eq!(l.problems.len(), 1);
+    assert_eq!(l.problems[0].file, "p.json");
+}
