@@ -4,8 +4,12 @@
 //! - Arguments: `command` (required), `timeout_ms` (default from settings, 2 min; at most 10 min),
 //!   `description` (shown in the confirmation and the history).
 //! - Risk `high_impact`: always confirmed. The confirmation scope lists the working directory, the
-//!   confinement that will apply (Landlock ABI, writable roots, network), the timeout and the
-//!   environment variables withheld from the command.
+//!   confinement that will apply (namespaces and the Landlock ABI inside, or "landlock only: no
+//!   namespaces (reason)"; writable roots, network), the timeout and the environment variables
+//!   withheld from the command. The data directory and the credential locations (minus
+//!   `exec.expose_credentials`) are hidden from the command.
+//! - A timed-out or stopped command is an Execution-stage error (`timed_out`, `cancelled`) that
+//!   keeps the partial model text, the client projection and the spooled raw output.
 //! - Three control paths: the sandbox timeout (SIGTERM, then SIGKILL after a grace, in the runner);
 //!   the hard deadline here, [`HARD_DEADLINE_GRACE`] after the sandbox timeout, for a sandbox
 //!   operation that never returns (an Execution-stage `hard_deadline` error naming both numbers);
@@ -16,13 +20,12 @@
 //!   spool file `<data>/spool/<call id>.out` (capped at 256 MiB), handed to the store as the raw output.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::aibuddy_exec::{
-    ConfinePolicy, Confinement, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink,
-    HARD_DEADLINE_GRACE, Stream, Termination, confinement_support, filter_env, model_text,
-    timeout_from_ms, with_hard_deadline,
+    ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
+    Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
 };
 use aibuddy_sandbox::{Sandbox, SandboxError};
 use async_trait::async_trait;
@@ -31,7 +34,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{DefineError, Stage, ToolError, define_tool};
-use crate::events::{Event, EventSink, OutputStream};
 use crate::registry::{
     CallContext, Compaction, Prepared, RawOutput, Requirement, Risk, Source, ToolConfig,
     ToolConfigMeta, ToolDef, ToolHandler,
@@ -59,7 +61,8 @@ in its own process group and is ended with its whole tree on timeout or stop. Ou
 the person; you receive at most 30,000 characters: the head, the tail, the exit code or signal, the \
 duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
 redirect it to a file in the project and read slices. Writes outside the project (and its private \
-$TMPDIR) are refused by the kernel where supported.";
+$TMPDIR) are refused by the kernel where supported; /tmp is private to each command and vanishes with \
+it; credential locations (~/.ssh, ~/.aws, ...) are not visible.";
 
 /// The `execute` config.
 #[derive(Debug, Default)]
@@ -200,49 +203,13 @@ pub fn build_request(
     req.network_allowed = settings.network;
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
+    req.home = home.map(Path::to_path_buf);
+    req.exposed_credentials = settings
+        .expose_credentials
+        .iter()
+        .map(|r| resolve_root(r, project_root, home))
+        .collect();
     Ok(req)
-}
-
-/// The confinement a request will get on this host, for the confirmation.
-pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String {
-    let roots = std::iter::once(req.cwd.display().to_string())
-        .chain(std::iter::once("private $TMPDIR".to_string()))
-        .chain(req.writable_roots.iter().map(|r| r.display().to_string()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    match support {
-        Confinement::Landlock { abi, network } => format!(
-            "confinement: Landlock ABI {abi}; writes only in {roots}; network {}",
-            match (req.network_allowed, network) {
-                (true, _) => "allowed",
-                (false, true) => "off (TCP connect/bind denied)",
-                (false, false) => "requested off but this kernel cannot enforce it",
-            }
-        ),
-        Confinement::Unavailable { reason } => {
-            format!("confinement: NONE ({reason}); the command can write wherever the app user can")
-        }
-        Confinement::Disabled => "confinement: disabled".to_string(),
-    }
-}
-
-/// The confirmation's scope lines for a request.
-pub fn scope_lines(
-    req: &ExecRequest,
-    env_dropped: &[String],
-    support: &Confinement,
-) -> Vec<String> {
-    let mut scope = vec![
-        format!("cwd: {}", req.cwd.display()),
-        expected_confinement(req, support),
-        format!("timeout: {} ms", req.timeout.as_millis()),
-    ];
-    scope.push(if env_dropped.is_empty() {
-        "environment withheld: none".to_string()
-    } else {
-        format!("environment withheld: {}", env_dropped.join(", "))
-    });
-    scope
 }
 
 fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
@@ -295,6 +262,37 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
     })
 }
 
+/// A cancelled or timed-out command as an Execution-stage error (`cancelled`, `timed_out`) that
+/// keeps what it produced: the partial model text, the client projection and the spool.
+pub fn ended_early(req: &ExecRequest, outcome: &ExecOutcome, value: &Value) -> Option<ToolError> {
+    let (code, message) = if outcome.cancelled {
+        (
+            "cancelled",
+            format!(
+                "the command was stopped after {} ms; its process tree was ended. Output so far:",
+                outcome.duration.as_millis()
+            ),
+        )
+    } else if outcome.timed_out {
+        (
+            "timed_out",
+            format!(
+                "the command timed out after {} ms (SIGTERM, then SIGKILL after a grace); its process \
+                 tree was ended. Output so far:",
+                req.timeout.as_millis()
+            ),
+        )
+    } else {
+        return None;
+    };
+    let partial = value["model"].as_str().unwrap_or_default().to_string();
+    Some(ToolError::execution(code, message).with_details(json!({
+        "partial_model": partial,
+        "client": client_projection(value),
+        "spool": outcome.spool,
+    })))
+}
+
 /// Display fields for the UI and the CLI.
 pub fn client_projection(raw: &Value) -> Value {
     let field = |k: &str| raw.get(k).cloned().unwrap_or(Value::Null);
@@ -315,7 +313,10 @@ pub fn client_projection(raw: &Value) -> Value {
         "stderr_bytes": field("stderr_bytes"),
         "spool_cut": spool_omitted > 0,
         "confinement": field("confinement_label"),
-        "confined": matches!(raw["confinement"]["kind"].as_str(), Some("landlock")),
+        "confined": matches!(
+            raw["confinement"]["kind"].as_str(),
+            Some("landlock" | "namespaces")
+        ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
     })
@@ -338,103 +339,6 @@ pub fn trim_model(model: &str, max_chars: usize) -> String {
     let tail: String = chars[chars.len().saturating_sub(half)..].iter().collect();
     let cut = chars.len().saturating_sub(2 * half);
     format!("{header}{head}\n[... {cut} more characters trimmed ...]\n{tail}")
-}
-
-// ------------------------------------------------------------------ live events
-
-/// Forwards live output and heartbeats to the event sink. Chunks are decoded as UTF-8 with the
-/// incomplete tail of a chunk carried to the next one of the same stream, so characters split by
-/// pipe reads arrive whole.
-struct EventBridge {
-    call_id: String,
-    events: Arc<dyn EventSink>,
-    carry: Mutex<[Vec<u8>; 2]>,
-}
-
-impl EventBridge {
-    fn new(call_id: &str, events: Arc<dyn EventSink>) -> Self {
-        Self {
-            call_id: call_id.to_string(),
-            events,
-            carry: Mutex::new([Vec::new(), Vec::new()]),
-        }
-    }
-
-    fn emit(&self, stream: Stream, text: String) {
-        if text.is_empty() {
-            return;
-        }
-        self.events.emit(Event::ToolOutputDelta {
-            call_id: self.call_id.clone(),
-            stream: match stream {
-                Stream::Stdout => OutputStream::Stdout,
-                Stream::Stderr => OutputStream::Stderr,
-            },
-            chunk: text,
-        });
-    }
-
-    /// Emits whatever incomplete bytes remain (lossily) once the command is over.
-    fn flush(&self) {
-        let rest = match self.carry.lock() {
-            Ok(mut c) => [std::mem::take(&mut c[0]), std::mem::take(&mut c[1])],
-            Err(_) => return,
-        };
-        self.emit(
-            Stream::Stdout,
-            String::from_utf8_lossy(&rest[0]).into_owned(),
-        );
-        self.emit(
-            Stream::Stderr,
-            String::from_utf8_lossy(&rest[1]).into_owned(),
-        );
-    }
-}
-
-/// Splits `bytes` into decoded text and an incomplete UTF-8 tail (at most 3 bytes) to carry.
-pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
-    let mut keep = 0;
-    for back in 1..=3.min(bytes.len()) {
-        let b = bytes[bytes.len() - back];
-        if (0x80..0xC0).contains(&b) {
-            continue;
-        }
-        let need = match b {
-            0xC2..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            0xF0..=0xF4 => 4,
-            _ => 0,
-        };
-        if need > back {
-            keep = back;
-        }
-        break;
-    }
-    let (text, rest) = bytes.split_at(bytes.len() - keep);
-    (String::from_utf8_lossy(text).into_owned(), rest.to_vec())
-}
-
-impl ExecSink for EventBridge {
-    fn output(&self, stream: Stream, chunk: &[u8]) {
-        let idx = usize::from(stream == Stream::Stderr);
-        let text = match self.carry.lock() {
-            Ok(mut carry) => {
-                let mut bytes = std::mem::take(&mut carry[idx]);
-                bytes.extend_from_slice(chunk);
-                let (text, rest) = decode_carrying(&bytes);
-                carry[idx] = rest;
-                text
-            }
-            Err(_) => String::from_utf8_lossy(chunk).into_owned(),
-        };
-        self.emit(stream, text);
-    }
-
-    fn heartbeat(&self) {
-        self.events.emit(Event::Heartbeat {
-            call_id: self.call_id.clone(),
-        });
-    }
 }
 
 // ------------------------------------------------------------------ execution
@@ -482,13 +386,16 @@ pub struct ExecuteHandler;
 impl ExecuteHandler {
     fn request(&self, ctx: &CallContext, args: &ExecArgs) -> Result<ExecRequest, ToolError> {
         let home = dirs::home_dir();
-        build_request(
+        let mut req = build_request(
             args,
             &ctx.services.settings.exec,
             &ctx.services.project_root,
             home.as_deref(),
             spool_path(&ctx.services.data_dir, &ctx.call_id),
-        )
+        )?;
+        // History, trust records, keys: never visible to a command.
+        req.hidden_paths = vec![ctx.services.data_dir.clone()];
+        Ok(req)
     }
 }
 
@@ -504,7 +411,11 @@ impl ToolHandler for ExecuteHandler {
         };
         Ok(Prepared {
             target: a.command.clone(),
-            scope: scope_lines(&req, &dropped, &confinement_support()),
+            scope: scope_lines(
+                &req,
+                &dropped,
+                &confinement_for(&req, confinement_support()),
+            ),
             consequence,
             diff: None,
             inside_project: false,
@@ -529,20 +440,8 @@ impl ToolHandler for ExecuteHandler {
         bridge.flush();
         let outcome = result?;
         let value = raw_value(&a, &req, &outcome);
-        if outcome.cancelled {
-            let partial = value["model"].as_str().unwrap_or_default().to_string();
-            return Err(ToolError::execution(
-                "cancelled",
-                format!(
-                    "the command was stopped after {} ms; its process tree was ended. Output so far:",
-                    outcome.duration.as_millis()
-                ),
-            )
-            .with_details(json!({
-                "partial_model": partial,
-                "client": client_projection(&value),
-                "spool": outcome.spool,
-            })));
+        if let Some(err) = ended_early(&req, &outcome, &value) {
+            return Err(err);
         }
         Ok(RawOutput {
             value,
@@ -567,6 +466,13 @@ impl ToolHandler for ExecuteHandler {
             .map(|m| trim_model(m, max_chars))
     }
 }
+
+mod live;
+mod scope;
+
+use live::EventBridge;
+pub use live::decode_carrying;
+pub use scope::{confinement_for, expected_confinement, scope_lines};
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,13 @@
 //! - file-level access to a few device files (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`,
 //!   `/dev/urandom`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`); pipes (`/dev/stdout`) are not path-confined;
 //! - network off (request `network_allowed = false`, ABI >= 4): TCP `connect` and `bind` are denied.
-//!   Landlock does not cover UDP or Unix sockets: this is a TCP switch, documented as such.
+//!   Landlock does not cover UDP or Unix sockets: on the Landlock-only path this is a TCP switch,
+//!   documented as such (the namespace path adds an empty network namespace);
+//! - ABI >= 6: signals and abstract Unix sockets are scoped to the sandbox (no `kill` of, or
+//!   `connect` to, anything outside it).
+//!
+//! The same rules are applied by the init program inside the namespaces (`init`), where the
+//! ruleset is built and enforced in one single-threaded process.
 //!
 //! Choice: the ruleset (with its path fds) is created here, in the parent; the child only does
 //! `prctl(NO_NEW_PRIVS)` + `landlock_restrict_self(fd)`, two async-signal-safe syscalls
@@ -26,10 +32,44 @@ pub(crate) struct Prepared {
     pub(crate) applied: Confinement,
 }
 
-/// What the running kernel supports (cached): `Landlock { abi, network: abi >= 4 }` or `Unavailable`.
-pub fn confinement_support() -> Confinement {
+/// What the running kernel supports for Landlock alone (cached): `Landlock { abi, network: abi >= 4 }`
+/// or `Unavailable`.
+pub fn landlock_support() -> Confinement {
     static SUPPORT: OnceLock<Confinement> = OnceLock::new();
     SUPPORT.get_or_init(detect).clone()
+}
+
+/// What a command gets on this host by default (cached probes): `Namespaces { .. }` when
+/// bubblewrap works (with the Landlock ABI the in-sandbox init applies, `None` when the init
+/// program cannot be found), else Landlock alone (saying why there are no namespaces), else
+/// `Unavailable`.
+pub fn confinement_support() -> Confinement {
+    let landlock = landlock_support();
+    match crate::bwrap::probe() {
+        Ok(_) => {
+            let abi = crate::init::locate(None).ok().and_then(|_| landlock_abi());
+            Confinement::Namespaces {
+                landlock_abi: abi.map(|(a, _)| a),
+                // Whether a run isolates the network depends on the request, not the host.
+                network_isolated: false,
+                scopes: abi.is_some_and(|(a, _)| a >= 6),
+            }
+        }
+        Err(reason) => match landlock {
+            Confinement::Landlock {
+                abi,
+                network,
+                scopes,
+                ..
+            } => Confinement::Landlock {
+                abi,
+                network,
+                scopes,
+                no_namespaces: Some(reason),
+            },
+            other => other,
+        },
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -57,6 +97,8 @@ fn detect() -> Confinement {
     Confinement::Landlock {
         abi,
         network: abi >= 4,
+        scopes: abi >= 6,
+        no_namespaces: None,
     }
 }
 
@@ -78,15 +120,20 @@ const DEVICES: [&str; 8] = [
     "/dev/pts",
 ];
 
-/// Builds the ruleset. `Err(reason)` when the kernel cannot confine or the ruleset fails.
+/// Builds the ruleset (not yet enforced). `Err(reason)` when the kernel cannot confine or the
+/// ruleset fails. `scopes`: also scope signals and abstract Unix sockets to the sandbox (ABI >= 6;
+/// ignored on older kernels). Returns the ruleset and what it applies.
 #[cfg(target_os = "linux")]
-pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
+pub(crate) fn build(
+    writable: &[PathBuf],
+    network_allowed: bool,
+) -> Result<(landlock::RulesetCreated, Confinement), String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
 
-    let Confinement::Landlock { abi, network } = confinement_support() else {
+    let Some((abi, network)) = landlock_abi() else {
         return Err(match confinement_support() {
             Confinement::Unavailable { reason } => reason,
             _ => "unavailable".into(),
@@ -101,6 +148,12 @@ pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Pre
     if deny_net {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(err)?;
+    }
+    let scopes = abi >= 6;
+    if scopes {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
             .map_err(err)?;
     }
     for root in writable.iter().filter(|p| !p.exists()) {
@@ -118,15 +171,32 @@ pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Pre
             AccessFs::from_file(fs_abi),
         ))
         .map_err(err)?;
-    let fd: Option<OwnedFd> = created.into();
-    let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
-    Ok(Prepared {
-        fd,
-        applied: Confinement::Landlock {
+    Ok((
+        created,
+        Confinement::Landlock {
             abi,
             network: deny_net,
+            scopes,
+            no_namespaces: None,
         },
-    })
+    ))
+}
+
+/// Builds the ruleset for the Landlock-only path, as an fd the forked child enforces.
+#[cfg(target_os = "linux")]
+pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
+    let (created, applied) = build(writable, network_allowed)?;
+    let fd: Option<OwnedFd> = created.into();
+    let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
+    Ok(Prepared { fd, applied })
+}
+
+/// `(abi, tcp rules available)` of the running kernel, or `None` without Landlock.
+pub(crate) fn landlock_abi() -> Option<(u8, bool)> {
+    match landlock_support() {
+        Confinement::Landlock { abi, network, .. } => Some((abi, network)),
+        _ => None,
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -142,9 +212,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn this_kernel_reports_landlock() {
         // The development and CI machines run a kernel with Landlock ABI 7.
-        let support = confinement_support();
+        let support = landlock_support();
         match support {
-            Confinement::Landlock { abi, network } => {
+            Confinement::Landlock { abi, network, .. } => {
                 assert!(abi >= 1);
                 assert_eq!(network, abi >= 4);
             }

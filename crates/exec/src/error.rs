@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorStage {
     /// The request itself is malformed.
     Parameters,
+    /// The request would reach beyond what was authorized (a writable root that moved).
+    Authorization,
     /// The host could not run it (spawn, confinement, I/O, deadline).
     Execution,
 }
@@ -31,6 +33,12 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    /// A writable root no longer resolves to the path that was authorized (swapped for a symlink).
+    #[error("writable root {} now resolves to {}; refusing to run", root.display(), now.display())]
+    RootChanged { root: PathBuf, now: PathBuf },
+    /// The namespace sandbox could not be set up (bubblewrap failed before the command started).
+    #[error("the sandbox could not be set up, nothing ran: {0}")]
+    SandboxSetup(String),
     /// Confinement was required but the kernel cannot apply it.
     #[error("confinement required but unavailable: {0}")]
     ConfinementUnavailable(String),
@@ -69,7 +77,9 @@ impl ExecError {
     pub fn stage(&self) -> ErrorStage {
         match self {
             ExecError::InvalidRequest(_) => ErrorStage::Parameters,
+            ExecError::RootChanged { .. } => ErrorStage::Authorization,
             ExecError::Cwd { .. }
+            | ExecError::SandboxSetup(_)
             | ExecError::ConfinementUnavailable(_)
             | ExecError::Confinement(_)
             | ExecError::Prepare { .. }
@@ -84,6 +94,8 @@ impl ExecError {
         match self {
             ExecError::InvalidRequest(_) => "exec.invalid_request",
             ExecError::Cwd { .. } => "exec.cwd",
+            ExecError::RootChanged { .. } => "exec.root_changed",
+            ExecError::SandboxSetup(_) => "exec.sandbox_setup",
             ExecError::ConfinementUnavailable(_) => "exec.confinement_unavailable",
             ExecError::Confinement(_) => "exec.confinement",
             ExecError::Prepare { .. } => "exec.prepare",

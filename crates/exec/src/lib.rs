@@ -2,7 +2,13 @@
 //!
 //! [`run`] starts `/bin/sh -c <command>` in the project root and returns an [`ExecOutcome`]:
 //!
-//! - **own session and process group** (`setsid`), stdin from `/dev/null`, output through pipes;
+//! - **namespaces** (see `bwrap`, `init`): where bubblewrap works, each command runs in its own
+//!   user, PID, IPC and mount namespaces (and an empty network namespace when the network is off),
+//!   with the system read-only, credentials and the data directory hidden, and an init program as
+//!   PID 1 that applies Landlock inside and ends every process of the namespace; elsewhere the
+//!   Landlock-only path below, reported as such;
+//! - **own session and process group** (`setsid`), stdin from `/dev/null`, output through pipes,
+//!   no inherited descriptor beyond stdin, stdout and stderr;
 //! - **parent death**: a tiny supervisor forked inside `pre_exec` (see `supervisor`) holds
 //!   `PR_SET_PDEATHSIG` and kills the whole group when the app dies, even by `kill -9`;
 //! - **environment policy** (see [`EnvPolicy`]): secret-looking names dropped and reported;
@@ -16,29 +22,37 @@
 //!
 //! [`with_hard_deadline`] is the caller-side deadline (sandbox timeout + 30 s).
 
+mod bwrap;
 mod capture;
 mod confine;
 mod deadline;
 mod env;
 mod error;
+pub mod hide;
+mod init;
+mod launch;
 mod outcome;
 mod process_group;
 mod projection;
 mod request;
+pub mod roots;
 mod runner;
 mod sink;
 mod supervisor;
+pub mod tmpdir;
 
-pub use confine::confinement_support;
+pub use confine::{confinement_support, landlock_support};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{EnvDecision, decide as env_decide, filter_env};
 pub use error::{ErrorStage, ExecError};
+pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE, DEFAULT_SPOOL_CAP,
-    DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_TIMEOUT, timeout_from_ms,
+    DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_TIMEOUT, NamespacePolicy,
+    timeout_from_ms,
 };
 pub use sink::{ExecSink, NullSink, Stream};
 

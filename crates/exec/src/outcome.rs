@@ -31,23 +31,74 @@ pub enum Confinement {
     Disabled,
     /// The kernel/platform cannot confine; `reason` says why.
     Unavailable { reason: String },
-    /// Landlock at this ABI. `network`: for support, TCP rules are available (ABI >= 4);
-    /// for a run, outbound TCP (connect and bind) was denied.
-    Landlock { abi: u8, network: bool },
+    /// Landlock alone at this ABI (the fallback when namespaces are unavailable or turned off).
+    /// `network`: for support, TCP rules are available (ABI >= 4); for a run, outbound TCP
+    /// (connect and bind) was denied. `scopes`: signals and abstract Unix sockets are scoped to the
+    /// sandbox (ABI >= 6). `no_namespaces`: why the namespace path was not used.
+    Landlock {
+        abi: u8,
+        network: bool,
+        #[serde(default)]
+        scopes: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_namespaces: Option<String>,
+    },
+    /// Own user, PID, IPC and mount namespaces through bubblewrap: read-only system, writes only
+    /// in the project and the writable roots, private `/tmp` and `/run`, credentials and the data
+    /// directory hidden. `landlock_abi`: the second layer applied inside by the init program
+    /// (`None`: the init program was not found, namespaces only). `network_isolated`: for a run,
+    /// the command had no network at all (an empty network namespace); for support, always
+    /// `false` (any run with the network off gets one).
+    /// `scopes`: Landlock scopes signals and abstract Unix sockets (ABI >= 6).
+    Namespaces {
+        landlock_abi: Option<u8>,
+        network_isolated: bool,
+        scopes: bool,
+    },
 }
 
 impl Confinement {
-    /// Short label for display: `landlock-v7`, `landlock-v7+net`, `none`, `disabled`.
+    /// Short label for display: `namespaces+landlock-v7`, `namespaces+landlock-v7+nonet`,
+    /// `namespaces (no landlock)`, `landlock-v7`, `landlock-v7+net`,
+    /// `landlock-v7 (no namespaces)`, `none`, `disabled`.
     pub fn label(&self) -> String {
         match self {
             Confinement::Disabled => "disabled".into(),
             Confinement::Unavailable { .. } => "none".into(),
             Confinement::Landlock {
                 abi,
-                network: false,
-            } => format!("landlock-v{abi}"),
-            Confinement::Landlock { abi, network: true } => format!("landlock-v{abi}+net"),
+                network,
+                no_namespaces,
+                ..
+            } => {
+                let net = if *network { "+net" } else { "" };
+                let ns = if no_namespaces.is_some() {
+                    " (no namespaces)"
+                } else {
+                    ""
+                };
+                format!("landlock-v{abi}{net}{ns}")
+            }
+            Confinement::Namespaces {
+                landlock_abi,
+                network_isolated,
+                ..
+            } => {
+                let net = if *network_isolated { "+nonet" } else { "" };
+                match landlock_abi {
+                    Some(abi) => format!("namespaces+landlock-v{abi}{net}"),
+                    None => format!("namespaces{net} (no landlock)"),
+                }
+            }
         }
+    }
+
+    /// Whether the kernel confines the command at all (namespaces or Landlock).
+    pub fn is_confined(&self) -> bool {
+        matches!(
+            self,
+            Confinement::Landlock { .. } | Confinement::Namespaces { .. }
+        )
     }
 }
 
@@ -83,7 +134,8 @@ pub struct ExecOutcome {
     pub timed_out: bool,
     /// The cancellation token fired.
     pub cancelled: bool,
-    /// Processes of the group were still running after the shell ended and were killed.
+    /// Processes were still running after the shell ended and were killed (true only when
+    /// something was actually killed).
     pub killed_leftovers: bool,
     pub head: Vec<u8>,
     pub tail: Vec<u8>,
@@ -94,7 +146,9 @@ pub struct ExecOutcome {
     pub confinement: Confinement,
     /// Names of environment variables withheld from the child (sorted).
     pub env_dropped: Vec<String>,
-    /// The process group id the command ran in (its session leader's pid).
+    /// The process group the app signals, in the app's pid numbering: the shell's group on the
+    /// Landlock path, bubblewrap's own group on the namespace path (whose whole tree is gone when
+    /// `run` returns).
     pub pgid: i32,
 }
 

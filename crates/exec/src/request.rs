@@ -35,6 +35,19 @@ pub enum ConfinePolicy {
     Required,
 }
 
+/// Whether the command runs in its own namespaces (bubblewrap) when the host allows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NamespacePolicy {
+    /// Use namespaces when `bwrap` works on this host (probed once); otherwise the Landlock-only
+    /// path, reported as such in the outcome's `confinement`.
+    #[default]
+    Auto,
+    /// Never use namespaces: the Landlock-only path (reported with this reason). For tests and for
+    /// hosts where the person turned namespaces off.
+    Off,
+}
+
 /// Which environment variables reach the child.
 ///
 /// Precedence, first match wins (see `env::decide`):
@@ -90,6 +103,23 @@ pub struct ExecRequest {
     pub head_bytes: usize,
     /// Bytes of combined output kept from the end.
     pub tail_bytes: usize,
+    /// Namespace confinement (the bubblewrap path) or the Landlock-only fallback.
+    #[serde(default)]
+    pub namespaces: NamespacePolicy,
+    /// The person's home directory: its well-known credential locations (`~/.ssh`, `~/.aws`...,
+    /// see `hide::credential_locations`) are hidden from the command on the namespace path.
+    #[serde(default)]
+    pub home: Option<PathBuf>,
+    /// Further paths the command may neither read nor write (the app's data directory).
+    #[serde(default)]
+    pub hidden_paths: Vec<PathBuf>,
+    /// Credential locations the person chose to expose (`exec.expose_credentials`), absolute.
+    #[serde(default)]
+    pub exposed_credentials: Vec<PathBuf>,
+    /// The in-sandbox init program (`aibuddy-exec-init` or a binary dispatching to
+    /// [`crate::init_main`]); `None` = located next to the current executable.
+    #[serde(default)]
+    pub init_program: Option<PathBuf>,
 }
 
 impl ExecRequest {
@@ -110,6 +140,11 @@ impl ExecRequest {
             spool_cap: DEFAULT_SPOOL_CAP,
             head_bytes: DEFAULT_HEAD_BYTES,
             tail_bytes: DEFAULT_TAIL_BYTES,
+            namespaces: NamespacePolicy::Auto,
+            home: None,
+            hidden_paths: Vec::new(),
+            exposed_credentials: Vec::new(),
+            init_program: None,
         }
     }
 
@@ -139,6 +174,18 @@ impl ExecRequest {
             return Err(ExecError::InvalidRequest(format!(
                 "cwd must be absolute: {}",
                 self.cwd.display()
+            )));
+        }
+        if let Some(p) = self
+            .hidden_paths
+            .iter()
+            .chain(&self.exposed_credentials)
+            .chain(&self.home)
+            .find(|p| !p.is_absolute())
+        {
+            return Err(ExecError::InvalidRequest(format!(
+                "hidden, exposed and home paths must be absolute: {}",
+                p.display()
             )));
         }
         if let Some(root) = self.writable_roots.iter().find(|r| !r.is_absolute()) {

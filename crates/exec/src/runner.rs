@@ -1,9 +1,9 @@
 //! [`run`]: spawn, supervise, capture and end a command (the I/O half; decisions live elsewhere).
 
-use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::Stdio;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -14,11 +14,12 @@ use crate::capture::{Capture, HeadTail, Spool};
 use crate::confine;
 use crate::env::filter_env;
 use crate::error::ExecError;
+use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, signal_group, wait_group_gone};
-use crate::request::{ConfinePolicy, ExecRequest};
+use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
 use crate::sink::{ExecSink, Stream};
-use crate::supervisor::{self, Plan};
+use crate::{bwrap, init, roots, tmpdir};
 
 /// Read size per pipe read.
 const READ_CHUNK: usize = 64 * 1024;
@@ -47,33 +48,8 @@ pub(crate) async fn run(
         }
     }
 
+    let writable_roots = roots::verify(&req.writable_roots)?;
     let (kept_env, env_dropped) = filter_env(std::env::vars_os(), &req.env);
-    let tmp = tempfile::Builder::new()
-        .prefix("aibuddy-exec-")
-        .tempdir()
-        .map_err(|source| ExecError::Prepare {
-            what: "the private temp dir",
-            source,
-        })?;
-
-    let mut writable = vec![req.cwd.clone(), tmp.path().to_path_buf()];
-    writable.extend(req.writable_roots.iter().cloned());
-    let (prepared, confinement) = match req.confine {
-        ConfinePolicy::Off => (None, Confinement::Disabled),
-        policy => match confine::prepare(&writable, req.network_allowed) {
-            Ok(p) => {
-                let applied = p.applied.clone();
-                (Some(p), applied)
-            }
-            Err(reason) if policy == ConfinePolicy::Required => {
-                return Err(ExecError::ConfinementUnavailable(reason));
-            }
-            Err(reason) => {
-                tracing::warn!(%reason, "running without confinement");
-                (None, Confinement::Unavailable { reason })
-            }
-        },
-    };
 
     let spool = match &req.spool_path {
         Some(path) => Some(
@@ -85,49 +61,69 @@ pub(crate) async fn run(
         None => None,
     };
 
-    let (report_read, report_write) = report_pipe().map_err(|source| ExecError::Prepare {
-        what: "the supervisor pipe",
-        source,
-    })?;
-
-    let plan = Plan {
-        app_pid: std::process::id() as libc::pid_t,
-        landlock_fd: prepared.as_ref().map(|p| p.fd.as_raw_fd()),
-        report_fd: report_write.as_raw_fd(),
-    };
-    let mut cmd = tokio::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(&req.command)
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(kept_env)
-        .env("TMPDIR", tmp.path())
-        .envs(req.env.set.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // SAFETY: the closure only performs async-signal-safe system calls (see `supervisor`).
-    unsafe {
-        cmd.pre_exec(move || supervisor::pre_exec(plan));
-    }
-
     let started = Instant::now();
-    let spawned = cmd.spawn();
-    drop(report_write);
-    drop(prepared);
-    let mut child = spawned.map_err(ExecError::Spawn)?;
-    let mut report = std::fs::File::from(report_read);
-    let mut pid_bytes = [0u8; 4];
-    // The supervisor writes the command's pid right after its fork, before spawn() returns.
-    if let Err(e) = report.read_exact(&mut pid_bytes) {
-        let _ = child.start_kill();
-        return Err(ExecError::Spawn(e));
-    }
-    let pgid = i32::from_ne_bytes(pid_bytes);
+    let path = choose_path(&req);
+    // The host temp dir exists only on the Landlock path; in the namespaces TMPDIR is a private
+    // tmpfs that vanishes with them.
+    let mut host_tmp = None;
+    let (launched, mut confinement) = match path {
+        LaunchPath::Namespaces { bwrap, init } => {
+            let wiring = Wiring {
+                env: kept_env,
+                tmpdir: sandbox_tmpdir(),
+            };
+            if let Err(reason) = &init {
+                tracing::warn!(%reason, "no init program: namespaces without the inner Landlock layer");
+            }
+            let launched =
+                spawn_bwrap(&req, &wiring, &bwrap, &writable_roots, init.as_deref().ok())?;
+            (launched, None)
+        }
+        LaunchPath::Landlock { no_namespaces } => {
+            let tmp = tmpdir::create().map_err(|source| ExecError::Prepare {
+                what: "the private temp dir",
+                source,
+            })?;
+            let mut writable = vec![req.cwd.clone(), tmp.path().to_path_buf()];
+            writable.extend(writable_roots.iter().cloned());
+            let (prepared, confinement) = match req.confine {
+                ConfinePolicy::Off => (None, Confinement::Disabled),
+                policy => match confine::prepare(&writable, req.network_allowed) {
+                    Ok(mut p) => {
+                        if let Confinement::Landlock {
+                            no_namespaces: n, ..
+                        } = &mut p.applied
+                        {
+                            *n = no_namespaces;
+                        }
+                        let applied = p.applied.clone();
+                        (Some(p), applied)
+                    }
+                    Err(reason) if policy == ConfinePolicy::Required => {
+                        return Err(ExecError::ConfinementUnavailable(reason));
+                    }
+                    Err(reason) => {
+                        tracing::warn!(%reason, "running without confinement");
+                        (None, Confinement::Unavailable { reason })
+                    }
+                },
+            };
+            let wiring = Wiring {
+                env: kept_env,
+                tmpdir: tmp.path().to_path_buf(),
+            };
+            host_tmp = Some(tmp);
+            (spawn_landlock(&req, &wiring, prepared)?, Some(confinement))
+        }
+    };
+    let Launched {
+        mut child,
+        mut control,
+        report,
+        pgid,
+    } = launched;
     let mut guard = GroupGuard { pgid, armed: true };
     tracing::debug!(pgid, command = %req.command, "command started");
-
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut capture = Capture {
@@ -167,7 +163,9 @@ pub(crate) async fn run(
             _ = &mut cancelled_fut, if running && !cancelled => {
                 cancelled = true;
                 killed = true;
-                signal_group(pgid, libc::SIGKILL);
+                control.kill();
+                phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
+                phase_armed = true;
                 tracing::debug!(pgid, "cancelled: group killed");
             }
             r = read_some(&mut stdout, &mut out_buf) => {
@@ -184,7 +182,7 @@ pub(crate) async fn run(
             }
             _ = &mut timeout_sleep, if running && !timed_out && !cancelled => {
                 timed_out = true;
-                signal_group(pgid, libc::SIGTERM);
+                control.terminate();
                 phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
                 phase_armed = true;
                 tracing::debug!(pgid, "timeout: SIGTERM sent to the group");
@@ -194,8 +192,16 @@ pub(crate) async fn run(
                 if running {
                     if !killed {
                         killed = true;
-                        signal_group(pgid, libc::SIGKILL);
+                        control.kill();
+                        phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);
+                        phase_armed = true;
                         tracing::debug!(pgid, "grace over: SIGKILL sent to the group");
+                    } else {
+                        // Still running a grace after the kill (an init that no longer answers):
+                        // SIGKILL the launcher's group; on the namespace path the kernel then
+                        // tears the whole PID namespace down.
+                        signal_group(pgid, libc::SIGKILL);
+                        tracing::warn!(pgid, "kill not honoured: launcher group SIGKILLed");
                     }
                 } else {
                     // A daemon that left the group still holds a pipe: stop reading.
@@ -209,8 +215,24 @@ pub(crate) async fn run(
     }
 
     let status = status.unwrap_or_default();
-    let mut flag = [0u8; 1];
-    let killed_leftovers = matches!(report.read(&mut flag), Ok(1)) && flag[0] == 1;
+    drop(control);
+    let end = report.finish();
+    if !end.sandbox_started {
+        // bubblewrap failed before the init ran: nothing of the command ran. Its message is
+        // on stderr (bounded: the tail ring).
+        let (head, tail, _) = capture.headtail.finish();
+        let mut all = head;
+        all.extend_from_slice(&tail);
+        let text = String::from_utf8_lossy(&all);
+        let detail: String = text.trim().chars().take(500).collect();
+        guard.armed = false;
+        return Err(ExecError::SandboxSetup(detail));
+    }
+    let killed_leftovers = end.killed_leftovers;
+    let confinement = match confinement.take() {
+        Some(c) => c,
+        None => namespaces_applied(&req, &end),
+    };
     // The supervisor reaps the whole tree before exiting; this is a safety net.
     if group_alive(pgid) {
         signal_group(pgid, libc::SIGKILL);
@@ -221,10 +243,15 @@ pub(crate) async fn run(
     guard.armed = false;
     let duration = started.elapsed();
 
-    let termination = termination_of(status);
+    let termination = match end.wait_status {
+        Some(st) => termination_of(std::process::ExitStatus::from_raw(st)),
+        None => termination_of(status),
+    };
     let (head, tail, omitted_middle_bytes) = capture.headtail.finish();
     let spool = capture.spool.map(Spool::finish);
-    if let Err(e) = tmp.close() {
+    if let Some(tmp) = host_tmp
+        && let Err(e) = tmp.close()
+    {
         tracing::warn!(error = %e, "could not remove the private temp dir");
     }
     Ok(ExecOutcome {
@@ -243,6 +270,50 @@ pub(crate) async fn run(
         env_dropped,
         pgid,
     })
+}
+
+/// Which launch path a request takes on this host.
+enum LaunchPath {
+    /// bubblewrap, with the init program or why it is missing.
+    Namespaces {
+        bwrap: PathBuf,
+        init: Result<PathBuf, String>,
+    },
+    /// Landlock only, with why there are no namespaces (`None` when confinement is off).
+    Landlock { no_namespaces: Option<String> },
+}
+
+fn choose_path(req: &ExecRequest) -> LaunchPath {
+    if req.confine == ConfinePolicy::Off {
+        return LaunchPath::Landlock {
+            no_namespaces: None,
+        };
+    }
+    if req.namespaces == NamespacePolicy::Off {
+        return LaunchPath::Landlock {
+            no_namespaces: Some("namespaces turned off for this request".into()),
+        };
+    }
+    match bwrap::probe() {
+        Ok(bwrap) => LaunchPath::Namespaces {
+            bwrap,
+            init: init::locate(req.init_program.as_deref()),
+        },
+        Err(reason) => LaunchPath::Landlock {
+            no_namespaces: Some(reason),
+        },
+    }
+}
+
+/// A fresh `TMPDIR` path inside the sandbox's private `/tmp`.
+fn sandbox_tmpdir() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    PathBuf::from(format!(
+        "/tmp/{}{}-{}",
+        tmpdir::TMP_PREFIX,
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 fn termination_of(status: std::process::ExitStatus) -> Termination {
@@ -285,16 +356,4 @@ fn deliver<R>(
             *pipe = None;
         }
     }
-}
-
-/// A CLOEXEC pipe: (read end, write end).
-fn report_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 fills two fresh descriptors that we immediately own.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

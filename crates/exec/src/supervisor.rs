@@ -34,6 +34,64 @@ pub(crate) struct Plan {
     pub(crate) landlock_fd: Option<RawFd>,
     /// Write end of the report pipe: C's pid (4 bytes), later one byte "leftovers were killed".
     pub(crate) report_fd: RawFd,
+    /// The app's initial environment block `[start, end)` (what `/proc/<pid>/environ` shows):
+    /// S overwrites its copy, so the command cannot read the app's secrets through `/proc/$PPID`.
+    pub(crate) env_block: Option<(usize, usize)>,
+}
+
+/// The current process's environment block as `/proc/self/stat` gives it (fields 50 and 51).
+pub(crate) fn env_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let start: usize = fields.get(50 - 3)?.parse().ok()?;
+    let end: usize = fields.get(51 - 3)?.parse().ok()?;
+    (start > 0 && end > start && end - start < (64 << 20)).then_some((start, end))
+}
+
+/// `close_range` flag: mark close-on-exec instead of closing.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+/// Marks every descriptor above stderr close-on-exec (nothing inherited reaches the command),
+/// then clears the flag on `keep` (negative entries ignored). Async-signal-safe.
+///
+/// # Safety
+/// Only between fork and exec.
+pub(crate) unsafe fn cloexec_all_but(keep: [RawFd; 2]) {
+    unsafe {
+        let r = libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        );
+        if r == -1 {
+            for fd in 3..4096 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        for fd in keep {
+            if fd >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+        }
+    }
+}
+
+/// `pre_exec` of the namespace path: own session (so the app's drop guard can kill bubblewrap's
+/// group) and no inherited descriptor but `keep` (the init's pipes).
+///
+/// # Safety
+/// Only from a `pre_exec` closure.
+pub(crate) unsafe fn isolate_for_exec(keep: [RawFd; 2]) -> io::Result<()> {
+    unsafe {
+        if libc::setsid() == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        cloexec_all_but(keep);
+    }
+    Ok(())
 }
 
 const SUPERVISED: [libc::c_int; 7] = [
@@ -82,7 +140,15 @@ pub(crate) unsafe fn pre_exec(plan: Plan) -> io::Result<()> {
             libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            cloexec_all_but([-1, -1]);
             return Ok(());
+        }
+        if let Some((start, end)) = plan.env_block {
+            // S's copy of the app's environment strings: zero it (never read again here).
+            let p = start as *mut u8;
+            for i in 0..(end - start) {
+                std::ptr::write_volatile(p.add(i), 0);
+            }
         }
         supervise(pid, plan, &set)
     }
@@ -114,13 +180,12 @@ unsafe fn supervise(child: libc::pid_t, plan: Plan, set: &libc::sigset_t) -> ! {
             }
         }
         // C ended: reap descendants that already exited (so zombies do not count as leftovers),
-        // then kill what is left of its group (background jobs) and reap every descendant.
+        // then kill what is left of its group (background jobs) and every process reparented to
+        // S (as a subreaper, S inherits `setsid` daemons and double-forked children once their
+        // parents are gone), until S has no child left.
         let mut st = 0;
         while libc::waitpid(-1, &mut st, libc::WNOHANG) > 0 {}
-        let leftovers = libc::kill(-child, libc::SIGKILL) == 0;
-        let flag = [u8::from(leftovers)];
-        libc::write(plan.report_fd, flag.as_ptr().cast(), 1);
-        libc::close(plan.report_fd);
+        let mut leftovers = libc::kill(-child, libc::SIGKILL) == 0;
         let mut waited_ms = 0;
         loop {
             let mut st = 0;
@@ -129,12 +194,59 @@ unsafe fn supervise(child: libc::pid_t, plan: Plan, set: &libc::sigset_t) -> ! {
                 continue;
             }
             if r == -1 || waited_ms >= 2_000 {
-                break; // ECHILD: every descendant reaped (or a daemon outside the group persists).
+                break; // ECHILD: every descendant reaped (or one in D state persists).
             }
-            wait_signal(set, 50);
-            waited_ms += 50;
+            if kill_children() {
+                leftovers = true;
+            }
+            wait_signal(set, 20);
+            waited_ms += 20;
         }
+        let flag = [u8::from(leftovers)];
+        libc::write(plan.report_fd, flag.as_ptr().cast(), 1);
+        libc::close(plan.report_fd);
         mirror_exit(main_status.unwrap_or(0))
+    }
+}
+
+/// SIGKILLs every child of this (single-threaded) process, read from
+/// `/proc/thread-self/children` into a stack buffer; returns whether any was signalled.
+/// Async-signal-safe: open, read, kill, close only.
+unsafe fn kill_children() -> bool {
+    unsafe {
+        let fd = libc::open(
+            c"/proc/thread-self/children".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return false;
+        }
+        let mut buf = [0u8; 4096];
+        let mut any = false;
+        let mut pid: libc::pid_t = 0;
+        loop {
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            for &b in &buf[..n as usize] {
+                if b.is_ascii_digit() {
+                    pid = pid
+                        .saturating_mul(10)
+                        .saturating_add(libc::pid_t::from(b - b'0'));
+                } else {
+                    if pid > 1 && libc::kill(pid, libc::SIGKILL) == 0 {
+                        any = true;
+                    }
+                    pid = 0;
+                }
+            }
+        }
+        if pid > 1 && libc::kill(pid, libc::SIGKILL) == 0 {
+            any = true;
+        }
+        libc::close(fd);
+        any
     }
 }
 

@@ -1,5 +1,6 @@
 //! Real processes through `aibuddy_exec::run`: exits, streams, env, confinement, timeouts,
-//! cancellation, heartbeats, bounded output, parent death. Every test checks the group is gone.
+//! cancellation, heartbeats, bounded output (parent death: `boundary.rs`). Every test checks the
+//! group is gone.
 
 mod support;
 
@@ -8,15 +9,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aibuddy_exec::{
-    ConfinePolicy, Confinement, ErrorStage, ExecError, ExecRequest, ExecSink, NullSink, Stream,
-    Termination, project_for_model, run, with_hard_deadline,
+    ConfinePolicy, Confinement, ErrorStage, ExecError, ExecRequest, ExecSink, NamespacePolicy,
+    NullSink, Stream, Termination, project_for_model, run, with_hard_deadline,
 };
-use support::{Recorder, assert_group_gone, wait_group_gone};
+use support::{Recorder, assert_group_gone};
 use tokio_util::sync::CancellationToken;
 
 fn req(cmd: &str, dir: &std::path::Path) -> ExecRequest {
     ExecRequest::new(cmd, dir)
 }
+
+/// Both launch paths: namespaces (bubblewrap, available on the development and CI machines) and
+/// the Landlock-only fallback.
+const PATHS: [NamespacePolicy; 2] = [NamespacePolicy::Auto, NamespacePolicy::Off];
 
 async fn run_ok(r: ExecRequest) -> aibuddy_exec::ExecOutcome {
     run(r, CancellationToken::new(), Arc::new(NullSink))
@@ -79,36 +84,42 @@ async fn streams_arrive_complete_and_in_order() {
 
 #[tokio::test]
 async fn own_session_and_group_cwd_and_closed_stdin() {
-    let dir = tempfile::tempdir().unwrap();
-    let rec = Recorder::new();
-    let out = run(
-        req(
-            "cut -d' ' -f5,6 /proc/$$/stat; pwd; cat; read x; echo read=$?",
+    for path in PATHS {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = Recorder::new();
+        let mut r = req(
+            "echo $$ $(cut -d' ' -f5,6 /proc/$$/stat); pwd; cat; read x; echo read=$?",
             dir.path(),
-        ),
-        CancellationToken::new(),
-        rec.clone(),
-    )
-    .await
-    .unwrap();
-    let text = String::from_utf8(rec.stream(Stream::Stdout)).unwrap();
-    let mut lines = text.lines();
-    let ids: Vec<i32> = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .map(|v| v.parse().unwrap())
-        .collect();
-    assert_eq!(ids[0], out.pgid, "the shell leads its own group");
-    // SAFETY: getsid(0) only reads our own session id.
-    let our_session = unsafe { libc::getsid(0) };
-    assert_ne!(ids[1], our_session, "the command runs in another session");
-    assert_eq!(
-        lines.next().unwrap(),
-        dir.path().canonicalize().unwrap().to_str().unwrap()
-    );
-    assert_eq!(lines.next().unwrap(), "read=1", "stdin is at EOF");
-    assert_group_gone(out.pgid);
+        );
+        r.namespaces = path;
+        let out = run(r, CancellationToken::new(), rec.clone()).await.unwrap();
+        let text = String::from_utf8(rec.stream(Stream::Stdout)).unwrap();
+        let mut lines = text.lines();
+        let ids: Vec<i32> = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(ids[1], ids[0], "{path:?}: the shell leads its own group");
+        if path == NamespacePolicy::Off {
+            assert_eq!(ids[1], out.pgid, "the app signals the shell's group");
+            // SAFETY: getsid(0) only reads our own session id.
+            let our_session = unsafe { libc::getsid(0) };
+            assert_ne!(ids[2], our_session, "the command runs in another session");
+        } else {
+            assert_eq!(
+                ids[2], ids[0],
+                "the shell leads its own session in the namespace"
+            );
+        }
+        assert_eq!(
+            lines.next().unwrap(),
+            dir.path().canonicalize().unwrap().to_str().unwrap()
+        );
+        assert_eq!(lines.next().unwrap(), "read=1", "stdin is at EOF");
+        assert_group_gone(out.pgid);
+    }
 }
 
 #[tokio::test]
@@ -154,8 +165,15 @@ async fn env_policy_drops_secrets_and_reports_them_and_tmpdir_is_private() {
 
 #[tokio::test]
 async fn landlock_confines_writes_to_the_project_and_writable_roots() {
+    for path in PATHS {
+        confines_writes(path).await;
+    }
+}
+
+async fn confines_writes(path: NamespacePolicy) {
     let project = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
+    // Outside /tmp, which the namespace path replaces by a private tmpfs (so it would be invisible).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let extra = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim.txt");
     std::fs::write(&victim, "original").unwrap();
@@ -176,8 +194,9 @@ async fn landlock_confines_writes_to_the_project_and_writable_roots() {
         x = extra.path().display()
     );
     let mut r = req(&cmd, project.path());
-    r.writable_roots = vec![extra.path().to_path_buf()];
+    r.writable_roots = vec![extra.path().canonicalize().unwrap()];
     r.confine = ConfinePolicy::Required;
+    r.namespaces = path;
     let rec = Recorder::new();
     let out = run(r, CancellationToken::new(), rec.clone()).await.unwrap();
     let text = String::from_utf8(rec.stream(Stream::Stdout)).unwrap();
@@ -197,10 +216,33 @@ async fn landlock_confines_writes_to_the_project_and_writable_roots() {
     ] {
         assert!(text.contains(want), "missing {want} in:\n{text}");
     }
-    assert!(matches!(
-        out.confinement,
-        Confinement::Landlock { network: false, .. }
-    ));
+    match path {
+        NamespacePolicy::Off => assert!(
+            matches!(
+                &out.confinement,
+                Confinement::Landlock {
+                    network: false,
+                    scopes: true,
+                    no_namespaces: Some(_),
+                    ..
+                }
+            ),
+            "{:?}",
+            out.confinement
+        ),
+        NamespacePolicy::Auto => assert!(
+            matches!(
+                out.confinement,
+                Confinement::Namespaces {
+                    landlock_abi: Some(_),
+                    network_isolated: false,
+                    scopes: true
+                }
+            ),
+            "{:?}",
+            out.confinement
+        ),
+    }
     // Nothing outside changed.
     let names: Vec<_> = std::fs::read_dir(outside.path())
         .unwrap()
@@ -232,36 +274,43 @@ async fn confinement_off_can_write_outside() {
 
 #[tokio::test]
 async fn network_off_denies_tcp_connect() {
-    if !std::path::Path::new("/bin/bash").exists() {
-        return; // bash's /dev/tcp is the client used here
-    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let project = tempfile::tempdir().unwrap();
     let cmd =
         format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected || echo refused");
-    let rec_on = Recorder::new();
-    let on = run(
-        req(&cmd, project.path()),
-        CancellationToken::new(),
-        rec_on.clone(),
-    )
-    .await
-    .unwrap();
-    assert!(String::from_utf8_lossy(&rec_on.stream(Stream::Stdout)).contains("connected"));
-    let mut r = req(&cmd, project.path());
-    r.network_allowed = false;
-    let rec_off = Recorder::new();
-    let off = run(r, CancellationToken::new(), rec_off.clone())
-        .await
-        .unwrap();
-    assert!(String::from_utf8_lossy(&rec_off.stream(Stream::Stdout)).contains("refused"));
-    assert!(matches!(
-        off.confinement,
-        Confinement::Landlock { network: true, .. }
-    ));
-    assert_group_gone(on.pgid);
-    assert_group_gone(off.pgid);
+    for path in PATHS {
+        let rec_on = Recorder::new();
+        let mut r = req(&cmd, project.path());
+        r.namespaces = path;
+        let on = run(r, CancellationToken::new(), rec_on.clone())
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&rec_on.stream(Stream::Stdout)).contains("connected"));
+        let mut r = req(&cmd, project.path());
+        r.network_allowed = false;
+        r.namespaces = path;
+        let rec_off = Recorder::new();
+        let off = run(r, CancellationToken::new(), rec_off.clone())
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&rec_off.stream(Stream::Stdout)).contains("refused"));
+        match path {
+            NamespacePolicy::Off => assert!(matches!(
+                off.confinement,
+                Confinement::Landlock { network: true, .. }
+            )),
+            NamespacePolicy::Auto => assert!(matches!(
+                off.confinement,
+                Confinement::Namespaces {
+                    network_isolated: true,
+                    ..
+                }
+            )),
+        }
+        assert_group_gone(on.pgid);
+        assert_group_gone(off.pgid);
+    }
 }
 
 #[tokio::test]
@@ -460,27 +509,47 @@ async fn leftover_background_jobs_are_killed_when_the_shell_ends() {
 
 #[tokio::test]
 async fn dropping_the_run_at_the_hard_deadline_kills_the_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut r = req("echo $$ > pgid; sleep 1000", dir.path());
-    r.timeout = Duration::from_secs(60);
-    let err = with_hard_deadline(
-        run(r, CancellationToken::new(), Arc::new(NullSink)),
-        Duration::from_millis(300),
-        Duration::from_millis(100),
-    )
-    .await
-    .unwrap_err();
-    assert!(matches!(err, ExecError::HardDeadline { .. }));
-    assert_eq!(err.stage(), ErrorStage::Execution);
-    let pgid: i32 = std::fs::read_to_string(dir.path().join("pgid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(
-        wait_group_gone(pgid, Duration::from_secs(3)),
-        "group {pgid} survived the drop"
-    );
+    for (path, tag) in [
+        (NamespacePolicy::Auto, "1051"),
+        (NamespacePolicy::Off, "1052"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = req(&format!("sleep {tag} & sleep {tag}"), dir.path());
+        r.timeout = Duration::from_secs(60);
+        r.namespaces = path;
+        let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(3) {
+                    if support::processes_with_args(&["sleep", tag]).len() == 2 {
+                        seen.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        let err = with_hard_deadline(
+            run(r, CancellationToken::new(), Arc::new(NullSink)),
+            Duration::from_millis(1500),
+            Duration::from_millis(100),
+        )
+        .await
+        .unwrap_err();
+        watcher.join().unwrap();
+        assert!(
+            seen.load(Ordering::SeqCst),
+            "{path:?}: the sleeps never ran"
+        );
+        assert!(matches!(err, ExecError::HardDeadline { .. }));
+        assert_eq!(err.stage(), ErrorStage::Execution);
+        assert!(
+            support::wait_no_process_with_args(&["sleep", tag], Duration::from_secs(5)),
+            "{path:?}: `sleep {tag}` survived the drop"
+        );
+    }
 }
 
 #[tokio::test]
@@ -504,31 +573,6 @@ async fn bad_requests_fail_with_their_stage() {
     .unwrap_err();
     assert!(matches!(err, ExecError::Cwd { .. }));
     assert_eq!(err.stage(), ErrorStage::Execution);
-}
-
-#[test]
-fn commands_die_with_their_app_even_on_kill_9() {
-    use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"))
-        .arg(dir.path())
-        .arg("echo $$; sleep 1000 & (sleep 1000 &); sleep 1000")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(helper.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let pgid: i32 = line.trim().parse().unwrap();
-    assert!(aibuddy_exec::group_alive(pgid));
-    helper.kill().unwrap(); // SIGKILL: no destructor, no cleanup code runs in the helper
-    helper.wait().unwrap();
-    assert!(
-        wait_group_gone(pgid, Duration::from_secs(5)),
-        "group {pgid} outlived its app"
-    );
 }
 
 #[tokio::test]

@@ -90,3 +90,48 @@ pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     }
     true
 }
+
+/// Host pids of live processes whose argv is exactly `args` (zombies excluded).
+pub fn processes_with_args(args: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let argv: Vec<&[u8]> = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let matches = argv.len() == args.len()
+            && argv
+                .iter()
+                .zip(args)
+                .all(|(a, want)| a.ends_with(want.as_bytes()));
+        if matches {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits until no process has argv `args`; `false` if some remain after `limit`.
+pub fn wait_no_process_with_args(args: &[&str], limit: Duration) -> bool {
+    let start = Instant::now();
+    while !processes_with_args(args).is_empty() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}

@@ -16,6 +16,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::events::CollectingSink;
+use crate::events::{Event, OutputStream};
 use crate::services::{Services, open_sandbox};
 use crate::settings::Settings;
 
@@ -93,36 +94,21 @@ fn request_from_settings_and_arguments() {
 }
 
 #[test]
-fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {
-    let mut req = ExecRequest::new("make", "/proj");
-    req.writable_roots = vec!["/home/u/.cargo".into()];
-    req.network_allowed = false;
-    let scope = scope_lines(
-        &req,
-        &["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
-        &Confinement::Landlock {
-            abi: 7,
-            network: true,
-        },
-    );
-    assert_eq!(
-        scope,
-        vec![
-            "cwd: /proj".to_string(),
-            "confinement: Landlock ABI 7; writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied)".to_string(),
-            "timeout: 120000 ms".to_string(),
-            "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
-        ]
-    );
-    let none = scope_lines(
-        &req,
-        &[],
-        &Confinement::Unavailable {
-            reason: "no Landlock".into(),
-        },
-    );
-    assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
-    assert_eq!(none[3], "environment withheld: none");
+fn credentials_exposed_by_settings_are_resolved_and_home_is_passed() {
+    let settings = ExecSettings {
+        expose_credentials: vec!["~/.aws".into()],
+        ..ExecSettings::default()
+    };
+    let req = build_request(
+        &args("ls"),
+        &settings,
+        Path::new("/proj"),
+        Some(Path::new("/home/u")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(req.home.as_deref(), Some(Path::new("/home/u")));
+    assert_eq!(req.exposed_credentials, vec![PathBuf::from("/home/u/.aws")]);
 }
 
 #[test]
@@ -518,12 +504,58 @@ async fn a_command_cannot_write_outside_the_project() {
     assert!(f.services.project_root.join("inside.txt").exists());
     let client = ExecuteHandler.client(&a, &raw);
     assert_eq!(client["confined"], json!(true));
-    assert!(
-        client["confinement"]
-            .as_str()
-            .unwrap()
-            .starts_with("landlock-v")
+    let label = client["confinement"].as_str().unwrap();
+    assert!(label.starts_with("namespaces+landlock-v"), "{label}");
+}
+
+#[tokio::test]
+async fn the_data_directory_is_hidden_from_commands() {
+    // A data directory outside /tmp (the sandbox's /tmp is private, which would hide it anyway).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    std::fs::create_dir_all(&target).unwrap();
+    let data = tempfile::tempdir_in(&target).unwrap();
+    std::fs::write(data.path().join("aibuddy.db"), "HISTORY-ROWS").unwrap();
+    let mut f = fixture(Settings::default());
+    Arc::get_mut(&mut f.services).unwrap().data_dir = data.path().canonicalize().unwrap();
+    let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
+    let d = f.services.data_dir.display();
+    let a = json!({"command": format!(
+        "cat {d}/aibuddy.db; echo x > {d}/aibuddy.db || echo denied-write"
+    )});
+    let raw = ExecuteHandler.run(&c, &a).await.unwrap();
+    let model = ExecuteHandler.model(&a, &raw);
+    assert!(!model.contains("HISTORY-ROWS"), "{model}");
+    assert!(model.contains("denied-write"), "{model}");
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("aibuddy.db")).unwrap(),
+        "HISTORY-ROWS"
     );
+}
+
+#[tokio::test]
+async fn a_timeout_is_an_execution_error_that_keeps_its_output() {
+    let f = fixture(Settings::default());
+    let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
+    let a = json!({"command": "echo before-timeout; sleep 1000", "timeout_ms": 700});
+    let err = ExecuteHandler.run(&c, &a).await.unwrap_err();
+    assert_eq!(
+        (err.stage, err.code.as_str()),
+        (Stage::Execution, "timed_out")
+    );
+    assert!(
+        err.message.contains("timed out after 700 ms"),
+        "{}",
+        err.message
+    );
+    let details = err.details.unwrap();
+    let partial = details["partial_model"].as_str().unwrap();
+    assert!(partial.contains("before-timeout"), "{partial}");
+    assert!(partial.contains("status: timed out"), "{partial}");
+    assert_eq!(details["client"]["timed_out"], json!(true));
+    let spool = details["spool"]["path"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(spool).unwrap(), "before-timeout\n");
 }
 
 #[tokio::test]

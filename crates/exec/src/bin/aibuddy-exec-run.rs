@@ -1,4 +1,4 @@
-//! `aibuddy-exec-run <cwd> <command>`: runs one command through `aibuddy_exec::run`, copying live
+//! `aibuddy-exec-run [--no-namespaces] <cwd> <command>`: runs one command through `aibuddy_exec::run`, copying live
 //! output to stdout as it arrives and printing the model projection to stderr at the end.
 //!
 //! A debugging aid and the helper process of the parent-death test (which `kill -9`s it).
@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use aibuddy_exec::{ExecRequest, ExecSink, Stream, project_for_model, run};
+use aibuddy_exec::{ExecRequest, ExecSink, NamespacePolicy, Stream, project_for_model, run};
 use tokio_util::sync::CancellationToken;
 
 struct StdoutSink;
@@ -23,12 +23,19 @@ impl ExecSink for StdoutSink {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let no_namespaces = args.first().is_some_and(|a| a == "--no-namespaces");
+    if no_namespaces {
+        args.remove(0);
+    }
     let [cwd, command] = args.as_slice() else {
-        eprintln!("usage: aibuddy-exec-run <cwd> <command>");
+        eprintln!("usage: aibuddy-exec-run [--no-namespaces] <cwd> <command>");
         return std::process::ExitCode::from(2);
     };
-    let req = ExecRequest::new(command.clone(), cwd.clone());
+    let mut req = ExecRequest::new(command.clone(), cwd.clone());
+    if no_namespaces {
+        req.namespaces = NamespacePolicy::Off;
+    }
     match run(req, CancellationToken::new(), Arc::new(StdoutSink)).await {
         Ok(outcome) => {
             eprintln!("{}", project_for_model(&outcome));

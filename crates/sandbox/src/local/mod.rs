@@ -310,6 +310,7 @@ impl Sandbox for LocalSandbox {
             .map_err(|e| SandboxError::Exec {
                 stage: match e.stage() {
                     aibuddy_exec::ErrorStage::Parameters => crate::Stage::Parameters,
+                    aibuddy_exec::ErrorStage::Authorization => crate::Stage::Authorization,
                     aibuddy_exec::ErrorStage::Execution => crate::Stage::Execution,
                 },
                 message: e.to_string(),

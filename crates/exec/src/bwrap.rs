@@ -1,0 +1,257 @@
+//! The namespace launch path through bubblewrap (`bwrap`): the host probe (once, cached) and the
+//! argument plan (pure).
+//!
+//! Each command gets its own user, PID, IPC and mount namespaces (and a network namespace with
+//! nothing in it when the network is off), `--die-with-parent`, `--new-session`, no capabilities,
+//! no nested user namespaces, a fresh `/proc` (only the command's tree is visible) and `/dev`.
+//! Mounts, in order (later ones win):
+//!
+//! 1. `/` read-only;
+//! 2. private tmpfs over `/tmp` and `/run` (path Unix sockets of the host, such as the D-Bus,
+//!    Docker, tmux, X11 or ssh-agent ones, live there; a read-only bind would not stop `connect`);
+//!    the target of `/etc/resolv.conf` is bound back read-only when it lies there, so DNS works;
+//! 3. the private `TMPDIR` (0700) inside the private `/tmp`;
+//! 4. the project and the writable roots, read-write, by their resolved paths;
+//! 5. the hidden paths (credential locations, the data directory): an empty read-only tmpfs with
+//!    mode 0000 over directories, `/dev/null` over files. Last, so a project or writable root that
+//!    contains one does not bring it back.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::hide::HideKind;
+
+/// Directories replaced by a private tmpfs in the sandbox.
+pub(crate) const MASKED_DIRS: [&str; 3] = ["/tmp", "/run", "/var/run"];
+
+/// Where bubblewrap is looked for (the app's own environment is trusted; the project is not).
+const BWRAP_CANDIDATES: [&str; 3] = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
+
+/// The bubblewrap binary when it works on this host (probed once: a sandbox with every namespace
+/// this module uses runs `/bin/true`), or why not.
+pub(crate) fn probe() -> Result<PathBuf, String> {
+    static PROBE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PROBE.get_or_init(run_probe).clone()
+}
+
+fn run_probe() -> Result<PathBuf, String> {
+    let bwrap = BWRAP_CANDIDATES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or_else(|| "bubblewrap (bwrap) is not installed".to_string())?;
+    let out = std::process::Command::new(&bwrap)
+        .args(namespace_flags(false, true))
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(["--tmpfs", "/tmp", "--", "/bin/true"])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("bubblewrap could not be started: {e}"))?;
+    if out.status.success() {
+        Ok(bwrap)
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().next().unwrap_or("").trim();
+        Err(format!(
+            "bubblewrap cannot create namespaces here ({}): {first}",
+            out.status
+        ))
+    }
+}
+
+/// The namespace and process flags (no mounts).
+fn namespace_flags(network_allowed: bool, as_pid_1: bool) -> Vec<&'static str> {
+    let mut f = vec![
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+    ];
+    if !network_allowed {
+        f.push("--unshare-net");
+    }
+    if as_pid_1 {
+        f.push("--as-pid-1");
+    }
+    f
+}
+
+/// Everything the argument plan needs, already resolved and stat'ed by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MountPlan {
+    /// The project root (resolved), working directory, read-write.
+    pub(crate) cwd: PathBuf,
+    /// Extra writable roots (resolved, existing).
+    pub(crate) writable: Vec<PathBuf>,
+    /// The private `TMPDIR` inside the sandbox (under `/tmp`).
+    pub(crate) tmpdir: PathBuf,
+    /// Directories replaced by an empty tmpfs (existing, not symlinks).
+    pub(crate) masked: Vec<PathBuf>,
+    /// Files under masked directories bound back read-only (the resolver configuration).
+    pub(crate) keep_read_only: Vec<PathBuf>,
+    /// Paths hidden (resolved, existing, visible in the sandbox).
+    pub(crate) hidden: Vec<(PathBuf, HideKind)>,
+    pub(crate) network_allowed: bool,
+    /// The init program runs as PID 1 (`--as-pid-1`); otherwise bubblewrap's own reaper does.
+    pub(crate) as_pid_1: bool,
+}
+
+/// The bubblewrap arguments up to (not including) `--` and the program.
+pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
+    let mut a: Vec<OsString> = namespace_flags(plan.network_allowed, plan.as_pid_1)
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+    let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
+        for i in items {
+            a.push(i.as_ref().to_os_string());
+        }
+    };
+    push(&[
+        &"--ro-bind",
+        &"/",
+        &"/",
+        &"--dev",
+        &"/dev",
+        &"--proc",
+        &"/proc",
+    ]);
+    for m in &plan.masked {
+        push(&[&"--tmpfs", m]);
+    }
+    for k in &plan.keep_read_only {
+        push(&[&"--ro-bind", k, k]);
+    }
+    push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
+    for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
+        push(&[&"--bind", w, w]);
+    }
+    for (path, kind) in &plan.hidden {
+        match kind {
+            HideKind::Dir => push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path]),
+            HideKind::File => push(&[&"--ro-bind", &"/dev/null", path]),
+        }
+    }
+    push(&[&"--chdir", &plan.cwd]);
+    a
+}
+
+/// The existing directories to mask (symlinks such as `/var/run -> /run` are covered by their
+/// target and skipped).
+pub(crate) fn masked_dirs() -> Vec<PathBuf> {
+    MASKED_DIRS
+        .iter()
+        .map(Path::new)
+        .filter(|p| {
+            std::fs::symlink_metadata(p)
+                .map(|m| m.is_dir())
+                .unwrap_or(false)
+        })
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// The resolver configuration's real location when it lies under a masked directory.
+pub(crate) fn resolver_files(masked: &[PathBuf]) -> Vec<PathBuf> {
+    ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"]
+        .iter()
+        .filter_map(|f| std::fs::canonicalize(f).ok())
+        .filter(|real| real.is_file() && masked.iter().any(|m| real.starts_with(m)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> MountPlan {
+        MountPlan {
+            cwd: "/home/u/proj".into(),
+            writable: vec!["/home/u/.cargo".into()],
+            tmpdir: "/tmp/aibuddy-exec-1".into(),
+            masked: vec!["/tmp".into(), "/run".into()],
+            keep_read_only: vec!["/run/systemd/resolve/stub-resolv.conf".into()],
+            hidden: vec![
+                ("/home/u/.ssh".into(), HideKind::Dir),
+                ("/home/u/.netrc".into(), HideKind::File),
+            ],
+            network_allowed: false,
+            as_pid_1: true,
+        }
+    }
+
+    fn pos(args: &[OsString], seq: &[&str]) -> usize {
+        args.windows(seq.len())
+            .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+            .unwrap_or_else(|| panic!("{seq:?} not in {args:?}"))
+    }
+
+    #[test]
+    fn mounts_come_in_an_order_where_hides_win() {
+        let a = args(&plan());
+        let root = pos(&a, &["--ro-bind", "/", "/"]);
+        let tmp = pos(&a, &["--tmpfs", "/tmp"]);
+        let resolv = pos(
+            &a,
+            &[
+                "--ro-bind",
+                "/run/systemd/resolve/stub-resolv.conf",
+                "/run/systemd/resolve/stub-resolv.conf",
+            ],
+        );
+        let tmpdir = pos(&a, &["--perms", "0700", "--dir", "/tmp/aibuddy-exec-1"]);
+        let proj = pos(&a, &["--bind", "/home/u/proj", "/home/u/proj"]);
+        let cargo = pos(&a, &["--bind", "/home/u/.cargo", "/home/u/.cargo"]);
+        let ssh = pos(
+            &a,
+            &[
+                "--perms",
+                "0000",
+                "--tmpfs",
+                "/home/u/.ssh",
+                "--remount-ro",
+                "/home/u/.ssh",
+            ],
+        );
+        let netrc = pos(&a, &["--ro-bind", "/dev/null", "/home/u/.netrc"]);
+        assert!(root < tmp && tmp < resolv && resolv < tmpdir && tmpdir < proj);
+        assert!(proj < cargo && cargo < ssh && ssh < netrc);
+        assert_eq!(
+            a[a.len() - 2..],
+            ["--chdir", "/home/u/proj"].map(OsString::from)
+        );
+    }
+
+    #[test]
+    fn network_off_adds_a_network_namespace_and_pid_1_is_optional() {
+        let a = args(&plan());
+        for f in [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-net",
+            "--die-with-parent",
+            "--new-session",
+            "--disable-userns",
+            "--as-pid-1",
+        ] {
+            assert!(a.contains(&OsString::from(f)), "{f}");
+        }
+        pos(&a, &["--cap-drop", "ALL"]);
+        let mut p = plan();
+        p.network_allowed = true;
+        p.as_pid_1 = false;
+        let a = args(&p);
+        assert!(!a.contains(&OsString::from("--unshare-net")));
+        assert!(!a.contains(&OsString::from("--as-pid-1")));
+    }
+}

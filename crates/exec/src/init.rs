@@ -1,0 +1,349 @@
+//! The init program inside the namespaces (PID 1 of the command's PID namespace).
+//!
+//! Landlock forbids `mount(2)` once applied, so it cannot be applied before bubblewrap sets up the
+//! mounts: a tiny init runs inside instead. It is multi-call: [`init_main`] is reached either
+//! through the `aibuddy-exec-init` binary of this crate or through any binary that calls
+//! [`dispatch_init`] first thing in `main` (the CLI and the desktop app), which also registers that
+//! binary as the init program.
+//!
+//! The init:
+//! 1. applies the Landlock ruleset of the Landlock-only path (read everything, write the project,
+//!    `TMPDIR` and the writable roots, no TCP when the network is off) plus the ABI 6 scopes
+//!    (signals and abstract Unix sockets stay inside the sandbox), best-effort on older kernels;
+//! 2. closes every descriptor above stderr except its control and report pipes (both close on exec);
+//! 3. forks `/bin/sh -c <command>` in its own session and group;
+//! 4. reads the control pipe: `T` sends SIGTERM to the command's group, `K` SIGKILLs everything in
+//!    the namespace, end of file (the app is gone, even by `kill -9`) SIGKILLs everything too;
+//! 5. when the shell ends, SIGKILLs and reaps whatever is left in the namespace, reports the shell's
+//!    exact wait status and whether anything was actually killed, and exits. The kernel tears the
+//!    PID namespace down with it, so nothing survives.
+//!
+//! Report pipe messages: `L` + 1 byte (Landlock ABI applied, 0 = none), then `X` + 4 bytes wait
+//! status (native endian) + 1 byte leftovers killed.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+/// First argument that makes a binary run as the init program.
+pub const INIT_MARKER: &str = "--aibuddy-exec-init";
+/// The init program's file name when shipped as its own binary.
+pub const INIT_BINARY: &str = "aibuddy-exec-init";
+
+static REGISTERED: OnceLock<PathBuf> = OnceLock::new();
+
+/// What the init is asked to do (one JSON argument after the marker).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct InitSpec {
+    pub(crate) command: String,
+    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) network_allowed: bool,
+    /// Read end of the control pipe (kept open across bubblewrap's exec).
+    pub(crate) control_fd: RawFd,
+    /// Write end of the report pipe.
+    pub(crate) report_fd: RawFd,
+}
+
+/// Call first thing in a binary's `main`: when the process was started as the init program it
+/// runs it and never returns; otherwise it registers the current executable as the init program
+/// (so commands get the inner Landlock layer) and returns.
+pub fn dispatch_init() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(INIT_MARKER)) {
+        let spec = args.next().unwrap_or_default();
+        std::process::exit(init_main(&spec.to_string_lossy()));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = REGISTERED.set(exe);
+    }
+}
+
+/// The init program: an explicit path, else `aibuddy-exec-init` next to the current executable or
+/// in its parent directory (test binaries live in `target/*/deps`; a dedicated small binary starts
+/// faster than a large app), else the binary registered by [`dispatch_init`].
+pub(crate) fn locate(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(p) = explicit {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(format!("init program {} not found", p.display()))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("current executable unknown: {e}"));
+    let beside = exe.as_ref().ok().and_then(|exe| {
+        let dir = exe.parent();
+        [dir, dir.and_then(Path::parent)]
+            .into_iter()
+            .flatten()
+            .map(|d| d.join(INIT_BINARY))
+            .find(|p| p.is_file())
+    });
+    if let Some(p) = beside.or_else(|| REGISTERED.get().cloned()) {
+        return Ok(p);
+    }
+    match exe {
+        Ok(exe) => Err(format!("{INIT_BINARY} not found next to {}", exe.display())),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the init (see the module documentation). Returns the exit code when it cannot start the
+/// command; otherwise exits with the shell's status.
+pub fn init_main(spec_json: &str) -> i32 {
+    let spec: InitSpec = match serde_json::from_str(spec_json) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("aibuddy-exec-init: bad spec: {e}");
+            return 125;
+        }
+    };
+    let fds = Fds {
+        control: spec.control_fd,
+        report: spec.report_fd,
+    };
+    if fds.control < 3 || fds.report < 3 || fds.control == fds.report {
+        return 125;
+    }
+    let abi = apply_landlock(&spec);
+    report(fds.report, &[b'L', abi]);
+    // SAFETY: plain system calls on descriptors of this single-threaded process.
+    unsafe {
+        // Not dumpable: the command (same user in the namespace, no capabilities) can neither
+        // ptrace the init nor open its /proc entries to forge its reports or hold its pipes.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        close_others(fds);
+        libc::fcntl(fds.control, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(fds.report, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    let Ok(cmd) = CString::new(spec.command) else {
+        return 125;
+    };
+    // SAFETY: single-threaded; the child only calls async-signal-safe functions before execv.
+    unsafe { supervise(&cmd, fds) }
+}
+
+#[cfg(target_os = "linux")]
+fn apply_landlock(spec: &InitSpec) -> u8 {
+    let mut writable = vec![PathBuf::from("/dev/shm")];
+    writable.extend(spec.writable.iter().cloned());
+    match crate::confine::build(&writable, spec.network_allowed) {
+        Ok((created, crate::Confinement::Landlock { abi, .. })) => match created.restrict_self() {
+            Ok(_) => abi,
+            Err(e) => {
+                tracing::warn!("Landlock could not be applied inside the namespaces: {e}");
+                0
+            }
+        },
+        Ok(_) => 0,
+        Err(reason) => {
+            tracing::warn!("no Landlock inside the namespaces: {reason}");
+            0
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn apply_landlock(_spec: &InitSpec) -> u8 {
+    0
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fds {
+    control: RawFd,
+    report: RawFd,
+}
+
+fn report(fd: RawFd, bytes: &[u8]) {
+    // SAFETY: writing a buffer we own to the report descriptor.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+/// Closes every descriptor above stderr except the control and report pipes.
+unsafe fn close_others(fds: Fds) {
+    let (a, b) = (fds.control.min(fds.report), fds.control.max(fds.report));
+    let ranges = [(3, a - 1), (a + 1, b - 1), (b + 1, i32::MAX)];
+    for (lo, hi) in ranges {
+        if lo <= hi {
+            // SAFETY: closing descriptor ranges of our own process.
+            unsafe { libc::syscall(libc::SYS_close_range, lo as u32, hi as u32, 0u32) };
+        }
+    }
+}
+
+unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let sigfd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        let sh = c"/bin/sh";
+        let dash_c = c"-c";
+        let argv = [sh.as_ptr(), dash_c.as_ptr(), cmd.as_ptr(), std::ptr::null()];
+        let child = libc::fork();
+        if child == -1 {
+            return 126;
+        }
+        if child == 0 {
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::setsid();
+            libc::execv(sh.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+        let mut main_status: Option<libc::c_int> = None;
+        let mut control_open = true;
+        while main_status.is_none() {
+            let mut polled = [
+                libc::pollfd {
+                    fd: if control_open { fds.control } else { -1 },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: sigfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // With no signalfd (it cannot fail here in practice) poll each 50 ms instead.
+            let timeout = if sigfd < 0 { 50 } else { -1 };
+            libc::poll(polled.as_mut_ptr(), 2, timeout);
+            if control_open && polled[0].revents != 0 {
+                let mut b = [0u8; 16];
+                let n = libc::read(fds.control, b.as_mut_ptr().cast(), b.len());
+                if n <= 0 {
+                    // The app is gone (or closed the pipe): nothing may run on unobserved.
+                    control_open = false;
+                    libc::kill(-1, libc::SIGKILL);
+                } else {
+                    for byte in &b[..n as usize] {
+                        match byte {
+                            b'T' => {
+                                libc::kill(-child, libc::SIGTERM);
+                            }
+                            b'K' => {
+                                libc::kill(-1, libc::SIGKILL);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            if sigfd >= 0 && polled[1].revents != 0 {
+                let mut info = [0u8; 128];
+                while libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
+            }
+            reap(child, &mut main_status);
+        }
+        // The shell ended: reap what already exited (zombies are not leftovers), then kill the rest.
+        reap(child, &mut main_status);
+        let leftovers = libc::kill(-1, libc::SIGKILL) == 0;
+        let mut waited_ms = 0;
+        loop {
+            let mut st = 0;
+            let r = libc::waitpid(-1, &mut st, libc::WNOHANG);
+            if r > 0 {
+                continue;
+            }
+            if r == -1 || waited_ms >= 2_000 {
+                break;
+            }
+            libc::usleep(5_000);
+            waited_ms += 5;
+        }
+        let status = main_status.unwrap_or(0);
+        let mut msg = [0u8; 6];
+        msg[0] = b'X';
+        msg[1..5].copy_from_slice(&status.to_ne_bytes());
+        msg[5] = u8::from(leftovers);
+        report(fds.report, &msg);
+        if libc::WIFSIGNALED(status) {
+            128 + libc::WTERMSIG(status)
+        } else {
+            libc::WEXITSTATUS(status)
+        }
+    }
+}
+
+unsafe fn reap(child: libc::pid_t, main_status: &mut Option<libc::c_int>) {
+    loop {
+        let mut st = 0;
+        let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+        if r <= 0 {
+            return;
+        }
+        if r == child {
+            *main_status = Some(st);
+        }
+    }
+}
+
+/// Parsed report of an init: the ABI applied and, if the shell ended, its status and leftovers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct InitReport {
+    /// The init ran (it always reports `L` first).
+    pub(crate) started: bool,
+    pub(crate) landlock_abi: Option<u8>,
+    pub(crate) exit: Option<(libc::c_int, bool)>,
+}
+
+/// Parses the report pipe's bytes (pure; a truncated or garbled report yields what it can).
+pub(crate) fn parse_report(bytes: &[u8]) -> InitReport {
+    let mut r = InitReport::default();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'L' if i + 1 < bytes.len() => {
+                r.started = true;
+                r.landlock_abi = (bytes[i + 1] > 0).then_some(bytes[i + 1]);
+                i += 2;
+            }
+            b'X' if i + 5 < bytes.len() => {
+                let mut st = [0u8; 4];
+                st.copy_from_slice(&bytes[i + 1..i + 5]);
+                r.exit = Some((libc::c_int::from_ne_bytes(st), bytes[i + 5] == 1));
+                i += 6;
+            }
+            _ => break,
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_parse_whole_partial_and_garbled() {
+        let mut full = vec![b'L', 7, b'X'];
+        full.extend_from_slice(&(9i32 << 8).to_ne_bytes());
+        full.push(1);
+        assert_eq!(
+            parse_report(&full),
+            InitReport {
+                started: true,
+                landlock_abi: Some(7),
+                exit: Some((9 << 8, true))
+            }
+        );
+        assert_eq!(
+            parse_report(&[b'L', 0]),
+            InitReport {
+                started: true,
+                landlock_abi: None,
+                exit: None
+            }
+        );
+        assert_eq!(parse_report(&full[..5]).exit, None);
+        assert_eq!(parse_report(b"garbage"), InitReport::default());
+    }
+
+    #[test]
+    fn an_explicit_missing_init_is_an_error() {
+        assert!(locate(Some(Path::new("/nonexistent/aibuddy-exec-init"))).is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! The confirmation's scope lines of `execute`: what the command may touch and under which
+//! confinement (pure).
+
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest, NamespacePolicy};
+
+/// The confinement a request will get on this host, for the confirmation.
+pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String {
+    let roots = std::iter::once(req.cwd.display().to_string())
+        .chain(std::iter::once("private $TMPDIR".to_string()))
+        .chain(req.writable_roots.iter().map(|r| r.display().to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match support {
+        Confinement::Namespaces {
+            landlock_abi,
+            scopes,
+            ..
+        } => {
+            let inner = match landlock_abi {
+                Some(abi) if *scopes => {
+                    format!("Landlock ABI {abi} inside (signals and abstract sockets scoped)")
+                }
+                Some(abi) => format!("Landlock ABI {abi} inside"),
+                None => "no Landlock inside (init program not found)".to_string(),
+            };
+            format!(
+                "confinement: own user, PID, IPC and mount namespaces (bubblewrap) + {inner}; \
+                 system read-only, credentials and the data directory hidden, private /tmp and /run; \
+                 writes only in {roots}; network {}",
+                if req.network_allowed {
+                    "allowed"
+                } else {
+                    "off (no network namespace access at all)"
+                }
+            )
+        }
+        Confinement::Landlock {
+            abi,
+            network,
+            scopes,
+            no_namespaces,
+        } => {
+            let prefix = match no_namespaces {
+                Some(reason) => format!("landlock only: no namespaces ({reason}); "),
+                None => String::new(),
+            };
+            format!(
+                "confinement: {prefix}Landlock ABI {abi}{}; writes only in {roots}; network {}",
+                if *scopes {
+                    " (signals and abstract sockets scoped)"
+                } else {
+                    ""
+                },
+                match (req.network_allowed, network) {
+                    (true, _) => "allowed",
+                    (false, true) =>
+                        "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
+                    (false, false) => "requested off but this kernel cannot enforce it",
+                }
+            )
+        }
+        Confinement::Unavailable { reason } => {
+            format!("confinement: NONE ({reason}); the command can write wherever the app user can")
+        }
+        Confinement::Disabled => "confinement: disabled".to_string(),
+    }
+}
+
+/// The confinement this request will get: the host's support, or the Landlock-only fallback when
+/// the request turns namespaces off.
+pub fn confinement_for(req: &ExecRequest, support: Confinement) -> Confinement {
+    match (req.namespaces, support) {
+        (NamespacePolicy::Off, Confinement::Namespaces { .. }) => {
+            match aibuddy_sandbox::aibuddy_exec::landlock_support() {
+                Confinement::Landlock {
+                    abi,
+                    network,
+                    scopes,
+                    ..
+                } => Confinement::Landlock {
+                    abi,
+                    network,
+                    scopes,
+                    no_namespaces: Some("namespaces turned off for this request".into()),
+                },
+                other => other,
+            }
+        }
+        (_, support) => support,
+    }
+}
+
+/// The confirmation's scope lines for a request.
+pub fn scope_lines(
+    req: &ExecRequest,
+    env_dropped: &[String],
+    support: &Confinement,
+) -> Vec<String> {
+    let mut scope = vec![
+        format!("cwd: {}", req.cwd.display()),
+        expected_confinement(req, support),
+        format!("timeout: {} ms", req.timeout.as_millis()),
+    ];
+    scope.push(if env_dropped.is_empty() {
+        "environment withheld: none".to_string()
+    } else {
+        format!("environment withheld: {}", env_dropped.join(", "))
+    });
+    scope
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {
+        let mut req = ExecRequest::new("make", "/proj");
+        req.writable_roots = vec!["/home/u/.cargo".into()];
+        req.network_allowed = false;
+        let scope = scope_lines(
+            &req,
+            &["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
+            &Confinement::Landlock {
+                abi: 7,
+                network: true,
+                scopes: true,
+                no_namespaces: Some("bubblewrap (bwrap) is not installed".into()),
+            },
+        );
+        assert_eq!(
+            scope,
+            vec![
+                "cwd: /proj".to_string(),
+                "confinement: landlock only: no namespaces (bubblewrap (bwrap) is not installed); Landlock ABI 7 (signals and abstract sockets scoped); writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied; UDP and Unix sockets are not covered)".to_string(),
+                "timeout: 120000 ms".to_string(),
+                "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
+            ]
+        );
+        let none = scope_lines(
+            &req,
+            &[],
+            &Confinement::Unavailable {
+                reason: "no Landlock".into(),
+            },
+        );
+        assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
+        assert_eq!(none[3], "environment withheld: none");
+        let ns = scope_lines(
+            &req,
+            &[],
+            &Confinement::Namespaces {
+                landlock_abi: Some(7),
+                network_isolated: true,
+                scopes: true,
+            },
+        );
+        assert_eq!(
+            ns[1],
+            "confinement: own user, PID, IPC and mount namespaces (bubblewrap) + Landlock ABI 7 inside \
+             (signals and abstract sockets scoped); system read-only, credentials and the data directory \
+             hidden, private /tmp and /run; writes only in /proj, private $TMPDIR, /home/u/.cargo; \
+             network off (no network namespace access at all)"
+        );
+    }
+
+    #[test]
+    fn the_fallback_is_named_in_the_scope_when_a_request_turns_namespaces_off() {
+        let mut req = ExecRequest::new("make", "/proj");
+        let support = Confinement::Namespaces {
+            landlock_abi: Some(7),
+            network_isolated: true,
+            scopes: true,
+        };
+        assert_eq!(confinement_for(&req, support.clone()), support);
+        req.namespaces = NamespacePolicy::Off;
+        let line = expected_confinement(&req, &confinement_for(&req, support));
+        assert!(
+            line.starts_with("confinement: landlock only: no namespaces (namespaces turned off"),
+            "{line}"
+        );
+    }
+}
