@@ -18,3 +18,7 @@ pub mod settings;
 pub mod skills;
 pub mod tools;
 pub mod trust;
+
+/// Call first thing in `main` of every binary that may act as the command sandbox's init program
+/// (`aibuddy-exec-init`): returns at once unless this process was started as that init.
+pub use aibuddy_sandbox::aibuddy_exec::dispatch_init as dispatch_exec_init;

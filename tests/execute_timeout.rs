@@ -31,8 +31,11 @@ fn a_timed_out_execute_is_an_execution_error_with_its_output_kept() {
     assert_eq!(v["error"]["code"], "timed_out", "{v}");
     let model = v["model"].as_str().unwrap();
     assert!(model.contains("timed out after 800 ms"), "{model}");
-    // The partial output projection travels in the error's details (the pipeline's model text
-    // shows it for cancellations; see the report for the timeout case).
+    assert!(
+        model.contains("partial-before-timeout"),
+        "the partial output projection reaches the model: {model}"
+    );
+    // ...and travels in the error's details for the client.
     assert!(
         v["error"]["details"]["partial_model"]
             .as_str()

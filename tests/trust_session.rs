@@ -54,7 +54,11 @@ async fn a_mid_session_rewrite_of_mcp_json_never_starts_its_server() {
     assert_eq!(app.trust_status().state, TrustState::ChangedSinceTrusted);
     // Reconnects stop: the files the person approved are not what is on disk any more, so even
     // the approved command is not restarted (a pinned script it runs may have been rewritten).
-    let mcp = app.capabilities.mcp.clone().expect("the approved server is managed");
+    let mcp = app
+        .capabilities
+        .mcp
+        .clone()
+        .expect("the approved server is managed");
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let reason = mcp.failure_reason("srv").unwrap_or_default();

@@ -14,6 +14,8 @@ use clap::Parser;
 use tauri::Manager;
 
 fn main() -> ExitCode {
+    // Before argument parsing: bubblewrap may start this binary as a command sandbox's init.
+    aibuddy::dispatch_exec_init();
     let args = Args::parse();
 
     // Before GTK: it would abort with a bare "cannot open display".

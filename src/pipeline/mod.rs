@@ -420,7 +420,11 @@ impl Runner {
             CallStatus::Cancelled => {
                 format!("Cancelled: {}\n{}", error.message, partial_text(&error))
             }
-            _ => error.model_text(),
+            // A timeout (or any failure that carries partial output) keeps what was produced.
+            _ => match partial_text(&error) {
+                p if p.is_empty() => error.model_text(),
+                p => format!("{}\n{p}", error.model_text()),
+            },
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         let end = CallEnd {
