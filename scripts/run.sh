@@ -30,6 +30,9 @@ npm run --silent build
 # custom-protocol embeds ui/dist in the binary (no Vite dev server needed).
 echo "==> building the desktop app"
 cargo build --locked -p aibuddy-desktop --features custom-protocol
+# The command sandbox's init program, beside the app binary (the app can act as it too, but it
+# links WebKit and would start slower for every command).
+cargo build --locked -p aibuddy-exec --bin aibuddy-exec-init
 
 echo "==> opening $project"
 exec "$here/target/debug/aibuddy-desktop" "$project"
