@@ -61,7 +61,16 @@ async fn a_mid_session_rewrite_of_mcp_json_never_starts_its_server() {
         .expect("the approved server is managed");
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let reason = mcp.failure_reason("srv").unwrap_or_default();
+        let reason = mcp
+            .status()
+            .into_iter()
+            .find(|st| st.server == "srv")
+            .map(|st| match st.state {
+                aibuddy_mcp::ServerState::Failed { reason, .. } => reason,
+                aibuddy_mcp::ServerState::Reconnecting { last_reason, .. } => last_reason,
+                _ => String::new(),
+            })
+            .unwrap_or_default();
         if reason.contains("files changed since the person trusted it") {
             break;
         }
