@@ -114,43 +114,12 @@ fn real_path_of(file: &std::fs::File, fallback: &Path) -> std::io::Result<PathBu
         .or_else(|_| std::fs::canonicalize(fallback))
 }
 
-/// `O_NONBLOCK` (not exposed by `std`; the value of every Linux architecture but alpha, mips,
-/// parisc and sparc, where the flag is left out and only the check before the open applies).
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "powerpc64",
-        target_arch = "s390x",
-        target_arch = "loongarch64"
-    )
-))]
-const O_NONBLOCK: i32 = 0o4000;
-#[cfg(not(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "powerpc64",
-        target_arch = "s390x",
-        target_arch = "loongarch64"
-    )
-)))]
-const O_NONBLOCK: i32 = 0;
-
 /// Open for reading without blocking on a FIFO (reads of a regular file are unaffected).
 pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
 }
 
