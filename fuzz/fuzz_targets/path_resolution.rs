@@ -151,6 +151,7 @@ fuzz_target!(|data: &[u8]| {
                 !l.entries.iter().any(|e| e.name == "secret.txt" || e.name == "deep.txt"),
                 "ls {given:?} listed outside"
             );
+            assert_inside(&root, &l.path);
         }
         let write = WriteRequest { path: given.clone(), content: content.clone(), expect: None };
         let _ = sandbox.preview_write(write.clone(), cancel()).await;
