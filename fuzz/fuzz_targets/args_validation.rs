@@ -53,7 +53,10 @@ fuzz_target!(|data: &[u8]| {
 fn check_parse(spec: &ToolSpec, raw: &str) {
     match spec.parse_args(raw) {
         Ok(value) => {
-            assert!(spec.validate(&value).is_ok(), "accepted value must validate");
+            assert!(
+                spec.validate(&value).is_ok(),
+                "accepted value must validate"
+            );
             let trimmed = raw.trim();
             if trimmed.is_empty() {
                 assert_eq!(value, serde_json::json!({}));
@@ -65,9 +68,15 @@ fn check_parse(spec: &ToolSpec, raw: &str) {
         Err(e) => {
             assert_eq!(e.stage, Stage::Parameters, "{e:?}");
             match e.code.as_str() {
-                "malformed_arguments" => assert!(serde_json::from_str::<Value>(raw.trim()).is_err()),
+                "malformed_arguments" => {
+                    assert!(serde_json::from_str::<Value>(raw.trim()).is_err())
+                }
                 "invalid_arguments" => {
-                    let details = e.details.as_ref().and_then(Value::as_array).expect("details");
+                    let details = e
+                        .details
+                        .as_ref()
+                        .and_then(Value::as_array)
+                        .expect("details");
                     assert!(!details.is_empty());
                     for d in details {
                         let pointer = d["pointer"].as_str().expect("pointer");

@@ -54,8 +54,8 @@ fn reference(original: &str, edits: &[EditSpec]) -> Expect {
             last = pos + e.old_string.len();
         }
         next.push_str(&current[last..]);
-        let expected_len =
-            current.len() as i128 + at.len() as i128 * (e.new_string.len() as i128 - e.old_string.len() as i128);
+        let expected_len = current.len() as i128
+            + at.len() as i128 * (e.new_string.len() as i128 - e.old_string.len() as i128);
         assert_eq!(next.len() as i128, expected_len);
         current = next;
         total += at.len();
@@ -71,7 +71,9 @@ fuzz_target!(|data: &[u8]| {
     let original = text(parts.next().unwrap_or_default());
     let mut edits = Vec::new();
     while edits.len() < 4 {
-        let (Some(old), Some(new)) = (parts.next(), parts.next()) else { break };
+        let (Some(old), Some(new)) = (parts.next(), parts.next()) else {
+            break;
+        };
         edits.push(EditSpec {
             old_string: text(old),
             new_string: text(new),
@@ -82,7 +84,9 @@ fuzz_target!(|data: &[u8]| {
         Ok((t, n)) => Expect::Ok(t, n),
         Err(SandboxError::InvalidArgument { .. }) => Expect::Invalid,
         Err(SandboxError::OldStringNotFound { index, .. }) => Expect::NotFound(index),
-        Err(SandboxError::OldStringNotUnique { index, count, .. }) => Expect::NotUnique(index, count),
+        Err(SandboxError::OldStringNotUnique { index, count, .. }) => {
+            Expect::NotUnique(index, count)
+        }
         Err(other) => panic!("unexpected error {other:?}"),
     };
     assert_eq!(got, reference(&original, &edits));
@@ -105,7 +109,10 @@ fuzz_target!(|data: &[u8]| {
     for (a, b) in &ranges {
         assert!(*a >= 1 && a <= b, "{ranges:?}");
         assert!(*b <= new_lines, "{ranges:?} beyond {new_lines} lines");
-        assert!(*a > prev_end + 1 || prev_end == 0, "{ranges:?} not merged or out of order");
+        assert!(
+            *a > prev_end + 1 || prev_end == 0,
+            "{ranges:?} not merged or out of order"
+        );
         prev_end = *b;
     }
 });

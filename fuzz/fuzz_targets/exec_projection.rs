@@ -56,13 +56,20 @@ fuzz_target!(|data: &[u8]| {
     let (out_bytes, err_bytes) = match split {
         0 => (output.len() as u64, 0),
         1 => (0, output.len() as u64),
-        _ => (output.len() as u64 / 2, output.len() as u64 - output.len() as u64 / 2),
+        _ => (
+            output.len() as u64 / 2,
+            output.len() as u64 - output.len() as u64 / 2,
+        ),
     };
     let outcome = ExecOutcome {
         termination: if mode & 0x40 != 0 {
-            Termination::Signaled { signal: i32::from(mode & 0x3f) }
+            Termination::Signaled {
+                signal: i32::from(mode & 0x3f),
+            }
         } else {
-            Termination::Exited { code: i32::from(mode) - 128 }
+            Termination::Exited {
+                code: i32::from(mode) - 128,
+            }
         },
         duration: Duration::from_millis(u64::from(data[5]) * 1000),
         timed_out: mode & 0x20 != 0,
@@ -71,8 +78,14 @@ fuzz_target!(|data: &[u8]| {
         head,
         tail,
         omitted_middle_bytes: gap,
-        stdout: StreamStats { total_bytes: out_bytes, spool_omitted_bytes: 0 },
-        stderr: StreamStats { total_bytes: err_bytes, spool_omitted_bytes: 0 },
+        stdout: StreamStats {
+            total_bytes: out_bytes,
+            spool_omitted_bytes: 0,
+        },
+        stderr: StreamStats {
+            total_bytes: err_bytes,
+            spool_omitted_bytes: 0,
+        },
         spool: None,
         confinement: Confinement::Disabled,
         env_dropped: vec![],
@@ -84,22 +97,37 @@ fuzz_target!(|data: &[u8]| {
     let chars = m.text.chars().count();
     assert!(chars <= MODEL_CHAR_CAP, "{chars} characters");
     assert!(
-        !m.text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+        !m.text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
         "control character in the model text"
     );
     let total = output.len() as u64;
-    assert!(m.omitted_bytes >= gap && m.omitted_bytes <= total, "{} of {total}", m.omitted_bytes);
+    assert!(
+        m.omitted_bytes >= gap && m.omitted_bytes <= total,
+        "{} of {total}",
+        m.omitted_bytes
+    );
     let line = format!("\nomitted_middle_bytes: {}\n", m.omitted_bytes);
     let marker = format!("[... {} bytes omitted ...]\n", m.omitted_bytes);
     let start = m.text.find(OPEN).expect("output opening line") + OPEN.len();
     let header = &m.text[..start];
-    let body = m.text[start..].strip_suffix(CLOSE).expect("output closing line");
+    let body = m.text[start..]
+        .strip_suffix(CLOSE)
+        .expect("output closing line");
     assert!(header.starts_with("exit: "), "{header}");
-    assert!(header.contains(&format!("output_bytes: {total} ")), "{header}");
+    assert!(
+        header.contains(&format!("output_bytes: {total} ")),
+        "{header}"
+    );
     if m.omitted_bytes == 0 {
         assert!(!header.contains("omitted_middle_bytes"), "{header}");
         if plain {
-            assert_eq!(body.as_bytes(), &output[..], "a whole output is shown whole");
+            assert_eq!(
+                body.as_bytes(),
+                &output[..],
+                "a whole output is shown whole"
+            );
         }
         return;
     }
@@ -120,7 +148,10 @@ fuzz_target!(|data: &[u8]| {
     {
         heads.push(h);
     }
-    assert!(output.ends_with(shown_tail.as_bytes()), "tail is not a suffix");
+    assert!(
+        output.ends_with(shown_tail.as_bytes()),
+        "tail is not a suffix"
+    );
     assert!(
         heads.iter().any(|h| output.starts_with(h.as_bytes())
             && h.len() as u64 + shown_tail.len() as u64 + m.omitted_bytes == total),

@@ -39,7 +39,10 @@ fn check(file: &Path, scope: ConfigScope, body: &str) -> aibuddy_mcp::LoadedConf
         assert!(entries.contains_key(&s.name), "{}", s.name);
     }
     for e in &loaded.errors {
-        let name = e.server.as_deref().expect("an entry error names its server");
+        let name = e
+            .server
+            .as_deref()
+            .expect("an entry error names its server");
         assert!(entries.contains_key(name), "{name}");
         // Values under env and headers are never repeated in a message.
         let entry = &entries[name];
@@ -65,8 +68,11 @@ fuzz_target!(|data: &[u8]| {
 
     let user_names: BTreeSet<String> = user.servers.iter().map(|s| s.name.clone()).collect();
     let project_ok: BTreeSet<String> = project.servers.iter().map(|s| s.name.clone()).collect();
-    let project_failed: BTreeSet<String> =
-        project.errors.iter().filter_map(|e| e.server.clone()).collect();
+    let project_failed: BTreeSet<String> = project
+        .errors
+        .iter()
+        .filter_map(|e| e.server.clone())
+        .collect();
     let errors = user.errors.len() + project.errors.len();
     let merged = merge(user, project);
     assert_eq!(merged.errors.len(), errors);

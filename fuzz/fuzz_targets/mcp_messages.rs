@@ -53,19 +53,40 @@ fn tools_list(server: &str, json: &[u8], args: &[u8]) {
     let mut seen = HashSet::new();
     for e in &catalog.entries {
         assert!(is_valid_name(&e.qualified_name), "{:?}", e.qualified_name);
-        assert!(e.qualified_name.starts_with(PREFIX), "{:?}", e.qualified_name);
-        assert!(seen.insert(e.qualified_name.clone()), "duplicate {:?}", e.qualified_name);
-        let origin = catalog.names.resolve(&e.qualified_name).expect("name maps back");
-        assert_eq!((origin.server.as_str(), origin.tool.as_str()), (server, e.name.as_str()));
+        assert!(
+            e.qualified_name.starts_with(PREFIX),
+            "{:?}",
+            e.qualified_name
+        );
+        assert!(
+            seen.insert(e.qualified_name.clone()),
+            "duplicate {:?}",
+            e.qualified_name
+        );
+        let origin = catalog
+            .names
+            .resolve(&e.qualified_name)
+            .expect("name maps back");
+        assert_eq!(
+            (origin.server.as_str(), origin.tool.as_str()),
+            (server, e.name.as_str())
+        );
         assert_eq!(e.input_schema["type"], "object");
         let _ = e.check_arguments(&args);
-        let _ = define_tool(e.qualified_name.clone(), e.description.clone(), e.input_schema.clone())
-            .map(|spec| spec.validate(&args));
+        let _ = define_tool(
+            e.qualified_name.clone(),
+            e.description.clone(),
+            e.input_schema.clone(),
+        )
+        .map(|spec| spec.validate(&args));
     }
     for r in &catalog.rejected {
         assert!(!r.reason.is_empty());
     }
-    let sorted = catalog.entries.windows(2).all(|w| w[0].qualified_name <= w[1].qualified_name);
+    let sorted = catalog
+        .entries
+        .windows(2)
+        .all(|w| w[0].qualified_name <= w[1].qualified_name);
     assert!(sorted, "catalog entries are sorted by qualified name");
 }
 
@@ -74,7 +95,11 @@ fn call_result(json: &[u8], repeat: usize) {
         return;
     };
     // As the manager turns a result into ours (`McpManager::call`).
-    let blocks: Vec<Value> = result.content.iter().filter_map(|c| serde_json::to_value(c).ok()).collect();
+    let blocks: Vec<Value> = result
+        .content
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
     let mut content = Vec::with_capacity(blocks.len() * repeat.min(64));
     for _ in 0..repeat.min(64) {
         content.extend(blocks.iter().cloned());
@@ -103,7 +128,10 @@ fn call_result(json: &[u8], repeat: usize) {
     });
     let model = model_text(&raw);
     let chars = model.chars().count();
-    assert!(chars <= MODEL_MAX_CHARS + OMISSION_LINE, "{chars} characters");
+    assert!(
+        chars <= MODEL_MAX_CHARS + OMISSION_LINE,
+        "{chars} characters"
+    );
     if !texts.is_empty() && texts.len() == ours.content.len() {
         // Only text blocks: the model text is the joined text, whole or head + tail.
         if joined.chars().count() <= MODEL_MAX_CHARS {

@@ -52,10 +52,14 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
-            let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
             let what = if meta.file_type().is_symlink() {
                 format!("link {:?}", std::fs::read_link(&p).ok())
             } else if meta.is_dir() {
@@ -73,14 +77,21 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
 }
 
 fn make_project(f: &Fixture) -> PathBuf {
-    let root = f.base.join(format!("project-{}", f.next.fetch_add(1, Ordering::Relaxed)));
+    let root = f.base.join(format!(
+        "project-{}",
+        f.next.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(root.join("sub")).expect("project");
     std::fs::write(root.join("inside.txt"), "inside one\ninside two\n").expect("inside");
     std::fs::write(root.join("sub/a.txt"), "a\n").expect("a");
@@ -99,7 +110,10 @@ fn make_project(f: &Fixture) -> PathBuf {
 
 fn assert_inside(root: &Path, rel: &str) {
     if let Ok(real) = std::fs::canonicalize(root.join(rel)) {
-        assert!(real.starts_with(root), "{rel:?} resolves to {real:?}, outside {root:?}");
+        assert!(
+            real.starts_with(root),
+            "{rel:?} resolves to {real:?}, outside {root:?}"
+        );
     }
 }
 
@@ -135,25 +149,47 @@ fuzz_target!(|data: &[u8]| {
     let cancel = CancellationToken::new;
     runtime().block_on(async {
         if let Ok(r) = sandbox
-            .read(ReadRequest { path: given.clone(), offset: None, limit: None }, cancel())
+            .read(
+                ReadRequest {
+                    path: given.clone(),
+                    offset: None,
+                    limit: None,
+                },
+                cancel(),
+            )
             .await
         {
             if let ReadContent::Text { lines, .. } = &r.content {
-                assert!(!lines.iter().any(|l| l.text.contains(MARKER)), "read {given:?} leaked");
+                assert!(
+                    !lines.iter().any(|l| l.text.contains(MARKER)),
+                    "read {given:?} leaked"
+                );
             }
             assert_inside(&root, &r.path);
         }
         if let Ok(l) = sandbox
-            .list(ListRequest { path: Some(given.clone()), limit: None }, cancel())
+            .list(
+                ListRequest {
+                    path: Some(given.clone()),
+                    limit: None,
+                },
+                cancel(),
+            )
             .await
         {
             assert!(
-                !l.entries.iter().any(|e| e.name == "secret.txt" || e.name == "deep.txt"),
+                !l.entries
+                    .iter()
+                    .any(|e| e.name == "secret.txt" || e.name == "deep.txt"),
                 "ls {given:?} listed outside"
             );
             assert_inside(&root, &l.path);
         }
-        let write = WriteRequest { path: given.clone(), content: content.clone(), expect: None };
+        let write = WriteRequest {
+            path: given.clone(),
+            content: content.clone(),
+            expect: None,
+        };
         let _ = sandbox.preview_write(write.clone(), cancel()).await;
         if let Ok(w) = sandbox.write(write, cancel()).await {
             assert_inside(&root, &w.path);
@@ -173,11 +209,18 @@ fuzz_target!(|data: &[u8]| {
         }
     });
 
-    assert_eq!(snapshot(&f.outside), outside_before, "{given:?} changed the outside folder");
+    assert_eq!(
+        snapshot(&f.outside),
+        outside_before,
+        "{given:?} changed the outside folder"
+    );
     let mut base_after = names(&f.base);
     base_after.retain(|n| !n.starts_with("project-"));
     let mut base_expected = base_before;
     base_expected.retain(|n| !n.starts_with("project-"));
-    assert_eq!(base_after, base_expected, "{given:?} created something next to the project");
+    assert_eq!(
+        base_after, base_expected,
+        "{given:?} created something next to the project"
+    );
     let _ = std::fs::remove_dir_all(&root);
 });

@@ -25,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
         Err(p) => {
             assert_eq!(p.file, "skills/x/SKILL.md");
             let lines = body.split('\n').count().max(1);
-            assert!(p.line >= 1 && p.line <= lines + 1, "line {} of {lines}: {p}", p.line);
+            assert!(
+                p.line >= 1 && p.line <= lines + 1,
+                "line {} of {lines}: {p}",
+                p.line
+            );
             assert!(!p.message.is_empty());
         }
     }

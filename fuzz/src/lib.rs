@@ -35,7 +35,10 @@ mod tests {
 
     #[test]
     fn fields_pad_and_keep_the_rest() {
-        assert_eq!(fields(b"a\x1eb\x1ec\x1ed", 3), vec![&b"a"[..], b"b", b"c\x1ed"]);
+        assert_eq!(
+            fields(b"a\x1eb\x1ec\x1ed", 3),
+            vec![&b"a"[..], b"b", b"c\x1ed"]
+        );
         assert_eq!(fields(b"a", 3), vec![&b"a"[..], b"", b""]);
     }
 }

@@ -42,10 +42,7 @@ fn outcome(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
 /// Printable ASCII and newlines, repeated up to several times the cap.
 fn plain_output() -> impl Strategy<Value = Vec<u8>> {
     (
-        prop::collection::vec(
-            prop_oneof![8 => 0x20u8..0x7f, 1 => Just(b'\n')],
-            1..200,
-        ),
+        prop::collection::vec(prop_oneof![8 => 0x20u8..0x7f, 1 => Just(b'\n')], 1..200),
         1usize..2000,
     )
         .prop_map(|(unit, n)| unit.repeat(n))
@@ -60,7 +57,9 @@ fn caps() -> impl Strategy<Value = (usize, usize)> {
 
 fn body(text: &str) -> &str {
     let start = text.find(OPEN).map(|i| i + OPEN.len()).unwrap_or(0);
-    text[start..].strip_suffix(CLOSE).unwrap_or("<no closing line>")
+    text[start..]
+        .strip_suffix(CLOSE)
+        .unwrap_or("<no closing line>")
 }
 
 proptest! {

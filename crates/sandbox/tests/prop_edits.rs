@@ -51,16 +51,21 @@ fn reference(original: &str, edits: &[EditSpec]) -> Outcome {
 
 /// Small alphabets so occurrences, repeats and newlines are frequent.
 fn small_text(max: usize) -> impl Strategy<Value = String> {
-    prop::collection::vec(prop::sample::select(vec!['a', 'b', '\n', 'é', '😀', ' ']), 0..max)
-        .prop_map(|v| v.into_iter().collect())
+    prop::collection::vec(
+        prop::sample::select(vec!['a', 'b', '\n', 'é', '😀', ' ']),
+        0..max,
+    )
+    .prop_map(|v| v.into_iter().collect())
 }
 
 fn edit() -> impl Strategy<Value = EditSpec> {
-    (small_text(4), small_text(4), any::<bool>()).prop_map(|(old_string, new_string, replace_all)| EditSpec {
-        old_string,
-        new_string,
-        replace_all,
-    })
+    (small_text(4), small_text(4), any::<bool>()).prop_map(
+        |(old_string, new_string, replace_all)| EditSpec {
+            old_string,
+            new_string,
+            replace_all,
+        },
+    )
 }
 
 proptest! {
