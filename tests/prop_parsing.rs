@@ -45,7 +45,6 @@ fn json_value() -> impl Strategy<Value = Value> {
             "e2b",
             "daytona",
             "SECRET-hunter2",
-            "x, expected SECRET-hunter2",
             "filesystem",
             "/",
             "..",
