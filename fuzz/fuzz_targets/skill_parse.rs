@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(p) => {
             assert_eq!(p.file, "skills/x/SKILL.md");
-            let lines = body.split('\n').count().max(1);
+            // YAML ends lines at `\n`, `\r\n` and a lone `\r`; so do editors.
+            let lines = body.matches('\n').count() + body.matches('\r').count()
+                - body.matches("\r\n").count()
+                + 1;
             assert!(
                 p.line >= 1 && p.line <= lines + 1,
                 "line {} of {lines}: {p}",
