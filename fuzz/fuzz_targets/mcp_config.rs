@@ -49,7 +49,17 @@ fn check(file: &Path, scope: ConfigScope, body: &str) -> aibuddy_mcp::LoadedConf
         for key in ["env", "headers"] {
             if let Some(Value::Object(m)) = entry.get(key) {
                 for v in m.values().filter_map(Value::as_str) {
-                    if v.len() >= 4 && !m.keys().any(|k| k.contains(v)) && !name.contains(v) {
+                    // Skip values that another, printable field (the url, the command, a key,
+                    // the server name) happens to contain.
+                    let elsewhere = ["url", "command", "type", "cwd"]
+                        .iter()
+                        .filter_map(|f| entry.get(*f).and_then(Value::as_str))
+                        .any(|s| s.contains(v));
+                    if v.len() >= 4
+                        && !elsewhere
+                        && !m.keys().any(|k| k.contains(v))
+                        && !name.contains(v)
+                    {
                         assert!(!e.to_string().contains(v), "{key} value {v:?} leaked: {e}");
                     }
                 }
