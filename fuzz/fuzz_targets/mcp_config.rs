@@ -3,9 +3,9 @@
 //!
 //! Input: `user text 0x1E project text`.
 //! Invariants: never panics; each server entry yields exactly one parsed server or one error
-//! naming it; parsed servers keep their scope and source file; an `env` or `headers` value never
-//! marked `SECRET` appears in an error (configured values may be secrets); merging lets a project entry replace
-//! the user entry of the same name, and a failed project entry hides it.
+//! naming it; parsed servers keep their scope and source file; an `env` or `headers` value marked
+//! `SECRET` never appears in an error (configured values may be secrets); merging lets a project
+//! entry replace the user entry of the same name, and a failed project entry hides it.
 #![no_main]
 
 use std::collections::BTreeSet;
