@@ -1,11 +1,12 @@
 # aibuddy: two commands do all set-up on a fresh Debian machine.
 #   make run   [PROJECT=/path/to/folder]   install what is missing, build, open the desktop window
 #   make test                              install what is missing, run every test suite
+#   make fuzz  [FUZZ_SECONDS=60]           run every cargo-fuzz target for FUZZ_SECONDS each (nightly)
 SHELL := /bin/bash
 PROJECT ?= $(CURDIR)/examples/sample-project
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test setup build-ui build-app test-rust test-ui test-e2e lint bench
+.PHONY: run test setup build-ui build-app test-rust test-ui test-e2e lint bench fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -37,3 +38,7 @@ lint:
 
 bench: setup
 	@bash benches/run.sh
+
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh

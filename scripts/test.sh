@@ -4,6 +4,14 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
+# Every suite always runs: a missing script (or a lost executable bit) must fail, not skip.
+for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/fuzz.sh; do
+  if [ ! -f "$suite" ]; then
+    echo "test.sh: $suite is missing" >&2
+    exit 1
+  fi
+done
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -18,12 +26,12 @@ export AIBUDDY_MCP_REQUIRE_SERVERS=1
 step "Rust tests (core and crates)"
 cargo test --workspace --exclude aibuddy-desktop --locked
 
-if [ -x scripts/test-ui.sh ]; then
-  step "UI tests"
-  bash scripts/test-ui.sh
-fi
+# Nightly, one build for every target; the checked-in corpus then a few seconds of each target.
+step "fuzz smoke (cargo fuzz: checked-in corpus + ${FUZZ_SMOKE_SECONDS:-5} s per target)"
+bash scripts/fuzz.sh --smoke
 
-if [ -x scripts/test-e2e.sh ]; then
-  step "end-to-end (real window under Xvfb)"
-  bash scripts/test-e2e.sh
-fi
+step "UI tests"
+bash scripts/test-ui.sh
+
+step "end-to-end (real window under Xvfb)"
+bash scripts/test-e2e.sh
