@@ -23,6 +23,10 @@ if [ -n "${CARGO_FUZZ_ROOT:-}" ]; then export PATH="$CARGO_FUZZ_ROOT/bin:$PATH";
 # Safe Rust: no sanitizer by default (faster to build and run); FUZZ_SANITIZER=address for C code.
 # Debug assertions on, so integer overflow panics instead of wrapping silently.
 flags=(--sanitizer "${FUZZ_SANITIZER:-none}" --debug-assertions)
+# The smoke (part of `make test`) builds unoptimised: a cold optimised build of the fuzz crate costs
+# about 26 CPU-minutes, the dev build a fraction of that; the smoke only replays the corpus and
+# explores for a few seconds, where speed per input matters little. FUZZ_DEV=0 forces optimised.
+if [ "${FUZZ_DEV:-$([ "$mode" = smoke ] && echo 1 || echo 0)}" = 1 ]; then flags+=(--dev); fi
 cd fuzz
 
 targets=("$@")

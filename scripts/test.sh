@@ -18,8 +18,10 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# The MCP tests must not skip quietly in CI: the servers are installed by scripts/setup.sh.
-export AIBUDDY_MCP_REQUIRE_SERVERS=1
+# A test that cannot run where it should (e.g. no filesystem with `chattr +i`) fails under CI
+# instead of skipping; `make test` is held to the same rule. MCP server tests always fail when the
+# servers (installed by scripts/setup.sh) are missing.
+export CI="${CI:-1}"
 
 # The desktop crate is tested by scripts/test-e2e.sh, in the one build (with the custom-protocol
 # feature) that the end-to-end test also drives: building the shell twice costs minutes on CI.

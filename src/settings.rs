@@ -322,9 +322,10 @@ fn json_type(v: &Value) -> &'static str {
 
 /// "wrong type" without quoting the value: settings may hold secrets, and problems reach logs.
 fn wrong_type_message(value: &Value, serde_msg: &str) -> String {
+    // The value (quoted by serde) comes before serde's own ", expected ...": take the last one.
     let expected = serde_msg
-        .split(", expected ")
-        .nth(1)
+        .rsplit_once(", expected ")
+        .map(|(_, e)| e)
         .map(|e| e.split(" at line").next().unwrap_or(e).trim())
         .filter(|e| !e.is_empty())
         .unwrap_or("another type");

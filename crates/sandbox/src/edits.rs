@@ -61,7 +61,7 @@ pub fn apply_edits(
 
 /// Unified diff with 3 lines of context, headed `a/<path>` / `b/<path>`.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
-    TextDiff::from_lines(old, new)
+    line_diff(old, new)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
@@ -71,7 +71,7 @@ pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
 /// 1-based inclusive line ranges of `new` that were inserted or changed (merged when adjacent).
 /// A pure deletion marks the line that now stands where the deleted text was.
 pub fn changed_lines(old: &str, new: &str) -> Vec<(u64, u64)> {
-    let diff = TextDiff::from_lines(old, new);
+    let diff = line_diff(old, new);
     let new_total = new.lines().count().max(1) as u64;
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     for op in diff.ops() {
@@ -99,6 +99,15 @@ pub fn changed_lines(old: &str, new: &str) -> Vec<(u64, u64)> {
         }
     }
     ranges
+}
+
+/// Line diff with a deadline: Myers' algorithm is quadratic on adversarial inputs (a 381-byte edit
+/// found by fuzzing ran for over 45 s), and this diff is computed for a confirmation preview that a
+/// model's arguments shape. Past the deadline the diff is still correct, only less minimal.
+fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, 'a, str> {
+    TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(500))
+        .diff_lines(old, new)
 }
 
 #[cfg(test)]
