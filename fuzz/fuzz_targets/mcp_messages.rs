@@ -36,19 +36,24 @@ fuzz_target!(|data: &[u8]| {
     let server = text(f[0]);
     let _ = serde_json::from_slice::<ServerJsonRpcMessage>(f[1]);
     match kind % 2 {
-        0 => tools_list(&server, f[1], f[2]),
+        0 => tools_list(&server, f[1], f[2], repeat % 2 == 0),
         _ => call_result(f[1], repeat),
     }
 });
 
-fn tools_list(server: &str, json: &[u8], args: &[u8]) {
+fn tools_list(server: &str, json: &[u8], args: &[u8], trust_annotations: bool) {
     let Ok(list) = serde_json::from_slice::<ListToolsResult>(json) else {
         return;
     };
     let args: Value = serde_json::from_slice(args).unwrap_or_else(|_| json!({}));
     let listed = list.tools.len();
     let servers = BTreeMap::from([(server.to_string(), list.tools)]);
-    let catalog = build_catalog(&servers);
+    let trusted: std::collections::BTreeSet<String> = if trust_annotations {
+        [server.to_string()].into()
+    } else {
+        Default::default()
+    };
+    let catalog = build_catalog(&servers, &trusted);
     assert_eq!(catalog.entries.len() + catalog.rejected.len(), listed);
     let mut seen = HashSet::new();
     for e in &catalog.entries {
@@ -72,6 +77,12 @@ fn tools_list(server: &str, json: &[u8], args: &[u8]) {
             (server, e.name.as_str())
         );
         assert_eq!(e.input_schema["type"], "object");
+        // A server's own annotations never lower risk unless the person trusts them.
+        assert!(
+            trust_annotations || e.risk.level == aibuddy_mcp::McpRiskLevel::HighImpact,
+            "untrusted annotations lowered risk: {:?}",
+            e.risk
+        );
         let _ = e.check_arguments(&args);
         let _ = define_tool(
             e.qualified_name.clone(),
