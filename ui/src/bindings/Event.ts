@@ -3,5 +3,14 @@ import type { CallStatus } from "./CallStatus";
 import type { ConfirmRequest } from "./ConfirmRequest";
 import type { OutputStream } from "./OutputStream";
 import type { Stage } from "./Stage";
+import type { TrustState } from "./TrustState";
 
-export type Event = { "type": "tool_started", call_id: string, tool: string, input: unknown, } | { "type": "tool_output_delta", call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_progress", call_id: string, progress: number, total: number | null, message: string | null, } | { "type": "heartbeat", call_id: string, } | { "type": "confirm_requested", call_id: string, request: ConfirmRequest, } | { "type": "confirm_resolved", call_id: string, approved: boolean, } | { "type": "tool_finished", call_id: string, status: CallStatus, stage: Stage | null, client: unknown, duration_ms: number, } | { "type": "tool_compacted", call_id: string, strategy: string, tokens_before: number, tokens_after: number, };
+export type Event = { "type": "tool_started", call_id: string, tool: string, input: unknown, } | { "type": "tool_output_delta", call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_progress", call_id: string, progress: number, total: number | null, message: string | null, } | { "type": "heartbeat", call_id: string, } | { "type": "confirm_requested", call_id: string, request: ConfirmRequest, } | { "type": "confirm_resolved", call_id: string, approved: boolean, } | { "type": "tool_finished", call_id: string, status: CallStatus, stage: Stage | null, client: unknown, duration_ms: number, } | { "type": "tool_compacted", call_id: string, strategy: string, tokens_before: number, tokens_after: number, } | { "type": "trust_changed", 
+/**
+ * Canonical project root.
+ */
+project: string, state: TrustState, 
+/**
+ * SHA-256 of the trust-relevant files now.
+ */
+digest: string, };
