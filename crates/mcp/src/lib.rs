@@ -47,7 +47,7 @@ pub use elicitation::{
 pub use error::{McpError, McpStage};
 pub use handler::{McpProgress, PROTOCOL_VERSION, ProgressSink, client_config};
 pub use manager::{McpCallResult, McpHandlers, McpManager, McpOptions};
-pub use options::SpawnGate;
+pub use options::{SpawnCheck, SpawnGate};
 pub use redact::Redactor;
 pub use risk::{Hints, McpRisk, McpRiskLevel};
 pub use server_env::{DEFAULT_INHERITED_ENV_VARS, server_environment};

@@ -44,9 +44,12 @@ pub struct McpOptions {
     pub before_spawn: Option<SpawnGate>,
 }
 
+/// The check behind [`SpawnGate`]: `Err(reason)` refuses to start that server now.
+pub type SpawnCheck = dyn Fn(&crate::ServerConfig) -> Result<(), String> + Send + Sync;
+
 /// See [`McpOptions::before_spawn`].
 #[derive(Clone)]
-pub struct SpawnGate(pub Arc<dyn Fn(&crate::ServerConfig) -> Result<(), String> + Send + Sync>);
+pub struct SpawnGate(pub Arc<SpawnCheck>);
 
 impl std::fmt::Debug for SpawnGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
