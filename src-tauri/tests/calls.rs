@@ -2,7 +2,6 @@
 //! project, live events over a `tauri::ipc::Channel`, confirmation answered by call id (the digest is
 //! the shell's business), and stop.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -265,7 +264,7 @@ fn closing_the_window_ends_a_running_command_and_its_process_group() {
     let call = call_in_background(
         &f,
         "execute",
-        json!({ "command": "echo $$ > pid.txt; echo started; sleep 30; echo never > late.txt" }),
+        json!({ "command": "echo started > started.txt; sleep 3097; echo never > late.txt" }),
     );
     let call_id = wait_for_confirmation(&f);
     assert_eq!(
@@ -277,26 +276,51 @@ fn closing_the_window_ends_a_running_command_and_its_process_group() {
         .unwrap(),
         json!(true)
     );
-    // Wait until the shell has really started.
-    let pid_file = f.project.path().join("pid.txt");
+    // Wait until the command has really started. It runs in its own PID namespace, so it is
+    // found on the host by its unique arguments, not by its `$$`.
     let deadline = Instant::now() + Duration::from_secs(20);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-        {
-            break pid;
-        }
+    while !(f.project.path().join("started.txt").exists() && !sleepers("3097").is_empty()) {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
 
     aibuddy_desktop::on_exit(&f.app.state::<ShellState>());
     let result = call.join().unwrap().unwrap();
     assert_eq!(result["status"], json!("cancelled"), "{result}");
+    let left = sleepers("3097");
     assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "the command's shell {pid} outlived the window"
+        left.is_empty(),
+        "the command's processes {left:?} outlived the window"
     );
     assert!(!f.project.path().join("late.txt").exists());
+}
+
+/// Host pids of live `sleep <arg>` processes (zombies excluded).
+fn sleepers(arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_sleep = args.first().is_some_and(|a| a.ends_with(b"sleep"));
+        if is_sleep && args.get(1) == Some(&arg.as_bytes()) {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|st| {
+                    st.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true);
+            if !zombie {
+                found.push(pid);
+            }
+        }
+    }
+    found
 }
