@@ -279,7 +279,7 @@ fn closing_the_window_ends_a_running_command_and_its_process_group() {
     // Wait until the command has really started. It runs in its own PID namespace, so it is
     // found on the host by its unique arguments, not by its `$$`.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !(f.project.path().join("started.txt").exists() && !sleepers("3097").is_empty()) {
+    while !f.project.path().join("started.txt").exists() || sleepers("3097").is_empty() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
