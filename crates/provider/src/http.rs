@@ -183,6 +183,8 @@ async fn drive<P: StreamParser>(
                 let _ = tx.try_send(Err(ProviderError::Cancelled));
                 return;
             }
+            // The consumer dropped the stream (e.g. its watchdog fired): close the connection.
+            _ = tx.closed() => return,
             c = body.next() => c,
         };
         let ended = match chunk {

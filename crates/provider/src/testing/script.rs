@@ -117,9 +117,17 @@ impl Turn {
             ProviderKind::OpenAiChat => self.chat(),
         };
         if self.stall_after_first_delta {
+            // Cut right after the chunk carrying the first piece of text (or the first delta).
+            let needle = match self.text.as_deref().map(split2) {
+                Some(pieces) if !pieces.is_empty() => {
+                    let quoted = Value::String(pieces[0].clone()).to_string();
+                    quoted[1..quoted.len() - 1].to_string()
+                }
+                _ => "delta".to_string(),
+            };
             let cut = chunks
                 .iter()
-                .position(|c| matches!(c, Chunk::Event { data, .. } if data.contains("delta")))
+                .position(|c| matches!(c, Chunk::Event { data, .. } if data.contains(&needle)))
                 .map_or(chunks.len(), |i| i + 1);
             chunks.truncate(cut);
             chunks.push(Chunk::Stall);
