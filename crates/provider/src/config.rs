@@ -108,6 +108,18 @@ impl BaseUrlOverrides {
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 
+/// Where a route's base URL came from; decides whether an environment key may be sent there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaseUrlFrom {
+    /// The vendor's own API.
+    Default,
+    /// `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`, set by the person.
+    Env,
+    /// `providers.NAME.base_url` in settings.
+    Settings,
+}
+
 /// A provider entry resolved into everything a run needs to talk to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Route {
@@ -119,6 +131,7 @@ pub struct Route {
     pub base_url: String,
     /// No base URL was configured, or it is the vendor's own host.
     pub first_party: bool,
+    pub base_url_from: BaseUrlFrom,
     pub presentation: Presentation,
     pub context_window: u64,
     pub stream: Option<bool>,
@@ -142,9 +155,10 @@ impl ProvidersConfig {
                 ));
             }
         };
-        let entry = self.entries.get(&name).ok_or_else(|| {
-            ProviderError::Config(format!("providers.{name} is not configured"))
-        })?;
+        let entry = self
+            .entries
+            .get(&name)
+            .ok_or_else(|| ProviderError::Config(format!("providers.{name} is not configured")))?;
         resolve_entry(&name, entry, env)
     }
 }
@@ -166,13 +180,20 @@ pub fn resolve_entry(
         }
     };
     if entry.model.trim().is_empty() {
-        return Err(ProviderError::Config(format!("providers.{name}.model is empty")));
+        return Err(ProviderError::Config(format!(
+            "providers.{name}.model is empty"
+        )));
     }
     let env_url = match kind {
         ProviderKind::Anthropic => env.anthropic.as_deref(),
         _ => env.openai.as_deref(),
     };
     let configured = entry.base_url.as_deref().or(env_url);
+    let base_url_from = match (entry.base_url.is_some(), env_url.is_some()) {
+        (true, _) => BaseUrlFrom::Settings,
+        (false, true) => BaseUrlFrom::Env,
+        (false, false) => BaseUrlFrom::Default,
+    };
     if let Some(url) = configured
         && !(url.starts_with("http://") || url.starts_with("https://"))
     {
@@ -197,6 +218,7 @@ pub fn resolve_entry(
         model: entry.model.clone(),
         base_url,
         first_party,
+        base_url_from,
         presentation,
         context_window: entry
             .context_window
@@ -218,19 +240,31 @@ mod tests {
         assert_eq!(c.entries.len(), 3);
         let none = BaseUrlOverrides::default();
         let a = c.resolve(None, &none).unwrap();
-        assert_eq!((a.kind, a.presentation), (ProviderKind::Anthropic, Presentation::Native));
+        assert_eq!(
+            (a.kind, a.presentation),
+            (ProviderKind::Anthropic, Presentation::Native)
+        );
         assert_eq!(a.base_url, "https://api.anthropic.com");
         let o = c.resolve(Some("openai"), &none).unwrap();
-        assert_eq!((o.kind, o.presentation), (ProviderKind::OpenAiResponses, Presentation::Native));
+        assert_eq!(
+            (o.kind, o.presentation),
+            (ProviderKind::OpenAiResponses, Presentation::Native)
+        );
         let l = c.resolve(Some("local"), &none).unwrap();
-        assert_eq!((l.kind, l.presentation), (ProviderKind::OpenAiChat, Presentation::ActiveTools));
+        assert_eq!(
+            (l.kind, l.presentation),
+            (ProviderKind::OpenAiChat, Presentation::ActiveTools)
+        );
         assert_eq!(l.base_url, "http://127.0.0.1:11434/v1");
     }
 
     #[test]
     fn env_base_url_makes_anthropic_active_tools_unless_native_forced() {
         let c: ProvidersConfig = serde_json::from_str(ISSUE_EXAMPLE).unwrap();
-        let env = BaseUrlOverrides { anthropic: Some("http://127.0.0.1:9/".into()), openai: None };
+        let env = BaseUrlOverrides {
+            anthropic: Some("http://127.0.0.1:9/".into()),
+            openai: None,
+        };
         let a = c.resolve(None, &env).unwrap();
         assert_eq!(a.base_url, "http://127.0.0.1:9");
         assert!(!a.first_party);
@@ -239,20 +273,34 @@ mod tests {
             r#"{"anthropic": {"model": "claude-sonnet-4-6", "tool_search": "native"}}"#,
         )
         .unwrap();
-        assert_eq!(forced.resolve(None, &env).unwrap().presentation, Presentation::Native);
+        assert_eq!(
+            forced.resolve(None, &env).unwrap().presentation,
+            Presentation::Native
+        );
     }
 
     #[test]
     fn bad_entries_are_reported() {
-        let unknown_field = serde_json::from_str::<ProvidersConfig>(r#"{"x": {"model": "m", "kind": "openai-chat", "colour": 1}}"#);
+        let unknown_field = serde_json::from_str::<ProvidersConfig>(
+            r#"{"x": {"model": "m", "kind": "openai-chat", "colour": 1}}"#,
+        );
         assert!(unknown_field.is_err());
         let c: ProvidersConfig = serde_json::from_str(r#"{"x": {"model": "m"}}"#).unwrap();
         let e = c.resolve(None, &BaseUrlOverrides::default()).unwrap_err();
         assert!(e.to_string().contains("providers.x.kind"), "{e}");
-        let c: ProvidersConfig = serde_json::from_str(r#"{"x": {"model": "m", "kind": "openai-chat", "base_url": "ftp://h"}}"#).unwrap();
+        let c: ProvidersConfig = serde_json::from_str(
+            r#"{"x": {"model": "m", "kind": "openai-chat", "base_url": "ftp://h"}}"#,
+        )
+        .unwrap();
         assert!(c.resolve(Some("x"), &BaseUrlOverrides::default()).is_err());
-        let c: ProvidersConfig = serde_json::from_str(r#"{"x": {"model": "m", "kind": "openai-chat", "tool_search": "native"}}"#).unwrap();
+        let c: ProvidersConfig = serde_json::from_str(
+            r#"{"x": {"model": "m", "kind": "openai-chat", "tool_search": "native"}}"#,
+        )
+        .unwrap();
         assert!(c.resolve(Some("x"), &BaseUrlOverrides::default()).is_err());
-        assert!(c.resolve(Some("nope"), &BaseUrlOverrides::default()).is_err());
+        assert!(
+            c.resolve(Some("nope"), &BaseUrlOverrides::default())
+                .is_err()
+        );
     }
 }

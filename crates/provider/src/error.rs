@@ -33,7 +33,9 @@ pub enum TransportKind {
 pub enum ProviderError {
     #[error("provider configuration: {0}")]
     Config(String),
-    #[error("no API key for provider {provider} (set {env_var} or run `aibuddy auth set {provider}`)")]
+    #[error(
+        "no API key for provider {provider} (set {env_var} or run `aibuddy auth set {provider}`)"
+    )]
     MissingKey { provider: String, env_var: String },
     #[error("key store: {0}")]
     KeyStore(String),

@@ -39,17 +39,34 @@ pub enum StopReason {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
     /// The response started (HTTP headers received and the first event parsed).
-    MessageStart { id: Option<String> },
-    TextDelta { text: String },
-    ToolCallStart { id: String, name: String, kind: CallKind },
-    ToolCallArgsDelta { id: String, delta: String },
+    MessageStart {
+        id: Option<String>,
+    },
+    TextDelta {
+        text: String,
+    },
+    ToolCallStart {
+        id: String,
+        name: String,
+        kind: CallKind,
+    },
+    ToolCallArgsDelta {
+        id: String,
+        delta: String,
+    },
     /// The call's complete input. Arguments that are not valid JSON are kept as a JSON string
     /// holding the raw text, so the Parameters stage can report them to the model.
-    ToolCallEnd { id: String, name: String, input: Value },
+    ToolCallEnd {
+        id: String,
+        name: String,
+        input: Value,
+    },
     /// A keep-alive: a provider `ping`, an SSE comment, or a chunk that completed no event.
     Ping,
     Usage(Usage),
     Stop(StopReason),
     /// The complete assistant message (parsed view plus the provider's raw blocks). Last event.
-    MessageEnd { message: Message },
+    MessageEnd {
+        message: Message,
+    },
 }

@@ -74,8 +74,14 @@ pub(crate) async fn error_from_response(
     cancel: &CancellationToken,
 ) -> ProviderError {
     let status = resp.status().as_u16();
-    let h = |k: &str| resp.headers().get(k).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let retry_after = parse_retry_after(h("retry-after").as_deref(), h("retry-after-ms").as_deref());
+    let h = |k: &str| {
+        resp.headers()
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let retry_after =
+        parse_retry_after(h("retry-after").as_deref(), h("retry-after-ms").as_deref());
     let body = match read_capped(resp, MAX_ERROR_BODY, cancel).await {
         Ok(b) => b,
         Err(ProviderError::Cancelled) => return ProviderError::Cancelled,
@@ -148,13 +154,19 @@ pub(crate) async fn events<P: StreamParser>(
     }
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(drive(resp, parser, cancel, tx));
-    Ok(Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx))))
+    Ok(Box::pin(futures::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+    })))
 }
 
 type Tx = mpsc::Sender<Result<ProviderEvent, ProviderError>>;
 
 /// Sends one item unless the run was cancelled or the consumer went away; `false` means stop.
-async fn emit(tx: &Tx, cancel: &CancellationToken, item: Result<ProviderEvent, ProviderError>) -> bool {
+async fn emit(
+    tx: &Tx,
+    cancel: &CancellationToken,
+    item: Result<ProviderEvent, ProviderError>,
+) -> bool {
     let last = item.is_err();
     tokio::select! {
         biased;
@@ -207,7 +219,11 @@ async fn drive<P: StreamParser>(
         let mut produced = false;
         loop {
             // Everything the parser can complete from what it has, without waiting for more.
-            let next = if ended { Some(sse.next().await) } else { sse.next().now_or_never() };
+            let next = if ended {
+                Some(sse.next().await)
+            } else {
+                sse.next().now_or_never()
+            };
             let Some(Some(ev)) = next else { break };
             let out = match ev {
                 Ok(ev) => parser.on_event(&ev.event, &ev.data),

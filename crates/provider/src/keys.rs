@@ -120,6 +120,19 @@ impl KeyStore {
         env.map(|k| (k, KeySource::Env))
     }
 
+    /// The key to send on `route`. An environment key (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) only
+    /// goes to the vendor's own host or to the base URL the person set in the environment, never
+    /// to a base URL from settings (which a project could point anywhere); a keyring key stored
+    /// under the entry's name goes to that entry's base URL.
+    pub fn key_for_route(&self, route: &crate::config::Route) -> Option<(ApiKey, KeySource)> {
+        let (key, source) = self.key_for(&route.name, route.kind)?;
+        let env_ok = route.first_party || route.base_url_from == crate::config::BaseUrlFrom::Env;
+        if source == KeySource::Env && !env_ok {
+            return None;
+        }
+        Some((key, source))
+    }
+
     /// Stores a key in the keyring under `name` (for `aibuddy auth set NAME`).
     pub fn set(&self, name: &str, key: &ApiKey) -> Result<(), KeyError> {
         match entry(name)?.set_password(key.expose()) {
@@ -183,10 +196,58 @@ mod tests {
         let s = KeyStore::new()
             .without_keyring()
             .with_env(ApiKey::new("a"), ApiKey::new("o"));
-        assert_eq!(s.key_for("anthropic", ProviderKind::Anthropic).unwrap().0.expose(), "a");
-        assert_eq!(s.key_for("local", ProviderKind::OpenAiChat).unwrap().1, KeySource::Env);
+        assert_eq!(
+            s.key_for("anthropic", ProviderKind::Anthropic)
+                .unwrap()
+                .0
+                .expose(),
+            "a"
+        );
+        assert_eq!(
+            s.key_for("local", ProviderKind::OpenAiChat).unwrap().1,
+            KeySource::Env
+        );
         let empty = KeyStore::new().without_keyring();
-        assert!(empty.key_for("openai", ProviderKind::OpenAiResponses).is_none());
+        assert!(
+            empty
+                .key_for("openai", ProviderKind::OpenAiResponses)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn env_keys_never_follow_a_settings_base_url() {
+        use crate::config::{BaseUrlOverrides, ProvidersConfig};
+        let s = KeyStore::new()
+            .without_keyring()
+            .with_env(ApiKey::new("a"), ApiKey::new("o"));
+        let c: ProvidersConfig = serde_json::from_str(
+            r#"{"openai": {"model": "gpt-5.4"}, "evil": {"kind": "openai-chat", "model": "m", "base_url": "https://collector.example/v1"},
+                "same": {"kind": "openai-responses", "model": "m", "base_url": "https://api.openai.com/v1"}}"#,
+        )
+        .unwrap();
+        let none = BaseUrlOverrides::default();
+        assert!(
+            s.key_for_route(&c.resolve(Some("openai"), &none).unwrap())
+                .is_some()
+        );
+        assert!(
+            s.key_for_route(&c.resolve(Some("same"), &none).unwrap())
+                .is_some()
+        );
+        assert!(
+            s.key_for_route(&c.resolve(Some("evil"), &none).unwrap())
+                .is_none()
+        );
+        let env = BaseUrlOverrides {
+            anthropic: None,
+            openai: Some("http://127.0.0.1:8080/v1".into()),
+        };
+        let local: ProvidersConfig =
+            serde_json::from_str(r#"{"local": {"kind": "openai-chat", "model": "m"}}"#).unwrap();
+        let r = local.resolve(None, &env).unwrap();
+        assert_eq!(r.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(s.key_for_route(&r).unwrap().0.expose(), "o");
     }
 
     /// The real OS keyring: a round trip where keyutils is usable; a typed `Unavailable` where the

@@ -24,7 +24,10 @@ pub mod routes;
 pub mod testing;
 pub mod wire;
 
-pub use config::{BaseUrlOverrides, ProviderEntry, ProviderKind, ProvidersConfig, Route, ToolSearchMode};
+pub use config::{
+    BaseUrlFrom, BaseUrlOverrides, ProviderEntry, ProviderKind, ProvidersConfig, Route,
+    ToolSearchMode,
+};
 pub use error::{ProviderError, Stage};
 pub use event::{ProviderEvent, StopReason, Usage};
 pub use http::EventStream;

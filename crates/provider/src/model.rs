@@ -35,9 +35,13 @@ pub enum CallKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResultBlock {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// A tool found by our `tool_search`: on native routes the provider expands its schema.
-    ToolReference { tool_name: String },
+    ToolReference {
+        tool_name: String,
+    },
 }
 
 /// One block of message content.

@@ -92,10 +92,16 @@ impl HttpProvider {
         };
         match (self.route.kind, &self.key) {
             (ProviderKind::Anthropic, Some(k)) => {
-                h.insert(HeaderName::from_static("x-api-key"), secret(k.expose().to_string())?);
+                h.insert(
+                    HeaderName::from_static("x-api-key"),
+                    secret(k.expose().to_string())?,
+                );
             }
             (_, Some(k)) => {
-                h.insert(reqwest::header::AUTHORIZATION, secret(format!("Bearer {}", k.expose()))?);
+                h.insert(
+                    reqwest::header::AUTHORIZATION,
+                    secret(format!("Bearer {}", k.expose()))?,
+                );
             }
             (_, None) => {}
         }
@@ -174,13 +180,31 @@ impl Provider for HttpProvider {
         };
         match kind {
             ProviderKind::Anthropic => {
-                http::events(resp, anthropic::Parser::new(), |v| Ok(anthropic::events_from_response(v)), cancel).await
+                http::events(
+                    resp,
+                    anthropic::Parser::new(),
+                    |v| Ok(anthropic::events_from_response(v)),
+                    cancel,
+                )
+                .await
             }
             ProviderKind::OpenAiResponses => {
-                http::events(resp, responses::Parser::new(), |v| Ok(responses::events_from_response(v)), cancel).await
+                http::events(
+                    resp,
+                    responses::Parser::new(),
+                    |v| Ok(responses::events_from_response(v)),
+                    cancel,
+                )
+                .await
             }
             ProviderKind::OpenAiChat => {
-                http::events(resp, chat::Parser::new(), chat::events_from_response, cancel).await
+                http::events(
+                    resp,
+                    chat::Parser::new(),
+                    chat::events_from_response,
+                    cancel,
+                )
+                .await
             }
         }
     }

@@ -73,7 +73,10 @@ pub fn jitter() -> f64 {
 
 /// Parses a `retry-after` header (delta-seconds, possibly fractional) or the OpenAI/Anthropic
 /// `retry-after-ms` header. HTTP-date values are not used by these APIs and are ignored.
-pub fn parse_retry_after(retry_after: Option<&str>, retry_after_ms: Option<&str>) -> Option<Duration> {
+pub fn parse_retry_after(
+    retry_after: Option<&str>,
+    retry_after_ms: Option<&str>,
+) -> Option<Duration> {
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -102,10 +105,22 @@ mod tests {
 
     #[test]
     fn retry_after_forms() {
-        assert_eq!(parse_retry_after(Some("3"), None), Some(Duration::from_secs(3)));
-        assert_eq!(parse_retry_after(Some(" 1.5 "), None), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_retry_after(Some("3"), Some("250")), Some(Duration::from_millis(250)));
-        assert_eq!(parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT"), None), None);
+        assert_eq!(
+            parse_retry_after(Some("3"), None),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_retry_after(Some(" 1.5 "), None),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after(Some("3"), Some("250")),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT"), None),
+            None
+        );
         assert_eq!(parse_retry_after(Some("-1"), None), None);
         assert_eq!(parse_retry_after(Some("NaN"), None), None);
         assert_eq!(parse_retry_after(None, None), None);
@@ -124,16 +139,39 @@ mod tests {
     #[test]
     fn decisions() {
         let p = BackoffPolicy::default();
-        assert_eq!(p.decide(1, &http(429, Some(2)), 0.3), RetryDecision::RetryAfter(Duration::from_secs(2)));
-        assert_eq!(p.decide(1, &http(503, None), 0.0), RetryDecision::RetryAfter(Duration::from_millis(500)));
+        assert_eq!(
+            p.decide(1, &http(429, Some(2)), 0.3),
+            RetryDecision::RetryAfter(Duration::from_secs(2))
+        );
+        assert_eq!(
+            p.decide(1, &http(503, None), 0.0),
+            RetryDecision::RetryAfter(Duration::from_millis(500))
+        );
         assert_eq!(p.decide(5, &http(503, None), 0.0), RetryDecision::GiveUp);
         assert_eq!(p.decide(1, &http(400, None), 0.0), RetryDecision::GiveUp);
-        assert_eq!(p.decide(1, &http(429, Some(3600)), 0.0), RetryDecision::GiveUp);
-        let overloaded = ProviderError::Stream { error_type: "overloaded_error".into(), message: "Overloaded".into() };
-        assert!(matches!(p.decide(1, &overloaded, 0.0), RetryDecision::RetryAfter(_)));
-        assert_eq!(p.decide(1, &ProviderError::Cancelled, 0.0), RetryDecision::GiveUp);
-        let reset = ProviderError::Transport { kind: crate::error::TransportKind::Body };
-        assert!(matches!(p.decide(1, &reset, 0.0), RetryDecision::RetryAfter(_)));
+        assert_eq!(
+            p.decide(1, &http(429, Some(3600)), 0.0),
+            RetryDecision::GiveUp
+        );
+        let overloaded = ProviderError::Stream {
+            error_type: "overloaded_error".into(),
+            message: "Overloaded".into(),
+        };
+        assert!(matches!(
+            p.decide(1, &overloaded, 0.0),
+            RetryDecision::RetryAfter(_)
+        ));
+        assert_eq!(
+            p.decide(1, &ProviderError::Cancelled, 0.0),
+            RetryDecision::GiveUp
+        );
+        let reset = ProviderError::Transport {
+            kind: crate::error::TransportKind::Body,
+        };
+        assert!(matches!(
+            p.decide(1, &reset, 0.0),
+            RetryDecision::RetryAfter(_)
+        ));
     }
 
     #[test]

@@ -6,9 +6,7 @@ use crate::request::Presentation;
 
 /// Whether `base_url` is the vendor's own API host.
 pub fn is_first_party(kind: ProviderKind, base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("https://")
-        .unwrap_or_default();
+    let rest = base_url.strip_prefix("https://").unwrap_or_default();
     let host = rest.split(['/', ':']).next().unwrap_or_default();
     match kind {
         ProviderKind::Anthropic => host == "api.anthropic.com",
@@ -113,10 +111,21 @@ mod tests {
 
     #[test]
     fn native_tool_search_table() {
-        for m in ["claude-sonnet-4-6", "claude-opus-4-6", "claude-opus-4-5-20251101", "claude-sonnet-5"] {
+        for m in [
+            "claude-sonnet-4-6",
+            "claude-opus-4-6",
+            "claude-opus-4-5-20251101",
+            "claude-sonnet-5",
+        ] {
             assert!(supports_native_tool_search(Anthropic, m), "{m}");
         }
-        for m in ["claude-haiku-4-5", "claude-3-7-sonnet-20250219", "claude-opus-4-1", "claude-sonnet-4-20250514", "llama3"] {
+        for m in [
+            "claude-haiku-4-5",
+            "claude-3-7-sonnet-20250219",
+            "claude-opus-4-1",
+            "claude-sonnet-4-20250514",
+            "llama3",
+        ] {
             assert!(!supports_native_tool_search(Anthropic, m), "{m}");
         }
         for m in ["gpt-5.4", "gpt-5.4-mini", "gpt-5.5", "gpt-6"] {
@@ -131,21 +140,47 @@ mod tests {
     #[test]
     fn presentation_rules() {
         let p = |k, m, fp, mode| presentation(k, m, fp, mode).unwrap();
-        assert_eq!(p(Anthropic, "claude-sonnet-4-6", true, ToolSearchMode::Auto), Presentation::Native);
-        assert_eq!(p(Anthropic, "claude-sonnet-4-6", false, ToolSearchMode::Auto), Presentation::ActiveTools);
-        assert_eq!(p(Anthropic, "claude-haiku-4-5", true, ToolSearchMode::Auto), Presentation::ActiveTools);
-        assert_eq!(p(Anthropic, "claude-haiku-4-5", false, ToolSearchMode::Native), Presentation::Native);
-        assert_eq!(p(OpenAiResponses, "gpt-5.4", true, ToolSearchMode::ActiveTools), Presentation::ActiveTools);
+        assert_eq!(
+            p(Anthropic, "claude-sonnet-4-6", true, ToolSearchMode::Auto),
+            Presentation::Native
+        );
+        assert_eq!(
+            p(Anthropic, "claude-sonnet-4-6", false, ToolSearchMode::Auto),
+            Presentation::ActiveTools
+        );
+        assert_eq!(
+            p(Anthropic, "claude-haiku-4-5", true, ToolSearchMode::Auto),
+            Presentation::ActiveTools
+        );
+        assert_eq!(
+            p(Anthropic, "claude-haiku-4-5", false, ToolSearchMode::Native),
+            Presentation::Native
+        );
+        assert_eq!(
+            p(
+                OpenAiResponses,
+                "gpt-5.4",
+                true,
+                ToolSearchMode::ActiveTools
+            ),
+            Presentation::ActiveTools
+        );
         assert!(presentation(OpenAiChat, "x", false, ToolSearchMode::Native).is_err());
     }
 
     #[test]
     fn first_party_hosts() {
         assert!(is_first_party(Anthropic, "https://api.anthropic.com"));
-        assert!(!is_first_party(Anthropic, "https://api.anthropic.com.evil.example"));
+        assert!(!is_first_party(
+            Anthropic,
+            "https://api.anthropic.com.evil.example"
+        ));
         assert!(!is_first_party(Anthropic, "http://api.anthropic.com"));
         assert!(is_first_party(OpenAiResponses, "https://api.openai.com/v1"));
-        assert!(!is_first_party(OpenAiResponses, "https://gateway.example/v1"));
+        assert!(!is_first_party(
+            OpenAiResponses,
+            "https://gateway.example/v1"
+        ));
     }
 
     #[test]

@@ -14,12 +14,24 @@ async fn text_only_on_each_route() {
         let server = server().await;
         server.push(Turn::text("Hello there, human.").reply(kind));
         let p = provider(&server, kind, Presentation::ActiveTools);
-        let req = request(kind, Presentation::ActiveTools, vec![Message::user_text("hi")]);
+        let req = request(
+            kind,
+            Presentation::ActiveTools,
+            vec![Message::user_text("hi")],
+        );
         let (events, msg) = step(&p, &req).await;
         assert_eq!(text_of(&events), "Hello there, human.", "{kind:?}");
         assert_eq!(msg.text(), "Hello there, human.");
-        assert!(events.contains(&ProviderEvent::Stop(StopReason::EndTurn)), "{kind:?}: {events:?}");
-        assert!(events.iter().any(|e| matches!(e, ProviderEvent::Usage(u) if u.output_tokens == 20)), "{kind:?}");
+        assert!(
+            events.contains(&ProviderEvent::Stop(StopReason::EndTurn)),
+            "{kind:?}: {events:?}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, ProviderEvent::Usage(u) if u.output_tokens == 20)),
+            "{kind:?}"
+        );
         let reqs = server.requests();
         assert_eq!(reqs.len(), 1);
         assert!(!reqs[0].raw_body.contains(KEY));
@@ -31,19 +43,53 @@ async fn text_only_on_each_route() {
 async fn one_tool_call_then_result_round_trip_on_each_route() {
     for kind in KINDS {
         let server = server().await;
-        server.push(Turn::text("Let me read it.").call("call_1", "read_file", json!({"path": "a.txt"})).reply(kind));
+        server.push(
+            Turn::text("Let me read it.")
+                .call("call_1", "read_file", json!({"path": "a.txt"}))
+                .reply(kind),
+        );
         server.push(Turn::text("It says hi.").reply(kind));
         let p = provider(&server, kind, Presentation::ActiveTools);
         let mut messages = vec![Message::user_text("read a.txt")];
-        let (events, msg) = step(&p, &request(kind, Presentation::ActiveTools, messages.clone())).await;
-        assert!(events.contains(&ProviderEvent::Stop(StopReason::ToolUse)), "{kind:?}");
+        let (events, msg) = step(
+            &p,
+            &request(kind, Presentation::ActiveTools, messages.clone()),
+        )
+        .await;
+        assert!(
+            events.contains(&ProviderEvent::Stop(StopReason::ToolUse)),
+            "{kind:?}"
+        );
         assert!(events.iter().any(|e| matches!(e, ProviderEvent::ToolCallStart { id, name, .. } if id == "call_1" && name == "read_file")));
-        assert!(events.iter().any(|e| matches!(e, ProviderEvent::ToolCallArgsDelta { id, .. } if id == "call_1")));
-        assert!(events.contains(&ProviderEvent::ToolCallEnd { id: "call_1".into(), name: "read_file".into(), input: json!({"path": "a.txt"}) }), "{kind:?}: {events:?}");
-        let calls: Vec<_> = msg.tool_calls().map(|(id, n, i, _)| (id.to_string(), n.to_string(), i.clone())).collect();
-        assert_eq!(calls, vec![("call_1".into(), "read_file".into(), json!({"path": "a.txt"}))]);
+        assert!(
+            events.iter().any(
+                |e| matches!(e, ProviderEvent::ToolCallArgsDelta { id, .. } if id == "call_1")
+            )
+        );
+        assert!(
+            events.contains(&ProviderEvent::ToolCallEnd {
+                id: "call_1".into(),
+                name: "read_file".into(),
+                input: json!({"path": "a.txt"})
+            }),
+            "{kind:?}: {events:?}"
+        );
+        let calls: Vec<_> = msg
+            .tool_calls()
+            .map(|(id, n, i, _)| (id.to_string(), n.to_string(), i.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![(
+                "call_1".into(),
+                "read_file".into(),
+                json!({"path": "a.txt"})
+            )]
+        );
         messages.push(msg);
-        messages.push(Message::tool_results(vec![ContentBlock::tool_result_text("call_1", "hi")]));
+        messages.push(Message::tool_results(vec![ContentBlock::tool_result_text(
+            "call_1", "hi",
+        )]));
         let (events, _) = step(&p, &request(kind, Presentation::ActiveTools, messages)).await;
         assert_eq!(text_of(&events), "It says hi.");
         // The server checked pairing and that the assistant turn came back exactly as served.
@@ -65,12 +111,26 @@ async fn parallel_tool_calls_on_each_route() {
         server.push(Turn::text("done").reply(kind));
         let p = provider(&server, kind, Presentation::ActiveTools);
         let mut messages = vec![Message::user_text("read both")];
-        let (events, msg) = step(&p, &request(kind, Presentation::ActiveTools, messages.clone())).await;
-        let ends: Vec<_> = events.iter().filter_map(|e| match e {
-            ProviderEvent::ToolCallEnd { id, input, .. } => Some((id.clone(), input.clone())),
-            _ => None,
-        }).collect();
-        assert_eq!(ends, vec![("call_a".into(), json!({"path": "a"})), ("call_b".into(), json!({"path": "b"}))], "{kind:?}");
+        let (events, msg) = step(
+            &p,
+            &request(kind, Presentation::ActiveTools, messages.clone()),
+        )
+        .await;
+        let ends: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallEnd { id, input, .. } => Some((id.clone(), input.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ends,
+            vec![
+                ("call_a".into(), json!({"path": "a"})),
+                ("call_b".into(), json!({"path": "b"}))
+            ],
+            "{kind:?}"
+        );
         assert_eq!(msg.tool_calls().count(), 2);
         messages.push(msg);
         messages.push(Message::tool_results(vec![
@@ -88,8 +148,19 @@ async fn every_keepalive_surfaces_as_an_event() {
         let server = server().await;
         server.push(Turn::text("abcdef").with_pings().reply(kind));
         let p = provider(&server, kind, Presentation::ActiveTools);
-        let (events, _) = step(&p, &request(kind, Presentation::ActiveTools, vec![Message::user_text("hi")])).await;
-        let pings = events.iter().filter(|e| matches!(e, ProviderEvent::Ping)).count();
+        let (events, _) = step(
+            &p,
+            &request(
+                kind,
+                Presentation::ActiveTools,
+                vec![Message::user_text("hi")],
+            ),
+        )
+        .await;
+        let pings = events
+            .iter()
+            .filter(|e| matches!(e, ProviderEvent::Ping))
+            .count();
         // One keep-alive after the start and one after each of the two text deltas.
         assert!(pings >= 3, "{kind:?}: {pings} pings in {events:?}");
         server.assert_clean();
@@ -102,11 +173,28 @@ async fn the_key_travels_only_in_the_auth_header() {
         let server = server().await;
         server.push(Turn::text("ok").reply(kind));
         let p = provider(&server, kind, Presentation::ActiveTools);
-        step(&p, &request(kind, Presentation::ActiveTools, vec![Message::user_text("hi")])).await;
+        step(
+            &p,
+            &request(
+                kind,
+                Presentation::ActiveTools,
+                vec![Message::user_text("hi")],
+            ),
+        )
+        .await;
         let r = &server.requests()[0];
         assert!(!r.raw_body.contains(KEY));
-        let auth: Vec<_> = r.headers.iter().filter(|(_, v)| v.contains(KEY)).map(|(n, _)| n.as_str()).collect();
-        let expected = if kind == aibuddy_provider::ProviderKind::Anthropic { "x-api-key" } else { "authorization" };
+        let auth: Vec<_> = r
+            .headers
+            .iter()
+            .filter(|(_, v)| v.contains(KEY))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let expected = if kind == aibuddy_provider::ProviderKind::Anthropic {
+            "x-api-key"
+        } else {
+            "authorization"
+        };
         assert_eq!(auth, vec![expected], "{kind:?}");
         assert!(!format!("{p:?}").contains(KEY));
         server.assert_clean();

@@ -57,17 +57,26 @@ pub fn check_request(
     body: &str,
     key: Option<&str>,
 ) -> Vec<Violation> {
-    let mut c = Checker { body, out: Vec::new() };
+    let mut c = Checker {
+        body,
+        out: Vec::new(),
+    };
     if let Some(k) = key {
         if body.contains(k) {
-            c.fail("key_only_in_headers", "the API key appears in the request body");
+            c.fail(
+                "key_only_in_headers",
+                "the API key appears in the request body",
+            );
         }
         let header_ok = headers.iter().any(|(n, v)| match kind {
             ProviderKind::Anthropic => n == "x-api-key" && v == k,
             _ => n == "authorization" && v == &format!("Bearer {k}"),
         });
         if !header_ok {
-            c.fail("key_only_in_headers", "the API key is missing from the auth header");
+            c.fail(
+                "key_only_in_headers",
+                "the API key is missing from the auth header",
+            );
         }
     }
     let v: Value = match serde_json::from_str(body) {
@@ -89,7 +98,11 @@ pub fn check_request(
 /// Names, schemas and deferral of the `tools` array; returns the function tool names.
 fn check_tools(c: &mut Checker, kind: ProviderKind, v: &Value) -> HashSet<String> {
     let mut names = HashSet::new();
-    let tools = v.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+    let tools = v
+        .get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut non_deferred = 0;
     for t in &tools {
         let (name, schema) = match kind {
@@ -98,16 +111,24 @@ fn check_tools(c: &mut Checker, kind: ProviderKind, v: &Value) -> HashSet<String
                 continue;
             }
             ProviderKind::Anthropic => (t.get("name"), t.get("input_schema")),
-            ProviderKind::OpenAiResponses if t.get("type").and_then(Value::as_str) != Some("function") => {
+            ProviderKind::OpenAiResponses
+                if t.get("type").and_then(Value::as_str) != Some("function") =>
+            {
                 non_deferred += 1;
                 continue;
             }
             ProviderKind::OpenAiResponses => (t.get("name"), t.get("parameters")),
-            ProviderKind::OpenAiChat => (t.pointer("/function/name"), t.pointer("/function/parameters")),
+            ProviderKind::OpenAiChat => (
+                t.pointer("/function/name"),
+                t.pointer("/function/parameters"),
+            ),
         };
         let name = name.and_then(Value::as_str).unwrap_or_default();
         if !valid_tool_name(name) {
-            c.fail("tool_name", format!("tool name {name:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$"));
+            c.fail(
+                "tool_name",
+                format!("tool name {name:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$"),
+            );
         }
         if !names.insert(name.to_string()) {
             c.fail("tool_name", format!("tool {name} is listed twice"));
@@ -116,7 +137,10 @@ fn check_tools(c: &mut Checker, kind: ProviderKind, v: &Value) -> HashSet<String
             s.is_object() && s.get("type").and_then(Value::as_str) == Some("object")
         });
         if !is_object {
-            c.fail("schema_object", format!("the schema of {name} is not an object schema"));
+            c.fail(
+                "schema_object",
+                format!("the schema of {name} is not an object schema"),
+            );
         }
         if t.get("defer_loading").and_then(Value::as_bool) != Some(true) {
             non_deferred += 1;
@@ -132,7 +156,10 @@ fn check_client_only(c: &mut Checker, where_: &str, o: &Value) {
     if let Some(map) = o.as_object() {
         for k in CLIENT_ONLY_KEYS {
             if map.contains_key(*k) {
-                c.fail("no_client_only_fields", format!("{where_} carries the client-only field {k:?}"));
+                c.fail(
+                    "no_client_only_fields",
+                    format!("{where_} carries the client-only field {k:?}"),
+                );
             }
         }
         let ty = map.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -143,7 +170,11 @@ fn check_client_only(c: &mut Checker, where_: &str, o: &Value) {
 }
 
 fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
-    let messages = v.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let messages = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut prev_calls: HashSet<String> = HashSet::new();
     let mut prev_server: HashSet<String> = HashSet::new();
     for (i, m) in messages.iter().enumerate() {
@@ -155,14 +186,36 @@ fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
         for (j, b) in blocks.iter().enumerate() {
             check_client_only(c, &format!("messages[{i}].content[{j}]"), b);
         }
-        let ty = |b: &Value| b.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+        let ty = |b: &Value| {
+            b.get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         if m.get("role").and_then(Value::as_str) == Some("assistant") {
-            prev_calls = blocks.iter().filter(|b| ty(b) == "tool_use").filter_map(|b| b.get("id").and_then(Value::as_str)).map(str::to_string).collect();
-            prev_server = blocks.iter().filter(|b| ty(b) != "tool_use").filter_map(|b| b.get("id").and_then(Value::as_str)).map(str::to_string).collect();
+            prev_calls = blocks
+                .iter()
+                .filter(|b| ty(b) == "tool_use")
+                .filter_map(|b| b.get("id").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
+            prev_server = blocks
+                .iter()
+                .filter(|b| ty(b) != "tool_use")
+                .filter_map(|b| b.get("id").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
             if !prev_calls.is_empty() {
                 let next = messages.get(i + 1).cloned().unwrap_or_default();
-                let results: Vec<String> = next.get("content").and_then(Value::as_array).into_iter().flatten()
-                    .filter(|b| ty(b) == "tool_result").filter_map(|b| b.get("tool_use_id").and_then(Value::as_str)).map(str::to_string).collect();
+                let results: Vec<String> = next
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| ty(b) == "tool_result")
+                    .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect();
                 check_pairs(c, &prev_calls, &results, &format!("messages[{i}]"));
             }
             continue;
@@ -171,17 +224,37 @@ fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
             if ty(b) != "tool_result" {
                 continue;
             }
-            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
+            let id = b
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if prev_server.contains(id) || id.starts_with("srvtoolu_") {
-                c.fail("no_result_for_server_tool", format!("a tool_result answers the server tool call {id}"));
+                c.fail(
+                    "no_result_for_server_tool",
+                    format!("a tool_result answers the server tool call {id}"),
+                );
             } else if !prev_calls.contains(id) {
-                c.fail("result_names_known_call", format!("a tool_result names {id}, not a call of the previous turn"));
+                c.fail(
+                    "result_names_known_call",
+                    format!("a tool_result names {id}, not a call of the previous turn"),
+                );
             }
-            for r in b.get("content").and_then(Value::as_array).into_iter().flatten() {
+            for r in b
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if ty(r) == "tool_reference" {
-                    let name = r.get("tool_name").and_then(Value::as_str).unwrap_or_default();
+                    let name = r
+                        .get("tool_name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
                     if !tools.contains(name) {
-                        c.fail("tool_reference_known", format!("tool_reference {name} is not in tools"));
+                        c.fail(
+                            "tool_reference_known",
+                            format!("tool_reference {name} is not in tools"),
+                        );
                     }
                 }
             }
@@ -202,21 +275,34 @@ fn check_pairs(c: &mut Checker, calls: &HashSet<String>, results: &[String], at:
     for id in ids {
         match count.get(id.as_str()).copied().unwrap_or(0) {
             1 => {}
-            0 => c.fail("one_result_per_call", format!("the call {id} of {at} has no result")),
-            n => c.fail("one_result_per_call", format!("the call {id} of {at} has {n} results")),
+            0 => c.fail(
+                "one_result_per_call",
+                format!("the call {id} of {at} has no result"),
+            ),
+            n => c.fail(
+                "one_result_per_call",
+                format!("the call {id} of {at} has {n} results"),
+            ),
         }
     }
 }
 
 fn check_responses(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
-    let items = v.get("input").and_then(Value::as_array).cloned().unwrap_or_default();
+    let items = v
+        .get("input")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut calls: HashSet<String> = HashSet::new();
     let mut server: HashSet<String> = HashSet::new();
     let mut results: Vec<String> = Vec::new();
     for (i, it) in items.iter().enumerate() {
         check_client_only(c, &format!("input[{i}]"), it);
         let ty = it.get("type").and_then(Value::as_str).unwrap_or_default();
-        let call_id = it.get("call_id").and_then(Value::as_str).map(str::to_string);
+        let call_id = it
+            .get("call_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let client = it.get("execution").and_then(Value::as_str) != Some("server");
         let Some(id) = call_id else { continue };
         match ty {
@@ -231,10 +317,18 @@ fn check_responses(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
             }
             "function_call_output" => answer(c, &calls, &server, &mut results, id),
             "tool_search_output" if client => {
-                for t in it.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for t in it
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
                     if !tools.contains(name) {
-                        c.fail("tool_reference_known", format!("tool_search_output returns {name}, which is not in tools"));
+                        c.fail(
+                            "tool_reference_known",
+                            format!("tool_search_output returns {name}, which is not in tools"),
+                        );
                     }
                 }
                 answer(c, &calls, &server, &mut results, id);
@@ -253,39 +347,69 @@ fn answer(
     id: String,
 ) {
     if server.contains(&id) {
-        c.fail("no_result_for_server_tool", format!("an output answers the server call {id}"));
+        c.fail(
+            "no_result_for_server_tool",
+            format!("an output answers the server call {id}"),
+        );
     } else if !calls.contains(&id) {
-        c.fail("result_names_known_call", format!("an output names {id}, not an earlier call"));
+        c.fail(
+            "result_names_known_call",
+            format!("an output names {id}, not an earlier call"),
+        );
     }
     results.push(id);
 }
 
 fn check_chat(c: &mut Checker, v: &Value) {
-    let messages = v.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let messages = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut i = 0;
     while i < messages.len() {
         let m = &messages[i];
         check_client_only(c, &format!("messages[{i}]"), m);
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         if role == "tool" {
-            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
-            c.fail("result_names_known_call", format!("messages[{i}] answers {id}, not a call of the previous turn"));
+            let id = m
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            c.fail(
+                "result_names_known_call",
+                format!("messages[{i}] answers {id}, not a call of the previous turn"),
+            );
             i += 1;
             continue;
         }
-        let calls: HashSet<String> = m.get("tool_calls").and_then(Value::as_array).into_iter().flatten()
-            .filter_map(|t| t.get("id").and_then(Value::as_str)).map(str::to_string).collect();
+        let calls: HashSet<String> = m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
         i += 1;
         if calls.is_empty() {
             continue;
         }
         let start = i;
         let mut results = Vec::new();
-        while i < messages.len() && messages[i].get("role").and_then(Value::as_str) == Some("tool") {
+        while i < messages.len() && messages[i].get("role").and_then(Value::as_str) == Some("tool")
+        {
             check_client_only(c, &format!("messages[{i}]"), &messages[i]);
-            let id = messages[i].get("tool_call_id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let id = messages[i]
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             if !calls.contains(&id) {
-                c.fail("result_names_known_call", format!("messages[{i}] answers {id}, not a call of the previous turn"));
+                c.fail(
+                    "result_names_known_call",
+                    format!("messages[{i}] answers {id}, not a call of the previous turn"),
+                );
             }
             results.push(id);
             i += 1;

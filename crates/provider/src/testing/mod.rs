@@ -1,7 +1,7 @@
 //! A fake provider server for tests (feature `testing`): real HTTP on 127.0.0.1:0, the three wire
 //! formats with SSE, scripted per test, checking protocol invariants on every request.
 //!
-//! ```ignore
+//! ```text
 //! let server = FakeServer::start().await?;
 //! server.expect_key("sk-test");
 //! server.push(Turn::text("hi").reply(ProviderKind::Anthropic));

@@ -12,7 +12,10 @@ use crate::model::CallKind;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Chunk {
     /// `event: name` (when given) and `data: ...`, then a blank line.
-    Event { name: Option<String>, data: String },
+    Event {
+        name: Option<String>,
+        data: String,
+    },
     /// `: text` (an SSE comment, what some servers send as keep-alive).
     Comment(String),
     Sleep(Duration),
@@ -42,11 +45,18 @@ pub enum Reply {
     /// 200 `text/event-stream`. `served` is the assistant content the client must send back
     /// unchanged in later requests (checked when replay checking is on); `None` for streams that
     /// do not complete.
-    Stream { chunks: Vec<Chunk>, served: Option<Value> },
+    Stream {
+        chunks: Vec<Chunk>,
+        served: Option<Value>,
+    },
     /// 200 `application/json` (non-streamed responses).
     Json { body: Value, served: Option<Value> },
     /// An HTTP error with extra headers (e.g. `retry-after`).
-    Error { status: u16, headers: Vec<(String, String)>, body: Value },
+    Error {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Value,
+    },
 }
 
 /// A tool call in a scripted turn.
@@ -131,9 +141,15 @@ impl Turn {
                 .map_or(chunks.len(), |i| i + 1);
             chunks.truncate(cut);
             chunks.push(Chunk::Stall);
-            return Reply::Stream { chunks, served: None };
+            return Reply::Stream {
+                chunks,
+                served: None,
+            };
         }
-        Reply::Stream { chunks, served: Some(served) }
+        Reply::Stream {
+            chunks,
+            served: Some(served),
+        }
     }
 
     fn keepalive(&self, kind: ProviderKind) -> Option<Chunk> {
@@ -145,9 +161,12 @@ impl Turn {
     }
 
     fn anthropic(&self) -> (Vec<Chunk>, Value) {
-        let mut c = vec![Chunk::event("message_start", json!({"type": "message_start", "message": {
+        let mut c = vec![Chunk::event(
+            "message_start",
+            json!({"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "content": [], "model": "fake",
-            "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}))];
+            "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        )];
         c.extend(self.keepalive(ProviderKind::Anthropic));
         let mut served = Vec::new();
         let mut index = 0;
@@ -157,7 +176,10 @@ impl Turn {
                 c.push(Chunk::event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})));
                 c.extend(self.keepalive(ProviderKind::Anthropic));
             }
-            c.push(Chunk::event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+            c.push(Chunk::event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
             served.push(json!({"type": "text", "text": t}));
             index += 1;
         }
@@ -167,18 +189,33 @@ impl Turn {
             for piece in split2(&call.input.to_string()) {
                 c.push(Chunk::event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}})));
             }
-            c.push(Chunk::event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
-            served.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}));
+            c.push(Chunk::event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+            served.push(
+                json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}),
+            );
             index += 1;
         }
-        let stop = if self.calls.is_empty() { "end_turn" } else { "tool_use" };
+        let stop = if self.calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        };
         c.push(Chunk::event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}})));
-        c.push(Chunk::event("message_stop", json!({"type": "message_stop"})));
+        c.push(Chunk::event(
+            "message_stop",
+            json!({"type": "message_stop"}),
+        ));
         (c, Value::Array(served))
     }
 
     fn responses(&self) -> (Vec<Chunk>, Value) {
-        let mut c = vec![Chunk::event("response.created", json!({"type": "response.created", "response": {"id": "resp_fake", "status": "in_progress", "output": []}}))];
+        let mut c = vec![Chunk::event(
+            "response.created",
+            json!({"type": "response.created", "response": {"id": "resp_fake", "status": "in_progress", "output": []}}),
+        )];
         c.extend(self.keepalive(ProviderKind::OpenAiResponses));
         let mut items = Vec::new();
         if let Some(t) = &self.text {
@@ -189,13 +226,18 @@ impl Turn {
                 c.extend(self.keepalive(ProviderKind::OpenAiResponses));
             }
             let item = json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": t, "annotations": []}]});
-            c.push(Chunk::event("response.output_item.done", json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+            c.push(Chunk::event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+            ));
             items.push(item);
         }
         for (n, call) in self.calls.iter().enumerate() {
             let i = items.len();
             let item = match call.kind {
-                CallKind::ToolSearch => json!({"type": "tool_search_call", "id": format!("ts_{n}"), "call_id": call.id, "execution": "client", "status": "completed", "arguments": call.input}),
+                CallKind::ToolSearch => {
+                    json!({"type": "tool_search_call", "id": format!("ts_{n}"), "call_id": call.id, "execution": "client", "status": "completed", "arguments": call.input})
+                }
                 CallKind::Function => {
                     let item_id = format!("fc_{n}");
                     let args = call.input.to_string();
@@ -208,9 +250,15 @@ impl Turn {
                 }
             };
             if call.kind == CallKind::ToolSearch {
-                c.push(Chunk::event("response.output_item.added", json!({"type": "response.output_item.added", "output_index": i, "item": item})));
+                c.push(Chunk::event(
+                    "response.output_item.added",
+                    json!({"type": "response.output_item.added", "output_index": i, "item": item}),
+                ));
             }
-            c.push(Chunk::event("response.output_item.done", json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+            c.push(Chunk::event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+            ));
             items.push(item);
         }
         c.push(Chunk::event("response.completed", json!({"type": "response.completed", "response": {"id": "resp_fake", "status": "completed", "output": items, "usage": {"input_tokens": 10, "output_tokens": 20, "input_tokens_details": {"cached_tokens": 0}}}})));
@@ -218,8 +266,13 @@ impl Turn {
     }
 
     fn chat(&self) -> (Vec<Chunk>, Value) {
-        let chunk = |delta: Value, finish: Value| Chunk::data(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string());
-        let mut c = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+        let chunk = |delta: Value, finish: Value| {
+            Chunk::data(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+        };
+        let mut c = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
         c.extend(self.keepalive(ProviderKind::OpenAiChat));
         if let Some(t) = &self.text {
             for piece in split2(t) {
@@ -242,7 +295,11 @@ impl Turn {
             }
             calls.push(json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": args}}));
         }
-        let finish = if self.calls.is_empty() { "stop" } else { "tool_calls" };
+        let finish = if self.calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
         c.push(chunk(json!({}), json!(finish)));
         c.push(Chunk::data(json!({"id": "chatcmpl-fake", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 20}}).to_string()));
         c.push(Chunk::data("[DONE]"));
@@ -256,7 +313,11 @@ impl Turn {
     /// The non-streamed Chat Completions reply (`stream: false`).
     pub fn chat_json(&self) -> Reply {
         let (_, served) = self.chat();
-        let finish = if self.calls.is_empty() { "stop" } else { "tool_calls" };
+        let finish = if self.calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
         Reply::Json {
             body: json!({"id": "chatcmpl-fake", "object": "chat.completion", "choices": [{"index": 0, "message": served, "finish_reason": finish}], "usage": {"prompt_tokens": 10, "completion_tokens": 20}}),
             served: Some(served),
@@ -266,7 +327,10 @@ impl Turn {
 
 /// Splits a string into two pieces on a char boundary (to exercise delta accumulation).
 fn split2(s: &str) -> Vec<String> {
-    let mid = s.char_indices().nth(s.chars().count() / 2).map_or(s.len(), |(i, _)| i);
+    let mid = s
+        .char_indices()
+        .nth(s.chars().count() / 2)
+        .map_or(s.len(), |(i, _)| i);
     [&s[..mid], &s[mid..]]
         .into_iter()
         .filter(|p| !p.is_empty())

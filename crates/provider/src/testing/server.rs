@@ -134,7 +134,11 @@ impl FakeServer {
                 .iter()
                 .map(|v| format!("[{}] {}\n  request body: {}", v.rule, v.detail, v.body))
                 .collect();
-            panic!("fake provider saw {} protocol violation(s):\n{}", v.len(), report.join("\n"));
+            panic!(
+                "fake provider saw {} protocol violation(s):\n{}",
+                v.len(),
+                report.join("\n")
+            );
         }
     }
 }
@@ -153,7 +157,12 @@ fn kind_of(path: &str) -> Option<ProviderKind> {
 
 type Body = BoxBody<Bytes, Infallible>;
 
-fn full(status: u16, headers: &[(String, String)], content_type: &str, body: String) -> Response<Body> {
+fn full(
+    status: u16,
+    headers: &[(String, String)],
+    content_type: &str,
+    body: String,
+) -> Response<Body> {
     let mut b = Response::builder()
         .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header("content-type", content_type);
@@ -161,25 +170,43 @@ fn full(status: u16, headers: &[(String, String)], content_type: &str, body: Str
         b = b.header(k.as_str(), v.as_str());
     }
     let body = http_body_util::Full::new(Bytes::from(body)).boxed();
-    b.body(body).unwrap_or_else(|_| Response::new(http_body_util::Empty::new().boxed()))
+    b.body(body)
+        .unwrap_or_else(|_| Response::new(http_body_util::Empty::new().boxed()))
 }
 
 /// Assistant content in the request, in order, in the same shape as `served`.
 fn replayed(kind: ProviderKind, body: &Value) -> Vec<Value> {
     match kind {
-        ProviderKind::Anthropic => body.get("messages").and_then(Value::as_array).into_iter().flatten()
+        ProviderKind::Anthropic => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
-            .map(|m| m.get("content").cloned().unwrap_or_default()).collect(),
-        ProviderKind::OpenAiChat => body.get("messages").and_then(Value::as_array).into_iter().flatten()
-            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).cloned().collect(),
+            .map(|m| m.get("content").cloned().unwrap_or_default())
+            .collect(),
+        ProviderKind::OpenAiChat => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .cloned()
+            .collect(),
         // Output items are flat in `input`: group consecutive non-input items into one turn.
         ProviderKind::OpenAiResponses => {
             let mut turns: Vec<Vec<Value>> = Vec::new();
             let mut open = false;
-            for it in body.get("input").and_then(Value::as_array).into_iter().flatten() {
+            for it in body
+                .get("input")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let ty = it.get("type").and_then(Value::as_str).unwrap_or_default();
                 let is_output = matches!(ty, "function_call" | "tool_search_call" | "reasoning")
-                    || (ty == "message" && it.get("role").and_then(Value::as_str) == Some("assistant"));
+                    || (ty == "message"
+                        && it.get("role").and_then(Value::as_str) == Some("assistant"));
                 if is_output {
                     if !open {
                         turns.push(Vec::new());
@@ -197,26 +224,43 @@ fn replayed(kind: ProviderKind, body: &Value) -> Vec<Value> {
     }
 }
 
-async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Body>, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<Mutex<State>>,
+) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_string();
     let headers: Vec<(String, String)> = req
         .headers()
         .iter()
-        .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let raw = match req.into_body().collect().await {
         Ok(b) => String::from_utf8_lossy(&b.to_bytes()).into_owned(),
         Err(_) => String::new(),
     };
     let Some(kind) = kind_of(&path) else {
-        return Ok(full(404, &[], "application/json", r#"{"error":{"type":"not_found_error","message":"unknown path"}}"#.into()));
+        return Ok(full(
+            404,
+            &[],
+            "application/json",
+            r#"{"error":{"type":"not_found_error","message":"unknown path"}}"#.into(),
+        ));
     };
     let reply = {
         let mut st = lock(&state);
         let mut violations = check_request(kind, &headers, &raw, st.key.as_deref());
         let body: Value = serde_json::from_str(&raw).unwrap_or_default();
         if st.check_replay {
-            for (i, (got, want)) in replayed(kind, &body).iter().zip(st.served.iter()).enumerate() {
+            for (i, (got, want)) in replayed(kind, &body)
+                .iter()
+                .zip(st.served.iter())
+                .enumerate()
+            {
                 if got != want {
                     violations.push(Violation {
                         rule: "assistant_content_as_received",
@@ -230,38 +274,55 @@ async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Resp
             tracing::error!(rule = v.rule, detail = %v.detail, "fake provider: protocol violation");
         }
         st.violations.extend(violations);
-        st.requests.push(RecordedRequest { kind, path, headers, body, raw_body: raw });
+        st.requests.push(RecordedRequest {
+            kind,
+            path,
+            headers,
+            body,
+            raw_body: raw,
+        });
         let reply = st.script.pop_front();
         match &reply {
-            Some(Reply::Stream { served: Some(s), .. }) | Some(Reply::Json { served: Some(s), .. }) => {
-                st.served.push(s.clone())
-            }
+            Some(Reply::Stream {
+                served: Some(s), ..
+            })
+            | Some(Reply::Json {
+                served: Some(s), ..
+            }) => st.served.push(s.clone()),
             _ => {}
         }
         reply
     };
     Ok(match reply {
-        None => full(500, &[], "application/json", r#"{"error":{"type":"api_error","message":"fake provider: no scripted reply left"}}"#.into()),
+        None => full(
+            500,
+            &[],
+            "application/json",
+            r#"{"error":{"type":"api_error","message":"fake provider: no scripted reply left"}}"#
+                .into(),
+        ),
         Some(Reply::Json { body, .. }) => full(200, &[], "application/json", body.to_string()),
-        Some(Reply::Error { status, headers, body }) => full(status, &headers, "application/json", body.to_string()),
+        Some(Reply::Error {
+            status,
+            headers,
+            body,
+        }) => full(status, &headers, "application/json", body.to_string()),
         Some(Reply::Stream { chunks, .. }) => {
             let (tx, mut rx) = mpsc::channel::<Bytes>(16);
             tokio::spawn(play(chunks, tx, state));
-            let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
-                .map_ok_frame();
+            let stream = futures::StreamExt::map(
+                futures::stream::poll_fn(move |cx| rx.poll_recv(cx)),
+                |b| Ok::<_, Infallible>(Frame::data(b)),
+            );
             let mut resp = Response::new(StreamBody::new(stream).boxed());
-            resp.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+            resp.headers_mut().insert(
+                "content-type",
+                hyper::header::HeaderValue::from_static("text/event-stream"),
+            );
             resp
         }
     })
 }
-
-trait MapOkFrame: futures::Stream<Item = Bytes> + Sized {
-    fn map_ok_frame(self) -> futures::stream::Map<Self, fn(Bytes) -> Result<Frame<Bytes>, Infallible>> {
-        futures::StreamExt::map(self, |b| Ok(Frame::data(b)))
-    }
-}
-impl<S: futures::Stream<Item = Bytes>> MapOkFrame for S {}
 
 async fn play(chunks: Vec<Chunk>, tx: mpsc::Sender<Bytes>, state: Arc<Mutex<State>>) {
     for c in chunks {

@@ -66,7 +66,9 @@ fn block(b: &ContentBlock, native: bool) -> Option<Value> {
     Some(match b {
         ContentBlock::Text { text } if text.is_empty() => return None,
         ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-        ContentBlock::ToolUse { id, name, input, .. } => {
+        ContentBlock::ToolUse {
+            id, name, input, ..
+        } => {
             json!({"type": "tool_use", "id": id, "name": name, "input": input})
         }
         ContentBlock::ToolResult {
@@ -92,7 +94,8 @@ fn block(b: &ContentBlock, native: bool) -> Option<Value> {
             } else {
                 json!(result_text(content))
             };
-            let mut o = json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
+            let mut o =
+                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
             if *is_error {
                 o["is_error"] = json!(true);
             }
@@ -209,7 +212,8 @@ impl StreamParser for Parser {
             "ping" => out.push(ProviderEvent::Ping),
             "message_start" => {
                 let m = v.get("message").cloned().unwrap_or_default();
-                self.usage.merge_max(usage_of(m.get("usage").unwrap_or(&Value::Null)));
+                self.usage
+                    .merge_max(usage_of(m.get("usage").unwrap_or(&Value::Null)));
                 out.push(ProviderEvent::MessageStart {
                     id: m.get("id").and_then(Value::as_str).map(str::to_string),
                 });
@@ -229,11 +233,19 @@ impl StreamParser for Parser {
                     }
                     _ => {}
                 }
-                let i = v.get("index").and_then(Value::as_u64).unwrap_or(self.blocks.len() as u64) as usize;
+                let i = v
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(self.blocks.len() as u64) as usize;
                 if i != self.blocks.len() {
-                    return Err(ProviderError::Protocol("content blocks out of order".into()));
+                    return Err(ProviderError::Protocol(
+                        "content blocks out of order".into(),
+                    ));
                 }
-                self.blocks.push(Block { raw, json: String::new() });
+                self.blocks.push(Block {
+                    raw,
+                    json: String::new(),
+                });
             }
             "content_block_delta" => {
                 let d = v.get("delta").cloned().unwrap_or_default();
@@ -242,7 +254,9 @@ impl StreamParser for Parser {
                     "text_delta" => {
                         let t = str_field(&d, "text");
                         append_str(&mut b.raw, "text", t);
-                        out.push(ProviderEvent::TextDelta { text: t.to_string() });
+                        out.push(ProviderEvent::TextDelta {
+                            text: t.to_string(),
+                        });
                     }
                     "input_json_delta" => {
                         let p = str_field(&d, "partial_json");
@@ -254,8 +268,12 @@ impl StreamParser for Parser {
                             });
                         }
                     }
-                    "thinking_delta" => append_str(&mut b.raw, "thinking", str_field(&d, "thinking")),
-                    "signature_delta" => append_str(&mut b.raw, "signature", str_field(&d, "signature")),
+                    "thinking_delta" => {
+                        append_str(&mut b.raw, "thinking", str_field(&d, "thinking"))
+                    }
+                    "signature_delta" => {
+                        append_str(&mut b.raw, "signature", str_field(&d, "signature"))
+                    }
                     "citations_delta" => {
                         let c = d.get("citation").cloned().unwrap_or_default();
                         match b.raw.get_mut("citations").and_then(Value::as_array_mut) {
@@ -319,20 +337,40 @@ impl StreamParser for Parser {
 pub fn events_from_response(v: &Value) -> Vec<ProviderEvent> {
     let mut p = Parser::new();
     p.usage = usage_of(v.get("usage").unwrap_or(&Value::Null));
-    p.stop = v.get("stop_reason").and_then(Value::as_str).map(stop_reason);
+    p.stop = v
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(stop_reason);
     let mut out = vec![ProviderEvent::MessageStart {
         id: v.get("id").and_then(Value::as_str).map(str::to_string),
     }];
-    for raw in v.get("content").and_then(Value::as_array).into_iter().flatten() {
+    for raw in v
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         match parse_block(raw) {
             Some(ContentBlock::Text { text }) => out.push(ProviderEvent::TextDelta { text }),
-            Some(ContentBlock::ToolUse { id, name, input, kind }) => {
-                out.push(ProviderEvent::ToolCallStart { id: id.clone(), name: name.clone(), kind });
+            Some(ContentBlock::ToolUse {
+                id,
+                name,
+                input,
+                kind,
+            }) => {
+                out.push(ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                    kind,
+                });
                 out.push(ProviderEvent::ToolCallEnd { id, name, input });
             }
             _ => {}
         }
-        p.blocks.push(Block { raw: raw.clone(), json: String::new() });
+        p.blocks.push(Block {
+            raw: raw.clone(),
+            json: String::new(),
+        });
     }
     out.extend(p.finish());
     out

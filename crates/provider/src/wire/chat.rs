@@ -106,12 +106,23 @@ pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
             text: text.to_string(),
         });
     }
-    for c in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+    for c in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         out.push(ContentBlock::ToolUse {
             id: str_field(c, "id").to_string(),
-            name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            name: c
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             input: parse_arguments(
-                c.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default(),
+                c.pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
             ),
             kind: CallKind::Function,
         });
@@ -232,10 +243,20 @@ impl StreamParser for Parser {
             && !t.is_empty()
         {
             self.text.push_str(t);
-            out.push(ProviderEvent::TextDelta { text: t.to_string() });
+            out.push(ProviderEvent::TextDelta {
+                text: t.to_string(),
+            });
         }
-        for tc in choice.pointer("/delta/tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(self.calls.len() as u64) as usize;
+        for tc in choice
+            .pointer("/delta/tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = tc
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(self.calls.len() as u64) as usize;
             if index > self.calls.len() {
                 return Err(ProviderError::Protocol("tool call index skipped".into()));
             }
@@ -244,16 +265,30 @@ impl StreamParser for Parser {
                     "" => format!("call_{index}"),
                     id => id.to_string(),
                 };
-                let name = tc.pointer("/function/name").and_then(Value::as_str).unwrap_or_default();
-                self.calls.push(Call { id: id.clone(), name: name.to_string(), args: String::new() });
-                out.push(ProviderEvent::ToolCallStart { id, name: name.to_string(), kind: CallKind::Function });
+                let name = tc
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.calls.push(Call {
+                    id: id.clone(),
+                    name: name.to_string(),
+                    args: String::new(),
+                });
+                out.push(ProviderEvent::ToolCallStart {
+                    id,
+                    name: name.to_string(),
+                    kind: CallKind::Function,
+                });
             }
             let call = &mut self.calls[index];
             if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str)
                 && !a.is_empty()
             {
                 call.args.push_str(a);
-                out.push(ProviderEvent::ToolCallArgsDelta { id: call.id.clone(), delta: a.to_string() });
+                out.push(ProviderEvent::ToolCallArgsDelta {
+                    id: call.id.clone(),
+                    delta: a.to_string(),
+                });
             }
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -293,27 +328,52 @@ pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderErr
     }];
     for b in &content {
         match b {
-            ContentBlock::Text { text } => out.push(ProviderEvent::TextDelta { text: text.clone() }),
-            ContentBlock::ToolUse { id, name, input, kind } => {
-                out.push(ProviderEvent::ToolCallStart { id: id.clone(), name: name.clone(), kind: *kind });
-                out.push(ProviderEvent::ToolCallEnd { id: id.clone(), name: name.clone(), input: input.clone() });
+            ContentBlock::Text { text } => {
+                out.push(ProviderEvent::TextDelta { text: text.clone() })
+            }
+            ContentBlock::ToolUse {
+                id,
+                name,
+                input,
+                kind,
+            } => {
+                out.push(ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                    kind: *kind,
+                });
+                out.push(ProviderEvent::ToolCallEnd {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
             }
             _ => {}
         }
     }
-    let has_calls = content.iter().any(|c| matches!(c, ContentBlock::ToolUse { .. }));
-    let stop = match v.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+    let has_calls = content
+        .iter()
+        .any(|c| matches!(c, ContentBlock::ToolUse { .. }));
+    let stop = match v
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+    {
         Some(s) => finish_reason(s),
         None if has_calls => StopReason::ToolUse,
         None => StopReason::EndTurn,
     };
-    out.push(ProviderEvent::Usage(usage_of(v.get("usage").unwrap_or(&Value::Null))));
+    out.push(ProviderEvent::Usage(usage_of(
+        v.get("usage").unwrap_or(&Value::Null),
+    )));
     out.push(ProviderEvent::Stop(stop));
     out.push(ProviderEvent::MessageEnd {
         message: Message {
             role: Role::Assistant,
             content,
-            raw: Some(RawContent { format: ProviderKind::OpenAiChat, blocks: vec![msg] }),
+            raw: Some(RawContent {
+                format: ProviderKind::OpenAiChat,
+                blocks: vec![msg],
+            }),
         },
     });
     Ok(out)

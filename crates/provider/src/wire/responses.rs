@@ -124,8 +124,10 @@ fn push_items(
                     if *is_error {
                         out = format!("Error: {out}");
                     }
-                    input.push(json!({"type": "function_call_output", "call_id": tool_use_id,
-                        "output": out}));
+                    input.push(
+                        json!({"type": "function_call_output", "call_id": tool_use_id,
+                        "output": out}),
+                    );
                 }
             }
             ContentBlock::ToolUse { .. } | ContentBlock::Opaque { .. } => {}
@@ -173,7 +175,10 @@ pub fn parse_item(item: &Value) -> Vec<ContentBlock> {
             }]
         }
         _ => vec![ContentBlock::Opaque {
-            id: item.get("call_id").and_then(Value::as_str).map(str::to_string),
+            id: item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             block: item.clone(),
         }],
     }
@@ -218,7 +223,10 @@ impl Parser {
         }
         let content: Vec<ContentBlock> = self.items.iter().flat_map(parse_item).collect();
         let stop = stop.unwrap_or_else(|| {
-            if content.iter().any(|c| matches!(c, ContentBlock::ToolUse { .. })) {
+            if content
+                .iter()
+                .any(|c| matches!(c, ContentBlock::ToolUse { .. }))
+            {
                 StopReason::ToolUse
             } else {
                 StopReason::EndTurn
@@ -253,14 +261,18 @@ impl StreamParser for Parser {
         let mut out = Vec::new();
         match ty {
             "response.created" => out.push(ProviderEvent::MessageStart {
-                id: v.pointer("/response/id").and_then(Value::as_str).map(str::to_string),
+                id: v
+                    .pointer("/response/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             }),
             "response.output_item.added" => {
                 let item = v.get("item").cloned().unwrap_or_default();
                 match str_field(&item, "type") {
                     "function_call" => {
                         let call_id = str_field(&item, "call_id").to_string();
-                        self.call_ids.insert(str_field(&item, "id").to_string(), call_id.clone());
+                        self.call_ids
+                            .insert(str_field(&item, "id").to_string(), call_id.clone());
                         out.push(ProviderEvent::ToolCallStart {
                             id: call_id,
                             name: str_field(&item, "name").to_string(),
@@ -291,7 +303,10 @@ impl StreamParser for Parser {
             "response.output_item.done" => {
                 let item = v.get("item").cloned().unwrap_or_default();
                 for b in parse_item(&item) {
-                    if let ContentBlock::ToolUse { id, name, input, .. } = b {
+                    if let ContentBlock::ToolUse {
+                        id, name, input, ..
+                    } = b
+                    {
                         out.push(ProviderEvent::ToolCallEnd { id, name, input });
                     }
                 }
@@ -351,12 +366,26 @@ pub fn events_from_response(v: &Value) -> Vec<ProviderEvent> {
     let mut out = vec![ProviderEvent::MessageStart {
         id: v.get("id").and_then(Value::as_str).map(str::to_string),
     }];
-    for item in v.get("output").and_then(Value::as_array).into_iter().flatten() {
+    for item in v
+        .get("output")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         for b in parse_item(item) {
             match b {
                 ContentBlock::Text { text } => out.push(ProviderEvent::TextDelta { text }),
-                ContentBlock::ToolUse { id, name, input, kind } => {
-                    out.push(ProviderEvent::ToolCallStart { id: id.clone(), name: name.clone(), kind });
+                ContentBlock::ToolUse {
+                    id,
+                    name,
+                    input,
+                    kind,
+                } => {
+                    out.push(ProviderEvent::ToolCallStart {
+                        id: id.clone(),
+                        name: name.clone(),
+                        kind,
+                    });
                     out.push(ProviderEvent::ToolCallEnd { id, name, input });
                 }
                 _ => {}

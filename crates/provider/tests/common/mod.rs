@@ -33,6 +33,7 @@ pub fn route(server: &FakeServer, kind: ProviderKind, presentation: Presentation
         model: model(kind).into(),
         base_url: server.base_url(kind),
         first_party: false,
+        base_url_from: aibuddy_provider::BaseUrlFrom::Env,
         presentation,
         context_window: 100_000,
         stream: None,
@@ -45,7 +46,11 @@ pub async fn server() -> FakeServer {
     s
 }
 
-pub fn provider(server: &FakeServer, kind: ProviderKind, presentation: Presentation) -> HttpProvider {
+pub fn provider(
+    server: &FakeServer,
+    kind: ProviderKind,
+    presentation: Presentation,
+) -> HttpProvider {
     HttpProvider::new(route(server, kind, presentation), ApiKey::new(KEY)).unwrap()
 }
 
@@ -68,7 +73,11 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-pub fn request(kind: ProviderKind, presentation: Presentation, messages: Vec<Message>) -> ModelRequest {
+pub fn request(
+    kind: ProviderKind,
+    presentation: Presentation,
+    messages: Vec<Message>,
+) -> ModelRequest {
     let mut r = ModelRequest::new(model(kind), messages);
     r.system = "You are a test.".into();
     r.tools = tools();
@@ -92,7 +101,10 @@ pub async fn collect(mut s: EventStream) -> (Vec<ProviderEvent>, Option<Provider
 
 /// Streams one step and returns its events and the final assistant message.
 pub async fn step(p: &HttpProvider, req: &ModelRequest) -> (Vec<ProviderEvent>, Message) {
-    let s = p.stream(req, tokio_util::sync::CancellationToken::new()).await.unwrap();
+    let s = p
+        .stream(req, tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
     let (events, err) = collect(s).await;
     assert!(err.is_none(), "stream error: {err:?}; events: {events:?}");
     let msg = events
