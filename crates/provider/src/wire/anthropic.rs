@@ -58,7 +58,16 @@ fn message(m: &Message, native: bool) -> Value {
     {
         return json!({"role": role, "content": raw.blocks});
     }
-    let content: Vec<Value> = m.content.iter().filter_map(|b| block(b, native)).collect();
+    // Tool results lead a user message (the API wants them before any text).
+    let (results, rest): (Vec<&ContentBlock>, Vec<&ContentBlock>) = m
+        .content
+        .iter()
+        .partition(|b| matches!(b, ContentBlock::ToolResult { .. }));
+    let content: Vec<Value> = results
+        .into_iter()
+        .chain(rest)
+        .filter_map(|b| block(b, native))
+        .collect();
     json!({"role": role, "content": content})
 }
 
