@@ -27,8 +27,8 @@ pub enum TransportKind {
     Other,
 }
 
-/// Provider messages are untrusted text: they are kept raw here (bounded) and must be escaped with
-/// `aibuddy_common::term` before reaching a terminal.
+/// Provider messages are untrusted text: they are bounded and terminal-escaped when the error is
+/// built, so `Display` is safe to print.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("provider configuration: {0}")]
@@ -64,13 +64,14 @@ pub enum ProviderError {
 /// Longest provider message kept in an error.
 pub const MAX_MESSAGE_CHARS: usize = 2000;
 
+/// A provider-sourced string made safe to keep in an error: bounded to [`MAX_MESSAGE_CHARS`] and
+/// terminal-escaped (one line), so printing an error can never reach a terminal raw.
 pub(crate) fn bounded(message: &str) -> String {
-    if message.chars().count() <= MAX_MESSAGE_CHARS {
-        return message.to_string();
-    }
     let mut s: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
-    s.push('…');
-    s
+    if message.chars().nth(MAX_MESSAGE_CHARS).is_some() {
+        s.push('…');
+    }
+    aibuddy_common::term::line(&s).into_owned()
 }
 
 impl ProviderError {
@@ -140,4 +141,19 @@ fn retryable_type(t: &str) -> bool {
             | "rate_limit_exceeded"
             | "overloaded"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_text_is_bounded_and_terminal_safe() {
+        let evil = "bad\x1b]0;pwned\x07\nnext";
+        let b = bounded(evil);
+        assert!(!b.contains('\x1b') && !b.contains('\n'), "{b:?}");
+        let long = "x".repeat(MAX_MESSAGE_CHARS + 10);
+        assert_eq!(bounded(&long).chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert_eq!(bounded("fine"), "fine");
+    }
 }

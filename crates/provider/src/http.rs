@@ -22,8 +22,9 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderE
 
 /// Largest error body read (the rest is dropped).
 const MAX_ERROR_BODY: usize = 64 * 1024;
-/// Largest non-streamed response body accepted.
+/// Largest non-streamed response body accepted, and largest streamed body.
 const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
+const MAX_STREAM_BODY: usize = 256 * 1024 * 1024;
 
 /// POSTs `body` and returns the response when its status is a success.
 pub(crate) async fn send(
@@ -188,6 +189,7 @@ async fn drive<P: StreamParser>(
     let (btx, brx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
     let mut sse = brx.eventsource();
     let mut btx = Some(btx);
+    let mut total = 0usize;
     loop {
         let chunk = tokio::select! {
             biased;
@@ -206,6 +208,13 @@ async fn drive<P: StreamParser>(
             }
             Some(Ok(bytes)) if bytes.is_empty() => continue,
             Some(Ok(bytes)) => {
+                total = total.saturating_add(bytes.len());
+                if total > MAX_STREAM_BODY {
+                    let too_big =
+                        ProviderError::Protocol("the response stream is too large".into());
+                    let _ = emit(&tx, &cancel, Err(too_big)).await;
+                    return;
+                }
                 if let Some(b) = &btx {
                     let _ = b.unbounded_send(Ok(bytes));
                 }

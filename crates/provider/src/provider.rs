@@ -169,6 +169,8 @@ impl Provider for HttpProvider {
         }
         let body = self.body(req, true)?;
         let url = self.url();
+        // The URL is not logged: a configured base URL may carry credentials.
+        tracing::debug!(provider = %self.route.name, kind = kind.as_str(), model = %req.model, "provider request");
         let resp = match http::send(&self.client, &url, self.headers()?, &body, &cancel).await {
             Ok(r) => r,
             Err(e) if kind == ProviderKind::OpenAiChat && streaming_refused(&e) => {
