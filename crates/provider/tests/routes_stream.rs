@@ -200,3 +200,82 @@ async fn the_key_travels_only_in_the_auth_header() {
         server.assert_clean();
     }
 }
+
+/// A server that ignores `stream: true` and answers JSON still yields the same events, and the
+/// message goes back exactly as received.
+#[tokio::test]
+async fn a_json_answer_to_a_stream_request_is_accepted() {
+    let kind = aibuddy_provider::ProviderKind::Anthropic;
+    let server = server().await;
+    let content = json!([{"type": "text", "text": "plain"}, {"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {"path": "z"}}]);
+    server.push(aibuddy_provider::testing::Reply::Json {
+        body: json!({"id": "msg_j", "type": "message", "role": "assistant", "content": content, "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}}),
+        served: Some(content.clone()),
+    });
+    server.push(Turn::text("ok").reply(kind));
+    let p = provider(&server, kind, Presentation::ActiveTools);
+    let mut messages = vec![Message::user_text("go")];
+    let (events, m) = step(
+        &p,
+        &request(kind, Presentation::ActiveTools, messages.clone()),
+    )
+    .await;
+    assert_eq!(text_of(&events), "plain");
+    assert!(events.contains(&ProviderEvent::Stop(StopReason::ToolUse)));
+    assert!(events.contains(&ProviderEvent::ToolCallEnd {
+        id: "toolu_9".into(),
+        name: "read_file".into(),
+        input: json!({"path": "z"})
+    }));
+    messages.push(m);
+    messages.push(Message::tool_results(vec![ContentBlock::tool_result_text(
+        "toolu_9", "zz",
+    )]));
+    step(&p, &request(kind, Presentation::ActiveTools, messages)).await;
+    server.assert_clean();
+}
+
+/// Responses reasoning items (encrypted, opaque to us) are replayed unchanged with `store: false`.
+#[tokio::test]
+async fn responses_reasoning_items_are_replayed_unchanged() {
+    use aibuddy_provider::testing::{Chunk, Reply};
+    let kind = aibuddy_provider::ProviderKind::OpenAiResponses;
+    let server = server().await;
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"});
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "read_file", "arguments": "{\"path\":\"q\"}", "status": "completed"});
+    let ev = |name: &str, v: serde_json::Value| Chunk::event(name, v);
+    server.push(Reply::Stream {
+        chunks: vec![
+            ev("response.created", json!({"type": "response.created", "response": {"id": "resp_1"}})),
+            ev("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning})),
+            ev("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "read_file", "arguments": ""}})),
+            ev("response.function_call_arguments.delta", json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "{\"path\":\"q\"}"})),
+            ev("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 1, "item": call})),
+            ev("response.completed", json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": [reasoning, call], "usage": {"input_tokens": 1, "output_tokens": 2}}})),
+        ],
+        served: Some(json!([reasoning, call])),
+    });
+    server.push(Turn::text("ok").reply(kind));
+    let p = provider(&server, kind, Presentation::ActiveTools);
+    let mut messages = vec![Message::user_text("go")];
+    let (events, m) = step(
+        &p,
+        &request(kind, Presentation::ActiveTools, messages.clone()),
+    )
+    .await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ProviderEvent::ToolCallArgsDelta { id, .. } if id == "call_r"))
+    );
+    assert_eq!(m.tool_calls().count(), 1);
+    messages.push(m);
+    messages.push(Message::tool_results(vec![ContentBlock::tool_result_text(
+        "call_r", "qq",
+    )]));
+    step(&p, &request(kind, Presentation::ActiveTools, messages)).await;
+    let second = &server.requests()[1].body;
+    assert_eq!(second["store"], json!(false));
+    assert_eq!(second["input"][1], reasoning);
+    server.assert_clean();
+}
