@@ -1,0 +1,213 @@
+//! The `Provider` seam and its HTTP implementation for the three wire formats.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ProviderKind, Route};
+use crate::error::ProviderError;
+use crate::http::{self, EventStream};
+use crate::keys::ApiKey;
+use crate::request::ModelRequest;
+use crate::wire::{anthropic, chat, responses};
+
+/// One model provider. `stream` sends one step and yields its events; cancelling `cancel` ends
+/// the stream promptly (a final `Err(Cancelled)` when the consumer is still listening) and closes
+/// the connection.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    fn route(&self) -> &Route;
+
+    /// The exact JSON body the next `stream` call would send (key-free: keys go in headers).
+    fn request_body(&self, req: &ModelRequest) -> Result<Value, ProviderError>;
+
+    async fn stream(
+        &self,
+        req: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, ProviderError>;
+}
+
+/// Anthropic Messages, OpenAI Responses or Chat Completions over `reqwest`, chosen by the route.
+pub struct HttpProvider {
+    route: Route,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+    /// Chat Completions only: send unstreamed (configured, or learnt from a failure).
+    unstreamed: AtomicBool,
+}
+
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("route", &self.route)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl HttpProvider {
+    /// `key` is required for Anthropic and OpenAI Responses; local Chat Completions servers may
+    /// need none.
+    pub fn new(route: Route, key: Option<ApiKey>) -> Result<Self, ProviderError> {
+        if key.is_none() && route.kind != ProviderKind::OpenAiChat {
+            return Err(ProviderError::MissingKey {
+                provider: route.name.clone(),
+                env_var: route.kind.key_env_var().to_string(),
+            });
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|_| ProviderError::Config("the HTTP client could not be built".into()))?;
+        let unstreamed = AtomicBool::new(route.stream == Some(false));
+        Ok(Self {
+            route,
+            key,
+            client,
+            unstreamed,
+        })
+    }
+
+    fn url(&self) -> String {
+        let base = &self.route.base_url;
+        match self.route.kind {
+            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+            ProviderKind::OpenAiResponses => format!("{base}/responses"),
+            ProviderKind::OpenAiChat => format!("{base}/chat/completions"),
+        }
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut h = HeaderMap::new();
+        let secret = |v: String| {
+            let mut hv = HeaderValue::from_str(&v)
+                .map_err(|_| ProviderError::KeyStore("the API key is not a valid header".into()))?;
+            hv.set_sensitive(true);
+            Ok::<_, ProviderError>(hv)
+        };
+        match (self.route.kind, &self.key) {
+            (ProviderKind::Anthropic, Some(k)) => {
+                h.insert(
+                    HeaderName::from_static("x-api-key"),
+                    secret(k.expose().to_string())?,
+                );
+            }
+            (_, Some(k)) => {
+                h.insert(
+                    reqwest::header::AUTHORIZATION,
+                    secret(format!("Bearer {}", k.expose()))?,
+                );
+            }
+            (_, None) => {}
+        }
+        if self.route.kind == ProviderKind::Anthropic {
+            h.insert(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(anthropic::API_VERSION),
+            );
+        }
+        Ok(h)
+    }
+
+    fn body(&self, req: &ModelRequest, stream: bool) -> Result<Value, ProviderError> {
+        match self.route.kind {
+            ProviderKind::Anthropic => anthropic::build_request(req, stream),
+            ProviderKind::OpenAiResponses => responses::build_request(req, stream),
+            ProviderKind::OpenAiChat => chat::build_request(req, stream),
+        }
+    }
+
+    async fn chat_unstreamed(
+        &self,
+        req: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        let body = self.body(req, false)?;
+        let resp = http::send(&self.client, &self.url(), self.headers()?, &body, cancel).await?;
+        let v = http::read_json(resp, cancel).await?;
+        Ok(http::ready_stream(chat::events_from_response(&v)?))
+    }
+}
+
+/// A failure that says the endpoint cannot stream (with tools): llama.cpp, some proxies.
+fn streaming_refused(e: &ProviderError) -> bool {
+    match e {
+        ProviderError::Http {
+            status, message, ..
+        } if (400..600).contains(status) && *status != 429 => {
+            message.to_ascii_lowercase().contains("stream")
+        }
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl Provider for HttpProvider {
+    fn route(&self) -> &Route {
+        &self.route
+    }
+
+    fn request_body(&self, req: &ModelRequest) -> Result<Value, ProviderError> {
+        let stream = !(self.route.kind == ProviderKind::OpenAiChat
+            && self.unstreamed.load(Ordering::Relaxed));
+        self.body(req, stream)
+    }
+
+    async fn stream(
+        &self,
+        req: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        let kind = self.route.kind;
+        if kind == ProviderKind::OpenAiChat && self.unstreamed.load(Ordering::Relaxed) {
+            return self.chat_unstreamed(req, &cancel).await;
+        }
+        let body = self.body(req, true)?;
+        let url = self.url();
+        // The URL is not logged: a configured base URL may carry credentials.
+        tracing::debug!(provider = %self.route.name, kind = kind.as_str(), model = %req.model, "provider request");
+        let resp = match http::send(&self.client, &url, self.headers()?, &body, &cancel).await {
+            Ok(r) => r,
+            Err(e) if kind == ProviderKind::OpenAiChat && streaming_refused(&e) => {
+                tracing::warn!(provider = %self.route.name, "streaming refused; falling back to unstreamed requests");
+                self.unstreamed.store(true, Ordering::Relaxed);
+                return self.chat_unstreamed(req, &cancel).await;
+            }
+            Err(e) => return Err(e),
+        };
+        match kind {
+            ProviderKind::Anthropic => {
+                http::events(
+                    resp,
+                    anthropic::Parser::new(),
+                    |v| Ok(anthropic::events_from_response(v)),
+                    cancel,
+                )
+                .await
+            }
+            ProviderKind::OpenAiResponses => {
+                http::events(
+                    resp,
+                    responses::Parser::new(),
+                    |v| Ok(responses::events_from_response(v)),
+                    cancel,
+                )
+                .await
+            }
+            ProviderKind::OpenAiChat => {
+                http::events(
+                    resp,
+                    chat::Parser::new(),
+                    chat::events_from_response,
+                    cancel,
+                )
+                .await
+            }
+        }
+    }
+}

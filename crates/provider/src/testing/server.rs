@@ -1,0 +1,356 @@
+//! The fake provider server: HTTP/1 on 127.0.0.1:0 speaking the three formats, answering from a
+//! per-test script, and checking the protocol invariants on every request.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::invariants::{Violation, check_request};
+use super::script::{Chunk, Reply};
+use crate::config::ProviderKind;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub kind: ProviderKind,
+    pub path: String,
+    /// Lower-cased names.
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub raw_body: String,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Reply>,
+    requests: Vec<RecordedRequest>,
+    violations: Vec<Violation>,
+    key: Option<String>,
+    /// Assistant content served by completed replies, in order.
+    served: Vec<Value>,
+    check_replay: bool,
+    disconnects: usize,
+}
+
+/// A scripted fake provider. Dropping it stops the server.
+pub struct FakeServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl FakeServer {
+    pub async fn start() -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State {
+            check_replay: true,
+            ..State::default()
+        }));
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(req, st.clone()));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// The base URL for an Anthropic route (`/v1/messages` is appended by the client).
+    pub fn anthropic_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The base URL for OpenAI routes (`/responses`, `/chat/completions` are appended).
+    pub fn openai_base(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn base_url(&self, kind: ProviderKind) -> String {
+        match kind {
+            ProviderKind::Anthropic => self.anthropic_base(),
+            _ => self.openai_base(),
+        }
+    }
+
+    /// The key every request must carry in its auth header, and never in its body.
+    pub fn expect_key(&self, key: &str) {
+        lock(&self.state).key = Some(key.to_string());
+    }
+
+    /// Whether earlier served assistant content must come back unchanged (on by default).
+    pub fn check_replay(&self, on: bool) {
+        lock(&self.state).check_replay = on;
+    }
+
+    pub fn push(&self, reply: Reply) {
+        lock(&self.state).script.push_back(reply);
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state).requests.clone()
+    }
+
+    pub fn violations(&self) -> Vec<Violation> {
+        lock(&self.state).violations.clone()
+    }
+
+    /// Streams whose client went away before the stream ended (stalled or cancelled).
+    pub fn disconnects(&self) -> usize {
+        lock(&self.state).disconnects
+    }
+
+    /// Panics with every violation and the request body that caused it.
+    pub fn assert_clean(&self) {
+        let v = self.violations();
+        if !v.is_empty() {
+            let report: Vec<String> = v
+                .iter()
+                .map(|v| format!("[{}] {}\n  request body: {}", v.rule, v.detail, v.body))
+                .collect();
+            panic!(
+                "fake provider saw {} protocol violation(s):\n{}",
+                v.len(),
+                report.join("\n")
+            );
+        }
+    }
+}
+
+fn kind_of(path: &str) -> Option<ProviderKind> {
+    if path.ends_with("/messages") {
+        Some(ProviderKind::Anthropic)
+    } else if path.ends_with("/responses") {
+        Some(ProviderKind::OpenAiResponses)
+    } else if path.ends_with("/chat/completions") {
+        Some(ProviderKind::OpenAiChat)
+    } else {
+        None
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn full(
+    status: u16,
+    headers: &[(String, String)],
+    content_type: &str,
+    body: String,
+) -> Response<Body> {
+    let mut b = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", content_type);
+    for (k, v) in headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    let body = http_body_util::Full::new(Bytes::from(body)).boxed();
+    b.body(body)
+        .unwrap_or_else(|_| Response::new(http_body_util::Empty::new().boxed()))
+}
+
+/// Assistant content in the request, in order, in the same shape as `served`.
+fn replayed(kind: ProviderKind, body: &Value) -> Vec<Value> {
+    match kind {
+        ProviderKind::Anthropic => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .map(|m| m.get("content").cloned().unwrap_or_default())
+            .collect(),
+        ProviderKind::OpenAiChat => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .cloned()
+            .collect(),
+        // Output items are flat in `input`: group consecutive non-input items into one turn.
+        ProviderKind::OpenAiResponses => {
+            let mut turns: Vec<Vec<Value>> = Vec::new();
+            let mut open = false;
+            for it in body
+                .get("input")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let ty = it.get("type").and_then(Value::as_str).unwrap_or_default();
+                let is_output = matches!(ty, "function_call" | "tool_search_call" | "reasoning")
+                    || (ty == "message"
+                        && it.get("role").and_then(Value::as_str) == Some("assistant"));
+                if is_output {
+                    if !open {
+                        turns.push(Vec::new());
+                        open = true;
+                    }
+                    if let Some(t) = turns.last_mut() {
+                        t.push(it.clone());
+                    }
+                } else {
+                    open = false;
+                }
+            }
+            turns.into_iter().map(Value::Array).collect()
+        }
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<Mutex<State>>,
+) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let raw = match req.into_body().collect().await {
+        Ok(b) => String::from_utf8_lossy(&b.to_bytes()).into_owned(),
+        Err(_) => String::new(),
+    };
+    let Some(kind) = kind_of(&path) else {
+        return Ok(full(
+            404,
+            &[],
+            "application/json",
+            r#"{"error":{"type":"not_found_error","message":"unknown path"}}"#.into(),
+        ));
+    };
+    let reply = {
+        let mut st = lock(&state);
+        let mut violations = check_request(kind, &headers, &raw, st.key.as_deref());
+        let body: Value = serde_json::from_str(&raw).unwrap_or_default();
+        if st.check_replay {
+            for (i, (got, want)) in replayed(kind, &body)
+                .iter()
+                .zip(st.served.iter())
+                .enumerate()
+            {
+                if got != want {
+                    violations.push(Violation {
+                        rule: "assistant_content_as_received",
+                        detail: format!("assistant turn {i} differs from what was served: served {want}, got {got}"),
+                        body: raw.clone(),
+                    });
+                }
+            }
+        }
+        for v in &violations {
+            tracing::error!(rule = v.rule, detail = %v.detail, "fake provider: protocol violation");
+        }
+        st.violations.extend(violations);
+        st.requests.push(RecordedRequest {
+            kind,
+            path,
+            headers,
+            body,
+            raw_body: raw,
+        });
+        let reply = st.script.pop_front();
+        match &reply {
+            Some(Reply::Stream {
+                served: Some(s), ..
+            })
+            | Some(Reply::Json {
+                served: Some(s), ..
+            }) => st.served.push(s.clone()),
+            _ => {}
+        }
+        reply
+    };
+    Ok(match reply {
+        None => full(
+            500,
+            &[],
+            "application/json",
+            r#"{"error":{"type":"api_error","message":"fake provider: no scripted reply left"}}"#
+                .into(),
+        ),
+        Some(Reply::Json { body, .. }) => full(200, &[], "application/json", body.to_string()),
+        Some(Reply::Error {
+            status,
+            headers,
+            body,
+        }) => full(status, &headers, "application/json", body.to_string()),
+        Some(Reply::Stream { chunks, .. }) => {
+            let (tx, mut rx) = mpsc::channel::<Bytes>(16);
+            tokio::spawn(play(chunks, tx, state));
+            let stream = futures::StreamExt::map(
+                futures::stream::poll_fn(move |cx| rx.poll_recv(cx)),
+                |b| Ok::<_, Infallible>(Frame::data(b)),
+            );
+            let mut resp = Response::new(StreamBody::new(stream).boxed());
+            resp.headers_mut().insert(
+                "content-type",
+                hyper::header::HeaderValue::from_static("text/event-stream"),
+            );
+            resp
+        }
+    })
+}
+
+async fn play(chunks: Vec<Chunk>, tx: mpsc::Sender<Bytes>, state: Arc<Mutex<State>>) {
+    for c in chunks {
+        let bytes = match c {
+            Chunk::Event { name, data } => {
+                let mut s = String::new();
+                if let Some(n) = name {
+                    s.push_str(&format!("event: {n}\n"));
+                }
+                s.push_str(&format!("data: {data}\n\n"));
+                s
+            }
+            Chunk::Comment(t) => format!(": {t}\n\n"),
+            Chunk::Sleep(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => continue,
+                    _ = tx.closed() => { lock(&state).disconnects += 1; return; }
+                }
+            }
+            Chunk::Stall => {
+                tx.closed().await;
+                lock(&state).disconnects += 1;
+                return;
+            }
+        };
+        if tx.send(Bytes::from(bytes)).await.is_err() {
+            lock(&state).disconnects += 1;
+            return;
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! OpenAI-compatible Chat Completions: request body, SSE stream parser, and the non-streamed
+//! response (the fallback for endpoints that break streaming with tools).
+
+use serde_json::{Map, Value, json};
+
+use super::responses::arguments_string;
+use super::{StreamParser, parse_arguments, parse_json, str_field, u64_at};
+use crate::config::ProviderKind;
+use crate::error::{ProviderError, TransportKind, bounded};
+use crate::event::{ProviderEvent, StopReason, Usage};
+use crate::model::{CallKind, ContentBlock, Message, RawContent, Role, result_text};
+use crate::request::ModelRequest;
+
+/// The request body. Chat Completions has no native deferral: only sent (active) tools go out.
+pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, ProviderError> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    let mut messages = Vec::new();
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for m in &req.messages {
+        push_messages(&mut messages, m);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .filter(|t| !t.deferred)
+        .map(|t| {
+            json!({"type": "function", "function": {"name": t.name, "description": t.description,
+                "parameters": t.input_schema}})
+        })
+        .collect();
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("max_tokens".into(), json!(req.max_tokens));
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(Value::Object(body))
+}
+
+fn push_messages(out: &mut Vec<Value>, m: &Message) {
+    if m.role == Role::Assistant {
+        if let Some(raw) = &m.raw
+            && raw.format == ProviderKind::OpenAiChat
+            && raw.blocks.len() == 1
+        {
+            out.push(raw.blocks[0].clone());
+            return;
+        }
+        out.push(assistant_message(m));
+        return;
+    }
+    let mut text = String::new();
+    for b in &m.content {
+        match b {
+            ContentBlock::Text { text: t } => text.push_str(t),
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                let mut c = result_text(content);
+                if *is_error {
+                    c = format!("Error: {c}");
+                }
+                out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": c}));
+            }
+            ContentBlock::ToolUse { .. } | ContentBlock::Opaque { .. } => {}
+        }
+    }
+    if !text.is_empty() {
+        out.push(json!({"role": "user", "content": text}));
+    }
+}
+
+fn assistant_message(m: &Message) -> Value {
+    let text = m.text();
+    let mut o = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+    let calls: Vec<Value> = m
+        .tool_calls()
+        .map(|(id, name, input, _)| {
+            json!({"id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments_string(input)}})
+        })
+        .collect();
+    if !calls.is_empty() {
+        o["tool_calls"] = Value::Array(calls);
+    }
+    o
+}
+
+/// The neutral view of one assistant message object.
+pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
+    let mut out = Vec::new();
+    let text = str_field(msg, "content");
+    if !text.is_empty() {
+        out.push(ContentBlock::Text {
+            text: text.to_string(),
+        });
+    }
+    for c in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        out.push(ContentBlock::ToolUse {
+            id: str_field(c, "id").to_string(),
+            name: c
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            input: parse_arguments(
+                c.pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            kind: CallKind::Function,
+        });
+    }
+    out
+}
+
+fn finish_reason(s: &str) -> StopReason {
+    match s {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+fn usage_of(u: &Value) -> Usage {
+    Usage {
+        input_tokens: u64_at(u, &["prompt_tokens"]),
+        output_tokens: u64_at(u, &["completion_tokens"]),
+        cache_read_tokens: u64_at(u, &["prompt_tokens_details", "cached_tokens"]),
+        cache_write_tokens: 0,
+    }
+}
+
+struct Call {
+    id: String,
+    name: String,
+    args: String,
+}
+
+/// SSE parser for Chat Completions streams.
+#[derive(Default)]
+pub struct Parser {
+    started: bool,
+    text: String,
+    calls: Vec<Call>,
+    usage: Usage,
+    finish: Option<String>,
+    done: bool,
+}
+
+impl Parser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn finish(&mut self) -> Vec<ProviderEvent> {
+        self.done = true;
+        let mut out = Vec::new();
+        let mut raw = json!({"role": "assistant",
+            "content": if self.text.is_empty() { Value::Null } else { json!(self.text) }});
+        let mut calls = Vec::new();
+        for c in &self.calls {
+            out.push(ProviderEvent::ToolCallEnd {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                input: parse_arguments(&c.args),
+            });
+            calls.push(json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.args}}));
+        }
+        if !calls.is_empty() {
+            raw["tool_calls"] = Value::Array(calls);
+        }
+        let stop = match self.finish.as_deref() {
+            Some(s) => finish_reason(s),
+            None if !self.calls.is_empty() => StopReason::ToolUse,
+            None => StopReason::EndTurn,
+        };
+        let message = Message {
+            role: Role::Assistant,
+            content: parse_message(&raw),
+            raw: Some(RawContent {
+                format: ProviderKind::OpenAiChat,
+                blocks: vec![raw],
+            }),
+        };
+        out.push(ProviderEvent::Usage(self.usage));
+        out.push(ProviderEvent::Stop(stop));
+        out.push(ProviderEvent::MessageEnd { message });
+        out
+    }
+}
+
+impl StreamParser for Parser {
+    fn on_event(&mut self, _event: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        if data.trim() == "[DONE]" {
+            return Ok(self.finish());
+        }
+        let v = parse_json(data)?;
+        if let Some(e) = v.get("error") {
+            return Err(ProviderError::Stream {
+                error_type: bounded(match str_field(e, "type") {
+                    "" => "error",
+                    t => t,
+                }),
+                message: bounded(str_field(e, "message")),
+            });
+        }
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            out.push(ProviderEvent::MessageStart {
+                id: v.get("id").and_then(Value::as_str).map(str::to_string),
+            });
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            self.usage = usage_of(u);
+        }
+        let Some(choice) = v.pointer("/choices/0") else {
+            return Ok(out);
+        };
+        if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
+            && !t.is_empty()
+        {
+            self.text.push_str(t);
+            out.push(ProviderEvent::TextDelta {
+                text: t.to_string(),
+            });
+        }
+        for tc in choice
+            .pointer("/delta/tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = tc
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(self.calls.len() as u64) as usize;
+            if index > self.calls.len() {
+                return Err(ProviderError::Protocol("tool call index skipped".into()));
+            }
+            if index == self.calls.len() {
+                let id = match str_field(tc, "id") {
+                    "" => format!("call_{index}"),
+                    id => id.to_string(),
+                };
+                let name = tc
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.calls.push(Call {
+                    id: id.clone(),
+                    name: name.to_string(),
+                    args: String::new(),
+                });
+                out.push(ProviderEvent::ToolCallStart {
+                    id,
+                    name: name.to_string(),
+                    kind: CallKind::Function,
+                });
+            }
+            let call = &mut self.calls[index];
+            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str)
+                && !a.is_empty()
+            {
+                call.args.push_str(a);
+                out.push(ProviderEvent::ToolCallArgsDelta {
+                    id: call.id.clone(),
+                    delta: a.to_string(),
+                });
+            }
+        }
+        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(f.to_string());
+        }
+        Ok(out)
+    }
+
+    /// Some servers close without `[DONE]`: a finish reason is enough to complete the message.
+    fn on_end(&mut self) -> Result<Vec<ProviderEvent>, ProviderError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        if self.finish.is_some() {
+            return Ok(self.finish());
+        }
+        Err(ProviderError::Transport {
+            kind: TransportKind::Body,
+        })
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// Converts a non-streamed Chat Completions response into the events a stream would give; the
+/// message object is kept exactly as received.
+pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderError> {
+    let msg = v
+        .pointer("/choices/0/message")
+        .cloned()
+        .ok_or_else(|| ProviderError::Protocol("response has no choices[0].message".into()))?;
+    let content = parse_message(&msg);
+    let mut out = vec![ProviderEvent::MessageStart {
+        id: v.get("id").and_then(Value::as_str).map(str::to_string),
+    }];
+    for b in &content {
+        match b {
+            ContentBlock::Text { text } => {
+                out.push(ProviderEvent::TextDelta { text: text.clone() })
+            }
+            ContentBlock::ToolUse {
+                id,
+                name,
+                input,
+                kind,
+            } => {
+                out.push(ProviderEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                    kind: *kind,
+                });
+                out.push(ProviderEvent::ToolCallEnd {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    let has_calls = content
+        .iter()
+        .any(|c| matches!(c, ContentBlock::ToolUse { .. }));
+    let stop = match v
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+    {
+        Some(s) => finish_reason(s),
+        None if has_calls => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+    };
+    out.push(ProviderEvent::Usage(usage_of(
+        v.get("usage").unwrap_or(&Value::Null),
+    )));
+    out.push(ProviderEvent::Stop(stop));
+    out.push(ProviderEvent::MessageEnd {
+        message: Message {
+            role: Role::Assistant,
+            content,
+            raw: Some(RawContent {
+                format: ProviderKind::OpenAiChat,
+                blocks: vec![msg],
+            }),
+        },
+    });
+    Ok(out)
+}
