@@ -19,14 +19,15 @@ fn say(line: &str) {
 }
 
 /// The exact assistant JSON text of step `n` (key order and spacing matter).
-fn assistant_content(n: u64) -> String {
+fn assistant_content(run: &str, n: u64) -> String {
     format!(
-        r#"[{{"type":"text","text":"step {n} \u00e9"}}, {{"type":"tool_use","id":"toolu_{n}_a","name":"read_file","input":{{"z":1,"a":2}}}},{{"type":"tool_use","id":"toolu_{n}_b","name":"grep","input":{{}}}}]"#
+        r#"[{{"type":"text","text":"step {n} \u00e9"}}, {{"type":"tool_use","id":"toolu_{run}_{n}_a","name":"read_file","input":{{"z":1,"a":2}}}},{{"type":"tool_use","id":"toolu_{run}_{n}_b","name":"grep","input":{{}}}}]"#
     )
 }
 
 async fn step(store: &Store, run: &str, n: u64) -> Result<(), aibuddy_store::StoreError> {
-    let ids = [format!("toolu_{n}_a"), format!("toolu_{n}_b")];
+    // Call ids are unique across runs (`tool_calls.tool_call_id` is), as provider ids are.
+    let ids = [format!("toolu_{run}_{n}_a"), format!("toolu_{run}_{n}_b")];
     let calls = vec![
         RequestedCall {
             tool_call_id: ids[0].clone(),
@@ -46,7 +47,7 @@ async fn step(store: &Store, run: &str, n: u64) -> Result<(), aibuddy_store::Sto
     store
         .append_message(
             run,
-            NewMessage::assistant("anthropic", assistant_content(n), Some(usage), calls),
+            NewMessage::assistant("anthropic", assistant_content(run, n), Some(usage), calls),
         )
         .await?;
     for id in &ids {
