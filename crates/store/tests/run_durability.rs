@@ -119,7 +119,7 @@ async fn kill_9_mid_run_leaves_it_interrupted_consistent_and_resumable() {
         }
 
         let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.runs_interrupted_at_open(), [run.clone()]);
+        assert_eq!(store.runs_interrupted_at_open(), std::slice::from_ref(&run));
         let rec = store.get_run(&run).await.unwrap().unwrap();
         assert_eq!(rec.status, Some(RunStatus::Interrupted));
         assert!(rec.finished_at_ms.is_some());
@@ -215,7 +215,7 @@ async fn a_run_of_a_store_that_is_gone_is_interrupted_at_the_next_open() {
         run
     };
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.runs_interrupted_at_open(), [run.clone()]);
+    assert_eq!(store.runs_interrupted_at_open(), std::slice::from_ref(&run));
     assert!(store.resume_run(&run).await.unwrap().is_empty());
     let err = store.resume_run(&run).await.unwrap_err();
     assert!(matches!(err, StoreError::RunBusy(_)), "{err}");
