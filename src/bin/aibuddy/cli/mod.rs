@@ -1,6 +1,6 @@
 //! The headless CLI: `aibuddy tools list|check`, `aibuddy call`, and (from the results layer)
 //! `history` and `show`. Each subcommand has `--json` for machine-readable output. The binary in
-//! `src/bin/aibuddy.rs` only calls [`main`].
+//! `src/bin/aibuddy/main.rs` only calls [`main`].
 //!
 //! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::app::{AppOptions, DATA_DIR_ENV, default_data_dir};
+use aibuddy::app::{AppOptions, DATA_DIR_ENV, default_data_dir};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -83,7 +83,7 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
 }
 
 pub fn main() -> ExitCode {
-    crate::logging::init_stderr();
+    aibuddy::logging::init_stderr();
     let cli = Cli::parse();
     let opts = match cli.options() {
         Ok(o) => o,

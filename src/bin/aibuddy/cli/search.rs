@@ -8,8 +8,8 @@ use clap::Args;
 use serde::Serialize;
 
 use super::print_json;
-use crate::app::{App, AppOptions};
-use crate::discovery::service::Candidate;
+use aibuddy::app::{App, AppOptions};
+use aibuddy::discovery::service::Candidate;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {

@@ -6,8 +6,8 @@ use aibuddy_common::term;
 use clap::Subcommand;
 
 use super::print_json;
-use crate::app::{App, AppOptions, check};
-use crate::discovery::Exposure;
+use aibuddy::app::{App, AppOptions, check};
+use aibuddy::discovery::Exposure;
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
