@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod events;
 pub mod logging;
 pub mod pipeline;
+pub mod plane;
 pub mod registry;
 pub mod results;
 pub mod services;

@@ -9,7 +9,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::{print_json, prompt};
-use aibuddy::app::{App, AppOptions};
+use aibuddy::app::AppOptions;
 use aibuddy::events::{CallStatus, Event, EventSink, OutputStream};
 use aibuddy::pipeline::CallRequest;
 
@@ -80,7 +80,7 @@ pub fn exit_code(status: CallStatus) -> ExitCode {
 }
 
 pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
-    let app = match App::open(opts).await {
+    let app = match super::open_app(opts).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));

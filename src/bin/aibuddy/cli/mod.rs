@@ -18,7 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use aibuddy::app::{AppOptions, DATA_DIR_ENV, default_data_dir};
+use aibuddy::app::{App, AppError, AppOptions, DATA_DIR_ENV, default_data_dir};
+use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, PlaneOptions, connect_wait};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -65,6 +66,16 @@ impl Cli {
             data_dir: self.data_dir.clone().unwrap_or_else(default_data_dir),
         })
     }
+}
+
+/// Open the project with the plane options this process's environment sets (the CLI is an edge:
+/// the library reads no environment).
+pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
+    let plane = PlaneOptions {
+        mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
+        ..PlaneOptions::default()
+    };
+    App::open_with(opts, plane).await
 }
 
 /// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,

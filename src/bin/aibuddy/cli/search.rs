@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::print_json;
-use aibuddy::app::{App, AppOptions};
+use aibuddy::app::AppOptions;
 use aibuddy::discovery::service::Candidate;
 
 #[derive(Debug, Args)]
@@ -32,7 +32,7 @@ struct SearchReport {
 }
 
 pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
-    let app = match App::open(opts).await {
+    let app = match super::open_app(opts).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));
