@@ -48,7 +48,7 @@ pub const MCP_CONNECT_WAIT_ENV: &str = "AIBUDDY_MCP_CONNECT_WAIT_MS";
 /// missing or unparsable value gives [`DEFAULT_MCP_CONNECT_WAIT`]. Pure.
 pub fn connect_wait(millis: Option<&str>) -> Duration {
     millis
-        .and_then(|v| v.trim().parse::<u64>().ok())
+        .and_then(|v| v.parse::<u64>().ok())
         .map_or(DEFAULT_MCP_CONNECT_WAIT, Duration::from_millis)
 }
 
