@@ -9,6 +9,7 @@ mod args;
 pub mod bindings;
 pub mod calls;
 mod command_names;
+pub mod compacted;
 pub mod commands;
 mod display;
 mod error;
