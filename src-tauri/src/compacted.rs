@@ -11,10 +11,13 @@ use aibuddy::events::{Event, EventSink};
 /// How many recent calls a late `ToolCompacted` can still reach.
 pub const REMEMBERED_CALLS: usize = 64;
 
+/// One remembered call: its id and where its events go.
+type Route = (String, Arc<dyn EventSink>);
+
 /// The sinks of the most recent calls, by call id.
 #[derive(Clone, Default)]
 pub struct CompactedRouter {
-    calls: Arc<Mutex<VecDeque<(String, Arc<dyn EventSink>)>>>,
+    calls: Arc<Mutex<VecDeque<Route>>>,
 }
 
 impl CompactedRouter {
