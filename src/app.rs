@@ -11,12 +11,14 @@ use ts_rs::TS;
 use crate::confirm::ConfirmBroker;
 use crate::discovery::{self, HostCaps, ToolListing, ToolSet};
 use crate::pipeline::{CallRecorder, Runner};
+use crate::plane::{CapabilityPlane, CatalogContext, PlaneOptions};
 use crate::registry::{ConsistencyProblem, Registry};
 use crate::services::{Services, open_sandbox};
 use crate::settings::{self, LoadedSettings, SettingsProblem};
 use crate::tools;
 use crate::trust::{self, NOT_TRUSTED, TrustError, TrustStatus};
 
+/// The data directory the hosts read (the CLI's `--data-dir` default); the library never reads it.
 pub const DATA_DIR_ENV: &str = "AIBUDDY_DATA_DIR";
 
 /// The OS app-data directory (`~/.local/share/aibuddy` on Linux).
@@ -79,7 +81,7 @@ pub struct App {
     pub persistence: Option<crate::results::Persistence>,
     /// Skills, MCP servers, `tool_search` and per-run discovery; owns the live registry (MCP
     /// tools come and go): read it with `capabilities.registry()`.
-    pub capabilities: Arc<discovery::plane::CapabilityPlane>,
+    pub capabilities: Arc<CapabilityPlane>,
     /// The project's trust when it was opened (what applied: settings and MCP servers above).
     pub trust: TrustStatus,
 }
@@ -181,8 +183,15 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
 }
 
 impl App {
-    /// Open a project: settings, registry (stops on inconsistency), services.
+    /// Open a project: settings, registry (stops on inconsistency), services. The plane's options
+    /// are the defaults (no environment is read): hosts that honour overrides use [`App::open_with`].
     pub async fn open(opts: AppOptions) -> Result<App, AppError> {
+        Self::open_with(opts, PlaneOptions::default()).await
+    }
+
+    /// [`App::open`] with the capability plane's options (e.g. the MCP connect wait a host read
+    /// from its environment).
+    pub async fn open_with(opts: AppOptions, plane: PlaneOptions) -> Result<App, AppError> {
         let project_root = resolve_project(&opts.project)?;
         std::fs::create_dir_all(&opts.data_dir).map_err(|e| AppError::DataDir {
             path: opts.data_dir.clone(),
@@ -195,14 +204,10 @@ impl App {
             tracing::warn!("settings: {}", aibuddy_common::term::line(&p.to_string()));
         }
         // The capability plane: skills, MCP servers, discovery; its registry is live.
-        let capabilities = discovery::plane::CapabilityPlane::open_with_plan(
-            &project_root,
-            &opts.data_dir,
-            discovery::plane::PlaneOptions::default(),
-            config.mcp,
-        )
-        .await
-        .map_err(AppError::Inconsistent)?;
+        let capabilities =
+            CapabilityPlane::open_with_plan(&project_root, &opts.data_dir, plane, config.mcp)
+                .await
+                .map_err(AppError::Inconsistent)?;
         let sandbox = open_sandbox(&loaded.settings.sandbox.kind, &project_root);
         if let Err(reason) = &sandbox {
             tracing::warn!("{reason}");
@@ -222,6 +227,11 @@ impl App {
                 reason: e.to_string(),
             })?;
         host.store = true;
+        // The tool set is computed against these from now on; this builds the search index.
+        capabilities.set_catalog_context(CatalogContext {
+            settings: services.settings.clone(),
+            host: host.clone(),
+        });
         Ok(App {
             project_root,
             data_dir: opts.data_dir,
@@ -252,14 +262,15 @@ impl App {
         trust::revoke(&self.project_root, &self.data_dir)
     }
 
-    /// The effective tool set for a run that has activated `activated` deferred tools.
+    /// The effective tool set for a run that has activated `activated` deferred tools. A pure
+    /// read: the search index is rebuilt by the plane where the catalog changes.
     pub fn toolset(&self, activated: &BTreeSet<String>) -> ToolSet {
-        let registry = self.capabilities.registry();
-        let mut host = self.host.clone();
-        self.capabilities.fill_host(&mut host);
-        let toolset = discovery::effective(&registry, &self.services.settings, &host, activated);
-        self.capabilities.discovery.observe(&registry, &toolset);
-        toolset
+        self.capabilities.toolset(
+            &self.capabilities.registry(),
+            &self.services.settings,
+            &self.host,
+            activated,
+        )
     }
 
     /// The tool set for the next step of run `run_id` (with what its `tool_search` calls
@@ -275,8 +286,7 @@ impl App {
         run_id: &str,
         messages: &[discovery::ContextMessage],
     ) -> BTreeSet<String> {
-        // Refresh the index so "deferrable" reflects the current gates.
-        let _ = self.toolset(&BTreeSet::new());
+        // The index is current: the plane rebuilds it whenever the catalog changes.
         self.capabilities.discovery.rebuild_run(run_id, messages)
     }
 

@@ -1,16 +1,17 @@
 //! aibuddy core: the tool plane of an AI agent working inside a project folder.
 //!
-//! This crate knows nothing of Tauri or WebKit; the desktop shell (`src-tauri`) and the CLI
-//! (`src/bin/aibuddy.rs`) are thin adapters over it. See `docs/architecture.md`.
+//! This crate knows nothing of Tauri, WebKit, clap or terminals; the desktop shell (`src-tauri`)
+//! and the CLI (the `aibuddy` binary, `src/bin/aibuddy/`, built with the default `cli` feature)
+//! are thin adapters over it. See `docs/architecture.md`.
 
 pub mod app;
-pub mod cli;
 pub mod confirm;
 pub mod contract;
 pub mod discovery;
 pub mod events;
 pub mod logging;
 pub mod pipeline;
+pub mod plane;
 pub mod registry;
 pub mod results;
 pub mod services;

@@ -16,6 +16,7 @@ use tauri::ipc::Channel;
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
+use crate::compacted::CompactedRouter;
 use crate::state::ShellState;
 
 /// The finished call as the UI shows it.
@@ -57,6 +58,8 @@ impl From<CallOutcome> for CallResult {
 pub struct Calls {
     running: Mutex<HashMap<String, CancellationToken>>,
     pub(crate) broker: PendingBroker,
+    /// Where a call's late `ToolCompacted` goes (installed as the compactor's sink).
+    pub(crate) compacted: CompactedRouter,
 }
 
 impl Calls {
@@ -148,6 +151,7 @@ pub async fn run_call(
 ) -> CallResult {
     let call_id = new_call_id();
     let cancel = state.calls.start(&call_id);
+    state.calls.compacted.remember(&call_id, events.clone());
     let runner = state.app.runner(
         Some(state.run_id.clone()),
         Arc::new(state.calls.broker.clone()),

@@ -10,6 +10,7 @@ pub mod bindings;
 pub mod calls;
 mod command_names;
 pub mod commands;
+pub mod compacted;
 mod display;
 mod error;
 pub mod history;

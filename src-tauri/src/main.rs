@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aibuddy::app::{App, AppOptions, default_data_dir};
+use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, PlaneOptions, connect_wait};
 use aibuddy_desktop::{Args, NO_DISPLAY_MESSAGE, ShellState, has_display};
 use clap::Parser;
 use tauri::Manager;
@@ -30,9 +31,15 @@ fn main() -> ExitCode {
     let project = args.project.unwrap_or_else(|| PathBuf::from("."));
     let _log_guard = aibuddy::logging::init_file(&data_dir);
 
+    // The shell is an edge: it reads the environment and hands the plane its options.
+    let plane = PlaneOptions {
+        mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
+        ..PlaneOptions::default()
+    };
     // Startup stops here, with every problem listed, when the project cannot be opened or the
     // registry is inconsistent.
-    let app = match tauri::async_runtime::block_on(App::open(AppOptions { project, data_dir })) {
+    let opened = App::open_with(AppOptions { project, data_dir }, plane);
+    let app = match tauri::async_runtime::block_on(opened) {
         Ok(app) => app,
         Err(error) => {
             tracing::error!(%error, "startup stopped");

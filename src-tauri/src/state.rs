@@ -1,5 +1,7 @@
 //! What the shell holds for the whole run: the open project (fixed at startup) and the core app.
 
+use std::sync::Arc;
+
 use aibuddy::settings::SettingsProblem;
 use serde::Serialize;
 use ts_rs::TS;
@@ -18,6 +20,9 @@ pub struct ProjectInfo {
     pub settings_files: Vec<String>,
     /// Problems found in those files; each field named here fell back to its default.
     pub settings_problems: Vec<SettingsProblem>,
+    /// The core's event wire format version (`aibuddy::events::EVENT_VERSION`): a UI built for
+    /// another version knows the events it receives may not have the shape it expects.
+    pub event_version: u32,
 }
 
 /// Managed Tauri state: one per window process, created before the window exists.
@@ -42,16 +47,23 @@ impl ShellState {
                 .map(|f| f.display().to_string())
                 .collect(),
             settings_problems: app.settings.problems.clone(),
+            event_version: aibuddy::events::EVENT_VERSION,
         };
         let run_id = format!(
             "desktop_{}",
             aibuddy::pipeline::new_call_id().trim_start_matches("call_")
         );
+        let calls = Calls::default();
+        // Late `ToolCompacted` events reach the window through the call they belong to.
+        if let Some(p) = &app.persistence {
+            p.compactor
+                .set_event_sink(Arc::new(calls.compacted.clone()));
+        }
         Self {
             app,
             info,
             run_id,
-            calls: Calls::default(),
+            calls,
         }
     }
 }

@@ -324,3 +324,54 @@ fn sleepers(arg: &str) -> Vec<u32> {
     }
     found
 }
+
+#[test]
+fn a_compaction_after_the_call_reaches_the_calls_channel() {
+    let f = fixture();
+    let body: String = (0..2000)
+        .map(|i| format!("line {i:05} of a file long enough for precompaction\n"))
+        .collect();
+    std::fs::write(f.project.path().join("big.txt"), body).unwrap();
+    let received = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let sink_received = received.clone();
+    let channel = Channel::new(move |body| {
+        sink_received
+            .lock()
+            .unwrap()
+            .push(body.deserialize::<Value>().unwrap());
+        Ok(())
+    });
+    let state = f.app.state::<ShellState>();
+    let result = tauri::async_runtime::block_on(run_call(
+        &state,
+        "read_file".into(),
+        r#"{"path":"big.txt"}"#.into(),
+        Arc::new(ChannelSink(channel)),
+    ));
+    assert_eq!(result.status, aibuddy::events::CallStatus::Ok);
+    // Precompaction runs in the background after the result came back: wait (generously) for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let compacted = loop {
+        let found = received
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == json!("tool_compacted"))
+            .cloned();
+        if let Some(event) = found {
+            break event;
+        }
+        assert!(Instant::now() < deadline, "no tool_compacted event");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(compacted["call_id"], json!(result.tool_call_id));
+    assert_eq!(compacted["strategy"], json!("trim"));
+    assert!(compacted["tokens_after"].as_u64() < compacted["tokens_before"].as_u64());
+    let events = received.lock().unwrap().clone();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types.last(),
+        Some(&"tool_compacted"),
+        "after tool_finished: {types:?}"
+    );
+}

@@ -5,7 +5,6 @@
 
 pub mod eval;
 pub mod gates;
-pub mod plane;
 pub mod presentation;
 pub mod search;
 pub mod service;
@@ -23,6 +22,11 @@ pub use state::{ContextMessage, DiscoveryState};
 
 use crate::registry::{Registry, Requirement, Risk, Source};
 use crate::settings::Settings;
+
+/// The name of the tool that searches deferred tools and activates them (`tools::tool_search`
+/// implements it; discovery names it to leave it out of provider-native presentation and to
+/// recognise its calls in a rebuilt context).
+pub const TOOL_SEARCH: &str = "tool_search";
 
 /// How a tool is presented in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]

@@ -11,9 +11,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Exposure, ToolListing, ToolSet};
+use super::{Exposure, TOOL_SEARCH, ToolListing, ToolSet};
 use crate::registry::{Registry, Source};
-use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
 
 /// How tool schemas are presented to the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -75,8 +75,8 @@ struct Runs {
     order: VecDeque<String>,
 }
 
-/// Shared by the app (which refreshes the index whenever it computes a tool set) and `tool_search`
-/// (which searches it and activates tools for its run).
+/// Shared by the capability plane (`crate::plane`, which rebuilds the index where the catalog
+/// changes) and `tool_search` (which searches it and activates tools for its run).
 #[derive(Default)]
 pub struct DiscoveryService {
     index: RwLock<Arc<DeferredIndex>>,
@@ -122,7 +122,8 @@ impl DiscoveryService {
         Self::default()
     }
 
-    /// Refresh the index from a freshly computed tool set (cheap when nothing changed).
+    /// Rebuild the index from a tool set computed after a catalog change (cheap when nothing
+    /// changed). Called by the capability plane, not by readers of a tool set.
     pub fn observe(&self, registry: &Registry, toolset: &ToolSet) {
         let next = DeferredIndex::build(deferred_docs(registry, toolset));
         let same = self

@@ -30,7 +30,7 @@ impl ContextMessage {
     }
     pub fn search_result(activated: &[&str]) -> Self {
         Self {
-            tool_calls: vec![crate::tools::tool_search::TOOL_NAME.to_string()],
+            tool_calls: vec![super::TOOL_SEARCH.to_string()],
             activated: activated.iter().map(|s| s.to_string()).collect(),
         }
     }

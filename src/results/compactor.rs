@@ -12,11 +12,15 @@
 //!    recovers it;
 //! 6. the cache and the store row are replaced (the store again checks "only when smaller").
 //!
+//! A replaced projection is announced as [`Event::ToolCompacted`] on the host's sink
+//! ([`Compactor::set_event_sink`]; none by default): it comes after the call's `ToolFinished`, so
+//! it is not on the call's own sink, and carries the call id for the client to match.
+//!
 //! Any failure is a Projection-stage failure: recorded on the row (`failed` + error), logged,
 //! and the original projection stays. Cancellation (the run's token) stops pending work.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -31,7 +35,7 @@ use super::tokens::{
 };
 use super::trim::head_tail_trim;
 use crate::contract::Stage;
-use crate::events::CallStatus;
+use crate::events::{CallStatus, Event, EventSink, NullSink};
 use crate::pipeline::{AfterCall, CallOutcome, ResultPolicy};
 use crate::registry::{RawOutput, ToolDef};
 
@@ -95,6 +99,7 @@ pub struct Compactor {
     cache: Arc<ProjectionCache>,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    events: RwLock<Arc<dyn EventSink>>,
 }
 
 impl Compactor {
@@ -106,7 +111,22 @@ impl Compactor {
             cache: Arc::new(ProjectionCache::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            events: RwLock::new(Arc::new(NullSink)),
         }
+    }
+
+    /// Where [`Event::ToolCompacted`] goes (the host's project-level sink).
+    pub fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        *self.events.write().unwrap_or_else(|p| p.into_inner()) = sink;
+    }
+
+    fn emit(&self, event: Event) {
+        let sink = self
+            .events
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        sink.emit(event);
     }
 
     /// A different threshold (tests).
@@ -270,6 +290,12 @@ impl Compactor {
             Ok(true) => {
                 self.cache.put_if_smaller(&job.tool_call_id, &text);
                 tracing::debug!(call = %job.tool_call_id, strategy = name, "projection compacted");
+                self.emit(Event::ToolCompacted {
+                    call_id: job.tool_call_id.clone(),
+                    strategy: name.to_string(),
+                    tokens_before: tokens as u64,
+                    tokens_after: estimate_tokens(&text) as u64,
+                });
                 CompactionOutcome::Compacted {
                     strategy: name,
                     pointer,

@@ -14,7 +14,7 @@ use crate::registry::{
 };
 
 pub const KEY: &str = "tool_search";
-pub const TOOL_NAME: &str = "tool_search";
+pub const TOOL_NAME: &str = crate::discovery::TOOL_SEARCH;
 pub const DEFAULT_LIMIT: u64 = 5;
 pub const MAX_LIMIT: u64 = 20;
 /// Longest description shown per candidate in the model text.

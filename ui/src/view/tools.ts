@@ -85,7 +85,7 @@ export function renderToolList(tools: readonly ToolListing[], totalBeforeFilter:
       "div",
       { class: "empty", "data-testid": "tools-empty" },
       h("p", { class: "empty-title" }, "No tools configured"),
-      h("p", {}, "Enable tool configs with ", h("code", {}, "toolKeys"), " in .aibuddy/settings.json or the user settings."),
+      h("p", {}, "Enable tool configs with ", h("code", {}, "tools.enabled"), " in .aibuddy/settings.json or the user settings."),
     );
   }
   if (tools.length === 0) {

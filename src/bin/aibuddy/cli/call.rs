@@ -9,9 +9,9 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::{print_json, prompt};
-use crate::app::{App, AppOptions};
-use crate::events::{CallStatus, Event, EventSink, OutputStream};
-use crate::pipeline::CallRequest;
+use aibuddy::app::AppOptions;
+use aibuddy::events::{CallStatus, Event, EventSink, OutputStream};
+use aibuddy::pipeline::CallRequest;
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -80,7 +80,7 @@ pub fn exit_code(status: CallStatus) -> ExitCode {
 }
 
 pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
-    let app = match App::open(opts).await {
+    let app = match super::open_app(opts).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));
@@ -113,7 +113,7 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     let sink: Arc<dyn EventSink> = if args.stream || std::io::stderr().is_terminal() {
         Arc::new(StderrSink)
     } else {
-        Arc::new(crate::events::NullSink)
+        Arc::new(aibuddy::events::NullSink)
     };
     let outcome = runner
         .call(

@@ -5,11 +5,20 @@
 //! per MCP server, rebuilt whenever the MCP catalog changes (initialize, `list_changed`,
 //! reconnects), so the gates are re-evaluated on the next tool set.
 //!
+//! It sits above `tools` and `discovery` (it binds the one to the other), next to `App`. The
+//! `tool_search` index is rebuilt here, where the catalog changes (MCP connect, disconnect and
+//! `list_changed` through [`CapabilityPlane::refresh`], the settings and host through
+//! [`CapabilityPlane::set_catalog_context`]), never as a side effect of reading a tool set. Skills
+//! never enter the index (only MCP tools are deferrable), so a skills change needs no rebuild.
+//!
+//! Nothing here reads the environment: the hosts (CLI, desktop) read [`MCP_CONNECT_WAIT_ENV`] and
+//! pass the wait in [`PlaneOptions`].
+//!
 //! Which MCP servers start is decided by project trust (`crate::trust`): the project's own servers
 //! only when the person trusts the project at its current content; the others are listed absent
 //! with the reason `project not trusted`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
@@ -19,9 +28,10 @@ use aibuddy_mcp::{
     McpHandlers, McpManager, McpOptions, ServerState, ServerStatus,
 };
 
-use super::service::DiscoveryService;
-use super::{Exposure, HostCaps, ToolListing};
+use crate::discovery::service::DiscoveryService;
+use crate::discovery::{self, Exposure, HostCaps, ToolListing, ToolSet};
 use crate::registry::{ConsistencyProblem, Registry, Risk, Source, ToolConfig, ToolConfigMeta};
+use crate::settings::Settings;
 use crate::skills::{SkillsService, default_roots};
 use crate::tools;
 use crate::tools::mcp::{LeftOut, McpServerConfig};
@@ -30,8 +40,17 @@ use crate::trust::{McpPlan, NOT_TRUSTED};
 /// Overall time `App::open` waits for MCP servers' first connection (`tools list` stays fast);
 /// servers still connecting afterwards join the tool set when they finish.
 pub const DEFAULT_MCP_CONNECT_WAIT: Duration = Duration::from_secs(5);
-/// Overrides [`DEFAULT_MCP_CONNECT_WAIT`] (milliseconds).
+/// Overrides [`DEFAULT_MCP_CONNECT_WAIT`] (milliseconds). Read by the hosts (CLI, desktop), never
+/// by the library: see [`connect_wait`].
 pub const MCP_CONNECT_WAIT_ENV: &str = "AIBUDDY_MCP_CONNECT_WAIT_MS";
+
+/// The MCP connect wait given the value of [`MCP_CONNECT_WAIT_ENV`] (milliseconds), if any: a
+/// missing or unparsable value gives [`DEFAULT_MCP_CONNECT_WAIT`]. Pure.
+pub fn connect_wait(millis: Option<&str>) -> Duration {
+    millis
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_MCP_CONNECT_WAIT, Duration::from_millis)
+}
 
 /// Options for opening the plane.
 #[derive(Debug, Clone)]
@@ -45,12 +64,8 @@ pub struct PlaneOptions {
 
 impl Default for PlaneOptions {
     fn default() -> Self {
-        let wait = std::env::var(MCP_CONNECT_WAIT_ENV)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(DEFAULT_MCP_CONNECT_WAIT, Duration::from_millis);
         Self {
-            mcp_connect_wait: wait,
+            mcp_connect_wait: DEFAULT_MCP_CONNECT_WAIT,
             watch_skills: true,
             mcp: true,
         }
@@ -96,6 +111,18 @@ pub struct CapabilityPlane {
     left_out: RwLock<Vec<LeftOut>>,
     follower: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     elicitation: Arc<SwitchableElicitation>,
+    /// What the tool set is computed against besides the registry (set by the host).
+    context: RwLock<Option<CatalogContext>>,
+    /// Serialises rebuilds (registry and index), so an older catalog never lands last.
+    rebuilding: std::sync::Mutex<()>,
+}
+
+/// The settings and host capabilities (as far as the injected services go) a tool set is computed
+/// against; the plane adds its own skill count and MCP statuses ([`CapabilityPlane::fill_host`]).
+#[derive(Debug, Clone, Default)]
+pub struct CatalogContext {
+    pub settings: Settings,
+    pub host: HostCaps,
 }
 
 impl Drop for CapabilityPlane {
@@ -255,6 +282,8 @@ impl CapabilityPlane {
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
             elicitation,
+            context: RwLock::new(None),
+            rebuilding: std::sync::Mutex::new(()),
         });
         plane.follow_mcp();
         Ok(plane)
@@ -278,6 +307,8 @@ impl CapabilityPlane {
             left_out: RwLock::new(left),
             follower: std::sync::Mutex::new(None),
             elicitation: Arc::new(SwitchableElicitation::default()),
+            context: RwLock::new(None),
+            rebuilding: std::sync::Mutex::new(()),
         }))
     }
 
@@ -310,8 +341,10 @@ impl CapabilityPlane {
         }
     }
 
-    /// Rebuild the registry from the current MCP catalog (keeps the previous one on failure).
+    /// Rebuild the registry from the current MCP catalog (keeps the previous one on failure),
+    /// then the `tool_search` index.
     pub fn refresh(&self) {
+        let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
         match build_registry(&self.discovery, &self.skills, self.mcp.as_ref()) {
             Ok((registry, left)) => {
                 if let Ok(mut r) = self.registry.write() {
@@ -327,6 +360,50 @@ impl CapabilityPlane {
                 }
             }
         }
+        self.rebuild_index();
+    }
+
+    /// Set (or, after a settings reload, replace) the settings and host capabilities tool sets are
+    /// computed against, and rebuild the `tool_search` index for them.
+    pub fn set_catalog_context(&self, context: CatalogContext) {
+        let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(mut c) = self.context.write() {
+            *c = Some(context);
+        }
+        self.rebuild_index();
+    }
+
+    /// Rebuild the `tool_search` index from the current registry, MCP statuses and context (cheap
+    /// when nothing changed). Without a context yet, there is nothing to index.
+    fn rebuild_index(&self) {
+        let context = self
+            .context
+            .read()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        let Some(context) = context else { return };
+        let registry = self.registry();
+        let toolset = self.toolset(
+            &registry,
+            &context.settings,
+            &context.host,
+            &BTreeSet::new(),
+        );
+        self.discovery.observe(&registry, &toolset);
+    }
+
+    /// The effective tool set against `registry` for a run that activated `activated` (pure
+    /// but for reading the current skill count and MCP statuses); the index is not touched.
+    pub fn toolset(
+        &self,
+        registry: &Registry,
+        settings: &Settings,
+        base: &HostCaps,
+        activated: &BTreeSet<String>,
+    ) -> ToolSet {
+        let mut host = base.clone();
+        self.fill_host(&mut host);
+        discovery::effective(registry, settings, &host, activated)
     }
 
     /// The current registry.
@@ -482,3 +559,6 @@ fn build_registry(
     }
     Registry::build(configs, metas).map(|r| (r, left))
 }
+
+#[cfg(test)]
+mod tests;

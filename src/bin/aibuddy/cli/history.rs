@@ -8,7 +8,7 @@ use aibuddy_store::{CallStatus, HistoryFilter, HistoryRow, Store};
 use clap::Args;
 
 use super::print_json;
-use crate::app::AppOptions;
+use aibuddy::app::AppOptions;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {

@@ -8,7 +8,7 @@ use aibuddy_common::term;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::confirm::{ApproveAll, ConfirmBroker, ConfirmRequest, Decision, RejectAll};
+use aibuddy::confirm::{ApproveAll, ConfirmBroker, ConfirmRequest, Decision, RejectAll};
 
 /// Asks on stderr and reads the answer from stdin (a terminal).
 pub struct TerminalBroker;
@@ -82,7 +82,7 @@ pub fn broker(yes: bool) -> Arc<dyn ConfirmBroker> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Risk;
+    use aibuddy::registry::Risk;
 
     fn request(target: &str, diff: Option<&str>) -> ConfirmRequest {
         ConfirmRequest {

@@ -16,8 +16,8 @@ use serde_json::json;
 
 use super::history::open_store;
 use super::print_json;
-use crate::app::AppOptions;
-use crate::results::utf8_window;
+use aibuddy::app::AppOptions;
+use aibuddy::results::utf8_window;
 
 /// Bytes of raw output shown by the readable form when no --limit is given.
 const DEFAULT_PAGE: u64 = 4096;

@@ -11,8 +11,8 @@ use aibuddy_common::term::line;
 use clap::Args;
 
 use super::print_json;
-use crate::app::AppOptions;
-use crate::trust::{self, TrustState, TrustStatus};
+use aibuddy::app::AppOptions;
+use aibuddy::trust::{self, TrustState, TrustStatus};
 
 #[derive(Debug, Args)]
 pub struct TrustArgs {
@@ -179,8 +179,8 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::WideningField;
-    use crate::trust::{Grants, ServerGrant};
+    use aibuddy::settings::WideningField;
+    use aibuddy::trust::{Grants, ServerGrant};
 
     #[test]
     fn render_escapes_everything_from_the_project_and_never_shows_env_values() {

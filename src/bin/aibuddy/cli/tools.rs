@@ -6,8 +6,8 @@ use aibuddy_common::term;
 use clap::Subcommand;
 
 use super::print_json;
-use crate::app::{App, AppOptions, check};
-use crate::discovery::Exposure;
+use aibuddy::app::{AppOptions, check};
+use aibuddy::discovery::Exposure;
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
@@ -34,7 +34,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
     match cmd {
         ToolsCommand::Search(args) => super::search::run(args, opts).await,
         ToolsCommand::Instructions { json } => {
-            let app = match App::open(opts).await {
+            let app = match super::open_app(opts).await {
                 Ok(a) => a,
                 Err(e) => {
                     eprintln!("aibuddy: {}", term::block(&e.to_string()));
@@ -50,7 +50,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             ExitCode::SUCCESS
         }
         ToolsCommand::List { json } => {
-            let app = match App::open(opts).await {
+            let app = match super::open_app(opts).await {
                 Ok(a) => a,
                 Err(e) => {
                     eprintln!("aibuddy: {}", term::block(&e.to_string()));

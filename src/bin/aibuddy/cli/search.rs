@@ -8,8 +8,8 @@ use clap::Args;
 use serde::Serialize;
 
 use super::print_json;
-use crate::app::{App, AppOptions};
-use crate::discovery::service::Candidate;
+use aibuddy::app::AppOptions;
+use aibuddy::discovery::service::Candidate;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -32,7 +32,7 @@ struct SearchReport {
 }
 
 pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
-    let app = match App::open(opts).await {
+    let app = match super::open_app(opts).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));

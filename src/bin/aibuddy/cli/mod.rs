@@ -1,6 +1,6 @@
 //! The headless CLI: `aibuddy tools list|check`, `aibuddy call`, and (from the results layer)
 //! `history` and `show`. Each subcommand has `--json` for machine-readable output. The binary in
-//! `src/bin/aibuddy.rs` only calls [`main`].
+//! `src/bin/aibuddy/main.rs` only calls [`main`].
 //!
 //! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
@@ -18,7 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::app::{AppOptions, DATA_DIR_ENV, default_data_dir};
+use aibuddy::app::{App, AppError, AppOptions, DATA_DIR_ENV, default_data_dir};
+use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, PlaneOptions, connect_wait};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +68,16 @@ impl Cli {
     }
 }
 
+/// Open the project with the plane options this process's environment sets (the CLI is an edge:
+/// the library reads no environment).
+pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
+    let plane = PlaneOptions {
+        mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
+        ..PlaneOptions::default()
+    };
+    App::open_with(opts, plane).await
+}
+
 /// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
 /// DEL and bidi overrides it leaves raw become `\uXXXX` escapes too (same JSON value).
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
@@ -83,7 +94,7 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
 }
 
 pub fn main() -> ExitCode {
-    crate::logging::init_stderr();
+    aibuddy::logging::init_stderr();
     let cli = Cli::parse();
     let opts = match cli.options() {
         Ok(o) => o,
