@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
     Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
 };
-use aibuddy_sandbox::Sandbox;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -14,8 +14,12 @@ use strum::{AsRefStr, Display, EnumString, IntoStaticStr, VariantArray};
 #[cfg_attr(feature = "ts-rs", derive(ts_rs::TS))]
 pub enum Decision {
     /// Approves the call whose digest this is, once.
-    Approved { digest: String },
-    Rejected { reason: Option<String> },
+    Approved {
+        digest: String,
+    },
+    Rejected {
+        reason: Option<String>,
+    },
 }
 
 impl Decision {
@@ -126,7 +130,10 @@ mod tests {
             assert_eq!(state.as_str(), form);
             assert_eq!(state.to_string(), form);
             assert_eq!(DecisionState::parse(form), Some(state));
-            assert_eq!(serde_json::to_value(state).unwrap(), serde_json::json!(form));
+            assert_eq!(
+                serde_json::to_value(state).unwrap(),
+                serde_json::json!(form)
+            );
         }
         for bad in ["", "Pending", "approve", "canceled"] {
             assert_eq!(DecisionState::parse(bad), None, "{bad:?}");

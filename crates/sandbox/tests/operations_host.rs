@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use aibuddy_sandbox::*;
 use immutable_fs::{chattr, immutable_project};
-use ops_support::{c, project, put, read_req};
+use ops_support::{c, edit, project, put, read_req};
 use pretty_assertions::assert_eq;
 
 mod immutable_fs;

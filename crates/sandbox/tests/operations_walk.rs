@@ -1,6 +1,8 @@
 //! Behaviour of the walks on real files: gitignore-aware, ordered and bounded glob, grep and ls,
 //! and names that are not UTF-8.
 
+use std::sync::Arc;
+
 use aibuddy_sandbox::*;
 use ops_support::{c, gitignored_project, project, put};
 use pretty_assertions::assert_eq;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use aibuddy_sandbox::{Sandbox, SandboxError};
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::project;
@@ -98,7 +98,10 @@ impl<T: FsTool> Handler<T> {
         let mismatch = |what: &str, e: serde_json::Error| {
             let err = ToolError::projection(
                 "result_mismatch",
-                format!("the stored {what} of {} does not match the tool: {e}", T::NAME),
+                format!(
+                    "the stored {what} of {} does not match the tool: {e}",
+                    T::NAME
+                ),
             );
             tracing::warn!(tool = T::NAME, "{err}");
             err
@@ -118,9 +121,11 @@ impl<T: FsTool> ToolHandler for Handler<T> {
     async fn run(&self, ctx: &CallContext, args: &Value) -> Result<RawOutput, ToolError> {
         let sandbox = ctx.services.sandbox().cloned()?;
         let out = self.0.run(ctx, sandbox, decode(args)?).await?;
-        serde_json::to_value(&out).map(RawOutput::json).map_err(|e| {
-            ToolError::projection("serialize", format!("could not serialise the result: {e}"))
-        })
+        serde_json::to_value(&out)
+            .map(RawOutput::json)
+            .map_err(|e| {
+                ToolError::projection("serialize", format!("could not serialise the result: {e}"))
+            })
     }
 
     fn client(&self, args: &Value, raw: &RawOutput) -> Value {
@@ -175,15 +180,24 @@ mod tests {
         let args = json!({"pattern": "*.rs"});
         let raw = RawOutput::json(json!({"secret_field": "raw text the model must not get"}));
         let model = handler.model(&args, &raw);
-        assert!(model.starts_with("Error [Projection/result_mismatch]"), "{model}");
-        assert!(!model.contains("raw text the model must not get"), "{model}");
+        assert!(
+            model.starts_with("Error [Projection/result_mismatch]"),
+            "{model}"
+        );
+        assert!(
+            !model.contains("raw text the model must not get"),
+            "{model}"
+        );
         let client = handler.client(&args, &raw);
         assert_eq!(client["error"]["stage"], "Projection", "{client}");
         assert_eq!(client["error"]["code"], "result_mismatch", "{client}");
         assert!(client.get("result").is_none(), "{client}");
         // Arguments that no longer fit the tool are the same Projection error.
         let model = Handler(ReadFile).model(&json!({"offset": 1}), &raw);
-        assert!(model.starts_with("Error [Projection/result_mismatch]"), "{model}");
+        assert!(
+            model.starts_with("Error [Projection/result_mismatch]"),
+            "{model}"
+        );
     }
 
     #[test]
