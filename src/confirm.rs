@@ -45,24 +45,19 @@ pub struct ConfirmRequest {
     pub diff: Option<String>,
 }
 
-/// The answer to a confirm request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-#[ts(export)]
-pub enum Decision {
-    /// Approves the call whose digest this is, once.
-    Approved {
-        digest: String,
-    },
-    Rejected {
-        reason: Option<String>,
-    },
+/// The answer to a confirm request: the one definition shared with the desktop shell (the store
+/// records its outcome as `aibuddy_common::DecisionState`).
+pub use aibuddy_common::Decision;
+
+/// Whether a decision approves a request (its digest must match): [`Decision`] lives in
+/// `aibuddy-common`, which does not know [`ConfirmRequest`].
+pub trait Approves {
+    fn approves(&self, req: &ConfirmRequest) -> bool;
 }
 
-impl Decision {
-    /// Whether this decision approves the given request (the digest must match).
-    pub fn approves(&self, req: &ConfirmRequest) -> bool {
-        matches!(self, Decision::Approved { digest } if *digest == req.digest)
+impl Approves for Decision {
+    fn approves(&self, req: &ConfirmRequest) -> bool {
+        self.approves_digest(&req.digest)
     }
 }
 

@@ -29,43 +29,8 @@ pub enum OutputStream {
     Stderr,
 }
 
-/// Final status of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum CallStatus {
-    Ok,
-    Error,
-    Cancelled,
-    Rejected,
-    Interrupted,
-    Running,
-}
-
-impl CallStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallStatus::Ok => "ok",
-            CallStatus::Error => "error",
-            CallStatus::Cancelled => "cancelled",
-            CallStatus::Rejected => "rejected",
-            CallStatus::Interrupted => "interrupted",
-            CallStatus::Running => "running",
-        }
-    }
-    pub fn parse(s: &str) -> Option<CallStatus> {
-        [
-            CallStatus::Ok,
-            CallStatus::Error,
-            CallStatus::Cancelled,
-            CallStatus::Rejected,
-            CallStatus::Interrupted,
-            CallStatus::Running,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
-    }
-}
+/// Final status of a call: the one definition shared with the store and the UI.
+pub use aibuddy_common::CallStatus;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]

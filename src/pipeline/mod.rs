@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::confirm::{ConfirmBroker, ConfirmRequest, call_digest, needs_confirmation};
+use crate::confirm::{Approves, ConfirmBroker, ConfirmRequest, call_digest, needs_confirmation};
 use crate::contract::{Stage, ToolError};
 use crate::discovery::{Exposure, ToolSet};
 use crate::events::{CallStatus, Event, EventSink};

@@ -12,9 +12,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use aibuddy_common::DecisionState;
 use aibuddy_store::{
-    CallFinish, CallStart as StoreStart, CallStatus as StoreStatus, ConfirmRecord as StoreConfirm,
-    Decision as StoreDecision, RawFormat, Store,
+    CallFinish, CallStart as StoreStart, ConfirmRecord as StoreConfirm, RawFormat, Store,
 };
 
 use std::collections::HashMap;
@@ -90,13 +90,9 @@ fn input_text(input: &Value) -> String {
     }
 }
 
-fn status(s: crate::events::CallStatus) -> StoreStatus {
-    StoreStatus::parse(s.as_str()).unwrap_or(StoreStatus::Error)
-}
-
 fn confirm_record(
     req: &ConfirmRequest,
-    decision: StoreDecision,
+    decision: DecisionState,
     requested_at_ms: i64,
     decided_at_ms: Option<i64>,
 ) -> StoreConfirm {
@@ -114,7 +110,7 @@ fn confirm_record(
 }
 
 fn finish_of(end: &CallEnd) -> CallFinish {
-    let mut fin = CallFinish::new(&end.tool_call_id, status(end.status));
+    let mut fin = CallFinish::new(&end.tool_call_id, end.status);
     fin.stage = end.stage.map(|s| s.as_str().to_string());
     fin.error_code = end.error.as_ref().map(|e| e.code.to_string());
     fin.error_message = end.error.as_ref().map(|e| e.message.clone());
@@ -162,7 +158,7 @@ impl CallRecorder for StoreRecorder {
         let now = aibuddy_store::now_ms();
         let id = self
             .store
-            .record_confirm_request(confirm_record(request, StoreDecision::Pending, now, None))
+            .record_confirm_request(confirm_record(request, DecisionState::Pending, now, None))
             .await
             .map_err(|e| RecordError(e.to_string()))?;
         self.pending_confirms
@@ -180,8 +176,8 @@ impl CallRecorder for StoreRecorder {
             .remove(&end.tool_call_id);
         if let Some(c) = &end.confirm {
             let decision = match (&c.decision, c.approved) {
-                (Decision::Approved { .. }, true) => StoreDecision::Approved,
-                _ => StoreDecision::Rejected,
+                (Decision::Approved { .. }, true) => DecisionState::Approved,
+                _ => DecisionState::Rejected,
             };
             let recorded = match pending {
                 Some(id) => self.store.record_decision(id, decision).await.map(|_| ()),
@@ -200,7 +196,7 @@ impl CallRecorder for StoreRecorder {
         } else if let Some(id) = pending {
             // Asked, but the call ended without a decision (cancelled while waiting).
             self.store
-                .record_decision(id, StoreDecision::Cancelled)
+                .record_decision(id, DecisionState::Cancelled)
                 .await
                 .map_err(|e| RecordError(e.to_string()))?;
         }

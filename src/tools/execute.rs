@@ -23,17 +23,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
     Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
 };
-use aibuddy_sandbox::{Sandbox, SandboxError};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::contract::{DefineError, Stage, ToolError, define_tool};
+use crate::contract::{DefineError, ToolError, define_tool};
 use crate::registry::{
     CallContext, Compaction, Prepared, RawOutput, Requirement, Risk, Source, ToolConfig,
     ToolConfigMeta, ToolDef, ToolHandler,
@@ -343,18 +343,6 @@ pub fn trim_model(model: &str, max_chars: usize) -> String {
 
 // ------------------------------------------------------------------ execution
 
-fn sandbox_error(e: SandboxError) -> ToolError {
-    let stage = match e.stage() {
-        aibuddy_sandbox::Stage::Discovery => Stage::Discovery,
-        aibuddy_sandbox::Stage::Parameters => Stage::Parameters,
-        aibuddy_sandbox::Stage::Authorization => Stage::Authorization,
-        aibuddy_sandbox::Stage::Execution => Stage::Execution,
-        aibuddy_sandbox::Stage::Projection => Stage::Projection,
-        aibuddy_sandbox::Stage::Verification => Stage::Verification,
-    };
-    ToolError::new(stage, e.code(), e.to_string())
-}
-
 /// Runs `req` on `sandbox` under the caller-side hard deadline (`req.timeout + grace`).
 /// When the deadline fires, the call's token is cancelled too, so a sandbox that still holds the
 /// command ends it, and the error says which deadline fired.
@@ -370,7 +358,7 @@ pub async fn execute_on(
     let token = cancel.child_token();
     let fut = sandbox.exec(req, token.clone(), sink);
     match with_hard_deadline(fut, timeout, grace).await {
-        Ok(result) => result.map_err(sandbox_error),
+        Ok(result) => result.map_err(ToolError::from),
         Err(e @ ExecError::HardDeadline { .. }) => {
             token.cancel();
             Err(ToolError::execution("hard_deadline", e.to_string()))

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use aibuddy_mcp::{McpError, McpManager, McpRiskLevel, McpStage, McpToolEntry};
+use aibuddy_mcp::{McpManager, McpRiskLevel, McpToolEntry};
 
-use crate::contract::{DefineError, Stage, ToolError, define_tool};
+use crate::contract::{DefineError, ToolError, define_tool};
 use crate::events::Event;
 use crate::registry::{
     CallContext, Compaction, DeclaredNames, Prepared, RawOutput, Requirement, Risk, Source,
@@ -175,28 +175,6 @@ struct McpToolHandler {
     qualified: String,
 }
 
-/// Map an MCP client error to a tool error of the same stage.
-pub fn tool_error(e: &McpError) -> ToolError {
-    let stage = match e.stage() {
-        McpStage::Discovery => Stage::Discovery,
-        McpStage::Parameters => Stage::Parameters,
-        McpStage::Execution => Stage::Execution,
-    };
-    let code = match e {
-        McpError::UnknownServer { .. } => "unknown_server",
-        McpError::UnknownTool { .. } => "unknown_tool",
-        McpError::InvalidArguments { .. } => "invalid_arguments",
-        McpError::ServerUnavailable { .. } => "server_unavailable",
-        McpError::Timeout { .. } => "timeout",
-        McpError::Cancelled { .. } => "cancelled",
-        McpError::ConnectionLost { .. } => "connection_lost",
-        McpError::Server { .. } => "server_error",
-        McpError::Protocol { .. } => "protocol",
-        _ => "mcp_error",
-    };
-    ToolError::new(stage, code, e.to_string())
-}
-
 #[async_trait]
 impl ToolHandler for McpToolHandler {
     async fn prepare(&self, _ctx: &CallContext, args: &Value) -> Result<Prepared, ToolError> {
@@ -233,7 +211,7 @@ impl ToolHandler for McpToolHandler {
                 Some(progress),
             )
             .await
-            .map_err(|e| tool_error(&e))?;
+            .map_err(ToolError::from)?;
         if result.is_error {
             let text = result.text();
             return Err(ToolError::execution(

@@ -1,3 +1,18 @@
-//! Small pure helpers shared by every aibuddy crate. Nothing here does I/O.
+//! Small pure types and helpers shared by every aibuddy crate. Nothing here does I/O.
+//!
+//! - [`Stage`]: where in a call's lifecycle a failure happened (one definition for every crate).
+//! - [`CallStatus`]: the lifecycle status of a tool call.
+//! - [`Decision`] / [`DecisionState`]: a person's answer to a confirm request, and the state of a
+//!   recorded request.
+//! - [`term`]: terminal-safe rendering of untrusted text.
+//!
+//! With the `ts-rs` feature the shared types also derive `ts_rs::TS` for the UI's bindings.
 
+mod decision;
+mod stage;
+mod status;
 pub mod term;
+
+pub use decision::{Decision, DecisionState};
+pub use stage::Stage;
+pub use status::CallStatus;

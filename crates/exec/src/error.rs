@@ -1,21 +1,13 @@
-//! [`ExecError`]: why a command could not be run to an outcome, and the stage each failure belongs to.
+//! [`ExecError`]: why a command could not be run to an outcome, and the [`Stage`] (the one shared
+//! by every crate) each failure belongs to.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use aibuddy_common::Stage;
 
-/// The lifecycle stage of a failure, mirroring the core's `Stage` (this crate cannot depend on the core).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorStage {
-    /// The request itself is malformed.
-    Parameters,
-    /// The request would reach beyond what was authorized (a writable root that moved).
-    Authorization,
-    /// The host could not run it (spawn, confinement, I/O, deadline).
-    Execution,
-}
+/// The former name of [`Stage`] in this crate, kept so existing callers compile.
+pub type ErrorStage = Stage;
 
 /// Failures of [`crate::run`] and [`crate::with_hard_deadline`].
 ///
@@ -74,10 +66,10 @@ pub enum ExecError {
 
 impl ExecError {
     /// The stage this failure belongs to: Parameters for malformed requests, Execution otherwise.
-    pub fn stage(&self) -> ErrorStage {
+    pub fn stage(&self) -> Stage {
         match self {
-            ExecError::InvalidRequest(_) => ErrorStage::Parameters,
-            ExecError::RootChanged { .. } => ErrorStage::Authorization,
+            ExecError::InvalidRequest(_) => Stage::Parameters,
+            ExecError::RootChanged { .. } => Stage::Authorization,
             ExecError::Cwd { .. }
             | ExecError::SandboxSetup(_)
             | ExecError::ConfinementUnavailable(_)
@@ -85,7 +77,7 @@ impl ExecError {
             | ExecError::Prepare { .. }
             | ExecError::Spawn(_)
             | ExecError::Wait(_)
-            | ExecError::HardDeadline { .. } => ErrorStage::Execution,
+            | ExecError::HardDeadline { .. } => Stage::Execution,
         }
     }
 

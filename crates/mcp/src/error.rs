@@ -1,20 +1,13 @@
-//! Errors of the MCP client, each mapped to the lifecycle stage where it happened.
+//! Errors of the MCP client, each with the lifecycle [`Stage`] (shared by every crate) where it
+//! happened, and a stable machine code.
 
 use std::time::Duration;
 
-use serde::Serialize;
+pub use aibuddy_common::Stage;
 
-/// The stages an MCP failure can belong to (a subset of the core's `Stage`; the core maps them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum McpStage {
-    /// The name does not lead to a known tool.
-    Discovery,
-    /// The arguments do not fit the tool's schema (checked locally or rejected by the server).
-    Parameters,
-    /// Timeout, cancellation, a lost or unavailable server, a protocol failure.
-    Execution,
-}
+/// The former name of [`Stage`] in this crate, kept so existing callers compile. An MCP failure
+/// belongs to Discovery, Parameters or Execution.
+pub type McpStage = Stage;
 
 /// A failed MCP call or lookup.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -51,18 +44,33 @@ pub enum McpError {
 
 impl McpError {
     /// The stage this failure belongs to.
-    pub fn stage(&self) -> McpStage {
+    pub fn stage(&self) -> Stage {
         match self {
-            McpError::UnknownServer { .. } | McpError::UnknownTool { .. } => McpStage::Discovery,
-            McpError::InvalidArguments { .. } => McpStage::Parameters,
+            McpError::UnknownServer { .. } | McpError::UnknownTool { .. } => Stage::Discovery,
+            McpError::InvalidArguments { .. } => Stage::Parameters,
             // JSON-RPC "invalid params" from the server means the arguments did not fit.
-            McpError::Server { code, .. } if *code == -32602 => McpStage::Parameters,
+            McpError::Server { code, .. } if *code == -32602 => Stage::Parameters,
             McpError::ServerUnavailable { .. }
             | McpError::Timeout { .. }
             | McpError::Cancelled { .. }
             | McpError::ConnectionLost { .. }
             | McpError::Server { .. }
-            | McpError::Protocol { .. } => McpStage::Execution,
+            | McpError::Protocol { .. } => Stage::Execution,
+        }
+    }
+
+    /// A stable snake_case code for typed tool errors (never parsed from the message).
+    pub fn code(&self) -> &'static str {
+        match self {
+            McpError::UnknownServer { .. } => "unknown_server",
+            McpError::UnknownTool { .. } => "unknown_tool",
+            McpError::InvalidArguments { .. } => "invalid_arguments",
+            McpError::ServerUnavailable { .. } => "server_unavailable",
+            McpError::Timeout { .. } => "timeout",
+            McpError::Cancelled { .. } => "cancelled",
+            McpError::ConnectionLost { .. } => "connection_lost",
+            McpError::Server { .. } => "server_error",
+            McpError::Protocol { .. } => "protocol",
         }
     }
 }
@@ -72,14 +80,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn codes_are_stable_and_distinct() {
+        let errors = [
+            McpError::UnknownServer { server: "s".into() },
+            McpError::UnknownTool { name: "t".into() },
+            McpError::InvalidArguments {
+                tool: "t".into(),
+                message: "m".into(),
+            },
+            McpError::ServerUnavailable {
+                server: "s".into(),
+                reason: "r".into(),
+            },
+            McpError::Timeout {
+                tool: "t".into(),
+                after: Duration::from_secs(1),
+            },
+            McpError::Cancelled { tool: "t".into() },
+            McpError::ConnectionLost {
+                server: "s".into(),
+                tool: "t".into(),
+                reason: "r".into(),
+            },
+            McpError::Server {
+                server: "s".into(),
+                tool: "t".into(),
+                code: 1,
+                message: "m".into(),
+            },
+            McpError::Protocol {
+                server: "s".into(),
+                message: "m".into(),
+            },
+        ];
+        let codes: Vec<&str> = errors.iter().map(McpError::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "unknown_server",
+                "unknown_tool",
+                "invalid_arguments",
+                "server_unavailable",
+                "timeout",
+                "cancelled",
+                "connection_lost",
+                "server_error",
+                "protocol"
+            ]
+        );
+    }
+
+    #[test]
     fn stages() {
         assert_eq!(
             McpError::UnknownTool { name: "x".into() }.stage(),
-            McpStage::Discovery
+            Stage::Discovery
         );
         assert_eq!(
             McpError::UnknownServer { server: "x".into() }.stage(),
-            McpStage::Discovery
+            Stage::Discovery
         );
         assert_eq!(
             McpError::InvalidArguments {
@@ -87,7 +146,7 @@ mod tests {
                 message: "m".into()
             }
             .stage(),
-            McpStage::Parameters
+            Stage::Parameters
         );
         let server = |code| McpError::Server {
             server: "s".into(),
@@ -95,19 +154,19 @@ mod tests {
             code,
             message: "m".into(),
         };
-        assert_eq!(server(-32602).stage(), McpStage::Parameters);
-        assert_eq!(server(-32603).stage(), McpStage::Execution);
+        assert_eq!(server(-32602).stage(), Stage::Parameters);
+        assert_eq!(server(-32603).stage(), Stage::Execution);
         assert_eq!(
             McpError::Timeout {
                 tool: "t".into(),
                 after: Duration::from_secs(1)
             }
             .stage(),
-            McpStage::Execution
+            Stage::Execution
         );
         assert_eq!(
             McpError::Cancelled { tool: "t".into() }.stage(),
-            McpStage::Execution
+            Stage::Execution
         );
         assert_eq!(
             McpError::ServerUnavailable {
@@ -115,7 +174,7 @@ mod tests {
                 reason: "r".into()
             }
             .stage(),
-            McpStage::Execution
+            Stage::Execution
         );
     }
 }

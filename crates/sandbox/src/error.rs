@@ -1,24 +1,14 @@
 //! Typed sandbox errors and the lifecycle stage each one belongs to.
 //!
-//! The core maps [`Stage`] onto `aibuddy::contract::Stage`; [`SandboxError::code`] is a stable
-//! machine-readable code so nothing downstream has to match on message text.
+//! [`Stage`] is the one shared by every crate (`aibuddy_common::Stage`), so the core converts a
+//! [`SandboxError`] with `From` and no table; [`SandboxError::code`] is a stable machine-readable
+//! code so nothing downstream has to match on message text.
 
-use serde::{Deserialize, Serialize};
 use std::io;
 
-use crate::kind::SandboxKind;
+pub use aibuddy_common::Stage;
 
-/// Where in a call's lifecycle a failure belongs (mirrors the seed's stage table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Discovery,
-    Parameters,
-    Authorization,
-    Execution,
-    Projection,
-    Verification,
-}
+use crate::kind::SandboxKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -207,6 +197,16 @@ impl SandboxError {
     }
 }
 
+/// A process-runner failure keeps the stage the runner chose and its message.
+impl From<aibuddy_exec::ExecError> for SandboxError {
+    fn from(e: aibuddy_exec::ExecError) -> Self {
+        SandboxError::Exec {
+            stage: e.stage(),
+            message: e.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +246,19 @@ mod tests {
         for (err, stage) in cases {
             assert_eq!(err.stage(), stage, "{err}");
         }
+    }
+
+    #[test]
+    fn exec_failures_keep_the_runners_stage() {
+        let bad = aibuddy_exec::ExecError::InvalidRequest("empty command".into());
+        let e = SandboxError::from(bad);
+        assert_eq!((e.stage(), e.code()), (Stage::Parameters, "exec"));
+        assert!(e.to_string().contains("empty command"), "{e}");
+        let moved = aibuddy_exec::ExecError::RootChanged {
+            root: "/a".into(),
+            now: "/b".into(),
+        };
+        assert_eq!(SandboxError::from(moved).stage(), Stage::Authorization);
     }
 
     #[test]

@@ -2,52 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Lifecycle status of one tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    /// Row written before execution; the call has not finished (or its process died: see `Interrupted`).
-    Running,
-    Ok,
-    Error,
-    Cancelled,
-    /// The person declined the confirm request.
-    Rejected,
-    /// The process died while the call was running; set at the next open.
-    Interrupted,
-}
+/// Lifecycle status of one tool call: the one definition shared with the core and the UI. Its
+/// string forms (`running`, `ok`, ...) are the values of the `tool_calls.status` column.
+pub use aibuddy_common::CallStatus;
 
-impl CallStatus {
-    pub const ALL: [CallStatus; 6] = [
-        CallStatus::Running,
-        CallStatus::Ok,
-        CallStatus::Error,
-        CallStatus::Cancelled,
-        CallStatus::Rejected,
-        CallStatus::Interrupted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallStatus::Running => "running",
-            CallStatus::Ok => "ok",
-            CallStatus::Error => "error",
-            CallStatus::Cancelled => "cancelled",
-            CallStatus::Rejected => "rejected",
-            CallStatus::Interrupted => "interrupted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CallStatus> {
-        CallStatus::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for CallStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The person's answer to a confirm request as recorded (`pending`, `approved`, `rejected`,
+/// `cancelled`: the values of the `confirm_decisions.decision` column). The one definition is
+/// [`aibuddy_common::DecisionState`]; this crate keeps its former name.
+pub use aibuddy_common::DecisionState as Decision;
 
 /// Where a call's model projection is in background precompaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -280,39 +242,6 @@ pub struct RawSlice {
     pub partial: bool,
 }
 
-/// The person's answer to a confirm request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Pending,
-    Approved,
-    Rejected,
-    /// The request was withdrawn (stop, cancellation) before an answer.
-    Cancelled,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Pending => "pending",
-            Decision::Approved => "approved",
-            Decision::Rejected => "rejected",
-            Decision::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Decision> {
-        [
-            Decision::Pending,
-            Decision::Approved,
-            Decision::Rejected,
-            Decision::Cancelled,
-        ]
-        .into_iter()
-        .find(|d| d.as_str() == s)
-    }
-}
-
 /// A confirm request: target, scope and expected consequence are recorded BEFORE the effect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfirmRecord {
@@ -336,4 +265,69 @@ pub struct UserAnswer {
     pub question: serde_json::Value,
     pub answer: serde_json::Value,
     pub answered_at_ms: i64,
+}
+
+
+#[cfg(test)]
+mod stored_forms {
+    //! Rows written with the strings every earlier build stored are read back as the same values:
+    //! the shared types keep the store's column values.
+    use super::*;
+    use crate::{Store, open_connection};
+
+    #[tokio::test]
+    async fn statuses_and_decisions_written_by_earlier_builds_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let statuses = [
+            ("running", CallStatus::Running),
+            ("ok", CallStatus::Ok),
+            ("error", CallStatus::Error),
+            ("cancelled", CallStatus::Cancelled),
+            ("rejected", CallStatus::Rejected),
+            ("interrupted", CallStatus::Interrupted),
+        ];
+        let decisions = [
+            ("pending", Decision::Pending),
+            ("approved", Decision::Approved),
+            ("rejected", Decision::Rejected),
+            ("cancelled", Decision::Cancelled),
+        ];
+        {
+            let conn = open_connection(dir.path()).unwrap();
+            conn.execute("INSERT INTO runs (run_id, started_at) VALUES ('r', 1)", [])
+                .unwrap();
+            for (text, _) in statuses {
+                conn.execute(
+                    "INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, started_at,
+                                             input, raw_output, raw_output_len, display_text)
+                     VALUES (?1, 'r', 'ls', 'filesystem', ?1, 1, '{}', X'', 0, '')",
+                    [text],
+                )
+                .unwrap();
+            }
+            for (text, _) in decisions {
+                conn.execute(
+                    "INSERT INTO confirm_decisions (tool_call_id, digest, target, scope,
+                                                    consequence, decision, requested_at)
+                     VALUES ('ok', ?1, 't', 's', 'c', ?1, 1)",
+                    [text],
+                )
+                .unwrap();
+            }
+        }
+        for (text, status) in statuses {
+            let rec = store.get_call(text).await.unwrap().unwrap();
+            assert_eq!(rec.status, status, "{text}");
+            assert_eq!(rec.status.as_str(), text);
+        }
+        let recs = store.confirm_records("ok").await.unwrap();
+        let mut got: Vec<(String, Decision)> =
+            recs.into_iter().map(|r| (r.digest, r.decision)).collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want: Vec<(String, Decision)> =
+            decisions.iter().map(|(t, d)| (t.to_string(), *d)).collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got, want);
+    }
 }

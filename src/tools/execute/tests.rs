@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use aibuddy_sandbox::{
     Capabilities, EditOutcome, EditPlan, EditRequest, GlobOutcome, GlobRequest, GrepOutcome,
-    GrepRequest, ListRequest, Listing, ReadOutcome, ReadRequest, SandboxKind, WriteOutcome,
-    WritePlan, WriteRequest,
+    GrepRequest, ListRequest, Listing, ReadOutcome, ReadRequest, SandboxError, SandboxKind,
+    WriteOutcome, WritePlan, WriteRequest,
 };
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::contract::Stage;
 use crate::events::CollectingSink;
 use crate::events::{Event, OutputStream};
 use crate::services::{Services, open_sandbox};

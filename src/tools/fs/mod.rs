@@ -2,34 +2,84 @@
 //! `write_file`, `edit_file`, `glob` and `grep` over the run's sandbox, and maps them back to
 //! itself for shared projection and compaction behaviour.
 //!
-//! - `schema`: names, descriptions, input schemas (stable argument names).
-//! - `handler`: argument decoding, the sandbox calls, confirmation descriptions (target, scope,
-//!   expected consequence, diff) and the plan binding between confirmation and effect.
-//! - `project`: pure model/client projections; every bound that cut something is stated.
+//! One file per tool holds its whole definition: name, description, input schema, risk, typed
+//! arguments and output, the sandbox call and its projections (`ls`, `read_file`, `write_file`,
+//! `edit_file`, `glob`, `grep`). They share:
+//! - `tool`: the [`tool::FsTool`] shape and the one adaptor to the registry's `ToolHandler`
+//!   (decoding, typed projections, sandbox errors as tool errors);
+//! - `plans`: the plan binding between confirmation and effect for writes and edits;
+//! - `project`: pure model/client projections; every bound that cut something is stated;
+//! - `args`: schema pieces.
 
-mod handler;
+mod args;
+mod edit_file;
+mod glob;
+mod grep;
+mod ls;
+mod plans;
 mod project;
-mod schema;
+mod read_file;
+mod tool;
+mod write_file;
 
 use std::sync::Arc;
 
-use crate::contract::{DefineError, define_tool};
-use crate::registry::{Compaction, Requirement, Risk, Source, ToolConfig, ToolConfigMeta, ToolDef};
+use crate::contract::{DefineError, ToolError};
+use crate::registry::{
+    Compaction, Requirement, Risk, ToolConfig, ToolConfigMeta, ToolDef, ToolHandler,
+};
 
-pub use handler::FsHandler;
-pub use schema::NAMES;
+pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use ls::Ls;
+pub use read_file::ReadFile;
+pub use tool::FsTool;
+pub use write_file::WriteFile;
 
 pub const KEY: &str = "filesystem";
+
+/// The six tools' names, in presentation order.
+pub const NAMES: [&str; 6] = [
+    Ls::NAME,
+    ReadFile::NAME,
+    WriteFile::NAME,
+    EditFile::NAME,
+    Glob::NAME,
+    Grep::NAME,
+];
 
 /// The `filesystem` config.
 #[derive(Debug, Default)]
 pub struct FilesystemConfig;
 
-pub fn risk_of(name: &str) -> Risk {
-    match name {
-        schema::WRITE_FILE | schema::EDIT_FILE => Risk::Writes,
-        _ => Risk::ReadOnly,
+/// The definition of the filesystem tool `name`, `None` for any other name.
+fn define(name: &str) -> Option<Result<ToolDef, DefineError>> {
+    Some(match name {
+        Ls::NAME => tool::def(Ls),
+        ReadFile::NAME => tool::def(ReadFile),
+        WriteFile::NAME => tool::def(WriteFile::default()),
+        EditFile::NAME => tool::def(EditFile::default()),
+        Glob::NAME => tool::def(Glob),
+        Grep::NAME => tool::def(Grep),
+        _ => return None,
+    })
+}
+
+/// The registry entry of the filesystem tool `name`; any other name is a Discovery-stage error.
+pub fn tool(name: &str) -> Result<ToolDef, ToolError> {
+    match define(name) {
+        Some(def) => def.map_err(|e| ToolError::discovery("invalid_definition", e.to_string())),
+        None => Err(ToolError::discovery(
+            "unknown_tool",
+            format!("`{name}` is not a filesystem tool"),
+        )),
     }
+}
+
+/// The handler of the filesystem tool `name`; any other name is a Discovery-stage error.
+pub fn handler(name: &str) -> Result<Arc<dyn ToolHandler>, ToolError> {
+    tool(name).map(|t| t.handler)
 }
 
 /// UI metadata (the config's entry in the seed's `TOOL_CONFIG_METAS`).
@@ -62,18 +112,7 @@ impl ToolConfig for FilesystemConfig {
     }
 
     fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
-        let handler = Arc::new(FsHandler::default());
-        NAMES
-            .iter()
-            .map(|name| {
-                Ok(ToolDef {
-                    spec: define_tool(*name, schema::description(name), schema::schema(name))?,
-                    risk: risk_of(name),
-                    source: Source::Core,
-                    handler: Arc::new(handler.for_tool(name)),
-                })
-            })
-            .collect()
+        NAMES.iter().filter_map(|name| define(name)).collect()
     }
 }
 
@@ -97,12 +136,31 @@ mod tests {
             ]
         );
         assert!(tools.iter().all(|t| meta().names.covers(t.name())));
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, NAMES);
+    }
+
+    #[test]
+    fn an_unknown_name_is_a_discovery_error_not_ls() {
+        for bad in ["", "lsx", "LS", "read", "execute", "filesystem"] {
+            let err = handler(bad).err().unwrap();
+            assert_eq!(
+                (err.stage, err.code.as_str()),
+                (crate::contract::Stage::Discovery, "unknown_tool"),
+                "{bad:?}"
+            );
+        }
+        for name in NAMES {
+            assert_eq!(tool(name).unwrap().name(), name);
+        }
     }
 
     #[test]
     fn argument_names_are_the_stable_contract() {
+        let tools = FilesystemConfig.tools().unwrap();
         let props = |name: &str| -> Vec<String> {
-            let mut p: Vec<String> = schema::schema(name)["properties"]
+            let t = tools.iter().find(|t| t.name() == name).unwrap();
+            let mut p: Vec<String> = t.spec.input_schema()["properties"]
                 .as_object()
                 .unwrap()
                 .keys()

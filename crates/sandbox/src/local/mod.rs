@@ -307,13 +307,6 @@ impl Sandbox for LocalSandbox {
         req.cwd = self.inner.root.clone();
         aibuddy_exec::run(req, cancel, sink)
             .await
-            .map_err(|e| SandboxError::Exec {
-                stage: match e.stage() {
-                    aibuddy_exec::ErrorStage::Parameters => crate::Stage::Parameters,
-                    aibuddy_exec::ErrorStage::Authorization => crate::Stage::Authorization,
-                    aibuddy_exec::ErrorStage::Execution => crate::Stage::Execution,
-                },
-                message: e.to_string(),
-            })
+            .map_err(SandboxError::from)
     }
 }

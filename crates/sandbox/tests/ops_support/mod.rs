@@ -1,0 +1,56 @@
+//! Helpers shared by the operation tests (`operations*.rs`): a fresh project, files in it, requests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use aibuddy_sandbox::*;
+use tokio_util::sync::CancellationToken;
+
+pub fn c() -> CancellationToken {
+    CancellationToken::new()
+}
+
+pub fn project() -> (tempfile::TempDir, Arc<dyn Sandbox>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(tmp.path())).unwrap();
+    (tmp, sb)
+}
+
+pub fn put(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+pub fn read_req(path: &str, offset: Option<u64>, limit: Option<u64>) -> ReadRequest {
+    ReadRequest {
+        path: path.into(),
+        offset,
+        limit,
+    }
+}
+
+pub fn edit(old: &str, new: &str, all: bool) -> EditSpec {
+    EditSpec {
+        old_string: old.into(),
+        new_string: new.into(),
+        replace_all: all,
+    }
+}
+
+/// A project with a .gitignore, ignored and hidden files, a binary file and nested sources.
+pub fn gitignored_project() -> (tempfile::TempDir, Arc<dyn Sandbox>) {
+    let (tmp, sb) = project();
+    let r = tmp.path();
+    put(r, ".gitignore", "target/\n*.log\n");
+    put(r, "src/a.rs", "fn alpha() {}\n// TODO one\n");
+    put(r, "src/b.rs", "fn beta() {}\n// todo two\n// TODO three\n");
+    put(r, "src/nested/c.rs", "fn gamma() {}\n");
+    put(r, "target/debug/gen.rs", "// TODO generated\n");
+    put(r, "notes.log", "TODO log\n");
+    put(r, ".hidden/h.rs", "// TODO hidden\n");
+    put(r, "README.md", "todo: readme\n");
+    put(r, "bin.dat", b"TODO\0binary");
+    (tmp, sb)
+}
