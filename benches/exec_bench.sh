@@ -11,13 +11,18 @@
 # benches/exec_runner_bench.sh.
 #
 # Usage: benches/exec_bench.sh            env: EXEC_BENCH_PAIRS (default 5),
-#                                              EXEC_BENCH_ONLY (substring of a workload name)
+#                                              EXEC_BENCH_ONLY (substring of a workload name),
+#                                              EXEC_BENCH_BIN (an aibuddy binary: no build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PAIRS="${EXEC_BENCH_PAIRS:-5}"
 TARGET="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked -q --bin aibuddy
-BIN="$TARGET/release/aibuddy"
+if [ -n "${EXEC_BENCH_BIN:-}" ]; then
+  BIN="$EXEC_BENCH_BIN"
+else
+  cargo build --release --locked -q --bin aibuddy
+  BIN="$TARGET/release/aibuddy"
+fi
 [ -x /usr/bin/time ] || { echo "exec_bench: needs /usr/bin/time (GNU time)" >&2; exit 2; }
 
 WORK="$(mktemp -d)"

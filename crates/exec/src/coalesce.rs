@@ -136,7 +136,10 @@ mod tests {
                 assert_eq!(concat(&log, Stream::Stdout), data, "max={max} read={read}");
                 // Only the last delivery may be short.
                 let short = log.iter().filter(|(_, b)| b.len() < max).count();
-                assert!(short <= 1, "max={max} read={read}: {short} short deliveries");
+                assert!(
+                    short <= 1,
+                    "max={max} read={read}: {short} short deliveries"
+                );
             }
         }
     }
@@ -171,12 +174,23 @@ mod tests {
         let mut c = Coalescer::new(1024, slice);
         let mut log = Log::new();
         assert_eq!(c.deadline(), None);
-        c.push(Stream::Stdout, b"a", t0, &mut |s, b| log.push((s, b.to_vec())));
-        c.push(Stream::Stdout, b"b", t0 + Duration::from_millis(20), &mut |s, b| {
+        c.push(Stream::Stdout, b"a", t0, &mut |s, b| {
             log.push((s, b.to_vec()))
         });
-        assert_eq!(c.deadline(), Some(t0 + slice), "the first byte starts the slice");
-        c.flush_due(t0 + Duration::from_millis(29), &mut |s, b| log.push((s, b.to_vec())));
+        c.push(
+            Stream::Stdout,
+            b"b",
+            t0 + Duration::from_millis(20),
+            &mut |s, b| log.push((s, b.to_vec())),
+        );
+        assert_eq!(
+            c.deadline(),
+            Some(t0 + slice),
+            "the first byte starts the slice"
+        );
+        c.flush_due(t0 + Duration::from_millis(29), &mut |s, b| {
+            log.push((s, b.to_vec()))
+        });
         assert!(log.is_empty());
         c.flush_due(t0 + slice, &mut |s, b| log.push((s, b.to_vec())));
         assert_eq!(log, vec![(Stream::Stdout, b"ab".to_vec())]);
@@ -190,11 +204,15 @@ mod tests {
             Coalescer::new(64, Duration::ZERO),
         ] {
             let mut c = c;
-            let reads: Vec<(Stream, &[u8])> = vec![(Stream::Stdout, b"ab"), (Stream::Stdout, b"cd")];
+            let reads: Vec<(Stream, &[u8])> =
+                vec![(Stream::Stdout, b"ab"), (Stream::Stdout, b"cd")];
             let log = run(&mut c, &reads, Instant::now());
             assert_eq!(
                 log,
-                vec![(Stream::Stdout, b"ab".to_vec()), (Stream::Stdout, b"cd".to_vec())]
+                vec![
+                    (Stream::Stdout, b"ab".to_vec()),
+                    (Stream::Stdout, b"cd".to_vec())
+                ]
             );
         }
     }

@@ -74,7 +74,10 @@ impl Pump {
         std::thread::Builder::new()
             .name("aibuddy-exec-pump".into())
             .spawn(move || {
-                state.run();
+                // A panicking sink must not lose the capture: it is still reported.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.run())).is_err() {
+                    tracing::error!("the output pump panicked; output after the panic is lost");
+                }
                 let _ = tx.send(state.capture);
             })?;
         Ok(Self {
@@ -222,7 +225,8 @@ impl PumpThread {
             tracing::debug!("output pump stopped");
             return None;
         }
-        let ready = |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+        let ready =
+            |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
         Some([ready(&fds[0]), ready(&fds[1])])
     }
 

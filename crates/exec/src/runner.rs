@@ -10,15 +10,15 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::capture::{Capture, HeadTail, Spool};
-use crate::pump::{LiveConfig, Pump};
 use crate::confine;
 use crate::env::filter_env;
 use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, signal_group, wait_group_gone};
+use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
-use crate::sink::{ExecSink, Stream};
+use crate::sink::ExecSink;
 use crate::{bwrap, init, roots, tmpdir};
 
 /// After the command ended, how long pipes held open by escaped daemons are still read.
@@ -142,12 +142,13 @@ pub(crate) async fn run(
     let mut first = new_capture();
     first.spool = spool;
     // Reading, spooling and live output run on the pump's thread; this loop only supervises.
-    let mut pump = Pump::start(stdout, stderr, first, sink.clone(), live_config(&req)).map_err(
-        |source| ExecError::Prepare {
-            what: "the output reader",
-            source,
-        },
-    )?;
+    let mut pump =
+        Pump::start(stdout, stderr, first, sink.clone(), live_config(&req)).map_err(|source| {
+            ExecError::Prepare {
+                what: "the output reader",
+                source,
+            }
+        })?;
     let mut captured: Option<Capture> = None;
     let mut heartbeat =
         tokio::time::interval_at(started + req.heartbeat_interval, req.heartbeat_interval);

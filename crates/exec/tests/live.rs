@@ -48,13 +48,20 @@ async fn every_byte_arrives_in_order_per_stream_within_the_size_limit() {
         r.live_max_bytes = 4096;
         r.spool_path = Some(dir.path().join("spool.out"));
         let out = run(r, CancellationToken::new(), rec.clone()).await.unwrap();
-        let mut want_out: Vec<u8> = (0..3000).flat_map(|i| format!("out {i}\n").into_bytes()).collect();
+        let mut want_out: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("out {i}\n").into_bytes())
+            .collect();
         want_out.extend(std::iter::repeat_n(b'z', 300_000));
-        let want_err: Vec<u8> = (0..3000).flat_map(|i| format!("err {i}\n").into_bytes()).collect();
+        let want_err: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("err {i}\n").into_bytes())
+            .collect();
         assert_eq!(rec.stream(Stream::Stdout), want_out, "{ns:?}");
         assert_eq!(rec.stream(Stream::Stderr), want_err, "{ns:?}");
         let d = deliveries(&rec);
-        assert!(d.iter().all(|(_, b)| !b.is_empty() && b.len() <= 4096), "{ns:?}");
+        assert!(
+            d.iter().all(|(_, b)| !b.is_empty() && b.len() <= 4096),
+            "{ns:?}"
+        );
         // 300,000 bytes of one stream in at most 4096-byte deliveries: at least 74 of them.
         assert!(d.len() >= 74, "{ns:?}: {} deliveries", d.len());
         // The spool holds both streams as read, complete.
@@ -194,7 +201,9 @@ async fn a_sink_that_does_not_listen_gets_no_output_and_the_capture_is_complete(
     r.spool_path = Some(dir.path().join("spool.out"));
     r.head_bytes = 10;
     r.tail_bytes = 10;
-    let out = run(r, CancellationToken::new(), sink.clone()).await.unwrap();
+    let out = run(r, CancellationToken::new(), sink.clone())
+        .await
+        .unwrap();
     assert_eq!(sink.calls.load(Ordering::Relaxed), 0);
     assert_eq!(out.stdout.total_bytes, 1_000_004);
     assert_eq!(out.head, b"qqqqqqqqqq");

@@ -150,7 +150,8 @@ mod tests {
     use crate::events::{CollectingSink, NullSink};
 
     /// Valid text with 1- to 4-byte characters, invalid bytes, a surrogate, a truncated sequence.
-    const MIXED: &[u8] = b"a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \xff\xc3(\xed\xa0\x80\xe2\x82 z\xf0\x9f\x98";
+    const MIXED: &[u8] =
+        b"a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \xff\xc3(\xed\xa0\x80\xe2\x82 z\xf0\x9f\x98";
 
     fn through(bytes: &[u8], cuts: &[usize]) -> String {
         let (mut text, mut carry, mut at) = (String::new(), Vec::new(), 0);
@@ -180,7 +181,10 @@ mod tests {
         let (text, carry) = decode_carrying("x\u{e9}".as_bytes());
         assert_eq!((text.as_str(), carry.len()), ("x\u{e9}", 0));
         let (text, carry) = decode_carrying(b"x\xf0\x9f\x98");
-        assert_eq!((text.as_str(), carry.as_slice()), ("x", &b"\xf0\x9f\x98"[..]));
+        assert_eq!(
+            (text.as_str(), carry.as_slice()),
+            ("x", &b"\xf0\x9f\x98"[..])
+        );
         // Bytes that can never become valid are replaced at once, not carried.
         let (text, carry) = decode_carrying(b"x\xed\xa0");
         assert_eq!((text.as_str(), carry.len()), ("x\u{fffd}\u{fffd}", 0));
