@@ -199,11 +199,10 @@ mod tests {
 
     #[test]
     fn zero_limits_deliver_every_read_as_is() {
-        for c in [
+        for mut c in [
             Coalescer::new(0, Duration::from_millis(30)),
             Coalescer::new(64, Duration::ZERO),
         ] {
-            let mut c = c;
             let reads: Vec<(Stream, &[u8])> =
                 vec![(Stream::Stdout, b"ab"), (Stream::Stdout, b"cd")];
             let log = run(&mut c, &reads, Instant::now());
