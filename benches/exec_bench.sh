@@ -1,8 +1,105 @@
 #!/usr/bin/env bash
-# Benchmark of the execute runner (aibuddy-exec): 1 GiB through run() vs `cat > /dev/null`,
-# peak RSS, and cancel-to-exit latency p50/p99 over 50 cancellations. Not part of `make test`.
-# Usage: benches/exec_bench.sh [bytes]   (default 1 GiB)
+# Output-path benchmark of `execute` (issue 13): for each workload, N interleaved runs of
+#   pipe:    sh -c '<pipeline> > /dev/null'
+#   call:    aibuddy call execute '{"command": "<pipeline>"}'            (no listening client)
+#   stream:  aibuddy call execute ... --stream 2>/dev/null                 (a listening client)
+# on the default launch path (namespaces when bubblewrap works). Prints per workload the median
+# wall and CPU (user+sys of the whole process tree, from /usr/bin/time), their ratios to the pipe,
+# and peak RSS (aibuddy's own VmHWM, polled, and the tree's largest process), each beside its goal
+# (wall <= 1.3x, CPU <= 1.4x, RSS <= 64 MiB) marked PASS or MISS. Prints; asserts nothing; not part
+# of `make test`. The runner-level numbers (1 GiB through run(), cancel latency) are in
+# benches/exec_runner_bench.sh.
+#
+# Usage: benches/exec_bench.sh            env: EXEC_BENCH_PAIRS (default 5),
+#                                              EXEC_BENCH_ONLY (substring of a workload name),
+#                                              EXEC_BENCH_BIN (an aibuddy binary: no build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --release -q -p aibuddy-exec --example exec_bench
-exec target/release/examples/exec_bench "${1:-1073741824}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PAIRS="${EXEC_BENCH_PAIRS:-5}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+if [ -n "${EXEC_BENCH_BIN:-}" ]; then
+  BIN="$EXEC_BENCH_BIN"
+else
+  cargo build --release --locked -q --bin aibuddy
+  BIN="$TARGET/release/aibuddy"
+fi
+[ -x /usr/bin/time ] || { echo "exec_bench: needs /usr/bin/time (GNU time)" >&2; exit 2; }
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/project"
+
+WORKLOADS=(
+  'lines|head -c 300000000 /dev/zero | tr '"'\\0'"' a | fold -w 120'
+  "binary|head -c 200000000 /dev/urandom"
+  "tiny-writes|yes | head -n 5000000"
+)
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# measure KIND PIPELINE -> appends "wall cpu tree_rss_kib own_rss_kib" to $WORK/KIND
+measure() {
+  local kind="$1" pipeline="$2" tf="$WORK/time.out" own=0
+  case "$kind" in
+    pipe)
+      /usr/bin/time -f '%e %U %S %M' -o "$tf" sh -c "$pipeline > /dev/null"
+      ;;
+    call|stream)
+      local data="$WORK/data" flag=()
+      rm -rf "$data"
+      [ "$kind" = stream ] && flag=(--stream)
+      local json
+      json="$(printf '{"command": "%s"}' "$(printf '%s' "$pipeline" | sed 's/\\/\\\\/g; s/"/\\"/g')")"
+      /usr/bin/time -f '%e %U %S %M' -o "$tf" \
+        "$BIN" call execute "$json" --yes "${flag[@]}" --project "$WORK/project" --data-dir "$data" \
+        >"$WORK/call.out" 2>/dev/null &
+      local tpid=$! apid="" hwm
+      while kill -0 "$tpid" 2>/dev/null; do
+        [ -z "$apid" ] && apid="$(pgrep -P "$tpid" | head -n1 || true)"
+        if [ -n "$apid" ] && hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$apid/status" 2>/dev/null)" && [ -n "$hwm" ]; then
+          own="$hwm"
+        fi
+        sleep 0.02
+      done
+      wait "$tpid" || { echo "exec_bench: aibuddy call failed ($kind): $(head -c 400 "$WORK/call.out")" >&2; exit 1; }
+      grep -q '^exit: code 0' "$WORK/call.out" || { echo "exec_bench: unexpected result: $(head -c 400 "$WORK/call.out")" >&2; exit 1; }
+      ;;
+  esac
+  awk -v own="$own" '{printf "%s %.3f %s %s\n", $1, $2 + $3, $4, own}' "$tf" >>"$WORK/$kind"
+}
+
+verdict() { awk -v v="$1" -v g="$2" 'BEGIN {print (v <= g) ? "PASS" : "MISS"}'; }
+
+echo "exec_bench: $PAIRS interleaved runs per workload; bubblewrap: $(command -v bwrap || echo none); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for entry in "${WORKLOADS[@]}"; do
+  name="${entry%%|*}"
+  pipeline="${entry#*|}"
+  if [ -n "${EXEC_BENCH_ONLY:-}" ] && [[ "$name" != *"$EXEC_BENCH_ONLY"* ]]; then continue; fi
+  rm -f "$WORK/pipe" "$WORK/call" "$WORK/stream"
+  for _ in $(seq "$PAIRS"); do
+    measure pipe "$pipeline"
+    measure call "$pipeline"
+    measure stream "$pipeline"
+  done
+  echo
+  echo "== $name: $pipeline"
+  pw="$(cut -d' ' -f1 "$WORK/pipe" | median)"
+  pc="$(cut -d' ' -f2 "$WORK/pipe" | median)"
+  printf '  %-22s wall %7.3f s   cpu %7.3f s\n' "pipe > /dev/null" "$pw" "$pc"
+  for kind in call stream; do
+    w="$(cut -d' ' -f1 "$WORK/$kind" | median)"
+    c="$(cut -d' ' -f2 "$WORK/$kind" | median)"
+    tree="$(cut -d' ' -f3 "$WORK/$kind" | sort -g | tail -n1)"
+    own="$(cut -d' ' -f4 "$WORK/$kind" | sort -g | tail -n1)"
+    wr="$(awk -v a="$w" -v b="$pw" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')"
+    cr="$(awk -v a="$c" -v b="$pc" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')"
+    own_mib="$(awk -v k="$own" 'BEGIN {printf "%.1f", k / 1024}')"
+    tree_mib="$(awk -v k="$tree" 'BEGIN {printf "%.1f", k / 1024}')"
+    label="aibuddy call"
+    [ "$kind" = stream ] && label="aibuddy call --stream"
+    printf '  %-22s wall %7.3f s   cpu %7.3f s   wall %5sx (goal <= 1.3x: %s)   cpu %5sx (goal <= 1.4x: %s)\n' \
+      "$label" "$w" "$c" "$wr" "$(verdict "$wr" 1.3)" "$cr" "$(verdict "$cr" 1.4)"
+    printf '  %-22s peak RSS aibuddy %6s MiB, largest process of the tree %6s MiB (goal <= 64 MiB: %s)\n' \
+      "" "$own_mib" "$tree_mib" "$(verdict "$own_mib" 64)"
+  done
+done

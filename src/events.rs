@@ -113,12 +113,20 @@ impl Event {
 /// Where events go. Implementations must not block for long (they run on the caller's task).
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: Event);
+    /// Whether anyone consumes the events: a producer may skip building live output (decoding,
+    /// formatting) for a sink that does not listen.
+    fn listening(&self) -> bool {
+        true
+    }
 }
 
 /// Discards events.
 pub struct NullSink;
 impl EventSink for NullSink {
     fn emit(&self, _event: Event) {}
+    fn listening(&self) -> bool {
+        false
+    }
 }
 
 /// Keeps every event in memory (tests and small tools).

@@ -2,7 +2,6 @@
 //!
 //! Memory stays at `head_cap + tail_cap` bytes whatever the output size.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,12 +9,15 @@ use std::path::PathBuf;
 use crate::outcome::{SpoolInfo, StreamStats};
 use crate::sink::Stream;
 
-/// The first `head_cap` bytes and the last (at most) `tail_cap` bytes after them.
+/// The first `head_cap` bytes and the last (at most) `tail_cap` bytes after them. The tail is a
+/// ring written with slice copies (at most `tail_cap` bytes copied per push, whatever its size).
 #[derive(Debug)]
 pub(crate) struct HeadTail {
     head: Vec<u8>,
     head_cap: usize,
-    tail: VecDeque<u8>,
+    /// Grows to `tail_cap`, then is overwritten in place from `ring_pos`.
+    ring: Vec<u8>,
+    ring_pos: usize,
     tail_cap: usize,
     total: u64,
 }
@@ -25,7 +27,8 @@ impl HeadTail {
         Self {
             head: Vec::with_capacity(head_cap.min(64 * 1024)),
             head_cap,
-            tail: VecDeque::with_capacity(tail_cap.min(64 * 1024)),
+            ring: Vec::with_capacity(tail_cap.min(64 * 1024)),
+            ring_pos: 0,
             tail_cap,
             total: 0,
         }
@@ -43,20 +46,33 @@ impl HeadTail {
             return;
         }
         if chunk.len() >= self.tail_cap {
-            self.tail.clear();
-            self.tail.extend(&chunk[chunk.len() - self.tail_cap..]);
+            self.ring.clear();
+            self.ring
+                .extend_from_slice(&chunk[chunk.len() - self.tail_cap..]);
+            self.ring_pos = 0;
             return;
         }
-        let overflow = (self.tail.len() + chunk.len()).saturating_sub(self.tail_cap);
-        self.tail.drain(..overflow);
-        self.tail.extend(chunk);
+        // Filling up: append what fits.
+        let fill = (self.tail_cap - self.ring.len()).min(chunk.len());
+        if fill > 0 {
+            self.ring.extend_from_slice(&chunk[..fill]);
+            chunk = &chunk[fill..];
+        }
+        // Full: overwrite the oldest bytes, wrapping once at most (chunk < tail_cap).
+        while !chunk.is_empty() {
+            let n = (self.tail_cap - self.ring_pos).min(chunk.len());
+            self.ring[self.ring_pos..self.ring_pos + n].copy_from_slice(&chunk[..n]);
+            self.ring_pos = (self.ring_pos + n) % self.tail_cap;
+            chunk = &chunk[n..];
+        }
     }
 
     /// (head, tail, omitted middle bytes).
-    pub(crate) fn finish(self) -> (Vec<u8>, Vec<u8>, u64) {
-        let kept = (self.head.len() + self.tail.len()) as u64;
+    pub(crate) fn finish(mut self) -> (Vec<u8>, Vec<u8>, u64) {
+        let kept = (self.head.len() + self.ring.len()) as u64;
         let omitted = self.total - kept;
-        (self.head, Vec::from(self.tail), omitted)
+        self.ring.rotate_left(self.ring_pos);
+        (self.head, self.ring, omitted)
     }
 }
 
@@ -166,7 +182,7 @@ mod tests {
             (5000, 5000),
             (6000, 6000),
         ] {
-            for chunk in [1, 7, 100, 4096, 10_000] {
+            for chunk in [1, 7, 100, 4096, 4999, 5000, 5001, 10_000] {
                 let mut ht = HeadTail::new(h, t);
                 feed(&mut ht, &data, chunk);
                 let (head, tail, omitted) = ht.finish();

@@ -24,6 +24,7 @@
 
 mod bwrap;
 mod capture;
+mod coalesce;
 mod confine;
 mod deadline;
 mod env;
@@ -34,6 +35,7 @@ mod launch;
 mod outcome;
 mod process_group;
 mod projection;
+mod pump;
 mod request;
 pub mod roots;
 mod runner;
@@ -50,9 +52,10 @@ pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination}
 pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
 pub use request::{
-    ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE, DEFAULT_SPOOL_CAP,
-    DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_TIMEOUT, NamespacePolicy,
-    timeout_from_ms,
+    ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
+    DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_SPOOL_CAP, DEFAULT_TAIL_BYTES,
+    DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_LIVE_INTERVAL, MAX_LIVE_MAX_BYTES, MAX_TIMEOUT,
+    NamespacePolicy, timeout_from_ms,
 };
 pub use sink::{ExecSink, NullSink, Stream};
 

@@ -21,6 +21,15 @@ pub const DEFAULT_SPOOL_CAP: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_HEAD_BYTES: usize = 64 * 1024;
 /// Default size of the in-memory tail ring (bytes of combined output kept from the end).
 pub const DEFAULT_TAIL_BYTES: usize = 64 * 1024;
+/// Default time slice of live output: reads are coalesced into one delivery per stream at most
+/// this long after its first byte.
+pub const DEFAULT_LIVE_INTERVAL: Duration = Duration::from_millis(32);
+/// Default size limit of one live delivery.
+pub const DEFAULT_LIVE_MAX_BYTES: usize = 64 * 1024;
+/// Largest `live_interval` a request may ask for.
+pub const MAX_LIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// Largest `live_max_bytes` a request may ask for.
+pub const MAX_LIVE_MAX_BYTES: usize = 1024 * 1024;
 
 /// Whether the child runs under kernel confinement (Landlock on Linux).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -120,6 +129,23 @@ pub struct ExecRequest {
     /// [`crate::init_main`]); `None` = located next to the current executable.
     #[serde(default)]
     pub init_program: Option<PathBuf>,
+    /// Live output coalescing: consecutive reads of a stream are delivered to the sink together,
+    /// at most this long after the first of them was read (default 32 ms, at most 1 s; zero
+    /// delivers every read as it comes).
+    #[serde(default = "default_live_interval")]
+    pub live_interval: Duration,
+    /// Live output coalescing: bytes per delivery at most (default 64 KiB, at most 1 MiB; zero
+    /// delivers every read as it comes).
+    #[serde(default = "default_live_max_bytes")]
+    pub live_max_bytes: usize,
+}
+
+fn default_live_interval() -> Duration {
+    DEFAULT_LIVE_INTERVAL
+}
+
+fn default_live_max_bytes() -> usize {
+    DEFAULT_LIVE_MAX_BYTES
 }
 
 impl ExecRequest {
@@ -145,6 +171,8 @@ impl ExecRequest {
             hidden_paths: Vec::new(),
             exposed_credentials: Vec::new(),
             init_program: None,
+            live_interval: DEFAULT_LIVE_INTERVAL,
+            live_max_bytes: DEFAULT_LIVE_MAX_BYTES,
         }
     }
 
@@ -169,6 +197,15 @@ impl ExecRequest {
             return Err(ExecError::InvalidRequest(
                 "heartbeat interval must be positive".into(),
             ));
+        }
+        if self.live_interval > MAX_LIVE_INTERVAL || self.live_max_bytes > MAX_LIVE_MAX_BYTES {
+            return Err(ExecError::InvalidRequest(format!(
+                "live output coalescing must be at most {} ms and {} bytes, got {} ms and {} bytes",
+                MAX_LIVE_INTERVAL.as_millis(),
+                MAX_LIVE_MAX_BYTES,
+                self.live_interval.as_millis(),
+                self.live_max_bytes
+            )));
         }
         if !self.cwd.is_absolute() {
             return Err(ExecError::InvalidRequest(format!(
@@ -238,6 +275,25 @@ mod tests {
         r.cwd = "/tmp".into();
         r.writable_roots = vec!["rel".into()];
         assert!(r.validate().is_err());
+        r.writable_roots.clear();
+        r.live_interval = MAX_LIVE_INTERVAL + Duration::from_millis(1);
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.live_interval = Duration::ZERO;
+        r.live_max_bytes = MAX_LIVE_MAX_BYTES + 1;
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.live_max_bytes = 0;
+        assert!(r.validate().is_ok(), "zero turns coalescing off");
+    }
+
+    #[test]
+    fn a_request_without_live_fields_deserializes_with_the_defaults() {
+        let mut v = serde_json::to_value(ExecRequest::new("true", "/tmp")).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("live_interval");
+        o.remove("live_max_bytes");
+        let r: ExecRequest = serde_json::from_value(v).unwrap();
+        assert_eq!(r.live_interval, DEFAULT_LIVE_INTERVAL);
+        assert_eq!(r.live_max_bytes, DEFAULT_LIVE_MAX_BYTES);
     }
 
     #[test]

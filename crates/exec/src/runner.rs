@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -17,12 +16,11 @@ use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, signal_group, wait_group_gone};
+use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
-use crate::sink::{ExecSink, Stream};
+use crate::sink::ExecSink;
 use crate::{bwrap, init, roots, tmpdir};
 
-/// Read size per pipe read.
-const READ_CHUNK: usize = 64 * 1024;
 /// After the command ended, how long pipes held open by escaped daemons are still read.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
@@ -124,16 +122,34 @@ pub(crate) async fn run(
     } = launched;
     let mut guard = GroupGuard { pgid, armed: true };
     tracing::debug!(pgid, command = %req.command, "command started");
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut capture = Capture {
+    let stdout = child.stdout.take().map(|p| p.into_owned_fd()).transpose();
+    let stderr = child.stderr.take().map(|p| p.into_owned_fd()).transpose();
+    let (stdout, stderr) = match (stdout, stderr) {
+        (Ok(o), Ok(e)) => (o, e),
+        (Err(source), _) | (_, Err(source)) => {
+            return Err(ExecError::Prepare {
+                what: "the output pipes",
+                source,
+            });
+        }
+    };
+    let new_capture = || Capture {
         headtail: HeadTail::new(req.head_bytes, req.tail_bytes),
-        spool,
+        spool: None,
         stdout: StreamStats::default(),
         stderr: StreamStats::default(),
     };
-    let mut out_buf = vec![0u8; READ_CHUNK];
-    let mut err_buf = vec![0u8; READ_CHUNK];
+    let mut first = new_capture();
+    first.spool = spool;
+    // Reading, spooling and live output run on the pump's thread; this loop only supervises.
+    let mut pump =
+        Pump::start(stdout, stderr, first, sink.clone(), live_config(&req)).map_err(|source| {
+            ExecError::Prepare {
+                what: "the output reader",
+                source,
+            }
+        })?;
+    let mut captured: Option<Capture> = None;
     let mut heartbeat =
         tokio::time::interval_at(started + req.heartbeat_interval, req.heartbeat_interval);
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -154,7 +170,7 @@ pub(crate) async fn run(
     let (mut timed_out, mut cancelled, mut killed) = (false, false, false);
 
     loop {
-        if stdout.is_none() && stderr.is_none() && status.is_some() {
+        if captured.is_some() && status.is_some() {
             break;
         }
         let running = status.is_none();
@@ -168,11 +184,11 @@ pub(crate) async fn run(
                 phase_armed = true;
                 tracing::debug!(pgid, "cancelled: group killed");
             }
-            r = read_some(&mut stdout, &mut out_buf) => {
-                deliver(r, Stream::Stdout, &mut stdout, &out_buf, &mut capture, sink.as_ref());
-            }
-            r = read_some(&mut stderr, &mut err_buf) => {
-                deliver(r, Stream::Stderr, &mut stderr, &err_buf, &mut capture, sink.as_ref());
+            c = pump.finished(), if captured.is_none() => {
+                captured = Some(c.unwrap_or_else(|| {
+                    tracing::warn!(pgid, "the output reader ended without its capture");
+                    new_capture()
+                }));
             }
             st = &mut wait_fut, if running => {
                 let st = st.map_err(ExecError::Wait)?;
@@ -206,8 +222,7 @@ pub(crate) async fn run(
                 } else {
                     // A daemon that left the group still holds a pipe: stop reading.
                     tracing::warn!(pgid, "output pipes still open after the command ended; closing them");
-                    stdout = None;
-                    stderr = None;
+                    pump.stop();
                 }
             }
             _ = heartbeat.tick(), if running => sink.heartbeat(),
@@ -215,6 +230,7 @@ pub(crate) async fn run(
     }
 
     let status = status.unwrap_or_default();
+    let capture = captured.unwrap_or_else(new_capture);
     drop(control);
     let end = report.finish();
     if !end.sandbox_started {
@@ -325,35 +341,10 @@ fn termination_of(status: std::process::ExitStatus) -> Termination {
     }
 }
 
-async fn read_some<R: tokio::io::AsyncRead + Unpin>(
-    pipe: &mut Option<R>,
-    buf: &mut [u8],
-) -> std::io::Result<usize> {
-    match pipe {
-        Some(p) => p.read(buf).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn deliver<R>(
-    r: std::io::Result<usize>,
-    stream: Stream,
-    pipe: &mut Option<R>,
-    buf: &[u8],
-    capture: &mut Capture,
-    sink: &dyn ExecSink,
-) {
-    match r {
-        Ok(0) => *pipe = None,
-        Ok(n) => {
-            let chunk = &buf[..n];
-            sink.output(stream, chunk);
-            capture.push(stream, chunk);
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-        Err(e) => {
-            tracing::warn!(stream = stream.as_str(), error = %e, "reading output failed");
-            *pipe = None;
-        }
+/// The request's live-output coalescing (bounded by `ExecRequest::validate`).
+fn live_config(req: &ExecRequest) -> LiveConfig {
+    LiveConfig {
+        max_bytes: req.live_max_bytes,
+        interval: req.live_interval,
     }
 }

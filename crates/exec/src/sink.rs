@@ -19,13 +19,22 @@ impl Stream {
     }
 }
 
-/// Receives live output (chunk by chunk, in the order read, each labelled) and heartbeats.
+/// Receives live output (in the order read, each delivery labelled) and heartbeats.
 ///
-/// Called from the runner's task: implementations must be quick and must not block
-/// (forward into a channel or an event bus). Chunks are raw bytes and may split UTF-8 characters.
+/// `output` is called from the runner's output thread, `heartbeat` from its task: implementations
+/// must be quick and must not block (forward into a channel or an event bus). Deliveries are raw
+/// bytes and may split UTF-8 characters. Consecutive reads of one stream are coalesced: a delivery
+/// holds at most `ExecRequest::live_max_bytes` and comes at the latest `live_interval` after its
+/// first byte was read; a read of the other stream, the end of the output and a cancellation
+/// deliver what is pending first. Concatenated per stream, the deliveries are the stream's bytes.
 pub trait ExecSink: Send + Sync {
-    /// A chunk of output, exactly as read from the pipe.
+    /// A delivery of output.
     fn output(&self, stream: Stream, chunk: &[u8]);
+    /// Whether this sink wants live output at all. `false`: `output` is never called and the
+    /// runner spends nothing on live output (the capture and the spool are complete either way).
+    fn wants_output(&self) -> bool {
+        true
+    }
     /// The command is still running (every `heartbeat_interval`).
     fn heartbeat(&self);
 }
@@ -36,5 +45,8 @@ pub struct NullSink;
 
 impl ExecSink for NullSink {
     fn output(&self, _stream: Stream, _chunk: &[u8]) {}
+    fn wants_output(&self) -> bool {
+        false
+    }
     fn heartbeat(&self) {}
 }

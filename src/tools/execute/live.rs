@@ -1,4 +1,8 @@
-//! Live output of `execute`: chunks and heartbeats forwarded to the event sink.
+//! Live output of `execute`: output and heartbeats forwarded to the event sink.
+//!
+//! The runner already coalesces reads (one delivery per stream per time slice or 64 KiB, see
+//! `ExecRequest::live_interval`/`live_max_bytes`); each delivery becomes one `ToolOutputDelta`.
+//! Nothing is decoded or emitted when the event sink does not listen (`EventSink::listening`).
 
 use std::sync::{Arc, Mutex};
 
@@ -6,20 +10,24 @@ use aibuddy_sandbox::aibuddy_exec::{ExecSink, Stream};
 
 use crate::events::{Event, EventSink, OutputStream};
 
-/// Forwards live output and heartbeats to the event sink. Chunks are decoded as UTF-8 with the
-/// incomplete tail of a chunk carried to the next one of the same stream, so characters split by
-/// pipe reads arrive whole.
+/// Forwards live output and heartbeats to the event sink. Deliveries are decoded as UTF-8 once,
+/// straight from the runner's buffer, with an incomplete character at the end carried (at most 3
+/// bytes) to the next delivery of the same stream, so characters split by reads arrive whole; the
+/// concatenated text of a stream is `String::from_utf8_lossy` of its bytes.
 pub(super) struct EventBridge {
     call_id: String,
     events: Arc<dyn EventSink>,
+    listening: bool,
     carry: Mutex<[Vec<u8>; 2]>,
 }
 
 impl EventBridge {
     pub(super) fn new(call_id: &str, events: Arc<dyn EventSink>) -> Self {
+        let listening = events.listening();
         Self {
             call_id: call_id.to_string(),
             events,
+            listening,
             carry: Mutex::new([Vec::new(), Vec::new()]),
         }
     }
@@ -55,48 +63,162 @@ impl EventBridge {
     }
 }
 
-/// Splits `bytes` into decoded text and an incomplete UTF-8 tail (at most 3 bytes) to carry.
-pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
-    let mut keep = 0;
-    for back in 1..=3.min(bytes.len()) {
-        let b = bytes[bytes.len() - back];
-        if (0x80..0xC0).contains(&b) {
+/// Appends the lossy decoding of `bytes` to `out`, except an incomplete (but so far valid)
+/// character at the very end; returns that tail's length (0..=3). One pass, no copy beyond `out`.
+pub fn decode_into(out: &mut String, bytes: &[u8]) -> usize {
+    let mut chunks = bytes.utf8_chunks().peekable();
+    while let Some(chunk) = chunks.next() {
+        out.push_str(chunk.valid());
+        let invalid = chunk.invalid();
+        if invalid.is_empty() {
             continue;
         }
-        let need = match b {
-            0xC2..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            0xF0..=0xF4 => 4,
-            _ => 0,
-        };
-        if need > back {
-            keep = back;
+        // `from_utf8` tells an incomplete sequence cut by the end of the input (error_len None)
+        // from bytes that can never be valid.
+        let incomplete = chunks.peek().is_none()
+            && std::str::from_utf8(invalid).is_err_and(|e| e.error_len().is_none());
+        if incomplete {
+            return invalid.len();
         }
-        break;
+        out.push(char::REPLACEMENT_CHARACTER);
     }
-    let (text, rest) = bytes.split_at(bytes.len() - keep);
-    (String::from_utf8_lossy(text).into_owned(), rest.to_vec())
+    0
+}
+
+/// Appends `chunk`, preceded by the `carry` of the previous delivery, to `out`; leaves in `carry`
+/// the incomplete character at the end of `chunk`. Only `carry` and the few bytes of `chunk` that
+/// complete it are copied; the rest is decoded in place.
+pub fn decode_continuing(out: &mut String, carry: &mut Vec<u8>, chunk: &[u8]) {
+    let mut rest = chunk;
+    if !carry.is_empty() {
+        // At most 3 carried bytes + 4: the carried character is resolved (completed or found
+        // invalid) within this window, unless the chunk is shorter.
+        let k = chunk.len().min(4);
+        let mut small = std::mem::take(carry);
+        small.extend_from_slice(&chunk[..k]);
+        let tail = decode_into(out, &small);
+        if tail >= k {
+            // Nothing of the chunk beyond the carried character: still incomplete (k == len).
+            let start = small.len() - tail;
+            small.drain(..start);
+            *carry = small;
+            return;
+        }
+        // The window's incomplete tail lies inside the chunk: decode it again with the rest.
+        rest = &chunk[k - tail..];
+    }
+    let tail = decode_into(out, rest);
+    carry.clear();
+    carry.extend_from_slice(&rest[rest.len() - tail..]);
+}
+
+/// Splits `bytes` into decoded text and an incomplete UTF-8 tail (at most 3 bytes) to carry.
+pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
+    let mut text = String::with_capacity(bytes.len());
+    let tail = decode_into(&mut text, bytes);
+    (text, bytes[bytes.len() - tail..].to_vec())
 }
 
 impl ExecSink for EventBridge {
     fn output(&self, stream: Stream, chunk: &[u8]) {
+        if !self.listening {
+            return;
+        }
         let idx = usize::from(stream == Stream::Stderr);
-        let text = match self.carry.lock() {
-            Ok(mut carry) => {
-                let mut bytes = std::mem::take(&mut carry[idx]);
-                bytes.extend_from_slice(chunk);
-                let (text, rest) = decode_carrying(&bytes);
-                carry[idx] = rest;
-                text
-            }
-            Err(_) => String::from_utf8_lossy(chunk).into_owned(),
-        };
+        let mut text = String::with_capacity(chunk.len() + 3);
+        match self.carry.lock() {
+            Ok(mut carry) => decode_continuing(&mut text, &mut carry[idx], chunk),
+            Err(_) => text = String::from_utf8_lossy(chunk).into_owned(),
+        }
         self.emit(stream, text);
+    }
+
+    fn wants_output(&self) -> bool {
+        self.listening
     }
 
     fn heartbeat(&self) {
         self.events.emit(Event::Heartbeat {
             call_id: self.call_id.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{CollectingSink, NullSink};
+
+    /// Valid text with 1- to 4-byte characters, invalid bytes, a surrogate, a truncated sequence.
+    const MIXED: &[u8] =
+        b"a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \xff\xc3(\xed\xa0\x80\xe2\x82 z\xf0\x9f\x98";
+
+    fn through(bytes: &[u8], cuts: &[usize]) -> String {
+        let (mut text, mut carry, mut at) = (String::new(), Vec::new(), 0);
+        for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+            decode_continuing(&mut text, &mut carry, &bytes[at..cut]);
+            at = cut;
+        }
+        text.push_str(&String::from_utf8_lossy(&carry));
+        text
+    }
+
+    #[test]
+    fn any_split_decodes_like_the_whole_stream() {
+        let want = String::from_utf8_lossy(MIXED).into_owned();
+        for a in 0..=MIXED.len() {
+            for b in a..=MIXED.len() {
+                assert_eq!(through(MIXED, &[a, b]), want, "cuts at {a} and {b}");
+            }
+        }
+        // Byte by byte.
+        let every: Vec<usize> = (1..MIXED.len()).collect();
+        assert_eq!(through(MIXED, &every), want);
+    }
+
+    #[test]
+    fn only_an_incomplete_character_is_carried() {
+        let (text, carry) = decode_carrying("x\u{e9}".as_bytes());
+        assert_eq!((text.as_str(), carry.len()), ("x\u{e9}", 0));
+        let (text, carry) = decode_carrying(b"x\xf0\x9f\x98");
+        assert_eq!(
+            (text.as_str(), carry.as_slice()),
+            ("x", &b"\xf0\x9f\x98"[..])
+        );
+        // Bytes that can never become valid are replaced at once, not carried.
+        let (text, carry) = decode_carrying(b"x\xed\xa0");
+        assert_eq!((text.as_str(), carry.len()), ("x\u{fffd}\u{fffd}", 0));
+    }
+
+    #[test]
+    fn the_bridge_emits_one_delta_per_delivery_and_nothing_without_a_listener() {
+        let events = CollectingSink::new();
+        let bridge = EventBridge::new("c1", events.clone());
+        assert!(bridge.wants_output());
+        bridge.output(Stream::Stdout, b"caf\xc3");
+        bridge.output(Stream::Stderr, b"err");
+        bridge.output(Stream::Stdout, b"\xa9!");
+        bridge.flush();
+        let got: Vec<(OutputStream, String)> = events
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::ToolOutputDelta { stream, chunk, .. } => Some((stream, chunk)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (OutputStream::Stdout, "caf".to_string()),
+                (OutputStream::Stderr, "err".to_string()),
+                (OutputStream::Stdout, "\u{e9}!".to_string()),
+            ]
+        );
+
+        let deaf = EventBridge::new("c2", Arc::new(NullSink));
+        assert!(!deaf.wants_output());
+        deaf.output(Stream::Stdout, b"ignored");
+        assert!(deaf.carry.lock().unwrap()[0].is_empty());
     }
 }

@@ -236,6 +236,18 @@ async fn runs_in_the_project_streams_live_and_projects() {
 }
 
 #[tokio::test]
+async fn live_deltas_carry_every_character_whole() {
+    let f = fixture(Settings::default());
+    let events = CollectingSink::new();
+    let c = ctx(&f, events.clone(), CancellationToken::new());
+    // 3-byte lines: the 64 KiB deliveries cut characters; the deltas never do.
+    let a = json!({"command": "yes é | head -n 100000"});
+    ExecuteHandler.run(&c, &a).await.unwrap();
+    let (out, _, _) = deltas(&events.events());
+    assert_eq!(out, "\u{e9}\n".repeat(100_000));
+}
+
+#[tokio::test]
 async fn heartbeats_reach_the_event_sink_only() {
     let mut settings = Settings::default();
     settings.exec.heartbeat_secs = 1;

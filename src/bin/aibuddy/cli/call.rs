@@ -46,7 +46,15 @@ impl EventSink for StderrSink {
         let mut err = std::io::stderr().lock();
         match event {
             Event::ToolOutputDelta { stream, chunk, .. } => {
+                // Printable ASCII, newlines and tabs (most output) need no escaping: one byte scan
+                // instead of the per-character one.
+                let plain = chunk
+                    .bytes()
+                    .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'));
                 let _ = match stream {
+                    OutputStream::Stdout | OutputStream::Stderr if plain => {
+                        err.write_all(chunk.as_bytes())
+                    }
                     OutputStream::Stdout | OutputStream::Stderr => {
                         err.write_all(term::block(&chunk).as_bytes())
                     }
