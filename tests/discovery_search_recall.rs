@@ -71,7 +71,11 @@ fn recall_floor_on_the_heldout_dev_set() {
     let (real_ix, all_ix) = catalogs();
 
     let r = measure("held-out dev", "real servers", &real_ix, &queries);
-    assert_eq!(r.n, queries.queries.len(), "every query answers on the real servers");
+    assert_eq!(
+        r.n,
+        queries.queries.len(),
+        "every query answers on the real servers"
+    );
     assert!(r.at1 >= 0.55, "recall@1 {:.3} under the floor", r.at1);
     assert!(r.at5 >= 0.84, "recall@5 {:.3} under the floor", r.at5);
 

@@ -228,7 +228,11 @@ impl SearchIndex {
             let synonyms = related::synonyms(&w);
             let unknown = !self.postings.contains_key(&own) && !related::is_known(&w);
             if unknown && w.chars().count() >= TYPO_MIN_LEN {
-                for v in self.vocabulary.iter().filter(|v| text::one_edit_apart(&w, v)) {
+                for v in self
+                    .vocabulary
+                    .iter()
+                    .filter(|v| text::one_edit_apart(&w, v))
+                {
                     alts.push(Alternative {
                         stems: vec![stem(v)],
                         weight: TYPO_WEIGHT,

@@ -69,9 +69,14 @@ fn lemmas(word: &str) -> Vec<&'static str> {
             && base.len() >= 2
         {
             candidates.push(format!("{base}{repl}"));
-            let b = base.as_bytes();
-            if repl.is_empty() && b.len() >= 3 && b[b.len() - 1] == b[b.len() - 2] {
-                candidates.push(base[..base.len() - 1].to_string());
+            let mut last = base.chars().rev();
+            if let (Some(a), Some(b)) = (last.next(), last.next())
+                && repl.is_empty()
+                && a == b
+                && base.chars().count() >= 3
+            {
+                // `a` is the last char, so this cut is on a char boundary.
+                candidates.push(base[..base.len() - a.len_utf8()].to_string());
             }
         }
     }
@@ -117,7 +122,11 @@ mod tests {
 
     #[test]
     fn wordnet_synonyms_come_from_the_bundled_thesaurus() {
-        assert!(synonyms("delete").contains(&"erase"), "{:?}", synonyms("delete"));
+        assert!(
+            synonyms("delete").contains(&"erase"),
+            "{:?}",
+            synonyms("delete")
+        );
         // Inflected query words reach their lemma.
         assert!(synonyms("deleting").contains(&"erase"));
         assert!(synonyms("repeats").contains(&"echo"));
@@ -132,5 +141,7 @@ mod tests {
         assert!(lemmas("files").contains(&"file"));
         assert!(lemmas("running").contains(&"run"));
         assert!(lemmas("boxes").contains(&"box"));
+        // A doubled multi-byte last letter is cut on a char boundary.
+        assert!(lemmas("\u{43CF}\u{43CF}\u{43CF}ing").is_empty());
     }
 }

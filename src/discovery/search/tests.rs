@@ -136,3 +136,14 @@ fn query_parsing() {
     );
     assert_eq!(Query::parse("find x"), Query::Text("find x".into()));
 }
+
+proptest::proptest! {
+    /// Queries are model output: any text ranks without panicking and respects the limit.
+    #[test]
+    fn any_query_ranks_without_panicking(q in "\\PC{0,40}", limit in 0usize..8) {
+        let ix = index();
+        let hits = ix.search(&q, limit);
+        proptest::prop_assert!(hits.len() <= limit);
+        proptest::prop_assert!(hits.iter().all(|h| ix.doc(h.doc).is_some()));
+    }
+}

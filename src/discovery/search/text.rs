@@ -147,5 +147,5 @@ pub fn query_words(text: &str) -> Vec<String> {
 /// Whether two words are one edit apart (insertion, deletion, substitution or transposition of
 /// adjacent letters): a typo.
 pub fn one_edit_apart(a: &str, b: &str) -> bool {
-    strsim::osa_distance(a, b) == 1
+    a.len().abs_diff(b.len()) <= 4 && strsim::osa_distance(a, b) == 1
 }
