@@ -1,8 +1,14 @@
-//! Retrieval quality of the `tool_search` ranking on the labelled query fixture, over the real
-//! servers' 78 tools and over those plus a catalog of published MCP tool definitions. Asserts a
-//! recall floor (the benchmark `benches/tool_search.rs` prints the same numbers with latency).
+//! Retrieval quality of the `tool_search` ranking over the real servers' 78 tools and over those
+//! plus a catalog of published MCP tool definitions, on two labelled query sets:
+//! - `tool_search_queries.json`, the original fixture (a regression check: the ranker was once
+//!   tuned while looking at it);
+//! - `tool_search_heldout_dev.json`, written by someone who had not seen the ranker (the ranker
+//!   is not tuned on its individual queries).
+//!
+//! Asserts recall floors at what the ranker honestly reaches (rounded down); the benchmark
+//! `benches/tool_search.rs` prints the same numbers with latency.
 
-use aibuddy::discovery::eval::{CatalogTool, QueryFile, recall};
+use aibuddy::discovery::eval::{CatalogTool, QueryFile, Recall, recall};
 use aibuddy::discovery::search::SearchIndex;
 
 fn fixture<T: serde::de::DeserializeOwned>(name: &str) -> T {
@@ -12,40 +18,26 @@ fn fixture<T: serde::de::DeserializeOwned>(name: &str) -> T {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-#[test]
-fn recall_floor_on_real_and_published_catalogs() {
+/// The two catalogs: the real servers' tools, and those plus the published ones.
+fn catalogs() -> (SearchIndex, SearchIndex) {
     let real: Vec<CatalogTool> = fixture("mcp_real_tools.json");
     let published: Vec<CatalogTool> = fixture("mcp_published_tools.json");
-    let queries: QueryFile = fixture("tool_search_queries.json");
-    assert!(queries.queries.len() >= 100);
     assert_eq!(real.len(), 78, "the 7 real servers expose 78 tools");
-
     let real_ix = SearchIndex::build(real.iter().map(CatalogTool::doc).collect());
-    let r = recall(&real_ix, &queries.queries);
-    println!(
-        "real servers ({} tools): {} queries, recall@1 {:.3}, recall@5 {:.3}",
-        real_ix.len(),
-        r.n,
-        r.at1,
-        r.at5
-    );
-    for m in &r.missed_at5 {
-        println!("  missed: {m}");
-    }
-    assert!(r.n >= 100, "at least 100 queries over the real servers");
-    assert!(r.at1 >= 0.75, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.95, "recall@5 {:.3} under the floor", r.at5);
-
     let all_ix = SearchIndex::build(
         real.iter()
             .chain(&published)
             .map(CatalogTool::doc)
             .collect(),
     );
-    let r = recall(&all_ix, &queries.queries);
+    (real_ix, all_ix)
+}
+
+fn measure(set: &str, label: &str, ix: &SearchIndex, queries: &QueryFile) -> Recall {
+    let r = recall(ix, &queries.queries);
     println!(
-        "real + published ({} tools): {} queries, recall@1 {:.3}, recall@5 {:.3}",
-        all_ix.len(),
+        "{set} / {label} ({} tools): {} queries, recall@1 {:.3}, recall@5 {:.3}",
+        ix.len(),
         r.n,
         r.at1,
         r.at5
@@ -53,6 +45,41 @@ fn recall_floor_on_real_and_published_catalogs() {
     for m in &r.missed_at5 {
         println!("  missed: {m}");
     }
-    assert!(r.at1 >= 0.7, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.9, "recall@5 {:.3} under the floor", r.at5);
+    r
+}
+
+#[test]
+fn recall_floor_on_the_original_fixture() {
+    let queries: QueryFile = fixture("tool_search_queries.json");
+    assert!(queries.queries.len() >= 100);
+    let (real_ix, all_ix) = catalogs();
+
+    let r = measure("original", "real servers", &real_ix, &queries);
+    assert!(r.n >= 100, "at least 100 queries over the real servers");
+    assert!(r.at1 >= 0.83, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
+
+    let r = measure("original", "real + published", &all_ix, &queries);
+    assert!(r.at1 >= 0.84, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
+}
+
+#[test]
+fn recall_floor_on_the_heldout_dev_set() {
+    let queries: QueryFile = fixture("tool_search_heldout_dev.json");
+    assert!(queries.queries.len() >= 100);
+    let (real_ix, all_ix) = catalogs();
+
+    let r = measure("held-out dev", "real servers", &real_ix, &queries);
+    assert_eq!(
+        r.n,
+        queries.queries.len(),
+        "every query answers on the real servers"
+    );
+    assert!(r.at1 >= 0.55, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.84, "recall@5 {:.3} under the floor", r.at5);
+
+    let r = measure("held-out dev", "real + published", &all_ix, &queries);
+    assert!(r.at1 >= 0.48, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.82, "recall@5 {:.3} under the floor", r.at5);
 }

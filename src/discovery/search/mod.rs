@@ -1,0 +1,396 @@
+//! Ranking for `tool_search`: BM25F over deferred entries with field weights (words of the tool's
+//! own name, its server's name, parameter names, description), Snowball stemming, query
+//! expansion from general resources only (the WordNet thesaurus, see [`related`]; PowerShell's
+//! verb groups, standard abbreviations and POSIX command names, see [`lexicon`]), one-typo
+//! tolerance for words the catalog and WordNet do not know, a bonus for covering the tool's own
+//! name, and exact selection by name. Pure: documents in, ranked hits out.
+//!
+//! Each query word is one *concept*: a document scores for it with the best of the word itself
+//! and its related words (related words discounted), so a word with many synonyms cannot
+//! outweigh the other words of the query.
+
+mod lexicon;
+mod related;
+mod text;
+
+use std::collections::{BTreeSet, HashMap};
+
+pub use related::preload;
+pub use text::{stem, terms, words};
+
+/// One searchable tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDoc {
+    pub name: String,
+    pub description: String,
+    pub params: Vec<String>,
+}
+
+/// A ranked result: the document's index and its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub doc: usize,
+    pub score: f32,
+}
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Field weights (BM25F): words of the tool's own name matter most, then parameter names, then
+/// the server's name and the description.
+const W_NAME: f32 = 3.0;
+const W_PARAM: f32 = 1.5;
+const W_SERVER: f32 = 1.0;
+const W_DESC: f32 = 1.0;
+/// Weight of a WordNet synonym relative to the word the query used.
+const SYNONYM_WEIGHT: f32 = 0.5;
+/// Weight of a verb of the same PowerShell verb group.
+const VERB_WEIGHT: f32 = 0.5;
+/// Weight of an abbreviation's expansion (same meaning, different spelling).
+const ABBREVIATION_WEIGHT: f32 = 0.9;
+/// Weight of a catalog word one typo away from a query word nobody knows.
+const TYPO_WEIGHT: f32 = 0.8;
+/// Shortest unknown query word corrected as a typo (shorter words have too many neighbours).
+const TYPO_MIN_LEN: usize = 4;
+/// Bonus for a document whose own name words are all matched (scaled by the share matched).
+const NAME_COVERAGE_BONUS: f32 = 2.0;
+/// Only the head of long descriptions is indexed (the first sentences carry the purpose).
+const DESC_MAX_WORDS: usize = 120;
+
+/// The server and the tool's own name of an MCP tool name `mcp__<server>__<tool>`; other names
+/// have no server part.
+fn split_name(name: &str) -> (&str, &str) {
+    match name.strip_prefix("mcp__").and_then(|r| r.split_once("__")) {
+        Some((server, tool)) => (server, tool),
+        None => ("", name),
+    }
+}
+
+/// One alternative way a document can match a query concept: stems that must all be scored
+/// (a phrase) and the alternative's weight.
+#[derive(Debug)]
+struct Alternative {
+    stems: Vec<String>,
+    weight: f32,
+}
+
+/// An inverted index with BM25F scoring.
+#[derive(Debug, Clone, Default)]
+pub struct SearchIndex {
+    docs: Vec<SearchDoc>,
+    /// term -> (doc, weighted term frequency)
+    postings: HashMap<String, Vec<(u32, f32)>>,
+    doc_len: Vec<f32>,
+    avg_len: f32,
+    /// exact name (lower-case) -> doc
+    by_name: HashMap<String, usize>,
+    /// the part after the last `__` (lower-case) -> docs (MCP tools named without their server)
+    by_short: HashMap<String, Vec<usize>>,
+    /// per doc: the stems of the tool's own name (without the server)
+    name_terms: Vec<Vec<String>>,
+    /// every alphabetic word of the catalog, unstemmed (typo correction looks here)
+    vocabulary: Vec<String>,
+}
+
+impl SearchIndex {
+    pub fn build(docs: Vec<SearchDoc>) -> Self {
+        let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+        let mut doc_len = Vec::with_capacity(docs.len());
+        let mut by_name = HashMap::new();
+        let mut by_short: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut name_terms = Vec::with_capacity(docs.len());
+        let mut vocabulary: BTreeSet<String> = BTreeSet::new();
+        for (i, d) in docs.iter().enumerate() {
+            let lower = d.name.to_lowercase();
+            if let Some((_, short)) = lower.rsplit_once("__") {
+                by_short.entry(short.to_string()).or_default().push(i);
+            }
+            by_name.entry(lower).or_insert(i);
+            let mut tf: HashMap<String, f32> = HashMap::new();
+            let mut len = 0.0;
+            let mut add = |t: String, w: f32, len: &mut f32| {
+                *tf.entry(t).or_default() += w;
+                *len += w;
+            };
+            let (server, tool) = split_name(&d.name);
+            let mut own: Vec<String> = terms(tool);
+            own.sort();
+            own.dedup();
+            name_terms.push(own);
+            for text in std::iter::once(tool)
+                .chain(d.params.iter().map(String::as_str))
+                .chain(std::iter::once(d.description.as_str()))
+            {
+                vocabulary.extend(
+                    text::query_words(text)
+                        .into_iter()
+                        .filter(|w| w.chars().all(char::is_alphabetic)),
+                );
+            }
+            for t in terms(tool) {
+                add(t, W_NAME, &mut len);
+            }
+            for t in terms(server) {
+                add(t, W_SERVER, &mut len);
+            }
+            for p in &d.params {
+                for t in terms(p) {
+                    add(t, W_PARAM, &mut len);
+                }
+            }
+            for t in terms(&d.description).into_iter().take(DESC_MAX_WORDS) {
+                add(t, W_DESC, &mut len);
+            }
+            for (t, f) in tf {
+                postings.entry(t).or_default().push((i as u32, f));
+            }
+            doc_len.push(len);
+        }
+        let avg_len = if doc_len.is_empty() {
+            1.0
+        } else {
+            (doc_len.iter().sum::<f32>() / doc_len.len() as f32).max(1.0)
+        };
+        Self {
+            docs,
+            postings,
+            doc_len,
+            avg_len,
+            by_name,
+            by_short,
+            name_terms,
+            vocabulary: vocabulary.into_iter().collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    pub fn doc(&self, i: usize) -> Option<&SearchDoc> {
+        self.docs.get(i)
+    }
+
+    /// The document with exactly this name (case-insensitive), or the only one whose name ends
+    /// with `__<name>` (an MCP tool named without its server prefix).
+    pub fn find_name(&self, name: &str) -> Option<usize> {
+        let lower = name.trim().to_lowercase();
+        if lower.is_empty() {
+            return None;
+        }
+        if let Some(&i) = self.by_name.get(&lower) {
+            return Some(i);
+        }
+        match self.by_short.get(&lower).map(Vec::as_slice) {
+            Some([i]) => Some(*i),
+            _ => None,
+        }
+    }
+
+    fn idf(&self, df: usize) -> f32 {
+        let n = self.docs.len() as f32;
+        let df = df as f32;
+        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    }
+
+    /// The concepts of a free-text query: one per query word, each with its alternatives.
+    fn concepts(&self, query: &str) -> Vec<Vec<Alternative>> {
+        let mut out: Vec<Vec<Alternative>> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for w in text::query_words(query) {
+            let own = stem(&w);
+            if seen.contains(&own) {
+                continue;
+            }
+            seen.push(own.clone());
+            let mut alts = vec![Alternative {
+                stems: vec![own.clone()],
+                weight: 1.0,
+            }];
+            for long in lexicon::expansions(&w) {
+                alts.push(Alternative {
+                    stems: terms(long),
+                    weight: ABBREVIATION_WEIGHT,
+                });
+            }
+            for v in lexicon::verbs(&w) {
+                let s = stem(v);
+                if s != own {
+                    alts.push(Alternative {
+                        stems: vec![s],
+                        weight: VERB_WEIGHT,
+                    });
+                }
+            }
+            let synonyms = related::synonyms(&w);
+            let unknown = !self.postings.contains_key(&own) && !related::is_known(&w);
+            if unknown && w.chars().count() >= TYPO_MIN_LEN {
+                for v in self
+                    .vocabulary
+                    .iter()
+                    .filter(|v| text::one_edit_apart(&w, v))
+                {
+                    alts.push(Alternative {
+                        stems: vec![stem(v)],
+                        weight: TYPO_WEIGHT,
+                    });
+                }
+            }
+            for syn in synonyms {
+                let s = stem(syn);
+                if s != own && !alts.iter().any(|a| a.stems.len() == 1 && a.stems[0] == s) {
+                    alts.push(Alternative {
+                        stems: vec![s],
+                        weight: SYNONYM_WEIGHT,
+                    });
+                }
+            }
+            out.push(alts);
+        }
+        out
+    }
+
+    /// Add to `scores` the name-coverage bonus of every scored document: the share of its own
+    /// name's stems that some alternative of the query matches.
+    fn add_name_coverage(&self, concepts: &[Vec<Alternative>], scores: &mut [f32]) {
+        let mut matched: HashMap<u32, Vec<&str>> = HashMap::new();
+        for s in concepts.iter().flatten().flat_map(|a| &a.stems) {
+            let Some(list) = self.postings.get(s) else {
+                continue;
+            };
+            for &(d, _) in list {
+                if self.name_terms[d as usize].contains(s) {
+                    let m = matched.entry(d).or_default();
+                    if !m.contains(&s.as_str()) {
+                        m.push(s);
+                    }
+                }
+            }
+        }
+        for (d, m) in matched {
+            let total = self.name_terms[d as usize].len();
+            let slot = &mut scores[d as usize];
+            if *slot > 0.0 && total > 0 {
+                *slot += NAME_COVERAGE_BONUS * m.len() as f32 / total as f32;
+            }
+        }
+    }
+
+    /// Add `weight` x BM25 of `term` to `scores` for every document holding it.
+    fn score_term(&self, term: &str, weight: f32, scores: &mut [f32], touched: &mut Vec<u32>) {
+        let Some(list) = self.postings.get(term) else {
+            return;
+        };
+        let idf = self.idf(list.len());
+        for &(d, tf) in list {
+            let dl = self.doc_len[d as usize];
+            let norm = K1 * (1.0 - B + B * dl / self.avg_len);
+            let s = idf * tf * (K1 + 1.0) / (tf + norm);
+            let slot = &mut scores[d as usize];
+            if *slot == 0.0 {
+                touched.push(d);
+            }
+            *slot += weight * s;
+        }
+    }
+
+    /// Rank documents for a free-text query; the top `limit` hits, best first. A query equal to a
+    /// tool's exact name puts that tool first.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        if self.docs.is_empty() || limit == 0 {
+            return Vec::new();
+        }
+        let n = self.docs.len();
+        let mut scores = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
+        // Per concept: the best alternative per document (dis-max), then summed over concepts.
+        let mut concept = vec![0f32; n];
+        let mut alt = vec![0f32; n];
+        let mut concept_touched: Vec<u32> = Vec::new();
+        let mut alt_touched: Vec<u32> = Vec::new();
+        let concepts = self.concepts(query);
+        for alts in &concepts {
+            for a in alts {
+                if !a.stems.iter().all(|s| self.postings.contains_key(s)) {
+                    continue;
+                }
+                for s in &a.stems {
+                    self.score_term(s, a.weight, &mut alt, &mut alt_touched);
+                }
+                for d in alt_touched.drain(..) {
+                    let v = std::mem::take(&mut alt[d as usize]);
+                    let c = &mut concept[d as usize];
+                    if *c == 0.0 {
+                        concept_touched.push(d);
+                    }
+                    *c = c.max(v);
+                }
+            }
+            for d in concept_touched.drain(..) {
+                let v = std::mem::take(&mut concept[d as usize]);
+                let slot = &mut scores[d as usize];
+                if *slot == 0.0 {
+                    touched.push(d);
+                }
+                *slot += v;
+            }
+        }
+        self.add_name_coverage(&concepts, &mut scores);
+        let looks_like_name = !query.trim().contains(char::is_whitespace);
+        if let Some(exact) = looks_like_name.then(|| self.find_name(query)).flatten() {
+            if scores[exact] == 0.0 {
+                touched.push(exact as u32);
+            }
+            scores[exact] += 1_000.0;
+        }
+        let mut hits: Vec<Hit> = touched
+            .into_iter()
+            .map(|d| Hit {
+                doc: d as usize,
+                score: scores[d as usize],
+            })
+            .filter(|h| h.score > 0.0)
+            .collect();
+        let cmp = |a: &Hit, b: &Hit| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| self.docs[a.doc].name.cmp(&self.docs[b.doc].name))
+        };
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, cmp);
+            hits.truncate(limit);
+        }
+        hits.sort_by(cmp);
+        hits
+    }
+}
+
+/// A parsed `tool_search` query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// `select:name1,name2`: exactly these tools.
+    Select(Vec<String>),
+    /// Free text.
+    Text(String),
+}
+
+impl Query {
+    pub fn parse(q: &str) -> Query {
+        let t = q.trim();
+        match t.strip_prefix("select:") {
+            Some(rest) => Query::Select(
+                rest.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            ),
+            None => Query::Text(t.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

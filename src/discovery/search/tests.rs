@@ -1,0 +1,149 @@
+//! Unit tests of the `tool_search` ranking on a small hand-made catalog.
+use super::*;
+
+fn doc(name: &str, desc: &str, params: &[&str]) -> SearchDoc {
+    SearchDoc {
+        name: name.into(),
+        description: desc.into(),
+        params: params.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn index() -> SearchIndex {
+    SearchIndex::build(vec![
+        doc(
+            "mcp__github__create_issue",
+            "Create a new issue in a GitHub repository",
+            &["owner", "repo", "title", "body"],
+        ),
+        doc(
+            "mcp__github__list_commits",
+            "Get list of commits of a branch in a GitHub repository",
+            &["owner", "repo", "sha"],
+        ),
+        doc(
+            "mcp__filesystem__read_text_file",
+            "Read the complete contents of a file from the file system as text",
+            &["path", "head", "tail"],
+        ),
+        doc(
+            "mcp__time__convert_time",
+            "Convert time between timezones",
+            &["source_timezone", "time", "target_timezone"],
+        ),
+        doc(
+            "mcp__fetch__fetch",
+            "Fetches a URL from the internet and extracts its contents as markdown",
+            &["url", "max_length"],
+        ),
+    ])
+}
+
+fn top(ix: &SearchIndex, q: &str) -> String {
+    let h = ix.search(q, 5);
+    let first = h.first().unwrap_or_else(|| panic!("no hit for {q:?}"));
+    ix.doc(first.doc).unwrap().name.clone()
+}
+
+#[test]
+fn words_split_on_separators_and_camel_case() {
+    assert_eq!(
+        words("mcp__github__createIssue-v2 readFile"),
+        vec!["mcp", "github", "create", "issue", "v", "2", "read", "file"]
+    );
+    assert_eq!(words("get_HTTPResponse"), vec!["get", "httpresponse"]);
+}
+
+#[test]
+fn stemmer_joins_forms() {
+    for (a, b) in [
+        ("files", "file"),
+        ("listing", "list"),
+        ("created", "create"),
+        ("repositories", "repository"),
+        ("issues", "issue"),
+        ("processes", "process"),
+        ("running", "run"),
+    ] {
+        assert_eq!(stem(a), stem(b), "{a} vs {b}");
+    }
+    assert_eq!(stem("address"), "address");
+}
+
+#[test]
+fn ranks_by_meaning_words() {
+    let ix = index();
+    assert_eq!(
+        top(&ix, "open a new ticket on github"),
+        "mcp__github__create_issue"
+    );
+    assert_eq!(top(&ix, "show recent commits"), "mcp__github__list_commits");
+    assert_eq!(
+        top(&ix, "read the contents of a file"),
+        "mcp__filesystem__read_text_file"
+    );
+    assert_eq!(
+        top(&ix, "what time is it in Tokyo timezone"),
+        "mcp__time__convert_time"
+    );
+    // A URL stands for "url" and "web", not for its host.
+    assert_eq!(
+        top(&ix, "what is on https://github.com/some/repo"),
+        "mcp__fetch__fetch"
+    );
+}
+
+#[test]
+fn expansion_uses_general_resources() {
+    let ix = index();
+    // WordNet: "commute" shares a synset with "convert" (no document says "commute").
+    assert_eq!(top(&ix, "commute"), "mcp__time__convert_time");
+    // PowerShell verb group: "generate" belongs with "new"/"create".
+    assert_eq!(top(&ix, "generate"), "mcp__github__create_issue");
+    // One typo in a word that neither the catalog nor WordNet knows.
+    assert_eq!(top(&ix, "timeznoes"), "mcp__time__convert_time");
+}
+
+#[test]
+fn parameter_names_are_indexed() {
+    let ix = index();
+    assert_eq!(top(&ix, "source_timezone"), "mcp__time__convert_time");
+}
+
+#[test]
+fn exact_name_wins_and_short_names_resolve() {
+    let ix = index();
+    assert_eq!(top(&ix, "mcp__fetch__fetch"), "mcp__fetch__fetch");
+    assert_eq!(ix.find_name("create_issue"), Some(0));
+    assert_eq!(ix.find_name("MCP__GITHUB__CREATE_ISSUE"), Some(0));
+    assert_eq!(ix.find_name("nothing"), None);
+}
+
+#[test]
+fn no_match_no_hits_and_limit_respected() {
+    let ix = index();
+    assert!(ix.search("zzzz qqqq", 5).is_empty());
+    assert!(ix.search("", 5).is_empty());
+    assert_eq!(ix.search("github repository", 1).len(), 1);
+    assert!(SearchIndex::build(vec![]).search("x", 3).is_empty());
+}
+
+#[test]
+fn query_parsing() {
+    assert_eq!(
+        Query::parse(" select:a, b ,,"),
+        Query::Select(vec!["a".into(), "b".into()])
+    );
+    assert_eq!(Query::parse("find x"), Query::Text("find x".into()));
+}
+
+proptest::proptest! {
+    /// Queries are model output: any text ranks without panicking and respects the limit.
+    #[test]
+    fn any_query_ranks_without_panicking(q in "\\PC{0,40}", limit in 0usize..8) {
+        let ix = index();
+        let hits = ix.search(&q, limit);
+        proptest::prop_assert!(hits.len() <= limit);
+        proptest::prop_assert!(hits.iter().all(|h| ix.doc(h.doc).is_some()));
+    }
+}
