@@ -33,6 +33,16 @@ pub enum StoreError {
     DuplicateCall(String),
     #[error("tool call {id} is {status}, expected running")]
     NotRunning { id: String, status: String },
+    #[error("run {0} not found")]
+    RunNotFound(String),
+    #[error("run {0} already exists")]
+    DuplicateRun(String),
+    #[error("run {id} is {status}, not running in this process")]
+    RunNotRunning { id: String, status: String },
+    #[error("run {0} is running in another live process")]
+    RunBusy(String),
+    #[error("invalid message: {0}")]
+    InvalidMessage(String),
     #[error("stored value is corrupt: {0}")]
     Corrupt(String),
     #[error("transaction failed: {0}")]

@@ -9,9 +9,13 @@
 //!   `Store::open`, with the output spooled so far (`recovery`).
 //! - Raw output rule: up to 64 KiB inline in the row, larger in `blobs/<tool_call_id>.bin`
 //!   (`paths` documents every file of the data directory).
+//! - Agent runs (`run_store`, `run_types`): runs with status, usage and an owner process;
+//!   messages with provider content kept byte-identical, linked to `tool_calls` by call id;
+//!   summaries for compaction; completed interactions per run; pure rules in `conversation`.
 //! - Writes never block the async runtime: one writer thread with group commit (`writer`).
 
 mod connection;
+pub mod conversation;
 mod error;
 mod files;
 mod ids;
@@ -19,20 +23,27 @@ pub mod migrations;
 mod paths;
 mod reader;
 mod recovery;
+mod run_store;
+mod run_types;
 mod store;
 pub mod tables;
 mod types;
 mod writer;
 
+pub use conversation::ContextItem;
 pub use error::{Result, StoreError};
 pub use files::Spool;
 pub use ids::{MAX_ID_LEN, new_id, now_ms, validate_id};
 pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
 pub use reader::{RawSource, Reader};
+pub use run_types::{
+    Conversation, Interaction, LinkedResult, MessageRecord, MessageRole, NewMessage, NewRun,
+    NewSummary, RequestedCall, RunEnd, RunListRow, RunRecord, RunStatus, SummaryRecord, Usage,
+};
 pub use store::Store;
 pub use types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
-    HistoryFilter, HistoryRow, MessageRecord, RawFormat, RawOutputLocation, RawSlice, UserAnswer,
+    HistoryFilter, HistoryRow, RawFormat, RawOutputLocation, RawSlice, UserAnswer,
 };
 
 /// Re-exported so benchmarks and tests can open the same database file directly.

@@ -6,6 +6,8 @@
 //! | 1 | core tables: projects, runs, messages, tool_calls, confirm_decisions, user_answers |
 //! | 2 | FTS5 index over tool calls (`tool_calls_fts`) + triggers, rebuilt from existing rows |
 //! | 3 | `tool_calls.raw_output_format`, `tool_calls.output_json` |
+//! | 4 | agent runs: `runs` status/provider/usage/owner columns, `messages` provider content and
+//! |   | tool-call links (`message_tool_calls`), `summaries`, per-run interaction indexes |
 //!
 //! Never edit a released version: append a new one.
 
@@ -29,17 +31,29 @@ static V1: LazyLock<String> = LazyLock::new(|| {
     .concat()
 });
 
+static V4: LazyLock<String> = LazyLock::new(|| {
+    [
+        tables::runs::MIGRATION_V4,
+        tables::messages::MIGRATION_V4,
+        tables::summaries::MIGRATION_V4,
+        tables::user_answers::MIGRATION_V4,
+        tables::confirm_decisions::MIGRATION_V4,
+    ]
+    .concat()
+});
+
 /// The ordered list of schema versions.
 pub fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(&V1),
         M::up(tables::search::MIGRATION_V2),
         M::up(tables::tool_calls::MIGRATION_V3),
+        M::up(&V4),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 3;
+pub const LATEST_VERSION: usize = 4;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

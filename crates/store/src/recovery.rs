@@ -16,6 +16,7 @@ use crate::error::{Result, StoreError};
 use crate::files;
 use crate::ids::{now_ms, validate_id};
 use crate::paths::{DataPaths, INLINE_LIMIT};
+use crate::tables::runs;
 use crate::tables::tool_calls::{self, OutputRef};
 
 /// Creates and locks this process's `live/<instance>.lock`.
@@ -43,7 +44,7 @@ pub fn hold_instance_lock(paths: &DataPaths, instance: &str) -> Result<File> {
 
 /// True when the instance's lock file is absent or can be locked (its process is gone).
 /// Removes the stale lock file of a dead instance.
-fn owner_is_dead(paths: &DataPaths, owner: Option<&str>) -> bool {
+pub(crate) fn owner_is_dead(paths: &DataPaths, owner: Option<&str>) -> bool {
     let Some(owner) = owner else { return true };
     if validate_id(owner).is_err() {
         return true;
@@ -86,6 +87,24 @@ pub fn interrupt_dead_calls(conn: &Connection, paths: &DataPaths) -> Result<Vec<
         tracing::warn!(
             count = marked.len(),
             "calls of a dead process marked interrupted"
+        );
+    }
+    Ok(marked)
+}
+
+/// Marks the running agent runs of dead processes `interrupted`; returns their ids. Their
+/// dangling tool calls are answered when the run is resumed (`Store::resume_run`).
+pub fn interrupt_dead_runs(conn: &Connection, paths: &DataPaths) -> Result<Vec<String>> {
+    let mut marked = Vec::new();
+    for owner in runs::running_owners(conn)? {
+        if owner_is_dead(paths, owner.as_deref()) {
+            marked.extend(runs::interrupt_of_owner(conn, owner.as_deref(), now_ms())?);
+        }
+    }
+    if !marked.is_empty() {
+        tracing::warn!(
+            count = marked.len(),
+            "runs of a dead process marked interrupted"
         );
     }
     Ok(marked)

@@ -16,10 +16,10 @@ use crate::migrations;
 use crate::paths::{DataPaths, INLINE_LIMIT};
 use crate::reader::RawSource;
 use crate::recovery;
-use crate::tables::{confirm_decisions, messages, projects, runs, tool_calls, user_answers};
+use crate::tables::{confirm_decisions, projects, runs, tool_calls, user_answers};
 use crate::types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
-    HistoryFilter, HistoryRow, MessageRecord, RawSlice, UserAnswer,
+    HistoryFilter, HistoryRow, RawSlice, UserAnswer,
 };
 use crate::writer::{Durability, Writer};
 
@@ -36,6 +36,7 @@ struct Inner {
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
     interrupted_at_open: Vec<String>,
+    runs_interrupted_at_open: Vec<String>,
     lock_file: PathBuf,
     _lock: File,
 }
@@ -59,6 +60,7 @@ impl Store {
         let lock = recovery::hold_instance_lock(&paths, &instance)?;
         let lock_file = paths.live_dir().join(format!("{instance}.lock"));
         let interrupted = recovery::interrupt_dead_calls(&conn, &paths)?;
+        let runs_interrupted = recovery::interrupt_dead_runs(&conn, &paths)?;
         match recovery::remove_orphans(&conn, &paths) {
             Ok(0) => {}
             Ok(n) => tracing::info!(files = n, "removed orphaned store files"),
@@ -72,6 +74,7 @@ impl Store {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 interrupted_at_open: interrupted,
+                runs_interrupted_at_open: runs_interrupted,
                 lock_file,
                 _lock: lock,
             }),
@@ -92,7 +95,12 @@ impl Store {
         &self.inner.interrupted_at_open
     }
 
-    async fn read<T, F>(&self, f: F) -> Result<T>
+    /// Agent runs of dead processes that `open` marked `interrupted`.
+    pub fn runs_interrupted_at_open(&self) -> &[String] {
+        &self.inner.runs_interrupted_at_open
+    }
+
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &DataPaths) -> Result<T> + Send + 'static,
@@ -119,7 +127,7 @@ impl Store {
         .map_err(|e| StoreError::Transaction(format!("reader task failed: {e}")))?
     }
 
-    async fn write<T, F>(&self, durability: Durability, f: F) -> Result<T>
+    pub(crate) async fn write<T, F>(&self, durability: Durability, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
@@ -418,44 +426,9 @@ impl Store {
         self.read(move |conn, _| user_answers::for_call(conn, &id))
             .await
     }
-
-    /// Appends a message to a run (creating the run row); returns (message id, sequence number).
-    pub async fn append_message(
-        &self,
-        run_id: &str,
-        role: &str,
-        content: serde_json::Value,
-    ) -> Result<(String, i64)> {
-        validate_id(run_id)?;
-        let (run, role) = (run_id.to_string(), role.to_string());
-        let mid = new_id();
-        let message_id = mid.clone();
-        let seq = self
-            .write(Durability::Power, move |conn| {
-                let now = now_ms();
-                runs::ensure(conn, &run, None, now)?;
-                messages::append(conn, &mid, &run, &role, &content, now)
-            })
-            .await?;
-        Ok((message_id, seq))
-    }
-
-    pub async fn messages(&self, run_id: &str) -> Result<Vec<MessageRecord>> {
-        let run = run_id.to_string();
-        self.read(move |conn, _| messages::list(conn, &run)).await
-    }
-
-    /// Sets the run's finish time; false when the run does not exist.
-    pub async fn finish_run(&self, run_id: &str) -> Result<bool> {
-        let run = run_id.to_string();
-        self.write(Durability::Process, move |conn| {
-            runs::finish(conn, &run, now_ms())
-        })
-        .await
-    }
 }
 
-fn insert_start(conn: &Connection, start: &CallStart, owner: &str) -> Result<()> {
+pub(crate) fn insert_start(conn: &Connection, start: &CallStart, owner: &str) -> Result<()> {
     let now = now_ms();
     let project = match &start.project_root {
         Some(root) => Some(projects::ensure(conn, root, now)?),

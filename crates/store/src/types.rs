@@ -337,14 +337,3 @@ pub struct UserAnswer {
     pub answer: serde_json::Value,
     pub answered_at_ms: i64,
 }
-
-/// A conversation message of a run (content is provider-neutral JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MessageRecord {
-    pub message_id: String,
-    pub run_id: String,
-    pub seq: i64,
-    pub role: String,
-    pub content: serde_json::Value,
-    pub created_at_ms: i64,
-}

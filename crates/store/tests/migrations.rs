@@ -3,7 +3,9 @@
 
 use aibuddy_store::migrations::{LATEST_VERSION, current_version, upgrade, upgrade_to};
 use aibuddy_store::rusqlite::Connection;
-use aibuddy_store::{CallStatus, Store, StoreError, open_connection};
+use aibuddy_store::{
+    CallStatus, MessageRole, NewMessage, RunStatus, Store, StoreError, open_connection,
+};
 use pretty_assertions::assert_eq;
 
 /// Every schema object (tables, indexes, triggers) as (type, name, sql), sorted.
@@ -44,6 +46,8 @@ fn an_empty_directory_gets_the_latest_schema_with_wal_and_foreign_keys() {
         "confirm_decisions",
         "user_answers",
         "tool_calls_fts",
+        "message_tool_calls",
+        "summaries",
     ] {
         assert!(names.contains(&t.to_string()), "{t} missing from {names:?}");
     }
@@ -104,4 +108,69 @@ fn a_database_from_a_newer_build_is_refused_not_modified() {
     );
     let conn = open_connection(dir.path()).unwrap();
     assert_eq!(current_version(&conn).unwrap(), 99);
+}
+
+/// A database written by schema version 3 (before agent runs) with a call group, old-style
+/// messages and answers: it upgrades in place, keeps every row, and gains the run columns.
+#[tokio::test]
+async fn a_version_3_database_with_data_upgrades_in_place_to_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut conn = open_connection(dir.path()).unwrap();
+        upgrade_to(&mut conn, 3).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, title, started_at) VALUES ('v3-run', 'old', 5);
+             INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, started_at, input,
+                                     model_projection, raw_output_format)
+             VALUES ('v3-call', 'v3-run', 'ls', 'fs', 'ok', 6, '{}', 'a b', 'text');
+             INSERT INTO messages (message_id, run_id, seq, role, content, created_at)
+             VALUES ('m1', 'v3-run', 1, 'user', '{\"text\": \"hi\"}', 7),
+                    ('m2', 'v3-run', 2, 'assistant', '{\"text\":\"hello\"}', 8);
+             INSERT INTO user_answers (tool_call_id, run_id, question, answer, answered_at)
+             VALUES ('ask', 'v3-run', '{\"q\":1}', '\"yes\"', 9);",
+        )
+        .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let conn = open_connection(dir.path()).unwrap();
+    assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
+    // A call group is not an agent run: not listed, no status, counters zero.
+    assert!(store.list_runs(10, None).await.unwrap().is_empty());
+    let conv = store.conversation("v3-run").await.unwrap();
+    assert_eq!(conv.run.status, None);
+    assert_eq!(conv.run.title.as_deref(), Some("old"));
+    assert_eq!(conv.run.steps, 0);
+    assert_eq!(conv.messages.len(), 2);
+    assert_eq!(conv.messages[0].role, MessageRole::User);
+    assert_eq!(conv.messages[0].content, "{\"text\": \"hi\"}");
+    assert_eq!(conv.messages[1].provider_kind, None);
+    assert_eq!(conv.interactions.len(), 1);
+    assert_eq!(
+        store.get_call("v3-call").await.unwrap().unwrap().status,
+        CallStatus::Ok
+    );
+    // It cannot be appended to or resumed as if it were an agent run.
+    assert!(matches!(
+        store
+            .append_message("v3-run", NewMessage::user_text("x"))
+            .await,
+        Err(StoreError::RunNotRunning { .. })
+    ));
+    assert!(store.resume_run("v3-run").await.is_err());
+    // New agent runs live beside it.
+    let id = store
+        .create_run(aibuddy_store::NewRun {
+            run_id: None,
+            title: None,
+            provider: "openai".into(),
+            model: "gpt-5.4".into(),
+            presentation: "native".into(),
+            project_root: None,
+        })
+        .await
+        .unwrap();
+    let rows = store.list_runs(10, None).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].run_id, id);
+    assert_eq!(rows[0].status, RunStatus::Running);
 }

@@ -26,6 +26,11 @@ CREATE TABLE confirm_decisions (
 CREATE INDEX confirm_decisions_call ON confirm_decisions(tool_call_id);
 ";
 
+/// Version 4: per-run reading in order (context rebuild).
+pub(crate) const MIGRATION_V4: &str = "
+CREATE INDEX confirm_decisions_run ON confirm_decisions(run_id, decision_id);
+";
+
 /// Records a request (normally with decision `pending`); returns its id.
 pub fn insert(conn: &Connection, rec: &ConfirmRecord) -> Result<i64> {
     conn.prepare_cached(
@@ -65,11 +70,28 @@ pub fn decide(
 
 /// All requests of one call, oldest first.
 pub fn for_call(conn: &Connection, tool_call_id: &str) -> Result<Vec<ConfirmRecord>> {
-    let mut stmt = conn.prepare_cached(
+    query(
+        conn,
         "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
          FROM confirm_decisions WHERE tool_call_id = ?1 ORDER BY decision_id",
-    )?;
-    let rows = stmt.query_map([tool_call_id], |r| {
+        tool_call_id,
+    )
+}
+
+/// The run's decided requests (never `pending`), in the order they were decided.
+pub fn decided_for_run(conn: &Connection, run_id: &str) -> Result<Vec<ConfirmRecord>> {
+    query(
+        conn,
+        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
+         FROM confirm_decisions WHERE run_id = ?1 AND decision != 'pending'
+         ORDER BY COALESCE(decided_at, requested_at), decision_id",
+        run_id,
+    )
+}
+
+fn query(conn: &Connection, sql: &str, key: &str) -> Result<Vec<ConfirmRecord>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([key], |r| {
         Ok((
             ConfirmRecord {
                 tool_call_id: r.get(0)?,

@@ -6,6 +6,7 @@ pub mod messages;
 pub mod projects;
 pub mod runs;
 pub mod search;
+pub mod summaries;
 pub mod tool_calls;
 pub mod user_answers;
 

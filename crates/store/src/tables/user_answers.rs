@@ -17,6 +17,11 @@ CREATE TABLE user_answers (
 CREATE INDEX user_answers_call ON user_answers(tool_call_id);
 ";
 
+/// Version 4: per-run reading in order (context rebuild).
+pub(crate) const MIGRATION_V4: &str = "
+CREATE INDEX user_answers_run ON user_answers(run_id, answered_at, answer_id);
+";
+
 pub fn insert(conn: &Connection, a: &UserAnswer) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO user_answers (tool_call_id, run_id, question, answer, answered_at)
@@ -33,11 +38,27 @@ pub fn insert(conn: &Connection, a: &UserAnswer) -> Result<i64> {
 }
 
 pub fn for_call(conn: &Connection, tool_call_id: &str) -> Result<Vec<UserAnswer>> {
-    let mut stmt = conn.prepare_cached(
+    query(
+        conn,
         "SELECT tool_call_id, run_id, question, answer, answered_at FROM user_answers
          WHERE tool_call_id = ?1 ORDER BY answer_id",
-    )?;
-    let rows = stmt.query_map([tool_call_id], |r| {
+        tool_call_id,
+    )
+}
+
+/// The run's answers in the order they were given.
+pub fn for_run(conn: &Connection, run_id: &str) -> Result<Vec<UserAnswer>> {
+    query(
+        conn,
+        "SELECT tool_call_id, run_id, question, answer, answered_at FROM user_answers
+         WHERE run_id = ?1 ORDER BY answered_at, answer_id",
+        run_id,
+    )
+}
+
+fn query(conn: &Connection, sql: &str, key: &str) -> Result<Vec<UserAnswer>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([key], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, Option<String>>(1)?,
