@@ -350,6 +350,22 @@ async fn interactions_of_a_run_are_read_in_the_order_they_completed() {
         .record_confirm_request(confirm("exec_2"))
         .await
         .unwrap();
+    // The pipeline's recorder writes requests without a run id: the call's run is theirs.
+    run_call(&store, &run, "exec_3", "").await;
+    let mut no_run = confirm("exec_3");
+    no_run.run_id = None;
+    let approved = store.record_confirm_request(no_run).await.unwrap();
+    store
+        .record_decision(approved, Decision::Approved)
+        .await
+        .unwrap();
+    let mut elsewhere = confirm("exec_other");
+    elsewhere.run_id = None;
+    let other = store.record_confirm_request(elsewhere).await.unwrap();
+    store
+        .record_decision(other, Decision::Approved)
+        .await
+        .unwrap();
     let conv = store.conversation(&run).await.unwrap();
     let kinds: Vec<(&str, &str)> = conv
         .interactions
@@ -359,7 +375,14 @@ async fn interactions_of_a_run_are_read_in_the_order_they_completed() {
             Interaction::Confirm(c) => ("confirm", c.tool_call_id.as_str()),
         })
         .collect();
-    assert_eq!(kinds, [("answer", "ask_1"), ("confirm", "exec_1")]);
+    assert_eq!(
+        kinds,
+        [
+            ("answer", "ask_1"),
+            ("confirm", "exec_1"),
+            ("confirm", "exec_3")
+        ]
+    );
     match conv.interaction_of("exec_1") {
         Some(Interaction::Confirm(c)) => assert_eq!(c.decision, Decision::Rejected),
         other => panic!("{other:?}"),

@@ -78,12 +78,16 @@ pub fn for_call(conn: &Connection, tool_call_id: &str) -> Result<Vec<ConfirmReco
     )
 }
 
-/// The run's decided requests (never `pending`), in the order they were decided.
+/// The run's decided requests (never `pending`), in the order they were decided. A request
+/// recorded without a run id belongs to the run of its call.
 pub fn decided_for_run(conn: &Connection, run_id: &str) -> Result<Vec<ConfirmRecord>> {
     query(
         conn,
         "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
-         FROM confirm_decisions WHERE run_id = ?1 AND decision != 'pending'
+         FROM confirm_decisions
+         WHERE (run_id = ?1 OR (run_id IS NULL AND tool_call_id IN
+                    (SELECT tool_call_id FROM tool_calls WHERE run_id = ?1)))
+           AND decision != 'pending'
          ORDER BY COALESCE(decided_at, requested_at), decision_id",
         run_id,
     )
