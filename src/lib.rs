@@ -3,6 +3,7 @@
 //! This crate knows nothing of Tauri or WebKit; the desktop shell (`src-tauri`) and the CLI
 //! (`src/bin/aibuddy.rs`) are thin adapters over it. See `docs/architecture.md`.
 
+pub mod agent;
 pub mod app;
 pub mod cli;
 pub mod confirm;
