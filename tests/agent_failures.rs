@@ -8,13 +8,13 @@ mod agent_common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_common::*;
 use aibuddy::agent::{RunEvent, RunStart, RunStatus};
 use aibuddy::confirm::ApproveAll;
 use aibuddy::contract::Stage;
 use aibuddy::events::CallStatus;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::{Reply, Turn};
-use agent_common::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +37,12 @@ async fn rate_limited_then_success(kind: ProviderKind) {
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ev = events.events();
-    assert!(ev.iter().any(|e| matches!(e, RunEvent::Retry { attempt: 1, reason, .. } if reason.contains("429"))), "{ev:?}");
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, RunEvent::Retry { attempt: 1, reason, .. } if reason.contains("429"))
+        ),
+        "{ev:?}"
+    );
     assert_eq!(h.server.requests().len(), 2);
     h.server.assert_clean();
 }
@@ -65,12 +70,22 @@ async fn stalled_stream_is_retried(kind: ProviderKind) {
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ev = events.events();
-    assert!(ev.iter().any(|e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("idle timeout"))), "{ev:?}");
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("idle timeout"))
+        ),
+        "{ev:?}"
+    );
     assert_eq!(h.server.requests().len(), 2);
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     let last = conv.messages.last().unwrap();
     assert!(last.content.contains("Second try worked."));
-    assert!(!conv.messages.iter().any(|m| m.content.contains("never finished")));
+    assert!(
+        !conv
+            .messages
+            .iter()
+            .any(|m| m.content.contains("never finished"))
+    );
     h.server.assert_clean();
 }
 
@@ -86,7 +101,11 @@ async fn stalled_stream_is_retried_chat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fatal_4xx_ends_the_run_with_the_providers_message_and_stage() {
     let h = harness(ProviderKind::Anthropic, None).await;
-    h.server.push(Reply::error(400, "invalid_request_error", "max_tokens is too large"));
+    h.server.push(Reply::error(
+        400,
+        "invalid_request_error",
+        "max_tokens is too large",
+    ));
     let events = sink();
     let out = h
         .agent(Arc::new(ApproveAll), fast_options())
@@ -95,7 +114,13 @@ async fn a_fatal_4xx_ends_the_run_with_the_providers_message_and_stage() {
         .unwrap();
     assert_eq!(out.status, RunStatus::Error);
     assert_eq!(out.stage, Some(Stage::Parameters));
-    assert!(out.error.as_deref().unwrap().contains("max_tokens is too large"), "{out:?}");
+    assert!(
+        out.error
+            .as_deref()
+            .unwrap()
+            .contains("max_tokens is too large"),
+        "{out:?}"
+    );
     assert_eq!(h.server.requests().len(), 1, "not retried");
     let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
     assert_eq!(run.status, Some(RunStatus::Error));
@@ -114,7 +139,10 @@ async fn stop_mid_stream(kind: ProviderKind) {
         let (agent, cancel, events) = (agent.clone(), cancel.clone(), events.clone());
         tokio::spawn(async move { agent.run(start("talk"), cancel, events).await })
     };
-    wait_event(&events, "a text delta", |e| matches!(e, RunEvent::TextDelta { .. })).await;
+    wait_event(&events, "a text delta", |e| {
+        matches!(e, RunEvent::TextDelta { .. })
+    })
+    .await;
     let stopped = Instant::now();
     cancel.cancel();
     let out = task.await.unwrap().unwrap();
@@ -123,7 +151,10 @@ async fn stop_mid_stream(kind: ProviderKind) {
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     let last = conv.messages.last().unwrap();
     let partial = text_of(&events.events());
-    assert!(!partial.is_empty() && last.content.contains(&partial), "partial text kept: {last:?}");
+    assert!(
+        !partial.is_empty() && last.content.contains(&partial),
+        "partial text kept: {last:?}"
+    );
     // Continue the cancelled run: the partial answer is replayed, the protocol stays valid.
     h.server.check_replay(false); // the partial answer was never served complete
     let out2 = agent
@@ -168,7 +199,11 @@ async fn stop_mid_tool(kind: ProviderKind, marker: &str) {
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while processes_with(&command).is_empty() {
-        assert!(Instant::now() < deadline, "the command never started: {:?}", events.events());
+        assert!(
+            Instant::now() < deadline,
+            "the command never started: {:?}",
+            events.events()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     cancel.cancel();
@@ -176,7 +211,11 @@ async fn stop_mid_tool(kind: ProviderKind, marker: &str) {
     assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_with(&command).is_empty() {
-        assert!(Instant::now() < deadline, "a child is left: {:?}", processes_with(&command));
+        assert!(
+            Instant::now() < deadline,
+            "a child is left: {:?}",
+            processes_with(&command)
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(events.events().iter().any(|e| matches!(e,

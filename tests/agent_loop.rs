@@ -7,12 +7,12 @@ mod agent_common;
 
 use std::sync::Arc;
 
+use agent_common::*;
 use aibuddy::agent::{RunEvent, RunStart, RunStatus};
 use aibuddy::confirm::{ApproveAll, RejectAll};
 use aibuddy::events::CallStatus;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::Turn;
-use agent_common::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -38,13 +38,22 @@ async fn text_only(kind: ProviderKind) {
     let ev = events.events();
     assert!(matches!(&ev[0], RunEvent::RunStarted { provider, .. } if provider == "fake"));
     assert_eq!(text_of(&ev), "Hello from the model");
-    assert!(matches!(ev.last(), Some(RunEvent::RunFinished { status: RunStatus::Completed, .. })));
+    assert!(matches!(
+        ev.last(),
+        Some(RunEvent::RunFinished {
+            status: RunStatus::Completed,
+            ..
+        })
+    ));
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     assert_eq!(conv.messages.len(), 2);
     assert_eq!(conv.run.status, Some(RunStatus::Completed));
     let reqs = h.server.requests();
     assert_eq!(reqs.len(), 1);
-    assert!(!reqs[0].raw_body.contains(KEY), "the key never reaches a body");
+    assert!(
+        !reqs[0].raw_body.contains(KEY),
+        "the key never reaches a body"
+    );
     h.server.assert_clean();
 }
 
@@ -68,18 +77,29 @@ async fn one_tool(kind: ProviderKind) {
     let events = sink();
     let out = h
         .agent(Arc::new(ApproveAll), fast_options())
-        .run(start("what is in notes.txt?"), CancellationToken::new(), events.clone())
+        .run(
+            start("what is in notes.txt?"),
+            CancellationToken::new(),
+            events.clone(),
+        )
         .await
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(out.steps, 2);
     let ev = events.events();
-    assert!(ev.iter().any(|e| matches!(e, RunEvent::ToolCall { tool, .. } if tool == "read_file")));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, RunEvent::ToolCall { tool, .. } if tool == "read_file"))
+    );
     assert!(ev.iter().any(|e| matches!(e, RunEvent::ToolResult { status: CallStatus::Ok, model, .. } if model.contains("alpha-content"))));
     let reqs = h.server.requests();
     assert_eq!(reqs.len(), 2);
     // The second request carries the model projection of the result, nothing client-only.
-    assert!(reqs[1].raw_body.contains("alpha-content"), "{}", reqs[1].raw_body);
+    assert!(
+        reqs[1].raw_body.contains("alpha-content"),
+        "{}",
+        reqs[1].raw_body
+    );
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(roles, vec!["user", "assistant", "tool", "assistant"]);
@@ -112,18 +132,29 @@ async fn parallel_read_only(kind: ProviderKind) {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ev = events.events();
     let pos = |f: &dyn Fn(&RunEvent) -> bool| ev.iter().position(f).unwrap();
-    let second_call = pos(&|e| matches!(e, RunEvent::ToolCall { tool_call_id, .. } if tool_call_id == "call_p2"));
+    let second_call =
+        pos(&|e| matches!(e, RunEvent::ToolCall { tool_call_id, .. } if tool_call_id == "call_p2"));
     let first_result = pos(&|e| matches!(e, RunEvent::ToolResult { .. }));
-    assert!(second_call < first_result, "read-only calls of one turn start together: {ev:?}");
+    assert!(
+        second_call < first_result,
+        "read-only calls of one turn start together: {ev:?}"
+    );
     // Results keep call order, both ok (read-only: no confirmation, so RejectAll changed nothing).
     let results: Vec<(&str, CallStatus)> = ev
         .iter()
         .filter_map(|e| match e {
-            RunEvent::ToolResult { tool_call_id, status, .. } => Some((tool_call_id.as_str(), *status)),
+            RunEvent::ToolResult {
+                tool_call_id,
+                status,
+                ..
+            } => Some((tool_call_id.as_str(), *status)),
             _ => None,
         })
         .collect();
-    assert_eq!(results, vec![("call_p1", CallStatus::Ok), ("call_p2", CallStatus::Ok)]);
+    assert_eq!(
+        results,
+        vec![("call_p1", CallStatus::Ok), ("call_p2", CallStatus::Ok)]
+    );
     let body = &h.server.requests()[1].raw_body;
     assert!(body.contains("alpha-content") && body.contains("beta-content"));
     h.server.assert_clean();
@@ -149,17 +180,35 @@ async fn confirm_rejected(kind: ProviderKind) {
     let events = sink();
     let out = h
         .agent(Arc::new(RejectAll("not now".into())), fast_options())
-        .run(start("write out.txt"), CancellationToken::new(), events.clone())
+        .run(
+            start("write out.txt"),
+            CancellationToken::new(),
+            events.clone(),
+        )
         .await
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert!(!h.root.join("out.txt").exists(), "a rejected write has no effect on disk");
+    assert!(
+        !h.root.join("out.txt").exists(),
+        "a rejected write has no effect on disk"
+    );
     let ev = events.events();
-    assert!(ev.iter().any(|e| matches!(e, RunEvent::ConfirmRequest { tool_call_id, .. } if tool_call_id == "call_w1")));
-    assert!(ev.iter().any(|e| matches!(e, RunEvent::ToolResult { status: CallStatus::Rejected, .. })));
+    assert!(ev.iter().any(
+        |e| matches!(e, RunEvent::ConfirmRequest { tool_call_id, .. } if tool_call_id == "call_w1")
+    ));
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        RunEvent::ToolResult {
+            status: CallStatus::Rejected,
+            ..
+        }
+    )));
     let body = &h.server.requests()[1].raw_body;
     assert!(body.contains("did not approve"), "{body}");
-    assert!(body.contains("rejected"), "the decision is normalized into user text: {body}");
+    assert!(
+        body.contains("rejected"),
+        "the decision is normalized into user text: {body}"
+    );
     h.server.assert_clean();
 }
 
@@ -188,10 +237,19 @@ async fn deferred_tool_search(kind: ProviderKind) {
     let events = sink();
     let out = h
         .agent(Arc::new(ApproveAll), fast_options())
-        .run(start("echo ping-42"), CancellationToken::new(), events.clone())
+        .run(
+            start("echo ping-42"),
+            CancellationToken::new(),
+            events.clone(),
+        )
         .await
         .unwrap();
-    assert_eq!(out.status, RunStatus::Completed, "{out:?} {:?}", events.events());
+    assert_eq!(
+        out.status,
+        RunStatus::Completed,
+        "{out:?} {:?}",
+        events.events()
+    );
     let reqs = h.server.requests();
     assert_eq!(reqs.len(), 3);
     let first = sent_tools(&reqs[0]);
@@ -200,10 +258,17 @@ async fn deferred_tool_search(kind: ProviderKind) {
     if kind == ProviderKind::OpenAiChat {
         // activeTools: absent until tool_search activated it, then sent in full.
         assert!(echo_first.is_none(), "{first:?}");
-        assert!(second.iter().any(|(n, d)| n == "mcp__fx__echo" && !d), "{second:?}");
+        assert!(
+            second.iter().any(|(n, d)| n == "mcp__fx__echo" && !d),
+            "{second:?}"
+        );
     } else {
         // native: the same stable array, the deferred tool flagged, our tool_search not deferred.
-        assert_eq!(echo_first, Some(&("mcp__fx__echo".to_string(), true)), "{first:?}");
+        assert_eq!(
+            echo_first,
+            Some(&("mcp__fx__echo".to_string(), true)),
+            "{first:?}"
+        );
         // Our tool_search is a client tool, never deferred (Responses sends it as its
         // `tool_search` tool type with `execution: "client"`).
         let ours = reqs[0].body["tools"].as_array().unwrap().iter().any(|t| {
@@ -212,12 +277,20 @@ async fn deferred_tool_search(kind: ProviderKind) {
         });
         assert!(ours, "{}", reqs[0].body["tools"]);
         assert_eq!(first, second, "the native tools array stays stable");
-        let refs = if kind == ProviderKind::Anthropic { "tool_reference" } else { "tool_search_output" };
+        let refs = if kind == ProviderKind::Anthropic {
+            "tool_reference"
+        } else {
+            "tool_search_output"
+        };
         assert!(reqs[1].raw_body.contains(refs), "{}", reqs[1].raw_body);
     }
-    assert!(events.events().iter().any(|e| matches!(e,
+    assert!(
+        events.events().iter().any(|e| matches!(e,
         RunEvent::ToolResult { tool_call_id, status: CallStatus::Ok, model, .. }
-            if tool_call_id == "call_e1" && model.contains("ping-42"))), "{:?}", events.events());
+            if tool_call_id == "call_e1" && model.contains("ping-42"))),
+        "{:?}",
+        events.events()
+    );
     assert!(reqs[2].raw_body.contains("ping-42"));
     h.server.assert_clean();
 }

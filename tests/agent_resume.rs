@@ -7,12 +7,12 @@ mod agent_common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agent_common::*;
 use aibuddy::agent::{RunStart, RunStatus};
 use aibuddy::app::{App, AppOptions};
 use aibuddy::confirm::ApproveAll;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::Turn;
-use agent_common::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -46,7 +46,9 @@ async fn interrupted_then_continued(kind: ProviderKind, marker: &str) {
     // project is closed (its store's liveness lock released).
     task.abort();
     let _ = task.await;
-    let run_id = h.store().list_runs(10, None).await.unwrap()[0].run_id.clone();
+    let run_id = h.store().list_runs(10, None).await.unwrap()[0]
+        .run_id
+        .clone();
     let opts = AppOptions {
         project: h.root.clone(),
         data_dir: h.data.clone(),
@@ -71,11 +73,16 @@ async fn interrupted_then_continued(kind: ProviderKind, marker: &str) {
             h.app = Arc::new(app);
             break;
         }
-        assert!(Instant::now() < deadline, "run never became interrupted: {status:?}");
+        assert!(
+            Instant::now() < deadline,
+            "run never became interrupted: {status:?}"
+        );
         drop(app);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    h.push(Turn::text("The command was interrupted; I will not rerun it."));
+    h.push(Turn::text(
+        "The command was interrupted; I will not rerun it.",
+    ));
     let out = h
         .agent(Arc::new(ApproveAll), fast_options())
         .run(
@@ -93,8 +100,16 @@ async fn interrupted_then_continued(kind: ProviderKind, marker: &str) {
     assert_eq!(out.run_id, run_id);
     let reqs = h.server.requests();
     assert_eq!(reqs.len(), 2);
-    assert!(reqs[1].raw_body.contains("call_long"), "{}", reqs[1].raw_body);
-    assert!(reqs[1].raw_body.contains("nterrupted"), "{}", reqs[1].raw_body);
+    assert!(
+        reqs[1].raw_body.contains("call_long"),
+        "{}",
+        reqs[1].raw_body
+    );
+    assert!(
+        reqs[1].raw_body.contains("nterrupted"),
+        "{}",
+        reqs[1].raw_body
+    );
     let conv = h.store().conversation(&run_id).await.unwrap();
     assert!(conv.dangling_calls().is_empty());
     h.server.assert_clean();

@@ -98,14 +98,11 @@ fn result_block(
             activated: found.clone(),
         });
         if let Some(names) = search.native_tools {
-            content.extend(
-                found
-                    .iter()
-                    .filter(|n| names.contains(*n))
-                    .map(|n| ResultBlock::ToolReference {
-                        tool_name: n.clone(),
-                    }),
-            );
+            content.extend(found.iter().filter(|n| names.contains(*n)).map(|n| {
+                ResultBlock::ToolReference {
+                    tool_name: n.clone(),
+                }
+            }));
         }
     }
     if content.is_empty() {
@@ -234,7 +231,11 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
             }
             MessageRole::Tool => {
                 let Some(id) = m.tool_call_id.as_deref() else {
-                    return Err(corrupt(run_id, m.seq, "a tool message without a call".into()));
+                    return Err(corrupt(
+                        run_id,
+                        m.seq,
+                        "a tool message without a call".into(),
+                    ));
                 };
                 let Some(pos) = pending.iter().position(|(p, _)| p == id) else {
                     // A result for a call the context does not hold (summarized): not sent.

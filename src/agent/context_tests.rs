@@ -77,7 +77,13 @@ fn assistant(seq: i64, calls: &[(&str, &str)]) -> MessageRecord {
     r
 }
 
-fn result(seq: i64, id: &str, tool: &str, status: CallStatus, model: Option<&str>) -> MessageRecord {
+fn result(
+    seq: i64,
+    id: &str,
+    tool: &str,
+    status: CallStatus,
+    model: Option<&str>,
+) -> MessageRecord {
     let mut r = msg(
         seq,
         MessageRole::Tool,
@@ -163,7 +169,9 @@ fn dangling_and_rowless_calls_are_answered_as_interrupted() {
     assert_eq!(ids, vec!["a", "b"]);
     for (_, content, is_error) in res {
         assert!(is_error);
-        assert!(matches!(&content[0], ResultBlock::Text { text } if text.starts_with("Interrupted")));
+        assert!(
+            matches!(&content[0], ResultBlock::Text { text } if text.starts_with("Interrupted"))
+        );
     }
 }
 
@@ -172,7 +180,13 @@ fn tool_search_results_carry_references_only_on_native_and_only_to_sent_tools() 
     let c = conv(vec![
         user(1, "find"),
         assistant(2, &[("s", "tool_search")]),
-        result(3, "s", "tool_search", CallStatus::Ok, Some("Activated 2 tools")),
+        result(
+            3,
+            "s",
+            "tool_search",
+            CallStatus::Ok,
+            Some("Activated 2 tools"),
+        ),
     ]);
     let mut activated = HashMap::new();
     activated.insert(

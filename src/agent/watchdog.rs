@@ -44,7 +44,11 @@ impl IdleWatchdog {
     }
 
     fn deadline(&self) -> Instant {
-        let last = self.last.lock().map(|l| *l).unwrap_or_else(|_| Instant::now());
+        let last = self
+            .last
+            .lock()
+            .map(|l| *l)
+            .unwrap_or_else(|_| Instant::now());
         last + self.idle
     }
 
@@ -270,7 +274,10 @@ mod tests {
     fn a_stall_is_retried_like_a_timeout_and_other_errors_keep_their_class() {
         let p = BackoffPolicy::default();
         let stalled = AttemptError::Stalled.as_provider();
-        assert!(matches!(p.decide(1, &stalled, 0.0), RetryDecision::RetryAfter(_)));
+        assert!(matches!(
+            p.decide(1, &stalled, 0.0),
+            RetryDecision::RetryAfter(_)
+        ));
         let bad = AttemptError::Provider(ProviderError::Http {
             status: 400,
             error_type: Some("invalid_request_error".into()),
