@@ -247,3 +247,46 @@ async fn stop_mid_tool_anthropic() {
 async fn stop_mid_tool_chat() {
     stop_mid_tool(ProviderKind::OpenAiChat, "30.523").await;
 }
+
+/// Stop while a confirmation is pending: the dialog is answered as rejected, nothing is written,
+/// and the run ends `cancelled` with the call answered in storage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_a_confirmation_is_pending() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.push(Turn::text("Writing.").call(
+        "call_pending",
+        "write_file",
+        json!({"path": "pending.txt", "content": "no"}),
+    ));
+    let broker = aibuddy::confirm::PendingBroker::new();
+    let events = sink();
+    let agent = Arc::new(h.agent(Arc::new(broker.clone()), fast_options()));
+    let cancel = CancellationToken::new();
+    let task = {
+        let (agent, cancel, events) = (agent.clone(), cancel.clone(), events.clone());
+        tokio::spawn(async move { agent.run(start("write it"), cancel, events).await })
+    };
+    tokio::time::timeout(Duration::from_secs(30), broker.wait_pending())
+        .await
+        .expect("a confirmation is asked");
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert!(broker.pending().is_empty());
+    assert!(!h.root.join("pending.txt").exists());
+    let result = events.events().into_iter().find_map(|e| match e {
+        RunEvent::ToolResult {
+            tool_call_id,
+            status,
+            ..
+        } if tool_call_id == "call_pending" => Some(status),
+        _ => None,
+    });
+    assert!(
+        matches!(result, Some(CallStatus::Rejected | CallStatus::Cancelled)),
+        "{result:?}"
+    );
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    assert!(conv.dangling_calls().is_empty());
+    h.server.assert_clean();
+}
