@@ -4,6 +4,7 @@
 //! and the CLI (the `aibuddy` binary, `src/bin/aibuddy/`, built with the default `cli` feature)
 //! are thin adapters over it. See `docs/architecture.md`.
 
+pub mod agent;
 pub mod app;
 pub mod confirm;
 pub mod contract;

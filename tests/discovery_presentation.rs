@@ -132,10 +132,16 @@ fn both_presentations_read_one_decision() {
     let names: BTreeSet<&str> = native.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         native.len(),
-        2 + 12 + 2,
-        "every available tool, without our tool_search"
+        2 + 12 + 2 + 1,
+        "every available tool, our client-side tool_search included"
     );
-    assert!(!names.contains("tool_search"));
+    assert!(names.contains("tool_search"));
+    assert!(
+        native
+            .iter()
+            .any(|t| t.name == "tool_search" && !t.defer_loading),
+        "tool_search is never deferred"
+    );
     for t in &native {
         assert_eq!(
             t.defer_loading,

@@ -2,7 +2,8 @@
 //!
 //! - [`Presentation::ProviderNative`]: routes whose provider expands deferred schemas itself (native
 //!   tool search) get a stable array of every available tool, deferred ones flagged
-//!   `defer_loading`; aibuddy's own `tool_search` is left out since the provider searches.
+//!   `defer_loading`. aibuddy's own `tool_search` is a client tool in both presentations and never
+//!   deferred: the provider expands the `tool_reference`s its results carry.
 //! - [`Presentation::ActiveTools`]: every other route gets only the active subset; deferred tools
 //!   appear once `tool_search` activated them in this run.
 //!
@@ -50,9 +51,7 @@ pub fn present(
         .iter()
         .filter_map(|l| {
             let keep = match presentation {
-                Presentation::ProviderNative => {
-                    l.exposure != Exposure::Absent && l.name != TOOL_SEARCH
-                }
+                Presentation::ProviderNative => l.exposure != Exposure::Absent,
                 Presentation::ActiveTools => l.exposure == Exposure::Active,
             };
             if !keep {
@@ -64,6 +63,7 @@ pub fn present(
                 description: l.description.clone(),
                 input_schema: def.spec.input_schema().clone(),
                 defer_loading: presentation == Presentation::ProviderNative
+                    && l.name != TOOL_SEARCH
                     && deferrable(l, toolset),
             })
         })

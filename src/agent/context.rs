@@ -1,0 +1,268 @@
+//! Every request is rebuilt from storage: this turns a stored conversation into provider
+//! messages. Pure (the loop reads the store, this decides).
+//!
+//! - user text and summaries become user text; assistant messages come back exactly as stored
+//!   (the provider's own blocks replay unchanged to the same format);
+//! - a tool result is the linked call's model projection (the compacted form once precompaction
+//!   replaced it), never its client projection, live output or heartbeats;
+//! - completed confirm interactions are normalized into user text next to the result;
+//! - `tool_search` results carry `tool_reference`s on the native presentation; their activations
+//!   and every retained call are listed for reactivation of deferred tools;
+//! - a requested call with no stored result is answered as interrupted, so the protocol stays
+//!   valid whatever the store holds.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aibuddy_provider::{ContentBlock, Message, ResultBlock, Role};
+use aibuddy_store::{
+    CallStatus, ContextItem, Conversation, Decision, Interaction, LinkedResult, MessageRecord,
+    MessageRole,
+};
+
+use crate::contract::Stage;
+use crate::discovery::ContextMessage;
+use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
+
+/// A stored conversation the loop cannot turn into a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error("stored message {seq} of run {run_id} cannot be replayed: {reason}")]
+    Corrupt {
+        run_id: String,
+        seq: i64,
+        reason: String,
+    },
+}
+
+impl ContextError {
+    pub fn stage(&self) -> Stage {
+        Stage::Projection
+    }
+}
+
+/// The messages of the next request and what they reference (for reactivation).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rebuilt {
+    pub messages: Vec<Message>,
+    pub references: Vec<ContextMessage>,
+}
+
+/// How to present `tool_search` results.
+#[derive(Debug, Clone, Default)]
+pub struct SearchResults<'a> {
+    /// Tools each `tool_search` call activated, by call id.
+    pub activated: HashMap<String, Vec<String>>,
+    /// Native presentation: results carry `tool_reference`s to these tool names (the request's
+    /// tools); `None` on activeTools.
+    pub native_tools: Option<&'a BTreeSet<String>>,
+}
+
+/// The text a model reads for a call with no usable projection.
+fn fallback_text(status: CallStatus, result: Option<&LinkedResult>) -> String {
+    let message = result
+        .and_then(|r| r.error_message.clone())
+        .unwrap_or_default();
+    match status {
+        CallStatus::Interrupted | CallStatus::Running => {
+            "Interrupted: the call did not complete (the run was interrupted); its effect, if any, \
+is unknown. Check before retrying."
+                .to_string()
+        }
+        CallStatus::Cancelled => format!("Cancelled: {message}").trim_end().to_string(),
+        CallStatus::Rejected => format!("Rejected: {message}").trim_end().to_string(),
+        CallStatus::Error => format!("Error: {message}").trim_end().to_string(),
+        CallStatus::Ok => String::new(),
+    }
+}
+
+fn result_block(
+    tool_call_id: &str,
+    tool: Option<&str>,
+    result: Option<&LinkedResult>,
+    search: &SearchResults<'_>,
+    references: &mut Vec<ContextMessage>,
+) -> ContentBlock {
+    let status = result.map_or(CallStatus::Interrupted, |r| r.status);
+    let text = result
+        .and_then(|r| r.model_projection.clone())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| fallback_text(status, result));
+    let mut content = Vec::new();
+    let tool = result.map(|r| r.tool.as_str()).or(tool);
+    if tool == Some(TOOL_SEARCH)
+        && status == CallStatus::Ok
+        && let Some(found) = search.activated.get(tool_call_id)
+    {
+        references.push(ContextMessage {
+            tool_calls: Vec::new(),
+            activated: found.clone(),
+        });
+        if let Some(names) = search.native_tools {
+            content.extend(found.iter().filter(|n| names.contains(*n)).map(|n| {
+                ResultBlock::ToolReference {
+                    tool_name: n.clone(),
+                }
+            }));
+        }
+    }
+    if content.is_empty() {
+        content.push(ResultBlock::Text { text });
+    }
+    ContentBlock::ToolResult {
+        tool_use_id: tool_call_id.to_string(),
+        content,
+        is_error: status != CallStatus::Ok,
+    }
+}
+
+/// The user text a completed confirm interaction becomes.
+fn interaction_text(i: &Interaction) -> Option<String> {
+    match i {
+        Interaction::Confirm(c) => {
+            let verb = match c.decision {
+                Decision::Approved => "approved",
+                Decision::Rejected => "rejected",
+                Decision::Cancelled => "withdrew (stop) the request for",
+                Decision::Pending => return None,
+            };
+            Some(format!("[The person {verb} {}.]", c.target))
+        }
+        // TODO(issue 11, ask_user): answers become "[Q] ... [A] ..." user text.
+        Interaction::Answer(_) => None,
+    }
+}
+
+fn user_text(content: &str, m: &MessageRecord, run_id: &str) -> Result<String, ContextError> {
+    let v: serde_json::Value =
+        serde_json::from_str(content).map_err(|e| corrupt(run_id, m.seq, e.to_string()))?;
+    v.get("text")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| corrupt(run_id, m.seq, "a user message without text".into()))
+}
+
+fn corrupt(run_id: &str, seq: i64, reason: String) -> ContextError {
+    ContextError::Corrupt {
+        run_id: run_id.to_string(),
+        seq,
+        reason,
+    }
+}
+
+/// Appends blocks to the trailing user message, or starts one.
+fn push_user(out: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
+    if blocks.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some(m) if m.role == Role::User => m.content.extend(blocks),
+        _ => out.push(Message {
+            role: Role::User,
+            content: blocks,
+            raw: None,
+        }),
+    }
+}
+
+/// Answers the calls of the last assistant message that got no result message.
+fn close_pending(
+    out: &mut Vec<Message>,
+    pending: &mut Vec<(String, String)>,
+    search: &SearchResults<'_>,
+    references: &mut Vec<ContextMessage>,
+) {
+    let blocks: Vec<ContentBlock> = pending
+        .drain(..)
+        .map(|(id, tool)| result_block(&id, Some(&tool), None, search, references))
+        .collect();
+    push_user(out, blocks);
+}
+
+/// Rebuilds the next request's messages from a stored conversation.
+pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuilt, ContextError> {
+    let run_id = conv.run.run_id.as_str();
+    let mut out: Vec<Message> = Vec::new();
+    let mut references = Vec::new();
+    // Calls of the latest assistant message still waiting for a result: (id, tool).
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let confirms: HashMap<&str, &Interaction> = conv
+        .interactions
+        .iter()
+        .map(|i| (i.tool_call_id(), i))
+        .collect();
+    for item in conv.effective() {
+        let m = match item {
+            ContextItem::Summary(s) => {
+                close_pending(&mut out, &mut pending, search, &mut references);
+                push_user(
+                    &mut out,
+                    vec![ContentBlock::Text {
+                        text: format!("Summary of the earlier conversation:\n{}", s.text),
+                    }],
+                );
+                continue;
+            }
+            ContextItem::Message(m) => m,
+        };
+        match m.role {
+            MessageRole::System => {}
+            MessageRole::User => {
+                close_pending(&mut out, &mut pending, search, &mut references);
+                let text = user_text(&m.content, m, run_id)?;
+                push_user(&mut out, vec![ContentBlock::Text { text }]);
+            }
+            MessageRole::Assistant => {
+                close_pending(&mut out, &mut pending, search, &mut references);
+                let msg: Message = serde_json::from_str(&m.content)
+                    .map_err(|e| corrupt(run_id, m.seq, e.to_string()))?;
+                if msg.role != Role::Assistant {
+                    return Err(corrupt(run_id, m.seq, "not an assistant message".into()));
+                }
+                let calls: Vec<(String, String)> = msg
+                    .tool_calls()
+                    .map(|(id, name, _, _)| (id.to_string(), name.to_string()))
+                    .collect();
+                references.push(ContextMessage {
+                    tool_calls: calls.iter().map(|(_, n)| n.clone()).collect(),
+                    activated: Vec::new(),
+                });
+                pending = calls;
+                out.push(msg);
+            }
+            MessageRole::Tool => {
+                let Some(id) = m.tool_call_id.as_deref() else {
+                    return Err(corrupt(
+                        run_id,
+                        m.seq,
+                        "a tool message without a call".into(),
+                    ));
+                };
+                let Some(pos) = pending.iter().position(|(p, _)| p == id) else {
+                    // A result for a call the context does not hold (summarized): not sent.
+                    continue;
+                };
+                let (_, tool) = pending.remove(pos);
+                let mut blocks = vec![result_block(
+                    id,
+                    Some(&tool),
+                    m.result.as_ref(),
+                    search,
+                    &mut references,
+                )];
+                if let Some(text) = confirms.get(id).and_then(|i| interaction_text(i)) {
+                    blocks.push(ContentBlock::Text { text });
+                }
+                push_user(&mut out, blocks);
+            }
+        }
+    }
+    close_pending(&mut out, &mut pending, search, &mut references);
+    Ok(Rebuilt {
+        messages: out,
+        references,
+    })
+}
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+mod tests;

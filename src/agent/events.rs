@@ -1,0 +1,110 @@
+//! What a run reports while it runs: the CLI's `--json` lines, the desktop's run events.
+//!
+//! Live tool output and heartbeats are transient (client only); nothing here enters the model's
+//! context. Strings from the model, tools or the provider are carried as-is: printing them to a
+//! terminal goes through `aibuddy_common::term`.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::confirm::ConfirmRequest;
+use crate::contract::Stage;
+use crate::events::{CallStatus, OutputStream};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    RunStarted {
+        run_id: String,
+        provider: String,
+        model: String,
+        /// `native` or `active_tools`.
+        presentation: String,
+    },
+    /// A piece of assistant text as it streams.
+    TextDelta { text: String },
+    /// The model asked for a tool call (emitted before it runs).
+    ToolCall {
+        tool_call_id: String,
+        tool: String,
+        input: Value,
+    },
+    /// Live output of a running call (client only).
+    ToolOutput {
+        tool_call_id: String,
+        stream: OutputStream,
+        chunk: String,
+    },
+    /// A call finished; `model` is the exact text the model will see.
+    ToolResult {
+        tool_call_id: String,
+        status: CallStatus,
+        stage: Option<Stage>,
+        model: String,
+    },
+    ConfirmRequest {
+        tool_call_id: String,
+        request: ConfirmRequest,
+    },
+    /// A long call is alive (re-arms the idle watchdog).
+    Heartbeat { tool_call_id: String },
+    /// A step failed or stalled and is retried after `delay_ms`.
+    Retry {
+        step: u32,
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// Older turns were summarized (conversation compaction).
+    Compaction { covers_from: i64, covers_to: i64 },
+    RunFinished {
+        run_id: String,
+        status: aibuddy_store::RunStatus,
+        stage: Option<Stage>,
+        usage: aibuddy_store::Usage,
+    },
+}
+
+/// Where run events go. Implementations must not block for long.
+pub trait RunEventSink: Send + Sync {
+    fn emit(&self, event: RunEvent);
+}
+
+/// Discards events.
+pub struct NullRunSink;
+impl RunEventSink for NullRunSink {
+    fn emit(&self, _event: RunEvent) {}
+}
+
+/// Keeps every event (tests, small tools).
+#[derive(Default)]
+pub struct CollectingRunSink {
+    events: Mutex<Vec<RunEvent>>,
+}
+
+impl CollectingRunSink {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+    pub fn events(&self) -> Vec<RunEvent> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl RunEventSink for CollectingRunSink {
+    fn emit(&self, event: RunEvent) {
+        if let Ok(mut e) = self.events.lock() {
+            e.push(event);
+        }
+    }
+}
+
+/// Forwards events into an unbounded tokio channel.
+pub struct ChannelRunSink(pub tokio::sync::mpsc::UnboundedSender<RunEvent>);
+impl RunEventSink for ChannelRunSink {
+    fn emit(&self, event: RunEvent) {
+        let _ = self.0.send(event);
+    }
+}

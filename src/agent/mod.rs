@@ -1,0 +1,162 @@
+//! Agent runs: a model drives the tool plane.
+//!
+//! ```text
+//! Agent::run(RunStart)
+//!   -> store: create the run (or resume it: dangling calls answered as interrupted) + user text
+//!   -> each step: rebuild the request from storage (context), present the tools (tools),
+//!      stream it under the idle watchdog with retries (watchdog), store the assistant message
+//!      exactly as received, execute its tool calls through `Runner::call` (calls), store results
+//!   -> until no tool calls, max_steps, an error, or stop; finish the run in the store
+//! ```
+//!
+//! Everything the model sees is rebuilt from SQLite each step, so a resumed run (`continue_run`)
+//! and a live one send the same requests.
+
+mod calls;
+pub mod context;
+pub mod events;
+mod run_loop;
+pub mod tools;
+pub mod watchdog;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy_provider::{BackoffPolicy, Provider};
+use serde::Serialize;
+
+use crate::app::App;
+use crate::confirm::ConfirmBroker;
+use crate::contract::Stage;
+
+pub use aibuddy_store::RunStatus;
+pub use events::{CollectingRunSink, NullRunSink, RunEvent, RunEventSink};
+
+/// Default bound on model steps per run.
+pub const DEFAULT_MAX_STEPS: u32 = 100;
+/// Default idle timeout of one streamed step.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Tunables of the loop (settings feed these; the defaults are the issue's).
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Steps per run when `RunStart::max_steps` is not given.
+    pub max_steps: u32,
+    /// A step whose stream yields nothing (not even a ping) for this long is aborted and retried.
+    pub idle_timeout: Duration,
+    /// Retries of a failed or stalled step.
+    pub backoff: BackoffPolicy,
+    /// `max_tokens` of each request.
+    pub max_tokens: u32,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            max_steps: DEFAULT_MAX_STEPS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            backoff: BackoffPolicy::default(),
+            max_tokens: 8192,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunStart {
+    /// The person's text. May be empty when continuing a run (it then resumes as stored).
+    pub prompt: String,
+    /// Override of the run's step bound.
+    pub max_steps: Option<u32>,
+    /// Resume this stored run (an `interrupted` one included) instead of starting a new one.
+    pub continue_run: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    pub run_id: String,
+    pub status: RunStatus,
+    /// The failure stage of an `error` end.
+    pub stage: Option<Stage>,
+    /// The provider's (or store's) message of an `error` end (bounded, terminal-escaped).
+    pub error: Option<String>,
+    /// Cumulative usage of the run, retried and aborted attempts included.
+    pub usage: aibuddy_store::Usage,
+    /// Model steps answered in this invocation.
+    pub steps: u32,
+}
+
+/// Failures that prevent a run from starting or being recorded (a run that started and failed
+/// ends with `RunOutcome { status: Error, .. }` instead).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The app has no store (runs need one).
+    #[error("agent runs need the SQLite store, which is not open")]
+    NoStore,
+    /// A new run needs the person's text.
+    #[error("a run needs a prompt")]
+    EmptyPrompt,
+    /// The run to continue does not exist, is not an agent run, or is busy.
+    #[error("run `{run_id}` cannot be continued: {reason}")]
+    Continue { run_id: String, reason: String },
+    /// The store refused a write or read the loop depends on.
+    #[error("run storage failed ({stage:?}): {source}")]
+    Store {
+        stage: Stage,
+        #[source]
+        source: aibuddy_store::StoreError,
+    },
+}
+
+impl AgentError {
+    pub fn stage(&self) -> Stage {
+        match self {
+            AgentError::NoStore | AgentError::EmptyPrompt | AgentError::Continue { .. } => {
+                Stage::Parameters
+            }
+            AgentError::Store { stage, .. } => *stage,
+        }
+    }
+}
+
+/// The run loop over one open project, one provider route and one confirm broker.
+pub struct Agent {
+    pub(crate) app: Arc<App>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) broker: Arc<dyn ConfirmBroker>,
+    pub(crate) options: AgentOptions,
+}
+
+impl Agent {
+    pub fn new(
+        app: Arc<App>,
+        provider: Arc<dyn Provider>,
+        broker: Arc<dyn ConfirmBroker>,
+        options: AgentOptions,
+    ) -> Self {
+        Self {
+            app,
+            provider,
+            broker,
+            options,
+        }
+    }
+
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+}
+
+/// The provider crate's stage as the tool plane's.
+pub fn stage_of(s: aibuddy_provider::Stage) -> Stage {
+    use aibuddy_provider::Stage as P;
+    match s {
+        P::Discovery => Stage::Discovery,
+        P::Parameters => Stage::Parameters,
+        P::Authorization => Stage::Authorization,
+        P::Execution => Stage::Execution,
+        P::Projection => Stage::Projection,
+        P::Verification => Stage::Verification,
+    }
+}

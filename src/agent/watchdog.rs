@@ -1,0 +1,299 @@
+//! One streamed step under the idle watchdog, with retries.
+//!
+//! The idle timer is re-armed by every provider event (pings and SSE comments included) and by
+//! tool heartbeats ([`IdleWatchdog::touch`]). When it expires during a stream, the stream is
+//! aborted (its connection closed through the step's child token) and the step is retried like a
+//! retryable transport failure. Retries follow the provider crate's [`BackoffPolicy`]
+//! (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry` event; other
+//! failures end the step with the provider's error.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use aibuddy_provider::error::TransportKind;
+use aibuddy_provider::retry::{RetryDecision, jitter};
+use aibuddy_provider::{
+    BackoffPolicy, Message, ModelRequest, Provider, ProviderError, ProviderEvent, Usage,
+};
+use futures::StreamExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{RunEvent, RunEventSink};
+
+/// An idle deadline that any activity pushes back.
+#[derive(Debug)]
+pub struct IdleWatchdog {
+    idle: Duration,
+    last: Mutex<Instant>,
+}
+
+impl IdleWatchdog {
+    pub fn new(idle: Duration) -> Self {
+        Self {
+            idle,
+            last: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Something happened (a stream chunk, a tool heartbeat): re-arm.
+    pub fn touch(&self) {
+        if let Ok(mut l) = self.last.lock() {
+            *l = Instant::now();
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        let last = self
+            .last
+            .lock()
+            .map(|l| *l)
+            .unwrap_or_else(|_| Instant::now());
+        last + self.idle
+    }
+
+    /// Resolves once nothing touched the watchdog for the idle timeout.
+    pub async fn expired(&self) {
+        loop {
+            let deadline = self.deadline();
+            tokio::time::sleep_until(deadline).await;
+            if self.deadline() <= Instant::now() {
+                return;
+            }
+        }
+    }
+}
+
+/// Why an attempt failed.
+#[derive(Debug)]
+enum AttemptError {
+    Provider(ProviderError),
+    /// The idle timer expired.
+    Stalled,
+}
+
+impl AttemptError {
+    /// The error the backoff decision is made on: a stall counts as a timed-out transport.
+    fn as_provider(&self) -> ProviderError {
+        match self {
+            AttemptError::Provider(e) => clone_error(e),
+            AttemptError::Stalled => ProviderError::Transport {
+                kind: TransportKind::Timeout,
+            },
+        }
+    }
+
+    fn reason(&self, idle: Duration) -> String {
+        match self {
+            AttemptError::Provider(e) => e.to_string(),
+            AttemptError::Stalled => format!(
+                "the stream sent nothing for {} s (idle timeout)",
+                idle.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// `ProviderError` is not `Clone`; the retry decision only needs its class and `retry-after`.
+fn clone_error(e: &ProviderError) -> ProviderError {
+    match e {
+        ProviderError::Http {
+            status,
+            error_type,
+            message,
+            retry_after,
+        } => ProviderError::Http {
+            status: *status,
+            error_type: error_type.clone(),
+            message: message.clone(),
+            retry_after: *retry_after,
+        },
+        ProviderError::Stream {
+            error_type,
+            message,
+        } => ProviderError::Stream {
+            error_type: error_type.clone(),
+            message: message.clone(),
+        },
+        ProviderError::Transport { kind } => ProviderError::Transport { kind: *kind },
+        ProviderError::Cancelled => ProviderError::Cancelled,
+        other => ProviderError::Protocol(other.to_string()),
+    }
+}
+
+/// How a step ended.
+#[derive(Debug)]
+pub enum StepEnd {
+    /// The complete assistant message.
+    Done { message: Message, usage: Usage },
+    /// Stopped by the person; the text streamed so far in the last attempt.
+    Cancelled { partial_text: String },
+    /// A failure that is not retried (or retries ran out).
+    Failed { error: ProviderError },
+}
+
+/// What one step needs besides the request.
+pub struct StepContext<'a> {
+    pub provider: &'a dyn Provider,
+    pub idle: Duration,
+    pub backoff: BackoffPolicy,
+    pub step: u32,
+    pub cancel: &'a CancellationToken,
+    pub events: &'a dyn RunEventSink,
+    pub watchdog: &'a IdleWatchdog,
+}
+
+/// Usage of attempts that did not complete (reported so the run's totals include them).
+pub type AbortedUsage = Vec<Usage>;
+
+/// Streams one step, retrying stalls and retryable failures.
+pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, AbortedUsage) {
+    let mut aborted = Vec::new();
+    let mut attempt = 1u32;
+    loop {
+        let mut partial = String::new();
+        let mut usage = Usage::default();
+        let result = one_attempt(cx, req, &mut partial, &mut usage).await;
+        let err = match result {
+            Ok(Some(message)) => return (StepEnd::Done { message, usage }, aborted),
+            Ok(None) => {
+                aborted.push(usage);
+                return (
+                    StepEnd::Cancelled {
+                        partial_text: partial,
+                    },
+                    aborted,
+                );
+            }
+            Err(e) => e,
+        };
+        aborted.push(usage);
+        let decision = cx.backoff.decide(attempt, &err.as_provider(), jitter());
+        let reason = err.reason(cx.idle);
+        let delay = match decision {
+            RetryDecision::RetryAfter(d) => d,
+            RetryDecision::GiveUp => {
+                let error = match err {
+                    AttemptError::Provider(e) => e,
+                    AttemptError::Stalled => ProviderError::Transport {
+                        kind: TransportKind::Timeout,
+                    },
+                };
+                return (StepEnd::Failed { error }, aborted);
+            }
+        };
+        tracing::warn!(step = cx.step, attempt, delay_ms = delay.as_millis() as u64, %reason, "step retried");
+        cx.events.emit(RunEvent::Retry {
+            step: cx.step,
+            attempt,
+            delay_ms: delay.as_millis() as u64,
+            reason,
+        });
+        tokio::select! {
+            biased;
+            _ = cx.cancel.cancelled() => {
+                return (StepEnd::Cancelled { partial_text: String::new() }, aborted);
+            }
+            _ = tokio::time::sleep(delay) => {}
+        }
+        attempt += 1;
+    }
+}
+
+/// One attempt: `Ok(Some)` complete, `Ok(None)` cancelled by the person.
+async fn one_attempt(
+    cx: &StepContext<'_>,
+    req: &ModelRequest,
+    partial: &mut String,
+    usage: &mut Usage,
+) -> Result<Option<Message>, AttemptError> {
+    // The step's own token: aborting a stalled stream closes its connection without ending the run.
+    let step_cancel = cx.cancel.child_token();
+    let _abort_on_exit = step_cancel.clone().drop_guard();
+    cx.watchdog.touch();
+    let mut stream = tokio::select! {
+        biased;
+        _ = cx.cancel.cancelled() => return Ok(None),
+        _ = cx.watchdog.expired() => return Err(AttemptError::Stalled),
+        s = cx.provider.stream(req, step_cancel.clone()) => match s {
+            Ok(s) => s,
+            Err(ProviderError::Cancelled) if cx.cancel.is_cancelled() => return Ok(None),
+            Err(e) => return Err(AttemptError::Provider(e)),
+        },
+    };
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cx.cancel.cancelled() => return Ok(None),
+            _ = cx.watchdog.expired() => return Err(AttemptError::Stalled),
+            n = stream.next() => n,
+        };
+        cx.watchdog.touch();
+        match next {
+            None => {
+                return Err(AttemptError::Provider(ProviderError::Transport {
+                    kind: TransportKind::Body,
+                }));
+            }
+            Some(Err(ProviderError::Cancelled)) if cx.cancel.is_cancelled() => return Ok(None),
+            Some(Err(e)) => return Err(AttemptError::Provider(e)),
+            Some(Ok(ev)) => match ev {
+                ProviderEvent::TextDelta { text } => {
+                    partial.push_str(&text);
+                    cx.events.emit(RunEvent::TextDelta { text });
+                }
+                ProviderEvent::Usage(u) => usage.merge_max(u),
+                ProviderEvent::MessageEnd { message } => return Ok(Some(message)),
+                ProviderEvent::MessageStart { .. }
+                | ProviderEvent::ToolCallStart { .. }
+                | ProviderEvent::ToolCallArgsDelta { .. }
+                | ProviderEvent::ToolCallEnd { .. }
+                | ProviderEvent::Ping
+                | ProviderEvent::Stop(_) => {}
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn touch_rearms_and_silence_expires() {
+        let w = IdleWatchdog::new(Duration::from_millis(300));
+        let start = Instant::now();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        w.touch();
+        w.expired().await;
+        // Expired 300 ms after the last touch, not after the start (a lower bound only).
+        assert!(start.elapsed() >= Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_stall_is_retried_like_a_timeout_and_other_errors_keep_their_class() {
+        let p = BackoffPolicy::default();
+        let stalled = AttemptError::Stalled.as_provider();
+        assert!(matches!(
+            p.decide(1, &stalled, 0.0),
+            RetryDecision::RetryAfter(_)
+        ));
+        let bad = AttemptError::Provider(ProviderError::Http {
+            status: 400,
+            error_type: Some("invalid_request_error".into()),
+            message: "bad".into(),
+            retry_after: None,
+        });
+        assert_eq!(p.decide(1, &bad.as_provider(), 0.0), RetryDecision::GiveUp);
+        let limited = AttemptError::Provider(ProviderError::Http {
+            status: 429,
+            error_type: None,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        });
+        assert_eq!(
+            p.decide(1, &limited.as_provider(), 0.0),
+            RetryDecision::RetryAfter(Duration::from_secs(2))
+        );
+    }
+}

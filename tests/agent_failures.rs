@@ -1,0 +1,292 @@
+//! The run loop's failure paths over real HTTP: 429 then success, a stalled stream (watchdog,
+//! retried), a fatal 4xx, stop mid-stream (partial text kept) and mid-tool (no child left), and
+//! `continue_run` after a cancelled and after an interrupted run (dangling calls answered).
+//! Every test ends with the fake server's protocol check (`assert_clean`).
+
+mod agent_common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_common::*;
+use aibuddy::agent::{RunEvent, RunStart, RunStatus};
+use aibuddy::confirm::ApproveAll;
+use aibuddy::contract::Stage;
+use aibuddy::events::CallStatus;
+use aibuddy_provider::ProviderKind;
+use aibuddy_provider::testing::{Reply, Turn};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn start(prompt: &str) -> RunStart {
+    RunStart {
+        prompt: prompt.into(),
+        ..RunStart::default()
+    }
+}
+
+async fn rate_limited_then_success(kind: ProviderKind) {
+    let h = harness(kind, None).await;
+    h.server.push(Reply::rate_limited(0));
+    h.push(Turn::text("Made it."));
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), fast_options())
+        .run(start("hi"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let ev = events.events();
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, RunEvent::Retry { attempt: 1, reason, .. } if reason.contains("429"))
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(h.server.requests().len(), 2);
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_then_success_anthropic() {
+    rate_limited_then_success(ProviderKind::Anthropic).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_then_success_chat() {
+    rate_limited_then_success(ProviderKind::OpenAiChat).await;
+}
+
+async fn stalled_stream_is_retried(kind: ProviderKind) {
+    let h = harness(kind, None).await;
+    h.push(Turn::text("never finished").stalling());
+    h.push(Turn::text("Second try worked."));
+    let mut opts = fast_options();
+    opts.idle_timeout = Duration::from_millis(700);
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), opts)
+        .run(start("hi"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let ev = events.events();
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("idle timeout"))
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(h.server.requests().len(), 2);
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    let last = conv.messages.last().unwrap();
+    assert!(last.content.contains("Second try worked."));
+    assert!(
+        !conv
+            .messages
+            .iter()
+            .any(|m| m.content.contains("never finished"))
+    );
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_stream_is_retried_anthropic() {
+    stalled_stream_is_retried(ProviderKind::Anthropic).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_stream_is_retried_chat() {
+    stalled_stream_is_retried(ProviderKind::OpenAiChat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fatal_4xx_ends_the_run_with_the_providers_message_and_stage() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.server.push(Reply::error(
+        400,
+        "invalid_request_error",
+        "max_tokens is too large",
+    ));
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), fast_options())
+        .run(start("hi"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Error);
+    assert_eq!(out.stage, Some(Stage::Parameters));
+    assert!(
+        out.error
+            .as_deref()
+            .unwrap()
+            .contains("max_tokens is too large"),
+        "{out:?}"
+    );
+    assert_eq!(h.server.requests().len(), 1, "not retried");
+    let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, Some(RunStatus::Error));
+    assert_eq!(run.stage.as_deref(), Some("Parameters"));
+    h.server.assert_clean();
+}
+
+async fn stop_mid_stream(kind: ProviderKind) {
+    let h = harness(kind, None).await;
+    h.push(Turn::text("partial words then more").stalling());
+    h.push(Turn::text("Resumed fine."));
+    let events = sink();
+    let agent = Arc::new(h.agent(Arc::new(ApproveAll), fast_options()));
+    let cancel = CancellationToken::new();
+    let task = {
+        let (agent, cancel, events) = (agent.clone(), cancel.clone(), events.clone());
+        tokio::spawn(async move { agent.run(start("talk"), cancel, events).await })
+    };
+    wait_event(&events, "a text delta", |e| {
+        matches!(e, RunEvent::TextDelta { .. })
+    })
+    .await;
+    let stopped = Instant::now();
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    assert!(stopped.elapsed() < Duration::from_secs(5), "stop is prompt");
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    let last = conv.messages.last().unwrap();
+    let partial = text_of(&events.events());
+    assert!(
+        !partial.is_empty() && last.content.contains(&partial),
+        "partial text kept: {last:?}"
+    );
+    // Continue the cancelled run: the partial answer is replayed, the protocol stays valid.
+    h.server.check_replay(false); // the partial answer was never served complete
+    let out2 = agent
+        .run(
+            RunStart {
+                prompt: "go on".into(),
+                continue_run: Some(out.run_id.clone()),
+                ..RunStart::default()
+            },
+            CancellationToken::new(),
+            sink(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out2.status, RunStatus::Completed, "{out2:?}");
+    assert_eq!(out2.run_id, out.run_id);
+    let reqs = h.server.requests();
+    let body = &reqs.last().unwrap().raw_body;
+    assert!(body.contains(&partial) && body.contains("go on"), "{body}");
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_mid_stream_anthropic() {
+    stop_mid_stream(ProviderKind::Anthropic).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_mid_stream_chat() {
+    stop_mid_stream(ProviderKind::OpenAiChat).await;
+}
+
+async fn stop_mid_tool(kind: ProviderKind, marker: &str) {
+    let h = harness(kind, None).await;
+    let command = format!("sleep {marker}");
+    h.push(Turn::text("Waiting.").call("call_sleep", "execute", json!({"command": command})));
+    let events = sink();
+    let agent = Arc::new(h.agent(Arc::new(ApproveAll), fast_options()));
+    let cancel = CancellationToken::new();
+    let task = {
+        let (agent, cancel, events) = (agent.clone(), cancel.clone(), events.clone());
+        tokio::spawn(async move { agent.run(start("wait"), cancel, events).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(&command).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the command never started: {:?}",
+            events.events()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&command).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "a child is left: {:?}",
+            processes_with(&command)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(events.events().iter().any(|e| matches!(e,
+        RunEvent::ToolResult { tool_call_id, status: CallStatus::Cancelled, .. } if tool_call_id == "call_sleep")));
+    // The cancelled call is answered in storage: the run can continue with a valid protocol.
+    h.push(Turn::text("Stopped as asked."));
+    let out2 = agent
+        .run(
+            RunStart {
+                prompt: "why did it stop?".into(),
+                continue_run: Some(out.run_id.clone()),
+                ..RunStart::default()
+            },
+            CancellationToken::new(),
+            sink(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out2.status, RunStatus::Completed, "{out2:?}");
+    assert!(h.server.requests()[1].raw_body.contains("Cancelled"));
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_mid_tool_anthropic() {
+    stop_mid_tool(ProviderKind::Anthropic, "30.417").await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_mid_tool_chat() {
+    stop_mid_tool(ProviderKind::OpenAiChat, "30.523").await;
+}
+
+/// Stop while a confirmation is pending: the dialog is answered as rejected, nothing is written,
+/// and the run ends `cancelled` with the call answered in storage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_a_confirmation_is_pending() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.push(Turn::text("Writing.").call(
+        "call_pending",
+        "write_file",
+        json!({"path": "pending.txt", "content": "no"}),
+    ));
+    let broker = aibuddy::confirm::PendingBroker::new();
+    let events = sink();
+    let agent = Arc::new(h.agent(Arc::new(broker.clone()), fast_options()));
+    let cancel = CancellationToken::new();
+    let task = {
+        let (agent, cancel, events) = (agent.clone(), cancel.clone(), events.clone());
+        tokio::spawn(async move { agent.run(start("write it"), cancel, events).await })
+    };
+    tokio::time::timeout(Duration::from_secs(30), broker.wait_pending())
+        .await
+        .expect("a confirmation is asked");
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert!(broker.pending().is_empty());
+    assert!(!h.root.join("pending.txt").exists());
+    let result = events.events().into_iter().find_map(|e| match e {
+        RunEvent::ToolResult {
+            tool_call_id,
+            status,
+            ..
+        } if tool_call_id == "call_pending" => Some(status),
+        _ => None,
+    });
+    assert!(
+        matches!(result, Some(CallStatus::Rejected | CallStatus::Cancelled)),
+        "{result:?}"
+    );
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    assert!(conv.dangling_calls().is_empty());
+    h.server.assert_clean();
+}
