@@ -7,10 +7,10 @@ describe("createApi", () => {
     const calls: Array<[string, unknown]> = [];
     const api = createApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
       calls.push([cmd, args]);
-      return (cmd === COMMANDS.listTools ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }) as T;
+      return (cmd === COMMANDS.listTools ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 }) as T;
     });
     expect(await api.listTools()).toEqual(TOOLS);
-    expect(await api.projectInfo()).toEqual({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] });
+    expect(await api.projectInfo()).toEqual({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 });
     expect(calls).toEqual([
       ["list_tools", undefined],
       ["project_info", undefined],

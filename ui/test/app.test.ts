@@ -11,6 +11,7 @@ const PROJECT: ProjectInfo = {
   data_dir: "/home/me/.local/share/aibuddy",
   settings_files: ["/home/me/work/sample-project/.aibuddy/settings.json"],
   settings_problems: [],
+  event_version: 1,
 };
 
 const NO_CALLS = {
@@ -115,6 +116,7 @@ describe("mountApp", () => {
     const app = mountApp(root, fakeApi([]));
     await app.ready;
     expect(root.querySelector('[data-testid="tools-empty"] .empty-title')?.textContent).toBe("No tools configured");
+    expect(root.querySelector('[data-testid="tools-empty"] code')?.textContent).toBe("tools.enabled");
   });
 
   it("shows the typed error when listing fails, and recovers on refresh", async () => {

@@ -39,7 +39,7 @@ function scriptedApi(events: Event[]) {
   let finish: (r: CallResult) => void = () => {};
   let emit: (e: Event) => void = () => {};
   const api: Api = {
-    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }),
+    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 }),
     listTools: async () => TOOLS,
     callTool: (tool, args, onEvent) => {
       calls.push([tool, args]);

@@ -43,7 +43,7 @@ function fakeApi() {
   let rows = ROWS;
   let fail: ApiError | null = null;
   const api: Api = {
-    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }),
+    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 }),
     listTools: async () => [],
     callTool: async () => {
       throw new Error("no call expected");

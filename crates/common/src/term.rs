@@ -26,23 +26,26 @@ pub fn is_unsafe(c: char) -> bool {
 }
 
 fn escape_with(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !s.chars().any(|c| is_unsafe(c) && !keep(c)) {
+    use std::fmt::Write as _;
+    let Some((first, _)) = s.char_indices().find(|&(_, c)| is_unsafe(c) && !keep(c)) else {
         return Cow::Borrowed(s);
-    }
+    };
     let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
+    out.push_str(&s[..first]);
+    for c in s[first..].chars() {
         if !is_unsafe(c) || keep(c) {
             out.push(c);
             continue;
         }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{1b}' => out.push_str("\\e"),
-            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-        }
+        // Writing into a String cannot fail; no allocation per escaped character.
+        let _ = match c {
+            '\n' => out.write_str("\\n"),
+            '\r' => out.write_str("\\r"),
+            '\t' => out.write_str("\\t"),
+            '\u{1b}' => out.write_str("\\e"),
+            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
+            c => write!(out, "\\u{{{:04x}}}", c as u32),
+        };
     }
     Cow::Owned(out)
 }
