@@ -214,6 +214,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         loaded.problems.push(SettingsProblem {
             file: snapshot.settings.path.display().to_string(),
             line: None,
+            column: None,
             field: "(file)".to_string(),
             message: format!("{why}; the whole file is ignored"),
         });
