@@ -1,6 +1,9 @@
 //! Unit tests of [`crate::config`]: parsing, merging and loading `mcp.json` files.
 
 use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
 
 fn parse(text: &str) -> LoadedConfigs {
     parse_config_text(
