@@ -138,12 +138,7 @@ fn section_problem(file: &str, section: &Entry<'_>, e: &DecodeError) -> Settings
         Problem::WrongType { .. } => "must be an object".to_string(),
         other => other.serde_message(),
     };
-    problem(
-        file,
-        Some(section.position),
-        section.key.clone(),
-        message,
-    )
+    problem(file, Some(section.position), section.key.clone(), message)
 }
 
 /// A field that did not decode. The problem points at the exact value (an element of a list,
@@ -167,12 +162,7 @@ fn field_problem(file: &str, section: &str, field: &Entry<'_>, e: &DecodeError) 
         Problem::UnknownField { .. } if inner.is_empty() => e.problem.serde_message(),
         other => format!("{}; using the default", other.serde_message()),
     };
-    problem(
-        file,
-        Some(at),
-        format!("{section}.{}", field.key),
-        message,
-    )
+    problem(file, Some(at), format!("{section}.{}", field.key), message)
 }
 
 /// Values that have the right type but are not allowed.

@@ -329,7 +329,9 @@ impl From<&serde_path_to_error::Path> for FieldPath {
 pub enum Problem {
     /// The value has the wrong kind or an impossible value; `expected` is serde's words for
     /// what fits ("a boolean", "u64", "a sequence").
-    WrongType { expected: String },
+    WrongType {
+        expected: String,
+    },
     /// An object has a member the type does not know.
     UnknownField {
         field: String,
@@ -340,7 +342,9 @@ pub enum Problem {
         variant: String,
         known: &'static [&'static str],
     },
-    MissingField { field: &'static str },
+    MissingField {
+        field: &'static str,
+    },
     /// A type's own check failed (its message).
     Invalid(String),
 }

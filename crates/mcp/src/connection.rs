@@ -32,7 +32,10 @@ pub(crate) enum Ended {
     Shutdown,
     /// `was_stable`: the connection had lasted [`crate::manager::STABLE_CONNECTION`] (the
     /// backoff starts over).
-    Failed { reason: String, was_stable: bool },
+    Failed {
+        reason: String,
+        was_stable: bool,
+    },
 }
 
 impl Ended {

@@ -31,19 +31,18 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
     let backoff = shared.options.backoff;
     let mut attempt: u32 = 0;
     loop {
-        let (reason, was_stable) = match run_connection(&shared, &config, &redactor, &shutdown)
-            .await
-        {
-            Ended::Shutdown => {
-                let state = ServerState::Failed {
-                    reason: "client shut down".into(),
-                    retry_in_ms: None,
-                };
-                shared.update(&name, true, |slot| disconnected(slot, state));
-                return;
-            }
-            Ended::Failed { reason, was_stable } => (reason, was_stable),
-        };
+        let (reason, was_stable) =
+            match run_connection(&shared, &config, &redactor, &shutdown).await {
+                Ended::Shutdown => {
+                    let state = ServerState::Failed {
+                        reason: "client shut down".into(),
+                        retry_in_ms: None,
+                    };
+                    shared.update(&name, true, |slot| disconnected(slot, state));
+                    return;
+                }
+                Ended::Failed { reason, was_stable } => (reason, was_stable),
+            };
         // Reasons quote stderr, stdout lines and transport errors: never a configured value.
         let reason = redactor.apply(&reason);
         if was_stable {

@@ -230,7 +230,11 @@ impl<'d> Checked<'d> {
     }
 
     fn decode(&self, ctx: &Ctx<'_, 'd>) -> Result<RawEntry, ConfigError> {
-        let all = located::object(self.members.iter().map(|m| (m.key.as_str(), m.value.tree())));
+        let all = located::object(
+            self.members
+                .iter()
+                .map(|m| (m.key.as_str(), m.value.tree())),
+        );
         located::decode::<RawEntry>(all).map_err(|e| ctx.decode_err(&e))
     }
 }
@@ -295,7 +299,9 @@ pub(super) fn parse_entry(
 fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<bool, ConfigError> {
     match (raw.kind.as_deref(), &raw.command, &raw.url) {
         (Some("stdio"), _, _) => Ok(true),
-        (Some("http" | "streamable-http" | "streamable_http" | "streamableHttp"), _, _) => Ok(false),
+        (Some("http" | "streamable-http" | "streamable_http" | "streamableHttp"), _, _) => {
+            Ok(false)
+        }
         (Some("sse"), _, _) => Err(ctx.field_err(
             "type",
             "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint",
@@ -361,7 +367,12 @@ fn build(
     let transport = if stdio {
         Transport::Stdio {
             command: raw.command.unwrap_or_default(),
-            args: raw.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
+            args: raw
+                .args
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| a.0)
+                .collect(),
             env: strings(raw.env),
             cwd: raw.cwd.map(PathBuf::from),
         }
@@ -384,7 +395,9 @@ fn build(
         name: ctx.server.to_owned(),
         transport,
         timeouts,
-        enabled: raw.enabled.unwrap_or_else(|| !raw.disabled.unwrap_or(false)),
+        enabled: raw
+            .enabled
+            .unwrap_or_else(|| !raw.disabled.unwrap_or(false)),
         scope,
         source: Some(ctx.file.to_path_buf()),
         trust_annotations: raw.trust_annotations.unwrap_or(false),

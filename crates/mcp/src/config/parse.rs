@@ -62,7 +62,10 @@ pub fn parse_config_text(file: &Path, scope: ConfigScope, text: &str) -> LoadedC
     let Some(mut entries) = servers.value.entries() else {
         let mut out = file_err(
             Some(servers.position),
-            format!("expected an object, found {}", servers.value.kind().described()),
+            format!(
+                "expected an object, found {}",
+                servers.value.kind().described()
+            ),
         );
         out.errors[0].field = Some("mcpServers".into());
         return out;
