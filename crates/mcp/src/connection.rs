@@ -260,29 +260,3 @@ fn http_config(
     }
     config
 }
-
-fn http_config(
-    url: &str,
-    headers: &BTreeMap<String, String>,
-) -> StreamableHttpClientTransportConfig {
-    let mut custom = HashMap::new();
-    let mut auth = None;
-    for (k, v) in headers {
-        if k.eq_ignore_ascii_case("authorization") {
-            auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_owned());
-            continue;
-        }
-        // Validated when the config was parsed; skip rather than fail if built inline.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(k.as_bytes()),
-            HeaderValue::from_str(v),
-        ) {
-            custom.insert(name, value);
-        }
-    }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-    if let Some(token) = auth {
-        config = config.auth_header(token);
-    }
-    config
-}
