@@ -237,6 +237,8 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     if let FileContent::Refused(why) = &snapshot.mcp.content {
         plan.errors.push(aibuddy_mcp::ConfigError {
             file: snapshot.mcp.path.clone(),
+            line: None,
+            column: None,
             server: None,
             field: None,
             message: format!("{why}; the whole file is ignored"),

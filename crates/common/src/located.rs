@@ -256,7 +256,7 @@ impl<'d> Node<'d> {
     }
 }
 
-/// A builds an object [`Tree`] from string keys.
+/// An object [`Tree`] from string keys (a probe for [`decode`]).
 pub fn object<'k>(members: impl IntoIterator<Item = (&'k str, Tree)>) -> Tree {
     Tree::Map(
         members
