@@ -82,22 +82,23 @@ fn clean_section(
     problems: &mut Vec<SettingsProblem>,
 ) {
     let name = section.key.as_str();
-    let Some(fields) = section.value.entries() else {
-        // Not an object: the typed probe says whether the name is known and the value fits.
-        match located::decode::<Settings>(object([(name, section.value.tree())])) {
-            Ok(_) => {
-                cleaned.map.insert(name.to_string(), section.value.json());
-            }
-            Err(e) => problems.push(section_problem(file, section, &e)),
-        }
-        return;
-    };
+    // An unknown section name first (the typed probe knows the sections).
     if let Err(e) = located::decode::<Settings>(object([(name, object([]))]))
         && matches!(e.problem, Problem::UnknownField { .. })
     {
         problems.push(section_problem(file, section, &e));
         return;
     }
+    // Every section is an object (serde would read a struct from an array too: not here).
+    let Some(fields) = section.value.entries() else {
+        problems.push(problem(
+            file,
+            Some(section.position),
+            name.to_string(),
+            "must be an object".to_string(),
+        ));
+        return;
+    };
     let mut kept = Map::new();
     for field in &fields {
         let key = field.key.as_str();
