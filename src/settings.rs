@@ -15,8 +15,9 @@
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
 //! configured in `mcp.json`, their configs are keyed `mcp:<server>` and enabled unless listed in
-//! `tools.disabled`). Unknown or ill-typed fields are reported with file, line and field; that field
-//! falls back to its default and the problem stays visible in `aibuddy tools check` and the UI.
+//! `tools.disabled`). Unknown or ill-typed fields are reported with file, line, column and field
+//! (every one, not just the first: [`parse`]); that field falls back to its default and the
+//! problem stays visible in `aibuddy tools check` and the UI.
 //!
 //! The project file is untrusted: a field that widens authority over the user level (see
 //! [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
@@ -24,6 +25,7 @@
 
 mod authority;
 mod layer;
+mod parse;
 mod roots;
 
 use std::path::{Path, PathBuf};
@@ -150,6 +152,9 @@ pub struct SettingsProblem {
     pub file: String,
     /// 1-based line of the field in the file, when it can be located.
     pub line: Option<u32>,
+    /// 1-based column (in characters) of the field's key, or of the value at fault inside it.
+    #[serde(default)]
+    pub column: Option<u32>,
     /// Dotted field path, e.g. `exec.heartbeat_secs`.
     pub field: String,
     pub message: String,
@@ -161,9 +166,10 @@ impl std::fmt::Display for SettingsProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use aibuddy_common::term::line as safe;
         let (file, field, message) = (safe(&self.file), safe(&self.field), safe(&self.message));
-        match self.line {
-            Some(l) => write!(f, "{file}:{l}: `{field}`: {message}"),
-            None => write!(f, "{file}: `{field}`: {message}"),
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{file}:{l}:{c}: `{field}`: {message}"),
+            (Some(l), None) => write!(f, "{file}:{l}: `{field}`: {message}"),
+            _ => write!(f, "{file}: `{field}`: {message}"),
         }
     }
 }
@@ -191,163 +197,6 @@ pub struct LoadedSettings {
     pub widening: Vec<WideningField>,
 }
 
-type FieldCheck = fn(&Value) -> Result<(), String>;
-
-fn check_section<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
-    serde_json::from_value::<T>(v.clone())
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-const SECTIONS: &[(&str, FieldCheck)] = &[
-    ("tools", check_section::<ToolsSettings>),
-    ("sandbox", check_section::<SandboxSettings>),
-    ("confirm", check_section::<ConfirmSettings>),
-    ("exec", check_section::<ExecSettings>),
-];
-
-/// Find the 1-based line of `"key"` in `text`, searching from byte `from`. Returns the line and the
-/// byte offset just after the key, so nested keys are searched after their section.
-fn locate_key(text: &str, key: &str, from: usize) -> Option<(u32, usize)> {
-    let needle = format!("\"{key}\"");
-    let start = from.min(text.len());
-    let rel = text.get(start..)?.find(&needle)?;
-    let at = start + rel;
-    let line = text[..at].bytes().filter(|b| *b == b'\n').count() as u32 + 1;
-    Some((line, at + needle.len()))
-}
-
-/// Clean one file's JSON: drop unknown and ill-typed fields (recording each), keep the rest.
-fn sanitize(file: &str, text: &str, problems: &mut Vec<SettingsProblem>) -> Map<String, Value> {
-    let root: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            problems.push(SettingsProblem {
-                file: file.to_string(),
-                line: Some(e.line() as u32),
-                field: "(file)".to_string(),
-                message: format!("not valid JSON: {e}; the whole file is ignored"),
-            });
-            return Map::new();
-        }
-    };
-    let Value::Object(root) = root else {
-        problems.push(SettingsProblem {
-            file: file.to_string(),
-            line: Some(1),
-            field: "(file)".to_string(),
-            message: "top level must be a JSON object; the whole file is ignored".to_string(),
-        });
-        return Map::new();
-    };
-    let mut clean = Map::new();
-    for (section, value) in root {
-        let Some((_, check)) = SECTIONS.iter().find(|(name, _)| *name == section) else {
-            problems.push(SettingsProblem {
-                file: file.to_string(),
-                line: locate_key(text, &section, 0).map(|(l, _)| l),
-                field: section.clone(),
-                message: format!(
-                    "unknown field (known: {})",
-                    SECTIONS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-            continue;
-        };
-        let section_pos = locate_key(text, &section, 0);
-        let Value::Object(fields) = value else {
-            problems.push(SettingsProblem {
-                file: file.to_string(),
-                line: section_pos.map(|(l, _)| l),
-                field: section.clone(),
-                message: "must be an object".to_string(),
-            });
-            continue;
-        };
-        let mut kept = Map::new();
-        for (field, fv) in fields {
-            if let Some(message) = invalid_value(&section, &field, &fv) {
-                problems.push(SettingsProblem {
-                    file: file.to_string(),
-                    line: locate_key(text, &field, section_pos.map_or(0, |(_, p)| p))
-                        .map(|(l, _)| l),
-                    field: format!("{section}.{field}"),
-                    message,
-                });
-                continue;
-            }
-            let mut probe = Map::new();
-            probe.insert(field.clone(), fv.clone());
-            match check(&Value::Object(probe)) {
-                Ok(()) => {
-                    kept.insert(field, fv);
-                }
-                Err(msg) => {
-                    let line =
-                        locate_key(text, &field, section_pos.map_or(0, |(_, p)| p)).map(|(l, _)| l);
-                    let message = if msg.starts_with("unknown field") {
-                        msg.split(" at line").next().unwrap_or(&msg).to_string()
-                    } else {
-                        wrong_type_message(&fv, &msg)
-                    };
-                    problems.push(SettingsProblem {
-                        file: file.to_string(),
-                        line,
-                        field: format!("{section}.{field}"),
-                        message,
-                    });
-                }
-            }
-        }
-        clean.insert(section, Value::Object(kept));
-    }
-    clean
-}
-
-/// The JSON type of a value, in words.
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// "wrong type" without quoting the value: settings may hold secrets, and problems reach logs.
-fn wrong_type_message(value: &Value, serde_msg: &str) -> String {
-    // The value (quoted by serde) comes before serde's own ", expected ...": take the last one.
-    let expected = serde_msg
-        .rsplit_once(", expected ")
-        .map(|(_, e)| e)
-        .map(|e| e.split(" at line").next().unwrap_or(e).trim())
-        .filter(|e| !e.is_empty())
-        .unwrap_or("another type");
-    format!(
-        "wrong type: found {}, expected {expected}; using the default",
-        json_type(value)
-    )
-}
-
-/// Values that have the right type but are not allowed.
-fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
-    match (section, field, value) {
-        ("sandbox", "kind", Value::String(kind)) if !SANDBOX_KINDS.contains(&kind.as_str()) => {
-            Some(format!(
-                "unknown sandbox kind (known: {}); using the default `local`",
-                SANDBOX_KINDS.join(", ")
-            ))
-        }
-        _ => None,
-    }
-}
-
 /// Sandbox kinds a settings file may name (only `local` runs in this build; the others are
 /// reported unavailable by the sandbox factory).
 pub const SANDBOX_KINDS: &[&str] = &["local", "daytona", "e2b"];
@@ -369,6 +218,7 @@ pub fn unknown_tool_keys(loaded: &LoadedSettings, known: &[&str]) -> Vec<Setting
                     .map(|f| f.display().to_string())
                     .unwrap_or_else(|| "(defaults)".to_string()),
                 line: None,
+                column: None,
                 field: format!("tools.{list}"),
                 message: format!("`{key}` names no tool config (known: {})", known.join(", ")),
             });
@@ -410,6 +260,7 @@ pub fn read_user(data_dir: &Path) -> (Option<SettingsText>, Option<SettingsProbl
             Some(SettingsProblem {
                 file: path.display().to_string(),
                 line: None,
+                column: None,
                 field: "(file)".to_string(),
                 message: format!("cannot be read: {e}"),
             }),

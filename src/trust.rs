@@ -214,6 +214,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         loaded.problems.push(SettingsProblem {
             file: snapshot.settings.path.display().to_string(),
             line: None,
+            column: None,
             field: "(file)".to_string(),
             message: format!("{why}; the whole file is ignored"),
         });
@@ -236,6 +237,8 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     if let FileContent::Refused(why) = &snapshot.mcp.content {
         plan.errors.push(aibuddy_mcp::ConfigError {
             file: snapshot.mcp.path.clone(),
+            line: None,
+            column: None,
             server: None,
             field: None,
             message: format!("{why}; the whole file is ignored"),

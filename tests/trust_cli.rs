@@ -256,10 +256,11 @@ fn a_projects_own_settings_do_not_widen_its_sandbox_untrusted_and_check_says_so(
             "{m}"
         );
     }
-    // The human form names file, line and field.
+    assert_eq!(find("confirm.auto_approve_writes", IGNORED)["column"], 5);
+    // The human form names file, line, column and field.
     let (_, out, _) = f.run(&["tools", "check"]);
     assert!(
-        out.contains(".aibuddy/settings.json:7: `confirm.auto_approve_writes`: ignored: the project is not trusted (run `aibuddy trust`)"),
+        out.contains(".aibuddy/settings.json:7:5: `confirm.auto_approve_writes`: ignored: the project is not trusted (run `aibuddy trust`)"),
         "{out}"
     );
 

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::parse::{Cleaned, clean};
 use super::{
     Effect, LoadedSettings, RootsScope, Settings, SettingsProblem, UNTRUSTED_IGNORED,
-    WideningField, effect_or_widens, locate_key, merge, resolve_roots, sanitize,
+    WideningField, effect_or_widens, merge, resolve_roots,
 };
 
 /// One settings file, already read.
@@ -37,20 +38,16 @@ pub struct LayerContext<'a> {
     pub canonicalize: &'a dyn Fn(&Path) -> std::io::Result<PathBuf>,
 }
 
-fn line_of(text: &str, section: &str, field: &str) -> Option<u32> {
-    let section_pos = locate_key(text, section, 0);
-    locate_key(text, field, section_pos.map_or(0, |(_, p)| p)).map(|(l, _)| l)
-}
-
 /// Replace `exec.writable_roots` in one file's clean map with the resolved roots.
 fn resolve_roots_in(
     file: &SettingsText,
-    map: &mut Map<String, Value>,
+    cleaned: &mut Cleaned,
     scope: RootsScope<'_>,
     ctx: &LayerContext<'_>,
     problems: &mut Vec<SettingsProblem>,
 ) {
-    let Some(Value::Object(exec)) = map.get_mut("exec") else {
+    let at = cleaned.position("exec", "writable_roots");
+    let Some(Value::Object(exec)) = cleaned.map.get_mut("exec") else {
         return;
     };
     let Some(given) = exec.get("writable_roots") else {
@@ -58,11 +55,12 @@ fn resolve_roots_in(
     };
     let given: Vec<String> = serde_json::from_value(given.clone()).unwrap_or_default();
     let (mut ok, refused) = resolve_roots(&given, scope, ctx.canonicalize);
-    let line = line_of(&file.text, "exec", "writable_roots");
+    let (line, column) = (at.map(|p| p.line), at.map(|p| p.column));
     for (i, why) in refused {
         problems.push(SettingsProblem {
             file: file.file.clone(),
             line,
+            column,
             field: "exec.writable_roots".to_string(),
             message: why.message(i),
         });
@@ -74,6 +72,7 @@ fn resolve_roots_in(
                 problems.push(SettingsProblem {
                     file: file.file.clone(),
                     line,
+                    column,
                     field: "exec.writable_roots".to_string(),
                     message: format!("`{root}` {DATA_DIR_ROOT}"),
                 });
@@ -119,12 +118,13 @@ struct Gate<'a> {
 /// given), and left out (or narrowed) unless the gate is trusted.
 fn gate_fields(
     file: &SettingsText,
-    map: &mut Map<String, Value>,
+    cleaned: &mut Cleaned,
     gate: &Gate<'_>,
     problems: &mut Vec<SettingsProblem>,
     mut widening: Option<&mut Vec<WideningField>>,
 ) {
     let (user, trusted, ignored) = (gate.base, gate.trusted, gate.ignored);
+    let Cleaned { map, positions } = cleaned;
     for (section, fields) in map.iter_mut() {
         let Value::Object(fields) = fields else {
             continue;
@@ -138,7 +138,8 @@ fn gate_fields(
             if !effect.widens() {
                 continue;
             }
-            let line = line_of(&file.text, section, &field);
+            let at = positions.get(&(section.clone(), field.clone())).copied();
+            let line = at.map(|p| p.line);
             if let Some(widening) = widening.as_deref_mut() {
                 widening.push(WideningField {
                     file: file.file.clone(),
@@ -163,6 +164,7 @@ fn gate_fields(
             problems.push(SettingsProblem {
                 file: file.file.clone(),
                 line,
+                column: at.map(|p| p.column),
                 field: format!("{section}.{field}"),
                 message,
             });
@@ -182,19 +184,13 @@ fn to_settings(
             problems.push(SettingsProblem {
                 file: file.to_string(),
                 line: None,
+                column: None,
                 field: "(merged)".to_string(),
                 message: format!("settings could not be combined: {e}; using defaults"),
             });
             Settings::default()
         }
     }
-}
-
-fn clean(file: &SettingsText, problems: &mut Vec<SettingsProblem>) -> Map<String, Value> {
-    let first = problems.len();
-    let map = sanitize(&file.file, &file.text, problems);
-    problems[first..].sort_by_key(|p| p.line.unwrap_or(u32::MAX));
-    map
 }
 
 /// Layer the user file under the project file (pure but for `ctx.canonicalize`): each file is
@@ -209,7 +205,7 @@ pub fn layer(
     let mut widening = Vec::new();
     let mut merged = Map::new();
     if let Some(file) = user {
-        let mut map = clean(file, &mut problems);
+        let mut map = clean(&file.file, &file.text, &mut problems);
         resolve_roots_in(
             file,
             &mut map,
@@ -225,12 +221,12 @@ pub fn layer(
             };
             gate_fields(file, &mut map, &gate, &mut problems, None);
         }
-        merge(&mut merged, map);
+        merge(&mut merged, map.map);
     }
     let user_settings = to_settings(merged.clone(), "(user)", &mut problems);
     if let Some(file) = project {
         let first = problems.len();
-        let mut map = clean(file, &mut problems);
+        let mut map = clean(&file.file, &file.text, &mut problems);
         let scope = RootsScope::Project {
             root: ctx.project_root,
             home: ctx.home,
@@ -242,8 +238,8 @@ pub fn layer(
             ignored: UNTRUSTED_IGNORED,
         };
         gate_fields(file, &mut map, &gate, &mut problems, Some(&mut widening));
-        problems[first..].sort_by_key(|p| p.line.unwrap_or(u32::MAX));
-        merge(&mut merged, map);
+        problems[first..].sort_by_key(|p| (p.line.unwrap_or(u32::MAX), p.column.unwrap_or(0)));
+        merge(&mut merged, map.map);
     }
     let last = project.or(user).map(|f| f.file.clone()).unwrap_or_default();
     let settings = to_settings(merged, &last, &mut problems);

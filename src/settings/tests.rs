@@ -130,3 +130,56 @@ fn invalid_json_file_is_reported_and_ignored() {
     assert_eq!(l.problems.len(), 1);
     assert_eq!(l.problems[0].file, "p.json");
 }
+
+#[test]
+fn every_problem_is_reported_with_line_and_column() {
+    let text = "{\n  \"exec\": {\"network\": 1, \"env_include\": [\"A\", 2]},\n  \"tools\": {\"enabled\": \"x\", \"nope\": 1}\n}";
+    let l = layer_texts(&[("p.json".into(), text.into())]);
+    let got: Vec<(&str, Option<u32>, Option<u32>)> = l
+        .problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.line, p.column))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("exec.network", Some(2), Some(12)),
+            ("exec.env_include", Some(2), Some(47)),
+            ("tools.enabled", Some(3), Some(13)),
+            ("tools.nope", Some(3), Some(29)),
+        ]
+    );
+    assert_eq!(
+        l.problems[1].message,
+        "wrong type at `exec.env_include[1]`: found a number, expected a string; using the default"
+    );
+    assert_eq!(
+        l.problems[0].to_string(),
+        "p.json:2:12: `exec.network`: wrong type: found a number, expected a boolean; using the default"
+    );
+    assert_eq!(
+        l.problems[3].message,
+        "unknown field `nope`, expected `enabled` or `disabled`"
+    );
+}
+
+#[test]
+fn a_section_that_is_not_an_object_is_reported_at_its_key() {
+    let l = layer_texts(&[("p.json".into(), "{\"confirm\": true, \"x\": 1}".into())]);
+    let got: Vec<(&str, &str, Option<u32>)> = l
+        .problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.message.as_str(), p.column))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("confirm", "must be an object", Some(2)),
+            (
+                "x",
+                "unknown field (known: tools, sandbox, confirm, exec)",
+                Some(19)
+            ),
+        ]
+    );
+}

@@ -65,6 +65,8 @@ fn read_user(data_dir: &Path) -> LoadedConfigs {
             servers: Vec::new(),
             errors: vec![ConfigError {
                 file: path,
+                line: None,
+                column: None,
                 server: None,
                 field: None,
                 message: format!("cannot read: {e}"),
@@ -125,6 +127,8 @@ fn without_unsafe_names(mut loaded: LoadedConfigs) -> LoadedConfigs {
     for s in bad {
         loaded.errors.push(ConfigError {
             file: s.source.unwrap_or_default(),
+            line: None,
+            column: None,
             server: Some(aibuddy_common::term::line(&s.name).into_owned()),
             field: None,
             message: "the server name contains control or bidirectional characters; ignored"

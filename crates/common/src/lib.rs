@@ -5,12 +5,15 @@
 //! - [`Decision`] / [`DecisionState`]: a person's answer to a confirm request, and the state of a
 //!   recorded request.
 //! - [`term`]: terminal-safe rendering of untrusted text.
+//! - [`located`]: JSON with the position of every key and value, and typed decoding that reports
+//!   structured, located problems (settings and `mcp.json`).
 //!
 //! With the `ts-rs` feature the shared types also derive `ts_rs::TS` for the UI's bindings.
 
 mod decision;
 mod stage;
 mod status;
+pub mod located;
 pub mod term;
 
 pub use decision::{Decision, DecisionState};

@@ -1,6 +1,9 @@
 //! Unit tests of [`crate::config`]: parsing, merging and loading `mcp.json` files.
 
 use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
 
 fn parse(text: &str) -> LoadedConfigs {
     parse_config_text(
@@ -81,7 +84,7 @@ fn a_bad_entry_names_file_server_and_field_and_others_still_load() {
         .to_string();
     assert_eq!(
         msg,
-        "/p/.aibuddy/mcp.json: server \"bad-args\": field \"args\": expected an array of strings, found a string"
+        "/p/.aibuddy/mcp.json:3:44: server \"bad-args\": field \"args\": expected an array of strings, found a string"
     );
 }
 
@@ -200,5 +203,60 @@ fn loading_reads_both_files_and_tolerates_missing_ones() {
     assert_eq!(
         p.source.as_deref(),
         Some(project_config_path(project.path()).as_path())
+    );
+}
+
+#[test]
+fn errors_point_at_the_value_at_fault() {
+    let out = parse(
+        "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\",\n        \"args\": [\"ok\", {}]},\n  \"b\": {\"command\": \"x\", \"timeouts\": {\"call\": 1, \"soon\": 2}},\n  \"c\": 7\n}}",
+    );
+    let at = |server: &str| {
+        let e = out
+            .errors
+            .iter()
+            .find(|e| e.server.as_deref() == Some(server))
+            .unwrap();
+        (e.field.clone(), e.line, e.column, e.message.clone())
+    };
+    assert_eq!(
+        at("a"),
+        (
+            Some("args[1]".into()),
+            Some(3),
+            Some(24),
+            "expected a string, found an object".into()
+        )
+    );
+    assert_eq!(
+        at("b"),
+        (
+            Some("timeouts.soon".into()),
+            Some(4),
+            Some(49),
+            "unknown timeout (expected \"connect\" or \"call\")".into()
+        )
+    );
+    assert_eq!(
+        at("c"),
+        (
+            None,
+            Some(5),
+            Some(3),
+            "expected an object, found a number".into()
+        )
+    );
+}
+
+#[test]
+fn fields_of_the_other_transport_are_not_read() {
+    let out = parse(
+        r#"{"mcpServers": {"s": {"command": "x", "headers": 5}, "h": {"url": "http://x", "args": 5, "timeouts": {"connect": 0, "call": "x"}}}}"#,
+    );
+    assert_eq!(out.servers.len(), 1, "{:?}", out.errors);
+    assert_eq!(out.errors[0].field.as_deref(), Some("timeouts.connect"));
+    assert_eq!(
+        out.errors[0].message,
+        "expected seconds in (0, 86400], found 0"
     );
 }

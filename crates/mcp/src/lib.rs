@@ -1,11 +1,17 @@
 //! aibuddy-mcp: the MCP client of aibuddy (built on `rmcp`).
 //!
-//! - [`config`]: the common `{"mcpServers": {...}}` format, project and user files, pure parsing.
+//! - [`config`]: the common `{"mcpServers": {...}}` format, project and user files, pure parsing
+//!   with located problems (line, column, field path).
 //! - [`McpManager`]: connects every server (stdio child processes, streamable HTTP), keeps a merged
 //!   [`catalog`] of tools with qualified names ([`names`]) and risk ([`risk`]), follows
 //!   `tools/list_changed`, reconnects crashed/hung/garbage-writing servers with backoff, and calls
 //!   tools with timeouts, cancellation (`notifications/cancelled`) and progress.
 //! - [`elicitation`]: server requests for user input go to an [`ElicitationBroker`].
+//!
+//! Seams: [`manager`] (public API) over `shared` (per-server slots, catalog), `supervisor`
+//! (restart with backoff), `connection` (spawn or connect, handshake) and `event_loop` (tool
+//! listing, breakage), `routing` (call dispatch, cancellation, health checks), `stdio` (the
+//! process and its screened stdout), `handler` (server-to-client requests and notifications).
 //!
 //! Servers are untrusted parties: their annotations lower risk only for servers the person
 //! marked `trustAnnotations` ([`risk`]); a stdio server gets the MCP SDKs' default environment
@@ -27,15 +33,19 @@ mod connection;
 pub mod elicitation;
 pub mod elicitation_prompt;
 pub mod error;
+mod event_loop;
 mod handler;
 pub mod manager;
 pub mod names;
 mod options;
 pub mod redact;
 pub mod risk;
+mod routing;
 pub mod server_env;
+mod shared;
 pub mod status;
 mod stdio;
+mod supervisor;
 
 pub use catalog::McpToolEntry;
 pub use config::{

@@ -1,19 +1,5 @@
 //! Unit tests of [`crate::manager`].
 
-mod tidy_tests {
-    use super::super::*;
-
-    #[test]
-    fn tidy_removes_transport_type_names() {
-        let raw = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused";
-        assert_eq!(
-            tidy(&raw),
-            "Transport send error: Transport error: Client error: refused"
-        );
-        assert_eq!(tidy(&"plain [1] text"), "plain [1] text");
-    }
-}
-
 mod send_tests {
     use super::super::*;
 

@@ -202,6 +202,97 @@ fn quote_tail(tail: &str) -> String {
         .join(" | ")
 }
 
+/// Keeps the last stderr lines (redacted, escaped) and logs them; `done` turns true at EOF.
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    name: String,
+    redactor: Redactor,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    done: watch::Sender<bool>,
+) {
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        let read = read_line_bounded(&mut reader, &mut buf, STDERR_LINE_BYTES).await;
+        let cut = match read {
+            Ok(Bounded::Line) => false,
+            Ok(Bounded::TooLong) => true,
+            Ok(Bounded::Eof) | Err(_) => break,
+        };
+        let line = redactor.apply(String::from_utf8_lossy(&buf).trim_end());
+        let line = aibuddy_common::term::line(&line).into_owned();
+        tracing::debug!(server = %name, "stderr: {line}");
+        {
+            let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+            if tail.len() == STDERR_TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+        if cut && !skip_line(&mut reader).await {
+            break;
+        }
+    }
+    let _ = done.send(true);
+}
+
+/// The stdout screen: passes JSON-RPC lines on, breaks the connection (with a reason) on an
+/// oversized message, a read error or non-protocol output.
+struct Screen {
+    name: String,
+    max: usize,
+    redactor: Redactor,
+    broken: BrokenReason,
+    events: mpsc::UnboundedSender<ConnEvent>,
+}
+
+impl Screen {
+    fn fail(&self, reason: String) {
+        let reason = self.redactor.apply(&reason);
+        tracing::warn!(server = %self.name, "stdio contract broken: {reason}");
+        *self.broken.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+        let _ = self.events.send(ConnEvent::Broken(reason));
+    }
+
+    async fn run(self, stdout: tokio::process::ChildStdout, mut screened_tx: DuplexStream) {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        let max = self.max;
+        loop {
+            match read_line_bounded(&mut reader, &mut buf, max).await {
+                Ok(Bounded::Line) => {}
+                Ok(Bounded::Eof) => break,
+                Ok(Bounded::TooLong) => {
+                    self.fail(format!(
+                        "sent a message larger than {max} bytes (the limit for one result); \
+                         it was refused unread"
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    self.fail(format!("reading stdout failed: {e}"));
+                    break;
+                }
+            }
+            if !is_protocol_line(&buf) {
+                let line = String::from_utf8_lossy(&buf[..buf.len().min(4 * QUOTE_CHARS)]);
+                self.fail(format!(
+                    "wrote non-JSON-RPC output to stdout: \"{}\"",
+                    quote(&line)
+                ));
+                break;
+            }
+            if screened_tx.write_all(&buf).await.is_err() {
+                break;
+            }
+            if !buf.ends_with(b"\n") && screened_tx.write_all(b"\n").await.is_err() {
+                break;
+            }
+        }
+        let _ = screened_tx.shutdown().await;
+    }
+}
+
 /// What [`spawn`] needs to start one server.
 pub(crate) struct SpawnSpec<'a> {
     pub server: &'a str,
@@ -244,85 +335,24 @@ pub(crate) fn spawn(
     };
 
     let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
-    let tail = stderr_tail.clone();
-    let name = spec.server.to_owned();
-    let redactor = spec.redactor.clone();
     let (stderr_done_tx, stderr_done) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stderr);
-        let mut buf = Vec::new();
-        loop {
-            let read = read_line_bounded(&mut reader, &mut buf, STDERR_LINE_BYTES).await;
-            let cut = match read {
-                Ok(Bounded::Line) => false,
-                Ok(Bounded::TooLong) => true,
-                Ok(Bounded::Eof) | Err(_) => break,
-            };
-            let line = redactor.apply(String::from_utf8_lossy(&buf).trim_end());
-            let line = aibuddy_common::term::line(&line).into_owned();
-            tracing::debug!(server = %name, "stderr: {line}");
-            {
-                let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-                if tail.len() == STDERR_TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-            if cut && !skip_line(&mut reader).await {
-                break;
-            }
-        }
-        let _ = stderr_done_tx.send(true);
-    });
-
+    tokio::spawn(drain_stderr(
+        stderr,
+        spec.server.to_owned(),
+        spec.redactor.clone(),
+        stderr_tail.clone(),
+        stderr_done_tx,
+    ));
     let broken: BrokenReason = Arc::new(Mutex::new(None));
-    let screen_broken = broken.clone();
-    let (mut screened_tx, screened_rx) = tokio::io::duplex(256 * 1024);
-    let name = spec.server.to_owned();
-    let max = spec.max_message_bytes;
-    let redactor = spec.redactor.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        let fail = |reason: String| {
-            let reason = redactor.apply(&reason);
-            tracing::warn!(server = %name, "stdio contract broken: {reason}");
-            *screen_broken.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
-            let _ = events.send(ConnEvent::Broken(reason));
-        };
-        loop {
-            match read_line_bounded(&mut reader, &mut buf, max).await {
-                Ok(Bounded::Line) => {}
-                Ok(Bounded::Eof) => break,
-                Ok(Bounded::TooLong) => {
-                    fail(format!(
-                        "sent a message larger than {max} bytes (the limit for one result); \
-                         it was refused unread"
-                    ));
-                    break;
-                }
-                Err(e) => {
-                    fail(format!("reading stdout failed: {e}"));
-                    break;
-                }
-            }
-            if !is_protocol_line(&buf) {
-                let line = String::from_utf8_lossy(&buf[..buf.len().min(4 * QUOTE_CHARS)]);
-                fail(format!(
-                    "wrote non-JSON-RPC output to stdout: \"{}\"",
-                    quote(&line)
-                ));
-                break;
-            }
-            if screened_tx.write_all(&buf).await.is_err() {
-                break;
-            }
-            if !buf.ends_with(b"\n") && screened_tx.write_all(b"\n").await.is_err() {
-                break;
-            }
-        }
-        let _ = screened_tx.shutdown().await;
-    });
+    let (screened_tx, screened_rx) = tokio::io::duplex(256 * 1024);
+    let screen = Screen {
+        name: spec.server.to_owned(),
+        max: spec.max_message_bytes,
+        redactor: spec.redactor.clone(),
+        broken: broken.clone(),
+        events,
+    };
+    tokio::spawn(screen.run(stdout, screened_tx));
 
     Ok((
         StdioProcess {

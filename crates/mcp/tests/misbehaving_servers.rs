@@ -560,7 +560,8 @@ async fn project_config_files_drive_the_manager_and_bad_entries_do_not_stop_the_
     assert_eq!(loaded.errors.len(), 1);
     let error = loaded.errors[0].to_string();
     assert!(
-        error.contains(".aibuddy/mcp.json: server \"broken\": field \"args\""),
+        // The place is the `"args"` key of the one-line file: line 1, column 26.
+        error.contains(".aibuddy/mcp.json:1:26: server \"broken\": field \"args\""),
         "{error}"
     );
     let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();

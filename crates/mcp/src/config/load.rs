@@ -1,0 +1,45 @@
+//! Reading the configuration files: the only I/O of [`crate::config`].
+
+use std::path::{Path, PathBuf};
+
+use super::parse::{merge, parse_config_text};
+use super::types::{CONFIG_FILE_NAME, ConfigError, ConfigScope, LoadedConfigs, Transport};
+
+/// `<project>/.aibuddy/mcp.json`.
+pub fn project_config_path(project_root: &Path) -> PathBuf {
+    project_root.join(".aibuddy").join(CONFIG_FILE_NAME)
+}
+
+/// `<user data dir>/mcp.json`.
+pub fn user_config_path(user_data_dir: &Path) -> PathBuf {
+    user_data_dir.join(CONFIG_FILE_NAME)
+}
+
+fn read_one(path: &Path, scope: ConfigScope) -> LoadedConfigs {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_config_text(path, scope, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LoadedConfigs::default(),
+        Err(e) => LoadedConfigs {
+            servers: Vec::new(),
+            errors: vec![ConfigError::file(path, None, format!("cannot read: {e}"))],
+        },
+    }
+}
+
+/// Reads the user file (if a data dir is given) and the project file, and merges them.
+/// Missing files are not errors. Relative stdio `cwd`s resolve against the project root.
+pub fn load_server_configs(project_root: &Path, user_data_dir: Option<&Path>) -> LoadedConfigs {
+    let user = user_data_dir
+        .map(|dir| read_one(&user_config_path(dir), ConfigScope::User))
+        .unwrap_or_default();
+    let project = read_one(&project_config_path(project_root), ConfigScope::Project);
+    let mut merged = merge(user, project);
+    for cfg in &mut merged.servers {
+        if let Transport::Stdio { cwd: Some(cwd), .. } = &mut cfg.transport
+            && cwd.is_relative()
+        {
+            *cwd = project_root.join(&*cwd);
+        }
+    }
+    merged
+}

@@ -1,0 +1,201 @@
+//! A connected server's event loop: list its tools (again on every `list_changed`, one more
+//! listing when one arrives mid-listing), publish them to the shared catalog, and end on a broken
+//! stream, a closed service, an exited process or shutdown.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::connection::{Ended, Wiring, child_exit, exit_or, pending_broken, with_exit};
+use crate::handler::{ConnEvent, Handler};
+use crate::manager::STABLE_CONNECTION;
+use crate::shared::{Shared, tidy};
+use crate::status::ServerState;
+
+/// What the loop waits for next.
+enum Step {
+    /// `list_changed`: list again.
+    ListAgain,
+    /// Nothing that matters (a closed event channel).
+    Nothing,
+    End(Ended),
+}
+
+/// One live connection after `initialize`.
+pub(crate) struct Session<'a> {
+    shared: &'a Arc<Shared>,
+    name: &'a str,
+    connect_timeout: Duration,
+    peer: Peer<RoleClient>,
+    protocol_version: Option<String>,
+    server_info: Option<String>,
+    pub wiring: Wiring,
+    /// When the first listing succeeded.
+    connected_at: Option<Instant>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(
+        shared: &'a Arc<Shared>,
+        config: &'a ServerConfig,
+        running: &RunningService<RoleClient, Handler>,
+        wiring: Wiring,
+    ) -> Self {
+        let peer = running.peer().clone();
+        let info = peer.peer_info();
+        let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
+        let server_info = info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| format!("{} {}", s.name, s.version));
+        Session {
+            shared,
+            name: &config.name,
+            connect_timeout: config.timeouts.connect,
+            peer,
+            protocol_version,
+            server_info,
+            wiring,
+            connected_at: None,
+        }
+    }
+
+    fn stable(&self) -> bool {
+        self.connected_at
+            .is_some_and(|t| t.elapsed() >= STABLE_CONNECTION)
+    }
+
+    fn failed(&self, reason: String) -> Ended {
+        Ended::Failed {
+            reason,
+            was_stable: self.stable(),
+        }
+    }
+
+    /// Runs until the connection ends.
+    pub async fn run(
+        &mut self,
+        shutdown: &CancellationToken,
+        mut service_done: JoinHandle<impl Sized>,
+    ) -> Ended {
+        let mut pending_list = true;
+        loop {
+            if pending_list {
+                match self.list(shutdown).await {
+                    Ok(again) => pending_list = again,
+                    Err(ended) => return ended,
+                }
+                if pending_list {
+                    continue;
+                }
+            }
+            match self.next_step(shutdown, &mut service_done).await {
+                Step::ListAgain => pending_list = true,
+                Step::Nothing => {}
+                Step::End(ended) => return ended,
+            }
+        }
+    }
+
+    /// One `tools/list` under the connect timeout, published when it succeeds. Returns whether a
+    /// `list_changed` arrived meanwhile (list again).
+    async fn list(&mut self, shutdown: &CancellationToken) -> Result<bool, Ended> {
+        let (peer, timeout) = (self.peer.clone(), self.connect_timeout);
+        let listing = async move {
+            match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(format!("tools/list failed: {}", tidy(&e))),
+                Err(_) => Err(format!(
+                    "no answer to tools/list within {}s",
+                    timeout.as_secs_f64()
+                )),
+            }
+        };
+        tokio::pin!(listing);
+        let mut again = false;
+        let listed = loop {
+            tokio::select! {
+                listed = &mut listing => break listed,
+                event = self.wiring.events.recv() => match event {
+                    Some(ConnEvent::ToolsChanged) => again = true,
+                    Some(ConnEvent::Broken(reason)) => break Err(reason),
+                    None => {}
+                },
+                _ = shutdown.cancelled() => return Err(Ended::Shutdown),
+            }
+        };
+        match listed {
+            Ok(tools) => {
+                self.publish(tools);
+                Ok(again)
+            }
+            Err(reason) => {
+                let reason = with_exit(reason, &mut self.wiring.process).await;
+                Err(self.failed(reason))
+            }
+        }
+    }
+
+    /// Puts listed tools into the slot; the first listing also marks the server connected.
+    fn publish(&mut self, tools: Vec<Tool>) {
+        let first = self.connected_at.is_none();
+        self.connected_at.get_or_insert_with(Instant::now);
+        tracing::info!(
+            server = self.name,
+            tools = tools.len(),
+            "MCP server tools listed"
+        );
+        let (pv, si, ev, pr) = (
+            self.protocol_version.clone(),
+            self.server_info.clone(),
+            self.wiring.events_tx.clone(),
+            self.peer.clone(),
+        );
+        let broken = self.wiring.process.as_ref().map(|p| p.broken.clone());
+        self.shared.update(self.name, true, move |slot| {
+            slot.tools = tools;
+            if !first {
+                slot.tools_refreshed += 1;
+                return;
+            }
+            slot.state = ServerState::Connected;
+            slot.protocol_version = pv;
+            slot.server_info = si;
+            slot.events = Some(ev);
+            slot.peer = Some(pr);
+            slot.broken = broken;
+        });
+    }
+
+    /// Waits for the next thing that happens to a connected server.
+    async fn next_step(
+        &mut self,
+        shutdown: &CancellationToken,
+        service_done: &mut JoinHandle<impl Sized>,
+    ) -> Step {
+        tokio::select! {
+            _ = shutdown.cancelled() => Step::End(Ended::Shutdown),
+            event = self.wiring.events.recv() => match event {
+                Some(ConnEvent::ToolsChanged) => Step::ListAgain,
+                Some(ConnEvent::Broken(reason)) => {
+                    let reason = exit_or(reason, &mut self.wiring.process).await;
+                    Step::End(self.failed(reason))
+                }
+                None => Step::Nothing,
+            },
+            _ = service_done => {
+                let reason = match pending_broken(&mut self.wiring.events) {
+                    Some(reason) => exit_or(reason, &mut self.wiring.process).await,
+                    None => with_exit("connection closed".into(), &mut self.wiring.process).await,
+                };
+                Step::End(self.failed(reason))
+            }
+            reason = child_exit(&mut self.wiring.process) => Step::End(self.failed(reason)),
+        }
+    }
+}

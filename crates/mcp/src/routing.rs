@@ -1,0 +1,262 @@
+//! Call dispatch: a qualified name to its server's live peer, the arguments checked against the
+//! tool's schema, then `tools/call` with timeout, cancellation (`notifications/cancelled`),
+//! progress routing, and a health check when the transport fails or the call hangs.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use rmcp::ServiceError;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, PingRequest, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::McpError;
+use crate::handler::{ConnEvent, ProgressRoute, ProgressRoutes, ProgressSink};
+use crate::options::McpCallResult;
+use crate::shared::{Live, Shared, tidy};
+
+/// A call bound for one server's tool.
+struct Bound {
+    qualified_name: String,
+    server: String,
+    tool: String,
+    args: Map<String, Value>,
+}
+
+/// Finds the tool and checks the arguments (pure but for reading the catalog).
+fn bind(shared: &Shared, qualified_name: &str, args: Value) -> Result<Bound, McpError> {
+    let catalog = shared.catalog();
+    let Some(entry) = catalog
+        .entries
+        .iter()
+        .find(|e| e.qualified_name == qualified_name)
+    else {
+        return Err(shared.unknown_tool(qualified_name));
+    };
+    let invalid = |message: String| McpError::InvalidArguments {
+        tool: qualified_name.to_owned(),
+        message,
+    };
+    let args = match args {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(invalid(format!(
+                "arguments must be a JSON object, found {other}"
+            )));
+        }
+    };
+    let args_value = Value::Object(args);
+    entry.check_arguments(&args_value).map_err(invalid)?;
+    let Value::Object(args) = args_value else {
+        return Err(invalid("arguments must be an object".into()));
+    };
+    Ok(Bound {
+        qualified_name: qualified_name.to_owned(),
+        server: entry.server.clone(),
+        tool: entry.name.clone(),
+        args,
+    })
+}
+
+/// Calls a tool by its qualified name (see [`crate::McpManager::call`]).
+pub(crate) async fn call(
+    shared: &Arc<Shared>,
+    qualified_name: &str,
+    args: Value,
+    cancel: CancellationToken,
+    progress: Option<ProgressSink>,
+) -> Result<McpCallResult, McpError> {
+    let bound = bind(shared, qualified_name, args)?;
+    let live = shared.connection(&bound.server)?;
+    if cancel.is_cancelled() {
+        return Err(McpError::Cancelled {
+            tool: bound.qualified_name,
+        });
+    }
+    let params = CallToolRequestParams::new(bound.tool.clone()).with_arguments(bound.args.clone());
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = match live
+        .peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e) => return Err(lost(shared, &bound, &live, e)),
+    };
+    let request_id = handle.id.clone();
+    let call_cancel = cancel.child_token();
+    let _route = progress.map(|sink| {
+        shared.progress.insert(
+            handle.progress_token.clone(),
+            ProgressRoute {
+                server: bound.server.clone(),
+                tool: bound.tool.clone(),
+                sink,
+                cancel: call_cancel.clone(),
+            },
+        );
+        RouteGuard {
+            routes: shared.progress.clone(),
+            server: bound.server.clone(),
+            token: handle.progress_token.clone(),
+        }
+    });
+    let timeout = live.call_timeout;
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            call_cancel.cancel();
+            send_cancelled(&live.peer, request_id, "cancelled by the user").await;
+            Err(McpError::Cancelled { tool: bound.qualified_name })
+        }
+        _ = tokio::time::sleep(timeout) => {
+            call_cancel.cancel();
+            send_cancelled(&live.peer, request_id, "timed out").await;
+            let context = format!("{} timed out after {}s", bound.tool, timeout.as_secs_f64());
+            health_check(shared, &bound.server, &live.peer, live.events.clone(), context);
+            Err(McpError::Timeout { tool: bound.qualified_name, after: timeout })
+        }
+        response = handle.await_response() => {
+            call_cancel.cancel();
+            answered(shared, bound, &live, response)
+        }
+    }
+}
+
+/// The server's answer to `tools/call`, as a result or a typed error (redacted).
+fn answered(
+    shared: &Arc<Shared>,
+    bound: Bound,
+    live: &Live,
+    response: Result<ServerResult, ServiceError>,
+) -> Result<McpCallResult, McpError> {
+    let (server, tool) = (bound.server.clone(), bound.tool.clone());
+    match response {
+        Ok(ServerResult::CallToolResult(result)) => Ok(call_result(server, tool, result)),
+        Ok(_) => Err(McpError::Protocol {
+            server,
+            message: format!("unexpected response type to tools/call {tool}"),
+        }),
+        Err(ServiceError::McpError(e)) => Err(McpError::Server {
+            message: live.redactor.apply(&e.message),
+            server,
+            tool,
+            code: e.code.0,
+        }),
+        // Not our cancel (that is the caller's branch): the server cancelled its own answer.
+        Err(ServiceError::Cancelled { reason }) => Err(McpError::Protocol {
+            message: live.redactor.apply(&format!(
+                "the server cancelled {tool} itself{}",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            )),
+            server,
+        }),
+        Err(e) => Err(lost(shared, &bound, live, e)),
+    }
+}
+
+fn call_result(server: String, tool: String, result: CallToolResult) -> McpCallResult {
+    McpCallResult {
+        server,
+        tool,
+        content: result
+            .content
+            .iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect(),
+        structured_content: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
+    }
+}
+
+/// The call failed in transport: the reason the stdout screen recorded (oversized or invalid
+/// message, ...), else the supervisor's, else the transport's own; redacted.
+fn lost(shared: &Arc<Shared>, bound: &Bound, live: &Live, error: ServiceError) -> McpError {
+    let transport = live.redactor.apply(&tidy(&error));
+    let context = format!("{}: {transport}", bound.tool);
+    health_check(
+        shared,
+        &bound.server,
+        &live.peer,
+        live.events.clone(),
+        context,
+    );
+    let screened = live
+        .broken
+        .as_ref()
+        .and_then(|b| b.lock().unwrap_or_else(PoisonError::into_inner).clone());
+    let reason = screened
+        .or_else(|| shared.failure_reason(&bound.server))
+        .unwrap_or(transport);
+    McpError::ConnectionLost {
+        server: bound.server.clone(),
+        tool: bound.tool.clone(),
+        reason: live.redactor.apply(&reason),
+    }
+}
+
+/// Pings the server in the background; no answer in time marks the connection broken.
+fn health_check(
+    shared: &Arc<Shared>,
+    server: &str,
+    peer: &Peer<RoleClient>,
+    events: Option<mpsc::UnboundedSender<ConnEvent>>,
+    context: String,
+) {
+    let Some(events) = events else { return };
+    let peer = peer.clone();
+    let timeout = shared.options.health_check_timeout;
+    let server = server.to_owned();
+    tokio::spawn(async move {
+        let ping = async {
+            let handle = peer
+                .send_request_with_option(
+                    ClientRequest::PingRequest(PingRequest::default()),
+                    PeerRequestOptions::with_timeout(timeout),
+                )
+                .await?;
+            handle.await_response().await
+        };
+        match tokio::time::timeout(timeout + Duration::from_millis(100), ping).await {
+            Ok(Ok(_)) => tracing::debug!(server, "health check passed after: {context}"),
+            Ok(Err(ServiceError::Timeout { .. })) | Err(_) => {
+                let _ = events.send(ConnEvent::Broken(format!(
+                    "unresponsive ({context}; no answer to ping within {}s)",
+                    timeout.as_secs_f64()
+                )));
+            }
+            Ok(Err(e)) => {
+                let _ = events.send(ConnEvent::Broken(format!(
+                    "unresponsive ({context}; ping failed: {})",
+                    tidy(&e)
+                )));
+            }
+        }
+    });
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+struct RouteGuard {
+    routes: Arc<ProgressRoutes>,
+    server: String,
+    token: rmcp::model::ProgressToken,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        self.routes.remove(&self.server, &self.token);
+    }
+}
+
+async fn send_cancelled(peer: &Peer<RoleClient>, request_id: RequestId, reason: &str) {
+    let params = CancelledNotificationParam::new(Some(request_id), Some(reason.to_owned()));
+    if let Err(e) = peer.notify_cancelled(params).await {
+        tracing::debug!("could not send notifications/cancelled: {e}");
+    }
+}

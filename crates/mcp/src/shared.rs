@@ -1,0 +1,204 @@
+//! The state every task of a manager shares: one [`Slot`] per configured server (its config,
+//! state, live peer), the merged catalog, and the change counter watchers follow.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::model::Tool;
+use rmcp::service::{Peer, RoleClient};
+use tokio::sync::{mpsc, watch};
+
+use crate::catalog::{Catalog, build_catalog};
+use crate::config::ServerConfig;
+use crate::elicitation::ElicitationBroker;
+use crate::error::McpError;
+use crate::handler::{ConnEvent, ProgressRoutes};
+use crate::options::McpOptions;
+use crate::redact::Redactor;
+use crate::status::ServerState;
+use crate::stdio::BrokenReason;
+
+pub(crate) struct Slot {
+    pub config: ServerConfig,
+    /// Cuts the config's values out of every reason and log line about this server.
+    pub redactor: Redactor,
+    pub state: ServerState,
+    pub protocol_version: Option<String>,
+    pub server_info: Option<String>,
+    pub tools: Vec<Tool>,
+    pub tools_refreshed: u32,
+    pub peer: Option<Peer<RoleClient>>,
+    pub events: Option<mpsc::UnboundedSender<ConnEvent>>,
+    /// Why the live connection broke, set by the stdout screen before it closes the stream.
+    pub broken: Option<BrokenReason>,
+}
+
+pub(crate) struct Shared {
+    pub slots: RwLock<BTreeMap<String, Slot>>,
+    pub catalog: RwLock<Arc<Catalog>>,
+    pub changes: watch::Sender<u64>,
+    pub progress: Arc<ProgressRoutes>,
+    pub options: McpOptions,
+    pub broker: Arc<dyn ElicitationBroker>,
+}
+
+impl Shared {
+    /// Changes one slot; rebuilds the catalog when `tools_changed`; notifies watchers.
+    pub fn update(&self, server: &str, tools_changed: bool, f: impl FnOnce(&mut Slot)) {
+        {
+            let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+            if let Some(slot) = slots.get_mut(server) {
+                f(slot);
+            }
+            if tools_changed {
+                let listed: BTreeMap<String, Vec<Tool>> = slots
+                    .iter()
+                    .filter(|(_, s)| s.state == ServerState::Connected)
+                    .map(|(name, s)| (name.clone(), s.tools.clone()))
+                    .collect();
+                let trusted: BTreeSet<String> = slots
+                    .iter()
+                    .filter(|(_, s)| s.config.trust_annotations)
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                let catalog = build_catalog(&listed, &trusted);
+                *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+            }
+        }
+        self.changes.send_modify(|generation| *generation += 1);
+    }
+
+    pub fn set_state(&self, server: &str, state: ServerState) {
+        self.update(server, false, |slot| slot.state = state);
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn connection(&self, server: &str) -> Result<Live, McpError> {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(slot) = slots.get(server) else {
+            return Err(McpError::UnknownServer {
+                server: server.to_owned(),
+            });
+        };
+        match (&slot.state, &slot.peer) {
+            (ServerState::Connected, Some(peer)) => Ok(Live {
+                peer: peer.clone(),
+                events: slot.events.clone(),
+                call_timeout: slot.config.timeouts.call,
+                redactor: slot.redactor.clone(),
+                broken: slot.broken.clone(),
+            }),
+            (state, _) => Err(McpError::ServerUnavailable {
+                server: server.to_owned(),
+                reason: describe_state(state),
+            }),
+        }
+    }
+
+    /// Why a qualified name is not in the catalog: its server is down (Execution: a missing
+    /// dependency, worth retrying later) or the name is simply unknown (Discovery).
+    pub fn unknown_tool(&self, qualified_name: &str) -> McpError {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        let down = slots.iter().find(|(name, slot)| {
+            slot.config.enabled
+                && slot.state != ServerState::Connected
+                && qualified_name.starts_with(&format!(
+                    "{}{}__",
+                    crate::names::PREFIX,
+                    crate::names::sanitize_part(name)
+                ))
+        });
+        match down {
+            Some((name, slot)) => McpError::ServerUnavailable {
+                server: name.clone(),
+                reason: describe_state(&slot.state),
+            },
+            None => McpError::UnknownTool {
+                name: qualified_name.to_owned(),
+            },
+        }
+    }
+
+    pub fn failure_reason(&self, server: &str) -> Option<String> {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        match slots.get(server).map(|s| &s.state) {
+            Some(ServerState::Failed { reason, .. }) => Some(reason.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// What a call needs from a connected server.
+pub(crate) struct Live {
+    pub peer: Peer<RoleClient>,
+    pub events: Option<mpsc::UnboundedSender<ConnEvent>>,
+    pub call_timeout: Duration,
+    pub redactor: Redactor,
+    pub broken: Option<BrokenReason>,
+}
+
+/// An rmcp error as text without the transport's Rust type names (`Transport [rmcp::...] error`
+/// becomes `Transport error`). Pure.
+pub(crate) fn tidy(error: &dyn std::fmt::Display) -> String {
+    let mut text = error.to_string();
+    while let Some(start) = text.find("[rmcp::") {
+        let mut depth = 0usize;
+        let mut end = None;
+        for (i, c) in text[start..].char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(start + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else { break };
+        let cut_start = if text[..start].ends_with(' ') {
+            start - 1
+        } else {
+            start
+        };
+        text.replace_range(cut_start..=end, "");
+    }
+    text
+}
+
+fn describe_state(state: &ServerState) -> String {
+    match state {
+        ServerState::Disabled => "disabled in its configuration".into(),
+        ServerState::Connecting => "still connecting".into(),
+        ServerState::Connected => "connected".into(),
+        ServerState::Failed { reason, .. } => format!("failed: {reason}"),
+        ServerState::Reconnecting {
+            attempt,
+            last_reason,
+        } => format!("reconnecting (attempt {attempt}) after: {last_reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tidy_removes_transport_type_names() {
+        let raw = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused";
+        assert_eq!(
+            tidy(&raw),
+            "Transport send error: Transport error: Client error: refused"
+        );
+        assert_eq!(tidy(&"plain [1] text"), "plain [1] text");
+    }
+}
