@@ -73,8 +73,8 @@ describe("mountApp", () => {
     const withProblems: ProjectInfo = {
       ...PROJECT,
       settings_problems: [
-        { file: "/p/.aibuddy/settings.json", line: 3, field: "tools.enabeld", message: "unknown field" },
-        { file: "/d/settings.json", line: null, field: "exec.heartbeat_secs", message: "expected a number" },
+        { file: "/p/.aibuddy/settings.json", line: 3, column: 5, field: "tools.enabeld", message: "unknown field" },
+        { file: "/d/settings.json", line: null, column: null, field: "exec.heartbeat_secs", message: "expected a number" },
       ],
     };
     let app = mountApp(root, fakeApi(TOOLS, withProblems));

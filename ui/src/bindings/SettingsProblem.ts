@@ -9,6 +9,10 @@ export type SettingsProblem = { file: string,
  */
 line: number | null, 
 /**
+ * 1-based column (in characters) of the field's key, or of the value at fault inside it.
+ */
+column: number | null, 
+/**
  * Dotted field path, e.g. `exec.heartbeat_secs`.
  */
 field: string, message: string, };
