@@ -11,9 +11,9 @@
 //! With the `ts-rs` feature the shared types also derive `ts_rs::TS` for the UI's bindings.
 
 mod decision;
+pub mod located;
 mod stage;
 mod status;
-pub mod located;
 pub mod term;
 
 pub use decision::{Decision, DecisionState};

@@ -267,7 +267,6 @@ pub struct UserAnswer {
     pub answered_at_ms: i64,
 }
 
-
 #[cfg(test)]
 mod stored_forms {
     //! Rows written with the strings every earlier build stored are read back as the same values:
