@@ -103,7 +103,8 @@ fn finished(events: &[Value]) -> &Value {
 }
 
 async fn text_only(f: Fx, kind: ProviderKind) {
-    f.server.push(Turn::text("Hello from the model.").reply(kind));
+    f.server
+        .push(Turn::text("Hello from the model.").reply(kind));
     let (code, ev, err) = f.events(&["run", "say hello", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(types(&ev).first(), Some(&"run_started"));
@@ -141,7 +142,10 @@ async fn a_run_with_a_read_file_call_then_runs_lists_and_shows_it() {
     assert_eq!(code, 0, "{err}");
     let t = types(&ev);
     let call = t.iter().position(|x| *x == "tool_call").expect("tool_call");
-    let result = t.iter().position(|x| *x == "tool_result").expect("tool_result");
+    let result = t
+        .iter()
+        .position(|x| *x == "tool_result")
+        .expect("tool_result");
     assert!(call < result, "{t:?}");
     assert_eq!(ev[call]["tool"], "read_file");
     assert_eq!(ev[result]["status"], "ok");
@@ -182,7 +186,10 @@ async fn a_run_with_a_read_file_call_then_runs_lists_and_shows_it() {
     assert_eq!(ev[0]["run_id"], run_id.as_str());
     assert_eq!(text(&ev), "Still kiwi.");
     let third = &f.server.requests()[2].body.to_string();
-    assert!(third.contains("and again?") && third.contains("kiwi"), "{third}");
+    assert!(
+        third.contains("and again?") && third.contains("kiwi"),
+        "{third}"
+    );
     f.server.assert_clean();
 }
 
@@ -190,7 +197,11 @@ async fn write_run(f: &Fx, id: &str, extra: &[&str]) -> (i32, Vec<Value>) {
     let k = ProviderKind::Anthropic;
     f.server.push(
         Turn::text("Writing.")
-            .call(id, "write_file", json!({"path": "out.txt", "content": "written"}))
+            .call(
+                id,
+                "write_file",
+                json!({"path": "out.txt", "content": "written"}),
+            )
             .reply(k),
     );
     f.server.push(Turn::text("Done.").reply(k));
@@ -208,7 +219,10 @@ async fn yes_approves_a_write_and_no_terminal_rejects_it() {
     let (_, ev) = write_run(&f, "toolu_w1", &[]).await;
     let r = ev.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(r["status"], "rejected", "{ev:?}");
-    assert!(!f.project.join("out.txt").exists(), "rejected: nothing written");
+    assert!(
+        !f.project.join("out.txt").exists(),
+        "rejected: nothing written"
+    );
 
     // A fresh fake provider: it checks replays against everything it served.
     let f = anthropic_fx().await;
@@ -245,7 +259,10 @@ async fn an_unknown_provider_or_a_missing_prompt_is_a_usage_error() {
     let f = anthropic_fx().await;
     let (code, out, err) = f.run(&["run", "hi", "--provider", "nope"]).await;
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("nope") && err.contains("stage Parameters"), "{err}");
+    assert!(
+        err.contains("nope") && err.contains("stage Parameters"),
+        "{err}"
+    );
     let (code, _, err) = f.run(&["run"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(f.server.requests().is_empty());
@@ -261,7 +278,10 @@ async fn a_missing_key_names_the_authorization_stage() {
     let out = tokio::process::Command::from(cmd).output().await.unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("ANTHROPIC_API_KEY") && err.contains("stage Authorization"), "{err}");
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("stage Authorization"),
+        "{err}"
+    );
     assert!(f.server.requests().is_empty());
 }
 
@@ -289,7 +309,9 @@ async fn an_untrusted_projects_provider_entry_is_ignored() {
     let (code, ev, err) = f.events(&["run", "hi", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(ev[0]["provider"], "anthropic");
-    assert!(evil.requests().is_empty(), "the project's URL got a request");
+    assert!(
+        evil.requests().is_empty(),
+        "the project's URL got a request"
+    );
     f.server.assert_clean();
 }
-

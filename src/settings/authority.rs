@@ -311,7 +311,12 @@ mod tests {
         let mut u = user();
         u.providers = serde_json::from_value(json!({"default": "local", "local": entry})).unwrap();
         assert_eq!(
-            effect("providers", "local", &json!({"kind": "openai-chat", "base_url": "http://evil.test/v1", "model": "m"}), &u),
+            effect(
+                "providers",
+                "local",
+                &json!({"kind": "openai-chat", "base_url": "http://evil.test/v1", "model": "m"}),
+                &u
+            ),
             Some(Effect::Neutral)
         );
         assert_eq!(
@@ -319,7 +324,12 @@ mod tests {
             Some(Effect::Neutral)
         );
         assert_eq!(
-            effect("providers", "local", &json!({"kind": "openai-chat", "base_url": "http://other.test/v1", "model": "m"}), &u),
+            effect(
+                "providers",
+                "local",
+                &json!({"kind": "openai-chat", "base_url": "http://other.test/v1", "model": "m"}),
+                &u
+            ),
             Some(Effect::Widens)
         );
     }

@@ -81,7 +81,10 @@ fn set(name: &str) -> ExitCode {
     };
     match KeyStore::new().set(name, &key) {
         Ok(()) => {
-            eprintln!("aibuddy: key for `{}` stored in the OS keyring", term::line(name));
+            eprintln!(
+                "aibuddy: key for `{}` stored in the OS keyring",
+                term::line(name)
+            );
             ExitCode::SUCCESS
         }
         Err(KeyError::Unavailable) => {

@@ -59,7 +59,11 @@ pub fn card(event: &RunEvent) -> Option<String> {
                 .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
                 .unwrap_or("");
             let target: String = target.chars().take(120).collect();
-            Some(format!("[tool] {} {}", term::line(tool), term::line(&target)))
+            Some(format!(
+                "[tool] {} {}",
+                term::line(tool),
+                term::line(&target)
+            ))
         }
         RunEvent::ToolResult {
             tool_call_id,
@@ -158,17 +162,16 @@ fn read_prompt(args: &RunArgs) -> Result<String, String> {
 }
 
 /// The provider of this run, from settings, flags and the environment.
-async fn provider_for(
-    app: &App,
-    args: &RunArgs,
-) -> Result<HttpProvider, ProviderError> {
+async fn provider_for(app: &App, args: &RunArgs) -> Result<HttpProvider, ProviderError> {
     let mut name = args.provider.clone();
     if name.is_none()
         && let Some(id) = &args.continue_run
         && let Some(p) = &app.persistence
         && let Ok(Some(run)) = p.store.get_run(id).await
     {
-        name = run.provider.filter(|n| app.settings.settings.providers.entries.contains_key(n));
+        name = run
+            .provider
+            .filter(|n| app.settings.settings.providers.entries.contains_key(n));
     }
     let mut route = app
         .settings
@@ -234,7 +237,11 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     let outcome = match agent.run(start, cancel.clone(), sink).await {
         Ok(o) => o,
         Err(e) => {
-            let code = if matches!(e.stage(), Stage::Parameters) { 2 } else { 1 };
+            let code = if matches!(e.stage(), Stage::Parameters) {
+                2
+            } else {
+                1
+            };
             return fail(e.stage(), &e.to_string(), code);
         }
     };

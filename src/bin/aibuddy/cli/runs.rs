@@ -133,7 +133,10 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
                 ExitCode::from(2)
             }
             Err(e) => {
-                eprintln!("aibuddy: cannot read the run: {}", term::line(&e.to_string()));
+                eprintln!(
+                    "aibuddy: cannot read the run: {}",
+                    term::line(&e.to_string())
+                );
                 ExitCode::from(1)
             }
             Ok(Some(_)) => match store.conversation(&run_id).await {
@@ -143,7 +146,10 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("aibuddy: cannot read the run: {}", term::line(&e.to_string()));
+                    eprintln!(
+                        "aibuddy: cannot read the run: {}",
+                        term::line(&e.to_string())
+                    );
                     ExitCode::from(1)
                 }
             },
