@@ -315,3 +315,60 @@ async fn an_untrusted_projects_provider_entry_is_ignored() {
     );
     f.server.assert_clean();
 }
+
+/// Ctrl-C (SIGINT) while the model's stream stalls ends the run `cancelled` with exit 130, the
+/// partial text kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_stalled_run_with_exit_130() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let f = anthropic_fx().await;
+    f.server.push(
+        Turn::text("Partial answer")
+            .stalling()
+            .reply(ProviderKind::Anthropic),
+    );
+    let mut cmd = support::aibuddy_cmd(&f.project, &f.data);
+    cmd.args(["run", "hi", "--json"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", f.server.anthropic_base())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<Value> = Vec::new();
+    // Wait (generously) for the first text delta: the stream is then stalled mid-step.
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&l).unwrap();
+            let delta = v["type"] == "text_delta";
+            events.push(v);
+            if delta {
+                return;
+            }
+        }
+    });
+    wait.await.expect("a text delta within 60 s");
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    while let Some(l) = lines.next_line().await.unwrap() {
+        events.push(serde_json::from_str(&l).unwrap());
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+        .await
+        .expect("aibuddy exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{events:?}");
+    assert_eq!(finished(&events)["status"], "cancelled");
+    let run_id = events[0]["run_id"].as_str().unwrap().to_string();
+    let (_, out, _) = f.run(&["runs", "--json"]).await;
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["run_id"], run_id.as_str());
+    assert_eq!(rows[0]["status"], "cancelled");
+}

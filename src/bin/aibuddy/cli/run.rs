@@ -19,7 +19,9 @@ use super::prompt;
 use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
 use aibuddy::app::{App, AppOptions};
 use aibuddy::contract::Stage;
-use aibuddy_provider::{BaseUrlOverrides, HttpProvider, KeyStore, ProviderError};
+use aibuddy_provider::{
+    BaseUrlOverrides, HttpProvider, KeyStore, ProviderEntry, ProviderError, ProvidersConfig,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -161,6 +163,42 @@ fn read_prompt(args: &RunArgs) -> Result<String, String> {
     Ok(text.trim_end().to_string())
 }
 
+/// `config` with `--model` applied to the entry the run uses (pure). Applied before resolution,
+/// so the presentation and the context window follow the model actually used (Haiku has no
+/// native tool search). `--provider anthropic --model M` works with no settings at all.
+pub fn with_model(
+    config: &ProvidersConfig,
+    name: Option<&str>,
+    model: Option<&str>,
+) -> ProvidersConfig {
+    let mut config = config.clone();
+    let Some(model) = model else { return config };
+    let target = match (name, config.default.as_deref()) {
+        (Some(n), _) | (None, Some(n)) => Some(n.to_string()),
+        (None, None) => (config.entries.len() == 1)
+            .then(|| config.entries.keys().next().cloned())
+            .flatten(),
+    };
+    let Some(target) = target else { return config };
+    match config.entries.get_mut(&target) {
+        Some(entry) => entry.model = model.to_string(),
+        None => {
+            config.entries.insert(
+                target,
+                ProviderEntry {
+                    kind: None,
+                    model: model.to_string(),
+                    base_url: None,
+                    tool_search: None,
+                    stream: None,
+                    context_window: None,
+                },
+            );
+        }
+    }
+    config
+}
+
 /// The provider of this run, from settings, flags and the environment.
 async fn provider_for(app: &App, args: &RunArgs) -> Result<HttpProvider, ProviderError> {
     let mut name = args.provider.clone();
@@ -173,14 +211,13 @@ async fn provider_for(app: &App, args: &RunArgs) -> Result<HttpProvider, Provide
             .provider
             .filter(|n| app.settings.settings.providers.entries.contains_key(n));
     }
-    let mut route = app
-        .settings
-        .settings
-        .providers
-        .resolve(name.as_deref(), &BaseUrlOverrides::from_env())?;
-    if let Some(m) = &args.model {
-        route.model = m.clone();
-    }
+    let env = BaseUrlOverrides::from_env();
+    let config = with_model(
+        &app.settings.settings.providers,
+        name.as_deref(),
+        args.model.as_deref(),
+    );
+    let route = config.resolve(name.as_deref(), &env)?;
     let key = KeyStore::from_env().key_for_route(&route).map(|(k, _)| k);
     HttpProvider::new(route, key)
 }
@@ -281,6 +318,39 @@ mod tests {
     use super::*;
     use aibuddy::events::CallStatus;
     use serde_json::json;
+
+    #[test]
+    fn model_override_goes_into_the_used_entry() {
+        let c: ProvidersConfig = serde_json::from_value(json!({
+            "default": "anthropic",
+            "anthropic": {"model": "claude-sonnet-4-6"},
+            "local": {"kind": "openai-chat", "base_url": "http://x/v1", "model": "q"}
+        }))
+        .unwrap();
+        let env = BaseUrlOverrides::default();
+        let r = with_model(&c, None, Some("claude-haiku-4-5"))
+            .resolve(None, &env)
+            .unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.model.as_str()),
+            ("anthropic", "claude-haiku-4-5")
+        );
+        let r = with_model(&c, Some("local"), Some("q2"))
+            .resolve(Some("local"), &env)
+            .unwrap();
+        assert_eq!(r.model, "q2");
+        assert_eq!(with_model(&c, None, None), c);
+        let empty = ProvidersConfig::default();
+        let r = with_model(&empty, Some("openai"), Some("gpt-5.4"))
+            .resolve(Some("openai"), &env)
+            .unwrap();
+        assert_eq!(r.model, "gpt-5.4");
+        assert!(
+            with_model(&empty, None, Some("m"))
+                .resolve(None, &env)
+                .is_err()
+        );
+    }
 
     #[test]
     fn a_tool_card_escapes_the_tool_and_target() {
