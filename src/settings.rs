@@ -10,7 +10,8 @@
 //!   "confirm": { "auto_approve_writes": false },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
-//!                "expose_credentials": [] }
+//!                "expose_credentials": [] },
+//!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -143,6 +144,9 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub confirm: ConfirmSettings,
     pub exec: ExecSettings,
+    /// Model providers for agent runs (`aibuddy run`): `default` plus named entries.
+    #[ts(type = "Record<string, unknown>")]
+    pub providers: aibuddy_provider::ProvidersConfig,
 }
 
 /// A problem found in a settings file. The field falls back to its default.

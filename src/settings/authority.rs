@@ -21,6 +21,7 @@
 //! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
 //! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
+//! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
 
 use serde_json::Value;
 
@@ -124,6 +125,13 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "expose_credentials") => non_empty_list(value),
         ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
+        ("providers", name) => {
+            let user_value = serde_json::to_value(&user.providers)
+                .ok()
+                .and_then(|v| v.get(name).cloned())
+                .unwrap_or(Value::Null);
+            differs(value, &user_value)
+        }
         _ => return None,
     };
     Some(e)
@@ -292,6 +300,37 @@ mod tests {
         assert_eq!(
             eff("exec", "env_exclude", json!([])),
             Effect::WidensPartly(json!(["DB_URL"]))
+        );
+    }
+
+    #[test]
+    fn a_project_provider_widens_unless_the_user_level_has_it() {
+        let entry = json!({"kind": "openai-chat", "base_url": "http://evil.test/v1", "model": "m"});
+        assert_eq!(eff("providers", "local", entry.clone()), Effect::Widens);
+        assert_eq!(eff("providers", "default", json!("local")), Effect::Widens);
+        let mut u = user();
+        u.providers = serde_json::from_value(json!({"default": "local", "local": entry})).unwrap();
+        assert_eq!(
+            effect(
+                "providers",
+                "local",
+                &json!({"kind": "openai-chat", "base_url": "http://evil.test/v1", "model": "m"}),
+                &u
+            ),
+            Some(Effect::Neutral)
+        );
+        assert_eq!(
+            effect("providers", "default", &json!("local"), &u),
+            Some(Effect::Neutral)
+        );
+        assert_eq!(
+            effect(
+                "providers",
+                "local",
+                &json!({"kind": "openai-chat", "base_url": "http://other.test/v1", "model": "m"}),
+                &u
+            ),
+            Some(Effect::Widens)
         );
     }
 

@@ -177,9 +177,31 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, exec)",
+                "unknown field (known: tools, sandbox, confirm, exec, providers)",
                 Some(19)
             ),
         ]
     );
+}
+
+#[test]
+fn the_issues_providers_example_parses() {
+    let text = r#"{"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}, "openai": {"model": "gpt-5.4"}, "local": {"kind": "openai-chat", "base_url": "http://127.0.0.1:11434/v1", "model": "qwen3:8b"}}}"#;
+    let l = layer_texts(&[("user".into(), text.into())]);
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+    let p = &l.settings.providers;
+    assert_eq!(p.default.as_deref(), Some("anthropic"));
+    assert_eq!(p.entries.len(), 3);
+    assert_eq!(p.entries["local"].model, "qwen3:8b");
+}
+
+#[test]
+fn a_bad_provider_entry_is_located_and_the_others_kept() {
+    let text = "{\"providers\": {\n  \"openai\": {\"model\": \"gpt-5.4\"},\n  \"local\": {\"kind\": \"telnet\", \"model\": \"m\"}\n}}";
+    let l = layer_texts(&[("u.json".into(), text.into())]);
+    assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+    assert_eq!(l.problems[0].field, "providers.local");
+    assert_eq!(l.problems[0].line, Some(3));
+    assert!(l.settings.providers.entries.contains_key("openai"));
+    assert!(!l.settings.providers.entries.contains_key("local"));
 }

@@ -1,13 +1,17 @@
-//! The headless CLI: `aibuddy tools list|check`, `aibuddy call`, and (from the results layer)
+//! The headless CLI: `aibuddy tools list|check`, `aibuddy call`, `aibuddy run|runs|auth`
+//! (agent runs), and (from the results layer)
 //! `history` and `show`. Each subcommand has `--json` for machine-readable output. The binary in
 //! `src/bin/aibuddy/main.rs` only calls [`main`].
 //!
 //! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
 
+mod auth;
 mod call;
 mod history;
 mod prompt;
+mod run;
+mod runs;
 mod search;
 mod show;
 mod tools;
@@ -53,6 +57,15 @@ pub enum Command {
     Show(show::ShowArgs),
     /// Show what trusting the project grants (its MCP servers, settings beyond yours) and trust it.
     Trust(trust::TrustArgs),
+    /// Run an agent: a model (settings `providers`) drives the tools.
+    Run(run::RunArgs),
+    /// List agent runs, newest first, or show one (`runs show RUN_ID`).
+    Runs(runs::RunsArgs),
+    /// Provider API keys: store one in the OS keyring, or see which providers have one.
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
 }
 
 impl Cli {
@@ -120,6 +133,9 @@ pub fn main() -> ExitCode {
             Command::History(args) => history::run(args, opts).await,
             Command::Show(args) => show::run(args, opts).await,
             Command::Trust(args) => trust::run(args, opts),
+            Command::Run(args) => run::run(args, opts).await,
+            Command::Runs(args) => runs::run(args, opts).await,
+            Command::Auth { command } => auth::run(command, opts),
         }
     })
 }

@@ -1,0 +1,374 @@
+//! `aibuddy run [PROMPT] [--provider NAME] [--model ID] [--continue RUN_ID] [--max-steps N]
+//! [--yes] [--json]`: a model drives the tool plane.
+//!
+//! The provider comes from settings `providers` (`--provider` or `providers.default`), the base
+//! URL may be overridden by `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`, the key comes from the
+//! keyring or `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` (never printed). Human output streams the
+//! assistant text to stdout and short tool cards to stderr, all escaped; `--json` prints one
+//! `RunEvent` per line (JSON Lines, each with its `type`).
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use aibuddy_common::term;
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::prompt;
+use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
+use aibuddy::app::{App, AppOptions};
+use aibuddy::contract::Stage;
+use aibuddy_provider::{
+    BaseUrlOverrides, HttpProvider, KeyStore, ProviderEntry, ProviderError, ProvidersConfig,
+};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The prompt (default: read from stdin).
+    pub prompt: Option<String>,
+    /// The provider entry of settings `providers` (default: `providers.default`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Override the entry's model.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Resume a stored run (an interrupted one included).
+    #[arg(long = "continue", value_name = "RUN_ID")]
+    pub continue_run: Option<String>,
+    /// Bound on model steps of this run.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Approve every confirmation of this run.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print JSON Lines, one run event per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints run events: JSON Lines on stdout, or text on stdout and tool cards on stderr.
+struct PrintSink {
+    json: bool,
+}
+
+/// The card line of a tool event (pure; every untrusted part escaped).
+pub fn card(event: &RunEvent) -> Option<String> {
+    match event {
+        RunEvent::ToolCall { tool, input, .. } => {
+            let target = ["path", "command", "file_path", "query", "pattern"]
+                .iter()
+                .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
+                .unwrap_or("");
+            let target: String = target.chars().take(120).collect();
+            Some(format!(
+                "[tool] {} {}",
+                term::line(tool),
+                term::line(&target)
+            ))
+        }
+        RunEvent::ToolResult {
+            tool_call_id,
+            status,
+            stage,
+            ..
+        } => Some(format!(
+            "[tool] {} {}{}",
+            term::line(tool_call_id),
+            status.as_str(),
+            stage.map(|s| format!(" (stage {s})")).unwrap_or_default()
+        )),
+        RunEvent::Retry {
+            step,
+            attempt,
+            delay_ms,
+            reason,
+        } => Some(format!(
+            "[retry] step {step} attempt {attempt} in {delay_ms} ms: {}",
+            term::line(reason)
+        )),
+        RunEvent::Compaction {
+            covers_from,
+            covers_to,
+        } => Some(format!(
+            "[compaction] messages {covers_from}..{covers_to} summarized"
+        )),
+        _ => None,
+    }
+}
+
+impl RunEventSink for PrintSink {
+    fn emit(&self, event: RunEvent) {
+        if self.json {
+            if let Ok(s) = serde_json::to_string(&event) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", term::json(&s));
+                let _ = out.flush();
+            }
+            return;
+        }
+        match &event {
+            RunEvent::TextDelta { text } => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(term::block(text).as_bytes());
+                let _ = out.flush();
+            }
+            RunEvent::RunStarted {
+                run_id,
+                provider,
+                model,
+                ..
+            } => eprintln!(
+                "[run {}] {} {}",
+                term::line(run_id),
+                term::line(provider),
+                term::line(model)
+            ),
+            other => {
+                if let Some(line) = card(other) {
+                    eprintln!("\n{line}");
+                }
+            }
+        }
+    }
+}
+
+/// A run that could not start: the message names the stage.
+fn fail(stage: Stage, message: &str, code: u8) -> ExitCode {
+    eprintln!("aibuddy: {} (stage {stage})", term::block(message));
+    ExitCode::from(code)
+}
+
+/// The exit code of a finished run (as `call`: 0 completed, 1 error or bound reached, 3 rejected
+/// is per call and does not end a run, 130 cancelled).
+pub fn exit_code(status: RunStatus) -> ExitCode {
+    match status {
+        RunStatus::Completed => ExitCode::SUCCESS,
+        RunStatus::Cancelled => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    }
+}
+
+fn read_prompt(args: &RunArgs) -> Result<String, String> {
+    if let Some(p) = &args.prompt {
+        return Ok(p.clone());
+    }
+    if args.continue_run.is_some() && std::io::stdin().is_terminal() {
+        return Ok(String::new());
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    Ok(text.trim_end().to_string())
+}
+
+/// `config` with `--model` applied to the entry the run uses (pure). Applied before resolution,
+/// so the presentation and the context window follow the model actually used (Haiku has no
+/// native tool search). `--provider anthropic --model M` works with no settings at all.
+pub fn with_model(
+    config: &ProvidersConfig,
+    name: Option<&str>,
+    model: Option<&str>,
+) -> ProvidersConfig {
+    let mut config = config.clone();
+    let Some(model) = model else { return config };
+    let target = match (name, config.default.as_deref()) {
+        (Some(n), _) | (None, Some(n)) => Some(n.to_string()),
+        (None, None) => (config.entries.len() == 1)
+            .then(|| config.entries.keys().next().cloned())
+            .flatten(),
+    };
+    let Some(target) = target else { return config };
+    match config.entries.get_mut(&target) {
+        Some(entry) => entry.model = model.to_string(),
+        None => {
+            config.entries.insert(
+                target,
+                ProviderEntry {
+                    kind: None,
+                    model: model.to_string(),
+                    base_url: None,
+                    tool_search: None,
+                    stream: None,
+                    context_window: None,
+                },
+            );
+        }
+    }
+    config
+}
+
+/// The provider of this run, from settings, flags and the environment.
+async fn provider_for(app: &App, args: &RunArgs) -> Result<HttpProvider, ProviderError> {
+    let mut name = args.provider.clone();
+    if name.is_none()
+        && let Some(id) = &args.continue_run
+        && let Some(p) = &app.persistence
+        && let Ok(Some(run)) = p.store.get_run(id).await
+    {
+        name = run
+            .provider
+            .filter(|n| app.settings.settings.providers.entries.contains_key(n));
+    }
+    let env = BaseUrlOverrides::from_env();
+    let config = with_model(
+        &app.settings.settings.providers,
+        name.as_deref(),
+        args.model.as_deref(),
+    );
+    let route = config.resolve(name.as_deref(), &env)?;
+    let key = KeyStore::from_env().key_for_route(&route).map(|(k, _)| k);
+    HttpProvider::new(route, key)
+}
+
+pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
+    let prompt_text = match read_prompt(&args) {
+        Ok(p) => p,
+        Err(e) => return fail(Stage::Parameters, &e, 2),
+    };
+    if prompt_text.trim().is_empty() && args.continue_run.is_none() {
+        return fail(
+            Stage::Parameters,
+            "a run needs a prompt (argument or stdin)",
+            2,
+        );
+    }
+    let app = match super::open_app(opts).await {
+        Ok(a) => a,
+        Err(e) => return fail(Stage::Discovery, &e.to_string(), 2),
+    };
+    let provider = match provider_for(&app, &args).await {
+        Ok(p) => p,
+        Err(e) => return fail(stage_of(e.stage()), &e.to_string(), 2),
+    };
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        app.capabilities.set_elicitation_broker(Arc::new(
+            aibuddy_mcp::elicitation_prompt::TerminalElicitation,
+        ));
+    }
+    let app = Arc::new(app);
+    let agent = Agent::new(
+        app.clone(),
+        Arc::new(provider),
+        prompt::broker(args.yes),
+        AgentOptions::default(),
+    );
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\naibuddy: cancelling (Ctrl-C again to exit now)");
+            c2.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let sink = Arc::new(PrintSink { json: args.json });
+    let start = RunStart {
+        prompt: prompt_text,
+        max_steps: args.max_steps,
+        continue_run: args.continue_run.clone(),
+    };
+    let outcome = match agent.run(start, cancel.clone(), sink).await {
+        Ok(o) => o,
+        Err(e) => {
+            let code = if matches!(e.stage(), Stage::Parameters) {
+                2
+            } else {
+                1
+            };
+            return fail(e.stage(), &e.to_string(), code);
+        }
+    };
+    if !args.json {
+        println!();
+        if outcome.status != RunStatus::Completed {
+            eprintln!(
+                "aibuddy: run {} {}{}{}",
+                term::line(&outcome.run_id),
+                outcome.status.as_str(),
+                outcome
+                    .stage
+                    .map(|s| format!(", stage {s}"))
+                    .unwrap_or_default(),
+                outcome
+                    .error
+                    .as_deref()
+                    .map(|m| format!(": {}", term::line(m)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if let Some(p) = &app.persistence {
+        tokio::select! {
+            _ = p.compactor.wait_idle() => {}
+            _ = cancel.cancelled() => {
+                p.compactor.cancel();
+                p.compactor.wait_idle().await;
+            }
+        }
+    }
+    exit_code(outcome.status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aibuddy::events::CallStatus;
+    use serde_json::json;
+
+    #[test]
+    fn model_override_goes_into_the_used_entry() {
+        let c: ProvidersConfig = serde_json::from_value(json!({
+            "default": "anthropic",
+            "anthropic": {"model": "claude-sonnet-4-6"},
+            "local": {"kind": "openai-chat", "base_url": "http://x/v1", "model": "q"}
+        }))
+        .unwrap();
+        let env = BaseUrlOverrides::default();
+        let r = with_model(&c, None, Some("claude-haiku-4-5"))
+            .resolve(None, &env)
+            .unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.model.as_str()),
+            ("anthropic", "claude-haiku-4-5")
+        );
+        let r = with_model(&c, Some("local"), Some("q2"))
+            .resolve(Some("local"), &env)
+            .unwrap();
+        assert_eq!(r.model, "q2");
+        assert_eq!(with_model(&c, None, None), c);
+        let empty = ProvidersConfig::default();
+        let r = with_model(&empty, Some("openai"), Some("gpt-5.4"))
+            .resolve(Some("openai"), &env)
+            .unwrap();
+        assert_eq!(r.model, "gpt-5.4");
+        assert!(
+            with_model(&empty, None, Some("m"))
+                .resolve(None, &env)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_tool_card_escapes_the_tool_and_target() {
+        let c = card(&RunEvent::ToolCall {
+            tool_call_id: "t1".into(),
+            tool: "read\u{1b}[2J".into(),
+            input: json!({"path": "a\rb"}),
+        })
+        .unwrap();
+        assert_eq!(c, "[tool] read\\e[2J a\\rb");
+        let r = card(&RunEvent::ToolResult {
+            tool_call_id: "t1".into(),
+            status: CallStatus::Rejected,
+            stage: Some(Stage::Authorization),
+            model: "x".into(),
+        })
+        .unwrap();
+        assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
+        assert!(card(&RunEvent::TextDelta { text: "x".into() }).is_none());
+    }
+}

@@ -1,0 +1,374 @@
+//! Issue 11, the CLI of agent runs through the real `aibuddy` binary: `aibuddy run` against the
+//! scripted fake provider (which checks the protocol on every request), `aibuddy runs`, `runs
+//! show`, `--continue`, and settings `providers` gated by the project's trust.
+
+mod support;
+
+use std::path::PathBuf;
+
+use aibuddy_provider::ProviderKind;
+use aibuddy_provider::testing::{FakeServer, Turn};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-cli-run-5f1e";
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    data: PathBuf,
+    server: FakeServer,
+}
+
+async fn fx(user_settings: impl Fn(&FakeServer) -> Value) -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let project = base.join("proj");
+    let data = base.join("data");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let server = FakeServer::start().await.unwrap();
+    std::fs::write(
+        data.join("settings.json"),
+        user_settings(&server).to_string(),
+    )
+    .unwrap();
+    Fx {
+        _tmp: tmp,
+        project,
+        data,
+        server,
+    }
+}
+
+/// The user level names the anthropic entry; its base URL comes from `ANTHROPIC_BASE_URL`.
+async fn anthropic_fx() -> Fx {
+    let f = fx(|_| json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}}})).await;
+    f.server.expect_key(KEY);
+    f
+}
+
+/// A local Chat Completions entry whose base URL is in the user-level settings.
+async fn chat_fx() -> Fx {
+    fx(|s| {
+        json!({"providers": {"default": "local", "local": {
+            "kind": "openai-chat", "base_url": s.openai_base(), "model": "qwen3:8b"}}})
+    })
+    .await
+}
+
+impl Fx {
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
+        cmd.args(args)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
+        let out = tokio::process::Command::from(cmd).output().await.unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(!o.contains(KEY) && !e.contains(KEY), "the key was printed");
+        (out.status.code().unwrap_or(-1), o, e)
+    }
+
+    async fn events(&self, args: &[&str]) -> (i32, Vec<Value>, String) {
+        let (code, out, err) = self.run(args).await;
+        let events = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{err}")))
+            .collect();
+        (code, events, err)
+    }
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+fn text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect()
+}
+
+fn finished(events: &[Value]) -> &Value {
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], "run_finished", "{events:?}");
+    last
+}
+
+async fn text_only(f: Fx, kind: ProviderKind) {
+    f.server
+        .push(Turn::text("Hello from the model.").reply(kind));
+    let (code, ev, err) = f.events(&["run", "say hello", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(types(&ev).first(), Some(&"run_started"));
+    assert_eq!(text(&ev), "Hello from the model.");
+    assert_eq!(finished(&ev)["status"], "completed");
+    assert_eq!(finished(&ev)["run_id"], ev[0]["run_id"]);
+    assert_eq!(f.server.requests().len(), 1);
+    f.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_text_only_anthropic() {
+    let f = anthropic_fx().await;
+    text_only(f, ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_text_only_openai_chat() {
+    let f = chat_fx().await;
+    text_only(f, ProviderKind::OpenAiChat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_a_read_file_call_then_runs_lists_and_shows_it() {
+    let f = anthropic_fx().await;
+    std::fs::write(f.project.join("notes.txt"), "the secret word is kiwi\n").unwrap();
+    let k = ProviderKind::Anthropic;
+    f.server.push(
+        Turn::text("Reading it.")
+            .call("toolu_r1", "read_file", json!({"path": "notes.txt"}))
+            .reply(k),
+    );
+    f.server.push(Turn::text("The word is kiwi.").reply(k));
+    let (code, ev, err) = f.events(&["run", "what is the word?", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let t = types(&ev);
+    let call = t.iter().position(|x| *x == "tool_call").expect("tool_call");
+    let result = t
+        .iter()
+        .position(|x| *x == "tool_result")
+        .expect("tool_result");
+    assert!(call < result, "{t:?}");
+    assert_eq!(ev[call]["tool"], "read_file");
+    assert_eq!(ev[result]["status"], "ok");
+    assert!(ev[result]["model"].as_str().unwrap().contains("kiwi"));
+    assert_eq!(finished(&ev)["status"], "completed");
+    let second = &f.server.requests()[1].body.to_string();
+    assert!(second.contains("kiwi"), "the result reaches the model");
+    f.server.assert_clean();
+    let run_id = ev[0]["run_id"].as_str().unwrap().to_string();
+
+    let (code, out, err) = f.run(&["runs", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["run_id"], run_id.as_str());
+    assert_eq!(rows[0]["provider"], "anthropic");
+    assert_eq!(rows[0]["model"], "claude-sonnet-4-6");
+    assert_eq!(rows[0]["status"], "completed");
+    assert_eq!(rows[0]["steps"], 2);
+    assert_eq!(rows[0]["tool_calls"], 1);
+
+    let (code, out, err) = f.run(&["runs", "show", &run_id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("what is the word?"), "{out}");
+    assert!(out.contains("read_file"), "{out}");
+    assert!(out.contains("The word is kiwi."), "{out}");
+    let (code, out, _) = f.run(&["runs", "show", &run_id, "--json"]).await;
+    assert_eq!(code, 0);
+    let conv: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(conv["run"]["run_id"], run_id.as_str());
+    assert!(conv["messages"].as_array().unwrap().len() >= 4);
+
+    // --continue appends to the same run with a valid protocol.
+    f.server.push(Turn::text("Still kiwi.").reply(k));
+    let (code, ev, err) = f
+        .events(&["run", "--continue", &run_id, "and again?", "--json"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ev[0]["run_id"], run_id.as_str());
+    assert_eq!(text(&ev), "Still kiwi.");
+    let third = &f.server.requests()[2].body.to_string();
+    assert!(
+        third.contains("and again?") && third.contains("kiwi"),
+        "{third}"
+    );
+    f.server.assert_clean();
+}
+
+async fn write_run(f: &Fx, id: &str, extra: &[&str]) -> (i32, Vec<Value>) {
+    let k = ProviderKind::Anthropic;
+    f.server.push(
+        Turn::text("Writing.")
+            .call(
+                id,
+                "write_file",
+                json!({"path": "out.txt", "content": "written"}),
+            )
+            .reply(k),
+    );
+    f.server.push(Turn::text("Done.").reply(k));
+    let mut args = vec!["run", "write out.txt", "--json"];
+    args.extend_from_slice(extra);
+    let (code, ev, err) = f.events(&args).await;
+    assert_eq!(code, 0, "{err}");
+    f.server.assert_clean();
+    (code, ev)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yes_approves_a_write_and_no_terminal_rejects_it() {
+    let f = anthropic_fx().await;
+    let (_, ev) = write_run(&f, "toolu_w1", &[]).await;
+    let r = ev.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(r["status"], "rejected", "{ev:?}");
+    assert!(
+        !f.project.join("out.txt").exists(),
+        "rejected: nothing written"
+    );
+
+    // A fresh fake provider: it checks replays against everything it served.
+    let f = anthropic_fx().await;
+    let (_, ev) = write_run(&f, "toolu_w2", &["--yes"]).await;
+    let r = ev.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(r["status"], "ok", "{ev:?}");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("out.txt")).unwrap(),
+        "written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn human_output_streams_text_and_a_card() {
+    let f = anthropic_fx().await;
+    std::fs::write(f.project.join("a.txt"), "x").unwrap();
+    let k = ProviderKind::Anthropic;
+    f.server.push(
+        Turn::text("Look\u{1b}[2J here.")
+            .call("toolu_h1", "read_file", json!({"path": "a.txt"}))
+            .reply(k),
+    );
+    f.server.push(Turn::text("Done.").reply(k));
+    let (code, out, err) = f.run(&["run", "look"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Look\\e[2J here."), "escaped text: {out}");
+    assert!(!out.contains('\u{1b}') && !err.contains('\u{1b}'));
+    assert!(err.contains("[tool] read_file a.txt"), "{err}");
+    assert!(err.contains("[tool] toolu_h1 ok"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_provider_or_a_missing_prompt_is_a_usage_error() {
+    let f = anthropic_fx().await;
+    let (code, out, err) = f.run(&["run", "hi", "--provider", "nope"]).await;
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("nope") && err.contains("stage Parameters"),
+        "{err}"
+    );
+    let (code, _, err) = f.run(&["run"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(f.server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_names_the_authorization_stage() {
+    let f = anthropic_fx().await;
+    let mut cmd = support::aibuddy_cmd(&f.project, &f.data);
+    cmd.args(["run", "hi"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("ANTHROPIC_BASE_URL", f.server.anthropic_base());
+    let out = tokio::process::Command::from(cmd).output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("stage Authorization"),
+        "{err}"
+    );
+    assert!(f.server.requests().is_empty());
+}
+
+/// A project's own `providers` entry could point a keyed provider at its URL: ignored until the
+/// project is trusted, with the problem shown by `tools check`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_projects_provider_entry_is_ignored() {
+    let f = anthropic_fx().await;
+    let evil = FakeServer::start().await.unwrap();
+    std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"providers": {"default": "evil", "evil": {
+            "kind": "openai-chat", "base_url": evil.openai_base(), "model": "m"}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (_, out, _) = f.run(&["tools", "check", "--json"]).await;
+    assert!(
+        out.contains("providers.evil") && out.contains("not trusted"),
+        "{out}"
+    );
+    f.server
+        .push(Turn::text("From the person's provider.").reply(ProviderKind::Anthropic));
+    let (code, ev, err) = f.events(&["run", "hi", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ev[0]["provider"], "anthropic");
+    assert!(
+        evil.requests().is_empty(),
+        "the project's URL got a request"
+    );
+    f.server.assert_clean();
+}
+
+/// Ctrl-C (SIGINT) while the model's stream stalls ends the run `cancelled` with exit 130, the
+/// partial text kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_stalled_run_with_exit_130() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let f = anthropic_fx().await;
+    f.server.push(
+        Turn::text("Partial answer")
+            .stalling()
+            .reply(ProviderKind::Anthropic),
+    );
+    let mut cmd = support::aibuddy_cmd(&f.project, &f.data);
+    cmd.args(["run", "hi", "--json"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", f.server.anthropic_base())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap().to_string();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<Value> = Vec::new();
+    // Wait (generously) for the first text delta: the stream is then stalled mid-step.
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&l).unwrap();
+            let delta = v["type"] == "text_delta";
+            events.push(v);
+            if delta {
+                return;
+            }
+        }
+    });
+    wait.await.expect("a text delta within 60 s");
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    while let Some(l) = lines.next_line().await.unwrap() {
+        events.push(serde_json::from_str(&l).unwrap());
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+        .await
+        .expect("aibuddy exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{events:?}");
+    assert_eq!(finished(&events)["status"], "cancelled");
+    let run_id = events[0]["run_id"].as_str().unwrap().to_string();
+    let (_, out, _) = f.run(&["runs", "--json"]).await;
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["run_id"], run_id.as_str());
+    assert_eq!(rows[0]["status"], "cancelled");
+}
