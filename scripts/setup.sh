@@ -9,7 +9,7 @@ APT_PACKAGES=(
   libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libsoup-3.0-dev
   libjavascriptcoregtk-4.1-dev build-essential pkg-config libssl-dev xvfb webkit2gtk-driver file
   ripgrep fd-find imagemagick xauth chromium
-  bubblewrap perl
+  bubblewrap perl time
 )
 
 sudo_cmd=()

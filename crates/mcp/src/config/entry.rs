@@ -306,9 +306,10 @@ fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<bool, ConfigError
             "type",
             "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint",
         )),
-        (Some(other), _, _) => Err(ctx.field_err(
+        // The value is not quoted: a problem message never repeats what a config holds.
+        (Some(_), _, _) => Err(ctx.field_err(
             "type",
-            format!("unknown transport \"{other}\" (expected \"stdio\" or \"http\")"),
+            "unknown transport (expected \"stdio\" or \"http\")",
         )),
         (None, Some(_), Some(_)) => Err(ctx.field_err(
             "url",
