@@ -307,10 +307,9 @@ fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<bool, ConfigError
             "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint",
         )),
         // The value is not quoted: a problem message never repeats what a config holds.
-        (Some(_), _, _) => Err(ctx.field_err(
-            "type",
-            "unknown transport (expected \"stdio\" or \"http\")",
-        )),
+        (Some(_), _, _) => {
+            Err(ctx.field_err("type", "unknown transport (expected \"stdio\" or \"http\")"))
+        }
         (None, Some(_), Some(_)) => Err(ctx.field_err(
             "url",
             "give either \"command\" (stdio) or \"url\" (http), not both",
