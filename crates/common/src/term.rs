@@ -43,7 +43,15 @@ fn escape_with(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
             '\r' => out.write_str("\\r"),
             '\t' => out.write_str("\\t"),
             '\u{1b}' => out.write_str("\\e"),
-            c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
+            c if (c as u32) < 0x100 => {
+                // Binary output is mostly escapes: two hex digits pushed without fmt machinery.
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let v = c as usize;
+                out.push_str("\\x");
+                out.push(char::from(HEX[v >> 4]));
+                out.push(char::from(HEX[v & 0xf]));
+                Ok(())
+            }
             c => write!(out, "\\u{{{:04x}}}", c as u32),
         };
     }
