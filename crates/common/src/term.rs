@@ -25,18 +25,38 @@ pub fn is_unsafe(c: char) -> bool {
         )
 }
 
+/// Whether the byte `b` starts or continues a character that may need escaping: ASCII controls
+/// and DEL, and every non-ASCII byte (decided per character). Printable ASCII never does.
+fn needs_look(b: u8) -> bool {
+    !(0x20..0x7f).contains(&b)
+}
+
 fn escape_with(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     use std::fmt::Write as _;
-    let Some((first, _)) = s.char_indices().find(|&(_, c)| is_unsafe(c) && !keep(c)) else {
+    let unsafe_here = |c: char| is_unsafe(c) && !keep(c);
+    let Some((first, _)) = s.char_indices().find(|&(_, c)| unsafe_here(c)) else {
         return Cow::Borrowed(s);
     };
     let mut out = String::with_capacity(s.len() + 16);
-    out.push_str(&s[..first]);
-    for c in s[first..].chars() {
-        if !is_unsafe(c) || keep(c) {
-            out.push(c);
+    // Safe text is copied in runs (one slice copy per run, not one push per character); only
+    // characters that may be unsafe are decoded and looked at.
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    let mut i = first;
+    while i < bytes.len() {
+        if !needs_look(bytes[i]) {
+            i += 1;
             continue;
         }
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        let len = c.len_utf8();
+        if !unsafe_here(c) {
+            i += len;
+            continue;
+        }
+        out.push_str(&s[run..i]);
         // Writing into a String cannot fail; no allocation per escaped character.
         let _ = match c {
             '\n' => out.write_str("\\n"),
@@ -54,7 +74,10 @@ fn escape_with(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
             }
             c => write!(out, "\\u{{{:04x}}}", c as u32),
         };
+        i += len;
+        run = i;
     }
+    out.push_str(&s[run..]);
     Cow::Owned(out)
 }
 
