@@ -153,16 +153,6 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             );
         }
     }
-    // The result is already delivered; let background precompaction finish before exiting.
-    // Ctrl-C stops it (the original projection stays).
-    if let Some(p) = &app.persistence {
-        tokio::select! {
-            _ = p.compactor.wait_idle() => {}
-            _ = stop.cancelled() => {
-                p.compactor.cancel();
-                p.compactor.wait_idle().await;
-            }
-        }
-    }
+    super::settle_precompaction(&app, &stop).await;
     exit_code(outcome.status)
 }

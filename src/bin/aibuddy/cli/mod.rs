@@ -93,6 +93,20 @@ pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
 
 /// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
 /// DEL and bidi overrides it leaves raw become `\uXXXX` escapes too (same JSON value).
+/// The result is already delivered; lets background precompaction finish before the process
+/// exits. Ctrl-C (`stop`) cancels it, and the original projection stays.
+pub(crate) async fn settle_precompaction(app: &App, stop: &tokio_util::sync::CancellationToken) {
+    if let Some(p) = &app.persistence {
+        tokio::select! {
+            _ = p.compactor.wait_idle() => {}
+            _ = stop.cancelled() => {
+                p.compactor.cancel();
+                p.compactor.wait_idle().await;
+            }
+        }
+    }
+}
+
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     match serde_json::to_string_pretty(value) {
         Ok(s) => {

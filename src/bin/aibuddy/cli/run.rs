@@ -301,15 +301,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
             );
         }
     }
-    if let Some(p) = &app.persistence {
-        tokio::select! {
-            _ = p.compactor.wait_idle() => {}
-            _ = cancel.cancelled() => {
-                p.compactor.cancel();
-                p.compactor.wait_idle().await;
-            }
-        }
-    }
+    super::settle_precompaction(&app, &cancel).await;
     exit_code(outcome.status)
 }
 
