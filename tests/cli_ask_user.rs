@@ -251,3 +251,49 @@ async fn json_without_a_terminal_gives_the_model_a_clear_error() {
     assert!(reqs[1].raw_body.contains("no person is available"));
     f.server.assert_clean();
 }
+
+/// Ctrl-C (SIGINT) while the question waits at the terminal: the question is withdrawn, the run
+/// ends `cancelled` with exit code 130, and the process does not wait for the abandoned read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_the_question_waits_at_the_terminal() {
+    let f = fx().await;
+    f.push_question("Which color?");
+    let (code, stdout, terminal) = tokio::task::block_in_place(|| {
+        let (master, slave) = pty();
+        let seen = collect(master);
+        let mut child = f
+            .cmd(&["run", "paint the door", "--json"])
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&seen, "(empty line declines): ", &mut child);
+        // SAFETY: signalling our own child by pid.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "aibuddy still runs 30 s after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let terminal = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            terminal,
+        )
+    });
+    assert_eq!(code, 130, "stdout: {stdout}\nterminal: {terminal}");
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["status"], "cancelled");
+    assert_eq!(f.server.requests().len(), 1, "no step after the stop");
+    f.server.assert_clean();
+}

@@ -228,16 +228,27 @@ impl HumanBroker for TerminalHuman {
             _ = cancel.cancelled() => return HumanAnswer::Cancelled,
         };
         let question = question.clone();
-        let asked = tokio::task::spawn_blocking(move || {
-            let stdin = std::io::stdin();
-            let mut input = stdin.lock();
-            let mut output = std::io::stderr();
-            match &question {
-                HumanQuestion::Ask(q) => ask_question(q, &mut input, &mut output),
-                HumanQuestion::Elicit(e) => run_form(e, &mut input, &mut output),
-            }
-        });
-        // A stop ends the wait at once; the blocked read is abandoned with the run.
+        let (tx, asked) = tokio::sync::oneshot::channel();
+        // A plain thread, not `spawn_blocking`: a read abandoned by a stop must not hold the
+        // runtime's shutdown (and the process's exit) until the person presses Enter.
+        let reader = std::thread::Builder::new()
+            .name("aibuddy-ask".into())
+            .spawn(move || {
+                let stdin = std::io::stdin();
+                let mut input = stdin.lock();
+                let mut output = std::io::stderr();
+                let answer = match &question {
+                    HumanQuestion::Ask(q) => ask_question(q, &mut input, &mut output),
+                    HumanQuestion::Elicit(e) => run_form(e, &mut input, &mut output),
+                };
+                let _ = tx.send(answer);
+            });
+        if let Err(e) = reader {
+            tracing::warn!("cannot start the terminal prompt: {e}");
+            return HumanAnswer::Unavailable {
+                reason: format!("the terminal prompt could not start: {e}"),
+            };
+        }
         tokio::select! {
             a = asked => a.unwrap_or(HumanAnswer::Cancelled),
             _ = cancel.cancelled() => HumanAnswer::Cancelled,

@@ -56,10 +56,17 @@ struct PrintSink {
 pub fn card(event: &RunEvent) -> Option<String> {
     match event {
         RunEvent::ToolCall { tool, input, .. } => {
-            let target = ["path", "command", "file_path", "query", "pattern"]
-                .iter()
-                .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
-                .unwrap_or("");
+            let target = [
+                "path",
+                "command",
+                "file_path",
+                "query",
+                "pattern",
+                "question",
+            ]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
+            .unwrap_or("");
             let target: String = target.chars().take(120).collect();
             Some(format!(
                 "[tool] {} {}",
