@@ -4,7 +4,8 @@
 //! Schema (every field optional; defaults shown):
 //! ```json
 //! {
-//!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill"],
+//!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill",
+//!                            "ask_user_question"],
 //!                "disabled": [] },
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
@@ -54,6 +55,7 @@ pub const DEFAULT_TOOL_KEYS: &[&str] = &[
     "view_tool_call",
     "tool_search",
     "view_skill",
+    "ask_user_question",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

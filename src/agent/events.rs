@@ -48,6 +48,24 @@ pub enum RunEvent {
         tool_call_id: String,
         request: ConfirmRequest,
     },
+    /// The model asks the person (`ask_user_question`); the host's `HumanBroker` answers it (the
+    /// desktop with `answer_ask_user` and this `tool_call_id`). Strings are the model's.
+    AskUser {
+        tool_call_id: String,
+        question: String,
+        options: Vec<String>,
+        multi_select: bool,
+        /// Free text is accepted besides (or instead of) the options.
+        allow_other: bool,
+    },
+    /// An MCP server asks the person to fill a form (elicitation) during the run; answered by id
+    /// through the same broker. Strings and schema are the server's.
+    Elicitation {
+        elicitation_id: String,
+        server: String,
+        message: String,
+        schema: Value,
+    },
     /// A long call is alive (re-arms the idle watchdog).
     Heartbeat { tool_call_id: String },
     /// A step failed or stalled and is retried after `delay_ms`.
