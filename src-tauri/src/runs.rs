@@ -22,7 +22,7 @@ use crate::state::ShellState;
 /// The Tauri event every run event goes out on.
 pub const RUN_EVENT: &str = "run-event";
 
-/// One run event as the window receives it on [`RUN_EVENT`].
+/// One run event as the window receives it on the `run-event` Tauri event ([`RUN_EVENT`]).
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[ts(export)]
 pub struct RunEventEnvelope {
