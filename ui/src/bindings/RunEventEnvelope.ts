@@ -2,6 +2,6 @@
 import type { RunEvent } from "./RunEvent";
 
 /**
- * One run event as the window receives it on [`RUN_EVENT`].
+ * One run event as the window receives it on the `run-event` Tauri event ([`RUN_EVENT`]).
  */
 export type RunEventEnvelope = { run_id: string, event: RunEvent, };
