@@ -157,15 +157,19 @@ fn send_started(started: &Started, result: Result<String, CommandError>) {
     }
 }
 
-/// Forwards a run's events and reports its id as soon as the run is recorded (`run_started`).
+/// Forwards a run's events and reports its id as soon as the run is recorded (`run_started`):
+/// the slot knows the id before the window sees it, so a `stop_run` right after finds the run.
 struct StartSink {
     inner: Arc<dyn RunEventSink>,
     started: Started,
+    runs: Arc<Runs>,
+    generation: u64,
 }
 
 impl RunEventSink for StartSink {
     fn emit(&self, event: RunEvent) {
         if let RunEvent::RunStarted { run_id, .. } = &event {
+            self.runs.set_id(self.generation, run_id);
             send_started(&self.started, Ok(run_id.clone()));
         }
         self.inner.emit(event);
@@ -193,6 +197,8 @@ pub async fn start(
     let sink = Arc::new(StartSink {
         inner: events,
         started: started.clone(),
+        runs: state.runs.clone(),
+        generation,
     });
     let runs = state.runs.clone();
     tauri::async_runtime::spawn(async move {
@@ -215,11 +221,7 @@ pub async fn start(
         runs.release(generation);
     });
     match rx.await {
-        Ok(Ok(run_id)) => {
-            state.runs.set_id(generation, &run_id);
-            Ok(run_id)
-        }
-        Ok(Err(e)) => Err(e),
+        Ok(result) => result,
         Err(_) => Err(CommandError::new(
             ErrorCode::Internal,
             "the run task ended before the run was recorded",
@@ -270,5 +272,34 @@ impl<R: Runtime> RunEventSink for WindowSink<R> {
             // The window went away; the run goes on and is recorded.
             tracing::debug!(%error, "could not forward a run event to the window");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_run_at_a_time_and_stop_by_its_id() {
+        let runs = Runs::default();
+        let (first, token) = runs.claim().unwrap();
+        let busy = runs.claim().unwrap_err();
+        assert_eq!(busy.code, ErrorCode::Busy);
+        assert!(busy.message.contains("(starting)"), "{}", busy.message);
+        runs.set_id(first, "run_a");
+        assert_eq!(runs.current().as_deref(), Some("run_a"));
+        assert!(!runs.cancel("run_b"));
+        assert!(!token.is_cancelled());
+        assert!(runs.cancel("run_a"));
+        assert!(token.is_cancelled());
+        // A stale generation neither names nor releases the slot.
+        runs.set_id(first + 1, "run_x");
+        runs.release(first + 1);
+        assert!(runs.busy());
+        runs.release(first);
+        assert!(!runs.busy() && runs.wait_idle(Duration::ZERO));
+        let (second, _) = runs.claim().unwrap();
+        assert!(second > first);
+        assert!(runs.cancel_all());
     }
 }
