@@ -91,11 +91,12 @@ fn search_model(events: &[RunEvent], id: &str) -> String {
 async fn late_server_found_and_called(kind: ProviderKind) {
     let opened = Instant::now();
     let h = late_harness(kind, "6", None).await;
-    h.push(Turn::text("Searching.").call(
-        "call_s1",
-        "tool_search",
-        json!({"query": "select:mcp__slow__echo"}),
-    ));
+    let search = json!({"query": "select:mcp__slow__echo"});
+    h.push(if kind == ProviderKind::OpenAiResponses {
+        Turn::default().search_call("call_s1", search)
+    } else {
+        Turn::text("Searching.").call("call_s1", "tool_search", search)
+    });
     h.push(Turn::text("Echoing.").call(
         "call_e1",
         "mcp__slow__echo",
@@ -123,7 +124,12 @@ async fn late_server_found_and_called(kind: ProviderKind) {
         first.iter().all(|(n, _)| !n.starts_with("mcp__slow__")),
         "{first:?}"
     );
-    assert!(first.iter().any(|(n, _)| n == "tool_search"), "{first:?}");
+    let ours = reqs[0].body["tools"].as_array().unwrap().iter().any(|t| {
+        t["name"] == "tool_search"
+            || t["type"] == "tool_search"
+            || t["function"]["name"] == "tool_search"
+    });
+    assert!(ours, "{first:?}");
     assert!(
         opened.elapsed() < Duration::from_secs(60),
         "generous bound only: the run did not hang"
@@ -147,7 +153,12 @@ async fn late_server_found_and_called(kind: ProviderKind) {
             second.iter().any(|(n, d)| n == "mcp__slow__echo" && *d),
             "{second:?}"
         );
-        assert!(reqs[1].raw_body.contains("tool_reference"));
+        let refs = if kind == ProviderKind::Anthropic {
+            "tool_reference"
+        } else {
+            "tool_search_output"
+        };
+        assert!(reqs[1].raw_body.contains(refs), "{}", reqs[1].raw_body);
     }
     // Called in the same run.
     let echoed = search_model(&events, "call_e1");
@@ -158,6 +169,11 @@ async fn late_server_found_and_called(kind: ProviderKind) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_server_found_and_called_native_anthropic() {
     late_server_found_and_called(ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_server_found_and_called_native_responses() {
+    late_server_found_and_called(ProviderKind::OpenAiResponses).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
