@@ -50,15 +50,16 @@ pub async fn cancel_call(
     Ok(state.calls.cancel(&call_id))
 }
 
-/// Answers the confirmation a call is waiting for. The approval is bound to that call's digest,
-/// which the shell looks up itself. False when nothing is pending for `call_id`.
+/// Answers the confirmation a call or a run's call is waiting for (one broker for both). The
+/// approval is bound to that call's digest, which the shell looks up itself. False when nothing is
+/// pending for `call_id`.
 #[tauri::command]
 pub async fn answer_confirm(
     state: State<'_, ShellState>,
     call_id: String,
     approve: bool,
 ) -> Result<bool, CommandError> {
-    Ok(state.calls.answer(&call_id, approve))
+    Ok(crate::calls::answer_confirm(&state, &call_id, approve).await)
 }
 
 /// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text

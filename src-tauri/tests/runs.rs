@@ -288,8 +288,11 @@ fn stop_run_mid_tool_cancels_it_and_leaves_no_child() {
         json!(false)
     );
 
+    let asked = Instant::now();
     let stopped = invoke(&f.window, "stop_run", json!({ "runId": run_id })).unwrap();
     assert_eq!(stopped, json!(true));
+    // Reported, not asserted (shared machine): the target is under 200 ms.
+    eprintln!("stop_run returned after {:?}", asked.elapsed());
     // stop_run returns once the run has ended and been recorded.
     let state = f.app.state::<ShellState>();
     assert!(!state.runs.busy());
