@@ -322,16 +322,19 @@ fn a_write_inside_a_run_waits_for_answer_confirm() {
     let started = invoke(&f.window, "start_run", json!({ "prompt": "write it" })).unwrap();
     let run_id = started["run_id"].as_str().unwrap().to_string();
     let request = f.wait_event(&run_id, "confirm_request");
-    // The same pending broker as calls from the UI: the request is listed there too.
+    // The same pending broker as calls from the UI: the request is listed there too (it is
+    // registered just after the event, once recorded).
     let state = f.app.state::<ShellState>();
-    assert!(
-        state
-            .calls
-            .pending_confirms()
-            .iter()
-            .any(|r| json!(r.call_id) == request["request"]["call_id"]),
-        "{request}"
-    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !state
+        .calls
+        .pending_confirms()
+        .iter()
+        .any(|r| json!(r.call_id) == request["request"]["call_id"])
+    {
+        assert!(Instant::now() < deadline, "never pending: {request}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(!f.root.join("out.txt").exists(), "written before approval");
     f.approve(&run_id, "call_w1");
     let finished = f.wait_event(&run_id, "run_finished");
