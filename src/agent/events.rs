@@ -8,13 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
+use ts_rs::TS;
 
 use crate::confirm::ConfirmRequest;
 use crate::contract::Stage;
 use crate::events::{CallStatus, OutputStream};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[ts(export)]
 pub enum RunEvent {
     RunStarted {
         run_id: String,
@@ -29,6 +31,7 @@ pub enum RunEvent {
     ToolCall {
         tool_call_id: String,
         tool: String,
+        #[ts(type = "unknown")]
         input: Value,
     },
     /// Live output of a running call (client only).
