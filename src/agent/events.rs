@@ -67,6 +67,7 @@ pub enum RunEvent {
         elicitation_id: String,
         server: String,
         message: String,
+        #[ts(type = "unknown")]
         schema: Value,
     },
     /// A long call is alive (re-arms the idle watchdog).

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ask, prompt};
 use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
 use aibuddy::app::{App, AppOptions};
+use aibuddy::plane::PlaneOptions;
 use aibuddy::contract::Stage;
 use aibuddy_provider::{
     BaseUrlOverrides, HttpProvider, KeyStore, ProviderEntry, ProviderError, ProvidersConfig,
@@ -241,7 +242,8 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
             2,
         );
     }
-    let app = match super::open_app(opts).await {
+    // A run never waits for MCP servers still connecting: `tool_search` waits for them instead.
+    let app = match App::open_with(opts, PlaneOptions::for_runs()).await {
         Ok(a) => a,
         Err(e) => return fail(Stage::Discovery, &e.to_string(), 2),
     };
