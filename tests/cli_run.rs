@@ -251,7 +251,7 @@ async fn human_output_streams_text_and_a_card() {
     assert!(out.contains("Look\\e[2J here."), "escaped text: {out}");
     assert!(!out.contains('\u{1b}') && !err.contains('\u{1b}'));
     assert!(err.contains("[tool] read_file a.txt"), "{err}");
-    assert!(err.contains("[tool] toolu_h1 ok"), "{err}");
+    assert!(err.contains(":toolu_h1 ok"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
