@@ -372,3 +372,56 @@ async fn ctrl_c_cancels_a_stalled_run_with_exit_130() {
     assert_eq!(rows[0]["run_id"], run_id.as_str());
     assert_eq!(rows[0]["status"], "cancelled");
 }
+
+/// `runs show RUN_ID --next-request` prints the exact body the next step sends: a run stopped by
+/// `--max-steps 1` after a tool call is shown, then continued, and the body the fake server
+/// receives for that step equals the printed one (as JSON values). Keys never appear.
+async fn next_request_is_what_is_sent(f: Fx, kind: ProviderKind) {
+    std::fs::write(f.project.join("notes.txt"), "the word is fig\n").unwrap();
+    f.server.push(
+        Turn::text("Reading.")
+            .call("call_n1", "read_file", json!({"path": "notes.txt"}))
+            .reply(kind),
+    );
+    let (code, ev, err) = f
+        .events(&["run", "what is the word?", "--max-steps", "1", "--json"])
+        .await;
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(finished(&ev)["status"], "max_steps");
+    let run_id = ev[0]["run_id"].as_str().unwrap().to_string();
+
+    let (code, out, err) = f.run(&["runs", "show", &run_id, "--next-request"]).await;
+    assert_eq!(code, 0, "{err}");
+    let printed: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        out.contains("the word is fig"),
+        "the stored result is in it: {out}"
+    );
+    assert!(!out.to_lowercase().contains("authorization") && !out.contains("x-api-key"));
+
+    f.server.push(Turn::text("The word is fig.").reply(kind));
+    let (code, ev, err) = f.events(&["run", "--continue", &run_id, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finished(&ev)["status"], "completed");
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(printed, reqs[1].body, "printed vs sent");
+    f.server.assert_clean();
+
+    let (code, _, err) = f
+        .run(&["runs", "show", "no-such-run", "--next-request"])
+        .await;
+    assert_eq!(code, 2, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_show_next_request_is_what_is_sent_anthropic() {
+    let f = anthropic_fx().await;
+    next_request_is_what_is_sent(f, ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_show_next_request_is_what_is_sent_openai_chat() {
+    let f = chat_fx().await;
+    next_request_is_what_is_sent(f, ProviderKind::OpenAiChat).await;
+}
