@@ -217,3 +217,64 @@ async fn stop_during_summarization_anthropic() {
 async fn stop_during_summarization_chat() {
     stop_during_summarization(ProviderKind::OpenAiChat).await;
 }
+
+/// The precompaction `Summarizer` backed by the provider: one tool-less request with the summary
+/// model, the summary returned when smaller, refused when not (the original then stays), and a
+/// stalled summary stopped promptly by its token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_summarizer_summarizes_only_smaller_and_stops() {
+    use aibuddy::agent::summarize::ProviderSummarizer;
+    use aibuddy::results::{Summarizer, SummaryRequest};
+    use aibuddy_provider::{ApiKey, HttpProvider};
+
+    let h = harness(ProviderKind::Anthropic, None).await;
+    let provider = Arc::new(HttpProvider::new(h.route(), ApiKey::new(KEY)).unwrap());
+    let s = ProviderSummarizer::new(
+        provider,
+        Some("claude-haiku-4-5".into()),
+        Duration::from_secs(60),
+    );
+    let input = json!({"command": "cargo test"});
+    let big = "test result line\n".repeat(2000);
+    let req = |text: &'static str| SummaryRequest {
+        tool: "execute",
+        input: &input,
+        text,
+        max_tokens: 1000,
+    };
+    let big: &'static str = Box::leak(big.into_boxed_str());
+
+    h.push(Turn::text("SHORT: 2000 passing tests."));
+    let out = s
+        .summarize(&req(big), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out, "SHORT: 2000 passing tests.");
+    let sent = &h.server.requests()[0];
+    assert_eq!(sent.body["model"], "claude-haiku-4-5");
+    assert_eq!(sent.body["max_tokens"], 1000);
+    assert!(sent.body["tools"].as_array().is_none_or(|t| t.is_empty()));
+    assert!(sent.raw_body.contains("shorten the output") && sent.raw_body.contains("cargo test"));
+
+    h.push(Turn::text(
+        "a summary longer than the tiny output it summarizes",
+    ));
+    let err = s
+        .summarize(&req("tiny"), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(err.0.contains("not smaller"), "{err}");
+
+    h.push(Turn::text("never finished").stalling());
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c2.cancel();
+    });
+    let stopped = tokio::time::timeout(Duration::from_secs(20), s.summarize(&req(big), &cancel))
+        .await
+        .expect("a stopped summary returns promptly");
+    assert!(stopped.unwrap_err().0.contains("stopped"));
+    h.server.assert_clean();
+}

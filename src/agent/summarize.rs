@@ -231,6 +231,42 @@ impl Summarizer for ProviderSummarizer {
     }
 }
 
+/// The `call` path: backs the app's precompaction `summarize` strategy with the provider settings
+/// name (`providers.default`, or the only entry) when it resolves and has its key (or needs none).
+/// Returns whether a summarizer was installed; otherwise `summarize` keeps trimming, as before.
+pub fn install_configured_summarizer(
+    app: &crate::app::App,
+    env: &aibuddy_provider::BaseUrlOverrides,
+    keys: &aibuddy_provider::KeyStore,
+) -> bool {
+    let settings = &app.settings.settings;
+    let Some(persistence) = &app.persistence else {
+        return false;
+    };
+    if settings.providers.entries.is_empty() {
+        return false;
+    }
+    let Ok(route) = settings.providers.resolve(None, env) else {
+        return false;
+    };
+    let key = keys.key_for_route(&route).map(|(k, _)| k);
+    let provider = match aibuddy_provider::HttpProvider::new(route, key) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            tracing::debug!("no provider-backed summarizer for calls: {e}");
+            return false;
+        }
+    };
+    persistence
+        .compactor
+        .set_summarizer(Arc::new(ProviderSummarizer::new(
+            provider,
+            settings.agent.summary_model.clone(),
+            super::DEFAULT_IDLE_TIMEOUT,
+        )));
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
