@@ -152,9 +152,12 @@ async fn parallel_read_only(kind: ProviderKind) {
             _ => None,
         })
         .collect();
+    // Stored (and reported) under run-scoped ids.
+    let scoped = |id: &str| format!("{}:{id}", out.run_id);
+    let (p1, p2) = (scoped("call_p1"), scoped("call_p2"));
     assert_eq!(
         results,
-        vec![("call_p1", CallStatus::Ok), ("call_p2", CallStatus::Ok)]
+        vec![(p1.as_str(), CallStatus::Ok), (p2.as_str(), CallStatus::Ok)]
     );
     let body = &h.server.requests()[1].raw_body;
     assert!(body.contains("alpha-content") && body.contains("beta-content"));

@@ -4,13 +4,20 @@
 //! Agent::run(RunStart)
 //!   -> store: create the run (or resume it: dangling calls answered as interrupted) + user text
 //!   -> each step: rebuild the request from storage (context), present the tools (tools),
+//!      compact when it would pass `agent.compaction_threshold` of the context window
+//!      (compaction: pure cut and estimate; compact_step: summary through the provider
+//!      (summarize), stored in `summaries`, `compaction` event, request rebuilt),
 //!      stream it under the idle watchdog with retries (watchdog), store the assistant message
 //!      exactly as received, execute its tool calls through `Runner::call` (calls), store results
 //!   -> until no tool calls, max_steps, an error, or stop; finish the run in the store
 //! ```
 //!
 //! Everything the model sees is rebuilt from SQLite each step, so a resumed run (`continue_run`)
-//! and a live one send the same requests.
+//! and a live one send the same requests, and `Agent::next_request_body` (`aibuddy runs show
+//! RUN_ID --next-request`) prints exactly what the next step sends. Calls are stored under
+//! run-scoped ids (`<run_id>:<provider id>`, store schema 5); the model always gets its own ids
+//! back. A continued run keeps its stored provider and model unless flags say otherwise
+//! (`stored_route`).
 
 mod calls;
 mod compact_step;
