@@ -9,7 +9,9 @@ use aibuddy_store::{ContextItem, Conversation, NewSummary, Store, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
-use super::compaction::{LastUsage, TurnView, cut_point, estimate_next_tokens, should_compact};
+use super::compaction::{
+    LastUsage, TurnView, cut_point, estimate_next_tokens, prompt_tokens, should_compact,
+};
 use super::events::{RunEvent, RunEventSink};
 use super::summarize::{
     CONVERSATION_INSTRUCTION, SUMMARY_MAX_TOKENS, SummaryError, complete_text, summary_request,
@@ -44,9 +46,12 @@ fn last_usage(conv: &Conversation) -> Option<LastUsage> {
         return None;
     }
     Some(LastUsage {
-        input_tokens: u64_of(u.input_tokens)
-            .saturating_add(u64_of(u.cache_read_tokens))
-            .saturating_add(u64_of(u.cache_write_tokens)),
+        input_tokens: prompt_tokens(
+            last.provider_kind.as_deref(),
+            u64_of(u.input_tokens),
+            u64_of(u.cache_read_tokens),
+            u64_of(u.cache_write_tokens),
+        ),
         output_tokens: u64_of(u.output_tokens),
     })
 }
@@ -92,12 +97,17 @@ impl Agent {
                 return Compacted::No;
             }
         };
-        let body_bytes = self
-            .provider
-            .request_body(req)
-            .map(|b| b.to_string().len() as u64)
-            .unwrap_or(0);
-        let estimated = estimate_next_tokens(last_usage(&conv), appended_bytes(req), body_bytes);
+        let last = last_usage(&conv);
+        // The whole body is measured only when no usage can be trusted (it costs a serialization).
+        let body_bytes = match last {
+            Some(_) => 0,
+            None => self
+                .provider
+                .request_body(req)
+                .map(|b| b.to_string().len() as u64)
+                .unwrap_or(0),
+        };
+        let estimated = estimate_next_tokens(last, appended_bytes(req), body_bytes);
         let window = self.context_window();
         if !should_compact(estimated, window, opts.threshold) {
             return Compacted::No;

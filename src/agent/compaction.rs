@@ -27,6 +27,21 @@ pub struct LastUsage {
     pub output_tokens: u64,
 }
 
+/// The prompt size a stored usage reports. Anthropic counts cache reads and writes apart from
+/// `input_tokens`; the OpenAI formats include cached tokens in `input_tokens` (its
+/// `cached_tokens` is a part of it, not an addition).
+pub fn prompt_tokens(
+    provider_kind: Option<&str>,
+    input: u64,
+    cache_read: u64,
+    cache_write: u64,
+) -> u64 {
+    match provider_kind {
+        Some("anthropic") => input.saturating_add(cache_read).saturating_add(cache_write),
+        _ => input,
+    }
+}
+
 /// Estimated tokens of the next request.
 ///
 /// With the provider's usage of the last request (`last`): its input plus its output (the

@@ -166,3 +166,11 @@ fn estimate_uses_reported_usage_plus_appended_bytes() {
     assert!(!should_compact(999, 1000, f64::NAN));
     assert!(should_compact(1001, 1000, 7.0));
 }
+
+#[test]
+fn prompt_tokens_count_anthropic_cache_apart_and_openai_cache_inside() {
+    assert_eq!(prompt_tokens(Some("anthropic"), 10, 1000, 5), 1015);
+    assert_eq!(prompt_tokens(Some("openai-chat"), 1010, 1000, 0), 1010);
+    assert_eq!(prompt_tokens(Some("openai-responses"), 1010, 1000, 0), 1010);
+    assert_eq!(prompt_tokens(None, 7, 3, 3), 7);
+}
