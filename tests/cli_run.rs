@@ -425,3 +425,66 @@ async fn runs_show_next_request_is_what_is_sent_openai_chat() {
     let f = chat_fx().await;
     next_request_is_what_is_sent(f, ProviderKind::OpenAiChat).await;
 }
+
+/// Compaction through the CLI: a tiny `providers.anthropic.context_window` makes the fourth
+/// request a summary; `--json` prints a `compaction` event, and `runs show` still lists every
+/// original message beside the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_context_window_compacts_and_runs_show_keeps_the_originals() {
+    let f = fx(|_| {
+        json!({"providers": {"default": "anthropic",
+            "anthropic": {"model": "claude-sonnet-4-6", "context_window": 1}}})
+    })
+    .await;
+    f.server.expect_key(KEY);
+    f.server.check_replay(false);
+    std::fs::write(f.project.join("a.txt"), "apple\n").unwrap();
+    let k = ProviderKind::Anthropic;
+    for i in 0..3 {
+        f.server.push(
+            Turn::text(&format!("Reading {i}."))
+                .call(
+                    &format!("toolu_c{i}"),
+                    "read_file",
+                    json!({"path": "a.txt"}),
+                )
+                .reply(k),
+        );
+    }
+    f.server.push(Turn::text("CLI-SUMMARY-91").reply(k));
+    f.server.push(Turn::text("Finished.").reply(k));
+    let (code, ev, err) = f.events(&["run", "read a thrice", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let compaction = ev
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .unwrap_or_else(|| panic!("{ev:?}"));
+    assert_eq!(
+        (
+            compaction["covers_from"].as_i64(),
+            compaction["covers_to"].as_i64()
+        ),
+        (Some(1), Some(3))
+    );
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(reqs[4].raw_body.contains("CLI-SUMMARY-91"));
+    assert!(!reqs[4].raw_body.contains("toolu_c0"));
+    f.server.assert_clean();
+
+    let run_id = ev[0]["run_id"].as_str().unwrap().to_string();
+    let (code, out, err) = f.run(&["runs", "show", &run_id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("summary of messages 1..3") && out.contains("CLI-SUMMARY-91"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read a thrice") && out.contains("Reading 0."),
+        "{out}"
+    );
+    let (_, out, _) = f.run(&["runs", "show", &run_id, "--json"]).await;
+    let conv: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(conv["messages"].as_array().unwrap().len(), 8);
+    assert_eq!(conv["summaries"].as_array().unwrap().len(), 1);
+}

@@ -173,6 +173,15 @@ pub fn render(c: &Conversation) -> String {
             term::line(e)
         ));
     }
+    for sum in &c.summaries {
+        s.push_str(&format!(
+            "\n── summary of messages {}..{} (the next requests send it instead; the originals \
+follow) ──\n{}\n",
+            sum.covers_from,
+            sum.covers_to,
+            term::block(&sum.text)
+        ));
+    }
     for m in &c.messages {
         s.push_str(&format!("\n── {} {} ──\n", m.seq, m.role.as_str()));
         if let Some(res) = &m.result {
