@@ -278,3 +278,38 @@ async fn provider_summarizer_summarizes_only_smaller_and_stops() {
     assert!(stopped.unwrap_err().0.contains("stopped"));
     h.server.assert_clean();
 }
+
+/// The `call` path installs the provider-backed summarizer only when settings name a provider
+/// that resolves and has what it needs (a keyed vendor without a key: none, `summarize` trims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_path_installs_a_summarizer_only_with_a_usable_provider() {
+    use aibuddy::agent::summarize::install_configured_summarizer;
+    use aibuddy::app::{App, AppOptions};
+    use aibuddy_provider::{BaseUrlOverrides, KeyStore};
+
+    async fn app_with(settings: Value) -> (tempfile::TempDir, App) {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, data) = (dir.path().join("p"), dir.path().join("d"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
+        let app = App::open(AppOptions {
+            project: root,
+            data_dir: data,
+        })
+        .await
+        .unwrap();
+        (dir, app)
+    }
+    let env = BaseUrlOverrides::default();
+    let no_keys = KeyStore::default();
+    let (_d1, none) = app_with(json!({})).await;
+    assert!(!install_configured_summarizer(&none, &env, &no_keys));
+    let (_d2, keyless) =
+        app_with(json!({"providers": {"anthropic": {"model": "claude-sonnet-4-6"}}})).await;
+    assert!(!install_configured_summarizer(&keyless, &env, &no_keys));
+    let (_d3, local) = app_with(json!({"providers": {"local": {
+        "kind": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "model": "qwen3:8b"}}}))
+    .await;
+    assert!(install_configured_summarizer(&local, &env, &no_keys));
+}
