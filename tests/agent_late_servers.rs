@@ -82,7 +82,7 @@ fn search_model(events: &[RunEvent], id: &str) -> String {
                 status: CallStatus::Ok,
                 model,
                 ..
-            } if tool_call_id == id => Some(model.clone()),
+            } if tool_call_id.ends_with(&format!(":{id}")) => Some(model.clone()),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no ok result for {id}: {events:?}"))

@@ -382,7 +382,10 @@ fn a_question_inside_a_run_is_answered_through_answer_ask_user() {
         if answered == json!(true) {
             break;
         }
-        assert!(Instant::now() < deadline, "the question never became answerable");
+        assert!(
+            Instant::now() < deadline,
+            "the question never became answerable"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let finished = f.wait_event(&run_id, "run_finished");

@@ -18,11 +18,9 @@ use tokio_util::sync::CancellationToken;
 use super::{ask, prompt};
 use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
 use aibuddy::app::{App, AppOptions};
-use aibuddy::plane::PlaneOptions;
 use aibuddy::contract::Stage;
-use aibuddy_provider::{
-    BaseUrlOverrides, HttpProvider, KeyStore, ProviderError,
-};
+use aibuddy::plane::PlaneOptions;
+use aibuddy_provider::{BaseUrlOverrides, HttpProvider, KeyStore, ProviderError};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
