@@ -238,6 +238,18 @@ fn hidden_paths(
     out
 }
 
+/// The exposed credential locations (resolved, existing) that lie under a masked directory, so
+/// must be bound back to stay readable.
+fn exposed_under(exposed: &[PathBuf], masked: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for real in exposed.iter().filter_map(|p| std::fs::canonicalize(p).ok()) {
+        if masked.iter().any(|m| real.starts_with(m)) && !out.contains(&real) {
+            out.push(real);
+        }
+    }
+    out
+}
+
 /// The namespace path. `init`: the init program, or `None` to run without the inner layer.
 pub(crate) fn spawn_bwrap(
     req: &ExecRequest,
@@ -259,6 +271,10 @@ pub(crate) fn spawn_bwrap(
     {
         keep_read_only.push(init);
     }
+    // A credential the person exposed is readable wherever it lives: one under a masked directory
+    // (a HOME under /tmp, say) would otherwise vanish with the private tmpfs. Read-only, like the
+    // rest of the host.
+    keep_read_only.extend(exposed_under(&req.exposed_credentials, &masked));
     let plan = MountPlan {
         cwd: req.cwd.clone(),
         writable: writable.to_vec(),

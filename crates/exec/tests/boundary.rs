@@ -128,6 +128,45 @@ fn no_secret_through_proc_and_no_process_outside_is_visible() {
 }
 
 #[tokio::test]
+async fn an_exposed_credential_under_the_private_tmp_stays_readable() {
+    // A HOME under /tmp (the sandbox replaces /tmp with a private tmpfs): what the person exposed
+    // is bound back read-only; what they did not expose stays unreadable.
+    let home = tempfile::Builder::new()
+        .prefix("aibuddy-home-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let h = home.path().canonicalize().unwrap();
+    std::fs::create_dir(h.join(".aws")).unwrap();
+    std::fs::write(h.join(".aws/credentials"), "AWS-EXPOSED-7").unwrap();
+    std::fs::create_dir(h.join(".ssh")).unwrap();
+    std::fs::write(h.join(".ssh/id_rsa"), "PRIVATE-KEY-8").unwrap();
+    let cmd = format!(
+        "cat {h}/.aws/credentials; cat {h}/.ssh/id_rsa; \
+         echo x > {h}/.aws/credentials || echo denied-write",
+        h = h.display()
+    );
+    let mut r = ns(&cmd, project.path());
+    r.home = Some(h.clone());
+    r.exposed_credentials = vec![h.join(".aws")];
+    let (out, text) = run_text(r).await;
+    assert_namespaces(&out);
+    assert!(
+        text.contains("AWS-EXPOSED-7"),
+        "exposed but unreadable:\n{text}"
+    );
+    assert!(
+        !text.contains("PRIVATE-KEY-8"),
+        "not exposed yet readable:\n{text}"
+    );
+    assert!(text.contains("denied-write"), "writable:\n{text}");
+    assert_eq!(
+        std::fs::read_to_string(h.join(".aws/credentials")).unwrap(),
+        "AWS-EXPOSED-7"
+    );
+}
+
+#[tokio::test]
 async fn data_dir_and_credentials_are_neither_readable_nor_writable() {
     let home = visible_tempdir();
     let data = visible_tempdir();
