@@ -3,25 +3,58 @@
 //! `block(&String::from_utf8_lossy(bytes))` gives (a property test checks it on random bytes and
 //! random splits), so a terminal client can print a command's raw output without decoding it.
 
-/// Class of an ASCII byte in [`super::block`]: printable, `\n` and `\t` pass; the rest is escaped.
-const fn ascii_passes(b: u8) -> bool {
-    matches!(b, 0x20..=0x7e | b'\n' | b'\t')
+const HEX: &[u8; 16] = b"0123456789abcdef";
+const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
+
+/// What one byte becomes when it is decided alone: `len` bytes of `out` (printable ASCII, `\n`
+/// and `\t` as themselves, other ASCII escaped, bytes that can never start a UTF-8 sequence as
+/// U+FFFD). `len == 0`: a lead byte, decided with the bytes after it.
+#[derive(Clone, Copy)]
+struct Entry {
+    len: u8,
+    out: [u8; 4],
 }
 
-/// Per byte: whether it passes as is (printable ASCII, `\n`, `\t`). Non-ASCII bytes never do
-/// (they start or continue a UTF-8 sequence, decided per character).
-static PASS: [bool; 256] = {
-    let mut t = [false; 256];
+/// One table lookup and one 4-byte copy per byte: no data-dependent branch on binary output
+/// except at lead bytes (a per-byte branch mispredicts about every other byte of random data).
+static TABLE: [Entry; 256] = {
+    let mut t = [Entry {
+        len: 0,
+        out: [0; 4],
+    }; 256];
     let mut i = 0;
-    while i < 128 {
-        t[i] = ascii_passes(i as u8);
+    while i < 256 {
+        let b = i as u8;
+        t[i] = match b {
+            0x20..=0x7e | b'\n' | b'\t' => Entry {
+                len: 1,
+                out: [b, 0, 0, 0],
+            },
+            b'\r' => Entry {
+                len: 2,
+                out: [b'\\', b'r', 0, 0],
+            },
+            0x1b => Entry {
+                len: 2,
+                out: [b'\\', b'e', 0, 0],
+            },
+            0x00..=0x7f => Entry {
+                len: 4,
+                out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
+            },
+            0xc2..=0xf4 => Entry {
+                len: 0,
+                out: [0; 4],
+            },
+            _ => Entry {
+                len: 3,
+                out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
+            },
+        };
         i += 1;
     }
     t
 };
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 
 /// Length of the UTF-8 sequence `bytes[0]` starts and how many of its bytes are present and
 /// valid so far, following the rules of `str::from_utf8` (shortest form, no surrogates, at most
@@ -59,90 +92,82 @@ fn sequence(bytes: &[u8]) -> Seq {
     Seq::Valid(len)
 }
 
-/// Appends the escape of the valid sequence `seq` (2 to 4 bytes) to `out`, or the sequence itself
-/// when its character is safe.
-fn push_char(out: &mut Vec<u8>, seq: &[u8]) {
+/// Writes the escape of the valid sequence `seq` (2 to 4 bytes) at `dst[0..]`, or the sequence
+/// itself when its character is safe; returns the bytes written (at most 8, and at most 4 per
+/// byte of `seq`).
+fn put_char(dst: &mut [u8], seq: &[u8]) -> usize {
     let c = match std::str::from_utf8(seq).ok().and_then(|s| s.chars().next()) {
         Some(c) => c,
         // Cannot happen for a sequence `sequence` called valid; replaced rather than trusted.
         None => {
-            out.extend_from_slice(REPLACEMENT);
-            return;
+            dst[..3].copy_from_slice(&REPLACEMENT);
+            return 3;
         }
     };
     if !super::is_unsafe(c) {
-        out.extend_from_slice(seq);
-        return;
+        dst[..seq.len()].copy_from_slice(seq);
+        return seq.len();
     }
     let v = c as u32;
+    let hex = |shift: u32| HEX[((v >> shift) & 0xf) as usize];
     if v < 0x100 {
-        out.extend_from_slice(&[b'\\', b'x', HEX[(v >> 4) as usize], HEX[(v & 0xf) as usize]]);
+        dst[..4].copy_from_slice(&[b'\\', b'x', hex(4), hex(0)]);
+        4
     } else {
-        out.extend_from_slice(format!("\\u{{{v:04x}}}").as_bytes());
+        // Every unsafe character above U+00FF is in the BMP: `\u{xxxx}`, as `block` writes it.
+        dst[..8].copy_from_slice(&[b'\\', b'u', b'{', hex(12), hex(8), hex(4), hex(0), b'}']);
+        8
     }
 }
 
-/// Appends the escape of one ASCII byte that does not pass.
-fn push_ascii_escape(out: &mut Vec<u8>, b: u8) {
-    match b {
-        b'\r' => out.extend_from_slice(b"\\r"),
-        0x1b => out.extend_from_slice(b"\\e"),
-        b => out.extend_from_slice(&[
-            b'\\',
-            b'x',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 0xf)],
-        ]),
-    }
-}
-
-/// Escapes `bytes` into `out`; returns how many bytes at the end form an incomplete (so far valid)
-/// sequence and were not consumed (0..=3).
-fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) -> usize {
-    // Worst case 4 output bytes per input byte (`\xNN` per byte; U+FFFD is 3 per invalid byte;
-    // `\u{xxxx}` is 8 for a 3-byte character): one reservation, no growth in the loop.
-    out.reserve(bytes.len().saturating_mul(4));
-    let mut run = 0;
+/// Escapes `bytes` into `dst` (at least 4 bytes per input byte); returns the bytes written and
+/// how many bytes at the end form an incomplete (so far valid) sequence and were not consumed.
+fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
+    // Output never exceeds 4 bytes per input byte consumed (`\xNN` per byte; U+FFFD is 3 per
+    // invalid byte or more; `\u{xxxx}` is 8 for a 3-byte character), so `o <= 4 * i` holds.
+    let mut o = 0;
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if PASS[usize::from(b)] {
+        let e = TABLE[usize::from(b)];
+        if e.len != 0 {
+            dst[o..o + 4].copy_from_slice(&e.out);
+            o += usize::from(e.len);
             i += 1;
-            continue;
-        }
-        if b < 0x80 {
-            out.extend_from_slice(&bytes[run..i]);
-            push_ascii_escape(out, b);
-            i += 1;
-            run = i;
             continue;
         }
         match sequence(&bytes[i..]) {
             Seq::Valid(len) => {
-                // Most non-ASCII text is safe: only C1 controls (C2 80..9F) and a few 3-byte
-                // characters (E2 80 8E.., E2 81 A6.., D8 9C) can be unsafe.
-                let maybe_unsafe = matches!(b, 0xc2 | 0xd8 | 0xe2);
-                if maybe_unsafe {
-                    out.extend_from_slice(&bytes[run..i]);
-                    push_char(out, &bytes[i..i + len]);
-                    run = i + len;
+                // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
+                // unsafe; the rest of non-ASCII text is copied as is.
+                if matches!(b, 0xc2 | 0xd8 | 0xe2) {
+                    o += put_char(&mut dst[o..], &bytes[i..i + len]);
+                } else {
+                    dst[o..o + len].copy_from_slice(&bytes[i..i + len]);
+                    o += len;
                 }
                 i += len;
             }
             Seq::Invalid(n) => {
-                out.extend_from_slice(&bytes[run..i]);
-                out.extend_from_slice(REPLACEMENT);
+                dst[o..o + 3].copy_from_slice(&REPLACEMENT);
+                o += 3;
                 i += n;
-                run = i;
             }
-            Seq::Incomplete => {
-                out.extend_from_slice(&bytes[run..i]);
-                return bytes.len() - i;
-            }
+            Seq::Incomplete => return (o, bytes.len() - i),
         }
     }
-    out.extend_from_slice(&bytes[run..]);
-    0
+    (o, 0)
+}
+
+/// Escapes `bytes` onto the end of `out`; returns the length of the incomplete sequence left at
+/// the end (0..=3), not consumed.
+fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) -> usize {
+    let at = out.len();
+    // Room for the worst case (plus 4 so the last 4-byte copy stays inside), then cut back.
+    out.resize(at + bytes.len() * 4 + 4, 0);
+    let (written, tail) = escape_slice(&mut out[at..], bytes);
+    out.truncate(at + written);
+    tail
 }
 
 /// [`super::block`] of the lossy decoding of `bytes`, as bytes, appended to `out`, in one pass.
@@ -150,7 +175,7 @@ pub fn block_bytes_into(out: &mut Vec<u8>, bytes: &[u8]) {
     let tail = escape_into(out, bytes);
     if tail > 0 {
         // An incomplete sequence at the very end decodes to one U+FFFD.
-        out.extend_from_slice(REPLACEMENT);
+        out.extend_from_slice(&REPLACEMENT);
     }
 }
 
