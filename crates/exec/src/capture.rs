@@ -414,6 +414,35 @@ mod tests {
     }
 
     #[test]
+    fn a_spliced_prefix_gives_the_same_head_and_tail() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 253) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let file_path = dir.path().join("spool");
+        std::fs::write(&file_path, &data).unwrap();
+        let file = File::open(&file_path).unwrap();
+        for (h, t) in [
+            (0, 0),
+            (10, 0),
+            (0, 10),
+            (100, 100),
+            (5000, 5000),
+            (6000, 6000),
+        ] {
+            for prefix in [0, 1, 9, 10, 11, 99, 4999, 5000, 5001, 9990, 10_000] {
+                for chunk in [1, 100, 4999, 10_000] {
+                    let mut reference = HeadTail::new(h, t);
+                    feed(&mut reference, &data, chunk);
+                    let mut ht = HeadTail::new(h, t);
+                    ht.add_prefix(prefix as u64);
+                    feed(&mut ht, &data[prefix..], chunk);
+                    let what = format!("h={h} t={t} prefix={prefix} c={chunk}");
+                    assert_eq!(ht.finish(Some(&file)), reference.finish(None), "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn spool_stops_at_cap_and_counts_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.log");
