@@ -142,3 +142,48 @@ async fn spliced_output_matches_the_read_path_on_both_streams_and_small_outputs(
         }
     }
 }
+
+/// `kill -9` of the runner mid-command: the spool holds exactly the bytes read so far (a prefix
+/// of the output, byte-exact), on both launch paths, listening or not.
+#[test]
+fn after_a_kill_9_of_the_runner_the_spool_is_an_exact_prefix() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(1_000_003);
+    std::fs::write(dir.path().join("input.bin"), &data).unwrap();
+    // Four copies then a long pause: killed either mid-output or in the pause.
+    let cmd = "for i in 1 2 3 4; do cat input.bin; done; sleep 60";
+    let full: Vec<u8> = data.repeat(4);
+    for (flags, want_at_least) in [
+        (&["--quiet"][..], full.len()),
+        (&["--quiet", "--no-namespaces"][..], 1_500_000),
+        (&[][..], 2_000_000),
+    ] {
+        let spool = dir.path().join("killed.out");
+        let _ = std::fs::remove_file(&spool);
+        let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"))
+            .args(flags)
+            .arg("--spool")
+            .arg(&spool)
+            .arg(dir.path())
+            .arg(cmd)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::metadata(&spool).map_or(0, |m| m.len()) < want_at_least as u64 {
+            assert!(Instant::now() < deadline, "{flags:?}: the spool never grew");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        helper.kill().unwrap(); // SIGKILL
+        helper.wait().unwrap();
+        let got = std::fs::read(&spool).unwrap();
+        assert!(got.len() >= want_at_least, "{flags:?}");
+        assert!(
+            full.starts_with(&got),
+            "{flags:?}: the spool is an exact prefix of the output ({} bytes)",
+            got.len()
+        );
+    }
+}
