@@ -161,7 +161,18 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
 
 /// Escapes `bytes` onto the end of `out`; returns the length of the incomplete sequence left at
 /// the end (0..=3), not consumed.
-fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) -> usize {
+fn escape_into(out: &mut Vec<u8>, mut bytes: &[u8]) -> usize {
+    // Text output is mostly printable ASCII, newlines and tabs: copy that leading run as is (one
+    // scan, one copy); the table loop takes over at the first byte that is not.
+    let run = bytes
+        .iter()
+        .position(|&b| !matches!(b, 0x20..=0x7e | b'\n' | b'\t'))
+        .unwrap_or(bytes.len());
+    out.extend_from_slice(&bytes[..run]);
+    bytes = &bytes[run..];
+    if bytes.is_empty() {
+        return 0;
+    }
     let at = out.len();
     // Room for the worst case (plus 4 so the last 4-byte copy stays inside), then cut back.
     out.resize(at + bytes.len() * 4 + 4, 0);
