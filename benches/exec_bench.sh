@@ -10,9 +10,16 @@
 # of `make test`. The runner-level numbers (1 GiB through run(), cancel latency) are in
 # benches/exec_runner_bench.sh.
 #
+# Also measured, for reading the ratios: `floor` = `sh -c '<pipeline> | cat > /dev/null'`, what
+# any reader of the command's pipe costs (the command's own writes into a pipe cost more kernel CPU
+# than writes to /dev/null; no output path can go below that).
+# The data dir is created by one warm-up call and kept across runs (as a person's is); with
+# EXEC_BENCH_FRESH_DATA=1 every call starts on an empty data dir (store creation included).
+#
 # Usage: benches/exec_bench.sh            env: EXEC_BENCH_PAIRS (default 5),
 #                                              EXEC_BENCH_ONLY (substring of a workload name),
-#                                              EXEC_BENCH_BIN (an aibuddy binary: no build)
+#                                              EXEC_BENCH_BIN (an aibuddy binary: no build),
+#                                              EXEC_BENCH_FRESH_DATA (1: empty data dir per call)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PAIRS="${EXEC_BENCH_PAIRS:-5}"
@@ -44,9 +51,12 @@ measure() {
     pipe)
       /usr/bin/time -f '%e %U %S %M' -o "$tf" sh -c "$pipeline > /dev/null"
       ;;
+    floor)
+      /usr/bin/time -f '%e %U %S %M' -o "$tf" sh -c "$pipeline | cat > /dev/null"
+      ;;
     call|stream)
       local data="$WORK/data" flag=()
-      rm -rf "$data"
+      [ "${EXEC_BENCH_FRESH_DATA:-0}" = 1 ] && rm -rf "$data"
       [ "$kind" = stream ] && flag=(--stream)
       local json
       json="$(printf '{"command": "%s"}' "$(printf '%s' "$pipeline" | sed 's/\\/\\\\/g; s/"/\\"/g')")"
@@ -76,13 +86,17 @@ verdict() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b < 0.05) print "n/a"; else printf "%.2fx", a / b}'; }
 
 echo "exec_bench: $PAIRS interleaved runs per workload; bubblewrap: $(command -v bwrap || echo none); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# Warm-up: creates the data dir (store, migrations) once, as a person's first call does.
+"$BIN" call execute '{"command": "true"}' --yes --project "$WORK/project" --data-dir "$WORK/data" >/dev/null 2>&1 \
+  || { echo "exec_bench: the warm-up call failed" >&2; exit 1; }
 for entry in "${WORKLOADS[@]}"; do
   name="${entry%%|*}"
   pipeline="${entry#*|}"
   if [ -n "${EXEC_BENCH_ONLY:-}" ] && [[ "$name" != *"$EXEC_BENCH_ONLY"* ]]; then continue; fi
-  rm -f "$WORK/pipe" "$WORK/call" "$WORK/stream"
+  rm -f "$WORK/pipe" "$WORK/floor" "$WORK/call" "$WORK/stream"
   for _ in $(seq "$PAIRS"); do
     measure pipe "$pipeline"
+    measure floor "$pipeline"
     measure call "$pipeline"
     measure stream "$pipeline"
   done
@@ -91,6 +105,10 @@ for entry in "${WORKLOADS[@]}"; do
   pw="$(cut -d' ' -f1 "$WORK/pipe" | median)"
   pc="$(cut -d' ' -f2 "$WORK/pipe" | median)"
   printf '  %-22s wall %7.3f s   cpu %7.3f s\n' "pipe > /dev/null" "$pw" "$pc"
+  fw="$(cut -d' ' -f1 "$WORK/floor" | median)"
+  fc="$(cut -d' ' -f2 "$WORK/floor" | median)"
+  printf '  %-22s wall %7.3f s   cpu %7.3f s   wall %6s   cpu %6s   (any pipe reader; for reading the ratios)\n' \
+    "floor: pipe | cat" "$fw" "$fc" "$(ratio "$fw" "$pw")" "$(ratio "$fc" "$pc")"
   for kind in call stream; do
     w="$(cut -d' ' -f1 "$WORK/$kind" | median)"
     c="$(cut -d' ' -f2 "$WORK/$kind" | median)"

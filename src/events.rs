@@ -118,6 +118,20 @@ pub trait EventSink: Send + Sync {
     fn listening(&self) -> bool {
         true
     }
+    /// Whether this sink takes a call's live output as raw bytes ([`EventSink::raw_output`])
+    /// instead of [`Event::ToolOutputDelta`] text. A terminal client escapes the bytes itself in
+    /// one pass (`aibuddy_common::term::BlockBytes`), so nothing decodes them to text first.
+    /// `false` (the default): live output arrives as `ToolOutputDelta` events, unchanged.
+    fn wants_raw_output(&self) -> bool {
+        false
+    }
+    /// A delivery of live output as the command wrote it (only when `wants_raw_output`): untrusted
+    /// bytes that may split a UTF-8 character between two deliveries of the same stream;
+    /// concatenated per stream, the deliveries are the stream. Must not block for long.
+    fn raw_output(&self, _call_id: &str, _stream: OutputStream, _bytes: &[u8]) {}
+    /// The live output of the call ended (only when `wants_raw_output`): a character left
+    /// incomplete at the end of a stream can be flushed.
+    fn raw_output_end(&self, _call_id: &str) {}
 }
 
 /// Discards events.

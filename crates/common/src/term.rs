@@ -10,6 +10,9 @@
 
 use std::borrow::Cow;
 
+mod bytes;
+pub use bytes::{BlockBytes, block_bytes_into};
+
 /// Whether `c` must never reach a terminal as is (newline and tab included).
 pub fn is_unsafe(c: char) -> bool {
     c.is_control()

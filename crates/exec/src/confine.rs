@@ -39,6 +39,22 @@ pub fn landlock_support() -> Confinement {
     SUPPORT.get_or_init(detect).clone()
 }
 
+/// Starts the host probes ([`confinement_support`]: bubblewrap runs `/bin/true` in fresh
+/// namespaces, Landlock's ABI) on a background thread and returns at once. The probes are cached
+/// per process; a caller that needs them later (the app's capability listing, the first `run`)
+/// waits only for what is left. A CLI process calls this first, so the ~20-50 ms bubblewrap probe
+/// overlaps with opening its store and settings instead of adding to them.
+pub fn prewarm_probes() {
+    let spawned = std::thread::Builder::new()
+        .name("aibuddy-exec-probe".into())
+        .spawn(|| {
+            let _ = confinement_support();
+        });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "probe thread not started; probing on first use");
+    }
+}
+
 /// What a command gets on this host by default (cached probes): `Namespaces { .. }` when
 /// bubblewrap works (with the Landlock ABI the in-sandbox init applies, `None` when the init
 /// program cannot be found), else Landlock alone (saying why there are no namespaces), else

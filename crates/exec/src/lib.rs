@@ -43,7 +43,7 @@ mod sink;
 mod supervisor;
 pub mod tmpdir;
 
-pub use confine::{confinement_support, landlock_support};
+pub use confine::{confinement_support, landlock_support, prewarm_probes};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{EnvDecision, decide as env_decide, filter_env};
 pub use error::{ErrorStage, ExecError};

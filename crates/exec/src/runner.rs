@@ -236,7 +236,8 @@ pub(crate) async fn run(
     if !end.sandbox_started {
         // bubblewrap failed before the init ran: nothing of the command ran. Its message is
         // on stderr (bounded: the tail ring).
-        let (head, tail, _) = capture.headtail.finish();
+        let captured = capture.finish();
+        let (head, tail) = (captured.head, captured.tail);
         let mut all = head;
         all.extend_from_slice(&tail);
         let text = String::from_utf8_lossy(&all);
@@ -263,8 +264,7 @@ pub(crate) async fn run(
         Some(st) => termination_of(std::process::ExitStatus::from_raw(st)),
         None => termination_of(status),
     };
-    let (head, tail, omitted_middle_bytes) = capture.headtail.finish();
-    let spool = capture.spool.map(Spool::finish);
+    let captured = capture.finish();
     if let Some(tmp) = host_tmp
         && let Err(e) = tmp.close()
     {
@@ -276,12 +276,12 @@ pub(crate) async fn run(
         timed_out,
         cancelled,
         killed_leftovers,
-        head,
-        tail,
-        omitted_middle_bytes,
-        stdout: capture.stdout,
-        stderr: capture.stderr,
-        spool,
+        head: captured.head,
+        tail: captured.tail,
+        omitted_middle_bytes: captured.omitted_middle_bytes,
+        stdout: captured.stdout,
+        stderr: captured.stderr,
+        spool: captured.spool,
         confinement,
         env_dropped,
         pgid,

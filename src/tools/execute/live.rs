@@ -18,16 +18,27 @@ pub(super) struct EventBridge {
     call_id: String,
     events: Arc<dyn EventSink>,
     listening: bool,
+    /// The sink takes raw bytes (`EventSink::wants_raw_output`): nothing is decoded here.
+    raw: bool,
     carry: Mutex<[Vec<u8>; 2]>,
+}
+
+fn output_stream(stream: Stream) -> OutputStream {
+    match stream {
+        Stream::Stdout => OutputStream::Stdout,
+        Stream::Stderr => OutputStream::Stderr,
+    }
 }
 
 impl EventBridge {
     pub(super) fn new(call_id: &str, events: Arc<dyn EventSink>) -> Self {
         let listening = events.listening();
+        let raw = listening && events.wants_raw_output();
         Self {
             call_id: call_id.to_string(),
             events,
             listening,
+            raw,
             carry: Mutex::new([Vec::new(), Vec::new()]),
         }
     }
@@ -38,16 +49,17 @@ impl EventBridge {
         }
         self.events.emit(Event::ToolOutputDelta {
             call_id: self.call_id.clone(),
-            stream: match stream {
-                Stream::Stdout => OutputStream::Stdout,
-                Stream::Stderr => OutputStream::Stderr,
-            },
+            stream: output_stream(stream),
             chunk: text,
         });
     }
 
     /// Emits whatever incomplete bytes remain (lossily) once the command is over.
     pub(super) fn flush(&self) {
+        if self.raw {
+            self.events.raw_output_end(&self.call_id);
+            return;
+        }
         let rest = match self.carry.lock() {
             Ok(mut c) => [std::mem::take(&mut c[0]), std::mem::take(&mut c[1])],
             Err(_) => return,
@@ -122,6 +134,11 @@ pub fn decode_carrying(bytes: &[u8]) -> (String, Vec<u8>) {
 impl ExecSink for EventBridge {
     fn output(&self, stream: Stream, chunk: &[u8]) {
         if !self.listening {
+            return;
+        }
+        if self.raw {
+            self.events
+                .raw_output(&self.call_id, output_stream(stream), chunk);
             return;
         }
         let idx = usize::from(stream == Stream::Stderr);

@@ -1,12 +1,17 @@
-//! `aibuddy-exec-run [--no-namespaces] <cwd> <command>`: runs one command through `aibuddy_exec::run`, copying live
-//! output to stdout as it arrives and printing the model projection to stderr at the end.
+//! `aibuddy-exec-run [--no-namespaces] [--quiet] [--spool PATH] <cwd> <command>`: runs one command
+//! through `aibuddy_exec::run`, copying live output to stdout as it arrives (`--quiet`: no live
+//! output, so the output goes straight into the spool) and printing the model projection to
+//! stderr at the end; `--spool`: the raw output is spooled to PATH.
 //!
-//! A debugging aid and the helper process of the parent-death test (which `kill -9`s it).
+//! A debugging aid and the helper process of the parent-death and spool-recovery tests (which
+//! `kill -9` it).
 
 use std::io::Write;
 use std::sync::Arc;
 
-use aibuddy_exec::{ExecRequest, ExecSink, NamespacePolicy, Stream, project_for_model, run};
+use aibuddy_exec::{
+    ExecRequest, ExecSink, NamespacePolicy, NullSink, Stream, project_for_model, run,
+};
 use tokio_util::sync::CancellationToken;
 
 struct StdoutSink;
@@ -24,19 +29,33 @@ impl ExecSink for StdoutSink {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let no_namespaces = args.first().is_some_and(|a| a == "--no-namespaces");
-    if no_namespaces {
+    let (mut no_namespaces, mut quiet, mut spool) = (false, false, None);
+    while let Some(flag) = args.first().filter(|a| a.starts_with("--")).cloned() {
         args.remove(0);
+        match flag.as_str() {
+            "--no-namespaces" => no_namespaces = true,
+            "--quiet" => quiet = true,
+            "--spool" if !args.is_empty() => spool = Some(args.remove(0)),
+            _ => args.clear(),
+        }
     }
     let [cwd, command] = args.as_slice() else {
-        eprintln!("usage: aibuddy-exec-run [--no-namespaces] <cwd> <command>");
+        eprintln!(
+            "usage: aibuddy-exec-run [--no-namespaces] [--quiet] [--spool PATH] <cwd> <command>"
+        );
         return std::process::ExitCode::from(2);
     };
     let mut req = ExecRequest::new(command.clone(), cwd.clone());
     if no_namespaces {
         req.namespaces = NamespacePolicy::Off;
     }
-    match run(req, CancellationToken::new(), Arc::new(StdoutSink)).await {
+    req.spool_path = spool.map(Into::into);
+    let sink: Arc<dyn ExecSink> = if quiet {
+        Arc::new(NullSink)
+    } else {
+        Arc::new(StdoutSink)
+    };
+    match run(req, CancellationToken::new(), sink).await {
         Ok(outcome) => {
             eprintln!("{}", project_for_model(&outcome));
             std::process::ExitCode::SUCCESS

@@ -40,8 +40,57 @@ pub struct CallArgs {
 
 /// Prints live output and progress to stderr, escaped: a command's output is untrusted and may
 /// not move the cursor, retitle the terminal or overwrite a line (`\r` is shown as `\\r`).
-struct StderrSink;
+///
+/// Live output of `execute` arrives as raw bytes (`wants_raw_output`) and is escaped in one pass
+/// (`term::BlockBytes`, one per stream, so a character split between deliveries stays whole) into
+/// one reused buffer written with one `write` per delivery: no decode to text, no second scan.
+#[derive(Default)]
+struct StderrSink {
+    raw: std::sync::Mutex<RawState>,
+}
+
+#[derive(Default)]
+struct RawState {
+    streams: [term::BlockBytes; 2],
+    buf: Vec<u8>,
+}
+
+impl StderrSink {
+    fn write_raw(&self, f: impl FnOnce(&mut [term::BlockBytes; 2], &mut Vec<u8>)) {
+        use std::io::Write;
+        let Ok(mut state) = self.raw.lock() else {
+            return;
+        };
+        let RawState { streams, buf } = &mut *state;
+        buf.clear();
+        f(streams, buf);
+        if !buf.is_empty() {
+            let _ = std::io::stderr().lock().write_all(buf);
+        }
+        // A burst of binary output may have grown the buffer to 4x a delivery; keep it bounded.
+        buf.clear();
+        buf.shrink_to(1 << 20);
+    }
+}
+
 impl EventSink for StderrSink {
+    fn wants_raw_output(&self) -> bool {
+        true
+    }
+
+    fn raw_output(&self, _call_id: &str, stream: OutputStream, bytes: &[u8]) {
+        let idx = usize::from(stream == OutputStream::Stderr);
+        self.write_raw(|streams, buf| streams[idx].push(bytes, buf));
+    }
+
+    fn raw_output_end(&self, _call_id: &str) {
+        self.write_raw(|streams, buf| {
+            for s in streams.iter_mut() {
+                s.finish(buf);
+            }
+        });
+    }
+
     fn emit(&self, event: Event) {
         use std::io::Write;
         let mut err = std::io::stderr().lock();
@@ -127,7 +176,7 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         }
     });
     let sink: Arc<dyn EventSink> = if args.stream || std::io::stderr().is_terminal() {
-        Arc::new(StderrSink)
+        Arc::new(StderrSink::default())
     } else {
         Arc::new(aibuddy::events::NullSink)
     };

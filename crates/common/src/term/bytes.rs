@@ -1,0 +1,299 @@
+//! Terminal escaping of raw bytes in one pass: bytes in, escaped bytes out, no intermediate
+//! `String`, no lossy decode followed by a second scan. The output is byte for byte what
+//! `block(&String::from_utf8_lossy(bytes))` gives (a property test checks it on random bytes and
+//! random splits), so a terminal client can print a command's raw output without decoding it.
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
+
+/// What one byte becomes when it is decided alone: `len` bytes of `out` (printable ASCII, `\n`
+/// and `\t` as themselves, other ASCII escaped, bytes that can never start a UTF-8 sequence as
+/// U+FFFD). `len == 0`: a lead byte, decided with the bytes after it.
+#[derive(Clone, Copy)]
+struct Entry {
+    len: u8,
+    out: [u8; 4],
+}
+
+/// One table lookup and one 4-byte copy per byte: no data-dependent branch on binary output
+/// except at lead bytes (a per-byte branch mispredicts about every other byte of random data).
+static TABLE: [Entry; 256] = {
+    let mut t = [Entry {
+        len: 0,
+        out: [0; 4],
+    }; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = match b {
+            0x20..=0x7e | b'\n' | b'\t' => Entry {
+                len: 1,
+                out: [b, 0, 0, 0],
+            },
+            b'\r' => Entry {
+                len: 2,
+                out: [b'\\', b'r', 0, 0],
+            },
+            0x1b => Entry {
+                len: 2,
+                out: [b'\\', b'e', 0, 0],
+            },
+            0x00..=0x7f => Entry {
+                len: 4,
+                out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
+            },
+            0xc2..=0xf4 => Entry {
+                len: 0,
+                out: [0; 4],
+            },
+            _ => Entry {
+                len: 3,
+                out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
+            },
+        };
+        i += 1;
+    }
+    t
+};
+
+/// Length of the UTF-8 sequence `bytes[0]` starts and how many of its bytes are present and
+/// valid so far, following the rules of `str::from_utf8` (shortest form, no surrogates, at most
+/// U+10FFFF). `Seq::Invalid(n)`: the first `n` bytes (at least 1) are a maximal invalid prefix,
+/// replaced by one U+FFFD as `String::from_utf8_lossy` does; `Seq::Incomplete`: a valid prefix cut
+/// by the end of `bytes`.
+#[derive(Debug, PartialEq, Eq)]
+enum Seq {
+    Valid(usize),
+    Invalid(usize),
+    Incomplete,
+}
+
+fn sequence(bytes: &[u8]) -> Seq {
+    let lead = bytes[0];
+    let (len, lo, hi) = match lead {
+        0xc2..=0xdf => (2, 0x80, 0xbf),
+        0xe0 => (3, 0xa0, 0xbf),
+        0xe1..=0xec | 0xee..=0xef => (3, 0x80, 0xbf),
+        0xed => (3, 0x80, 0x9f),
+        0xf0 => (4, 0x90, 0xbf),
+        0xf1..=0xf3 => (4, 0x80, 0xbf),
+        0xf4 => (4, 0x80, 0x8f),
+        _ => return Seq::Invalid(1),
+    };
+    for k in 1..len {
+        let Some(&b) = bytes.get(k) else {
+            return Seq::Incomplete;
+        };
+        let (lo, hi) = if k == 1 { (lo, hi) } else { (0x80, 0xbf) };
+        if !(lo..=hi).contains(&b) {
+            return Seq::Invalid(k);
+        }
+    }
+    Seq::Valid(len)
+}
+
+/// Writes the escape of the valid sequence `seq` (2 to 4 bytes) at `dst[0..]`, or the sequence
+/// itself when its character is safe; returns the bytes written (at most 8, and at most 4 per
+/// byte of `seq`).
+fn put_char(dst: &mut [u8], seq: &[u8]) -> usize {
+    let c = match std::str::from_utf8(seq).ok().and_then(|s| s.chars().next()) {
+        Some(c) => c,
+        // Cannot happen for a sequence `sequence` called valid; replaced rather than trusted.
+        None => {
+            dst[..3].copy_from_slice(&REPLACEMENT);
+            return 3;
+        }
+    };
+    if !super::is_unsafe(c) {
+        dst[..seq.len()].copy_from_slice(seq);
+        return seq.len();
+    }
+    let v = c as u32;
+    let hex = |shift: u32| HEX[((v >> shift) & 0xf) as usize];
+    if v < 0x100 {
+        dst[..4].copy_from_slice(&[b'\\', b'x', hex(4), hex(0)]);
+        4
+    } else {
+        // Every unsafe character above U+00FF is in the BMP: `\u{xxxx}`, as `block` writes it.
+        dst[..8].copy_from_slice(&[b'\\', b'u', b'{', hex(12), hex(8), hex(4), hex(0), b'}']);
+        8
+    }
+}
+
+/// Escapes `bytes` into `dst` (at least 4 bytes per input byte); returns the bytes written and
+/// how many bytes at the end form an incomplete (so far valid) sequence and were not consumed.
+fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
+    // Output never exceeds 4 bytes per input byte consumed (`\xNN` per byte; U+FFFD is 3 per
+    // invalid byte or more; `\u{xxxx}` is 8 for a 3-byte character), so `o <= 4 * i` holds.
+    let mut o = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let e = TABLE[usize::from(b)];
+        if e.len != 0 {
+            dst[o..o + 4].copy_from_slice(&e.out);
+            o += usize::from(e.len);
+            i += 1;
+            continue;
+        }
+        match sequence(&bytes[i..]) {
+            Seq::Valid(len) => {
+                // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
+                // unsafe; the rest of non-ASCII text is copied as is.
+                if matches!(b, 0xc2 | 0xd8 | 0xe2) {
+                    o += put_char(&mut dst[o..], &bytes[i..i + len]);
+                } else {
+                    dst[o..o + len].copy_from_slice(&bytes[i..i + len]);
+                    o += len;
+                }
+                i += len;
+            }
+            Seq::Invalid(n) => {
+                dst[o..o + 3].copy_from_slice(&REPLACEMENT);
+                o += 3;
+                i += n;
+            }
+            Seq::Incomplete => return (o, bytes.len() - i),
+        }
+    }
+    (o, 0)
+}
+
+/// Escapes `bytes` onto the end of `out`; returns the length of the incomplete sequence left at
+/// the end (0..=3), not consumed.
+fn escape_into(out: &mut Vec<u8>, mut bytes: &[u8]) -> usize {
+    // Text output is mostly printable ASCII, newlines and tabs: copy that leading run as is (one
+    // scan, one copy); the table loop takes over at the first byte that is not.
+    let run = bytes
+        .iter()
+        .position(|&b| !matches!(b, 0x20..=0x7e | b'\n' | b'\t'))
+        .unwrap_or(bytes.len());
+    out.extend_from_slice(&bytes[..run]);
+    bytes = &bytes[run..];
+    if bytes.is_empty() {
+        return 0;
+    }
+    let at = out.len();
+    // Room for the worst case (plus 4 so the last 4-byte copy stays inside), then cut back.
+    out.resize(at + bytes.len() * 4 + 4, 0);
+    let (written, tail) = escape_slice(&mut out[at..], bytes);
+    out.truncate(at + written);
+    tail
+}
+
+/// [`super::block`] of the lossy decoding of `bytes`, as bytes, appended to `out`, in one pass.
+pub fn block_bytes_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    let tail = escape_into(out, bytes);
+    if tail > 0 {
+        // An incomplete sequence at the very end decodes to one U+FFFD.
+        out.extend_from_slice(&REPLACEMENT);
+    }
+}
+
+/// [`block_bytes_into`] over a stream of chunks: a UTF-8 sequence split between two chunks is
+/// escaped whole (at most 3 bytes are carried). Concatenated, the outputs of `push` and `finish`
+/// are `block_bytes_into` of the concatenated chunks.
+#[derive(Debug, Default, Clone)]
+pub struct BlockBytes {
+    carry: Vec<u8>,
+}
+
+impl BlockBytes {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends the escape of everything decidable so far to `out`.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        let mut rest = chunk;
+        if !self.carry.is_empty() {
+            // The carried sequence is resolved (completed or found invalid) within 4 more bytes;
+            // a tail of at most 3 left in this window means the window reached the chunk's end
+            // only when `k == chunk.len()`.
+            let k = chunk.len().min(4);
+            let mut small = std::mem::take(&mut self.carry);
+            small.extend_from_slice(&chunk[..k]);
+            let tail = escape_into(out, &small);
+            if tail >= k {
+                // Still incomplete, and all of the (short) chunk went into it.
+                let start = small.len() - tail;
+                small.drain(..start);
+                self.carry = small;
+                return;
+            }
+            // The window ended inside a new incomplete sequence that started in the chunk: start
+            // over at its first byte.
+            rest = &chunk[k.saturating_sub(tail)..];
+        }
+        let tail = escape_into(out, rest);
+        self.carry.clear();
+        self.carry.extend_from_slice(&rest[rest.len() - tail..]);
+    }
+
+    /// Appends what is left (an incomplete sequence at the very end: one U+FFFD).
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let rest = std::mem::take(&mut self.carry);
+        block_bytes_into(out, &rest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(bytes: &[u8]) -> Vec<u8> {
+        super::super::block(&String::from_utf8_lossy(bytes))
+            .into_owned()
+            .into_bytes()
+    }
+
+    fn escaped(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        block_bytes_into(&mut out, bytes);
+        out
+    }
+
+    #[test]
+    fn sequences_follow_from_utf8() {
+        assert_eq!(sequence(b"\xc3\xa9"), Seq::Valid(2));
+        assert_eq!(sequence(b"\xe0\x80"), Seq::Invalid(1));
+        assert_eq!(sequence(b"\xed\xa0\x80"), Seq::Invalid(1));
+        assert_eq!(sequence(b"\xe2\x82"), Seq::Incomplete);
+        assert_eq!(sequence(b"\xe2\x82x"), Seq::Invalid(2));
+        assert_eq!(sequence(b"\xf4\x90\x80\x80"), Seq::Invalid(1));
+        assert_eq!(sequence(b"\xf0\x9f\x98\x80"), Seq::Valid(4));
+        assert_eq!(sequence(b"\xff"), Seq::Invalid(1));
+    }
+
+    #[test]
+    fn every_character_up_to_u_3000_and_every_byte_match_the_text_path() {
+        let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
+        assert_eq!(escaped(all.as_bytes()), reference(all.as_bytes()));
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        assert_eq!(escaped(&bytes), reference(&bytes));
+        for b in 0..=255u8 {
+            assert_eq!(escaped(&[b]), reference(&[b]), "byte {b:#x}");
+        }
+        let tricky = "a\u{61c}\u{200e}\u{200f}\u{2028}\u{2029}\u{202a}\u{202e}\u{2066}\u{2069}\u{9b}\u{85}é€😀\r\x1b\x7f";
+        assert_eq!(escaped(tricky.as_bytes()), reference(tricky.as_bytes()));
+    }
+
+    #[test]
+    fn a_stream_split_anywhere_matches_the_whole() {
+        let bytes = "é\u{1b}[2Jok\r\n€\u{202e}😀x\u{9b}".as_bytes();
+        let mut all = bytes.to_vec();
+        all.extend_from_slice(b"\xe2\x82 \xf0\x9f\x98");
+        let want = reference(&all);
+        for a in 0..=all.len() {
+            for b in a..=all.len() {
+                let mut s = BlockBytes::new();
+                let mut out = Vec::new();
+                s.push(&all[..a], &mut out);
+                s.push(&all[a..b], &mut out);
+                s.push(&all[b..], &mut out);
+                s.finish(&mut out);
+                assert_eq!(out, want, "cuts at {a} and {b}");
+            }
+        }
+    }
+}
