@@ -6,5 +6,7 @@ mod cli;
 fn main() -> std::process::ExitCode {
     // When bubblewrap starts this binary as the sandbox's init for a command, run as that init.
     aibuddy::dispatch_exec_init();
+    // The sandbox probes (bubblewrap, Landlock) run on a thread while settings and the store open.
+    aibuddy_sandbox::aibuddy_exec::prewarm_probes();
     cli::main()
 }
