@@ -211,7 +211,14 @@ async fn stalled_stream_is_retried_responses() {
         events.events()
     );
     assert_eq!(h.server.requests().len(), 2);
-    assert!(h.server.disconnects() >= 1, "the stalled stream was closed");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.server.disconnects() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled stream was never closed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     assert!(
         conv.messages

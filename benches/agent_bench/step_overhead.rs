@@ -160,7 +160,10 @@ async fn round(app: &Arc<App>, r: usize) -> Result<Round, String> {
         if !ids.is_empty() {
             let blocks = ids
                 .into_iter()
-                .map(|id| ContentBlock::tool_result_text(id, results[i].clone()))
+                .map(|id| {
+                    let text = results.get(i).cloned().unwrap_or_default();
+                    ContentBlock::tool_result_text(id, text)
+                })
                 .collect();
             messages.push(Message::tool_results(blocks));
         }
