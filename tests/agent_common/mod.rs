@@ -56,6 +56,15 @@ pub fn fast_options() -> AgentOptions {
 /// A project with `notes.txt` and `b.txt`; with `mcp_args`, the person's own `mcp.json` runs the
 /// fixture MCP server `fx` with those arguments.
 pub async fn harness(kind: ProviderKind, mcp_args: Option<&[&str]>) -> Harness {
+    harness_with_settings(kind, mcp_args, None).await
+}
+
+/// [`harness`] with the person's own `settings.json` (user level, written before the app opens).
+pub async fn harness_with_settings(
+    kind: ProviderKind,
+    mcp_args: Option<&[&str]>,
+    user_settings: Option<Value>,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("proj");
     let data = dir.path().join("data");
@@ -63,6 +72,9 @@ pub async fn harness(kind: ProviderKind, mcp_args: Option<&[&str]>) -> Harness {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(root.join("notes.txt"), "alpha-content\n").unwrap();
     std::fs::write(root.join("b.txt"), "beta-content\n").unwrap();
+    if let Some(settings) = user_settings {
+        std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
+    }
     if let Some(args) = mcp_args {
         let mut a = vec![fixture_server().to_string_lossy().into_owned()];
         a.extend(args.iter().map(|s| s.to_string()));
@@ -106,7 +118,22 @@ impl Harness {
     }
 
     pub fn agent(&self, broker: Arc<dyn ConfirmBroker>, options: AgentOptions) -> Agent {
-        let provider = HttpProvider::new(self.route(), ApiKey::new(KEY)).unwrap();
+        self.agent_presenting(broker, options, presentation(self.kind))
+    }
+
+    /// An agent whose route uses `presentation` (e.g. activeTools forced on Responses, as the
+    /// setting `tool_search: "active_tools"` does).
+    pub fn agent_presenting(
+        &self,
+        broker: Arc<dyn ConfirmBroker>,
+        options: AgentOptions,
+        presentation: Presentation,
+    ) -> Agent {
+        let route = Route {
+            presentation,
+            ..self.route()
+        };
+        let provider = HttpProvider::new(route, ApiKey::new(KEY)).unwrap();
         Agent::new(self.app.clone(), Arc::new(provider), broker, options)
     }
 

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{StreamParser, parse_arguments, parse_json, str_field, u64_at};
+use super::usage::{ANTHROPIC, usage_of};
+use super::{StreamParser, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
@@ -182,15 +183,6 @@ impl Parser {
     }
 }
 
-fn usage_of(u: &Value) -> Usage {
-    Usage {
-        input_tokens: u64_at(u, &["input_tokens"]),
-        output_tokens: u64_at(u, &["output_tokens"]),
-        cache_read_tokens: u64_at(u, &["cache_read_input_tokens"]),
-        cache_write_tokens: u64_at(u, &["cache_creation_input_tokens"]),
-    }
-}
-
 pub(crate) fn stop_reason(s: &str) -> StopReason {
     match s {
         "end_turn" | "stop_sequence" => StopReason::EndTurn,
@@ -221,8 +213,7 @@ impl StreamParser for Parser {
             "ping" => out.push(ProviderEvent::Ping),
             "message_start" => {
                 let m = v.get("message").cloned().unwrap_or_default();
-                self.usage
-                    .merge_max(usage_of(m.get("usage").unwrap_or(&Value::Null)));
+                self.usage.merge_max(usage_of(m.get("usage"), &ANTHROPIC));
                 out.push(ProviderEvent::MessageStart {
                     id: m.get("id").and_then(Value::as_str).map(str::to_string),
                 });
@@ -313,7 +304,7 @@ impl StreamParser for Parser {
                     self.stop = Some(stop_reason(s));
                 }
                 if let Some(u) = v.get("usage") {
-                    self.usage.merge_max(usage_of(u));
+                    self.usage.merge_max(usage_of(Some(u), &ANTHROPIC));
                 }
             }
             "message_stop" => out.extend(self.finish()),
@@ -345,7 +336,7 @@ impl StreamParser for Parser {
 /// Converts a non-streamed Messages response into the same events a stream would give.
 pub fn events_from_response(v: &Value) -> Vec<ProviderEvent> {
     let mut p = Parser::new();
-    p.usage = usage_of(v.get("usage").unwrap_or(&Value::Null));
+    p.usage = usage_of(v.get("usage"), &ANTHROPIC);
     p.stop = v
         .get("stop_reason")
         .and_then(Value::as_str)

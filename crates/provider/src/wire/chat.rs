@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::responses::arguments_string;
-use super::{StreamParser, parse_arguments, parse_json, str_field, u64_at};
+use super::usage::{CHAT, usage_of};
+use super::{StreamParser, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
@@ -139,15 +140,6 @@ fn finish_reason(s: &str) -> StopReason {
     }
 }
 
-fn usage_of(u: &Value) -> Usage {
-    Usage {
-        input_tokens: u64_at(u, &["prompt_tokens"]),
-        output_tokens: u64_at(u, &["completion_tokens"]),
-        cache_read_tokens: u64_at(u, &["prompt_tokens_details", "cached_tokens"]),
-        cache_write_tokens: 0,
-    }
-}
-
 struct Call {
     id: String,
     name: String,
@@ -234,7 +226,7 @@ impl StreamParser for Parser {
             });
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-            self.usage = usage_of(u);
+            self.usage = usage_of(Some(u), &CHAT);
         }
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(out);
@@ -362,9 +354,7 @@ pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderErr
         None if has_calls => StopReason::ToolUse,
         None => StopReason::EndTurn,
     };
-    out.push(ProviderEvent::Usage(usage_of(
-        v.get("usage").unwrap_or(&Value::Null),
-    )));
+    out.push(ProviderEvent::Usage(usage_of(v.get("usage"), &CHAT)));
     out.push(ProviderEvent::Stop(stop));
     out.push(ProviderEvent::MessageEnd {
         message: Message {

@@ -3,6 +3,7 @@
 pub mod anthropic;
 pub mod chat;
 pub mod responses;
+mod usage;
 
 use serde_json::Value;
 

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{StreamParser, parse_arguments, parse_json, str_field, u64_at};
+use super::usage::{RESPONSES, usage_of};
+use super::{StreamParser, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, TransportKind, bounded};
-use crate::event::{ProviderEvent, StopReason, Usage};
+use crate::event::{ProviderEvent, StopReason};
 use crate::model::{CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, result_text};
 use crate::request::{ModelRequest, Presentation, TOOL_SEARCH_NAME, ToolSpec};
 
@@ -208,13 +209,7 @@ impl Parser {
 
     fn finish(&mut self, response: &Value, stop: Option<StopReason>) -> Vec<ProviderEvent> {
         self.done = true;
-        let u = response.get("usage").cloned().unwrap_or_default();
-        let usage = Usage {
-            input_tokens: u64_at(&u, &["input_tokens"]),
-            output_tokens: u64_at(&u, &["output_tokens"]),
-            cache_read_tokens: u64_at(&u, &["input_tokens_details", "cached_tokens"]),
-            cache_write_tokens: 0,
-        };
+        let usage = usage_of(response.get("usage"), &RESPONSES);
         // `response.completed` carries the full output; prefer it over the items seen so far.
         if let Some(out) = response.get("output").and_then(Value::as_array)
             && !out.is_empty()
