@@ -340,3 +340,46 @@ async fn mcp_elicitation_with_nobody_is_declined() {
     ));
     h.server.assert_clean();
 }
+
+/// A person who takes longer than the idle timeout to answer does not get the question's call
+/// stopped: a pending question pauses the watchdog, and the timer restarts from the answer.
+#[tokio::test]
+async fn a_slow_answer_outlasts_the_idle_timeout() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    let ask = json!({"question": "Ready?", "options": ["Yes", "No"]});
+    h.push(Turn::text("Asking.").call("call_w1", "ask_user_question", ask));
+    h.push(Turn::text("Going on."));
+    let person = PendingQuestions::new();
+    let mut opts = fast_options();
+    opts.idle_timeout = Duration::from_millis(600);
+    let agent = h
+        .agent(Arc::new(ApproveAll), opts)
+        .with_human(Arc::new(person.clone()));
+    let events = sink();
+    let e2 = events.clone();
+    let task = tokio::spawn(async move {
+        agent
+            .run(start("ask me"), CancellationToken::new(), e2)
+            .await
+            .unwrap()
+    });
+    let HumanQuestion::Ask(q) = pending_one(&person).await else {
+        panic!("not a question")
+    };
+    // Three idle timeouts of silence while the person thinks.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let yes = HumanAnswer::Answer {
+        selected: vec!["Yes".into()],
+        text: None,
+    };
+    assert!(person.answer(&q.id, yes), "the question was withdrawn");
+    let out = task.await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let ev = events.events();
+    assert!(
+        ev.iter().any(|e| matches!(e, RunEvent::ToolResult { status: CallStatus::Ok, model, .. }
+            if model == "The person answered: Yes")),
+        "{ev:?}"
+    );
+    h.server.assert_clean();
+}

@@ -141,12 +141,10 @@ async fn silence_past_the_idle_timeout_is_stopped(kind: ProviderKind, marker: &s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the idle watchdog over tool execution in src/agent (issue 11 report, h-11d)"]
 async fn silence_past_the_idle_timeout_is_stopped_anthropic() {
     silence_past_the_idle_timeout_is_stopped(ProviderKind::Anthropic, "30.163").await;
 }
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the idle watchdog over tool execution in src/agent (issue 11 report, h-11d)"]
 async fn silence_past_the_idle_timeout_is_stopped_responses() {
     silence_past_the_idle_timeout_is_stopped(ProviderKind::OpenAiResponses, "30.257").await;
 }

@@ -78,11 +78,15 @@ impl EventSink for ToolEvents {
                 });
             }
             Event::ConfirmRequested { call_id, request } => {
+                self.watchdog.pause();
                 self.run.emit(RunEvent::ConfirmRequest {
                     tool_call_id: call_id,
                     request,
                 });
             }
+            Event::ConfirmResolved { .. } => self.watchdog.resume(),
+            // MCP progress is a sign of life too (a long server call that reports progress).
+            Event::ToolProgress { .. } => self.watchdog.touch(),
             _ => {}
         }
     }

@@ -7,7 +7,9 @@
 //! (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry` event; other
 //! failures end the step with the provider's error.
 
-use std::sync::Mutex;
+use crate::human::PersonWaits;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aibuddy_provider::error::TransportKind;
@@ -26,6 +28,10 @@ use super::events::{RunEvent, RunEventSink};
 pub struct IdleWatchdog {
     idle: Duration,
     last: Mutex<Instant>,
+    /// Waits for a person (a pending confirmation) in progress: the timer does not run.
+    paused: AtomicUsize,
+    /// The run's questions to the person (`ask_user_question`, elicitation): same effect.
+    person: Option<Arc<PersonWaits>>,
 }
 
 impl IdleWatchdog {
@@ -33,7 +39,32 @@ impl IdleWatchdog {
         Self {
             idle,
             last: Mutex::new(Instant::now()),
+            paused: AtomicUsize::new(0),
+            person: None,
         }
+    }
+
+    /// Also paused while the run's person is being asked (see [`PersonWaits`]).
+    pub fn with_person_waits(mut self, waits: Arc<PersonWaits>) -> Self {
+        self.person = Some(waits);
+        self
+    }
+
+    fn person_waiting(&self) -> bool {
+        self.person.as_ref().is_some_and(|p| p.waiting())
+    }
+
+    /// A person is being asked: silence is expected until [`IdleWatchdog::resume`].
+    pub fn pause(&self) {
+        self.paused.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The person answered: the timer runs again from now.
+    pub fn resume(&self) {
+        let _ = self
+            .paused
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.touch();
     }
 
     /// Something happened (a stream chunk, a tool heartbeat): re-arm.
@@ -49,6 +80,11 @@ impl IdleWatchdog {
             .lock()
             .map(|l| *l)
             .unwrap_or_else(|_| Instant::now());
+        // The timer starts again when the person answers.
+        let last = match &self.person {
+            Some(p) => last.max(p.last_end()),
+            None => last,
+        };
         last + self.idle
     }
 
@@ -57,10 +93,44 @@ impl IdleWatchdog {
         loop {
             let deadline = self.deadline();
             tokio::time::sleep_until(deadline).await;
+            if self.paused.load(Ordering::SeqCst) > 0 || self.person_waiting() {
+                self.touch();
+                continue;
+            }
             if self.deadline() <= Instant::now() {
                 return;
             }
         }
+    }
+}
+
+/// Guards the tool calls of a step: when nothing (live output, a heartbeat) re-arms the watchdog
+/// for the idle timeout, the calls still running are stopped through `tools` (they end
+/// cancelled and the model is told); the run goes on. Drop the guard when the calls are done.
+pub fn guard_tools(watchdog: Arc<IdleWatchdog>, tools: CancellationToken) -> ToolGuard {
+    watchdog.touch();
+    let w = watchdog.clone();
+    let task = tokio::spawn(async move {
+        w.expired().await;
+        tracing::warn!(
+            idle_s = w.idle.as_secs_f64(),
+            "tool calls sent no output or heartbeat for the idle timeout: stopped"
+        );
+        tools.cancel();
+    });
+    ToolGuard { task, watchdog }
+}
+
+/// See [`guard_tools`]. Dropping it stops the guard and clears pauses a failed call left behind.
+pub struct ToolGuard {
+    task: tokio::task::JoinHandle<()>,
+    watchdog: Arc<IdleWatchdog>,
+}
+
+impl Drop for ToolGuard {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.watchdog.paused.store(0, Ordering::SeqCst);
     }
 }
 
@@ -268,6 +338,27 @@ mod tests {
         w.expired().await;
         // Expired 300 ms after the last touch, not after the start (a lower bound only).
         assert!(start.elapsed() >= Duration::from_millis(500));
+    }
+
+    #[tokio::test]
+    async fn a_pause_holds_the_timer_and_silent_tools_are_stopped() {
+        let w = Arc::new(IdleWatchdog::new(Duration::from_millis(100)));
+        w.pause();
+        let held = tokio::time::timeout(Duration::from_millis(400), w.expired()).await;
+        assert!(held.is_err(), "no expiry while a person is asked");
+        w.resume();
+        w.expired().await;
+        // A silent tool batch is cancelled; dropping the guard clears a leaked pause.
+        let tools = CancellationToken::new();
+        let guard = guard_tools(w.clone(), tools.clone());
+        tokio::time::timeout(Duration::from_secs(30), tools.cancelled())
+            .await
+            .expect("stopped after the idle timeout");
+        w.pause();
+        drop(guard);
+        tokio::time::timeout(Duration::from_secs(30), w.expired())
+            .await
+            .expect("the pause was cleared");
     }
 
     #[test]

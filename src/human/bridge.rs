@@ -12,6 +12,7 @@ use super::{
     ElicitRequest, HumanAnswer, HumanBroker, HumanQuestion, answer_json, check_answer,
     question_json,
 };
+use super::PersonWaits;
 use crate::agent::{RunEvent, RunEventSink};
 
 /// The host's broker as one run uses it: announces each question as a run event (`ask_user`,
@@ -23,6 +24,8 @@ pub struct RunHuman {
     store: Option<Store>,
     run_id: String,
     cancel: CancellationToken,
+    /// Read by the run's idle watchdog: a pending question is not a stalled call.
+    waits: Arc<PersonWaits>,
 }
 
 impl RunHuman {
@@ -39,7 +42,13 @@ impl RunHuman {
             store,
             run_id: run_id.to_string(),
             cancel,
+            waits: Arc::default(),
         }
+    }
+
+    /// The waits the run's watchdog reads (see [`PersonWaits`]).
+    pub fn waits(&self) -> Arc<PersonWaits> {
+        self.waits.clone()
     }
 
     fn announce(&self, question: &HumanQuestion) {
@@ -87,6 +96,7 @@ impl RunHuman {
 #[async_trait]
 impl HumanBroker for RunHuman {
     async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
+        let _waiting = self.waits.begin();
         self.announce(question);
         // One token for the inner broker: the run's stop or the call's cancellation ends it.
         let both = self.cancel.child_token();

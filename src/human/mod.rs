@@ -22,6 +22,7 @@ mod answer;
 mod bridge;
 mod desk;
 mod pending;
+mod waits;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,7 @@ pub use answer::{AnswerError, answer_json, check_answer, describe_answer, questi
 pub use bridge::{HumanElicitation, RunHuman};
 pub use desk::{DeskGuard, HumanDesk};
 pub use pending::PendingQuestions;
+pub use waits::{PersonWaits, WaitGuard};
 
 /// The text the model gets when nobody can answer (no terminal, `--json` without a way to answer,
 /// a host with no dialog).
