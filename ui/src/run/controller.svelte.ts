@@ -1,0 +1,175 @@
+// Glue between the run API and the run view: owns the reactive run state (Svelte 5 runes), feeds
+// every `run-event` of the open run through the pure reducer (state.ts), routes live output to the
+// output bus, and sends the person's answers back by id. Decisions are the shell's.
+import { toCommandError } from "../api";
+import type { AskUserAnswer, RunEvent, RunEventEnvelope, RunSummary } from "../provisional/run-types";
+import type { RunApi } from "./api";
+import { OutputBus } from "./output-bus";
+import {
+  addNotice,
+  addPrompt,
+  answeredConfirm,
+  answeredQuestion,
+  applyRunEvent,
+  emptyRun,
+  isActive,
+  replay,
+  type RunViewState,
+} from "./state";
+
+/** Events of runs not (yet) adopted are kept briefly, in case start_run resolves after them. */
+const MAX_ORPHAN_EVENTS = 2000;
+
+export class RunController {
+  state: RunViewState = $state(emptyRun());
+  runs: RunSummary[] = $state([]);
+  runsError: string | null = $state(null);
+  busy = $state(false);
+  readonly output: OutputBus;
+  private orphans = new Map<string, RunEvent[]>();
+  private unlisten: (() => void) | null = null;
+
+  constructor(
+    private readonly api: RunApi,
+    private readonly now: () => number = () => Date.now(),
+    output?: OutputBus,
+  ) {
+    this.output = output ?? new OutputBus();
+  }
+
+  async connect(): Promise<void> {
+    this.unlisten = await this.api.onRunEvent((envelope) => this.receive(envelope));
+  }
+
+  disconnect(): void {
+    this.unlisten?.();
+    this.unlisten = null;
+  }
+
+  /** One `run-event` from the shell. */
+  receive(envelope: RunEventEnvelope): void {
+    const current = this.state.runId;
+    if (current === null && this.state.phase === "starting" && envelope.event.type === "run_started") {
+      this.apply(envelope.event);
+      return;
+    }
+    if (envelope.run_id !== current) {
+      const list = this.orphans.get(envelope.run_id) ?? [];
+      if (list.length < MAX_ORPHAN_EVENTS) list.push(envelope.event);
+      this.orphans.set(envelope.run_id, list);
+      if (envelope.event.type === "run_finished") void this.loadRuns();
+      return;
+    }
+    this.apply(envelope.event);
+  }
+
+  private apply(event: RunEvent): void {
+    if (event.type === "tool_output") this.output.publish(event.tool_call_id, event.chunk);
+    this.state = applyRunEvent(this.state, event, this.now());
+    if (event.type === "run_finished") void this.loadRuns();
+  }
+
+  private adopt(runId: string): void {
+    if (this.state.runId === null) this.state = { ...this.state, runId };
+    const early = this.orphans.get(runId) ?? [];
+    this.orphans.delete(runId);
+    for (const event of early) this.apply(event);
+  }
+
+  /** Sends a prompt: a new run, or a continuation of the open, finished run. */
+  async send(prompt: string): Promise<void> {
+    const text = prompt.trim();
+    if (text === "" || isActive(this.state) || this.busy) return;
+    this.busy = true;
+    const continuing = this.state.runId;
+    if (continuing === null) this.output.clear();
+    this.state = addPrompt(this.state, text);
+    try {
+      if (continuing !== null) {
+        await this.api.continueRun(continuing, text);
+        if (this.state.phase === "starting") this.state = { ...this.state, phase: "running" };
+      } else {
+        const started = await this.api.startRun({ prompt: text });
+        this.adopt(started.run_id);
+        if (this.state.phase === "starting") this.state = { ...this.state, phase: "running" };
+      }
+    } catch (error) {
+      this.state = { ...addNotice(this.state, `Could not start: ${toCommandError(error).message}`, "error"), phase: "error" };
+    } finally {
+      this.busy = false;
+    }
+    void this.loadRuns();
+  }
+
+  async stop(): Promise<void> {
+    const id = this.state.runId;
+    if (id === null || !isActive(this.state)) return;
+    try {
+      await this.api.stopRun(id);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not stop: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async stopCall(callId: string): Promise<void> {
+    try {
+      await this.api.cancelCall(callId);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not stop the call: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async answerConfirm(callId: string, approve: boolean): Promise<void> {
+    this.state = answeredConfirm(this.state, callId);
+    try {
+      await this.api.answerConfirm(callId, approve);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async answerQuestion(toolCallId: string, answer: AskUserAnswer): Promise<void> {
+    const id = this.state.runId;
+    this.state = answeredQuestion(this.state, toolCallId);
+    if (id === null) return;
+    try {
+      await this.api.answerAskUser(id, toolCallId, answer);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  /** A fresh conversation (the open run, if any, keeps running in the shell). */
+  newRun(): void {
+    if (isActive(this.state)) return;
+    this.output.clear();
+    this.state = emptyRun();
+  }
+
+  async open(runId: string): Promise<void> {
+    if (isActive(this.state)) return;
+    try {
+      const transcript = await this.api.showRun(runId);
+      this.output.clear();
+      const state = replay(transcript.events, this.now());
+      this.state = {
+        ...state,
+        runId: transcript.run.run_id,
+        provider: state.provider ?? transcript.run.provider,
+        model: state.model ?? transcript.run.model,
+        phase: transcript.run.status,
+      };
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async loadRuns(): Promise<void> {
+    try {
+      this.runs = await this.api.listRuns(50);
+      this.runsError = null;
+    } catch (error) {
+      this.runsError = toCommandError(error).message;
+    }
+  }
+}
