@@ -96,13 +96,15 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.equal(await page.locator('[data-testid="msg-user"]').textContent(), "Add a --top N option\nand run the tests");
 
     // Streamed Markdown: deltas join into one message; hostile markup stays inert.
-    for (const text of ["I'll look at **src/main.rs** first, then run ", "`cargo test`.\n\n", "- parse `--top`\n- keep the default [docs](https://example.com/x) ", "<img src=x onerror=alert(1)>"]) {
+    for (const text of ["I'll look at **src/main.rs** first, then run ", "`cargo test`.\n\n", "- parse `--top`\n- keep the default [docs](https://example.com/x) ", "<img src=x onerror=alert(1)>", " [run](javascript:alert(1))<script>alert(2)</script>"]) {
       await emit(page, { type: "text_delta", text });
     }
     const md = page.locator('[data-testid="assistant-md"]');
     await md.locator("li").nth(1).waitFor();
     assert.equal(await md.locator("strong").textContent(), "src/main.rs");
-    assert.equal(await md.locator("img").count(), 0);
+    assert.equal(await md.locator("img, script").count(), 0);
+    const attrs = await md.evaluate((el) => [...el.querySelectorAll("*")].flatMap((n) => [...n.attributes].map((a) => `${a.name}=${a.value}`)));
+    assert.deepEqual(attrs.filter((a) => /^on|javascript:|^style=|^href=/i.test(a)), []);
     assert.equal(await md.locator("a[href]").count(), 0, "links open nothing");
     assert.equal(await md.locator(".md-link").getAttribute("title"), "https://example.com/x");
     assert.match(await md.textContent(), /<img src=x onerror=alert\(1\)>/);

@@ -28,6 +28,7 @@ function installHooks(): void {
 
 /** Sanitized HTML for `{@html}`; the only path by which model text becomes markup. */
 export function renderMarkdown(source: string): string {
+  if (!DOMPurify.isSupported) return escapeHtml(source);
   installHooks();
   const html = md.render(source);
   return DOMPurify.sanitize(html, {
@@ -37,4 +38,9 @@ export function renderMarkdown(source: string): string {
     ADD_ATTR: ["data-href"],
     USE_PROFILES: { html: true },
   }) as unknown as string;
+}
+
+/** Fail closed where the sanitizer cannot run: the text, escaped, no markup at all. */
+function escapeHtml(text: string): string {
+  return `<p>${text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")}</p>`;
 }
