@@ -57,19 +57,22 @@ export function launchChromium() {
 /**
  * An init script that installs mockIPC (events mocked too) answering `responses[cmd]` (`{resolve}`
  * or `{reject}`), records every call in `window.__ipcCalls` / `window.__ipcArgs`, and exposes
- * `window.__emit(event, payload)` to play shell events.
+ * `window.__emit(event, payload)` to play shell events. `dynamicSource` is JS source of an object of
+ * functions `cmd -> (args) => result` for answers too large to inline (e.g. 100,000 history rows).
  */
-export async function mockScript(responses) {
+export async function mockScript(responses, dynamicSource = "{}") {
   const source = `
     import { mockIPC } from "@tauri-apps/api/mocks";
     import { emit } from "@tauri-apps/api/event";
     const responses = ${JSON.stringify(responses)};
+    const dynamic = ${dynamicSource};
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
     mockIPC((cmd, args) => {
       window.__ipcCalls.push(cmd);
       window.__ipcArgs.push({ cmd, args });
+      if (dynamic[cmd]) return dynamic[cmd](args);
       const r = responses[cmd];
       if (!r) throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
       if ("reject" in r) throw r.reject;
@@ -80,14 +83,14 @@ export async function mockScript(responses) {
 }
 
 /** A page of the built UI with the given IPC responses; collects console errors and page errors. */
-export async function openPage(browser, base, responses, viewport = { width: 1180, height: 780 }, colorScheme = "light") {
+export async function openPage(browser, base, responses, viewport = { width: 1180, height: 780 }, colorScheme = "light", dynamicSource = "{}") {
   const page = await browser.newPage({ viewport, colorScheme });
   const problems = [];
   page.on("console", (msg) => {
     if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
   });
   page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  await page.addInitScript({ content: await mockScript(responses) });
+  await page.addInitScript({ content: await mockScript(responses, dynamicSource) });
   await page.goto(base);
   return { page, problems };
 }

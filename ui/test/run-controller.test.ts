@@ -106,3 +106,13 @@ describe("run controller", () => {
     await tick();
   });
 });
+
+describe("run controller without the event permission", () => {
+  it("says live events are unavailable instead of throwing", async () => {
+    const shell = fakeShell();
+    const api: RunApi = { ...shell.api, onRunEvent: async () => Promise.reject("event.listen not allowed") };
+    const c = new RunController(api, () => 0, new OutputBus(() => {}));
+    await c.connect();
+    expect(c.eventsError).toBe("Live run events are unavailable: event.listen not allowed");
+  });
+});

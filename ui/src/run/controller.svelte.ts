@@ -25,6 +25,7 @@ export class RunController {
   runs: RunSummary[] = $state([]);
   runsError: string | null = $state(null);
   busy = $state(false);
+  eventsError: string | null = $state(null);
   readonly output: OutputBus;
   private orphans = new Map<string, RunEvent[]>();
   private unlisten: (() => void) | null = null;
@@ -37,8 +38,14 @@ export class RunController {
     this.output = output ?? new OutputBus();
   }
 
+  /** Subscribes to `run-event`; a refusal (e.g. no event permission) is shown, not thrown. */
   async connect(): Promise<void> {
-    this.unlisten = await this.api.onRunEvent((envelope) => this.receive(envelope));
+    try {
+      this.unlisten = await this.api.onRunEvent((envelope) => this.receive(envelope));
+      this.eventsError = null;
+    } catch (error) {
+      this.eventsError = `Live run events are unavailable: ${toCommandError(error).message}`;
+    }
   }
 
   disconnect(): void {
