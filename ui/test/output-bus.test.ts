@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_BUFFERED_CHARS, OutputBus } from "../src/run/output-bus";
+import { MAX_BUFFERED_CHARS, MAX_WRITE_CHARS, OutputBus, pieces } from "../src/run/output-bus";
 
 /** A scheduler the test runs by hand: one "frame" per call of run(). */
 function manualFrames() {
@@ -21,6 +21,15 @@ describe("output bus", () => {
     expect(writes[0]?.endsWith("999,")).toBe(true);
   });
 
+  it("hands the terminal bounded pieces: small chunks joined, large ones split, nothing lost", () => {
+    const big = "b".repeat(MAX_WRITE_CHARS * 2 + 10);
+    const out = pieces(["a", "bb", big, "c"]);
+    expect(out.join("")).toBe(`abb${big}c`);
+    expect(out.every((p) => p.length <= MAX_WRITE_CHARS)).toBe(true);
+    expect(out.map((p) => p.length)).toEqual([MAX_WRITE_CHARS, MAX_WRITE_CHARS, 14]);
+    expect(pieces([])).toEqual([]);
+  });
+
   it("keeps output that arrives before the terminal subscribes, bounded, and says what it dropped", () => {
     const frames = manualFrames();
     const bus = new OutputBus(frames.schedule);
@@ -30,6 +39,7 @@ describe("output bus", () => {
     bus.subscribe("c1", (t) => writes.push(t));
     frames.run();
     expect(writes[0]).toMatch(/^\[\d+ earlier characters were not kept/);
+    expect(writes.slice(1).every((w) => w.length <= MAX_WRITE_CHARS)).toBe(true);
     const kept = writes.slice(1).join("").length;
     expect(kept).toBeLessThanOrEqual(MAX_BUFFERED_CHARS);
     expect(kept).toBeGreaterThan(MAX_BUFFERED_CHARS - big.length);

@@ -21,8 +21,9 @@ import {
 const MAX_ORPHAN_EVENTS = 2000;
 
 export class RunController {
-  state: RunViewState = $state(emptyRun());
-  runs: RunSummary[] = $state([]);
+  // Raw (not deeply proxied): the reducer replaces it immutably on every event.
+  state: RunViewState = $state.raw(emptyRun());
+  runs: RunSummary[] = $state.raw([]);
   runsError: string | null = $state(null);
   busy = $state(false);
   eventsError: string | null = $state(null);

@@ -15,6 +15,12 @@ interface Channel {
   sink: OutputSink | null;
 }
 
+/**
+ * Largest piece handed to the terminal in one write. xterm.js parses each write in one go and
+ * yields only between writes, so one huge coalesced string would block the UI thread.
+ */
+export const MAX_WRITE_CHARS = 64 * 1024;
+
 export type Scheduler = (flush: () => void) => void;
 
 const frame: Scheduler = (flush) => {
@@ -72,10 +78,10 @@ export class OutputBus {
     this.scheduled = false;
     for (const ch of this.channels.values()) {
       if (!ch.sink || ch.pending.length === 0) continue;
-      const text = ch.pending.length === 1 ? (ch.pending[0] ?? "") : ch.pending.join("");
+      const chunks = ch.pending;
       ch.pending = [];
       ch.pendingChars = 0;
-      ch.sink(text);
+      for (const piece of pieces(chunks)) ch.sink(piece);
     }
   }
 
@@ -84,4 +90,27 @@ export class OutputBus {
     this.scheduled = true;
     this.schedule(() => this.flush());
   }
+}
+
+/** Joins small chunks and splits large ones into pieces of at most MAX_WRITE_CHARS, in order. */
+export function pieces(chunks: readonly string[]): string[] {
+  const out: string[] = [];
+  let buf: string[] = [];
+  let size = 0;
+  const push = () => {
+    if (buf.length > 0) out.push(buf.length === 1 ? (buf[0] ?? "") : buf.join(""));
+    buf = [];
+    size = 0;
+  };
+  for (const chunk of chunks) {
+    for (let at = 0; at < chunk.length; ) {
+      const take = Math.min(chunk.length - at, MAX_WRITE_CHARS - size);
+      buf.push(at === 0 && take === chunk.length ? chunk : chunk.slice(at, at + take));
+      size += take;
+      at += take;
+      if (size >= MAX_WRITE_CHARS) push();
+    }
+  }
+  push();
+  return out;
 }
