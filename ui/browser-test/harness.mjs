@@ -61,6 +61,10 @@ export function launchChromium() {
  * functions `cmd -> (args) => result` for answers too large to inline (e.g. 100,000 history rows).
  */
 export async function mockScript(responses, dynamicSource = "{}") {
+  const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
+  // As Tauri does with \`freezePrototype\`: a library that assigns over an Object.prototype
+  // property (the "override mistake") fails here as it would in the window.
+  const freeze = conf.app.security.freezePrototype ? "Object.freeze(Object.prototype);" : "";
   const source = `
     import { mockIPC } from "@tauri-apps/api/mocks";
     import { emit } from "@tauri-apps/api/event";
@@ -79,7 +83,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
       return r.resolve;
     }, { shouldMockEvents: true });`;
   const out = await build({ stdin: { contents: source, resolveDir: repo, loader: "js" }, bundle: true, format: "iife", write: false });
-  return out.outputFiles[0].text;
+  return out.outputFiles[0].text + freeze;
 }
 
 /** A page of the built UI with the given IPC responses; collects console errors and page errors. */
