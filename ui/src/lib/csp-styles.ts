@@ -6,35 +6,48 @@
 /** Starts mirroring; returns the stop function. */
 export function mirrorScopedStyles(host: HTMLElement): () => void {
   if (typeof CSSStyleSheet === "undefined" || !("adoptedStyleSheets" in document)) return () => {};
-  const sheets = new Map<HTMLStyleElement, CSSStyleSheet>();
+  const sheets = new Map<HTMLStyleElement, { sheet: CSSStyleSheet; text: string | null }>();
   const sync = () => {
     const seen = new Set<HTMLStyleElement>();
     for (const el of host.querySelectorAll("style")) {
       seen.add(el);
-      let sheet = sheets.get(el);
-      if (!sheet) {
-        sheet = new CSSStyleSheet();
-        sheets.set(el, sheet);
-        document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+      let entry = sheets.get(el);
+      if (!entry) {
+        entry = { sheet: new CSSStyleSheet(), text: null };
+        sheets.set(el, entry);
+        document.adoptedStyleSheets = [...document.adoptedStyleSheets, entry.sheet];
       }
+      const text = el.textContent ?? "";
+      if (text === entry.text) continue;
+      entry.text = text;
       try {
-        sheet.replaceSync(el.textContent ?? "");
+        entry.sheet.replaceSync(text);
       } catch {
         // A rule the engine rejects leaves the previous rules in place.
       }
     }
-    for (const [el, sheet] of sheets) {
+    for (const [el, entry] of sheets) {
       if (seen.has(el)) continue;
       sheets.delete(el);
-      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== entry.sheet);
     }
   };
-  const observer = new MutationObserver(sync);
+  // The terminal re-renders its rows constantly: react only to mutations that touch a <style>.
+  const touchesStyle = (record: MutationRecord): boolean => {
+    const isStyle = (node: Node | null) => node !== null && node.nodeName === "STYLE";
+    if (isStyle(record.target) || isStyle(record.target.parentNode)) return true;
+    for (const node of record.addedNodes) if (isStyle(node)) return true;
+    for (const node of record.removedNodes) if (isStyle(node)) return true;
+    return false;
+  };
+  const observer = new MutationObserver((records) => {
+    if (records.some(touchesStyle)) sync();
+  });
   observer.observe(host, { subtree: true, childList: true, characterData: true });
   sync();
   return () => {
     observer.disconnect();
-    const mine = new Set(sheets.values());
+    const mine = new Set([...sheets.values()].map((e) => e.sheet));
     document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => !mine.has(s));
     sheets.clear();
   };

@@ -19,7 +19,7 @@ interface Channel {
  * Largest piece handed to the terminal in one write. xterm.js parses each write in one go and
  * yields only between writes, so one huge coalesced string would block the UI thread.
  */
-export const MAX_WRITE_CHARS = 64 * 1024;
+export const MAX_WRITE_CHARS = 16 * 1024;
 
 export type Scheduler = (flush: () => void) => void;
 
