@@ -10,6 +10,7 @@ pub mod confirm;
 pub mod contract;
 pub mod discovery;
 pub mod events;
+pub mod human;
 pub mod logging;
 pub mod pipeline;
 pub mod plane;

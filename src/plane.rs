@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -29,8 +30,8 @@ use aibuddy_mcp::{
 };
 
 use crate::discovery::service::DiscoveryService;
-use crate::discovery::{self, Exposure, HostCaps, ToolListing, ToolSet};
-use crate::registry::{ConsistencyProblem, Registry, Risk, Source, ToolConfig, ToolConfigMeta};
+use crate::discovery::{self, HostCaps, ToolSet};
+use crate::registry::{ConsistencyProblem, Registry, ToolConfig, ToolConfigMeta};
 use crate::settings::Settings;
 use crate::skills::{SkillsService, default_roots};
 use crate::tools;
@@ -40,6 +41,9 @@ use crate::trust::{McpPlan, NOT_TRUSTED};
 /// Overall time `App::open` waits for MCP servers' first connection (`tools list` stays fast);
 /// servers still connecting afterwards join the tool set when they finish.
 pub const DEFAULT_MCP_CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// What an agent run waits at open: nothing. The first request never waits for MCP servers;
+/// `tool_search` waits for the ones still connecting (`tool_search.connect_wait_ms`).
+pub const RUN_MCP_CONNECT_WAIT: Duration = Duration::ZERO;
 /// Overrides [`DEFAULT_MCP_CONNECT_WAIT`] (milliseconds). Read by the hosts (CLI, desktop), never
 /// by the library: see [`connect_wait`].
 pub const MCP_CONNECT_WAIT_ENV: &str = "AIBUDDY_MCP_CONNECT_WAIT_MS";
@@ -60,6 +64,17 @@ pub struct PlaneOptions {
     pub watch_skills: bool,
     /// Connect the configured MCP servers.
     pub mcp: bool,
+}
+
+impl PlaneOptions {
+    /// The options of a host that starts an agent run right away (`aibuddy run`): MCP servers
+    /// connect in the background and join the tool set when ready.
+    pub fn for_runs() -> Self {
+        Self {
+            mcp_connect_wait: RUN_MCP_CONNECT_WAIT,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for PlaneOptions {
@@ -113,8 +128,12 @@ pub struct CapabilityPlane {
     elicitation: Arc<SwitchableElicitation>,
     /// What the tool set is computed against besides the registry (set by the host).
     context: RwLock<Option<CatalogContext>>,
+    /// What `tool_search` waits on (this plane, attached once built).
+    readiness: Arc<PlaneReadiness>,
     /// Serialises rebuilds (registry and index), so an older catalog never lands last.
     rebuilding: std::sync::Mutex<()>,
+    /// The MCP change counter the current registry reflects (`readiness`).
+    refreshed: AtomicU64,
 }
 
 /// The settings and host capabilities (as far as the injected services go) a tool set is computed
@@ -146,14 +165,16 @@ pub fn bind(
     configs: Vec<Arc<dyn ToolConfig>>,
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
+    readiness: &Arc<PlaneReadiness>,
 ) -> Vec<Arc<dyn ToolConfig>> {
     configs
         .into_iter()
         .map(|c| -> Arc<dyn ToolConfig> {
             match c.key() {
-                tools::tool_search::KEY => {
-                    Arc::new(tools::tool_search::ToolSearchConfig::new(discovery.clone()))
-                }
+                tools::tool_search::KEY => Arc::new(
+                    tools::tool_search::ToolSearchConfig::new(discovery.clone())
+                        .with_readiness(readiness.clone()),
+                ),
                 tools::view_skill::KEY => {
                     Arc::new(tools::view_skill::ViewSkillConfig::new(skills.clone()))
                 }
@@ -271,7 +292,9 @@ impl CapabilityPlane {
             (None, Vec::new())
         };
         let discovery = Arc::new(DiscoveryService::new());
-        let (registry, left) = build_registry(&discovery, &skills, mcp.as_ref())?;
+        let readiness = Arc::new(PlaneReadiness::default());
+        let changes = mcp.as_ref().map_or(0, |m| *m.subscribe().borrow());
+        let (registry, left) = build_registry(&discovery, &skills, &readiness, mcp.as_ref())?;
         let plane = Arc::new(CapabilityPlane {
             discovery,
             skills,
@@ -284,7 +307,10 @@ impl CapabilityPlane {
             elicitation,
             context: RwLock::new(None),
             rebuilding: std::sync::Mutex::new(()),
+            refreshed: AtomicU64::new(changes),
+            readiness,
         });
+        plane.readiness.attach(Arc::downgrade(&plane));
         plane.follow_mcp();
         Ok(plane)
     }
@@ -296,7 +322,8 @@ impl CapabilityPlane {
     ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
         let skills = SkillsService::load(default_roots(project_root, data_dir));
         let discovery = Arc::new(DiscoveryService::new());
-        let (registry, left) = build_registry(&discovery, &skills, None)?;
+        let readiness = Arc::new(PlaneReadiness::default());
+        let (registry, left) = build_registry(&discovery, &skills, &readiness, None)?;
         Ok(Arc::new(CapabilityPlane {
             discovery,
             skills,
@@ -309,6 +336,8 @@ impl CapabilityPlane {
             elicitation: Arc::new(SwitchableElicitation::default()),
             context: RwLock::new(None),
             rebuilding: std::sync::Mutex::new(()),
+            refreshed: AtomicU64::new(0),
+            readiness,
         }))
     }
 
@@ -345,8 +374,16 @@ impl CapabilityPlane {
     /// then the `tool_search` index.
     pub fn refresh(&self) {
         let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
-        match build_registry(&self.discovery, &self.skills, self.mcp.as_ref()) {
+        let changes = self.mcp_changes();
+        let built = build_registry(
+            &self.discovery,
+            &self.skills,
+            &self.readiness,
+            self.mcp.as_ref(),
+        );
+        match built {
             Ok((registry, left)) => {
+                self.refreshed.store(changes, Ordering::Release);
                 if let Ok(mut r) = self.registry.write() {
                     *r = Arc::new(registry);
                 }
@@ -436,109 +473,16 @@ impl CapabilityPlane {
         }
         host.mcp = mcp;
     }
-
-    /// Rows for what is configured but has no tool in the registry: MCP tools left out for their
-    /// schema (Discovery) and servers that are not connected (one row per server).
-    pub fn absent_listings(&self, host: &HostCaps, registry: &Registry) -> Vec<ToolListing> {
-        let mut rows = Vec::new();
-        let mut rejected: Vec<(String, String, String)> = Vec::new();
-        if let Ok(left) = self.left_out.read() {
-            rejected.extend(
-                left.iter()
-                    .map(|l| (l.server.clone(), l.qualified_name.clone(), l.reason.clone())),
-            );
-        }
-        if let Some(m) = &self.mcp {
-            for s in m.status() {
-                for r in &s.rejected_tools {
-                    rejected.push((
-                        r.server.clone(),
-                        aibuddy_mcp::names::qualified_name(&r.server, &r.tool),
-                        r.reason.clone(),
-                    ));
-                }
-            }
-        }
-        for (server, name, reason) in rejected {
-            rows.push(ToolListing {
-                name,
-                config: tools::mcp::config_key(&server),
-                source: Source::Mcp(server.clone()),
-                exposure: Exposure::Absent,
-                absent_reason: Some(format!(
-                    "Discovery: left out because its input schema cannot be used: {reason}"
-                )),
-                risk: Risk::HighImpact,
-                description: String::new(),
-                display_name: format!("MCP: {server}"),
-                category: "mcp".to_string(),
-                confinement: None,
-                deferred_reason: None,
-            });
-        }
-        for server in &self.mcp_untrusted {
-            rows.push(untrusted_row(server));
-        }
-        for (server, state) in &host.mcp {
-            let Err(reason) = state else { continue };
-            let key = tools::mcp::config_key(server);
-            let has_rows = registry
-                .configs()
-                .iter()
-                .any(|c| c.meta.key == key && !c.tools.is_empty());
-            if has_rows {
-                continue;
-            }
-            rows.push(ToolListing {
-                name: format!(
-                    "{}{}__*",
-                    aibuddy_mcp::names::PREFIX,
-                    aibuddy_mcp::names::sanitize_part(server)
-                ),
-                config: key,
-                source: Source::Mcp(server.clone()),
-                exposure: Exposure::Absent,
-                absent_reason: Some(format!("MCP server `{server}` is not connected: {reason}")),
-                risk: Risk::HighImpact,
-                description: format!("every tool of MCP server `{server}`"),
-                display_name: format!("MCP: {server}"),
-                category: "mcp".to_string(),
-                confinement: None,
-                deferred_reason: None,
-            });
-        }
-        rows
-    }
-}
-
-/// The row of a project MCP server held back because the project is not trusted.
-fn untrusted_row(server: &str) -> ToolListing {
-    ToolListing {
-        name: format!(
-            "{}{}__*",
-            aibuddy_mcp::names::PREFIX,
-            aibuddy_mcp::names::sanitize_part(server)
-        ),
-        config: tools::mcp::config_key(server),
-        source: Source::Mcp(server.to_string()),
-        exposure: Exposure::Absent,
-        absent_reason: Some(NOT_TRUSTED.to_string()),
-        risk: Risk::HighImpact,
-        description: format!("every tool of MCP server `{server}`"),
-        display_name: format!("MCP: {server}"),
-        category: "mcp".to_string(),
-        confinement: None,
-        deferred_reason: None,
-    }
 }
 
 /// Built-in configs (bound) + one config per MCP server with its current catalog entries.
 fn build_registry(
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
+    readiness: &Arc<PlaneReadiness>,
     mcp: Option<&Arc<McpManager>>,
 ) -> Result<(Registry, Vec<LeftOut>), Vec<ConsistencyProblem>> {
-    let mut configs = bind(tools::builtin_configs(), discovery, skills);
+    let mut configs = bind(tools::builtin_configs(), discovery, skills, readiness);
     let mut metas: Vec<ToolConfigMeta> = tools::builtin_metas();
     let mut left = Vec::new();
     if let Some(m) = mcp {
@@ -559,6 +503,10 @@ fn build_registry(
     }
     Registry::build(configs, metas).map(|r| (r, left))
 }
+
+mod absent;
+mod readiness;
+pub use readiness::{PlaneReadiness, unavailable};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,8 @@
 //! Schema (every field optional; defaults shown):
 //! ```json
 //! {
-//!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill"],
+//!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill",
+//!                            "ask_user_question"],
 //!                "disabled": [] },
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
@@ -54,6 +55,7 @@ pub const DEFAULT_TOOL_KEYS: &[&str] = &[
     "view_tool_call",
     "tool_search",
     "view_skill",
+    "ask_user_question",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -135,6 +137,24 @@ impl Default for ExecSettings {
     }
 }
 
+/// `tool_search` settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+#[ts(export)]
+pub struct ToolSearchSettings {
+    /// How long `tool_search` waits for MCP servers still connecting before it ranks
+    /// (milliseconds); its result names the servers still unavailable after that.
+    pub connect_wait_ms: u64,
+}
+
+impl Default for ToolSearchSettings {
+    fn default() -> Self {
+        Self {
+            connect_wait_ms: 15_000,
+        }
+    }
+}
+
 /// The effective settings of one project.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default, deny_unknown_fields)]
@@ -144,6 +164,7 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub confirm: ConfirmSettings,
     pub exec: ExecSettings,
+    pub tool_search: ToolSearchSettings,
     /// Model providers for agent runs (`aibuddy run`): `default` plus named entries.
     #[ts(type = "Record<string, unknown>")]
     pub providers: aibuddy_provider::ProvidersConfig,

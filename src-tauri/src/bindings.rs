@@ -16,6 +16,10 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     aibuddy::events::Event::export_all(&cfg)?;
     crate::history::HistoryEntry::export_all(&cfg)?;
     crate::history::CallDetail::export_all(&cfg)?;
+    crate::runs::RunEventEnvelope::export_all(&cfg)?;
+    crate::runs::RunHandle::export_all(&cfg)?;
+    crate::run_views::RunSummary::export_all(&cfg)?;
+    crate::run_views::RunDetail::export_all(&cfg)?;
     Ok(())
 }
 

@@ -11,4 +11,10 @@ pub const COMMANDS: &[&str] = &[
     "answer_confirm",
     "list_history",
     "show_call",
+    "start_run",
+    "stop_run",
+    "continue_run",
+    "list_runs",
+    "show_run",
+    // `answer_ask_user` joins here once the ask_user broker exists (see `commands.rs`).
 ];

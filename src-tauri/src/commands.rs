@@ -3,14 +3,17 @@
 
 use std::sync::Arc;
 
+use aibuddy::agent::RunStart;
 use aibuddy::discovery::ToolListing;
 use aibuddy::events::Event;
-use tauri::State;
 use tauri::ipc::Channel;
+use tauri::{AppHandle, Runtime, State};
 
 use crate::calls::{CallResult, ChannelSink, run_call};
 use crate::error::{CommandError, ErrorCode};
 use crate::history::{self, CallDetail, HistoryEntry};
+use crate::run_views::{DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT, RunDetail, RunSummary};
+use crate::runs::{self, RunHandle, WindowSink};
 use crate::state::{ProjectInfo, ShellState};
 
 /// The open project (root, data directory, settings files and their problems), for the header.
@@ -47,15 +50,16 @@ pub async fn cancel_call(
     Ok(state.calls.cancel(&call_id))
 }
 
-/// Answers the confirmation a call is waiting for. The approval is bound to that call's digest,
-/// which the shell looks up itself. False when nothing is pending for `call_id`.
+/// Answers the confirmation a call or a run's call is waiting for (one broker for both). The
+/// approval is bound to that call's digest, which the shell looks up itself. False when nothing is
+/// pending for `call_id`.
 #[tauri::command]
 pub async fn answer_confirm(
     state: State<'_, ShellState>,
     call_id: String,
     approve: bool,
 ) -> Result<bool, CommandError> {
-    Ok(state.calls.answer(&call_id, approve))
+    Ok(crate::calls::answer_confirm(&state, &call_id, approve).await)
 }
 
 /// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text
@@ -82,6 +86,122 @@ pub async fn show_call(
 ) -> Result<CallDetail, CommandError> {
     history::show(store(&state)?, &tool_call_id, offset, limit).await
 }
+
+/// Starts an agent run on the settings' provider entry `provider` (default `providers.default`),
+/// optionally with another `model`. Returns the run id as soon as the run is recorded; the run
+/// proceeds in the background and its events arrive as `run-event` (`{run_id, event}`). Refused
+/// (`busy`) while another run of this project is in progress.
+#[tauri::command]
+pub async fn start_run<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, ShellState>,
+    prompt: String,
+    provider: Option<String>,
+    model: Option<String>,
+    max_steps: Option<u32>,
+) -> Result<RunHandle, CommandError> {
+    if prompt.trim().is_empty() {
+        return Err(CommandError {
+            code: ErrorCode::Run,
+            stage: Some(aibuddy::contract::Stage::Parameters),
+            message: "a run needs a prompt".to_string(),
+        });
+    }
+    let resolved = crate::provider::resolve(&state.app, provider.as_deref(), model.as_deref())?;
+    let start = RunStart {
+        prompt,
+        max_steps,
+        continue_run: None,
+    };
+    let sink = Arc::new(WindowSink::new(app));
+    let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
+    Ok(RunHandle { run_id })
+}
+
+/// Stops the run in progress (`run_id`): its stream, its tools' process trees and its pending
+/// confirmations. Returns once it has ended and been recorded `cancelled` (bounded wait). False
+/// when `run_id` is not in progress.
+#[tauri::command]
+pub async fn stop_run(state: State<'_, ShellState>, run_id: String) -> Result<bool, CommandError> {
+    Ok(runs::stop(&state, &run_id, crate::EXIT_GRACE).await)
+}
+
+/// Continues a stored run (an interrupted one included) with an optional new `prompt`, on the
+/// provider entry it was started with. Same answer and events as `start_run`.
+#[tauri::command]
+pub async fn continue_run<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, ShellState>,
+    run_id: String,
+    prompt: Option<String>,
+) -> Result<RunHandle, CommandError> {
+    let stored = store(&state)?
+        .get_run(&run_id)
+        .await
+        .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?
+        .ok_or_else(|| CommandError {
+            code: ErrorCode::Run,
+            stage: Some(aibuddy::contract::Stage::Parameters),
+            message: format!("there is no run `{run_id}`"),
+        })?;
+    let entries = &state.app.settings.settings.providers.entries;
+    let name = stored.provider.filter(|n| entries.contains_key(n));
+    let resolved = crate::provider::resolve(&state.app, name.as_deref(), None)?;
+    let start = RunStart {
+        prompt: prompt.unwrap_or_default(),
+        max_steps: None,
+        continue_run: Some(run_id),
+    };
+    let sink = Arc::new(WindowSink::new(app));
+    let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
+    Ok(RunHandle { run_id })
+}
+
+/// Stored agent runs of the open project, newest first: `limit` (default 50, at most 200), and
+/// `before` (a run id: the page after it). Same store query as `aibuddy runs`.
+#[tauri::command]
+pub async fn list_runs(
+    state: State<'_, ShellState>,
+    limit: Option<usize>,
+    before: Option<String>,
+) -> Result<Vec<RunSummary>, CommandError> {
+    let limit = limit.unwrap_or(DEFAULT_RUNS_LIMIT).clamp(1, MAX_RUNS_LIMIT);
+    let rows = store(&state)?
+        .list_runs(limit, before.as_deref())
+        .await
+        .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
+    Ok(rows.into_iter().map(RunSummary::from).collect())
+}
+
+/// One stored run: its status and usage, and its conversation (text, tool calls, results with
+/// status, stage and the model's text). Same reads as `aibuddy runs show`.
+#[tauri::command]
+pub async fn show_run(
+    state: State<'_, ShellState>,
+    run_id: String,
+) -> Result<RunDetail, CommandError> {
+    let store = store(&state)?;
+    let exists = store
+        .get_run(&run_id)
+        .await
+        .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
+    if exists.is_none_or(|r| r.status.is_none()) {
+        return Err(CommandError {
+            code: ErrorCode::Run,
+            stage: Some(aibuddy::contract::Stage::Parameters),
+            message: format!("there is no agent run `{run_id}`"),
+        });
+    }
+    let conversation = store
+        .conversation(&run_id)
+        .await
+        .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
+    Ok(RunDetail::from(&conversation))
+}
+
+// `answer_ask_user { run_id, tool_call_id, answer }` belongs here once the ask_user broker exists
+// (issue 11, built separately): it answers the pending `ask_user` of that call through the broker
+// the run's agent holds, the way `answer_confirm` answers a confirmation. Not registered until then.
 
 /// The open project's call store (the one the core records every call in).
 fn store(state: &ShellState) -> Result<&aibuddy_store::Store, CommandError> {

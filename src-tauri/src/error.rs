@@ -14,6 +14,11 @@ pub enum ErrorCode {
     Tool,
     /// The open project or its settings could not be read.
     Project,
+    /// A run could not start or continue: its provider, its prompt, or the stored run (`stage`
+    /// says which).
+    Run,
+    /// Another run of this project is in progress (one run at a time per project).
+    Busy,
     /// A bug or an unexpected state in the shell.
     Internal,
     /// Set by the UI, never by the shell: Tauri itself rejected the call (unknown or not permitted command).

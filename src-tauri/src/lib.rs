@@ -14,6 +14,9 @@ pub mod compacted;
 mod display;
 mod error;
 pub mod history;
+pub mod provider;
+pub mod run_views;
+pub mod runs;
 mod state;
 
 use tauri::{Builder, Runtime};
@@ -23,6 +26,7 @@ pub use calls::{CallResult, Calls};
 pub use command_names::COMMANDS;
 pub use display::{NO_DISPLAY_MESSAGE, has_display};
 pub use error::{CommandError, ErrorCode};
+pub use runs::{RUN_EVENT, RunEventEnvelope, RunHandle, Runs};
 pub use state::{ProjectInfo, ShellState};
 
 /// Registers the shell's state and commands on a builder (the real runtime or tauri's mock one).
@@ -37,6 +41,11 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::answer_confirm,
             commands::list_history,
             commands::show_call,
+            commands::start_run,
+            commands::stop_run,
+            commands::continue_run,
+            commands::list_runs,
+            commands::show_run,
         ])
 }
 
@@ -44,9 +53,16 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
 /// recorded) before the process exits.
 pub const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Called when the app exits: stops every running call and waits (bounded) until each has ended and
-/// been recorded, so no child process outlives the window and no call is left half-written.
+/// Called when the app exits: stops the run in progress and every running call and waits (bounded)
+/// until each has ended and been recorded, so no child process outlives the window and no call or
+/// run is left half-written.
 pub fn on_exit(state: &ShellState) {
+    if state.runs.cancel_all() {
+        tracing::info!("window closing: stopping the run in progress");
+        if !state.runs.wait_idle(EXIT_GRACE) {
+            tracing::warn!("the run did not finish within the exit grace period");
+        }
+    }
     let stopped = state.calls.cancel_all();
     if stopped > 0 {
         tracing::info!(stopped, "window closing: stopping running calls");

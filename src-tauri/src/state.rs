@@ -7,6 +7,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use crate::calls::Calls;
+use crate::runs::Runs;
 
 /// The open project, as the header shows it. Display only: the UI never sends a path back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -27,11 +28,13 @@ pub struct ProjectInfo {
 
 /// Managed Tauri state: one per window process, created before the window exists.
 pub struct ShellState {
-    pub(crate) app: aibuddy::app::App,
+    pub(crate) app: Arc<aibuddy::app::App>,
     pub(crate) info: ProjectInfo,
     /// The run that calls from this window belong to.
     pub(crate) run_id: String,
     pub calls: Calls,
+    /// The agent run in progress (at most one).
+    pub runs: Arc<Runs>,
 }
 
 impl ShellState {
@@ -60,10 +63,11 @@ impl ShellState {
                 .set_event_sink(Arc::new(calls.compacted.clone()));
         }
         Self {
-            app,
+            app: Arc::new(app),
             info,
             run_id,
             calls,
+            runs: Arc::default(),
         }
     }
 }

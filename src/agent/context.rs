@@ -5,7 +5,8 @@
 //!   (the provider's own blocks replay unchanged to the same format);
 //! - a tool result is the linked call's model projection (the compacted form once precompaction
 //!   replaced it), never its client projection, live output or heartbeats;
-//! - completed confirm interactions are normalized into user text next to the result;
+//! - completed confirm and `ask_user_question` interactions are normalized into user text next to
+//!   the result (`super::human`);
 //! - `tool_search` results carry `tool_reference`s on the native presentation; their activations
 //!   and every retained call are listed for reactivation of deferred tools;
 //! - a requested call with no stored result is answered as interrupted, so the protocol stays
@@ -15,8 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use aibuddy_provider::{ContentBlock, Message, ResultBlock, Role};
 use aibuddy_store::{
-    CallStatus, ContextItem, Conversation, Decision, Interaction, LinkedResult, MessageRecord,
-    MessageRole,
+    CallStatus, ContextItem, Conversation, Interaction, LinkedResult, MessageRecord, MessageRole,
 };
 
 use crate::contract::Stage;
@@ -115,21 +115,9 @@ fn result_block(
     }
 }
 
-/// The user text a completed confirm interaction becomes.
+/// The user text a completed interaction becomes (the separate projection: `super::human`).
 fn interaction_text(i: &Interaction) -> Option<String> {
-    match i {
-        Interaction::Confirm(c) => {
-            let verb = match c.decision {
-                Decision::Approved => "approved",
-                Decision::Rejected => "rejected",
-                Decision::Cancelled => "withdrew (stop) the request for",
-                Decision::Pending => return None,
-            };
-            Some(format!("[The person {verb} {}.]", c.target))
-        }
-        // TODO(issue 11, ask_user): answers become "[Q] ... [A] ..." user text.
-        Interaction::Answer(_) => None,
-    }
+    super::human::interaction_text(i)
 }
 
 fn user_text(content: &str, m: &MessageRecord, run_id: &str) -> Result<String, ContextError> {
@@ -250,6 +238,9 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
                     &mut references,
                 )];
                 if let Some(text) = confirms.get(id).and_then(|i| interaction_text(i)) {
+                    if let (Some(i), Some(b)) = (confirms.get(id), blocks.first_mut()) {
+                        super::human::normalize_result(b, i);
+                    }
                     blocks.push(ContentBlock::Text { text });
                 }
                 push_user(&mut out, blocks);

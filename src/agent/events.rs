@@ -8,13 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
+use ts_rs::TS;
 
 use crate::confirm::ConfirmRequest;
 use crate::contract::Stage;
 use crate::events::{CallStatus, OutputStream};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[ts(export)]
 pub enum RunEvent {
     RunStarted {
         run_id: String,
@@ -29,6 +31,7 @@ pub enum RunEvent {
     ToolCall {
         tool_call_id: String,
         tool: String,
+        #[ts(type = "unknown")]
         input: Value,
     },
     /// Live output of a running call (client only).
@@ -47,6 +50,24 @@ pub enum RunEvent {
     ConfirmRequest {
         tool_call_id: String,
         request: ConfirmRequest,
+    },
+    /// The model asks the person (`ask_user_question`); the host's `HumanBroker` answers it (the
+    /// desktop with `answer_ask_user` and this `tool_call_id`). Strings are the model's.
+    AskUser {
+        tool_call_id: String,
+        question: String,
+        options: Vec<String>,
+        multi_select: bool,
+        /// Free text is accepted besides (or instead of) the options.
+        allow_other: bool,
+    },
+    /// An MCP server asks the person to fill a form (elicitation) during the run; answered by id
+    /// through the same broker. Strings and schema are the server's.
+    Elicitation {
+        elicitation_id: String,
+        server: String,
+        message: String,
+        schema: Value,
     },
     /// A long call is alive (re-arms the idle watchdog).
     Heartbeat { tool_call_id: String },

@@ -15,6 +15,7 @@
 mod calls;
 pub mod context;
 pub mod events;
+pub mod human;
 mod run_loop;
 pub mod tools;
 pub mod watchdog;
@@ -28,6 +29,7 @@ use serde::Serialize;
 use crate::app::App;
 use crate::confirm::ConfirmBroker;
 use crate::contract::Stage;
+use crate::human::{HumanBroker, NoPerson};
 
 pub use aibuddy_store::RunStatus;
 pub use events::{CollectingRunSink, NullRunSink, RunEvent, RunEventSink};
@@ -125,6 +127,8 @@ pub struct Agent {
     pub(crate) app: Arc<App>,
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) broker: Arc<dyn ConfirmBroker>,
+    /// Answers `ask_user_question` and MCP elicitations of runs (nobody by default).
+    pub(crate) human: Arc<dyn HumanBroker>,
     pub(crate) options: AgentOptions,
 }
 
@@ -139,8 +143,17 @@ impl Agent {
             app,
             provider,
             broker,
+            human: Arc::new(NoPerson::new()),
             options,
         }
+    }
+
+    /// The broker that answers the person's questions during runs (`ask_user_question`, MCP
+    /// elicitation): the CLI's terminal prompt, the desktop's `PendingQuestions`. Without one, the
+    /// model is told nobody can answer.
+    pub fn with_human(mut self, human: Arc<dyn HumanBroker>) -> Self {
+        self.human = human;
+        self
     }
 
     pub fn options(&self) -> &AgentOptions {

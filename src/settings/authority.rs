@@ -125,6 +125,8 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "expose_credentials") => non_empty_list(value),
         ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
+        // How long a search waits for MCP servers: no authority involved.
+        ("tool_search", "connect_wait_ms") => Effect::Neutral,
         ("providers", name) => {
             let user_value = serde_json::to_value(&user.providers)
                 .ok()

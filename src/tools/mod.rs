@@ -2,6 +2,7 @@
 //! `TOOL_CONFIG_METAS`). `builtin_configs` and `builtin_metas` are compared by
 //! `registry::assert_consistent` at every startup.
 
+pub mod ask_user_question;
 pub mod execute;
 pub mod fs;
 pub mod mcp;
@@ -21,6 +22,7 @@ pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
         Arc::new(tool_search::ToolSearchConfig::default()),
         Arc::new(view_skill::ViewSkillConfig::default()),
         Arc::new(view_tool_call::ViewToolCallConfig),
+        Arc::new(ask_user_question::AskUserConfig::default()),
     ]
 }
 
@@ -32,5 +34,6 @@ pub fn builtin_metas() -> Vec<ToolConfigMeta> {
         tool_search::meta(),
         view_skill::meta(),
         view_tool_call::meta(),
+        ask_user_question::meta(),
     ]
 }

@@ -1,9 +1,14 @@
 //! `tool_search`: finds deferred tools and activates their full schemas for the following steps of
 //! the run. Exists only while something is deferred (`Requirement::DeferredTools`).
+//!
+//! A run never waits for MCP servers still connecting; `tool_search` does, before it ranks (bounded
+//! by the setting `tool_search.connect_wait_ms`), through [`ServerReadiness`], and its result names
+//! every server still unavailable, so the model knows what it cannot find yet.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::contract::{DefineError, ToolError, define_tool};
@@ -19,11 +24,31 @@ pub const DEFAULT_LIMIT: u64 = 5;
 pub const MAX_LIMIT: u64 = 20;
 /// Longest description shown per candidate in the model text.
 const DESC_CHARS: usize = 300;
+/// Longest reason shown per unavailable server in the model text.
+const REASON_CHARS: usize = 200;
+
+/// An MCP server whose tools cannot be found now, and why (`still connecting`, its failure).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub server: String,
+    pub reason: String,
+}
+
+/// What `tool_search` waits on before it ranks: the MCP servers still connecting (implemented by the
+/// capability plane).
+#[async_trait]
+pub trait ServerReadiness: Send + Sync {
+    /// Waits (bounded by the configured wait) until no MCP server is still on its first
+    /// connection, brings the search index up to date with the servers that connected, and returns
+    /// the servers still unavailable.
+    async fn settle(&self) -> Vec<Unavailable>;
+}
 
 /// The config. Built unbound by `builtin_configs` (its own empty service); the app binds it to the
-/// project's [`DiscoveryService`].
+/// project's [`DiscoveryService`] and the plane's [`ServerReadiness`].
 pub struct ToolSearchConfig {
     service: Arc<DiscoveryService>,
+    readiness: Option<Arc<dyn ServerReadiness>>,
 }
 
 impl Default for ToolSearchConfig {
@@ -34,7 +59,16 @@ impl Default for ToolSearchConfig {
 
 impl ToolSearchConfig {
     pub fn new(service: Arc<DiscoveryService>) -> Self {
-        Self { service }
+        Self {
+            service,
+            readiness: None,
+        }
+    }
+
+    /// Waits on `readiness` before each search.
+    pub fn with_readiness(mut self, readiness: Arc<dyn ServerReadiness>) -> Self {
+        self.readiness = Some(readiness);
+        self
     }
 }
 
@@ -103,6 +137,7 @@ repository\"), or `select:name1,name2` to activate exact tool names.",
             source: Source::Core,
             handler: Arc::new(ToolSearchHandler {
                 service: self.service.clone(),
+                readiness: self.readiness.clone(),
             }),
         }])
     }
@@ -110,6 +145,7 @@ repository\"), or `select:name1,name2` to activate exact tool names.",
 
 struct ToolSearchHandler {
     service: Arc<DiscoveryService>,
+    readiness: Option<Arc<dyn ServerReadiness>>,
 }
 
 fn shorten(s: &str, max: usize) -> String {
@@ -118,6 +154,24 @@ fn shorten(s: &str, max: usize) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// The model text of a search result, then the servers whose tools could not be searched. Pure.
+pub fn model_text_with(query: &str, out: &SearchOutcome, unavailable: &[Unavailable]) -> String {
+    let mut text = model_text(query, out);
+    if !unavailable.is_empty() {
+        text.push_str(
+            "\n\nThese MCP servers are not available now, so their tools were not searched:",
+        );
+        for u in unavailable {
+            text.push_str(&format!(
+                "\n- {}: {}",
+                u.server,
+                shorten(&u.reason, REASON_CHARS).replace('\n', " ")
+            ));
+        }
+    }
+    text
 }
 
 /// The model text of a search result. Pure.
@@ -176,6 +230,18 @@ impl ToolHandler for ToolSearchHandler {
             .as_u64()
             .unwrap_or(DEFAULT_LIMIT)
             .clamp(1, MAX_LIMIT) as usize;
+        let unavailable = match &self.readiness {
+            Some(readiness) => tokio::select! {
+                u = readiness.settle() => u,
+                _ = ctx.cancel.cancelled() => {
+                    return Err(ToolError::execution(
+                        "cancelled",
+                        "stopped while waiting for MCP servers to connect",
+                    ));
+                }
+            },
+            None => Vec::new(),
+        };
         let out = self.service.search(&query, limit);
         let names: Vec<String> = out.candidates.iter().map(|c| c.name.clone()).collect();
         let newly = self.service.activate(&ctx.run_id, &names);
@@ -186,6 +252,7 @@ impl ToolHandler for ToolSearchHandler {
             "newly_activated": newly,
             "candidates": out.candidates,
             "unknown": out.unknown,
+            "unavailable": unavailable,
         })))
     }
 
@@ -194,6 +261,43 @@ impl ToolHandler for ToolSearchHandler {
             candidates: serde_json::from_value(raw.value["candidates"].clone()).unwrap_or_default(),
             unknown: serde_json::from_value(raw.value["unknown"].clone()).unwrap_or_default(),
         };
-        model_text(args["query"].as_str().unwrap_or_default(), &out)
+        let unavailable: Vec<Unavailable> =
+            serde_json::from_value(raw.value["unavailable"].clone()).unwrap_or_default();
+        model_text_with(
+            args["query"].as_str().unwrap_or_default(),
+            &out,
+            &unavailable,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_servers_are_named_after_the_result() {
+        let out = SearchOutcome {
+            candidates: Vec::new(),
+            unknown: vec!["mcp__slow__echo".into()],
+        };
+        let text = model_text_with(
+            "select:mcp__slow__echo",
+            &out,
+            &[Unavailable {
+                server: "slow".into(),
+                reason: "still connecting\nsecond line".into(),
+            }],
+        );
+        assert!(text.starts_with("No deferred tool matches"), "{text}");
+        assert!(
+            text.ends_with("their tools were not searched:\n- slow: still connecting second line"),
+            "{text}"
+        );
+        assert_eq!(
+            model_text_with("q", &out, &[]),
+            model_text("q", &out),
+            "nothing added when every server is up"
+        );
     }
 }

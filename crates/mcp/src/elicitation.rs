@@ -1,5 +1,7 @@
 //! Elicitation: a server asks the person for structured input during a call. Requests go to an
-//! [`ElicitationBroker`] supplied by the host (CLI prompt now, UI dialog later). Defaults that the
+//! [`ElicitationBroker`] supplied by the host: aibuddy adapts its one broker for human questions
+//! (`aibuddy::human`, shared with `ask_user_question`), so the terminal prompt and the desktop
+//! dialog live with the host, not here. Defaults that the
 //! requested schema declares are applied to accepted content for fields the person left out
 //! (SEP-1034), so a bare "accept" sends the documented defaults.
 

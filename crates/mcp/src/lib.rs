@@ -6,7 +6,9 @@
 //!   [`catalog`] of tools with qualified names ([`names`]) and risk ([`risk`]), follows
 //!   `tools/list_changed`, reconnects crashed/hung/garbage-writing servers with backoff, and calls
 //!   tools with timeouts, cancellation (`notifications/cancelled`) and progress.
-//! - [`elicitation`]: server requests for user input go to an [`ElicitationBroker`].
+//! - [`elicitation`]: server requests for user input go to an [`ElicitationBroker`] the host
+//!   supplies (aibuddy routes them into its one broker for human questions; the terminal prompt
+//!   lives in the CLI). This crate keeps only the protocol side.
 //!
 //! Seams: [`manager`] (public API) over `shared` (per-server slots, catalog), `supervisor`
 //! (restart with backoff), `connection` (spawn or connect, handshake) and `event_loop` (tool
@@ -31,7 +33,6 @@ pub mod catalog;
 pub mod config;
 mod connection;
 pub mod elicitation;
-pub mod elicitation_prompt;
 pub mod error;
 mod event_loop;
 mod handler;

@@ -7,6 +7,7 @@ use crate::types::{CallStatus, CompactionState, ConfirmRecord, UserAnswer};
 
 /// Lifecycle status of an agent run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts-rs", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Owned by a live process (see `RunRecord::owner`).
@@ -88,6 +89,7 @@ impl MessageRole {
 
 /// Token usage as reported by a provider (zero when it reported none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts-rs", derive(ts_rs::TS))]
 pub struct Usage {
     pub input_tokens: i64,
     pub output_tokens: i64,

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{print_json, prompt};
 use aibuddy::app::AppOptions;
 use aibuddy::events::{CallStatus, Event, EventSink, OutputStream};
+use aibuddy::human::{HumanDesk, HumanElicitation};
 use aibuddy::pipeline::CallRequest;
 
 #[derive(Debug, Args)]
@@ -99,13 +100,14 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     // A person naming a tool on the command line is an exact selection: a deferred tool of that
     // name is activated for this one-call run (as `tool_search` with `select:` would).
     let toolset = app.toolset(&std::collections::BTreeSet::from([args.tool.clone()]));
-    // MCP elicitation requests are asked at the terminal when there is one; declined otherwise.
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        app.capabilities.set_elicitation_broker(Arc::new(
-            aibuddy_mcp::elicitation_prompt::TerminalElicitation,
-        ));
-    }
     let cancel = CancellationToken::new();
+    // MCP elicitation requests and `ask_user_question` go to the one broker for the person's
+    // questions: the terminal when there is one; nobody otherwise (declined / a clear error).
+    let human = super::ask::human_broker();
+    let _desk = HumanDesk::global().attach(&runner.run_id, human.clone());
+    let elicitation = HumanElicitation::new(human, cancel.clone());
+    app.capabilities
+        .set_elicitation_broker(Arc::new(elicitation));
     // Ctrl-C cancels the call cleanly; a second Ctrl-C exits at once.
     let c2 = cancel.clone();
     let stop = cancel.clone();

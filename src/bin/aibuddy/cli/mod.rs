@@ -6,6 +6,7 @@
 //! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
 
+mod ask;
 mod auth;
 mod call;
 mod history;

@@ -48,14 +48,27 @@ pub fn render(req: &ConfirmRequest) -> String {
 impl ConfirmBroker for TerminalBroker {
     async fn decide(&self, req: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
         let text = render(req);
-        let ask = tokio::task::spawn_blocking(move || {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "{text}Approve? [y/N] ");
-            let _ = err.flush();
-            let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
-            matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-        });
+        // A plain thread, not `spawn_blocking`: a read abandoned by a stop must not hold the
+        // runtime's shutdown (and the process's exit) until the person presses Enter.
+        let (tx, ask) = tokio::sync::oneshot::channel();
+        let reader = std::thread::Builder::new()
+            .name("aibuddy-confirm".into())
+            .spawn(move || {
+                let mut err = std::io::stderr();
+                let _ = write!(err, "{text}Approve? [y/N] ");
+                let _ = err.flush();
+                let mut line = String::new();
+                let _ = std::io::stdin().lock().read_line(&mut line);
+                let _ = tx.send(matches!(
+                    line.trim().to_ascii_lowercase().as_str(),
+                    "y" | "yes"
+                ));
+            });
+        if reader.is_err() {
+            return Decision::Rejected {
+                reason: Some("the terminal prompt could not start".into()),
+            };
+        }
         tokio::select! {
             answer = ask => match answer {
                 Ok(true) => Decision::Approved { digest: req.digest.clone() },

@@ -15,7 +15,7 @@ use aibuddy_common::term;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use super::prompt;
+use super::{ask, prompt};
 use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
 use aibuddy::app::{App, AppOptions};
 use aibuddy::contract::Stage;
@@ -56,10 +56,17 @@ struct PrintSink {
 pub fn card(event: &RunEvent) -> Option<String> {
     match event {
         RunEvent::ToolCall { tool, input, .. } => {
-            let target = ["path", "command", "file_path", "query", "pattern"]
-                .iter()
-                .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
-                .unwrap_or("");
+            let target = [
+                "path",
+                "command",
+                "file_path",
+                "query",
+                "pattern",
+                "question",
+            ]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
+            .unwrap_or("");
             let target: String = target.chars().take(120).collect();
             Some(format!(
                 "[tool] {} {}",
@@ -242,18 +249,15 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(stage_of(e.stage()), &e.to_string(), 2),
     };
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        app.capabilities.set_elicitation_broker(Arc::new(
-            aibuddy_mcp::elicitation_prompt::TerminalElicitation,
-        ));
-    }
     let app = Arc::new(app);
+    // `ask_user_question` and MCP elicitations of the run: the terminal, or nobody.
     let agent = Agent::new(
         app.clone(),
         Arc::new(provider),
         prompt::broker(args.yes),
         AgentOptions::default(),
-    );
+    )
+    .with_human(ask::human_broker());
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {

@@ -1,0 +1,203 @@
+//! Stored runs as the UI shows them: the list (`list_runs`) and one conversation (`show_run`),
+//! shaped from the store's records (pure; the store queries are the CLI's `aibuddy runs`).
+//! Everything here came from a model, a tool or a project: the UI renders it as text.
+
+use aibuddy_provider::Message;
+use aibuddy_store::{
+    CallStatus, CompactionState, Conversation, MessageRecord, MessageRole, RunListRow, RunStatus,
+    Usage,
+};
+use serde::Serialize;
+use serde_json::Value;
+use ts_rs::TS;
+
+/// Rows `list_runs` returns when the UI gives no limit.
+pub const DEFAULT_RUNS_LIMIT: usize = 50;
+/// The most rows one `list_runs` returns.
+pub const MAX_RUNS_LIMIT: usize = 200;
+
+/// One run in the list, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub title: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub status: RunStatus,
+    /// RFC 3339 UTC with milliseconds.
+    pub started_at: String,
+    pub steps: i64,
+    pub tool_calls: i64,
+}
+
+impl From<RunListRow> for RunSummary {
+    fn from(r: RunListRow) -> Self {
+        Self {
+            run_id: r.run_id,
+            title: r.title,
+            provider: r.provider,
+            model: r.model,
+            status: r.status,
+            started_at: r.started_at,
+            steps: r.steps,
+            tool_calls: r.tool_calls,
+        }
+    }
+}
+
+/// A tool call the model asked for in an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RunToolCall {
+    pub tool_call_id: String,
+    pub tool: String,
+    /// The arguments as the model sent them.
+    #[ts(type = "unknown")]
+    pub input: Value,
+}
+
+/// The stored result of a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RunToolResult {
+    pub tool_call_id: String,
+    pub tool: String,
+    pub status: CallStatus,
+    /// The lifecycle stage of a failure (`Execution`, ...).
+    pub stage: Option<String>,
+    pub error_message: Option<String>,
+    /// The exact text the model sees (the compacted form once precompaction replaced it).
+    pub model: Option<String>,
+    /// Precompaction replaced the model text.
+    pub compacted: bool,
+}
+
+/// One stored message: `user` and `assistant` carry text (and the assistant's tool calls), `tool`
+/// carries the result of one call.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RunMessage {
+    /// 1-based order within the run.
+    pub seq: i64,
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text blocks, joined.
+    pub text: String,
+    pub tool_calls: Vec<RunToolCall>,
+    pub result: Option<RunToolResult>,
+    pub usage: Option<Usage>,
+}
+
+/// One run with its stored conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct RunDetail {
+    pub run_id: String,
+    pub title: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// `native` or `active_tools`.
+    pub presentation: Option<String>,
+    pub status: Option<RunStatus>,
+    /// The failure stage of an `error` end.
+    pub stage: Option<String>,
+    pub error_message: Option<String>,
+    pub started_at: String,
+    pub finished_at_ms: Option<i64>,
+    pub usage: Usage,
+    pub steps: i64,
+    pub tool_calls: i64,
+    pub messages: Vec<RunMessage>,
+}
+
+/// The text and tool calls of a stored message's content (provider-neutral `{"text"}` or a
+/// provider message kept exactly as received).
+fn content_of(m: &MessageRecord) -> (String, Vec<RunToolCall>) {
+    let Ok(value) = serde_json::from_str::<Value>(&m.content) else {
+        return (m.content.clone(), Vec::new());
+    };
+    if let Some(text) = value.get("text").and_then(Value::as_str) {
+        return (text.to_string(), Vec::new());
+    }
+    match serde_json::from_value::<Message>(value) {
+        Ok(message) => {
+            let calls = message
+                .tool_calls()
+                .map(|(id, tool, input, _)| RunToolCall {
+                    tool_call_id: id.to_string(),
+                    tool: tool.to_string(),
+                    input: input.clone(),
+                })
+                .collect();
+            (message.text(), calls)
+        }
+        Err(_) => (String::new(), Vec::new()),
+    }
+}
+
+fn message_view(m: &MessageRecord) -> RunMessage {
+    if m.role == MessageRole::Tool {
+        let result = m.result.as_ref().map(|r| RunToolResult {
+            tool_call_id: m.tool_call_id.clone().unwrap_or_default(),
+            tool: r.tool.clone(),
+            status: r.status,
+            stage: r.stage.clone(),
+            error_message: r.error_message.clone(),
+            model: r.model_projection.clone(),
+            compacted: r.compaction_state == CompactionState::Compacted,
+        });
+        return RunMessage {
+            seq: m.seq,
+            role: m.role.as_str().to_string(),
+            text: String::new(),
+            tool_calls: Vec::new(),
+            result,
+            usage: m.usage,
+        };
+    }
+    let (text, mut tool_calls) = content_of(m);
+    // Calls the store knows of but the content does not show (never expected): still listed.
+    for requested in &m.requested_calls {
+        if !tool_calls
+            .iter()
+            .any(|c| c.tool_call_id == requested.tool_call_id)
+        {
+            tool_calls.push(RunToolCall {
+                tool_call_id: requested.tool_call_id.clone(),
+                tool: requested.tool.clone(),
+                input: Value::Null,
+            });
+        }
+    }
+    RunMessage {
+        seq: m.seq,
+        role: m.role.as_str().to_string(),
+        text,
+        tool_calls,
+        result: None,
+        usage: m.usage,
+    }
+}
+
+impl From<&Conversation> for RunDetail {
+    fn from(c: &Conversation) -> Self {
+        let r = &c.run;
+        Self {
+            run_id: r.run_id.clone(),
+            title: r.title.clone(),
+            provider: r.provider.clone(),
+            model: r.model.clone(),
+            presentation: r.presentation.clone(),
+            status: r.status,
+            stage: r.stage.clone(),
+            error_message: r.error_message.clone(),
+            started_at: r.started_at.clone(),
+            finished_at_ms: r.finished_at_ms,
+            usage: r.usage,
+            steps: r.steps,
+            tool_calls: r.tool_calls,
+            messages: c.messages.iter().map(message_view).collect(),
+        }
+    }
+}

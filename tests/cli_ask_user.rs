@@ -1,0 +1,302 @@
+//! Issue 11, `ask_user_question` through the real `aibuddy run` binary against the scripted fake
+//! provider: at a terminal (a real pseudo-terminal: stdin and stderr are its slave side) the
+//! person answers the prompt; with `--json` and no terminal the model gets the "no person" error
+//! and the run goes on, and the `ask_user` event is on stdout.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aibuddy_provider::ProviderKind;
+use aibuddy_provider::testing::{FakeServer, Turn};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-cli-ask-77aa";
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    data: PathBuf,
+    server: FakeServer,
+}
+
+async fn fx() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (project, data) = (base.join("proj"), base.join("data"));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let settings =
+        json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}}});
+    std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.expect_key(KEY);
+    Fx {
+        _tmp: tmp,
+        project,
+        data,
+        server,
+    }
+}
+
+impl Fx {
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
+        cmd.args(args)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
+        cmd
+    }
+
+    fn push_question(&self, question: &str) {
+        let ask = json!({"question": question, "options": ["Blue", "Green"]});
+        self.server.push(
+            Turn::text("Let me ask.")
+                .call("call_q1", "ask_user_question", ask)
+                .reply(ProviderKind::Anthropic),
+        );
+        self.server
+            .push(Turn::text("Understood.").reply(ProviderKind::Anthropic));
+    }
+}
+
+/// A pseudo-terminal: (master, slave), both owned.
+fn pty() -> (std::fs::File, std::fs::File) {
+    // SAFETY: plain libc calls on a descriptor we own; the name buffer is large enough and
+    // NUL-terminated by ptsname_r on success.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0, "posix_openpt");
+        let master = OwnedFd::from_raw_fd(master);
+        use std::os::fd::AsRawFd;
+        assert_eq!(libc::grantpt(master.as_raw_fd()), 0);
+        assert_eq!(libc::unlockpt(master.as_raw_fd()), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(
+            libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()),
+            0
+        );
+        let path = std::ffi::CStr::from_ptr(name.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        (std::fs::File::from(master), slave)
+    }
+}
+
+/// Everything the child writes to the terminal, collected by a reader thread.
+fn collect(mut master: std::fs::File) -> Arc<Mutex<Vec<u8>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the child (the last slave holder) is gone.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            s2.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    seen
+}
+
+fn wait_for(seen: &Mutex<Vec<u8>>, needle: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        if text.contains(needle) {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("aibuddy exited ({status}) before showing {needle:?}:\n{text}");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "never saw {needle:?} in:
+{text}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `aibuddy run … args` with stdin and stderr on a pseudo-terminal, answers the question
+/// with `answer`, and returns (exit code, stdout, terminal text).
+fn run_at_terminal(f: &Fx, args: &[&str], answer: &str) -> (i32, String, String) {
+    let (master, slave) = pty();
+    let mut writer = master.try_clone().unwrap();
+    let seen = collect(master);
+    let mut child = f
+        .cmd(args)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&seen, "(empty line declines): ", &mut child);
+    writer.write_all(answer.as_bytes()).unwrap();
+    writer.write_all(b"\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let terminal = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        terminal,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_answers_at_the_terminal() {
+    let f = fx().await;
+    // The model's question tries to redraw the screen and fake a second option list.
+    f.push_question("Which color?\u{1b}[2J\r  1) Delete everything");
+    let (code, stdout, terminal) =
+        tokio::task::block_in_place(|| run_at_terminal(&f, &["run", "paint the door"], "2"));
+    assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
+    assert!(stdout.contains("Understood."), "{stdout}");
+    assert!(
+        terminal.contains("Which color?\\e[2J\\r  1) Delete everything"),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("1) Blue") && terminal.contains("2) Green"),
+        "{terminal}"
+    );
+    assert!(
+        !terminal.contains('\u{1b}'),
+        "a raw escape reached the terminal: {terminal:?}"
+    );
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        reqs[1].raw_body.contains("[Answer] Green"),
+        "{}",
+        reqs[1].raw_body
+    );
+    f.server.assert_clean();
+}
+
+/// `--json` at a terminal: events on stdout (`ask_user` included), the prompt on the terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_events_with_a_terminal_to_answer() {
+    let f = fx().await;
+    f.push_question("Which color?");
+    let (code, stdout, terminal) = tokio::task::block_in_place(|| {
+        run_at_terminal(&f, &["run", "paint the door", "--json"], "1")
+    });
+    assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let ask = events
+        .iter()
+        .find(|e| e["type"] == "ask_user")
+        .expect("an ask_user event");
+    assert_eq!(ask["tool_call_id"], "call_q1");
+    assert_eq!(ask["question"], "Which color?");
+    assert_eq!(ask["options"], json!(["Blue", "Green"]));
+    assert_eq!(ask["multi_select"], false);
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["status"], "ok", "{result}");
+    assert_eq!(result["model"], "The person answered: Blue");
+    f.server.assert_clean();
+}
+
+/// No terminal (`--json`, stdin not a TTY): the model is told nobody can answer and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_without_a_terminal_gives_the_model_a_clear_error() {
+    let f = fx().await;
+    f.push_question("Which color?");
+    let out = tokio::process::Command::from(f.cmd(&["run", "paint the door", "--json"]))
+        .output()
+        .await
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let at = |t: &str| types.iter().position(|x| *x == t).unwrap_or(usize::MAX);
+    assert!(at("ask_user") < at("tool_result"), "{types:?}");
+    let result = &events[at("tool_result")];
+    assert_eq!(result["status"], "error");
+    assert_eq!(result["stage"], "Execution");
+    let model = result["model"].as_str().unwrap();
+    assert!(
+        model
+            .contains("no person is available to answer; proceed with your best judgement or stop"),
+        "{model}"
+    );
+    assert_eq!(events.last().unwrap()["status"], "completed");
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].raw_body.contains("no person is available"));
+    f.server.assert_clean();
+}
+
+/// Ctrl-C (SIGINT) while the question waits at the terminal: the question is withdrawn, the run
+/// ends `cancelled` with exit code 130, and the process does not wait for the abandoned read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_the_question_waits_at_the_terminal() {
+    let f = fx().await;
+    f.push_question("Which color?");
+    let (code, stdout, terminal) = tokio::task::block_in_place(|| {
+        let (master, slave) = pty();
+        let seen = collect(master);
+        let mut child = f
+            .cmd(&["run", "paint the door", "--json"])
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&seen, "(empty line declines): ", &mut child);
+        // SAFETY: signalling our own child by pid.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("aibuddy still ran 30 s after SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let terminal = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            terminal,
+        )
+    });
+    assert_eq!(code, 130, "stdout: {stdout}\nterminal: {terminal}");
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["status"], "cancelled");
+    assert_eq!(f.server.requests().len(), 1, "no step after the stop");
+    f.server.assert_clean();
+}
