@@ -27,7 +27,7 @@ const PROJECT = {
   event_version: 1,
 };
 const RUNS = [
-  { run_id: "run_00OLDER", title: "Explain the build script", status: "completed", started_at: "2026-11-30T09:12:00Z", provider: "anthropic", model: "claude-sonnet-4-5" },
+  { run_id: "run_00OLDER", title: "Explain the build script", status: "completed", started_at: "2026-11-30T09:12:00.000Z", provider: "anthropic", model: "claude-sonnet-4-5", steps: 3, tool_calls: 2 },
 ];
 const RESPONSES = {
   project_info: { resolve: PROJECT },

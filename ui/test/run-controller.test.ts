@@ -16,13 +16,40 @@ function fakeShell() {
       return new Promise((r) => (resolveStart = r));
     },
     stopRun: async (id) => calls.push(["stop_run", id]),
-    continueRun: async (id, prompt) => calls.push(["continue_run", [id, prompt]]),
+    continueRun: async (id, prompt) => {
+      calls.push(["continue_run", [id, prompt]]);
+      return { run_id: id };
+    },
     listRuns: async () => [],
     showRun: async (id) => {
       if (id === "missing") throw new ApiError({ code: "project", stage: null, message: "no run `missing`" });
+      const usage = { input_tokens: 3, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 };
       return {
-        run: { run_id: id, title: "t", status: "interrupted", started_at: "2026-11-30T00:00:00Z", provider: "p", model: "m" },
-        events: [{ type: "user_prompt", text: "old prompt" }, { type: "text_delta", text: "old answer" }],
+        run_id: id,
+        title: "old prompt",
+        provider: "fake",
+        model: "m",
+        presentation: "native",
+        status: "interrupted",
+        stage: null,
+        error_message: null,
+        started_at: "2026-11-30T00:00:00.000Z",
+        finished_at_ms: null,
+        usage,
+        steps: 1,
+        tool_calls: 1,
+        messages: [
+          { seq: 1, role: "user", text: "old prompt", tool_calls: [], result: null, usage: null },
+          { seq: 2, role: "assistant", text: "old answer", tool_calls: [{ tool_call_id: "c9", tool: "ls", input: { path: "." } }], result: null, usage },
+          {
+            seq: 3,
+            role: "tool",
+            text: "",
+            tool_calls: [],
+            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false },
+            usage: null,
+          },
+        ],
       };
     },
     answerConfirm: async (id, ok) => {
@@ -100,7 +127,10 @@ describe("run controller", () => {
     await c.open("run_old");
     expect(c.state.runId).toBe("run_old");
     expect(c.state.phase).toBe("interrupted");
-    expect(c.state.items.map((i) => (i.kind === "user" || i.kind === "assistant" ? i.text : ""))).toEqual(["old prompt", "old answer"]);
+    expect(c.state.items.map((i) => (i.kind === "user" || i.kind === "assistant" ? i.text : i.kind))).toEqual(["old prompt", "old answer", "tool"]);
+    const card = c.state.items[2]?.kind === "tool" ? c.state.items[2].card : null;
+    expect(card).toMatchObject({ tool: "ls", target: ".", status: "ok", model: "a.txt" });
+    expect(c.state.model).toBe("m");
     await c.open("missing");
     expect(c.state.items.at(-1)).toMatchObject({ kind: "notice", tone: "error", text: "Could not open the run: no run `missing`" });
     await tick();

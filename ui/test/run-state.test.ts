@@ -54,7 +54,9 @@ describe("run state reducer", () => {
     s = applyRunEvent(s, { type: "heartbeat", tool_call_id: "c1" }, 1500);
     let card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ tool: "execute", target: "make test", status: "running", outputBytes: 3, lastHeartbeat: 1500 });
-    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", exit_code: 2 }, 3400);
+    // The shell may add an exit code to tool_result; the card shows it when present.
+    const result = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", exit_code: 2 } as RunEvent;
+    s = applyRunEvent(s, result, 3400);
     card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 2400, exitCode: 2 });
   });

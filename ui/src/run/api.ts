@@ -1,9 +1,9 @@
-// Typed wrappers over the shell's run commands and its `run-event` event. The types come from
-// ../provisional/run-types.ts until the shell generates them (then from ../bindings).
+// Typed wrappers over the shell's run commands and its `run-event` event. Types: the generated
+// bindings, through ../provisional/run-types.ts (which adds the not-yet-generated ask_user parts).
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import { ApiError, type InvokeFn, toCommandError } from "../api";
-import type { AskUserAnswer, RunEventEnvelope, RunSummary, RunTranscript, StartedRun } from "../provisional/run-types";
+import type { AskUserAnswer, RunDetail, RunEventEnvelope, RunHandle, RunSummary } from "../provisional/run-types";
 
 export interface StartRunArgs {
   prompt: string;
@@ -13,11 +13,11 @@ export interface StartRunArgs {
 }
 
 export interface RunApi {
-  startRun(args: StartRunArgs): Promise<StartedRun>;
+  startRun(args: StartRunArgs): Promise<RunHandle>;
   stopRun(runId: string): Promise<unknown>;
-  continueRun(runId: string, prompt?: string): Promise<unknown>;
+  continueRun(runId: string, prompt?: string): Promise<RunHandle>;
   listRuns(limit?: number, before?: string): Promise<RunSummary[]>;
-  showRun(runId: string): Promise<RunTranscript>;
+  showRun(runId: string): Promise<RunDetail>;
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
   answerAskUser(runId: string, toolCallId: string, answer: AskUserAnswer): Promise<unknown>;
   /** Stops one running tool call of a run (its own Stop button). */
@@ -53,16 +53,16 @@ export function createRunApi(call: InvokeFn = invoke, subscribe: ListenFn = taur
   };
   return {
     startRun: (a) =>
-      run<StartedRun>(RUN_COMMANDS.startRun, {
+      run<RunHandle>(RUN_COMMANDS.startRun, {
         prompt: a.prompt,
         provider: a.provider ?? null,
         model: a.model ?? null,
         maxSteps: a.maxSteps ?? null,
       }),
     stopRun: (runId) => run(RUN_COMMANDS.stopRun, { runId }),
-    continueRun: (runId, prompt) => run(RUN_COMMANDS.continueRun, { runId, prompt: prompt ?? null }),
+    continueRun: (runId, prompt) => run<RunHandle>(RUN_COMMANDS.continueRun, { runId, prompt: prompt ?? null }),
     listRuns: (limit, before) => run<RunSummary[]>(RUN_COMMANDS.listRuns, { limit: limit ?? null, before: before ?? null }),
-    showRun: (runId) => run<RunTranscript>(RUN_COMMANDS.showRun, { runId }),
+    showRun: (runId) => run<RunDetail>(RUN_COMMANDS.showRun, { runId }),
     answerConfirm: (callId, approve) => run<boolean>(RUN_COMMANDS.answerConfirm, { callId, approve }),
     answerAskUser: (runId, toolCallId, answer) => run(RUN_COMMANDS.answerAskUser, { runId, toolCallId, answer }),
     cancelCall: (callId) => run<boolean>(RUN_COMMANDS.cancelCall, { callId }),

@@ -2,7 +2,7 @@
 // every `run-event` of the open run through the pure reducer (state.ts), routes live output to the
 // output bus, and sends the person's answers back by id. Decisions are the shell's.
 import { toCommandError } from "../api";
-import type { AskUserAnswer, RunEvent, RunEventEnvelope, RunSummary } from "../provisional/run-types";
+import { type AskUserAnswer, detailEvents, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
 import type { RunApi } from "./api";
 import { OutputBus } from "./output-bus";
 import {
@@ -94,7 +94,8 @@ export class RunController {
     this.state = addPrompt(this.state, text);
     try {
       if (continuing !== null) {
-        await this.api.continueRun(continuing, text);
+        const handle = await this.api.continueRun(continuing, text);
+        this.adopt(handle.run_id);
         if (this.state.phase === "starting") this.state = { ...this.state, phase: "running" };
       } else {
         const started = await this.api.startRun({ prompt: text });
@@ -157,16 +158,10 @@ export class RunController {
   async open(runId: string): Promise<void> {
     if (isActive(this.state)) return;
     try {
-      const transcript = await this.api.showRun(runId);
+      const detail = await this.api.showRun(runId);
       this.output.clear();
-      const state = replay(transcript.events, this.now());
-      this.state = {
-        ...state,
-        runId: transcript.run.run_id,
-        provider: state.provider ?? transcript.run.provider,
-        model: state.model ?? transcript.run.model,
-        phase: transcript.run.status,
-      };
+      const state = replay(detailEvents(detail), this.now());
+      this.state = { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
     } catch (error) {
       this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");
     }

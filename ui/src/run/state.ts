@@ -173,8 +173,8 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         status: event.status,
         stage: event.stage,
         model: event.model,
-        durationMs: event.duration_ms ?? Math.max(0, now - c.startedAt),
-        exitCode: event.exit_code ?? null,
+        durationMs: optionalNumber(event, "duration_ms") ?? Math.max(0, now - c.startedAt),
+        exitCode: optionalNumber(event, "exit_code"),
       }));
       return {
         ...done,
@@ -255,4 +255,10 @@ export function phaseLabel(phase: RunPhase): string {
     default:
       return phase;
   }
+}
+
+/** A numeric field the shell may add to an event later (duration, exit code); null when absent. */
+function optionalNumber(event: object, key: string): number | null {
+  const value = (event as Record<string, unknown>)[key];
+  return typeof value === "number" ? value : null;
 }
