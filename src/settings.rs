@@ -12,7 +12,8 @@
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
 //!                "expose_credentials": [] },
-//!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } }
+//!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
+//!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -155,6 +156,32 @@ impl Default for ToolSearchSettings {
     }
 }
 
+/// Agent runs (`aibuddy run`): conversation compaction and summaries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+#[ts(export)]
+pub struct AgentSettings {
+    /// Compact the conversation when the next request would pass this share of the model's
+    /// context window (0 < x <= 1). The window comes from the route table or
+    /// `providers.NAME.context_window`.
+    pub compaction_threshold: f64,
+    /// Turns (a user text or a model step with its results) always kept verbatim at compaction.
+    pub keep_recent_turns: u32,
+    /// The model that writes summaries (conversation compaction and the `summarize`
+    /// precompaction strategy), on the run's provider. Unset: the run's model.
+    pub summary_model: Option<String>,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            compaction_threshold: 0.8,
+            keep_recent_turns: 2,
+            summary_model: None,
+        }
+    }
+}
+
 /// The effective settings of one project.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default, deny_unknown_fields)]
@@ -168,6 +195,8 @@ pub struct Settings {
     /// Model providers for agent runs (`aibuddy run`): `default` plus named entries.
     #[ts(type = "Record<string, unknown>")]
     pub providers: aibuddy_provider::ProvidersConfig,
+    /// Agent runs: compaction threshold, turns kept, summary model.
+    pub agent: AgentSettings,
 }
 
 /// A problem found in a settings file. The field falls back to its default.

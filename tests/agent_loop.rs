@@ -132,8 +132,9 @@ async fn parallel_read_only(kind: ProviderKind) {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ev = events.events();
     let pos = |f: &dyn Fn(&RunEvent) -> bool| ev.iter().position(f).unwrap();
-    let second_call =
-        pos(&|e| matches!(e, RunEvent::ToolCall { tool_call_id, .. } if tool_call_id == "call_p2"));
+    let second_call = pos(
+        &|e| matches!(e, RunEvent::ToolCall { tool_call_id, .. } if tool_call_id.ends_with(":call_p2")),
+    );
     let first_result = pos(&|e| matches!(e, RunEvent::ToolResult { .. }));
     assert!(
         second_call < first_result,
@@ -151,9 +152,12 @@ async fn parallel_read_only(kind: ProviderKind) {
             _ => None,
         })
         .collect();
+    // Stored (and reported) under run-scoped ids.
+    let scoped = |id: &str| format!("{}:{id}", out.run_id);
+    let (p1, p2) = (scoped("call_p1"), scoped("call_p2"));
     assert_eq!(
         results,
-        vec![("call_p1", CallStatus::Ok), ("call_p2", CallStatus::Ok)]
+        vec![(p1.as_str(), CallStatus::Ok), (p2.as_str(), CallStatus::Ok)]
     );
     let body = &h.server.requests()[1].raw_body;
     assert!(body.contains("alpha-content") && body.contains("beta-content"));
@@ -194,7 +198,7 @@ async fn confirm_rejected(kind: ProviderKind) {
     );
     let ev = events.events();
     assert!(ev.iter().any(
-        |e| matches!(e, RunEvent::ConfirmRequest { tool_call_id, .. } if tool_call_id == "call_w1")
+        |e| matches!(e, RunEvent::ConfirmRequest { tool_call_id, .. } if tool_call_id.ends_with(":call_w1"))
     ));
     assert!(ev.iter().any(|e| matches!(
         e,
@@ -287,7 +291,7 @@ async fn deferred_tool_search(kind: ProviderKind) {
     assert!(
         events.events().iter().any(|e| matches!(e,
         RunEvent::ToolResult { tool_call_id, status: CallStatus::Ok, model, .. }
-            if tool_call_id == "call_e1" && model.contains("ping-42"))),
+            if tool_call_id.ends_with(":call_e1") && model.contains("ping-42"))),
         "{:?}",
         events.events()
     );

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_common::*;
-use aibuddy::agent::{RunStart, RunStatus};
+use aibuddy::agent::{RunEvent, RunStart, RunStatus};
 use aibuddy::app::{App, AppOptions};
 use aibuddy::confirm::ApproveAll;
+use aibuddy::events::CallStatus;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::Turn;
 use serde_json::json;
@@ -122,4 +123,60 @@ async fn continue_after_interrupted_anthropic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_after_interrupted_chat() {
     interrupted_then_continued(ProviderKind::OpenAiChat, "30.733").await;
+}
+
+/// A provider that numbers its calls per run (`call_0` in every run, as local servers do): the
+/// second run's `call_0` is stored under its own run-scoped id, runs and completes, and each run's
+/// model gets its own `call_0` back.
+async fn provider_ids_reused_across_runs(kind: ProviderKind) {
+    let h = harness(kind, None).await;
+    // Two conversations on one server: its replay check follows a single conversation's served
+    // turns in order, so it is off here (every other invariant is still checked on each request).
+    h.server.check_replay(false);
+    let agent = h.agent(Arc::new(ApproveAll), fast_options());
+    let mut run_ids = Vec::new();
+    for (file, word) in [("notes.txt", "alpha-content"), ("b.txt", "beta-content")] {
+        h.push(Turn::text("Reading.").call("call_0", "read_file", json!({"path": file})));
+        h.push(Turn::text("Read it."));
+        let events = sink();
+        let out = agent
+            .run(
+                RunStart {
+                    prompt: format!("read {file}"),
+                    ..RunStart::default()
+                },
+                CancellationToken::new(),
+                events.clone(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        let stored = format!("{}:call_0", out.run_id);
+        assert!(events.events().iter().any(|e| matches!(e,
+            RunEvent::ToolResult { tool_call_id, status: CallStatus::Ok, model, .. }
+                if *tool_call_id == stored && model.contains(word))));
+        let call = h.store().get_call(&stored).await.unwrap().unwrap();
+        assert_eq!(call.run_id, out.run_id);
+        // The model's next request answers its own id with this run's result.
+        let reqs = h.server.requests();
+        let last = &reqs[reqs.len() - 1].raw_body;
+        assert!(last.contains("\"call_0\"") && last.contains(word), "{last}");
+        assert!(
+            !last.contains(&stored),
+            "the model never sees the stored id"
+        );
+        run_ids.push(out.run_id);
+    }
+    assert_ne!(run_ids[0], run_ids[1]);
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_ids_reused_across_runs_anthropic() {
+    provider_ids_reused_across_runs(ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_ids_reused_across_runs_chat() {
+    provider_ids_reused_across_runs(ProviderKind::OpenAiChat).await;
 }

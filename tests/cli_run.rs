@@ -251,7 +251,7 @@ async fn human_output_streams_text_and_a_card() {
     assert!(out.contains("Look\\e[2J here."), "escaped text: {out}");
     assert!(!out.contains('\u{1b}') && !err.contains('\u{1b}'));
     assert!(err.contains("[tool] read_file a.txt"), "{err}");
-    assert!(err.contains("[tool] toolu_h1 ok"), "{err}");
+    assert!(err.contains(":toolu_h1 ok"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,4 +371,120 @@ async fn ctrl_c_cancels_a_stalled_run_with_exit_130() {
     let rows: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(rows[0]["run_id"], run_id.as_str());
     assert_eq!(rows[0]["status"], "cancelled");
+}
+
+/// `runs show RUN_ID --next-request` prints the exact body the next step sends: a run stopped by
+/// `--max-steps 1` after a tool call is shown, then continued, and the body the fake server
+/// receives for that step equals the printed one (as JSON values). Keys never appear.
+async fn next_request_is_what_is_sent(f: Fx, kind: ProviderKind) {
+    std::fs::write(f.project.join("notes.txt"), "the word is fig\n").unwrap();
+    f.server.push(
+        Turn::text("Reading.")
+            .call("call_n1", "read_file", json!({"path": "notes.txt"}))
+            .reply(kind),
+    );
+    let (code, ev, err) = f
+        .events(&["run", "what is the word?", "--max-steps", "1", "--json"])
+        .await;
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(finished(&ev)["status"], "max_steps");
+    let run_id = ev[0]["run_id"].as_str().unwrap().to_string();
+
+    let (code, out, err) = f.run(&["runs", "show", &run_id, "--next-request"]).await;
+    assert_eq!(code, 0, "{err}");
+    let printed: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        out.contains("the word is fig"),
+        "the stored result is in it: {out}"
+    );
+    assert!(!out.to_lowercase().contains("authorization") && !out.contains("x-api-key"));
+
+    f.server.push(Turn::text("The word is fig.").reply(kind));
+    let (code, ev, err) = f.events(&["run", "--continue", &run_id, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finished(&ev)["status"], "completed");
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(printed, reqs[1].body, "printed vs sent");
+    f.server.assert_clean();
+
+    let (code, _, err) = f
+        .run(&["runs", "show", "no-such-run", "--next-request"])
+        .await;
+    assert_eq!(code, 2, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_show_next_request_is_what_is_sent_anthropic() {
+    let f = anthropic_fx().await;
+    next_request_is_what_is_sent(f, ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_show_next_request_is_what_is_sent_openai_chat() {
+    let f = chat_fx().await;
+    next_request_is_what_is_sent(f, ProviderKind::OpenAiChat).await;
+}
+
+/// Compaction through the CLI: a tiny `providers.anthropic.context_window` makes the fourth
+/// request a summary; `--json` prints a `compaction` event, and `runs show` still lists every
+/// original message beside the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_context_window_compacts_and_runs_show_keeps_the_originals() {
+    let f = fx(|_| {
+        json!({"providers": {"default": "anthropic",
+            "anthropic": {"model": "claude-sonnet-4-6", "context_window": 1}}})
+    })
+    .await;
+    f.server.expect_key(KEY);
+    f.server.check_replay(false);
+    std::fs::write(f.project.join("a.txt"), "apple\n").unwrap();
+    let k = ProviderKind::Anthropic;
+    for i in 0..3 {
+        f.server.push(
+            Turn::text(&format!("Reading {i}."))
+                .call(
+                    &format!("toolu_c{i}"),
+                    "read_file",
+                    json!({"path": "a.txt"}),
+                )
+                .reply(k),
+        );
+    }
+    f.server.push(Turn::text("CLI-SUMMARY-91").reply(k));
+    f.server.push(Turn::text("Finished.").reply(k));
+    let (code, ev, err) = f.events(&["run", "read a thrice", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let compaction = ev
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .unwrap_or_else(|| panic!("{ev:?}"));
+    assert_eq!(
+        (
+            compaction["covers_from"].as_i64(),
+            compaction["covers_to"].as_i64()
+        ),
+        (Some(1), Some(3))
+    );
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(reqs[4].raw_body.contains("CLI-SUMMARY-91"));
+    assert!(!reqs[4].raw_body.contains("toolu_c0"));
+    f.server.assert_clean();
+
+    let run_id = ev[0]["run_id"].as_str().unwrap().to_string();
+    let (code, out, err) = f.run(&["runs", "show", &run_id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("summary of messages 1..3") && out.contains("CLI-SUMMARY-91"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read a thrice") && out.contains("Reading 0."),
+        "{out}"
+    );
+    let (_, out, _) = f.run(&["runs", "show", &run_id, "--json"]).await;
+    let conv: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(conv["messages"].as_array().unwrap().len(), 8);
+    assert_eq!(conv["summaries"].as_array().unwrap().len(), 1);
 }

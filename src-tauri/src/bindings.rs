@@ -20,6 +20,8 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::runs::RunHandle::export_all(&cfg)?;
     crate::run_views::RunSummary::export_all(&cfg)?;
     crate::run_views::RunDetail::export_all(&cfg)?;
+    aibuddy::human::HumanAnswer::export_all(&cfg)?;
+    aibuddy::human::HumanQuestion::export_all(&cfg)?;
     Ok(())
 }
 

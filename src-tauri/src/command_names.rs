@@ -16,5 +16,5 @@ pub const COMMANDS: &[&str] = &[
     "continue_run",
     "list_runs",
     "show_run",
-    // `answer_ask_user` joins here once the ask_user broker exists (see `commands.rs`).
+    "answer_ask_user",
 ];

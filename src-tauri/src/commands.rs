@@ -199,9 +199,18 @@ pub async fn show_run(
     Ok(RunDetail::from(&conversation))
 }
 
-// `answer_ask_user { run_id, tool_call_id, answer }` belongs here once the ask_user broker exists
-// (issue 11, built separately): it answers the pending `ask_user` of that call through the broker
-// the run's agent holds, the way `answer_confirm` answers a confirmation. Not registered until then.
+/// Answers a question of the run in progress: `id` is the `tool_call_id` of an `ask_user` event or
+/// the `elicitation_id` of an `elicitation` event. False when nothing is pending under `id` or the
+/// answer does not fit the question (an unknown option, two picks of a single choice, free text
+/// where only options are accepted): the question then stays open.
+#[tauri::command]
+pub async fn answer_ask_user(
+    state: State<'_, ShellState>,
+    id: String,
+    answer: aibuddy::human::HumanAnswer,
+) -> Result<bool, CommandError> {
+    Ok(state.questions.answer(&id, answer))
+}
 
 /// The open project's call store (the one the core records every call in).
 fn store(state: &ShellState) -> Result<&aibuddy_store::Store, CommandError> {

@@ -46,6 +46,7 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::continue_run,
             commands::list_runs,
             commands::show_run,
+            commands::answer_ask_user,
         ])
 }
 

@@ -191,7 +191,8 @@ pub async fn start(
         provider,
         Arc::new(state.calls.broker.clone()),
         AgentOptions::default(),
-    );
+    )
+    .with_human(Arc::new(state.questions.clone()));
     let (tx, rx) = oneshot::channel();
     let started: Started = Arc::new(Mutex::new(Some(tx)));
     let sink = Arc::new(StartSink {

@@ -35,6 +35,8 @@ pub struct ShellState {
     pub calls: Calls,
     /// The agent run in progress (at most one).
     pub runs: Arc<Runs>,
+    /// Questions of runs (`ask_user_question`, MCP elicitations) waiting for the window's answer.
+    pub questions: aibuddy::human::PendingQuestions,
 }
 
 impl ShellState {
@@ -68,6 +70,7 @@ impl ShellState {
             run_id,
             calls,
             runs: Arc::default(),
+            questions: aibuddy::human::PendingQuestions::new(),
         }
     }
 }

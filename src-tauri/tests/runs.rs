@@ -347,6 +347,61 @@ fn a_write_inside_a_run_waits_for_answer_confirm() {
 }
 
 #[test]
+fn a_question_inside_a_run_is_answered_through_answer_ask_user() {
+    let f = fixture();
+    f.push(Turn::text("Asking.").call(
+        "call_q1",
+        "ask_user_question",
+        json!({"question": "Which color?", "options": ["Blue", "Green"], "allow_other": false}),
+    ));
+    f.push(Turn::text("Blue it is."));
+    let started = invoke(&f.window, "start_run", json!({ "prompt": "pick one" })).unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_string();
+    let asked = f.wait_event(&run_id, "ask_user");
+    // Stored (and shown) under the run-scoped id; the model keeps its own `call_q1`.
+    let id = asked["tool_call_id"].as_str().unwrap().to_string();
+    assert!(id.ends_with("call_q1"), "{asked}");
+    assert_eq!(asked["options"], json!(["Blue", "Green"]), "{asked}");
+    // The event comes before the question is parked: retry the fitting answer until it lands,
+    // but an answer that does not fit is refused and leaves the question open.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let refused = invoke(
+            &f.window,
+            "answer_ask_user",
+            json!({"id": id, "answer": {"kind": "answer", "selected": ["Red"]}}),
+        )
+        .unwrap();
+        assert_eq!(refused, json!(false), "an option that was not offered");
+        let answered = invoke(
+            &f.window,
+            "answer_ask_user",
+            json!({"id": id, "answer": {"kind": "answer", "selected": ["Blue"]}}),
+        )
+        .unwrap();
+        if answered == json!(true) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the question never became answerable");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let finished = f.wait_event(&run_id, "run_finished");
+    assert_eq!(finished["status"], json!("completed"), "{finished}");
+    let requests = f.server.requests();
+    let last = &requests.last().unwrap().raw_body;
+    assert!(last.contains("[Answer] Blue"), "{last}");
+    // Nothing left to answer.
+    let again = invoke(
+        &f.window,
+        "answer_ask_user",
+        json!({"id": id, "answer": {"kind": "answer", "selected": ["Blue"]}}),
+    )
+    .unwrap();
+    assert_eq!(again, json!(false));
+    f.server.assert_clean();
+}
+
+#[test]
 fn bad_starts_are_typed_errors() {
     let f = fixture();
     let empty = invoke(&f.window, "start_run", json!({ "prompt": "  " })).unwrap_err();

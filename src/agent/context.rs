@@ -75,9 +75,18 @@ is unknown. Check before retrying."
     }
 }
 
+/// A call of the latest assistant message still waiting for its result.
+#[derive(Debug, Clone)]
+struct Pending {
+    /// The model's own id (what the result block names).
+    provider_id: String,
+    /// The id it is stored under (`tool_calls`, tool messages, interactions).
+    stored_id: String,
+    tool: String,
+}
+
 fn result_block(
-    tool_call_id: &str,
-    tool: Option<&str>,
+    call: &Pending,
     result: Option<&LinkedResult>,
     search: &SearchResults<'_>,
     references: &mut Vec<ContextMessage>,
@@ -88,10 +97,10 @@ fn result_block(
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| fallback_text(status, result));
     let mut content = Vec::new();
-    let tool = result.map(|r| r.tool.as_str()).or(tool);
-    if tool == Some(TOOL_SEARCH)
+    let tool = result.map_or(call.tool.as_str(), |r| r.tool.as_str());
+    if tool == TOOL_SEARCH
         && status == CallStatus::Ok
-        && let Some(found) = search.activated.get(tool_call_id)
+        && let Some(found) = search.activated.get(&call.stored_id)
     {
         references.push(ContextMessage {
             tool_calls: Vec::new(),
@@ -109,7 +118,7 @@ fn result_block(
         content.push(ResultBlock::Text { text });
     }
     ContentBlock::ToolResult {
-        tool_use_id: tool_call_id.to_string(),
+        tool_use_id: call.provider_id.clone(),
         content,
         is_error: status != CallStatus::Ok,
     }
@@ -155,13 +164,13 @@ fn push_user(out: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
 /// Answers the calls of the last assistant message that got no result message.
 fn close_pending(
     out: &mut Vec<Message>,
-    pending: &mut Vec<(String, String)>,
+    pending: &mut Vec<Pending>,
     search: &SearchResults<'_>,
     references: &mut Vec<ContextMessage>,
 ) {
     let blocks: Vec<ContentBlock> = pending
         .drain(..)
-        .map(|(id, tool)| result_block(&id, Some(&tool), None, search, references))
+        .map(|call| result_block(&call, None, search, references))
         .collect();
     push_user(out, blocks);
 }
@@ -171,8 +180,8 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
     let run_id = conv.run.run_id.as_str();
     let mut out: Vec<Message> = Vec::new();
     let mut references = Vec::new();
-    // Calls of the latest assistant message still waiting for a result: (id, tool).
-    let mut pending: Vec<(String, String)> = Vec::new();
+    // Calls of the latest assistant message still waiting for a result.
+    let mut pending: Vec<Pending> = Vec::new();
     let confirms: HashMap<&str, &Interaction> = conv
         .interactions
         .iter()
@@ -206,12 +215,16 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
                 if msg.role != Role::Assistant {
                     return Err(corrupt(run_id, m.seq, "not an assistant message".into()));
                 }
-                let calls: Vec<(String, String)> = msg
+                let calls: Vec<Pending> = msg
                     .tool_calls()
-                    .map(|(id, name, _, _)| (id.to_string(), name.to_string()))
+                    .map(|(id, name, _, _)| Pending {
+                        provider_id: id.to_string(),
+                        stored_id: conv.run.stored_call_id(id),
+                        tool: name.to_string(),
+                    })
                     .collect();
                 references.push(ContextMessage {
-                    tool_calls: calls.iter().map(|(_, n)| n.clone()).collect(),
+                    tool_calls: calls.iter().map(|c| c.tool.clone()).collect(),
                     activated: Vec::new(),
                 });
                 pending = calls;
@@ -225,14 +238,13 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
                         "a tool message without a call".into(),
                     ));
                 };
-                let Some(pos) = pending.iter().position(|(p, _)| p == id) else {
+                let Some(pos) = pending.iter().position(|c| c.stored_id == id) else {
                     // A result for a call the context does not hold (summarized): not sent.
                     continue;
                 };
-                let (_, tool) = pending.remove(pos);
+                let call = pending.remove(pos);
                 let mut blocks = vec![result_block(
-                    id,
-                    Some(&tool),
+                    &call,
                     m.result.as_ref(),
                     search,
                     &mut references,

@@ -29,6 +29,7 @@ fn run() -> RunRecord {
         tool_calls: 0,
         project_root: None,
         owner: None,
+        scoped_call_ids: false,
     }
 }
 
@@ -264,4 +265,38 @@ fn a_corrupt_assistant_message_is_a_projection_error_not_a_panic() {
     ]);
     let e = rebuild(&c, &SearchResults::default()).unwrap_err();
     assert_eq!(e.stage(), crate::contract::Stage::Projection);
+}
+
+#[test]
+fn run_scoped_ids_are_stored_but_the_model_gets_its_own_ids_back() {
+    let mut c = conv(vec![
+        user(1, "hi"),
+        assistant(2, &[("call_0", "read_file"), ("call_1", "execute")]),
+        result(
+            3,
+            "r1:call_0",
+            "read_file",
+            CallStatus::Ok,
+            Some("file text"),
+        ),
+    ]);
+    c.run.scoped_call_ids = true;
+    let r = rebuild(&c, &SearchResults::default()).unwrap();
+    let results = results_of(&r.messages[2]);
+    assert_eq!(results.len(), 2);
+    // The stored result is matched through its scoped id and named by the provider's id; the
+    // call with no stored result is answered as interrupted, under its provider id too.
+    assert_eq!(results[0].0, "call_0");
+    assert_eq!(
+        results[0].1,
+        &[ResultBlock::Text {
+            text: "file text".into()
+        }]
+    );
+    assert_eq!((results[1].0, results[1].2), ("call_1", true));
+    // A legacy run (stored before schema 5) matches provider ids as stored.
+    c.run.scoped_call_ids = false;
+    let r = rebuild(&c, &SearchResults::default()).unwrap();
+    let results = results_of(&r.messages[2]);
+    assert!(results.iter().all(|(_, _, err)| *err), "{results:?}");
 }

@@ -67,11 +67,15 @@ pub enum RunEvent {
         elicitation_id: String,
         server: String,
         message: String,
+        #[ts(type = "unknown")]
         schema: Value,
     },
     /// A long call is alive (re-arms the idle watchdog).
     Heartbeat { tool_call_id: String },
-    /// A step failed or stalled and is retried after `delay_ms`.
+    /// A step failed or stalled and is retried after `delay_ms`. The failed attempt's text is
+    /// retracted: clients drop every `text_delta` received since the step began (since the last
+    /// `tool_result`, `retry` or `run_started`); it is not stored and the model never sees it.
+    /// The retried attempt streams its text again from the start.
     Retry {
         step: u32,
         attempt: u32,

@@ -4,19 +4,30 @@
 //! Agent::run(RunStart)
 //!   -> store: create the run (or resume it: dangling calls answered as interrupted) + user text
 //!   -> each step: rebuild the request from storage (context), present the tools (tools),
+//!      compact when it would pass `agent.compaction_threshold` of the context window
+//!      (compaction: pure cut and estimate; compact_step: summary through the provider
+//!      (summarize), stored in `summaries`, `compaction` event, request rebuilt),
 //!      stream it under the idle watchdog with retries (watchdog), store the assistant message
 //!      exactly as received, execute its tool calls through `Runner::call` (calls), store results
 //!   -> until no tool calls, max_steps, an error, or stop; finish the run in the store
 //! ```
 //!
 //! Everything the model sees is rebuilt from SQLite each step, so a resumed run (`continue_run`)
-//! and a live one send the same requests.
+//! and a live one send the same requests, and `Agent::next_request_body` (`aibuddy runs show
+//! RUN_ID --next-request`) prints exactly what the next step sends. Calls are stored under
+//! run-scoped ids (`<run_id>:<provider id>`, store schema 5); the model always gets its own ids
+//! back. A continued run keeps its stored provider and model unless flags say otherwise
+//! (`stored_route`).
 
 mod calls;
+mod compact_step;
+pub mod compaction;
 pub mod context;
 pub mod events;
 pub mod human;
 mod run_loop;
+pub mod stored_route;
+pub mod summarize;
 pub mod tools;
 pub mod watchdog;
 
@@ -50,6 +61,8 @@ pub struct AgentOptions {
     pub backoff: BackoffPolicy,
     /// `max_tokens` of each request.
     pub max_tokens: u32,
+    /// Conversation compaction (settings `agent.*`).
+    pub compaction: CompactionOptions,
 }
 
 impl Default for AgentOptions {
@@ -59,6 +72,48 @@ impl Default for AgentOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             backoff: BackoffPolicy::default(),
             max_tokens: 8192,
+            compaction: CompactionOptions::default(),
+        }
+    }
+}
+
+impl AgentOptions {
+    /// The defaults with the settings' `agent.*` keys applied.
+    pub fn from_settings(settings: &crate::settings::Settings) -> Self {
+        let a = &settings.agent;
+        Self {
+            compaction: CompactionOptions {
+                threshold: a.compaction_threshold,
+                keep_recent_turns: a.keep_recent_turns.max(1) as usize,
+                summary_model: a.summary_model.clone(),
+                context_window: None,
+            },
+            ..Self::default()
+        }
+    }
+}
+
+/// When and how older turns are summarized (see `compaction`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionOptions {
+    /// Share of the context window the next request may reach before compaction (0 < x <= 1).
+    pub threshold: f64,
+    /// Turns kept verbatim (at least one).
+    pub keep_recent_turns: usize,
+    /// Model of the summary requests; `None`: the run's model.
+    pub summary_model: Option<String>,
+    /// Overrides the route's context window (the route has the table's value or the
+    /// `providers.NAME.context_window` setting).
+    pub context_window: Option<u64>,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        Self {
+            threshold: 0.8,
+            keep_recent_turns: 2,
+            summary_model: None,
+            context_window: None,
         }
     }
 }
@@ -102,6 +157,9 @@ pub enum AgentError {
     /// The run to continue does not exist, is not an agent run, or is busy.
     #[error("run `{run_id}` cannot be continued: {reason}")]
     Continue { run_id: String, reason: String },
+    /// The next request could not be built (`next_request_body`).
+    #[error("the next request cannot be built ({stage:?}): {message}")]
+    Request { stage: Stage, message: String },
     /// The store refused a write or read the loop depends on.
     #[error("run storage failed ({stage:?}): {source}")]
     Store {
@@ -117,7 +175,7 @@ impl AgentError {
             AgentError::NoStore | AgentError::EmptyPrompt | AgentError::Continue { .. } => {
                 Stage::Parameters
             }
-            AgentError::Store { stage, .. } => *stage,
+            AgentError::Store { stage, .. } | AgentError::Request { stage, .. } => *stage,
         }
     }
 }
@@ -133,12 +191,22 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Also backs the app's precompaction `summarize` strategy with this provider
+    /// ([`summarize::ProviderSummarizer`], model `agent.summary_model` or the run's).
     pub fn new(
         app: Arc<App>,
         provider: Arc<dyn Provider>,
         broker: Arc<dyn ConfirmBroker>,
         options: AgentOptions,
     ) -> Self {
+        if let Some(p) = &app.persistence {
+            p.compactor
+                .set_summarizer(Arc::new(summarize::ProviderSummarizer::new(
+                    provider.clone(),
+                    options.compaction.summary_model.clone(),
+                    options.idle_timeout,
+                )));
+        }
         Self {
             app,
             provider,

@@ -94,7 +94,8 @@ pub fn recovery_note(tool_call_id: &str, strategy: &str, original_tokens: usize)
 
 pub struct Compactor {
     store: Store,
-    summarizer: Option<Arc<dyn Summarizer>>,
+    /// Installed once a provider is known (`set_summarizer`); `None`: `summarize` trims.
+    summarizer: RwLock<Option<Arc<dyn Summarizer>>>,
     threshold: usize,
     cache: Arc<ProjectionCache>,
     tracker: TaskTracker,
@@ -106,13 +107,26 @@ impl Compactor {
     pub fn new(store: Store, summarizer: Option<Arc<dyn Summarizer>>) -> Self {
         Compactor {
             store,
-            summarizer,
+            summarizer: RwLock::new(summarizer),
             threshold: PRECOMPACTION_THRESHOLD,
             cache: Arc::new(ProjectionCache::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             events: RwLock::new(Arc::new(NullSink)),
         }
+    }
+
+    /// Backs the `summarize` strategy with `summarizer` from now on (the app opens before a
+    /// provider is chosen: a run, or `call` with a provider configured, installs one).
+    pub fn set_summarizer(&self, summarizer: Arc<dyn Summarizer>) {
+        *self.summarizer.write().unwrap_or_else(|p| p.into_inner()) = Some(summarizer);
+    }
+
+    fn summarizer(&self) -> Option<Arc<dyn Summarizer>> {
+        self.summarizer
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Where [`Event::ToolCompacted`] goes (the host's project-level sink).
@@ -160,7 +174,7 @@ impl Compactor {
             disposable,
             tokens,
             self.threshold,
-            self.summarizer.is_some(),
+            self.summarizer().is_some(),
         );
         let name = match decided {
             Plan::Skip => return CompactionOutcome::Skipped,
@@ -319,7 +333,7 @@ impl Compactor {
     }
 
     async fn summarize_text(&self, job: &Job) -> Result<String, String> {
-        let Some(summarizer) = &self.summarizer else {
+        let Some(summarizer) = self.summarizer() else {
             return Ok(self.trim_text(job));
         };
         let req = SummaryRequest {

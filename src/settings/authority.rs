@@ -22,6 +22,8 @@
 //! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
 //! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
+//! | `agent.compaction_threshold`, `agent.keep_recent_turns` | neutral: when older turns are summarized, not what a run may do |
+//! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
 
 use serde_json::Value;
 
@@ -127,6 +129,15 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
         // How long a search waits for MCP servers: no authority involved.
         ("tool_search", "connect_wait_ms") => Effect::Neutral,
+        ("agent", "compaction_threshold") | ("agent", "keep_recent_turns") => Effect::Neutral,
+        ("agent", "summary_model") => differs(
+            value,
+            &user
+                .agent
+                .summary_model
+                .clone()
+                .map_or(Value::Null, Value::String),
+        ),
         ("providers", name) => {
             let user_value = serde_json::to_value(&user.providers)
                 .ok()
@@ -159,6 +170,17 @@ mod tests {
 
     fn eff(section: &str, field: &str, v: Value) -> Effect {
         effect(section, field, &v, &user()).unwrap()
+    }
+
+    #[test]
+    fn agent_fields() {
+        assert_eq!(
+            eff("agent", "compaction_threshold", json!(0.3)),
+            Effect::Neutral
+        );
+        assert_eq!(eff("agent", "keep_recent_turns", json!(9)), Effect::Neutral);
+        assert_eq!(eff("agent", "summary_model", json!("m")), Effect::Widens);
+        assert_eq!(eff("agent", "summary_model", Value::Null), Effect::Neutral);
     }
 
     #[test]

@@ -175,6 +175,14 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                 SANDBOX_KINDS.join(", ")
             ))
         }
+        ("agent", "compaction_threshold", v)
+            if !v.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) =>
+        {
+            Some("must be a share of the context window in (0, 1]; using the default 0.8".into())
+        }
+        ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
+            Some("at least one turn is kept; using the default 2".into())
+        }
         _ => None,
     }
 }

@@ -177,7 +177,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, exec, tool_search, providers)",
+                "unknown field (known: tools, sandbox, confirm, exec, tool_search, providers, agent)",
                 Some(19)
             ),
         ]
@@ -204,4 +204,32 @@ fn a_bad_provider_entry_is_located_and_the_others_kept() {
     assert_eq!(l.problems[0].line, Some(3));
     assert!(l.settings.providers.entries.contains_key("openai"));
     assert!(!l.settings.providers.entries.contains_key("local"));
+}
+
+#[test]
+fn agent_compaction_settings_parse_and_bad_values_fall_back() {
+    let text = r#"{"agent": {"compaction_threshold": 0.5, "keep_recent_turns": 3, "summary_model": "claude-haiku-4-5"}}"#;
+    let l = layer_texts(&[("u.json".into(), text.into())]);
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+    assert_eq!(l.settings.agent.compaction_threshold, 0.5);
+    assert_eq!(l.settings.agent.keep_recent_turns, 3);
+    assert_eq!(
+        l.settings.agent.summary_model.as_deref(),
+        Some("claude-haiku-4-5")
+    );
+    let bad = "{\n  \"agent\": {\n    \"compaction_threshold\": 1.5,\n    \"keep_recent_turns\": 0\n  }\n}";
+    let l = layer_texts(&[("u.json".into(), bad.into())]);
+    assert_eq!(l.settings.agent, AgentSettings::default());
+    let fields: Vec<(&str, Option<u32>)> = l
+        .problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.line))
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("agent.compaction_threshold", Some(3)),
+            ("agent.keep_recent_turns", Some(4))
+        ]
+    );
 }

@@ -1,6 +1,6 @@
 //! Retry timing, pure: `retry-after` parsing and exponential backoff with jitter.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -71,11 +71,25 @@ pub fn jitter() -> f64 {
     fastrand::f64()
 }
 
-/// Parses a `retry-after` header (delta-seconds, possibly fractional) or the OpenAI/Anthropic
-/// `retry-after-ms` header. HTTP-date values are not used by these APIs and are ignored.
+/// Longest wait any `retry-after` form yields (a day; the policy's `max_retry_after_ms` decides
+/// whether to wait that long at all).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+
+/// Parses a `retry-after` header (delta-seconds, possibly fractional, or an HTTP date as RFC 9110
+/// allows) or the OpenAI/Anthropic `retry-after-ms` header, which wins when both are given. A
+/// date is turned into the time left from now (a date in the past means "retry now").
 pub fn parse_retry_after(
     retry_after: Option<&str>,
     retry_after_ms: Option<&str>,
+) -> Option<Duration> {
+    parse_retry_after_at(retry_after, retry_after_ms, SystemTime::now())
+}
+
+/// [`parse_retry_after`] against a given `now` (pure).
+pub fn parse_retry_after_at(
+    retry_after: Option<&str>,
+    retry_after_ms: Option<&str>,
+    now: SystemTime,
 ) -> Option<Duration> {
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
@@ -83,11 +97,17 @@ pub fn parse_retry_after(
     {
         return Some(Duration::from_millis(ms.min(86_400_000.0) as u64));
     }
-    let secs = retry_after?.trim().parse::<f64>().ok()?;
-    if !secs.is_finite() || secs < 0.0 {
-        return None;
+    let value = retry_after?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        if !secs.is_finite() || secs < 0.0 {
+            return None;
+        }
+        return Some(Duration::from_millis((secs.min(86_400.0) * 1000.0) as u64));
     }
-    Some(Duration::from_millis((secs.min(86_400.0) * 1000.0) as u64))
+    // IMF-fixdate, RFC 850 or asctime (`httpdate` accepts the three forms HTTP allows).
+    let at = httpdate::parse_http_date(value).ok()?;
+    let left = at.duration_since(now).unwrap_or(Duration::ZERO);
+    Some(left.min(MAX_RETRY_AFTER))
 }
 
 #[cfg(test)]
@@ -117,10 +137,7 @@ mod tests {
             parse_retry_after(Some("3"), Some("250")),
             Some(Duration::from_millis(250))
         );
-        assert_eq!(
-            parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT"), None),
-            None
-        );
+        assert_eq!(parse_retry_after(Some("soon"), None), None);
         assert_eq!(parse_retry_after(Some("-1"), None), None);
         assert_eq!(parse_retry_after(Some("NaN"), None), None);
         assert_eq!(parse_retry_after(None, None), None);
@@ -181,5 +198,40 @@ mod tests {
         assert_eq!(http(529, None).stage(), crate::error::Stage::Execution);
         assert!(http(529, None).is_retryable());
         assert!(!http(404, None).is_retryable());
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_is_the_time_left() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let at = |v: &str| parse_retry_after_at(Some(v), None, now);
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        // RFC 850 and asctime forms too.
+        assert_eq!(
+            at("Wednesday, 21-Oct-15 07:29:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(at("Wed Oct 21 07:28:05 2015"), Some(Duration::from_secs(5)));
+        // A date already past: retry now; a date years ahead: capped (the policy then gives up).
+        assert_eq!(at("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Sat, 21 Oct 2017 07:28:00 GMT"), Some(MAX_RETRY_AFTER));
+        // `retry-after-ms` still wins.
+        assert_eq!(
+            parse_retry_after_at(Some("Wed, 21 Oct 2015 07:28:30 GMT"), Some("10"), now),
+            Some(Duration::from_millis(10))
+        );
+        let p = BackoffPolicy::default();
+        let limited = ProviderError::Http {
+            status: 429,
+            error_type: None,
+            message: "m".into(),
+            retry_after: at("Wed, 21 Oct 2015 07:28:02 GMT"),
+        };
+        assert_eq!(
+            p.decide(1, &limited, 0.5),
+            RetryDecision::RetryAfter(Duration::from_secs(2))
+        );
     }
 }

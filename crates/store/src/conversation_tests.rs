@@ -85,6 +85,7 @@ fn conversation(messages: Vec<MessageRecord>, summaries: Vec<SummaryRecord>) -> 
             tool_calls: 0,
             project_root: None,
             owner: None,
+            scoped_call_ids: false,
         },
         messages,
         summaries,

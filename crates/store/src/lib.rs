@@ -14,6 +14,7 @@
 //!   summaries for compaction; completed interactions per run; pure rules in `conversation`.
 //! - Writes never block the async runtime: one writer thread with group commit (`writer`).
 
+pub mod call_ids;
 mod connection;
 pub mod conversation;
 mod error;
@@ -30,6 +31,7 @@ pub mod tables;
 mod types;
 mod writer;
 
+pub use call_ids::scoped_call_id;
 pub use conversation::ContextItem;
 pub use error::{Result, StoreError};
 pub use files::Spool;

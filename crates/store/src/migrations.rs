@@ -8,6 +8,7 @@
 //! | 3 | `tool_calls.raw_output_format`, `tool_calls.output_json` |
 //! | 4 | agent runs: `runs` status/provider/usage/owner columns, `messages` provider content and
 //! |   | tool-call links (`message_tool_calls`), `summaries`, per-run interaction indexes |
+//! | 5 | `runs.scoped_call_ids`: calls of new runs are stored under `<run_id>:<provider id>` |
 //!
 //! Never edit a released version: append a new one.
 
@@ -49,11 +50,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(tables::search::MIGRATION_V2),
         M::up(tables::tool_calls::MIGRATION_V3),
         M::up(&V4),
+        M::up(tables::runs::MIGRATION_V5),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 4;
+pub const LATEST_VERSION: usize = 5;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

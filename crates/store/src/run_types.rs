@@ -149,6 +149,21 @@ pub struct RunRecord {
     pub project_root: Option<String>,
     /// Instance id of the process that owns the run while it is `running`.
     pub owner: Option<String>,
+    /// Calls of this run are stored under run-scoped ids (`<run_id>:<provider id>`, schema 5);
+    /// `false` for runs stored before (their calls keep the provider's ids).
+    pub scoped_call_ids: bool,
+}
+
+impl RunRecord {
+    /// The id under which the provider's call `provider_id` of this run is stored (`tool_calls`,
+    /// messages, events); the model always gets `provider_id` back.
+    pub fn stored_call_id(&self, provider_id: &str) -> String {
+        if self.scoped_call_ids {
+            crate::call_ids::scoped_call_id(&self.run_id, provider_id)
+        } else {
+            provider_id.to_string()
+        }
+    }
 }
 
 /// One row of `Store::list_runs` (newest first).

@@ -174,3 +174,81 @@ async fn a_version_3_database_with_data_upgrades_in_place_to_agent_runs() {
     assert_eq!(rows[0].run_id, id);
     assert_eq!(rows[0].status, RunStatus::Running);
 }
+
+/// A version 4 database with an agent run whose call kept the provider's id (`call_0`): after the
+/// upgrade to version 5 the run keeps its ids (its conversation links the same result), and a new
+/// run stores its own `call_0` under a run-scoped id, so the two no longer collide.
+#[tokio::test]
+async fn a_version_4_database_with_a_run_upgrades_to_run_scoped_call_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut conn = open_connection(dir.path()).unwrap();
+        upgrade_to(&mut conn, 4).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, title, started_at, provider, model, presentation, status,
+                               steps, tool_call_count)
+             VALUES ('v4-run', 'old', 5, 'local', 'qwen3:8b', 'active_tools', 'completed', 1, 1);
+             INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, started_at, input,
+                                     model_projection, raw_output_format)
+             VALUES ('call_0', 'v4-run', 'read_file', 'filesystem', 'ok', 6, '{}', 'alpha', 'text');
+             INSERT INTO messages (message_id, run_id, seq, role, content, created_at)
+             VALUES ('m1', 'v4-run', 1, 'user', '{\"text\":\"hi\"}', 7);
+             INSERT INTO messages (message_id, run_id, seq, role, content, created_at, provider_kind)
+             VALUES ('m2', 'v4-run', 2, 'assistant', '{\"role\":\"assistant\",\"content\":[]}', 8,
+                     'openai-chat');
+             INSERT INTO message_tool_calls (message_id, position, run_id, tool_call_id, tool)
+             VALUES ('m2', 0, 'v4-run', 'call_0', 'read_file');
+             INSERT INTO messages (message_id, run_id, seq, role, content, created_at, tool_call_id)
+             VALUES ('m3', 'v4-run', 3, 'tool', '{\"tool_call_id\":\"call_0\"}', 9, 'call_0');",
+        )
+        .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let conn = open_connection(dir.path()).unwrap();
+    assert_eq!(current_version(&conn).unwrap(), 5);
+    let conv = store.conversation("v4-run").await.unwrap();
+    assert!(!conv.run.scoped_call_ids);
+    assert_eq!(conv.run.stored_call_id("call_0"), "call_0");
+    assert_eq!(conv.messages.len(), 3);
+    let linked = conv.messages[2].result.as_ref().unwrap();
+    assert_eq!(linked.model_projection.as_deref(), Some("alpha"));
+    assert_eq!(conv.run.status, Some(RunStatus::Completed));
+    // A new run with the same provider id: scoped, and its call row does not collide.
+    let id = store
+        .create_run(aibuddy_store::NewRun {
+            run_id: None,
+            title: None,
+            provider: "local".into(),
+            model: "qwen3:8b".into(),
+            presentation: "active_tools".into(),
+            project_root: None,
+        })
+        .await
+        .unwrap();
+    let run = store.get_run(&id).await.unwrap().unwrap();
+    assert!(run.scoped_call_ids);
+    let stored = run.stored_call_id("call_0");
+    assert_eq!(stored, format!("{id}:call_0"));
+    store
+        .append_message(
+            &id,
+            NewMessage::assistant(
+                "openai-chat",
+                "{\"role\":\"assistant\",\"content\":[]}".into(),
+                None,
+                vec![aibuddy_store::RequestedCall {
+                    tool_call_id: stored.clone(),
+                    tool: "read_file".into(),
+                }],
+            ),
+        )
+        .await
+        .unwrap();
+    let linked = store.conversation(&id).await.unwrap();
+    assert_eq!(linked.messages[0].requested_calls[0].tool_call_id, stored);
+    // The old run's call is untouched.
+    assert_eq!(
+        store.get_call("call_0").await.unwrap().unwrap().tool,
+        "read_file"
+    );
+}

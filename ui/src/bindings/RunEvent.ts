@@ -10,4 +10,8 @@ export type RunEvent = { "type": "run_started", run_id: string, provider: string
 /**
  * `native` or `active_tools`.
  */
-presentation: string, } | { "type": "text_delta", text: string, } | { "type": "tool_call", tool_call_id: string, tool: string, input: unknown, } | { "type": "tool_output", tool_call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_result", tool_call_id: string, status: CallStatus, stage: Stage | null, model: string, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "heartbeat", tool_call_id: string, } | { "type": "retry", step: number, attempt: number, delay_ms: number, reason: string, } | { "type": "compaction", covers_from: number, covers_to: number, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, };
+presentation: string, } | { "type": "text_delta", text: string, } | { "type": "tool_call", tool_call_id: string, tool: string, input: unknown, } | { "type": "tool_output", tool_call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_result", tool_call_id: string, status: CallStatus, stage: Stage | null, model: string, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
+/**
+ * Free text is accepted besides (or instead of) the options.
+ */
+allow_other: boolean, } | { "type": "elicitation", elicitation_id: string, server: string, message: string, schema: unknown, } | { "type": "heartbeat", tool_call_id: string, } | { "type": "retry", step: number, attempt: number, delay_ms: number, reason: string, } | { "type": "compaction", covers_from: number, covers_to: number, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, };

@@ -43,6 +43,15 @@ CREATE INDEX runs_listing ON runs(started_at DESC, run_id DESC) WHERE status IS 
 CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
 ";
 
+/// Version 5: call ids scoped to the run. A provider may reuse ids like `call_0` in every run, but
+/// `tool_calls.tool_call_id` (and the blob and spool files named after it) is unique across runs:
+/// runs created from version 5 on store each call under `<run_id>:<provider id>`
+/// ([`crate::scoped_call_id`]) and give the model its own id back; existing runs keep the ids they
+/// were stored with (`scoped_call_ids = 0`), so their data stays as it is.
+pub(crate) const MIGRATION_V5: &str = "
+ALTER TABLE runs ADD COLUMN scoped_call_ids INTEGER NOT NULL DEFAULT 0;
+";
+
 /// Creates the run row if it does not exist yet (the first call of a run creates it).
 pub fn ensure(conn: &Connection, run_id: &str, project_id: Option<i64>, now_ms: i64) -> Result<()> {
     conn.prepare_cached(
@@ -69,8 +78,8 @@ pub fn create(conn: &Connection, c: &Create<'_>, now_ms: i64) -> Result<()> {
     let res = conn
         .prepare_cached(
             "INSERT INTO runs (run_id, project_id, title, started_at, provider, model,
-                              presentation, status, owner)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8)",
+                              presentation, status, owner, scoped_call_ids)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, 1)",
         )?
         .execute(params![
             c.run_id,
@@ -264,12 +273,13 @@ fn record_from_row(r: &Row<'_>) -> Result<RunRecord> {
         tool_calls: r.get(15)?,
         project_root: r.get(16)?,
         owner: r.get(17)?,
+        scoped_call_ids: r.get(19)?,
     })
 }
 
 pub fn get(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>> {
     let sql = format!(
-        "SELECT {RECORD_COLUMNS}, {} FROM runs r
+        "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids FROM runs r
          LEFT JOIN projects p ON p.project_id = r.project_id WHERE r.run_id = ?1",
         iso!("r.started_at")
     );

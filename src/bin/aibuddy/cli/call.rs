@@ -96,6 +96,12 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // With a provider configured, the `summarize` precompaction strategy asks it (else it trims).
+    aibuddy::agent::summarize::install_configured_summarizer(
+        &app,
+        &aibuddy_provider::BaseUrlOverrides::from_env(),
+        &aibuddy_provider::KeyStore::from_env(),
+    );
     let runner = app.runner(args.run.clone(), prompt::broker(args.yes));
     // A person naming a tool on the command line is an exact selection: a deferred tool of that
     // name is activated for this one-call run (as `tool_search` with `select:` would).

@@ -18,9 +18,10 @@ use tokio_util::sync::CancellationToken;
 use super::{ask, prompt};
 use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
 use aibuddy::app::{App, AppOptions};
+use aibuddy::plane::PlaneOptions;
 use aibuddy::contract::Stage;
 use aibuddy_provider::{
-    BaseUrlOverrides, HttpProvider, KeyStore, ProviderEntry, ProviderError, ProvidersConfig,
+    BaseUrlOverrides, HttpProvider, KeyStore, ProviderError,
 };
 
 #[derive(Debug, Args)]
@@ -91,7 +92,7 @@ pub fn card(event: &RunEvent) -> Option<String> {
             delay_ms,
             reason,
         } => Some(format!(
-            "[retry] step {step} attempt {attempt} in {delay_ms} ms: {}",
+            "[retry] step {step} attempt {attempt} in {delay_ms} ms (this step's text so far is discarded): {}",
             term::line(reason)
         )),
         RunEvent::Compaction {
@@ -170,61 +171,20 @@ fn read_prompt(args: &RunArgs) -> Result<String, String> {
     Ok(text.trim_end().to_string())
 }
 
-/// `config` with `--model` applied to the entry the run uses (pure). Applied before resolution,
-/// so the presentation and the context window follow the model actually used (Haiku has no
-/// native tool search). `--provider anthropic --model M` works with no settings at all.
-pub fn with_model(
-    config: &ProvidersConfig,
-    name: Option<&str>,
-    model: Option<&str>,
-) -> ProvidersConfig {
-    let mut config = config.clone();
-    let Some(model) = model else { return config };
-    let target = match (name, config.default.as_deref()) {
-        (Some(n), _) | (None, Some(n)) => Some(n.to_string()),
-        (None, None) => (config.entries.len() == 1)
-            .then(|| config.entries.keys().next().cloned())
-            .flatten(),
-    };
-    let Some(target) = target else { return config };
-    match config.entries.get_mut(&target) {
-        Some(entry) => entry.model = model.to_string(),
-        None => {
-            config.entries.insert(
-                target,
-                ProviderEntry {
-                    kind: None,
-                    model: model.to_string(),
-                    base_url: None,
-                    tool_search: None,
-                    stream: None,
-                    context_window: None,
-                },
-            );
-        }
-    }
-    config
-}
-
 /// The provider of this run, from settings, flags and the environment.
 async fn provider_for(app: &App, args: &RunArgs) -> Result<HttpProvider, ProviderError> {
-    let mut name = args.provider.clone();
-    if name.is_none()
-        && let Some(id) = &args.continue_run
-        && let Some(p) = &app.persistence
-        && let Ok(Some(run)) = p.store.get_run(id).await
-    {
-        name = run
-            .provider
-            .filter(|n| app.settings.settings.providers.entries.contains_key(n));
-    }
-    let env = BaseUrlOverrides::from_env();
-    let config = with_model(
+    // A continued run keeps its stored provider and model unless a flag names others.
+    let stored = match (&args.continue_run, &app.persistence) {
+        (Some(id), Some(p)) => p.store.get_run(id).await.ok().flatten(),
+        _ => None,
+    };
+    let route = aibuddy::agent::stored_route::route_for(
         &app.settings.settings.providers,
-        name.as_deref(),
+        stored.as_ref(),
+        args.provider.as_deref(),
         args.model.as_deref(),
-    );
-    let route = config.resolve(name.as_deref(), &env)?;
+        &BaseUrlOverrides::from_env(),
+    )?;
     let key = KeyStore::from_env().key_for_route(&route).map(|(k, _)| k);
     HttpProvider::new(route, key)
 }
@@ -241,7 +201,8 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
             2,
         );
     }
-    let app = match super::open_app(opts).await {
+    // A run never waits for MCP servers still connecting: `tool_search` waits for them instead.
+    let app = match App::open_with(opts, PlaneOptions::for_runs()).await {
         Ok(a) => a,
         Err(e) => return fail(Stage::Discovery, &e.to_string(), 2),
     };
@@ -255,7 +216,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
         app.clone(),
         Arc::new(provider),
         prompt::broker(args.yes),
-        AgentOptions::default(),
+        AgentOptions::from_settings(&app.settings.settings),
     )
     .with_human(ask::human_broker());
     let cancel = CancellationToken::new();
@@ -314,39 +275,6 @@ mod tests {
     use super::*;
     use aibuddy::events::CallStatus;
     use serde_json::json;
-
-    #[test]
-    fn model_override_goes_into_the_used_entry() {
-        let c: ProvidersConfig = serde_json::from_value(json!({
-            "default": "anthropic",
-            "anthropic": {"model": "claude-sonnet-4-6"},
-            "local": {"kind": "openai-chat", "base_url": "http://x/v1", "model": "q"}
-        }))
-        .unwrap();
-        let env = BaseUrlOverrides::default();
-        let r = with_model(&c, None, Some("claude-haiku-4-5"))
-            .resolve(None, &env)
-            .unwrap();
-        assert_eq!(
-            (r.name.as_str(), r.model.as_str()),
-            ("anthropic", "claude-haiku-4-5")
-        );
-        let r = with_model(&c, Some("local"), Some("q2"))
-            .resolve(Some("local"), &env)
-            .unwrap();
-        assert_eq!(r.model, "q2");
-        assert_eq!(with_model(&c, None, None), c);
-        let empty = ProvidersConfig::default();
-        let r = with_model(&empty, Some("openai"), Some("gpt-5.4"))
-            .resolve(Some("openai"), &env)
-            .unwrap();
-        assert_eq!(r.model, "gpt-5.4");
-        assert!(
-            with_model(&empty, None, Some("m"))
-                .resolve(None, &env)
-                .is_err()
-        );
-    }
 
     #[test]
     fn a_tool_card_escapes_the_tool_and_target() {

@@ -1,6 +1,7 @@
 //! `aibuddy runs [--json]` (agent runs, newest first) and `aibuddy runs show RUN_ID [--json]`
-//! (one run's stored conversation). Everything stored came from a model, a tool or a project:
-//! printed escaped.
+//! (one run's stored conversation; with `--next-request`, the exact JSON body the next step
+//! would send, key-free). Everything stored came from a model, a tool or a project: printed
+//! escaped.
 
 use std::process::ExitCode;
 
@@ -8,9 +9,17 @@ use aibuddy_common::term;
 use aibuddy_store::{Conversation, MessageRecord, RunListRow};
 use clap::{Args, Subcommand};
 
+use std::sync::Arc;
+
+use aibuddy::agent::stored_route::route_for;
+use aibuddy::agent::{Agent, AgentOptions, stage_of};
+use aibuddy::app::AppOptions;
+use aibuddy::confirm::RejectAll;
+use aibuddy::contract::Stage;
+use aibuddy_provider::{ApiKey, BaseUrlOverrides, HttpProvider, KeyStore};
+
 use super::history::open_store;
 use super::print_json;
-use aibuddy::app::AppOptions;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -32,7 +41,91 @@ pub enum RunsCommand {
         /// Print the conversation as JSON.
         #[arg(long)]
         json: bool,
+        /// Print the exact JSON body the next step would send to the provider (rebuilt from
+        /// storage by the run loop's own code; keys never appear: they only go in headers).
+        #[arg(long)]
+        next_request: bool,
     },
+}
+
+/// `runs show RUN_ID --next-request`: the run's provider and model (as `run --continue` would
+/// pick them), the project opened like `run` does, and the loop's own request building.
+async fn next_request(run_id: &str, opts: AppOptions) -> ExitCode {
+    let app = match super::open_app(opts).await {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            eprintln!("aibuddy: {} (stage Discovery)", term::block(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let Some(store) = app.persistence.as_ref().map(|p| p.store.clone()) else {
+        eprintln!("aibuddy: the store is not open");
+        return ExitCode::from(2);
+    };
+    let stored = match store.get_run(run_id).await {
+        Ok(Some(r)) if r.status.is_some() => r,
+        Ok(_) => {
+            eprintln!("aibuddy: no agent run `{}`", term::line(run_id));
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!(
+                "aibuddy: cannot read the run: {}",
+                term::line(&e.to_string())
+            );
+            return ExitCode::from(1);
+        }
+    };
+    let route = match route_for(
+        &app.settings.settings.providers,
+        Some(&stored),
+        None,
+        None,
+        &BaseUrlOverrides::from_env(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "aibuddy: {} (stage {})",
+                term::line(&e.to_string()),
+                stage_of(e.stage())
+            );
+            return ExitCode::from(2);
+        }
+    };
+    // Printing needs no key (bodies never carry one); a placeholder satisfies the constructor.
+    let key = KeyStore::from_env()
+        .key_for_route(&route)
+        .map(|(k, _)| k)
+        .or_else(|| ApiKey::new("not-sent"));
+    let provider = match HttpProvider::new(route, key) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "aibuddy: {} (stage {})",
+                term::line(&e.to_string()),
+                stage_of(e.stage())
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let agent = Agent::new(
+        app.clone(),
+        Arc::new(provider),
+        Arc::new(RejectAll("runs show does not run tools".into())),
+        AgentOptions::from_settings(&app.settings.settings),
+    );
+    match agent.next_request_body(run_id).await {
+        Ok(body) => print_json(&body),
+        Err(e) => {
+            eprintln!(
+                "aibuddy: {} (stage {})",
+                term::block(&e.to_string()),
+                e.stage()
+            );
+            ExitCode::from(if e.stage() == Stage::Parameters { 2 } else { 1 })
+        }
+    }
 }
 
 /// One listing line (pure).
@@ -80,6 +173,15 @@ pub fn render(c: &Conversation) -> String {
             term::line(e)
         ));
     }
+    for sum in &c.summaries {
+        s.push_str(&format!(
+            "\n── summary of messages {}..{} (the next requests send it instead; the originals \
+follow) ──\n{}\n",
+            sum.covers_from,
+            sum.covers_to,
+            term::block(&sum.text)
+        ));
+    }
     for m in &c.messages {
         s.push_str(&format!("\n── {} {} ──\n", m.seq, m.role.as_str()));
         if let Some(res) = &m.result {
@@ -106,6 +208,14 @@ pub fn render(c: &Conversation) -> String {
 }
 
 pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
+    if let Some(RunsCommand::Show {
+        run_id,
+        next_request: true,
+        ..
+    }) = &args.command
+    {
+        return next_request(run_id, opts).await;
+    }
     let store = match open_store(&opts).await {
         Ok(s) => s,
         Err(e) => {
@@ -127,7 +237,7 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Some(RunsCommand::Show { run_id, json }) => match store.get_run(&run_id).await {
+        Some(RunsCommand::Show { run_id, json, .. }) => match store.get_run(&run_id).await {
             Ok(None) => {
                 eprintln!("aibuddy: no run `{}`", term::line(&run_id));
                 ExitCode::from(2)
