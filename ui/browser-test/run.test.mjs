@@ -37,7 +37,7 @@ const RESPONSES = {
   start_run: { resolve: { run_id: RUN } },
   stop_run: { resolve: null },
   answer_confirm: { resolve: true },
-  answer_ask_user: { resolve: null },
+  answer_ask_user: { resolve: true },
   cancel_call: { resolve: true },
 };
 
@@ -178,7 +178,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
       question: "Which behaviours should --top keep?",
       options: ["Default to 10", "Reject 0", "Allow --top=all"],
       multi_select: true,
-      allow_free_text: true,
+      allow_other: true,
     });
     const q = page.locator('[data-testid="question-dialog"]');
     await q.waitFor();
@@ -193,7 +193,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.keyboard.press("Enter");
     await q.waitFor({ state: "detached" });
     assert.deepEqual(await argsOf(page, "answer_ask_user"), [
-      { runId: RUN, toolCallId: "call_ask", answer: { selected: ["Default to 10", "Allow --top=all"], text: "and print a usage line" } },
+      { id: "call_ask", answer: { kind: "answer", selected: ["Default to 10", "Allow --top=all"], text: "and print a usage line" } },
     ]);
 
     await emit(page, { type: "text_delta", text: "Done: `--top N` is parsed and the tests pass." });

@@ -81,7 +81,7 @@ function question(multi: boolean, free: boolean, options = ["alpha", "beta", "ga
   const c = mount(QuestionDialog, {
     target: host,
     props: {
-      question: { tool_call_id: "q1", question: "Pick <i>some</i>", options, multi_select: multi, allow_free_text: free },
+      question: { tool_call_id: "q1", question: "Pick <i>some</i>", options, multi_select: multi, allow_other: free },
       onanswer: (id: string, a: AskUserAnswer) => answers.push([id, a]),
     },
   });
@@ -105,7 +105,7 @@ describe("question dialog", () => {
     flushSync();
     expect(send.disabled).toBe(false);
     send.click();
-    expect(answers).toEqual([["q1", { selected: ["alpha", "gamma"], text: "also delta" }]]);
+    expect(answers).toEqual([["q1", { kind: "answer", selected: ["alpha", "gamma"], text: "also delta" }]]);
   });
 
   it("single choice sends one option; Enter in the text field sends", () => {
@@ -115,14 +115,14 @@ describe("question dialog", () => {
     radios[1]?.click();
     flushSync();
     key(host.querySelector('[data-testid="question-text-input"]') as HTMLElement, "Enter");
-    expect(answers).toEqual([["q1", { selected: ["beta"], text: null }]]);
+    expect(answers).toEqual([["q1", { kind: "answer", selected: ["beta"], text: null }]]);
   });
 
-  it("free text only; Esc declines with a null answer", () => {
+  it("free text only; Esc declines", () => {
     const { dialog, answers } = question(false, true, []);
     expect(host.querySelectorAll('[data-testid="question-option"]')).toHaveLength(0);
     key(dialog, "Escape");
     key(dialog, "Escape");
-    expect(answers).toEqual([["q1", null]]);
+    expect(answers).toEqual([["q1", { kind: "declined" }]]);
   });
 });

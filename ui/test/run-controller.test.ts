@@ -56,7 +56,10 @@ function fakeShell() {
       calls.push(["answer_confirm", [id, ok]]);
       return true;
     },
-    answerAskUser: async (run, id, answer: AskUserAnswer) => calls.push(["answer_ask_user", [run, id, answer]]),
+    answerAskUser: async (id, answer: AskUserAnswer) => {
+      calls.push(["answer_ask_user", [id, answer]]);
+      return true;
+    },
     cancelCall: async (id) => {
       calls.push(["cancel_call", id]);
       return true;
@@ -108,12 +111,12 @@ describe("run controller", () => {
     expect(written).toEqual(["y\n"]);
     await c.stopCall("c1");
     await c.answerConfirm("c1", false);
-    await c.answerQuestion("q1", { selected: ["a"], text: null });
+    await c.answerQuestion("q1", { kind: "answer", selected: ["a"], text: null });
     await c.stop();
     expect(shell.calls.slice(1)).toEqual([
       ["cancel_call", "c1"],
       ["answer_confirm", ["c1", false]],
-      ["answer_ask_user", ["r1", "q1", { selected: ["a"], text: null }]],
+      ["answer_ask_user", ["q1", { kind: "answer", selected: ["a"], text: null }]],
       ["stop_run", "r1"],
     ]);
     shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });

@@ -73,8 +73,10 @@ describe("run state reducer", () => {
     s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected" }, 2000);
     expect(s.confirms).toEqual([]);
 
-    s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_free_text: true }, 2000);
-    expect(s.questions).toEqual([{ tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_free_text: true }]);
+    s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }, 2000);
+    expect(s.questions).toEqual([{ tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }]);
+    s = applyRunEvent(s, { type: "elicitation", elicitation_id: "e1", server: "gh", message: "Pick a repo", schema: {} }, 2000);
+    expect(s.items.at(-1)).toMatchObject({ kind: "notice", tone: "warn" });
   });
 
   it("finishing a run closes pending dialogs and marks open calls cancelled", () => {

@@ -19,7 +19,8 @@ export interface RunApi {
   listRuns(limit?: number, before?: string): Promise<RunSummary[]>;
   showRun(runId: string): Promise<RunDetail>;
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
-  answerAskUser(runId: string, toolCallId: string, answer: AskUserAnswer): Promise<unknown>;
+  /** Answers the pending question `id` (an `ask_user` tool_call_id); false if it was not accepted. */
+  answerAskUser(id: string, answer: AskUserAnswer): Promise<boolean>;
   /** Stops one running tool call of a run (its own Stop button). */
   cancelCall(callId: string): Promise<boolean>;
   /** Subscribes to `run-event`; resolves to the unsubscribe function. */
@@ -64,7 +65,7 @@ export function createRunApi(call: InvokeFn = invoke, subscribe: ListenFn = taur
     listRuns: (limit, before) => run<RunSummary[]>(RUN_COMMANDS.listRuns, { limit: limit ?? null, before: before ?? null }),
     showRun: (runId) => run<RunDetail>(RUN_COMMANDS.showRun, { runId }),
     answerConfirm: (callId, approve) => run<boolean>(RUN_COMMANDS.answerConfirm, { callId, approve }),
-    answerAskUser: (runId, toolCallId, answer) => run(RUN_COMMANDS.answerAskUser, { runId, toolCallId, answer }),
+    answerAskUser: (id, answer) => run<boolean>(RUN_COMMANDS.answerAskUser, { id, answer }),
     cancelCall: (callId) => run<boolean>(RUN_COMMANDS.cancelCall, { callId }),
     onRunEvent: subscribe,
   };

@@ -138,11 +138,10 @@ export class RunController {
   }
 
   async answerQuestion(toolCallId: string, answer: AskUserAnswer): Promise<void> {
-    const id = this.state.runId;
     this.state = answeredQuestion(this.state, toolCallId);
-    if (id === null) return;
     try {
-      await this.api.answerAskUser(id, toolCallId, answer);
+      const accepted = await this.api.answerAskUser(toolCallId, answer);
+      if (!accepted) this.state = addNotice(this.state, "The answer was not accepted (the question is no longer open or the answer does not fit it).", "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
     }

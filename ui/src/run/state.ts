@@ -187,6 +187,10 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       const { type: _type, ...question } = event;
       return { ...state, questions: [...state.questions, question] };
     }
+    case "elicitation": {
+      // MCP elicitation forms are not rendered yet: say so instead of leaving the run silent.
+      return push(state, { kind: "notice", text: `${event.server} asks for input in a form (not shown in this window yet): ${event.message}`, tone: "warn" }, "n");
+    }
     case "retry":
       return { ...state, retry: { attempt: event.attempt, delayMs: event.delay_ms, reason: event.reason } };
     case "compaction":
