@@ -28,10 +28,11 @@ if [ -z "$native" ]; then
 fi
 
 step "end-to-end: the real window under Xvfb"
-export AIBUDDY_DESKTOP_BIN="$here/target/debug/aibuddy-desktop"
-export AIBUDDY_CLI_BIN="$here/target/debug/aibuddy"
+target_dir="${CARGO_TARGET_DIR:-$here/target}"
+export AIBUDDY_DESKTOP_BIN="$target_dir/debug/aibuddy-desktop"
+export AIBUDDY_CLI_BIN="$target_dir/debug/aibuddy"
 export TAURI_DRIVER="$driver"
 export E2E_ARTIFACTS="$here/target/e2e"
 xvfb-run --auto-servernum --server-args="-screen 0 1280x860x24" \
   node --test --test-reporter=spec tests/e2e/window.test.mjs
-echo "test-e2e: screenshot of the window: $E2E_ARTIFACTS/window.png"
+echo "test-e2e: screenshots of the window: $E2E_ARTIFACTS/window.png, $here/target/e2e-screenshots/window-*.png"

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# UI tests: type check, vitest unit/DOM tests, then the built UI in headless Chromium (playwright-core,
-# Debian's chromium) with the Tauri IPC mocked (@tauri-apps/api/mocks) and the app's CSP enforced.
+# UI tests: type check (tsc + svelte-check), vitest unit/component tests, then the built UI in headless
+# Chromium (playwright-core, Debian's chromium) with the Tauri IPC and run events mocked
+# (@tauri-apps/api/mocks) and the app's CSP enforced. Screenshots: target/ui, target/e2e-screenshots.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 step() { printf '\n--> %s\n' "$*"; }
 
-if [ ! -d node_modules ]; then
+# Install when missing or when package-lock.json changed since the last install (as setup.sh does).
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-step "TypeScript type check"
+step "type check (tsc, then svelte-check over the components)"
 npm run --silent typecheck
 
 step "vitest"
@@ -19,7 +21,7 @@ npm test --silent
 step "web UI build (ui/dist)"
 npm run --silent build
 
-step "built UI in headless Chromium (IPC mocked)"
+step "built UI in headless Chromium (IPC and run events mocked)"
 chromium_bin="$(command -v chromium || true)"
 if [ -z "$chromium_bin" ]; then
   echo "test-ui: installing Debian's chromium for the browser test"
@@ -29,4 +31,5 @@ if [ -z "$chromium_bin" ]; then
     || { "${sudo_cmd[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
   chromium_bin="$(command -v chromium)"
 fi
-CHROMIUM_BIN="$chromium_bin" node --test --test-reporter=spec ui/browser-test/panel.test.mjs
+CHROMIUM_BIN="$chromium_bin" node --test --test-reporter=spec --test-concurrency=1 \
+  ui/browser-test/panel.test.mjs ui/browser-test/run.test.mjs ui/browser-test/perf.test.mjs

@@ -24,6 +24,8 @@ const cliBin = need("AIBUDDY_CLI_BIN");
 const tauriDriver = need("TAURI_DRIVER");
 const project = realpathSync(process.env.E2E_PROJECT || join(repo, "examples/sample-project"));
 const artifacts = process.env.E2E_ARTIFACTS || join(repo, "target/e2e");
+/** Screenshots of each main state, for a person to judge the window without running it. */
+const screenshots = join(repo, "target/e2e-screenshots");
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -103,7 +105,31 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     assert.deepEqual(await driver.texts('[data-testid="project-path"]'), [project]);
   });
 
+  /** The window opens on the conversation; the catalog, console and history are tabs. */
+  async function openTab(name) {
+    const [tab] = await driver.findAll(`[data-testid="tab-${name}"]`);
+    assert.ok(tab, `no ${name} tab`);
+    await driver.click(tab);
+    await driver.poll(`the ${name} tab`, async () => {
+      const [selected] = await driver.execute(
+        `return [document.querySelector('[data-testid="tab-${name}"]')?.getAttribute("aria-selected")];`,
+      );
+      return selected === "true" ? true : null;
+    });
+  }
+
+  it("opens on the conversation view with a prompt box", async () => {
+    await driver.poll("the run view", async () => {
+      const [el] = await driver.findAll('[data-testid="prompt"]');
+      return el ?? null;
+    });
+    mkdirSync(screenshots, { recursive: true });
+    const png = await driver.screenshot();
+    if (png) writeFileSync(join(screenshots, "window-run-view.png"), Buffer.from(png, "base64"));
+  });
+
   it("lists the same tools as `aibuddy tools list --json`, with states and absent reasons", async () => {
+    await openTab("tools");
     // The listing arrives asynchronously through the list_tools command: poll for it.
     const rows = await driver.poll("the tool list", async () => {
       const els = await driver.findAll('[data-testid="tool"]');
@@ -128,7 +154,11 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     assert.deepEqual(reasons.sort(), wantReasons.sort());
 
     const png = await driver.screenshot();
-    if (png) writeFileSync(join(artifacts, "window.png"), Buffer.from(png, "base64"));
+    if (png) {
+      writeFileSync(join(artifacts, "window.png"), Buffer.from(png, "base64"));
+      mkdirSync(screenshots, { recursive: true });
+      writeFileSync(join(screenshots, "window-catalog.png"), Buffer.from(png, "base64"));
+    }
     else console.error("the driver took no screenshot in time (not part of the check)");
   });
 
@@ -166,6 +196,7 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
       return row && row.id === id ? row : null;
     });
     assert.deepEqual(top, { id, tool: "read_file", status: "ok" });
+    await openTab("history");
     const [row] = await driver.findAll(`[data-testid="history-row"][data-id="${id}"]`);
     await driver.click(row);
     const raw = await driver.poll("the stored call's detail", async () => {
@@ -175,5 +206,7 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     assert.match(raw, /Add a `--top N` option/);
     const [input] = await driver.texts('[data-testid="detail-input"]');
     assert.deepEqual(JSON.parse(input), { path: "notes/todo.md" });
+    const png = await driver.screenshot();
+    if (png) writeFileSync(join(screenshots, "window-history.png"), Buffer.from(png, "base64"));
   });
 });

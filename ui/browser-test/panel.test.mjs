@@ -2,16 +2,12 @@
 // @tauri-apps/api/mocks and the app's CSP (from tauri.conf.json) sent as a header, so a build that
 // needs inline script or style, or that calls anything but its commands, fails here.
 // Needs CHROMIUM_BIN (scripts/test-ui.sh installs Debian's chromium).
-import { createServer } from "node:http";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { extname, join, normalize, resolve } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { build } from "esbuild";
-import { chromium } from "playwright-core";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
 
-const repo = resolve(import.meta.dirname, "../..");
-const dist = join(repo, "ui/dist");
 const artifacts = join(repo, "target/ui");
 
 const PROJECT = {
@@ -37,71 +33,15 @@ const TOOLS = [
   { ...TOOL, name: "mcp__docs__lookup", config: "mcp:docs", display_name: "docs", source: "mcp:docs", exposure: "deferred" },
 ];
 
-function cspHeader() {
-  const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
-  const csp = conf.app.security.csp;
-  assert.ok(csp && typeof csp === "object", "tauri.conf.json sets no CSP");
-  return Object.entries(csp)
-    .map(([directive, value]) => `${directive} ${value}`)
-    .join("; ");
-}
-
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png" };
-
-function serveDist() {
-  const csp = cspHeader();
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const rel = normalize(decodeURIComponent(url.pathname)).replace(/^([/\\])+/, "") || "index.html";
-    const file = join(dist, rel);
-    if (!file.startsWith(dist) || !statSync(file, { throwIfNoEntry: false })?.isFile()) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "content-security-policy": csp });
-    res.end(readFileSync(file));
-  });
-  return new Promise((res) => server.listen(0, "127.0.0.1", () => res(server)));
-}
-
-/** An init script that installs mockIPC before the app's own script runs. */
-async function mockScript(responses) {
-  const source = `
-    import { mockIPC } from "@tauri-apps/api/mocks";
-    const responses = ${JSON.stringify(responses)};
-    window.__ipcCalls = [];
-    mockIPC((cmd, args) => {
-      window.__ipcCalls.push(cmd);
-      const r = responses[cmd];
-      if (!r) throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
-      if ("reject" in r) throw r.reject;
-      return r.resolve;
-    });`;
-  const out = await build({ stdin: { contents: source, resolveDir: repo, loader: "js" }, bundle: true, format: "iife", write: false });
-  return out.outputFiles[0].text;
-}
-
 describe("built UI in Chromium with mocked IPC", () => {
   let server;
   let browser;
   let base;
 
   before(async () => {
-    assert.ok(statSync(join(dist, "index.html"), { throwIfNoEntry: false }), "ui/dist is missing: run `npm run build`");
     server = await serveDist();
     base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-      ],
-    });
+    browser = await launchChromium();
     mkdirSync(artifacts, { recursive: true });
   });
 
@@ -110,16 +50,11 @@ describe("built UI in Chromium with mocked IPC", () => {
     server?.close();
   });
 
+  /** The window opens on the conversation; these checks are about the Tools view. */
   async function open(responses) {
-    const page = await browser.newPage({ viewport: { width: 1180, height: 780 } });
-    const problems = [];
-    page.on("console", (msg) => {
-      if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
-    });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    await page.addInitScript({ content: await mockScript(responses) });
-    await page.goto(base);
-    return { page, problems };
+    const opened = await openPage(browser, base, { list_runs: { resolve: [] }, ...responses });
+    await opened.page.locator('[data-testid="tab-tools"]').click();
+    return opened;
   }
 
   it("lists the tools grouped by config with risk, state and absent reason, under the app's CSP", async () => {
@@ -148,7 +83,7 @@ describe("built UI in Chromium with mocked IPC", () => {
     await page.locator("input.search").fill("write");
     assert.deepEqual(await page.locator('[data-testid="tool"] .tool-name').allTextContents(), ["write_file"]);
 
-    assert.deepEqual((await page.evaluate(() => window.__ipcCalls)).sort(), ["list_history", "list_tools", "project_info"]);
+    assert.deepEqual((await page.evaluate(() => window.__ipcCalls)).sort(), ["list_history", "list_runs", "list_tools", "project_info"]);
     assert.deepEqual(problems, []);
     await page.locator("input.search").fill("");
     writeFileSync(join(artifacts, "panel.png"), await page.screenshot());

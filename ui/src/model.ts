@@ -2,6 +2,7 @@
 // groups, counts and labels the panel shows, and are unit-tested on their own.
 import type { Exposure } from "./bindings/Exposure";
 import type { Risk } from "./bindings/Risk";
+import type { SettingsProblem } from "./bindings/SettingsProblem";
 import type { ToolListing } from "./bindings/ToolListing";
 
 /** One tool config (or MCP server) and the tools it generates, as shown in one card. */
@@ -132,4 +133,8 @@ export function projectName(root: string): string {
   const trimmed = root.replace(/[\\/]+$/, "");
   const parts = trimmed.split(/[\\/]/);
   return parts[parts.length - 1] || trimmed || root;
+}
+
+export function problemLocation(problem: SettingsProblem): string {
+  return problem.line === null ? problem.file : `${problem.file}:${problem.line}`;
 }

@@ -43,6 +43,8 @@ beforeEach(() => {
   root = document.getElementById("app") as HTMLElement;
 });
 
+/** Lets the components re-render after a DOM event (Svelte batches updates in a microtask). */
+const settle = () => new Promise((r) => setTimeout(r, 0));
 const texts = (selector: string) => [...root.querySelectorAll(selector)].map((el) => el.textContent?.trim());
 
 describe("mountApp", () => {
@@ -97,9 +99,11 @@ describe("mountApp", () => {
     expect(search.disabled).toBe(false);
     search.value = "write";
     search.dispatchEvent(new Event("input"));
+    await settle();
     expect(texts('[data-testid="tool"] .tool-name')).toEqual(["write_file"]);
     search.value = "zzz";
     search.dispatchEvent(new Event("input"));
+    await settle();
     expect(texts('[data-testid="tools-empty"]')).toEqual(["No tool matches the filter."]);
   });
 

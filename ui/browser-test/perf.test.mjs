@@ -1,0 +1,147 @@
+// Responsiveness of the built UI in headless Chromium (mocked IPC), printed, not asserted against a
+// clock (the machine is shared): (1) 50 MB of command output streamed into an execute card's
+// terminal through run events: the longest main-thread task and frame gap while it streams; (2) the
+// history with 100,000 rows scrolled frame by frame: frame times. Each is printed beside an idle
+// baseline measured in the same page, and the functional side is asserted (every byte reached the
+// terminal; only a window of the 100,000 rows is in the DOM).
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, serveDist } from "./harness.mjs";
+
+const RUN = "run_perf";
+const BASE = {
+  project_info: { resolve: { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 } },
+  list_tools: { resolve: [] },
+  list_runs: { resolve: [] },
+  start_run: { resolve: { run_id: RUN } },
+  show_call: { reject: { code: "project", stage: null, message: "not in this test" } },
+};
+const HISTORY_ROWS = 100_000;
+const HISTORY = `{
+  list_history: () => Array.from({ length: ${HISTORY_ROWS} }, (_, i) => ({
+    tool_call_id: "call_" + String(${HISTORY_ROWS} - i).padStart(6, "0"),
+    run_id: "run_" + Math.floor(i / 40),
+    tool: ["read_file", "execute", "edit_file", "ls", "grep"][i % 5],
+    status: i % 17 === 0 ? "error" : i % 29 === 0 ? "rejected" : "ok",
+    stage: i % 17 === 0 ? "Execution" : null,
+    error_message: null,
+    started_at: new Date(Date.UTC(2026, 10, 30, 12) - i * 1000).toISOString(),
+    duration_ms: (i * 37) % 4000,
+  })),
+}`;
+
+/** In the page: max rAF gap and max long task over `ms` of doing nothing (the noise floor). */
+const IDLE = (ms) =>
+  new Promise((resolve) => {
+    let last = performance.now();
+    let maxGap = 0;
+    const start = last;
+    const tick = (t) => {
+      maxGap = Math.max(maxGap, t - last);
+      last = t;
+      if (t - start < ms) requestAnimationFrame(tick);
+      else resolve(maxGap);
+    };
+    requestAnimationFrame(tick);
+  });
+
+describe("responsiveness (printed)", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it("streams 50 MB of command output into the terminal without long stalls", async () => {
+    const { page } = await openPage(browser, base, { ...BASE, list_history: { resolve: [] } }, { width: 1280, height: 860 });
+    await page.locator('[data-testid="prompt"]').fill("stream");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
+    const emit = (event) => page.evaluate((e) => window.__emit("run-event", e), { run_id: RUN, event });
+    await emit({ type: "run_started", run_id: RUN, provider: "fake", model: "m", presentation: "native" });
+    await emit({ type: "tool_call", tool_call_id: "call_big", tool: "execute", input: { command: "yes | head -c 50M" } });
+    await page.locator('[data-testid="tool-card"] .xterm-rows').waitFor();
+    const idleGap = await page.evaluate(IDLE, 1500);
+    const result = await page.evaluate(async (run) => {
+      const longTasks = [];
+      const observer = new PerformanceObserver((list) => list.getEntries().forEach((e) => longTasks.push(e.duration)));
+      observer.observe({ type: "longtask", buffered: false });
+      const line = "y".repeat(79) + "\n";
+      const chunk = line.repeat(Math.floor(65536 / 80)); // ~64 KiB per event, as the shell's pump reads
+      const total = 50 * 1024 * 1024;
+      const events = Math.ceil(total / chunk.length);
+      let maxGap = 0;
+      let last = performance.now();
+      let frames = 0;
+      let done = false;
+      const tick = (t) => {
+        maxGap = Math.max(maxGap, t - last);
+        last = t;
+        frames++;
+        if (!done) requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+      const start = performance.now();
+      for (let i = 0; i < events; i++) {
+        window.__emit("run-event", { run_id: run, event: { type: "tool_output", tool_call_id: "call_big", stream: "stdout", chunk } });
+        // IPC messages arrive as separate tasks.
+        if (i % 4 === 3) await new Promise((r) => setTimeout(r, 0));
+      }
+      const card = document.querySelector('[data-testid="tool-card"] [data-testid="terminal"]');
+      while (Number(card.getAttribute("data-written")) < events * chunk.length) await new Promise((r) => setTimeout(r, 20));
+      const elapsed = performance.now() - start;
+      done = true;
+      observer.disconnect();
+      return { events, chars: events * chunk.length, written: Number(card.getAttribute("data-written")), elapsed, maxGap, frames, maxLongTask: Math.max(0, ...longTasks), longTasks: longTasks.length };
+    }, RUN);
+    console.log(
+      `[perf] 50 MB output: ${result.events} events, ${(result.chars / 1048576).toFixed(1)} MiB in ${(result.elapsed / 1000).toFixed(2)} s; ` +
+        `longest task ${result.maxLongTask.toFixed(0)} ms (${result.longTasks} over 50 ms), longest frame gap ${result.maxGap.toFixed(0)} ms ` +
+        `vs idle baseline ${idleGap.toFixed(0)} ms (ratio ${(result.maxGap / Math.max(idleGap, 1)).toFixed(1)}x); goal: no stall over 100 ms`,
+    );
+    assert.equal(result.written, result.chars, "the terminal received every character");
+    await page.close();
+  });
+
+  it("scrolls 100,000 history rows with only a window of them in the DOM", async () => {
+    const { page } = await openPage(browser, base, BASE, { width: 1280, height: 860 }, "light", HISTORY);
+    await page.locator('[data-testid="tab-history"]').click();
+    await page.locator('[data-testid="history-row"]').first().waitFor({ timeout: 60_000 });
+    const idleGap = await page.evaluate(IDLE, 1000);
+    const result = await page.evaluate(async () => {
+      const scroller = document.querySelector(".history-scroll");
+      const frames = [];
+      let last = performance.now();
+      let maxRows = 0;
+      for (let i = 0; i < 240; i++) {
+        scroller.scrollTop = (i * 14_000) % scroller.scrollHeight;
+        await new Promise((r) => requestAnimationFrame(r));
+        const t = performance.now();
+        frames.push(t - last);
+        last = t;
+        maxRows = Math.max(maxRows, document.querySelectorAll('[data-testid="history-row"]').length);
+      }
+      frames.sort((a, b) => a - b);
+      const at = (q) => frames[Math.min(frames.length - 1, Math.floor(q * frames.length))];
+      scroller.scrollTop = scroller.scrollHeight;
+      await new Promise((r) => setTimeout(r, 100));
+      const lastRow = [...document.querySelectorAll('[data-testid="history-row"]')].at(-1)?.getAttribute("data-id");
+      return { p50: at(0.5), p95: at(0.95), max: frames.at(-1), maxRows, lastRow, height: scroller.scrollHeight };
+    });
+    console.log(
+      `[perf] history ${HISTORY_ROWS} rows: frame time p50 ${result.p50.toFixed(1)} ms, p95 ${result.p95.toFixed(1)} ms, max ${result.max.toFixed(1)} ms ` +
+        `vs idle baseline max gap ${idleGap.toFixed(1)} ms; at most ${result.maxRows} rows in the DOM; goal: 60 fps-equivalent (16.7 ms)`,
+    );
+    assert.ok(result.maxRows < 200, `virtualized: ${result.maxRows} rows in the DOM`);
+    assert.equal(result.lastRow, "call_000001", "the last (oldest) row is reachable");
+    await page.close();
+  });
+});

@@ -1,0 +1,234 @@
+// The run view of the BUILT UI in headless Chromium, IPC and the `run-event` event mocked
+// (@tauri-apps/api/mocks with shouldMockEvents), under the app's CSP. A scripted run plays streamed
+// Markdown, an `execute` card with live terminal output, an approval dialog answered from the
+// keyboard, and a question dialog; each state is saved under target/e2e-screenshots/.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+
+const shots = join(repo, "target/e2e-screenshots");
+
+/**
+ * xterm.js writes its renderer CSS into <style> elements; the CSP blocks them (and the browser
+ * reports each block) and lib/csp-styles.ts mirrors them into constructed stylesheets. Those reports
+ * are expected; anything else on the console fails the test.
+ */
+const unexpected = (problems) =>
+  problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
+const RUN = "run_01JDESKTOP";
+
+const PROJECT = {
+  root: "/home/me/work/sample-project",
+  data_dir: "/home/me/.local/share/aibuddy",
+  settings_files: [],
+  settings_problems: [],
+  event_version: 1,
+};
+const RUNS = [
+  { run_id: "run_00OLDER", title: "Explain the build script", status: "completed", started_at: "2026-11-30T09:12:00.000Z", provider: "anthropic", model: "claude-sonnet-4-5", steps: 3, tool_calls: 2 },
+];
+const RESPONSES = {
+  project_info: { resolve: PROJECT },
+  list_tools: { resolve: [] },
+  list_history: { resolve: [] },
+  list_runs: { resolve: RUNS },
+  start_run: { resolve: { run_id: RUN } },
+  stop_run: { resolve: null },
+  answer_confirm: { resolve: true },
+  answer_ask_user: { resolve: true },
+  cancel_call: { resolve: true },
+};
+
+const DIFF = `--- a/src/main.rs
++++ b/src/main.rs
+@@ -1,5 +1,6 @@
+ fn main() {
+-    let top = 10;
++    let args: Vec<String> = std::env::args().collect();
++    let top = parse_top(&args).unwrap_or(10);
+     println!("top {top}");
+     report(top);
+ }
+`;
+
+describe("run view in Chromium with mocked IPC and run events", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+    mkdirSync(shots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
+  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+  const shot = async (page, name) => writeFileSync(join(shots, name), await page.screenshot());
+
+  async function startRun(page, prompt) {
+    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid="run-item"]').first().waitFor({ timeout: 10_000 });
+    const box = page.locator('[data-testid="prompt"]');
+    await box.click();
+    await box.type(prompt.split("\n")[0]);
+    if (prompt.includes("\n")) {
+      await page.keyboard.press("Shift+Enter");
+      await box.type(prompt.split("\n").slice(1).join("\n"));
+    }
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
+    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-5", presentation: "native" });
+  }
+
+  it("streams Markdown, shows an execute card with live terminal output, approves by keyboard and answers a question", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Add a --top N option\nand run the tests");
+    assert.deepEqual(await argsOf(page, "start_run"), [{ prompt: "Add a --top N option\nand run the tests", provider: null, model: null, maxSteps: null }]);
+    assert.equal(await page.locator('[data-testid="msg-user"]').textContent(), "Add a --top N option\nand run the tests");
+
+    // Streamed Markdown: deltas join into one message; hostile markup stays inert.
+    for (const text of ["I'll look at **src/main.rs** first, then run ", "`cargo test`.\n\n", "- parse `--top`\n- keep the default [docs](https://example.com/x) ", "<img src=x onerror=alert(1)>", " [run](javascript:alert(1))<script>alert(2)</script>"]) {
+      await emit(page, { type: "text_delta", text });
+    }
+    const md = page.locator('[data-testid="assistant-md"]');
+    await md.locator("li").nth(1).waitFor();
+    assert.equal(await md.locator("strong").textContent(), "src/main.rs");
+    assert.equal(await md.locator("img, script").count(), 0);
+    const attrs = await md.evaluate((el) => [...el.querySelectorAll("*")].flatMap((n) => [...n.attributes].map((a) => `${a.name}=${a.value}`)));
+    assert.deepEqual(attrs.filter((a) => /^on|javascript:|^style=|^href=/i.test(a)), []);
+    assert.equal(await md.locator("a[href]").count(), 0, "links open nothing");
+    assert.equal(await md.locator(".md-link").getAttribute("title"), "https://example.com/x");
+    assert.match(await md.textContent(), /<img src=x onerror=alert\(1\)>/);
+
+    // execute: a card with a live terminal, heartbeat indicator, its own Stop.
+    await emit(page, { type: "tool_call", tool_call_id: "call_exec", tool: "execute", input: { command: "cargo test --quiet" } });
+    const lines = ["\x1b[1m   Compiling\x1b[0m sample v0.1.0", "running 3 tests", "test parse_top ... \x1b[31mFAILED\x1b[0m", "test report ... \x1b[32mok\x1b[0m"];
+    for (const line of lines) await emit(page, { type: "tool_output", tool_call_id: "call_exec", stream: "stdout", chunk: `${line}\n` });
+    await emit(page, { type: "heartbeat", tool_call_id: "call_exec" });
+    const card = page.locator('[data-testid="tool-card"][data-id="call_exec"]');
+    assert.equal(await card.locator('[data-testid="tool-target"]').textContent(), "cargo test --quiet");
+    assert.equal(await card.getAttribute("data-status"), "running");
+    await card.locator('[data-testid="heartbeat"]').waitFor();
+    await page.waitForFunction(() => (document.querySelector('[data-testid="tool-card"][data-id="call_exec"] .xterm-rows')?.textContent ?? "").includes("test report"));
+    const rows = await card.locator(".xterm-rows").textContent();
+    assert.match(rows, /Compiling sample v0\.1\.0/);
+    assert.doesNotMatch(rows, /\x1b|\[31m/, "escape sequences are interpreted, not shown");
+    // The terminal's own CSS (xterm's <style> elements, blocked by the CSP and mirrored into a
+    // constructed stylesheet) applies: ANSI red is the theme's red (#cf222e).
+    const red = await card.locator(".xterm-rows span.xterm-fg-1").first().evaluate((el) => getComputedStyle(el).color);
+    assert.equal(red, "rgb(207, 34, 46)");
+    assert.ok(await card.locator('[data-testid="tool-stop"]').isVisible());
+    await shot(page, "run-live-output.png");
+
+    await emit(page, { type: "tool_result", tool_call_id: "call_exec", status: "ok", stage: null, model: "exit code 0\n3 passed", duration_ms: 1830, exit_code: 0 });
+    await card.locator('[data-testid="exit-code"]').waitFor();
+    assert.equal(await card.locator('[data-testid="exit-code"]').textContent(), "exit code 0");
+    assert.equal(await card.locator('[data-testid="tool-duration"]').textContent(), "1.8 s");
+    assert.equal(await card.locator('[data-testid="tool-stop"]').count(), 0);
+
+    // A write asks for approval: the dialog shows target, scope, consequence and the diff; A approves.
+    await emit(page, { type: "tool_call", tool_call_id: "call_edit", tool: "edit_file", input: { path: "src/main.rs" } });
+    await emit(page, {
+      type: "confirm_request",
+      tool_call_id: "call_edit",
+      request: {
+        call_id: "call_edit",
+        tool: "edit_file",
+        risk: "writes",
+        digest: "sha256:1",
+        target: "src/main.rs",
+        scope: ["project root /home/me/work/sample-project"],
+        consequence: "edits src/main.rs: 5 lines -> 6 lines",
+        diff: DIFF,
+      },
+    });
+    const dialog = page.locator('[data-testid="approval-dialog"]');
+    await dialog.waitFor();
+    assert.equal(await dialog.getAttribute("role"), "alertdialog");
+    assert.equal(await dialog.locator('[data-testid="approval-target"]').textContent(), "src/main.rs");
+    assert.equal(await dialog.locator('[data-testid="approval-consequence"]').textContent(), "edits src/main.rs: 5 lines -> 6 lines");
+    assert.deepEqual(await dialog.locator('.diff-line[data-kind="add"] .diff-text').allTextContents(), [
+      "added:     let args: Vec<String> = std::env::args().collect();",
+      "added:     let top = parse_top(&args).unwrap_or(10);",
+    ]);
+    assert.equal(await dialog.locator('.diff-line[data-kind="del"]').count(), 1);
+    // Focus is inside the dialog (on Reject) and Tab stays inside it.
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "approval-reject");
+    for (let i = 0; i < 4; i++) await page.keyboard.press("Tab");
+    assert.ok(await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]').contains(document.activeElement)));
+    await shot(page, "approval-dialog.png");
+    await page.keyboard.press("a");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_edit", approve: true }]);
+    await emit(page, { type: "tool_result", tool_call_id: "call_edit", status: "ok", stage: null, model: "edited src/main.rs", duration_ms: 9 });
+
+    // ask_user: options (several), free text; answered from the keyboard.
+    await emit(page, {
+      type: "ask_user",
+      tool_call_id: "call_ask",
+      question: "Which behaviours should --top keep?",
+      options: ["Default to 10", "Reject 0", "Allow --top=all"],
+      multi_select: true,
+      allow_other: true,
+    });
+    const q = page.locator('[data-testid="question-dialog"]');
+    await q.waitFor();
+    assert.equal(await q.locator('[data-testid="question-text"]').textContent(), "Which behaviours should --top keep?");
+    await page.keyboard.press("Space"); // first option has focus
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Space"); // third option
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("and print a usage line");
+    await shot(page, "question-dialog.png");
+    await page.keyboard.press("Enter");
+    await q.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_ask_user"), [
+      { id: "call_ask", answer: { kind: "answer", selected: ["Default to 10", "Allow --top=all"], text: "and print a usage line" } },
+    ]);
+
+    await emit(page, { type: "text_delta", text: "Done: `--top N` is parsed and the tests pass." });
+    await emit(page, { type: "run_finished", run_id: RUN, status: "completed", stage: null, usage: { input_tokens: 12_400, output_tokens: 860, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    await page.locator('[data-testid="run-phase"][data-phase="completed"]').waitFor();
+    assert.equal(await page.locator('[data-testid="prompt-send"]').textContent(), "Continue");
+    await shot(page, "run-finished.png");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
+  it("Esc stops the run; closing the approval dialog rejects; the dark theme follows the OS", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "dark");
+    await startRun(page, "Delete the build outputs");
+    await emit(page, { type: "tool_call", tool_call_id: "call_rm", tool: "delete_path", input: { path: "target" } });
+    await emit(page, {
+      type: "confirm_request",
+      tool_call_id: "call_rm",
+      request: { call_id: "call_rm", tool: "delete_path", risk: "high_impact", digest: "d", target: "target", scope: ["project"], consequence: "deletes 1,204 files", diff: null },
+    });
+    const dialog = page.locator('[data-testid="approval-dialog"]');
+    await dialog.waitFor();
+    await shot(page, "approval-dialog-dark.png");
+    const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    assert.equal(bg, "rgb(20, 23, 28)");
+    // Esc inside the dialog closes it = rejects this call, and does not stop the run.
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_rm", approve: false }]);
+    assert.deepEqual(await argsOf(page, "stop_run"), []);
+    // Esc outside a dialog stops the run.
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => window.__ipcCalls.includes("stop_run"));
+    assert.deepEqual(await argsOf(page, "stop_run"), [{ runId: RUN }]);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});

@@ -1,0 +1,177 @@
+// Glue between the run API and the run view: owns the reactive run state (Svelte 5 runes), feeds
+// every `run-event` of the open run through the pure reducer (state.ts), routes live output to the
+// output bus, and sends the person's answers back by id. Decisions are the shell's.
+import { toCommandError } from "../api";
+import { type AskUserAnswer, detailEvents, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
+import type { RunApi } from "./api";
+import { OutputBus } from "./output-bus";
+import {
+  addNotice,
+  addPrompt,
+  answeredConfirm,
+  answeredQuestion,
+  applyRunEvent,
+  emptyRun,
+  isActive,
+  replay,
+  type RunViewState,
+} from "./state";
+
+/** Events of runs not (yet) adopted are kept briefly, in case start_run resolves after them. */
+const MAX_ORPHAN_EVENTS = 2000;
+
+export class RunController {
+  // Raw (not deeply proxied): the reducer replaces it immutably on every event.
+  state: RunViewState = $state.raw(emptyRun());
+  runs: RunSummary[] = $state.raw([]);
+  runsError: string | null = $state(null);
+  busy = $state(false);
+  eventsError: string | null = $state(null);
+  readonly output: OutputBus;
+  private orphans = new Map<string, RunEvent[]>();
+  private unlisten: (() => void) | null = null;
+
+  constructor(
+    private readonly api: RunApi,
+    private readonly now: () => number = () => Date.now(),
+    output?: OutputBus,
+  ) {
+    this.output = output ?? new OutputBus();
+  }
+
+  /** Subscribes to `run-event`; a refusal (e.g. no event permission) is shown, not thrown. */
+  async connect(): Promise<void> {
+    try {
+      this.unlisten = await this.api.onRunEvent((envelope) => this.receive(envelope));
+      this.eventsError = null;
+    } catch (error) {
+      this.eventsError = `Live run events are unavailable: ${toCommandError(error).message}`;
+    }
+  }
+
+  disconnect(): void {
+    this.unlisten?.();
+    this.unlisten = null;
+  }
+
+  /** One `run-event` from the shell. */
+  receive(envelope: RunEventEnvelope): void {
+    const current = this.state.runId;
+    if (current === null && this.state.phase === "starting" && envelope.event.type === "run_started") {
+      this.apply(envelope.event);
+      return;
+    }
+    if (envelope.run_id !== current) {
+      const list = this.orphans.get(envelope.run_id) ?? [];
+      if (list.length < MAX_ORPHAN_EVENTS) list.push(envelope.event);
+      this.orphans.set(envelope.run_id, list);
+      if (envelope.event.type === "run_finished") void this.loadRuns();
+      return;
+    }
+    this.apply(envelope.event);
+  }
+
+  private apply(event: RunEvent): void {
+    if (event.type === "tool_output") this.output.publish(event.tool_call_id, event.chunk);
+    this.state = applyRunEvent(this.state, event, this.now());
+    if (event.type === "run_finished") void this.loadRuns();
+  }
+
+  private adopt(runId: string): void {
+    if (this.state.runId === null) this.state = { ...this.state, runId };
+    const early = this.orphans.get(runId) ?? [];
+    this.orphans.delete(runId);
+    for (const event of early) this.apply(event);
+  }
+
+  /** Sends a prompt: a new run, or a continuation of the open, finished run. */
+  async send(prompt: string): Promise<void> {
+    const text = prompt.trim();
+    if (text === "" || isActive(this.state) || this.busy) return;
+    this.busy = true;
+    const continuing = this.state.runId;
+    if (continuing === null) this.output.clear();
+    this.state = addPrompt(this.state, text);
+    try {
+      if (continuing !== null) {
+        const handle = await this.api.continueRun(continuing, text);
+        this.adopt(handle.run_id);
+        if (this.state.phase === "starting") this.state = { ...this.state, phase: "running" };
+      } else {
+        const started = await this.api.startRun({ prompt: text });
+        this.adopt(started.run_id);
+        if (this.state.phase === "starting") this.state = { ...this.state, phase: "running" };
+      }
+    } catch (error) {
+      this.state = { ...addNotice(this.state, `Could not start: ${toCommandError(error).message}`, "error"), phase: "error" };
+    } finally {
+      this.busy = false;
+    }
+    void this.loadRuns();
+  }
+
+  async stop(): Promise<void> {
+    const id = this.state.runId;
+    if (id === null || !isActive(this.state)) return;
+    try {
+      await this.api.stopRun(id);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not stop: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async stopCall(callId: string): Promise<void> {
+    try {
+      await this.api.cancelCall(callId);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not stop the call: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async answerConfirm(callId: string, approve: boolean): Promise<void> {
+    this.state = answeredConfirm(this.state, callId);
+    try {
+      await this.api.answerConfirm(callId, approve);
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async answerQuestion(toolCallId: string, answer: AskUserAnswer): Promise<void> {
+    this.state = answeredQuestion(this.state, toolCallId);
+    try {
+      const accepted = await this.api.answerAskUser(toolCallId, answer);
+      if (!accepted) this.state = addNotice(this.state, "The answer was not accepted (the question is no longer open or the answer does not fit it).", "warn");
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  /** A fresh conversation (the open run, if any, keeps running in the shell). */
+  newRun(): void {
+    if (isActive(this.state)) return;
+    this.output.clear();
+    this.state = emptyRun();
+  }
+
+  async open(runId: string): Promise<void> {
+    if (isActive(this.state)) return;
+    try {
+      const detail = await this.api.showRun(runId);
+      this.output.clear();
+      const state = replay(detailEvents(detail), this.now());
+      this.state = { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  async loadRuns(): Promise<void> {
+    try {
+      this.runs = await this.api.listRuns(50);
+      this.runsError = null;
+    } catch (error) {
+      this.runsError = toCommandError(error).message;
+    }
+  }
+}

@@ -1,0 +1,268 @@
+// The run view model and its reducer: pure functions from run events to what the conversation
+// shows. No DOM, no IPC, no clock (the caller passes `now`), so every transition is unit-tested.
+// Live command output is NOT kept here (it can be many megabytes): the reducer only counts it, and
+// the output bus (output-bus.ts) carries the bytes straight to the card's terminal.
+import type { CallStatus } from "../bindings/CallStatus";
+import type { ConfirmRequest } from "../bindings/ConfirmRequest";
+import type { Stage } from "../bindings/Stage";
+import type { AskUserQuestion, RunEvent, RunStatus, Usage } from "../provisional/run-types";
+
+export type CardStatus = "running" | "waiting_approval" | CallStatus;
+
+export interface ToolCard {
+  id: string;
+  tool: string;
+  /** What the call acts on (path, command, query), derived from its input for the card's title. */
+  target: string;
+  input: unknown;
+  status: CardStatus;
+  stage: Stage | null;
+  startedAt: number;
+  durationMs: number | null;
+  /** The exact text the model sees, once the call finished. */
+  model: string | null;
+  outputBytes: number;
+  /** When the last heartbeat arrived (a quiet "still running" indicator). */
+  lastHeartbeat: number | null;
+  exitCode: number | null;
+}
+
+export type ConversationItem =
+  | { kind: "user"; key: string; text: string }
+  | { kind: "assistant"; key: string; text: string }
+  | { kind: "tool"; key: string; card: ToolCard }
+  | { kind: "notice"; key: string; text: string; tone: "info" | "warn" | "error" };
+
+export type RunPhase = "idle" | "starting" | "running" | RunStatus;
+
+export interface RunViewState {
+  runId: string | null;
+  provider: string | null;
+  model: string | null;
+  phase: RunPhase;
+  stage: Stage | null;
+  items: ConversationItem[];
+  /** Confirmations waiting for the person, oldest first (the dialog shows the first). */
+  confirms: ConfirmRequest[];
+  /** Questions waiting for the person, oldest first. */
+  questions: AskUserQuestion[];
+  usage: Usage | null;
+  retry: { attempt: number; delayMs: number; reason: string } | null;
+  /** Monotonic counter for item keys. */
+  seq: number;
+}
+
+export function emptyRun(): RunViewState {
+  return {
+    runId: null,
+    provider: null,
+    model: null,
+    phase: "idle",
+    stage: null,
+    items: [],
+    confirms: [],
+    questions: [],
+    usage: null,
+    retry: null,
+    seq: 0,
+  };
+}
+
+export function isActive(state: RunViewState): boolean {
+  return state.phase === "starting" || state.phase === "running";
+}
+
+const TARGET_KEYS = ["command", "path", "file_path", "pattern", "query", "url", "name", "skill", "dir"];
+
+/** The call's target for display: the first well-known string argument, else a short JSON. */
+export function toolTarget(input: unknown): string {
+  if (typeof input === "object" && input !== null && !Array.isArray(input)) {
+    const record = input as Record<string, unknown>;
+    for (const key of TARGET_KEYS) {
+      const value = record[key];
+      if (typeof value === "string" && value !== "") return value;
+      if (Array.isArray(value) && value.every((v) => typeof v === "string") && value.length > 0) return value.join(" ");
+    }
+  }
+  const json = JSON.stringify(input) ?? "";
+  return json.length > 80 ? `${json.slice(0, 79)}…` : json;
+}
+
+/** Calls the catalog treats specially, shown as what they are. */
+export function toolKind(tool: string): "execute" | "search" | "skill" | "mcp" | "tool" {
+  if (tool === "execute") return "execute";
+  if (tool === "tool_search") return "search";
+  if (tool === "view_skill") return "skill";
+  if (tool.startsWith("mcp__")) return "mcp";
+  return "tool";
+}
+
+type Unkeyed<T> = T extends unknown ? Omit<T, "key"> : never;
+
+function push(state: RunViewState, item: Unkeyed<ConversationItem>, prefix: string): RunViewState {
+  const seq = state.seq + 1;
+  return { ...state, seq, items: [...state.items, { ...item, key: `${prefix}${seq}` } as ConversationItem] };
+}
+
+function updateCard(state: RunViewState, id: string, change: (card: ToolCard) => ToolCard): RunViewState {
+  const index = state.items.findIndex((it) => it.kind === "tool" && it.card.id === id);
+  if (index < 0) return state;
+  const item = state.items[index] as Extract<ConversationItem, { kind: "tool" }>;
+  const items = state.items.slice();
+  items[index] = { ...item, card: change(item.card) };
+  return { ...state, items };
+}
+
+/** The person's prompt, shown at once (before the shell answers). */
+export function addPrompt(state: RunViewState, text: string): RunViewState {
+  const next = push(state, { kind: "user", text }, "u");
+  return { ...next, phase: "starting", stage: null, retry: null };
+}
+
+export function addNotice(state: RunViewState, text: string, tone: "info" | "warn" | "error"): RunViewState {
+  return push(state, { kind: "notice", text, tone }, "n");
+}
+
+/** Applies one run event. Unknown or out-of-order events never throw; they change nothing. */
+export function applyRunEvent(state: RunViewState, event: RunEvent, now: number): RunViewState {
+  switch (event.type) {
+    case "run_started":
+      return { ...state, runId: event.run_id, provider: event.provider, model: event.model, phase: "running", stage: null };
+    case "user_prompt":
+      return push(state, { kind: "user", text: event.text }, "u");
+    case "text_delta": {
+      const last = state.items.at(-1);
+      const retry = null;
+      if (last && last.kind === "assistant") {
+        const items = state.items.slice();
+        items[items.length - 1] = { ...last, text: last.text + event.text };
+        return { ...state, items, retry };
+      }
+      return { ...push(state, { kind: "assistant", text: event.text }, "a"), retry };
+    }
+    case "tool_call": {
+      if (state.items.some((it) => it.kind === "tool" && it.card.id === event.tool_call_id)) return state;
+      const card: ToolCard = {
+        id: event.tool_call_id,
+        tool: event.tool,
+        target: toolTarget(event.input),
+        input: event.input,
+        status: "running",
+        stage: null,
+        startedAt: now,
+        durationMs: null,
+        model: null,
+        outputBytes: 0,
+        lastHeartbeat: null,
+        exitCode: null,
+      };
+      return push(state, { kind: "tool", card }, "t");
+    }
+    case "tool_output":
+      return updateCard(state, event.tool_call_id, (c) => ({ ...c, outputBytes: c.outputBytes + utf8Length(event.chunk) }));
+    case "heartbeat":
+      return updateCard(state, event.tool_call_id, (c) => ({ ...c, lastHeartbeat: now }));
+    case "confirm_request": {
+      const withCard = updateCard(state, event.tool_call_id, (c) => ({ ...c, status: "waiting_approval" }));
+      if (withCard.confirms.some((r) => r.call_id === event.request.call_id)) return withCard;
+      return { ...withCard, confirms: [...withCard.confirms, event.request] };
+    }
+    case "tool_result": {
+      const done = updateCard(state, event.tool_call_id, (c) => ({
+        ...c,
+        status: event.status,
+        stage: event.stage,
+        model: event.model,
+        durationMs: optionalNumber(event, "duration_ms") ?? Math.max(0, now - c.startedAt),
+        exitCode: optionalNumber(event, "exit_code"),
+      }));
+      return {
+        ...done,
+        confirms: done.confirms.filter((r) => r.call_id !== event.tool_call_id),
+        questions: done.questions.filter((q) => q.tool_call_id !== event.tool_call_id),
+      };
+    }
+    case "ask_user": {
+      if (state.questions.some((q) => q.tool_call_id === event.tool_call_id)) return state;
+      const { type: _type, ...question } = event;
+      return { ...state, questions: [...state.questions, question] };
+    }
+    case "elicitation": {
+      // MCP elicitation forms are not rendered yet: say so instead of leaving the run silent.
+      return push(state, { kind: "notice", text: `${event.server} asks for input in a form (not shown in this window yet): ${event.message}`, tone: "warn" }, "n");
+    }
+    case "retry":
+      return { ...state, retry: { attempt: event.attempt, delayMs: event.delay_ms, reason: event.reason } };
+    case "compaction":
+      return push(state, { kind: "notice", text: "Earlier turns were summarized to fit the model's context.", tone: "info" }, "n");
+    case "run_finished": {
+      // Calls still open when the run ends were interrupted: nothing more will arrive for them.
+      const items = state.items.map((it) =>
+        it.kind === "tool" && (it.card.status === "running" || it.card.status === "waiting_approval")
+          ? { ...it, card: { ...it.card, status: "cancelled" as const } }
+          : it,
+      );
+      return {
+        ...state,
+        items,
+        runId: event.run_id,
+        phase: event.status,
+        stage: event.stage,
+        usage: event.usage,
+        confirms: [],
+        questions: [],
+        retry: null,
+      };
+    }
+  }
+  return state;
+}
+
+/** Dismisses the confirmation the person answered (the shell's tool_result follows). */
+export function answeredConfirm(state: RunViewState, callId: string): RunViewState {
+  return { ...state, confirms: state.confirms.filter((r) => r.call_id !== callId) };
+}
+
+export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
+  return { ...state, questions: state.questions.filter((q) => q.tool_call_id !== toolCallId) };
+}
+
+/** Replays a stored transcript (show_run) into a fresh view. */
+export function replay(events: readonly RunEvent[], now: number): RunViewState {
+  let state = emptyRun();
+  for (const event of events) state = applyRunEvent(state, event, now);
+  return state;
+}
+
+export function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+export function phaseLabel(phase: RunPhase): string {
+  switch (phase) {
+    case "idle":
+      return "ready";
+    case "starting":
+      return "starting…";
+    case "max_steps":
+      return "stopped at the step limit";
+    default:
+      return phase;
+  }
+}
+
+/** A numeric field the shell may add to an event later (duration, exit code); null when absent. */
+function optionalNumber(event: object, key: string): number | null {
+  const value = (event as Record<string, unknown>)[key];
+  return typeof value === "number" ? value : null;
+}

@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../src/api";
+import type { AskUserAnswer, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
+import type { RunApi } from "../src/run/api";
+import { RunController } from "../src/run/controller.svelte";
+import { OutputBus } from "../src/run/output-bus";
+
+/** A scripted shell: records commands; the test plays `run-event`s through `emit`. */
+function fakeShell() {
+  const calls: Array<[string, unknown]> = [];
+  let handler: (e: RunEventEnvelope) => void = () => {};
+  let resolveStart: (v: { run_id: string }) => void = () => {};
+  const api: RunApi = {
+    startRun: (a) => {
+      calls.push(["start_run", a]);
+      return new Promise((r) => (resolveStart = r));
+    },
+    stopRun: async (id) => calls.push(["stop_run", id]),
+    continueRun: async (id, prompt) => {
+      calls.push(["continue_run", [id, prompt]]);
+      return { run_id: id };
+    },
+    listRuns: async () => [],
+    showRun: async (id) => {
+      if (id === "missing") throw new ApiError({ code: "project", stage: null, message: "no run `missing`" });
+      const usage = { input_tokens: 3, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 };
+      return {
+        run_id: id,
+        title: "old prompt",
+        provider: "fake",
+        model: "m",
+        presentation: "native",
+        status: "interrupted",
+        stage: null,
+        error_message: null,
+        started_at: "2026-11-30T00:00:00.000Z",
+        finished_at_ms: null,
+        usage,
+        steps: 1,
+        tool_calls: 1,
+        messages: [
+          { seq: 1, role: "user", text: "old prompt", tool_calls: [], result: null, usage: null },
+          { seq: 2, role: "assistant", text: "old answer", tool_calls: [{ tool_call_id: "c9", tool: "ls", input: { path: "." } }], result: null, usage },
+          {
+            seq: 3,
+            role: "tool",
+            text: "",
+            tool_calls: [],
+            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false },
+            usage: null,
+          },
+        ],
+      };
+    },
+    answerConfirm: async (id, ok) => {
+      calls.push(["answer_confirm", [id, ok]]);
+      return true;
+    },
+    answerAskUser: async (id, answer: AskUserAnswer) => {
+      calls.push(["answer_ask_user", [id, answer]]);
+      return true;
+    },
+    cancelCall: async (id) => {
+      calls.push(["cancel_call", id]);
+      return true;
+    },
+    onRunEvent: async (h) => {
+      handler = h;
+      return () => (handler = () => {});
+    },
+  };
+  const emit = (run_id: string, event: RunEvent) => handler({ run_id, event });
+  return { api, calls, emit, resolveStart: (id: string) => resolveStart({ run_id: id }) };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe("run controller", () => {
+  it("adopts events that arrive before start_run answers, and ignores other runs", async () => {
+    const shell = fakeShell();
+    const bus = new OutputBus(() => {});
+    const c = new RunController(shell.api, () => 0, bus);
+    await c.connect();
+    const sending = c.send("  do it  ");
+    expect(c.state.phase).toBe("starting");
+    expect(shell.calls[0]).toEqual(["start_run", { prompt: "do it" }]);
+    shell.emit("run_A", { type: "tool_call", tool_call_id: "c1", tool: "ls", input: {} });
+    shell.emit("run_other", { type: "text_delta", text: "not mine" });
+    shell.emit("run_A", { type: "text_delta", text: "mine" });
+    shell.resolveStart("run_A");
+    await sending;
+    expect(c.state.runId).toBe("run_A");
+    expect(c.state.phase).toBe("running");
+    expect(c.state.items.map((i) => i.kind)).toEqual(["user", "tool", "assistant"]);
+    expect(c.state.items.some((i) => i.kind === "assistant" && i.text === "not mine")).toBe(false);
+  });
+
+  it("stops the run, answers by id, continues a finished run, and routes output to the bus", async () => {
+    const shell = fakeShell();
+    const written: string[] = [];
+    const bus = new OutputBus((f) => f());
+    const c = new RunController(shell.api, () => 0, bus);
+    await c.connect();
+    const sending = c.send("go");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    bus.subscribe("c1", (t) => written.push(t));
+    shell.emit("r1", { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "yes" } });
+    shell.emit("r1", { type: "tool_output", tool_call_id: "c1", stream: "stdout", chunk: "y\n" });
+    expect(written).toEqual(["y\n"]);
+    await c.stopCall("c1");
+    await c.answerConfirm("c1", false);
+    await c.answerQuestion("q1", { kind: "answer", selected: ["a"], text: null });
+    await c.stop();
+    expect(shell.calls.slice(1)).toEqual([
+      ["cancel_call", "c1"],
+      ["answer_confirm", ["c1", false]],
+      ["answer_ask_user", ["q1", { kind: "answer", selected: ["a"], text: null }]],
+      ["stop_run", "r1"],
+    ]);
+    shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    await c.send("and now this");
+    expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
+  });
+
+  it("reopens a stored run and shows a typed error for an unknown one", async () => {
+    const shell = fakeShell();
+    const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));
+    await c.open("run_old");
+    expect(c.state.runId).toBe("run_old");
+    expect(c.state.phase).toBe("interrupted");
+    expect(c.state.items.map((i) => (i.kind === "user" || i.kind === "assistant" ? i.text : i.kind))).toEqual(["old prompt", "old answer", "tool"]);
+    const card = c.state.items[2]?.kind === "tool" ? c.state.items[2].card : null;
+    expect(card).toMatchObject({ tool: "ls", target: ".", status: "ok", model: "a.txt" });
+    expect(c.state.model).toBe("m");
+    await c.open("missing");
+    expect(c.state.items.at(-1)).toMatchObject({ kind: "notice", tone: "error", text: "Could not open the run: no run `missing`" });
+    await tick();
+  });
+});
+
+describe("run controller without the event permission", () => {
+  it("says live events are unavailable instead of throwing", async () => {
+    const shell = fakeShell();
+    const api: RunApi = { ...shell.api, onRunEvent: async () => Promise.reject("event.listen not allowed") };
+    const c = new RunController(api, () => 0, new OutputBus(() => {}));
+    await c.connect();
+    expect(c.eventsError).toBe("Live run events are unavailable: event.listen not allowed");
+  });
+});

@@ -1,0 +1,132 @@
+import { describe, expect, it } from "vitest";
+import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
+import type { RunEvent } from "../src/provisional/run-types";
+import {
+  addPrompt,
+  answeredConfirm,
+  applyRunEvent,
+  emptyRun,
+  isActive,
+  replay,
+  type RunViewState,
+  toolKind,
+  toolTarget,
+  utf8Length,
+} from "../src/run/state";
+
+const REQUEST: ConfirmRequest = {
+  call_id: "call_w",
+  tool: "write_file",
+  risk: "writes",
+  digest: "d",
+  target: "notes.md",
+  scope: ["project"],
+  consequence: "creates notes.md",
+  diff: "+hello",
+};
+
+function play(events: RunEvent[], start: RunViewState = emptyRun(), now = 1000): RunViewState {
+  let state = start;
+  for (const e of events) state = applyRunEvent(state, e, now);
+  return state;
+}
+
+describe("run state reducer", () => {
+  it("joins streamed text into one assistant message and starts a new one after a tool call", () => {
+    const s = play([
+      { type: "run_started", run_id: "r1", provider: "anthropic", model: "m", presentation: "native" },
+      { type: "text_delta", text: "Hel" },
+      { type: "text_delta", text: "lo" },
+      { type: "tool_call", tool_call_id: "c1", tool: "read_file", input: { path: "a.txt" } },
+      { type: "text_delta", text: "Done" },
+    ], addPrompt(emptyRun(), "hi"));
+    expect(s.runId).toBe("r1");
+    expect(s.phase).toBe("running");
+    expect(s.items.map((i) => i.kind)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(s.items[1]).toMatchObject({ kind: "assistant", text: "Hello" });
+    expect(s.items[3]).toMatchObject({ kind: "assistant", text: "Done" });
+    expect(new Set(s.items.map((i) => i.key)).size).toBe(4);
+  });
+
+  it("tracks a tool card from call to result: target, output bytes, heartbeat, duration, exit code", () => {
+    let s = play([{ type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "make test" } }], emptyRun(), 1000);
+    s = applyRunEvent(s, { type: "tool_output", tool_call_id: "c1", stream: "stdout", chunk: "é\n" }, 1100);
+    s = applyRunEvent(s, { type: "heartbeat", tool_call_id: "c1" }, 1500);
+    let card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
+    expect(card).toMatchObject({ tool: "execute", target: "make test", status: "running", outputBytes: 3, lastHeartbeat: 1500 });
+    // The shell may add an exit code to tool_result; the card shows it when present.
+    const result = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", exit_code: 2 } as RunEvent;
+    s = applyRunEvent(s, result, 3400);
+    card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
+    expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 2400, exitCode: 2 });
+  });
+
+  it("queues confirmations and questions, and drops them when answered or when the call ends", () => {
+    let s = play([
+      { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: { path: "notes.md" } },
+      { type: "confirm_request", tool_call_id: "call_w", request: REQUEST },
+      { type: "confirm_request", tool_call_id: "call_w", request: REQUEST },
+    ]);
+    expect(s.confirms).toHaveLength(1);
+    expect(s.items[0]?.kind === "tool" && s.items[0].card.status).toBe("waiting_approval");
+    expect(answeredConfirm(s, "call_w").confirms).toEqual([]);
+    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected" }, 2000);
+    expect(s.confirms).toEqual([]);
+
+    s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }, 2000);
+    expect(s.questions).toEqual([{ tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }]);
+    s = applyRunEvent(s, { type: "elicitation", elicitation_id: "e1", server: "gh", message: "Pick a repo", schema: {} }, 2000);
+    expect(s.items.at(-1)).toMatchObject({ kind: "notice", tone: "warn" });
+  });
+
+  it("finishing a run closes pending dialogs and marks open calls cancelled", () => {
+    const s = play([
+      { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" },
+      { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: {} },
+      { type: "confirm_request", tool_call_id: "call_w", request: REQUEST },
+      { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 5, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 } },
+    ]);
+    expect(s.phase).toBe("cancelled");
+    expect(isActive(s)).toBe(false);
+    expect(s.confirms).toEqual([]);
+    expect(s.items[0]?.kind === "tool" && s.items[0].card.status).toBe("cancelled");
+    expect(s.usage?.input_tokens).toBe(5);
+  });
+
+  it("ignores events for unknown calls and duplicate tool calls", () => {
+    const base = play([{ type: "tool_call", tool_call_id: "c1", tool: "ls", input: {} }]);
+    expect(applyRunEvent(base, { type: "tool_output", tool_call_id: "nope", stream: "stdout", chunk: "x" }, 1)).toEqual(base);
+    expect(applyRunEvent(base, { type: "tool_call", tool_call_id: "c1", tool: "ls", input: {} }, 1)).toBe(base);
+  });
+
+  it("shows retries until text flows again, and compaction as a notice", () => {
+    let s = applyRunEvent(emptyRun(), { type: "retry", step: 1, attempt: 2, delay_ms: 1500, reason: "429 rate limited" }, 0);
+    expect(s.retry).toEqual({ attempt: 2, delayMs: 1500, reason: "429 rate limited" });
+    s = applyRunEvent(s, { type: "text_delta", text: "ok" }, 0);
+    expect(s.retry).toBeNull();
+    s = applyRunEvent(s, { type: "compaction", covers_from: 1, covers_to: 8 }, 0);
+    expect(s.items.at(-1)).toMatchObject({ kind: "notice", tone: "info" });
+  });
+
+  it("replays a stored transcript, prompts included", () => {
+    const s = replay([
+      { type: "user_prompt", text: "first" },
+      { type: "text_delta", text: "answer" },
+      { type: "user_prompt", text: "second" },
+    ], 0);
+    expect(s.items.map((i) => (i.kind === "user" || i.kind === "assistant" ? i.text : i.kind))).toEqual(["first", "answer", "second"]);
+  });
+
+  it("derives targets and kinds for display", () => {
+    expect(toolTarget({ command: "ls -la" })).toBe("ls -la");
+    expect(toolTarget({ path: "src/a.rs", content: "x" })).toBe("src/a.rs");
+    expect(toolTarget({ command: ["git", "status"] })).toBe("git status");
+    expect(toolTarget({ x: "y".repeat(200) }).length).toBe(80);
+    expect(toolTarget(null)).toBe("null");
+    expect(toolKind("tool_search")).toBe("search");
+    expect(toolKind("view_skill")).toBe("skill");
+    expect(toolKind("mcp__gh__search")).toBe("mcp");
+    expect(toolKind("execute")).toBe("execute");
+    expect(utf8Length("aé€😀")).toBe(1 + 2 + 3 + 4);
+  });
+});
