@@ -377,8 +377,10 @@ async fn a_slow_answer_outlasts_the_idle_timeout() {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ev = events.events();
     assert!(
-        ev.iter().any(|e| matches!(e, RunEvent::ToolResult { status: CallStatus::Ok, model, .. }
-            if model == "The person answered: Yes")),
+        ev.iter().any(
+            |e| matches!(e, RunEvent::ToolResult { status: CallStatus::Ok, model, .. }
+            if model == "The person answered: Yes")
+        ),
         "{ev:?}"
     );
     h.server.assert_clean();

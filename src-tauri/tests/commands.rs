@@ -133,9 +133,11 @@ fn the_ui_cannot_choose_the_project() {
 #[test]
 fn commands_outside_the_capability_are_refused() {
     let f = fixture_with(None);
-    // Core plugins are not granted to the window: no events, no window control, no paths.
+    // Core plugins are not granted to the window beyond listening to the app's events: it cannot
+    // emit events, control windows or resolve paths.
     for cmd in [
-        "plugin:event|listen",
+        "plugin:event|emit",
+        "plugin:event|emit_to",
         "plugin:window|close",
         "plugin:path|resolve_directory",
         "plugin:app|version",
@@ -186,6 +188,11 @@ fn the_capability_grants_exactly_the_registered_commands() {
         .iter()
         .map(|c| format!("allow-{}", c.replace('_', "-")))
         .collect();
+    // The run view listens to `run-event` (and stops listening); nothing else of the core plugins.
+    expected.extend([
+        "core:event:allow-listen".into(),
+        "core:event:allow-unlisten".into(),
+    ]);
     expected.sort();
     assert_eq!(granted, expected);
     assert_eq!(capability["windows"], json!(["main"]));

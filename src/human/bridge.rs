@@ -8,11 +8,11 @@ use aibuddy_store::{Store, UserAnswer};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use super::PersonWaits;
 use super::{
     ElicitRequest, HumanAnswer, HumanBroker, HumanQuestion, answer_json, check_answer,
     question_json,
 };
-use super::PersonWaits;
 use crate::agent::{RunEvent, RunEventSink};
 
 /// The host's broker as one run uses it: announces each question as a run event (`ask_user`,

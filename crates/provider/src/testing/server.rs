@@ -70,6 +70,9 @@ impl FakeServer {
         let st = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                // Small SSE writes go out at once (Nagle + delayed ACK would add ~40 ms per
+                // request and hide the loop's own cost in benchmarks).
+                let _ = stream.set_nodelay(true);
                 let st = st.clone();
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| handle(req, st.clone()));
