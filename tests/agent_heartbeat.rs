@@ -35,7 +35,7 @@ fn result_of(events: &[RunEvent], id: &str) -> Option<CallStatus> {
             tool_call_id,
             status,
             ..
-        } if tool_call_id == id => Some(*status),
+        } if tool_call_id.ends_with(&format!(":{id}")) => Some(*status),
         _ => None,
     })
 }
@@ -68,7 +68,7 @@ async fn heartbeats_keep_the_step_alive(kind: ProviderKind) {
     );
     let beats = ev
         .iter()
-        .filter(|e| matches!(e, RunEvent::Heartbeat { tool_call_id } if tool_call_id == "call_hb"))
+        .filter(|e| matches!(e, RunEvent::Heartbeat { tool_call_id } if tool_call_id.ends_with(":call_hb")))
         .count();
     assert!(
         beats >= 3,

@@ -106,8 +106,12 @@ async fn parallel_tools_responses() {
     let pos = |id: &str, result: bool| {
         ev.iter()
             .position(|e| match e {
-                RunEvent::ToolCall { tool_call_id, .. } => !result && tool_call_id == id,
-                RunEvent::ToolResult { tool_call_id, .. } => result && tool_call_id == id,
+                RunEvent::ToolCall { tool_call_id, .. } => {
+                    !result && tool_call_id.ends_with(&format!(":{id}"))
+                }
+                RunEvent::ToolResult { tool_call_id, .. } => {
+                    result && tool_call_id.ends_with(&format!(":{id}"))
+                }
                 _ => false,
             })
             .unwrap()
@@ -153,7 +157,7 @@ async fn confirm_rejected_responses() {
         "a rejected write leaves the file unchanged on disk"
     );
     assert!(events.events().iter().any(|e| matches!(e,
-        RunEvent::ToolResult { tool_call_id, status: CallStatus::Rejected, .. } if tool_call_id == "call_w1")));
+        RunEvent::ToolResult { tool_call_id, status: CallStatus::Rejected, .. } if tool_call_id.ends_with(":call_w1"))));
     let outs = outputs(&h.server.requests()[1]);
     assert_eq!(outs.len(), 1, "{outs:?}");
     assert_eq!(outs[0].0, "call_w1");

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use tokio::time::Instant;
 
 /// Shared by one run's [`super::RunHuman`] (which counts waits) and its watchdogs (which read them).
 #[derive(Debug)]
