@@ -9,6 +9,7 @@
 mod auth;
 mod call;
 mod history;
+mod mcp;
 mod prompt;
 mod run;
 mod runs;
@@ -65,6 +66,11 @@ pub enum Command {
     Auth {
         #[command(subcommand)]
         command: auth::AuthCommand,
+    },
+    /// Remote MCP servers: OAuth login and logout, and each server's state.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
     },
 }
 
@@ -150,6 +156,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, opts).await,
             Command::Runs(args) => runs::run(args, opts).await,
             Command::Auth { command } => auth::run(command, opts),
+            Command::Mcp { command } => mcp::run(command, opts).await,
         }
     })
 }

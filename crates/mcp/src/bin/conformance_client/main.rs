@@ -4,6 +4,7 @@
 //!
 //! It connects over streamable HTTP, lists the tools, calls each one with arguments made from
 //! its schema, and accepts every elicitation with an empty form (so schema defaults apply).
+//! `auth/*` scenarios go through `aibuddy_mcp::oauth` instead (see `auth.rs`).
 
 mod auth;
 
