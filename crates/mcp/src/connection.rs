@@ -19,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ServerConfig, Transport};
 use crate::event_loop::Session;
 use crate::handler::{ConnEvent, Handler};
+use crate::oauth::{
+    AuthorizedClient, Authorizer, ClientIdentity, VaultCredentialStore, find_challenge,
+};
 use crate::redact::Redactor;
 use crate::shared::{Shared, tidy};
 use crate::stdio::{self, StdioProcess};
@@ -30,6 +33,8 @@ const STDERR_DRAIN: Duration = Duration::from_millis(500);
 /// How a connection ended.
 pub(crate) enum Ended {
     Shutdown,
+    /// The server answered 401 (or 403 `insufficient_scope`) and no stored token serves.
+    NeedsLogin,
     /// `was_stable`: the connection had lasted [`crate::manager::STABLE_CONNECTION`] (the
     /// backoff starts over).
     Failed {
@@ -136,15 +141,25 @@ async fn handshake(
                 Err(e) => return Err(Ended::failed(format!("cannot start \"{command}\": {e}"))),
             }
         }
-        Transport::Http { url, headers } => Either::Right(serve_client(
-            handler,
-            StreamableHttpClientTransport::from_config(http_config(url, headers)),
-        )),
+        Transport::Http { url, headers } => {
+            let transport = http_config(url, headers);
+            match stored_token_client(shared, config, url, headers).await {
+                Some(client) => Either::Right(Either::Left(serve_client(
+                    handler,
+                    StreamableHttpClientTransport::with_client(client, transport),
+                ))),
+                None => Either::Right(Either::Right(serve_client(
+                    handler,
+                    StreamableHttpClientTransport::from_config(transport),
+                ))),
+            }
+        }
     };
     let connect_timeout = config.timeouts.connect;
     tokio::select! {
         result = tokio::time::timeout(connect_timeout, connecting) => match result {
             Ok(Ok(running)) => Ok(running),
+            Ok(Err(e)) if find_challenge(&e).is_some() => Err(Ended::NeedsLogin),
             Ok(Err(e)) => Err(Ended::failed(match pending_broken(&mut wiring.events) {
                 Some(reason) => reason,
                 None => with_exit(format!("initialize failed: {}", tidy(&e)), &mut wiring.process).await,
@@ -232,6 +247,32 @@ pub(crate) async fn exit_or(reason: String, process: &mut Option<StdioProcess>) 
 pub(crate) async fn kill(process: &mut Option<StdioProcess>) {
     if let Some(p) = process {
         p.kill().await;
+    }
+}
+
+/// A client carrying the server's stored OAuth token, when the host gave a token vault, the
+/// person set no `Authorization` header, and the vault holds credentials for this server.
+async fn stored_token_client(
+    shared: &Shared,
+    config: &ServerConfig,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Option<AuthorizedClient> {
+    let vault = shared.options.token_vault.as_ref()?;
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
+        return None;
+    }
+    let store = VaultCredentialStore::new(vault.clone(), &config.name);
+    let authorizer = Authorizer::new(url, ClientIdentity::default(), store, None);
+    match authorizer.from_store().await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(server = %config.name, "stored OAuth credentials not usable: {e}");
+            None
+        }
     }
 }
 

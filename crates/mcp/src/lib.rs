@@ -38,6 +38,7 @@ mod event_loop;
 mod handler;
 pub mod manager;
 pub mod names;
+pub mod oauth;
 mod options;
 pub mod redact;
 pub mod risk;

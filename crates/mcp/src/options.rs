@@ -42,6 +42,11 @@ pub struct McpOptions {
     /// with backoff) and starts nothing. The host checks there that what the person approved
     /// (a trusted project's files) is still what would run.
     pub before_spawn: Option<SpawnGate>,
+    /// Where OAuth tokens of remote servers are kept (the OS keyring in the app). With it, a
+    /// streamable-HTTP server without an `Authorization` header connects with its stored token;
+    /// without a usable token, a server answering 401 is reported as needing login
+    /// ([`crate::status::NEEDS_LOGIN`]) and not retried until `aibuddy mcp login`.
+    pub token_vault: Option<Arc<dyn crate::oauth::TokenVault>>,
 }
 
 /// The check behind [`SpawnGate`]: `Err(reason)` refuses to start that server now.
@@ -68,6 +73,7 @@ impl Default for McpOptions {
             max_message_bytes: crate::stdio::DEFAULT_MAX_MESSAGE_BYTES,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             before_spawn: None,
+            token_vault: None,
         }
     }
 }

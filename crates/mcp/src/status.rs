@@ -24,6 +24,17 @@ pub enum ServerState {
     Reconnecting { attempt: u32, last_reason: String },
 }
 
+/// The reason of a [`ServerState::Failed`] server that answered 401 and has no usable token:
+/// its tools are absent until the person logs in (`aibuddy mcp login SERVER`); it is not retried.
+pub const NEEDS_LOGIN: &str = "needs login";
+
+impl ServerState {
+    /// Whether this is the "needs login" state (no retry planned, reason [`NEEDS_LOGIN`]).
+    pub fn needs_login(&self) -> bool {
+        matches!(self, ServerState::Failed { reason, retry_in_ms: None } if reason == NEEDS_LOGIN)
+    }
+}
+
 /// Status of one configured server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
@@ -82,6 +93,21 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn needs_login_is_a_failure_without_retry() {
+        let needs = ServerState::Failed {
+            reason: NEEDS_LOGIN.into(),
+            retry_in_ms: None,
+        };
+        assert!(needs.needs_login());
+        let retried = ServerState::Failed {
+            reason: NEEDS_LOGIN.into(),
+            retry_in_ms: Some(1),
+        };
+        assert!(!retried.needs_login());
+        assert!(!ServerState::Connected.needs_login());
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Ended, run_connection};
 use crate::shared::{Shared, Slot};
-use crate::status::ServerState;
+use crate::status::{NEEDS_LOGIN, ServerState};
 
 /// The slot of a server whose connection ended: no peer, no tools, `state`.
 fn disconnected(slot: &mut Slot, state: ServerState) {
@@ -39,6 +39,17 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
                         retry_in_ms: None,
                     };
                     shared.update(&name, true, |slot| disconnected(slot, state));
+                    return;
+                }
+                Ended::NeedsLogin => {
+                    tracing::info!(server = %name, "MCP server needs login");
+                    let state = ServerState::Failed {
+                        reason: NEEDS_LOGIN.into(),
+                        retry_in_ms: None,
+                    };
+                    shared.update(&name, true, |slot| disconnected(slot, state));
+                    // Not retried: a login (which restarts the client) is what changes it.
+                    shutdown.cancelled().await;
                     return;
                 }
                 Ended::Failed { reason, was_stable } => (reason, was_stable),

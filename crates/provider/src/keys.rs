@@ -154,7 +154,45 @@ impl KeyStore {
 }
 
 fn entry(name: &str) -> Result<keyring::Entry, KeyError> {
-    keyring::Entry::new(KEYRING_SERVICE, name).map_err(map_err)
+    entry_in(KEYRING_SERVICE, name)
+}
+
+fn entry_in(service: &str, account: &str) -> Result<keyring::Entry, KeyError> {
+    keyring::Entry::new(service, account).map_err(map_err)
+}
+
+/// The keyring service of MCP servers' OAuth credentials (account = server name).
+pub const MCP_TOKEN_SERVICE: &str = "aibuddy-mcp";
+
+/// Another secret in the same OS keyring as provider keys (MCP OAuth credentials), under
+/// (`service`, `account`); `Ok(None)` when absent. Errors never carry the secret.
+pub fn secret_get(service: &str, account: &str) -> Result<Option<String>, KeyError> {
+    match entry_in(service, account)?.get_password() {
+        Ok(v) => Ok(Some(v)),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(map_err(e)),
+    }
+}
+
+/// Stores a secret under (`service`, `account`), replacing any.
+pub fn secret_set(service: &str, account: &str, value: &str) -> Result<(), KeyError> {
+    if value.is_empty() {
+        return Err(KeyError::Empty);
+    }
+    match entry_in(service, account)?.set_password(value) {
+        Ok(()) => Ok(()),
+        Err(keyring::Error::NoEntry) => Err(KeyError::Unavailable),
+        Err(e) => Err(map_err(e)),
+    }
+}
+
+/// Removes the secret under (`service`, `account`); `Ok(false)` when there was none.
+pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
+    match entry_in(service, account)?.delete_credential() {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(map_err(e)),
+    }
 }
 
 /// `Ok(None)` when the keyring has no entry for `name`.
@@ -248,6 +286,28 @@ mod tests {
         let r = local.resolve(None, &env).unwrap();
         assert_eq!(r.base_url, "http://127.0.0.1:8080/v1");
         assert_eq!(s.key_for_route(&r).unwrap().0.expose(), "o");
+    }
+
+    /// Other secrets go through the same keyring: a round trip, or the same typed `Unavailable`.
+    #[test]
+    fn secrets_round_trip_or_typed_unavailable() {
+        let account = format!("aibuddy-test-secret-{}", std::process::id());
+        match secret_set(MCP_TOKEN_SERVICE, &account, "{\"token\":\"t-123\"}") {
+            Ok(()) => {
+                assert_eq!(
+                    secret_get(MCP_TOKEN_SERVICE, &account),
+                    Ok(Some("{\"token\":\"t-123\"}".into()))
+                );
+                assert_eq!(secret_get(KEYRING_SERVICE, &account), Ok(None));
+                assert_eq!(secret_delete(MCP_TOKEN_SERVICE, &account), Ok(true));
+                assert_eq!(secret_get(MCP_TOKEN_SERVICE, &account), Ok(None));
+            }
+            Err(e) => assert_eq!(e, KeyError::Unavailable, "unexpected keyring failure"),
+        }
+        assert_eq!(
+            secret_set(MCP_TOKEN_SERVICE, &account, ""),
+            Err(KeyError::Empty)
+        );
     }
 
     /// The real OS keyring: a round trip where keyutils is usable; a typed `Unavailable` where the

@@ -10,6 +10,7 @@ mod ask;
 mod auth;
 mod call;
 mod history;
+mod mcp;
 mod prompt;
 mod run;
 mod runs;
@@ -66,6 +67,11 @@ pub enum Command {
     Auth {
         #[command(subcommand)]
         command: auth::AuthCommand,
+    },
+    /// Remote MCP servers: OAuth login and logout, and each server's state.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
     },
 }
 
@@ -151,6 +157,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, opts).await,
             Command::Runs(args) => runs::run(args, opts).await,
             Command::Auth { command } => auth::run(command, opts),
+            Command::Mcp { command } => mcp::run(command, opts).await,
         }
     })
 }

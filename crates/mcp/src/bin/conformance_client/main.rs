@@ -4,6 +4,9 @@
 //!
 //! It connects over streamable HTTP, lists the tools, calls each one with arguments made from
 //! its schema, and accepts every elicitation with an empty form (so schema defaults apply).
+//! `auth/*` scenarios go through `aibuddy_mcp::oauth` instead (see `auth.rs`).
+
+mod auth;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +29,7 @@ impl ElicitationBroker for AcceptDefaults {
 }
 
 /// Arguments for a tool: every required property gets a simple value of its type.
-fn sample_arguments(schema: &Value) -> Value {
+pub(crate) fn sample_arguments(schema: &Value) -> Value {
     let mut args = Map::new();
     let required: Vec<&str> = schema
         .get("required")
@@ -109,7 +112,13 @@ async fn main() {
         eprintln!("usage: aibuddy-mcp-conformance-client <server-url>");
         std::process::exit(2);
     };
-    if let Err(e) = run(url).await {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let outcome = if scenario.starts_with("auth/") {
+        auth::run(url, &scenario).await
+    } else {
+        run(url).await
+    };
+    if let Err(e) = outcome {
         eprintln!("conformance client failed: {e}");
         std::process::exit(1);
     }

@@ -1,0 +1,216 @@
+//! `aibuddy mcp login SERVER` (OAuth for a remote server: prints the authorization URL, waits on
+//! the loopback redirect), `aibuddy mcp logout SERVER` (forgets its token) and `aibuddy mcp
+//! status [--json]` (each server: connected, needs login, failed with reason). Tokens live in
+//! the OS keyring beside provider keys (`aibuddy_provider::keys`, service `aibuddy-mcp`), never
+//! in settings files, logs, events or SQLite.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy::app::AppOptions;
+use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, connect_wait};
+use aibuddy_common::term;
+use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault};
+use aibuddy_mcp::{McpHandlers, McpManager, McpOptions, ServerConfig, ServerState, Transport};
+use aibuddy_provider::keys::{MCP_TOKEN_SERVICE, secret_delete, secret_get, secret_set};
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::print_json;
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Authorize aibuddy at a remote MCP server (OAuth): prints a URL to open, waits for the
+    /// browser's redirect, keeps the token in the OS keyring.
+    Login {
+        /// The server's name in mcp.json.
+        server: String,
+    },
+    /// Forget a server's token.
+    Logout { server: String },
+    /// Each server's state: connected, needs login, failed with its reason.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// MCP OAuth credentials in the OS keyring.
+#[derive(Debug, Default)]
+pub struct KeyringVault;
+
+impl TokenVault for KeyringVault {
+    fn load(&self, server: &str) -> Result<Option<String>, String> {
+        secret_get(MCP_TOKEN_SERVICE, server).map_err(|e| e.to_string())
+    }
+    fn save(&self, server: &str, secret: &str) -> Result<(), String> {
+        secret_set(MCP_TOKEN_SERVICE, server, secret).map_err(|e| e.to_string())
+    }
+    fn delete(&self, server: &str) -> Result<(), String> {
+        secret_delete(MCP_TOKEN_SERVICE, server)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// One server in `mcp status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpServerLine {
+    pub server: String,
+    /// `connected`, `needs_login`, `failed`, `connecting`, `disabled`, `not_trusted`.
+    pub state: &'static str,
+    pub reason: Option<String>,
+    pub tools: usize,
+}
+
+pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
+    let plan = aibuddy::trust::load_project(&opts.project, &opts.data_dir).mcp;
+    match cmd {
+        McpCommand::Login { server } => {
+            if plan.untrusted.contains(&server) {
+                return not_trusted(&server);
+            }
+            let Some(config) = plan.servers.iter().find(|s| s.name == server) else {
+                return unknown(&server);
+            };
+            login(config).await
+        }
+        McpCommand::Logout { server } => {
+            match aibuddy_mcp::oauth::logout(&server, &KeyringVault) {
+                Ok(true) => eprintln!("logged out of {}", term::line(&server)),
+                Ok(false) => eprintln!("no token was stored for {}", term::line(&server)),
+                Err(e) => {
+                    eprintln!("aibuddy: {}", term::line(&e.to_string()));
+                    return ExitCode::from(1);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        McpCommand::Status { json } => {
+            let mut lines = status(plan.servers).await;
+            lines.extend(plan.untrusted.iter().map(|name| McpServerLine {
+                server: name.clone(),
+                state: "not_trusted",
+                reason: Some("the project is not trusted (run `aibuddy trust`)".into()),
+                tools: 0,
+            }));
+            if json {
+                return print_json(&lines);
+            }
+            for l in &lines {
+                let reason = l
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                println!(
+                    "{}  {} ({} tools){}",
+                    term::line(&l.server),
+                    l.state,
+                    l.tools,
+                    term::line(&reason)
+                );
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn not_trusted(server: &str) -> ExitCode {
+    eprintln!(
+        "aibuddy: server {} belongs to a project that is not trusted (run `aibuddy trust`)",
+        term::line(server)
+    );
+    ExitCode::from(2)
+}
+
+fn unknown(server: &str) -> ExitCode {
+    eprintln!("aibuddy: no MCP server named {}", term::line(server));
+    ExitCode::from(2)
+}
+
+async fn login(config: &ServerConfig) -> ExitCode {
+    let Transport::Http { url, .. } = &config.transport else {
+        eprintln!(
+            "aibuddy: {} is a local (stdio) server: it takes its credentials from its env, not OAuth",
+            term::line(&config.name)
+        );
+        return ExitCode::from(2);
+    };
+    let server = config.name.clone();
+    let open: OpenUrl = Arc::new(move |url: String| {
+        let server = server.clone();
+        Box::pin(async move {
+            eprintln!(
+                "To authorize aibuddy at {}, open this URL in your browser:\n\n  {}\n\nWaiting for the browser to come back…",
+                term::line(&server),
+                term::line(&url)
+            );
+        })
+    });
+    let identity = ClientIdentity {
+        client_name: "aibuddy".into(),
+        ..ClientIdentity::default()
+    };
+    let vault: Arc<dyn TokenVault> = Arc::new(KeyringVault);
+    match aibuddy_mcp::oauth::login(&config.name, url, identity, vault, open).await {
+        Ok(LoginOutcome::LoggedIn) => {
+            eprintln!("logged in to {}", term::line(&config.name));
+            ExitCode::SUCCESS
+        }
+        Ok(LoginOutcome::NotNeeded) => {
+            eprintln!("{} needs no login", term::line(&config.name));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "aibuddy: login to {} failed ({}): {}",
+                term::line(&config.name),
+                e.stage(),
+                term::line(&e.to_string())
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Connects every server once (with stored tokens) and reports where each stands.
+async fn status(servers: Vec<ServerConfig>) -> Vec<McpServerLine> {
+    let manager = McpManager::start(
+        servers,
+        McpHandlers::default(),
+        McpOptions {
+            token_vault: Some(Arc::new(KeyringVault)),
+            ..McpOptions::default()
+        },
+    );
+    let wait = connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref());
+    manager
+        .wait_until_settled(wait.max(Duration::from_secs(1)))
+        .await;
+    let lines = manager
+        .status()
+        .into_iter()
+        .map(|s| {
+            let (state, reason) = match &s.state {
+                ServerState::Connected => ("connected", None),
+                st if st.needs_login() => ("needs_login", None),
+                ServerState::Failed { reason, .. } => ("failed", Some(reason.clone())),
+                ServerState::Reconnecting { last_reason, .. } => {
+                    ("failed", Some(last_reason.clone()))
+                }
+                ServerState::Connecting => ("connecting", None),
+                ServerState::Disabled => ("disabled", None),
+            };
+            McpServerLine {
+                server: s.server,
+                state,
+                reason,
+                tools: s.tool_count,
+            }
+        })
+        .collect();
+    manager.shutdown().await;
+    lines
+}
