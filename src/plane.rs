@@ -64,6 +64,9 @@ pub struct PlaneOptions {
     pub watch_skills: bool,
     /// Connect the configured MCP servers.
     pub mcp: bool,
+    /// Where OAuth tokens of remote MCP servers are kept (the hosts pass [`KeyringVault`]); `None`:
+    /// a server that asks for authorization is listed as `needs login`.
+    pub mcp_token_vault: Option<Arc<dyn aibuddy_mcp::oauth::TokenVault>>,
 }
 
 impl PlaneOptions {
@@ -83,6 +86,7 @@ impl Default for PlaneOptions {
             mcp_connect_wait: DEFAULT_MCP_CONNECT_WAIT,
             watch_skills: true,
             mcp: true,
+            mcp_token_vault: None,
         }
     }
 }
@@ -277,6 +281,7 @@ impl CapabilityPlane {
                     McpOptions {
                         default_cwd: Some(project_root.to_path_buf()),
                         before_spawn,
+                        token_vault: opts.mcp_token_vault.clone(),
                         ..McpOptions::default()
                     },
                 );
@@ -506,7 +511,9 @@ fn build_registry(
 
 mod absent;
 mod readiness;
+mod tokens;
 pub use readiness::{PlaneReadiness, unavailable};
+pub use tokens::KeyringVault;
 
 #[cfg(test)]
 mod tests;

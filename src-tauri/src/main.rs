@@ -34,6 +34,7 @@ fn main() -> ExitCode {
     // The shell is an edge: it reads the environment and hands the plane its options.
     let plane = PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
+        mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
         ..PlaneOptions::default()
     };
     // Startup stops here, with every problem listed, when the project cannot be opened or the

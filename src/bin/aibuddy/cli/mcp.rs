@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy::app::AppOptions;
+use aibuddy::plane::KeyringVault;
 use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, connect_wait};
 use aibuddy_common::term;
 use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault};
 use aibuddy_mcp::{McpHandlers, McpManager, McpOptions, ServerConfig, ServerState, Transport};
-use aibuddy_provider::keys::{MCP_TOKEN_SERVICE, secret_delete, secret_get, secret_set};
 use clap::Subcommand;
 use serde::Serialize;
 
@@ -34,24 +34,6 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// MCP OAuth credentials in the OS keyring.
-#[derive(Debug, Default)]
-pub struct KeyringVault;
-
-impl TokenVault for KeyringVault {
-    fn load(&self, server: &str) -> Result<Option<String>, String> {
-        secret_get(MCP_TOKEN_SERVICE, server).map_err(|e| e.to_string())
-    }
-    fn save(&self, server: &str, secret: &str) -> Result<(), String> {
-        secret_set(MCP_TOKEN_SERVICE, server, secret).map_err(|e| e.to_string())
-    }
-    fn delete(&self, server: &str) -> Result<(), String> {
-        secret_delete(MCP_TOKEN_SERVICE, server)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
 }
 
 /// One server in `mcp status`.

@@ -93,6 +93,7 @@ impl Cli {
 pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
     let plane = PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
+        mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
         ..PlaneOptions::default()
     };
     App::open_with(opts, plane).await

@@ -200,7 +200,11 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
         );
     }
     // A run never waits for MCP servers still connecting: `tool_search` waits for them instead.
-    let app = match App::open_with(opts, PlaneOptions::for_runs()).await {
+    let plane = PlaneOptions {
+        mcp_token_vault: Some(Arc::new(aibuddy::plane::KeyringVault)),
+        ..PlaneOptions::for_runs()
+    };
+    let app = match App::open_with(opts, plane).await {
         Ok(a) => a,
         Err(e) => return fail(Stage::Discovery, &e.to_string(), 2),
     };
