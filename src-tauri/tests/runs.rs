@@ -124,7 +124,10 @@ impl Fixture {
         let deadline = Instant::now() + Duration::from_secs(60);
         let request = loop {
             let found = self.events_of(run_id).into_iter().find(|e| {
-                e["type"] == json!("confirm_request") && e["tool_call_id"] == json!(tool_call_id)
+                e["type"] == json!("confirm_request")
+                    && e["tool_call_id"]
+                        .as_str()
+                        .is_some_and(|id| id.ends_with(&format!(":{tool_call_id}")))
             });
             if let Some(e) = found {
                 break e;
