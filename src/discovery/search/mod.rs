@@ -3,7 +3,13 @@
 //! expansion from general resources only (the WordNet thesaurus, see [`related`]; PowerShell's
 //! verb groups, standard abbreviations and POSIX command names, see [`lexicon`]), one-typo
 //! tolerance for words the catalog and WordNet do not know, a bonus for covering the tool's own
-//! name, and exact selection by name. Pure: documents in, ranked hits out.
+//! name, and exact selection by name, fused with the cosine of a static token embedding (meaning,
+//! not words: [`embed`], [`semantic`], [`fusion`]). Pure: documents in, ranked hits out.
+//!
+//! The embedding table (`assets/embedding/`) is distilled from all-MiniLM-L6-v2 by
+//! `scripts/distill-embedding.py`; regenerate with the commands in that script's docstring (not
+//! part of `make test`). Fusion weight and field mix were chosen on the held-out dev query set
+//! only.
 //!
 //! Each query word is one *concept*: a document scores for it with the best of the word itself
 //! and its related words (related words discounted), so a word with many synonyms cannot
