@@ -6,10 +6,15 @@
 //!   is not tuned on its individual queries).
 //!
 //! - `tool_search_heldout.json`, by the same author, never shown to whoever worked on the ranker
-//!   (measured once after the merge: old ranker 0.409 / 0.682, this one 0.436 / 0.664 @1 / @5).
+//!   (measured once after each change, never tuned on).
 //!
-//! Asserts recall floors at what the ranker honestly reaches (rounded down); the benchmark
-//! `benches/tool_search.rs` prints the same numbers with latency.
+//! Measured (real servers, @1 / @5), lexical ranker alone -> fused with the static embedding
+//! (fusion weight and field mix chosen on the dev set only):
+//! original 0.836 / 0.927 -> 0.845 / 0.945; dev 0.564 / 0.845 -> 0.645 / 0.936;
+//! test 0.427 / 0.664 -> 0.464 / 0.727. The goal for unseen queries (0.85 / 0.95) is not met.
+//!
+//! Asserts recall floors a little under what the ranker reaches, to catch regressions; the
+//! benchmark `benches/tool_search.rs` prints the same numbers, lexical and fused, with latency.
 
 use aibuddy::discovery::eval::{CatalogTool, QueryFile, Recall, recall};
 use aibuddy::discovery::search::SearchIndex;
@@ -63,7 +68,7 @@ fn recall_floor_on_the_original_fixture() {
     assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("original", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.84, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at1 >= 0.85, "recall@1 {:.3} under the floor", r.at1);
     assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
 }
 
@@ -79,12 +84,12 @@ fn recall_floor_on_the_heldout_dev_set() {
         queries.queries.len(),
         "every query answers on the real servers"
     );
-    assert!(r.at1 >= 0.55, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.84, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.62, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.91, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out dev", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.48, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.82, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.61, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.89, "recall@5 {:.3} under the floor", r.at5);
 }
 
 /// `tool_search_heldout.json`: written by the same person as the dev set, kept out of sight of
@@ -97,10 +102,10 @@ fn recall_floor_on_the_heldout_test_set() {
 
     let r = measure("held-out test", "real servers", &real_ix, &queries);
     assert_eq!(r.n, queries.queries.len());
-    assert!(r.at1 >= 0.43, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.66, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.44, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.70, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out test", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.37, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.62, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.40, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.66, "recall@5 {:.3} under the floor", r.at5);
 }

@@ -28,6 +28,7 @@ pub struct DeferredIndex {
 impl DeferredIndex {
     /// Build from documents (the server is the `mcp__<server>__` part when present).
     pub fn build(docs: Vec<(SearchDoc, String)>) -> Self {
+        super::search::preload_in_background();
         let mut h = DefaultHasher::new();
         for (d, s) in &docs {
             d.name.hash(&mut h);

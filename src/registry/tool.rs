@@ -133,6 +133,14 @@ pub trait ToolHandler: Send + Sync {
         }
     }
 
+    /// Both projections of a finished call, `(client, model)`, or the Projection-stage error that
+    /// makes the call fail (a stored result the tool cannot read). Callers that turn a result into
+    /// a call outcome use this rather than `client`/`model`; by default both projections, which
+    /// cannot fail.
+    fn project(&self, args: &Value, raw: &RawOutput) -> Result<(Value, String), ToolError> {
+        Ok((self.client(args, raw), self.model(args, raw)))
+    }
+
     /// Structural trimming for precompaction: a smaller model text within about `max_chars`,
     /// or None when the tool has no structural trim (a generic head/tail trim is used then).
     fn trim(&self, _args: &Value, _raw: &RawOutput, _max_chars: usize) -> Option<String> {

@@ -23,15 +23,28 @@ use std::sync::{Arc, Mutex, RwLock};
 pub use catalog::{RootKind, Skill, SkillCatalog, SkillRoot, load_catalog, read_reference};
 pub use parse::{SkillProblem, parse_skill};
 
-/// Overrides the bundled skills folder.
+/// The environment variable the hosts (CLI, desktop) read to override the bundled skills folder;
+/// the library never reads it: the host passes the value to [`set_bundled_dir`].
 pub const SKILLS_DIR_ENV: &str = "AIBUDDY_SKILLS_DIR";
 pub const PROJECT_SKILLS: &str = ".aibuddy/skills";
 
-/// The bundled skills folder: `$AIBUDDY_SKILLS_DIR`, else `skills/` next to the executable (or in
-/// `../share/aibuddy/`), else the source tree's `skills/` (development builds).
-pub fn bundled_dir() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(SKILLS_DIR_ENV) {
-        return Some(PathBuf::from(p));
+/// The bundled-skills folder the host chose, if any (set once at start-up by the host).
+static BUNDLED_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
+
+/// Use `dir` as the bundled skills folder for projects opened from now on (`None`: the default
+/// search). Called by the hosts at start-up with the value of [`SKILLS_DIR_ENV`].
+pub fn set_bundled_dir(dir: Option<PathBuf>) {
+    match BUNDLED_OVERRIDE.write() {
+        Ok(mut g) => *g = dir,
+        Err(poisoned) => *poisoned.into_inner() = dir,
+    }
+}
+
+/// The bundled skills folder: `override_dir` when given, else `skills/` next to the executable
+/// (or in `../share/aibuddy/skills`, or the source tree's for development builds).
+pub fn bundled_dir_in(override_dir: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = override_dir {
+        return Some(p.to_path_buf());
     }
     let mut candidates = Vec::new();
     if let Ok(exe) = std::env::current_exe()
@@ -42,6 +55,15 @@ pub fn bundled_dir() -> Option<PathBuf> {
     }
     candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"));
     candidates.into_iter().find(|p| p.is_dir())
+}
+
+/// The bundled skills folder: the one the host set ([`set_bundled_dir`]), else the default search.
+pub fn bundled_dir() -> Option<PathBuf> {
+    let chosen = match BUNDLED_OVERRIDE.read() {
+        Ok(g) => g.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    bundled_dir_in(chosen.as_deref())
 }
 
 /// The standard roots for a project.
@@ -150,4 +172,18 @@ pub fn skills_catalog_problems(project_root: &Path, data_dir: &Path) -> Vec<Stri
         .iter()
         .map(ToString::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod bundled_tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_choice_wins_and_the_default_search_finds_the_source_tree() {
+        let chosen = Path::new("/nonexistent/skills-override");
+        assert_eq!(bundled_dir_in(Some(chosen)), Some(chosen.to_path_buf()));
+        // Without a choice, a development build finds the repository's skills/ folder.
+        let found = bundled_dir_in(None).expect("a bundled skills folder");
+        assert!(found.is_dir(), "{}", found.display());
+    }
 }

@@ -3,20 +3,55 @@
 //! expansion from general resources only (the WordNet thesaurus, see [`related`]; PowerShell's
 //! verb groups, standard abbreviations and POSIX command names, see [`lexicon`]), one-typo
 //! tolerance for words the catalog and WordNet do not know, a bonus for covering the tool's own
-//! name, and exact selection by name. Pure: documents in, ranked hits out.
+//! name, and exact selection by name, fused with the cosine of a static token embedding (meaning,
+//! not words: [`embed`], [`semantic`], [`fusion`]). Pure: documents in, ranked hits out.
+//!
+//! The embedding table (`assets/embedding/`) is distilled from all-MiniLM-L6-v2 by
+//! `scripts/distill-embedding.py`; regenerate with the commands in that script's docstring (not
+//! part of `make test`). Fusion weight and field mix were chosen on the held-out dev query set
+//! only.
 //!
 //! Each query word is one *concept*: a document scores for it with the best of the word itself
 //! and its related words (related words discounted), so a word with many synonyms cannot
 //! outweigh the other words of the query.
 
+mod embed;
+mod expand;
+mod fusion;
 mod lexicon;
 mod related;
+mod semantic;
 mod text;
+mod wordpiece;
 
 use std::collections::{BTreeSet, HashMap};
 
-pub use related::preload;
+pub use fusion::{Fusion, Ranking};
+pub use semantic::FieldWeights;
 pub use text::{stem, terms, words};
+
+use semantic::DocVectors;
+
+/// Load the WordNet thesaurus and the embedding table now rather than on the first index build
+/// or search (the capability plane calls it in the background when the catalog is first built).
+pub fn preload() {
+    related::preload();
+    let _ = embed::table();
+}
+
+/// [`preload`] on a background thread, once per process (later calls do nothing), so neither
+/// the first index build nor the first search waits for it longer than it must.
+pub fn preload_in_background() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("tool-search-preload".into())
+            .spawn(preload);
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "tool_search preload thread not started; loading on first use");
+        }
+    });
+}
 
 /// One searchable tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,12 +76,6 @@ const W_NAME: f32 = 3.0;
 const W_PARAM: f32 = 1.5;
 const W_SERVER: f32 = 1.0;
 const W_DESC: f32 = 1.0;
-/// Weight of a WordNet synonym relative to the word the query used.
-const SYNONYM_WEIGHT: f32 = 0.5;
-/// Weight of a verb of the same PowerShell verb group.
-const VERB_WEIGHT: f32 = 0.5;
-/// Weight of an abbreviation's expansion (same meaning, different spelling).
-const ABBREVIATION_WEIGHT: f32 = 0.9;
 /// Weight of a catalog word one typo away from a query word nobody knows.
 const TYPO_WEIGHT: f32 = 0.8;
 /// Shortest unknown query word corrected as a typo (shorter words have too many neighbours).
@@ -85,19 +114,36 @@ pub struct SearchIndex {
     by_name: HashMap<String, usize>,
     /// the part after the last `__` (lower-case) -> docs (MCP tools named without their server)
     by_short: HashMap<String, Vec<usize>>,
-    /// per doc: the stems of the tool's own name (without the server)
-    name_terms: Vec<Vec<String>>,
+    /// per doc: how many distinct stems the tool's own name (without the server) has
+    name_len: Vec<u32>,
+    /// stem -> docs whose own name has it (name-coverage bonus without per-posting lookups)
+    name_postings: HashMap<String, Vec<u32>>,
     /// every alphabetic word of the catalog, unstemmed (typo correction looks here)
     vocabulary: Vec<String>,
+    /// per doc: its embedding (empty for a lexical-only ranking)
+    vectors: DocVectors,
+    ranking: Ranking,
 }
 
 impl SearchIndex {
+    /// Build with the default ranking (BM25F fused with the embedding).
     pub fn build(docs: Vec<SearchDoc>) -> Self {
+        Self::build_with(docs, Ranking::default())
+    }
+
+    /// Build with an explicit ranking (the benchmark compares against the lexical one).
+    pub fn build_with(docs: Vec<SearchDoc>, ranking: Ranking) -> Self {
+        let vectors = if ranking.uses_embedding() {
+            DocVectors::build(&docs, &ranking.fields)
+        } else {
+            DocVectors::default()
+        };
         let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
         let mut doc_len = Vec::with_capacity(docs.len());
         let mut by_name = HashMap::new();
         let mut by_short: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut name_terms = Vec::with_capacity(docs.len());
+        let mut name_len = Vec::with_capacity(docs.len());
+        let mut name_postings: HashMap<String, Vec<u32>> = HashMap::new();
         let mut vocabulary: BTreeSet<String> = BTreeSet::new();
         for (i, d) in docs.iter().enumerate() {
             let lower = d.name.to_lowercase();
@@ -115,7 +161,10 @@ impl SearchIndex {
             let mut own: Vec<String> = terms(tool);
             own.sort();
             own.dedup();
-            name_terms.push(own);
+            name_len.push(own.len() as u32);
+            for t in own {
+                name_postings.entry(t).or_default().push(i as u32);
+            }
             for text in std::iter::once(tool)
                 .chain(d.params.iter().map(String::as_str))
                 .chain(std::iter::once(d.description.as_str()))
@@ -157,8 +206,11 @@ impl SearchIndex {
             avg_len,
             by_name,
             by_short,
-            name_terms,
+            name_len,
+            name_postings,
             vocabulary: vocabulary.into_iter().collect(),
+            vectors,
+            ranking,
         }
     }
 
@@ -201,7 +253,8 @@ impl SearchIndex {
         let mut out: Vec<Vec<Alternative>> = Vec::new();
         let mut seen: Vec<String> = Vec::new();
         for w in text::query_words(query) {
-            let own = stem(&w);
+            let expansion = expand::expand(&w);
+            let own = expansion.own.clone();
             if seen.contains(&own) {
                 continue;
             }
@@ -210,41 +263,27 @@ impl SearchIndex {
                 stems: vec![own.clone()],
                 weight: 1.0,
             }];
-            for long in lexicon::expansions(&w) {
-                alts.push(Alternative {
-                    stems: terms(long),
-                    weight: ABBREVIATION_WEIGHT,
-                });
-            }
-            for v in lexicon::verbs(&w) {
-                let s = stem(v);
-                if s != own {
-                    alts.push(Alternative {
-                        stems: vec![s],
-                        weight: VERB_WEIGHT,
-                    });
-                }
-            }
-            let synonyms = related::synonyms(&w);
-            let unknown = !self.postings.contains_key(&own) && !related::is_known(&w);
+            alts.extend(
+                expansion
+                    .alternatives
+                    .iter()
+                    .map(|(stems, weight)| Alternative {
+                        stems: stems.clone(),
+                        weight: *weight,
+                    }),
+            );
+            let unknown = !self.postings.contains_key(&own) && !expansion.known;
             if unknown && w.chars().count() >= TYPO_MIN_LEN {
+                let len = w.chars().count();
                 for v in self
                     .vocabulary
                     .iter()
+                    .filter(|v| v.chars().count().abs_diff(len) <= 1)
                     .filter(|v| text::one_edit_apart(&w, v))
                 {
                     alts.push(Alternative {
                         stems: vec![stem(v)],
                         weight: TYPO_WEIGHT,
-                    });
-                }
-            }
-            for syn in synonyms {
-                let s = stem(syn);
-                if s != own && !alts.iter().any(|a| a.stems.len() == 1 && a.stems[0] == s) {
-                    alts.push(Alternative {
-                        stems: vec![s],
-                        weight: SYNONYM_WEIGHT,
                     });
                 }
             }
@@ -256,25 +295,25 @@ impl SearchIndex {
     /// Add to `scores` the name-coverage bonus of every scored document: the share of its own
     /// name's stems that some alternative of the query matches.
     fn add_name_coverage(&self, concepts: &[Vec<Alternative>], scores: &mut [f32]) {
-        let mut matched: HashMap<u32, Vec<&str>> = HashMap::new();
-        for s in concepts.iter().flatten().flat_map(|a| &a.stems) {
-            let Some(list) = self.postings.get(s) else {
-                continue;
-            };
-            for &(d, _) in list {
-                if self.name_terms[d as usize].contains(s) {
-                    let m = matched.entry(d).or_default();
-                    if !m.contains(&s.as_str()) {
-                        m.push(s);
-                    }
-                }
+        let mut stems: Vec<&str> = concepts
+            .iter()
+            .flatten()
+            .flat_map(|a| &a.stems)
+            .map(String::as_str)
+            .collect();
+        stems.sort_unstable();
+        stems.dedup();
+        let mut matched: HashMap<u32, u32> = HashMap::new();
+        for s in stems {
+            for &d in self.name_postings.get(s).into_iter().flatten() {
+                *matched.entry(d).or_default() += 1;
             }
         }
         for (d, m) in matched {
-            let total = self.name_terms[d as usize].len();
+            let total = self.name_len[d as usize];
             let slot = &mut scores[d as usize];
             if *slot > 0.0 && total > 0 {
-                *slot += NAME_COVERAGE_BONUS * m.len() as f32 / total as f32;
+                *slot += NAME_COVERAGE_BONUS * m as f32 / total as f32;
             }
         }
     }
@@ -339,12 +378,22 @@ impl SearchIndex {
             }
         }
         self.add_name_coverage(&concepts, &mut scores);
+        let fused = match self.vectors.similarities(query) {
+            Some(sims) => {
+                self.ranking
+                    .fusion
+                    .fuse(&mut scores, &sims, self.ranking.min_similarity);
+                touched = (0..n as u32).collect();
+                true
+            }
+            None => false,
+        };
         let looks_like_name = !query.trim().contains(char::is_whitespace);
         if let Some(exact) = looks_like_name.then(|| self.find_name(query)).flatten() {
-            if scores[exact] == 0.0 {
+            if scores[exact] <= 0.0 && !fused {
                 touched.push(exact as u32);
             }
-            scores[exact] += 1_000.0;
+            scores[exact] = scores[exact].max(0.0) + 1_000.0;
         }
         let mut hits: Vec<Hit> = touched
             .into_iter()

@@ -105,6 +105,22 @@ fn expansion_uses_general_resources() {
 }
 
 #[test]
+fn meaning_finds_what_no_word_matches() {
+    let docs = index().docs.clone();
+    let lexical = SearchIndex::build_with(docs.clone(), Ranking::lexical());
+    let fused = SearchIndex::build_with(docs, Ranking::default());
+    for (q, want) in [
+        ("grab a website", "mcp__fetch__fetch"),
+        ("bug report", "mcp__github__create_issue"),
+    ] {
+        // No query word, stem, WordNet synonym or verb group reaches the tool's words...
+        assert!(lexical.search(q, 5).is_empty(), "{q}");
+        // ...but the embedding does.
+        assert_eq!(top(&fused, q), want, "{q}");
+    }
+}
+
+#[test]
 fn parameter_names_are_indexed() {
     let ix = index();
     assert_eq!(top(&ix, "source_timezone"), "mcp__time__convert_time");

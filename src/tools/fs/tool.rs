@@ -142,6 +142,12 @@ impl<T: FsTool> ToolHandler for Handler<T> {
         }
     }
 
+    /// A stored result of another shape is a failed call (Projection stage), not projection text.
+    fn project(&self, args: &Value, raw: &RawOutput) -> Result<(Value, String), ToolError> {
+        let (a, o) = self.typed(args, raw)?;
+        Ok((T::client(&a, &o, &raw.value), T::model(&a, &o)))
+    }
+
     fn trim(&self, args: &Value, raw: &RawOutput, max_chars: usize) -> Option<String> {
         project::trim_lines(&self.model(args, raw), max_chars)
     }
@@ -188,6 +194,11 @@ mod tests {
             !model.contains("raw text the model must not get"),
             "{model}"
         );
+        // As a call outcome it is a failed call at the Projection stage, not projection text.
+        let err = handler.project(&args, &raw).unwrap_err();
+        assert_eq!(err.stage, Stage::Projection);
+        assert_eq!(err.code, "result_mismatch");
+        assert!(!err.message.contains("raw text the model must not get"));
         let client = handler.client(&args, &raw);
         assert_eq!(client["error"]["stage"], "Projection", "{client}");
         assert_eq!(client["error"]["code"], "result_mismatch", "{client}");
@@ -208,5 +219,8 @@ mod tests {
         let model = handler.model(&args, &raw);
         assert!(model.contains("src/a.rs"), "{model}");
         assert!(!model.starts_with("Error"), "{model}");
+        let (client, projected) = handler.project(&args, &raw).unwrap();
+        assert_eq!(projected, model);
+        assert_eq!(client["result"], raw.value);
     }
 }

@@ -130,6 +130,10 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
 
 pub fn main() -> ExitCode {
     aibuddy::logging::init_stderr();
+    // The CLI is an edge: it reads the environment and hands the values to the library.
+    aibuddy::skills::set_bundled_dir(
+        std::env::var_os(aibuddy::skills::SKILLS_DIR_ENV).map(Into::into),
+    );
     let cli = Cli::parse();
     let opts = match cli.options() {
         Ok(o) => o,
