@@ -32,6 +32,9 @@ fn main() -> ExitCode {
     let _log_guard = aibuddy::logging::init_file(&data_dir);
 
     // The shell is an edge: it reads the environment and hands the plane its options.
+    aibuddy::skills::set_bundled_dir(
+        std::env::var_os(aibuddy::skills::SKILLS_DIR_ENV).map(Into::into),
+    );
     let plane = PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
