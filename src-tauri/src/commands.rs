@@ -107,7 +107,8 @@ pub async fn start_run<R: Runtime>(
             message: "a run needs a prompt".to_string(),
         });
     }
-    let resolved = crate::provider::resolve(&state.app, provider.as_deref(), model.as_deref())?;
+    let resolved =
+        crate::provider::resolve(&state.app, None, provider.as_deref(), model.as_deref())?;
     let start = RunStart {
         prompt,
         max_steps,
@@ -127,7 +128,7 @@ pub async fn stop_run(state: State<'_, ShellState>, run_id: String) -> Result<bo
 }
 
 /// Continues a stored run (an interrupted one included) with an optional new `prompt`, on the
-/// provider entry it was started with. Same answer and events as `start_run`.
+/// provider entry and model it was started with. Same answer and events as `start_run`.
 #[tauri::command]
 pub async fn continue_run<R: Runtime>(
     app: AppHandle<R>,
@@ -144,9 +145,8 @@ pub async fn continue_run<R: Runtime>(
             stage: Some(aibuddy::contract::Stage::Parameters),
             message: format!("there is no run `{run_id}`"),
         })?;
-    let entries = &state.app.settings.settings.providers.entries;
-    let name = stored.provider.filter(|n| entries.contains_key(n));
-    let resolved = crate::provider::resolve(&state.app, name.as_deref(), None)?;
+    // The stored provider entry and model, as `aibuddy run --continue` does.
+    let resolved = crate::provider::resolve(&state.app, Some(&stored), None, None)?;
     let start = RunStart {
         prompt: prompt.unwrap_or_default(),
         max_steps: None,

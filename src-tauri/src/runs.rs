@@ -190,7 +190,7 @@ pub async fn start(
         state.app.clone(),
         provider,
         Arc::new(state.calls.broker.clone()),
-        AgentOptions::default(),
+        AgentOptions::from_settings(&state.app.settings.settings),
     )
     .with_human(Arc::new(state.questions.clone()));
     let (tx, rx) = oneshot::channel();
