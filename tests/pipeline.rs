@@ -66,6 +66,21 @@ impl ToolHandler for SleepHandler {
     }
 }
 
+/// Runs, then cannot read its own result (a stored result of another shape).
+struct MisreadHandler;
+#[async_trait]
+impl ToolHandler for MisreadHandler {
+    async fn run(&self, _ctx: &CallContext, _args: &Value) -> Result<RawOutput, ToolError> {
+        Ok(RawOutput::json(json!({"unexpected": "shape"})))
+    }
+    fn project(&self, _args: &Value, _raw: &RawOutput) -> Result<(Value, String), ToolError> {
+        Err(ToolError::projection(
+            "result_mismatch",
+            "the stored result is not a misread result",
+        ))
+    }
+}
+
 struct TestConfig {
     runs: Arc<AtomicUsize>,
 }
@@ -93,6 +108,12 @@ impl ToolConfig for TestConfig {
                 source: Source::Core,
                 handler: Arc::new(SleepHandler),
             },
+            ToolDef {
+                spec: define_tool("misread", "Run, then misread", json!({"type": "object"}))?,
+                risk: Risk::ReadOnly,
+                source: Source::Core,
+                handler: Arc::new(MisreadHandler),
+            },
         ])
     }
 }
@@ -114,7 +135,7 @@ fn fixture() -> Fixture {
             "test",
             Risk::Writes,
             false,
-            &["append", "wait"],
+            &["append", "wait", "misread"],
         )],
     )
     .expect("consistent");
@@ -338,4 +359,39 @@ async fn disabled_config_is_not_in_the_run() {
     let r = runner(&f, Arc::new(ApproveAll), s);
     let (out, _) = call(&r, "wait", "{}").await;
     assert_eq!(out.stage, Some(Stage::Discovery));
+}
+
+#[tokio::test]
+async fn a_result_that_cannot_be_projected_fails_at_projection_and_keeps_the_raw_output() {
+    let f = fixture();
+    let r = runner(&f, Arc::new(ApproveAll), Settings::default());
+    let (out, events) = call(&r, "misread", "{}").await;
+    assert_eq!(out.status, CallStatus::Error);
+    assert_eq!(out.stage, Some(Stage::Projection));
+    assert!(
+        out.model.contains("result_mismatch") || out.model.contains("not a misread result"),
+        "{}",
+        out.model
+    );
+    assert!(
+        !out.model.contains("unexpected"),
+        "raw JSON leaked to the model: {}",
+        out.model
+    );
+    let ends = f.recorder.ends.lock().unwrap();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0].stage, Some(Stage::Projection));
+    assert_eq!(
+        ends[0].output,
+        json!({"unexpected": "shape"}),
+        "raw output recoverable"
+    );
+    assert!(matches!(
+        events.last(),
+        Some(Event::ToolFinished {
+            status: CallStatus::Error,
+            stage: Some(Stage::Projection),
+            ..
+        })
+    ));
 }

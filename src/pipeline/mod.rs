@@ -158,8 +158,31 @@ impl Runner {
             .await;
         match result {
             Ok((tool, policy, args, raw)) => {
-                let client = tool.handler.client(&args, &raw);
-                let model = tool.handler.model(&args, &raw);
+                let (client, model) = match tool.handler.project(&args, &raw) {
+                    Ok(p) => p,
+                    // The effect happened but its result cannot be read: the call fails at
+                    // Projection and its raw result stays recoverable by call id.
+                    Err(mut error) => {
+                        error.details = Some(match error.details.take() {
+                            None => raw.value.clone(),
+                            Some(d) => serde_json::json!({"raw_output": raw.value, "details": d}),
+                        });
+                        let failure = Failure {
+                            status: CallStatus::Error,
+                            error,
+                        };
+                        return self
+                            .finish_failure(
+                                &tool_call_id,
+                                &req.name,
+                                failure,
+                                confirm_record,
+                                started,
+                                &events,
+                            )
+                            .await;
+                    }
+                };
                 let outcome = CallOutcome {
                     tool_call_id: tool_call_id.clone(),
                     run_id: self.run_id.clone(),
