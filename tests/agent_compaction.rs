@@ -38,7 +38,13 @@ fn compacting_options() -> AgentOptions {
 
 /// The first message of a request that is not the system prompt, as JSON text.
 fn first_message(req: &RecordedRequest) -> String {
-    req.body["messages"]
+    // Anthropic and Chat carry `messages`; Responses carries `input` items.
+    let items = if req.body["messages"].is_array() {
+        &req.body["messages"]
+    } else {
+        &req.body["input"]
+    };
+    items
         .as_array()
         .into_iter()
         .flatten()
@@ -156,6 +162,11 @@ async fn compaction_keeps_pairs_and_reactivates_anthropic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_keeps_pairs_and_reactivates_chat() {
     compaction_keeps_pairs_and_reactivates(ProviderKind::OpenAiChat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_keeps_pairs_and_reactivates_responses() {
+    compaction_keeps_pairs_and_reactivates(ProviderKind::OpenAiResponses).await;
 }
 
 /// Stop while the summary streams: the run ends `cancelled`, no summary is stored, and the

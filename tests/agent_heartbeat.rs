@@ -97,6 +97,10 @@ async fn heartbeats_keep_the_step_alive_anthropic() {
 async fn heartbeats_keep_the_step_alive_responses() {
     heartbeats_keep_the_step_alive(ProviderKind::OpenAiResponses).await;
 }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_the_step_alive_chat() {
+    heartbeats_keep_the_step_alive(ProviderKind::OpenAiChat).await;
+}
 
 /// Default heartbeats (30 s) with a 3 s idle timeout: the silent command is stopped by the
 /// watchdog (no child left), the model is told, and the run goes on.
@@ -147,4 +151,8 @@ async fn silence_past_the_idle_timeout_is_stopped_anthropic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silence_past_the_idle_timeout_is_stopped_responses() {
     silence_past_the_idle_timeout_is_stopped(ProviderKind::OpenAiResponses, "30.257").await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silence_past_the_idle_timeout_is_stopped_chat() {
+    silence_past_the_idle_timeout_is_stopped(ProviderKind::OpenAiChat, "30.311").await;
 }
