@@ -185,6 +185,10 @@ async fn stop_mid_stream_anthropic() {
 async fn stop_mid_stream_chat() {
     stop_mid_stream(ProviderKind::OpenAiChat).await;
 }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_mid_stream_responses() {
+    stop_mid_stream(ProviderKind::OpenAiResponses).await;
+}
 
 async fn stop_mid_tool(kind: ProviderKind, marker: &str) {
     let h = harness(kind, None).await;
