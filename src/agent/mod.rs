@@ -21,6 +21,7 @@
 
 mod calls;
 mod compact_step;
+mod confirms;
 pub mod compaction;
 pub mod context;
 pub mod events;
