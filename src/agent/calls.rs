@@ -14,8 +14,8 @@ use super::watchdog::IdleWatchdog;
 use crate::discovery::ToolSet;
 use crate::events::{Event, EventSink};
 use crate::human::{CallElicitation, RunHuman};
-use aibuddy_mcp::{CallerElicitation, with_caller};
 use crate::pipeline::{CallOutcome, CallRequest, Runner};
+use aibuddy_mcp::{CallerElicitation, with_caller};
 
 /// One call the model asked for.
 #[derive(Debug, Clone, PartialEq)]

@@ -34,7 +34,9 @@ impl RunConfirm {
 impl ConfirmBroker for RunConfirm {
     async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
         let announce = || self.announce(request);
-        self.inner.decide_announced(request, cancel, &announce).await
+        self.inner
+            .decide_announced(request, cancel, &announce)
+            .await
     }
 
     async fn decide_announced(

@@ -7,8 +7,9 @@
 //!   replaced it), never its client projection, live output or heartbeats;
 //! - completed confirm and `ask_user_question` interactions are normalized into user text next to
 //!   the result (`super::human`);
-//! - `tool_search` results carry `tool_reference`s on the native presentation; their activations
-//!   and every retained call are listed for reactivation of deferred tools;
+//! - `tool_search` results carry `tool_reference`s on the native presentation, plus a note of
+//!   what references cannot say (nothing found, servers not searched: `super::search_note`);
+//!   their activations and every retained call are listed for reactivation of deferred tools;
 //! - a requested call with no stored result is answered as interrupted, so the protocol stays
 //!   valid whatever the store holds.
 
@@ -55,6 +56,9 @@ pub struct SearchResults<'a> {
     /// Native presentation: results carry `tool_reference`s to these tool names (the request's
     /// tools); `None` on activeTools.
     pub native_tools: Option<&'a BTreeSet<String>>,
+    /// What each `tool_search` call's references cannot say (`super::search_note`), by call id:
+    /// sent as text beside the references on the native presentation.
+    pub notes: HashMap<String, String>,
 }
 
 /// The text a model reads for a call with no usable projection.
@@ -112,6 +116,11 @@ fn result_block(
                     tool_name: n.clone(),
                 }
             }));
+            // Nothing found, unknown names, servers not searched: said next to the references
+            // (Anthropic: a text block of the result; Responses: a message after the outputs).
+            if let Some(note) = search.notes.get(&call.stored_id) {
+                content.push(ResultBlock::Text { text: note.clone() });
+            }
         }
     }
     if content.is_empty() {

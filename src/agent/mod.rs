@@ -21,12 +21,13 @@
 
 mod calls;
 mod compact_step;
-mod confirms;
 pub mod compaction;
+mod confirms;
 pub mod context;
 pub mod events;
 pub mod human;
 mod run_loop;
+pub mod search_note;
 pub mod stored_route;
 pub mod summarize;
 pub mod tools;

@@ -139,9 +139,12 @@ impl Callers {
         keys.sort();
         keys.dedup();
         match (keys.len(), here.iter().min_by_key(|c| c.seq)) {
-            (1, Some(InFlight {
-                caller: Some(c), ..
-            })) => Route::Caller(c.broker.clone()),
+            (
+                1,
+                Some(InFlight {
+                    caller: Some(c), ..
+                }),
+            ) => Route::Caller(c.broker.clone()),
             (0 | 1, _) => Route::Host,
             _ => Route::Ambiguous(keys),
         }
@@ -181,7 +184,7 @@ impl ElicitationBroker for RoutedElicitation {
                     server = %request.server,
                     callers = keys.len(),
                     "elicitation declined: calls of several callers are in flight on this server, \
-so whose call asked is unknown"
+                so whose call asked is unknown"
                 );
                 ElicitationResponse::Decline
             }

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, McpToolEntry};
 use crate::config::ServerConfig;
-use crate::error::McpError;
 use crate::elicitation::{Callers, RoutedElicitation};
+use crate::error::McpError;
 use crate::handler::{ProgressRoutes, ProgressSink};
 use crate::redact::Redactor;
 use crate::routing;
