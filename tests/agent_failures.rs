@@ -340,11 +340,8 @@ async fn an_answer_given_on_the_confirm_event_is_accepted() {
             broker: broker.clone(),
             accepted: Mutex::new(Vec::new()),
         });
-        let run = h.agent(Arc::new(broker), fast_options()).run(
-            start("write it"),
-            CancellationToken::new(),
-            sink.clone(),
-        );
+        let agent = h.agent(Arc::new(broker), fast_options());
+        let run = agent.run(start("write it"), CancellationToken::new(), sink.clone());
         // An answer that was refused would leave the run waiting: bounded generously.
         let out = tokio::time::timeout(Duration::from_secs(60), run)
             .await
