@@ -115,6 +115,21 @@ pub fn call_digest(
 pub trait ConfirmBroker: Send + Sync {
     /// Wait for the decision. Cancellation (user stop) counts as rejection.
     async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision;
+
+    /// [`ConfirmBroker::decide`] with the announcement (`confirm_request` event) made once the
+    /// request can be answered: a broker that parks requests until someone answers them
+    /// ([`PendingBroker`]) registers the request first, then calls `announce`, then waits, so an
+    /// answer given as soon as the event is seen is accepted. The default announces, then decides
+    /// (brokers that answer by themselves have nothing to register).
+    async fn decide_announced(
+        &self,
+        request: &ConfirmRequest,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> Decision {
+        announce();
+        self.decide(request, cancel).await
+    }
 }
 
 /// Approves everything asked during one invocation (`aibuddy call --yes`).
@@ -184,14 +199,24 @@ impl PendingBroker {
     }
 }
 
-#[async_trait]
-impl ConfirmBroker for PendingBroker {
-    async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
+impl PendingBroker {
+    /// Parks `request` (answerable from now on) and wakes [`PendingBroker::wait_pending`].
+    fn register(&self, request: &ConfirmRequest) -> oneshot::Receiver<Decision> {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
             p.insert(request.call_id.clone(), (request.clone(), tx));
         }
         self.notify.notify_waiters();
+        rx
+    }
+
+    /// Waits for the answer of a registered request (cancellation rejects); unparks it.
+    async fn wait(
+        &self,
+        request: &ConfirmRequest,
+        rx: oneshot::Receiver<Decision>,
+        cancel: &CancellationToken,
+    ) -> Decision {
         let decision = tokio::select! {
             d = rx => d.unwrap_or(Decision::Rejected { reason: Some("the confirmation was closed".into()) }),
             _ = cancel.cancelled() => Decision::Rejected { reason: Some("the call was cancelled while waiting".into()) },
@@ -200,6 +225,25 @@ impl ConfirmBroker for PendingBroker {
             p.remove(&request.call_id);
         }
         decision
+    }
+}
+
+#[async_trait]
+impl ConfirmBroker for PendingBroker {
+    async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
+        let rx = self.register(request);
+        self.wait(request, rx, cancel).await
+    }
+
+    async fn decide_announced(
+        &self,
+        request: &ConfirmRequest,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> Decision {
+        let rx = self.register(request);
+        announce();
+        self.wait(request, rx, cancel).await
     }
 }
 
@@ -302,6 +346,29 @@ mod tests {
             }
         ));
         drop(cancel);
+    }
+
+    /// Whoever sees the announcement can answer at once: the request is registered before it.
+    #[tokio::test]
+    async fn an_answer_given_during_the_announcement_is_accepted() {
+        let broker = PendingBroker::new();
+        let r = req("call-now", "digest-now");
+        let answered = std::sync::atomic::AtomicBool::new(false);
+        let announce = || {
+            let ok = broker.answer(
+                "call-now",
+                Decision::Approved {
+                    digest: "digest-now".into(),
+                },
+            );
+            answered.store(ok, std::sync::atomic::Ordering::SeqCst);
+        };
+        let d = broker
+            .decide_announced(&r, &CancellationToken::new(), &announce)
+            .await;
+        assert!(answered.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(d.approves(&r));
+        assert!(broker.pending().is_empty());
     }
 
     #[tokio::test]

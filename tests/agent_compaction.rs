@@ -4,9 +4,9 @@
 //! request pass the threshold; the pure cut decision picks when there is something to summarize.
 //!
 //! The fake server checks its protocol invariants on every request (pairs intact, no unknown
-//! result ids, every `tool_reference` names a sent tool). Its replay check follows one
-//! uncompacted conversation in order, so it is off here: compaction removes early assistant turns
-//! from the request on purpose.
+//! result ids, every `tool_reference` names a sent tool) and its replay check: a request that
+//! starts with the summary must replay exactly the served turns after it, in order
+//! (`summaries_start_with`; summary replies are `Turn::summary`, never replayed).
 
 mod agent_common;
 
@@ -27,6 +27,9 @@ fn start(prompt: &str) -> RunStart {
         ..RunStart::default()
     }
 }
+
+/// How the agent's summary message starts (`context::rebuild`).
+const SUMMARY_MARKER: &str = "Summary of the earlier conversation";
 
 /// Every request is over the threshold; two turns are kept verbatim.
 fn compacting_options() -> AgentOptions {
@@ -55,7 +58,7 @@ fn first_message(req: &RecordedRequest) -> String {
 
 async fn compaction_keeps_pairs_and_reactivates(kind: ProviderKind) {
     let h = harness(kind, Some(&["--tools", "5"])).await;
-    h.server.check_replay(false);
+    h.server.summaries_start_with(SUMMARY_MARKER);
     h.wait_deferred("mcp__fx__echo").await;
     // 1: search (activates echo) 2: echo 3: read_file; then the 4th request is the summary of
     // the prompt and the search turn, and the 5th carries the summary and the two kept turns.
@@ -66,7 +69,7 @@ async fn compaction_keeps_pairs_and_reactivates(kind: ProviderKind) {
     ));
     h.push(Turn::text("Echoing.").call("call_e1", "mcp__fx__echo", json!({"message": "ping-42"})));
     h.push(Turn::text("Reading.").call("call_r1", "read_file", json!({"path": "notes.txt"})));
-    h.push(Turn::text(
+    h.push(Turn::summary(
         "SUMMARY-7f3: the person asked to echo; tool_search found mcp__fx__echo.",
     ));
     h.push(Turn::text("All done."));
@@ -173,7 +176,7 @@ async fn compaction_keeps_pairs_and_reactivates_responses() {
 /// conversation is whole.
 async fn stop_during_summarization(kind: ProviderKind) {
     let h = harness(kind, None).await;
-    h.server.check_replay(false);
+    h.server.summaries_start_with(SUMMARY_MARKER);
     for (i, file) in ["notes.txt", "b.txt", "notes.txt"].iter().enumerate() {
         h.push(Turn::text("Reading.").call(
             &format!("call_r{i}"),

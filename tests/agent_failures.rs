@@ -294,3 +294,65 @@ async fn stop_while_a_confirmation_is_pending() {
     assert!(conv.dangling_calls().is_empty());
     h.server.assert_clean();
 }
+
+/// The desktop answers as soon as it sees `confirm_request`: the event is emitted only once the
+/// broker holds the request, so an answer given inside the event handler itself is accepted (no
+/// wait, no retry), and the approved write happens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_given_on_the_confirm_event_is_accepted() {
+    use aibuddy::agent::RunEventSink;
+    use aibuddy::confirm::{Decision, PendingBroker};
+    use std::sync::Mutex;
+
+    /// Answers every confirm request from inside `emit`, recording whether it was accepted.
+    struct AnswersAtOnce {
+        broker: PendingBroker,
+        accepted: Mutex<Vec<bool>>,
+    }
+    impl RunEventSink for AnswersAtOnce {
+        fn emit(&self, event: RunEvent) {
+            if let RunEvent::ConfirmRequest {
+                tool_call_id,
+                request,
+            } = event
+            {
+                let ok = self.broker.answer(
+                    &tool_call_id,
+                    Decision::Approved {
+                        digest: request.digest,
+                    },
+                );
+                self.accepted.lock().unwrap().push(ok);
+            }
+        }
+    }
+
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAiResponses] {
+        let h = harness(kind, None).await;
+        h.push(Turn::text("Writing.").call(
+            "call_now",
+            "write_file",
+            json!({"path": "now.txt", "content": "at once"}),
+        ));
+        h.push(Turn::text("Written."));
+        let broker = PendingBroker::new();
+        let sink = Arc::new(AnswersAtOnce {
+            broker: broker.clone(),
+            accepted: Mutex::new(Vec::new()),
+        });
+        let agent = h.agent(Arc::new(broker), fast_options());
+        let run = agent.run(start("write it"), CancellationToken::new(), sink.clone());
+        // An answer that was refused would leave the run waiting: bounded generously.
+        let out = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the run waits for an answer it refused"))
+            .unwrap();
+        assert_eq!(out.status, RunStatus::Completed, "{kind:?} {out:?}");
+        assert_eq!(*sink.accepted.lock().unwrap(), vec![true], "{kind:?}");
+        assert_eq!(
+            std::fs::read_to_string(h.root.join("now.txt")).unwrap(),
+            "at once"
+        );
+        h.server.assert_clean();
+    }
+}

@@ -214,3 +214,146 @@ async fn a_server_still_connecting_after_the_wait_is_named() {
     );
     h.server.assert_clean();
 }
+
+/// Every text the model is given for the call `id` in a recorded request: the function output
+/// (activeTools), the tool_result's text (Anthropic), or our note message after the
+/// `tool_search_output` item (Responses, which has no text field).
+fn said_about(kind: ProviderKind, body: &Value, id: &str) -> String {
+    let mut out = String::new();
+    let items = match kind {
+        ProviderKind::OpenAiResponses => &body["input"],
+        _ => &body["messages"],
+    };
+    for it in items.as_array().into_iter().flatten() {
+        match kind {
+            ProviderKind::OpenAiChat if it["tool_call_id"] == id => {
+                out.push_str(it["content"].as_str().unwrap_or_default());
+            }
+            ProviderKind::Anthropic => {
+                for b in it["content"].as_array().into_iter().flatten() {
+                    if b["type"] != "tool_result" || b["tool_use_id"] != id {
+                        continue;
+                    }
+                    match &b["content"] {
+                        Value::String(s) => out.push_str(s),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .for_each(|t| out.push_str(t)),
+                        _ => {}
+                    }
+                }
+            }
+            ProviderKind::OpenAiResponses if it["type"] == "message" && it["role"] == "user" => {
+                for p in it["content"].as_array().into_iter().flatten() {
+                    let t = p["text"].as_str().unwrap_or_default();
+                    let head = format!("[aibuddy, about the result of tool_search call {id}]");
+                    if let Some(rest) = t.strip_prefix(&head) {
+                        out.push_str(rest);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A search that finds nothing while a server is still connecting, and one that finds a tool of
+/// the server that is up: on all three routes the model is told what was not found and which
+/// server could not be searched (native: beside the references, on Responses as our note after
+/// the `tool_search_output`), and the fake provider accepts every request.
+async fn unavailable_servers_are_told_on_every_route(kind: ProviderKind) {
+    let settings = json!({"tool_search": {"connect_wait_ms": 300}});
+    let h = late_harness(kind, "20", Some(settings)).await;
+    let search = |id: &str, query: &str| {
+        let input = json!({"query": query});
+        if kind == ProviderKind::OpenAiResponses {
+            Turn::default().search_call(id, input)
+        } else {
+            Turn::text("Searching.").call(id, "tool_search", input)
+        }
+    };
+    h.push(search("call_s1", "select:mcp__fast__echo,mcp__slow__echo"));
+    h.push(search("call_s2", "select:mcp__slow__echo"));
+    h.push(Turn::text("Done."));
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), fast_options())
+        .run(start("search"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 3);
+    let (found, none) = (
+        said_about(kind, &reqs[1].body, "call_s1"),
+        said_about(kind, &reqs[2].body, "call_s2"),
+    );
+    for said in [&found, &none] {
+        assert!(
+            said.contains("not available now")
+                && said.contains("slow")
+                && said.contains("still connecting"),
+            "{kind:?}: {said}\n{}",
+            reqs[2].raw_body
+        );
+        assert!(said.contains("mcp__slow__echo"), "{kind:?}: {said}");
+    }
+    assert!(
+        none.contains("No deferred tool matches"),
+        "{kind:?}: {none}"
+    );
+    assert!(
+        !found.contains("No deferred tool matches"),
+        "{kind:?}: {found}"
+    );
+    // Native: the found tool still travels as a reference.
+    match kind {
+        ProviderKind::Anthropic => {
+            let result = reqs[1].body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|b| b["tool_use_id"] == "call_s1")
+                .unwrap();
+            let types: Vec<&str> = result["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["type"].as_str().unwrap())
+                .collect();
+            assert_eq!(types, ["tool_reference", "text"], "{result}");
+            assert_eq!(result["content"][0]["tool_name"], "mcp__fast__echo");
+        }
+        ProviderKind::OpenAiResponses => {
+            let outputs: Vec<&Value> = reqs[2].body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["type"] == "tool_search_output")
+                .collect();
+            assert_eq!(outputs.len(), 2);
+            assert_eq!(outputs[0]["tools"][0]["name"], "mcp__fast__echo");
+            assert_eq!(outputs[1]["tools"], json!([]));
+        }
+        ProviderKind::OpenAiChat => {}
+    }
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_servers_are_told_native_anthropic() {
+    unavailable_servers_are_told_on_every_route(ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_servers_are_told_native_responses() {
+    unavailable_servers_are_told_on_every_route(ProviderKind::OpenAiResponses).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_servers_are_told_active_tools_chat() {
+    unavailable_servers_are_told_on_every_route(ProviderKind::OpenAiChat).await;
+}

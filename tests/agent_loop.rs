@@ -311,3 +311,42 @@ async fn deferred_tool_search_native_responses() {
 async fn deferred_tool_search_active_tools_chat() {
     deferred_tool_search(ProviderKind::OpenAiChat).await;
 }
+
+/// The system prompt of a run: where the agent works (the project root), the runtime instructions
+/// of the active configs with the skills listing (names and purposes only), and nothing secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_system_prompt_names_the_root_and_lists_the_skills() {
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::OpenAiChat,
+    ] {
+        let h = harness(kind, None).await;
+        h.push(Turn::text("Hi."));
+        let out = h
+            .agent(Arc::new(ApproveAll), fast_options())
+            .run(start("hello"), CancellationToken::new(), sink())
+            .await
+            .unwrap();
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        let req = &h.server.requests()[0];
+        let system = match kind {
+            ProviderKind::Anthropic => req.body["system"].to_string(),
+            ProviderKind::OpenAiResponses => req.body["instructions"].to_string(),
+            ProviderKind::OpenAiChat => req.body["messages"][0].to_string(),
+        };
+        let root = serde_json::to_string(&h.root.display().to_string()).unwrap();
+        assert!(
+            system.contains(root.trim_matches('"')),
+            "{kind:?}: {system}"
+        );
+        assert!(
+            system.contains("Available skills") && system.contains("- investigate-failing-build: "),
+            "{kind:?}: {system}"
+        );
+        // Names and purposes only: no skill body, no key.
+        assert!(!system.contains(KEY), "{kind:?}");
+        assert!(!req.raw_body.contains(KEY), "{kind:?}");
+        h.server.assert_clean();
+    }
+}

@@ -437,7 +437,8 @@ async fn a_tiny_context_window_compacts_and_runs_show_keeps_the_originals() {
     })
     .await;
     f.server.expect_key(KEY);
-    f.server.check_replay(false);
+    f.server
+        .summaries_start_with("Summary of the earlier conversation");
     std::fs::write(f.project.join("a.txt"), "apple\n").unwrap();
     let k = ProviderKind::Anthropic;
     for i in 0..3 {
@@ -451,7 +452,7 @@ async fn a_tiny_context_window_compacts_and_runs_show_keeps_the_originals() {
                 .reply(k),
         );
     }
-    f.server.push(Turn::text("CLI-SUMMARY-91").reply(k));
+    f.server.push(Turn::summary("CLI-SUMMARY-91").reply(k));
     f.server.push(Turn::text("Finished.").reply(k));
     let (code, ev, err) = f.events(&["run", "read a thrice", "--json"]).await;
     assert_eq!(code, 0, "{err}");

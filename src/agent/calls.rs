@@ -13,7 +13,9 @@ use super::events::{RunEvent, RunEventSink};
 use super::watchdog::IdleWatchdog;
 use crate::discovery::ToolSet;
 use crate::events::{Event, EventSink};
+use crate::human::{CallElicitation, RunHuman};
 use crate::pipeline::{CallOutcome, CallRequest, Runner};
+use aibuddy_mcp::{CallerElicitation, with_caller};
 
 /// One call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,17 +79,28 @@ impl EventSink for ToolEvents {
                     tool_call_id: call_id,
                 });
             }
-            Event::ConfirmRequested { call_id, request } => {
-                self.watchdog.pause();
-                self.run.emit(RunEvent::ConfirmRequest {
-                    tool_call_id: call_id,
-                    request,
-                });
-            }
+            // The run's `confirm_request` comes from `RunConfirm` once the broker can take the
+            // answer (the pipeline announces before it registers); it pauses the watchdog.
             Event::ConfirmResolved { .. } => self.watchdog.resume(),
             // MCP progress is a sign of life too (a long server call that reports progress).
             Event::ToolProgress { .. } => self.watchdog.touch(),
             _ => {}
+        }
+    }
+}
+
+/// The run whose calls these are: MCP elicitations that arrive while a call is in flight are asked
+/// through the run's person and stored under that call (`aibuddy_mcp::with_caller`).
+pub(crate) struct Asker<'a> {
+    pub run_id: &'a str,
+    pub human: &'a Arc<RunHuman>,
+}
+
+impl Asker<'_> {
+    fn caller(&self, call_id: &str) -> CallerElicitation {
+        CallerElicitation {
+            key: self.run_id.to_string(),
+            broker: Arc::new(CallElicitation::new(self.human.clone(), call_id)),
         }
     }
 }
@@ -100,6 +113,7 @@ pub(crate) async fn execute(
     cancel: &CancellationToken,
     sink: Arc<dyn EventSink>,
     run_events: &dyn RunEventSink,
+    asker: &Asker<'_>,
 ) -> Vec<CallOutcome> {
     let registry = runner.registry.clone();
     let read_only = |name: &str| {
@@ -121,7 +135,10 @@ pub(crate) async fn execute(
                 name: c.name.clone(),
                 arguments: c.arguments(),
             };
-            runner.call(toolset, req, cancel.clone(), sink.clone())
+            with_caller(
+                asker.caller(&c.id),
+                runner.call(toolset, req, cancel.clone(), sink.clone()),
+            )
         });
         let done = futures::future::join_all(futures).await;
         for (&i, outcome) in batch.iter().zip(done) {

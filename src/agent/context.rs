@@ -7,8 +7,9 @@
 //!   replaced it), never its client projection, live output or heartbeats;
 //! - completed confirm and `ask_user_question` interactions are normalized into user text next to
 //!   the result (`super::human`);
-//! - `tool_search` results carry `tool_reference`s on the native presentation; their activations
-//!   and every retained call are listed for reactivation of deferred tools;
+//! - `tool_search` results carry `tool_reference`s on the native presentation, plus a note of
+//!   what references cannot say (nothing found, servers not searched: `super::search_note`);
+//!   their activations and every retained call are listed for reactivation of deferred tools;
 //! - a requested call with no stored result is answered as interrupted, so the protocol stays
 //!   valid whatever the store holds.
 
@@ -55,6 +56,9 @@ pub struct SearchResults<'a> {
     /// Native presentation: results carry `tool_reference`s to these tool names (the request's
     /// tools); `None` on activeTools.
     pub native_tools: Option<&'a BTreeSet<String>>,
+    /// What each `tool_search` call's references cannot say (`super::search_note`), by call id:
+    /// sent as text beside the references on the native presentation.
+    pub notes: HashMap<String, String>,
 }
 
 /// The text a model reads for a call with no usable projection.
@@ -112,6 +116,11 @@ fn result_block(
                     tool_name: n.clone(),
                 }
             }));
+            // Nothing found, unknown names, servers not searched: said next to the references
+            // (Anthropic: a text block of the result; Responses: a message after the outputs).
+            if let Some(note) = search.notes.get(&call.stored_id) {
+                content.push(ResultBlock::Text { text: note.clone() });
+            }
         }
     }
     if content.is_empty() {
@@ -146,18 +155,36 @@ fn corrupt(run_id: &str, seq: i64, reason: String) -> ContextError {
     }
 }
 
-/// Appends blocks to the trailing user message, or starts one.
+/// Appends blocks to the trailing user message, or starts one. Tool results go before the
+/// message's other blocks (the person's normalized text), as the Messages API requires of a user
+/// turn that answers tool calls: results first, text after.
 fn push_user(out: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
     if blocks.is_empty() {
         return;
     }
-    match out.last_mut() {
-        Some(m) if m.role == Role::User => m.content.extend(blocks),
-        _ => out.push(Message {
-            role: Role::User,
-            content: blocks,
-            raw: None,
-        }),
+    let m = match out.last_mut() {
+        Some(m) if m.role == Role::User => m,
+        _ => {
+            out.push(Message {
+                role: Role::User,
+                content: Vec::new(),
+                raw: None,
+            });
+            let Some(m) = out.last_mut() else { return };
+            m
+        }
+    };
+    for b in blocks {
+        if matches!(b, ContentBlock::ToolResult { .. }) {
+            let at = m
+                .content
+                .iter()
+                .position(|x| !matches!(x, ContentBlock::ToolResult { .. }))
+                .unwrap_or(m.content.len());
+            m.content.insert(at, b);
+        } else {
+            m.content.push(b);
+        }
     }
 }
 
@@ -182,11 +209,12 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
     let mut references = Vec::new();
     // Calls of the latest assistant message still waiting for a result.
     let mut pending: Vec<Pending> = Vec::new();
-    let confirms: HashMap<&str, &Interaction> = conv
-        .interactions
-        .iter()
-        .map(|i| (i.tool_call_id(), i))
-        .collect();
+    // Completed interactions by call: its confirm, its `ask_user_question` answer, and the
+    // answers to elicitations that arrived while it ran (several per call possible), in order.
+    let mut interactions: HashMap<&str, Vec<&Interaction>> = HashMap::new();
+    for i in &conv.interactions {
+        interactions.entry(i.tool_call_id()).or_default().push(i);
+    }
     for item in conv.effective() {
         let m = match item {
             ContextItem::Summary(s) => {
@@ -249,11 +277,13 @@ pub fn rebuild(conv: &Conversation, search: &SearchResults<'_>) -> Result<Rebuil
                     search,
                     &mut references,
                 )];
-                if let Some(text) = confirms.get(id).and_then(|i| interaction_text(i)) {
-                    if let (Some(i), Some(b)) = (confirms.get(id), blocks.first_mut()) {
-                        super::human::normalize_result(b, i);
+                for i in interactions.get(id).into_iter().flatten() {
+                    if let Some(text) = interaction_text(i) {
+                        if let Some(b) = blocks.first_mut() {
+                            super::human::normalize_result(b, i);
+                        }
+                        blocks.push(ContentBlock::Text { text });
                     }
-                    blocks.push(ContentBlock::Text { text });
                 }
                 push_user(&mut out, blocks);
             }

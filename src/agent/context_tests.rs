@@ -194,28 +194,111 @@ fn tool_search_results_carry_references_only_on_native_and_only_to_sent_tools() 
         "s".to_string(),
         vec!["mcp__a__x".to_string(), "mcp__gone__y".to_string()],
     );
+    let mut notes = HashMap::new();
+    notes.insert("s".to_string(), "server \"slow\" not searched".to_string());
     let active = SearchResults {
         activated: activated.clone(),
         native_tools: None,
+        notes: notes.clone(),
     };
     let r = rebuild(&c, &active).unwrap();
     let res = results_of(r.messages.last().unwrap());
-    assert!(matches!(&res[0].1[0], ResultBlock::Text { .. }));
+    // activeTools: the tool's own text (which names the servers itself), no extra note.
+    assert_eq!(
+        res[0].1,
+        &[ResultBlock::Text {
+            text: "Activated 2 tools".into()
+        }][..]
+    );
     assert_eq!(r.references[1].activated, vec!["mcp__a__x", "mcp__gone__y"]);
 
     let names: BTreeSet<String> = ["mcp__a__x".to_string(), "tool_search".to_string()].into();
     let native = SearchResults {
         activated,
         native_tools: Some(&names),
+        notes,
     };
     let r = rebuild(&c, &native).unwrap();
     let res = results_of(r.messages.last().unwrap());
     assert_eq!(
         res[0].1,
-        &[ResultBlock::ToolReference {
-            tool_name: "mcp__a__x".into()
+        &[
+            ResultBlock::ToolReference {
+                tool_name: "mcp__a__x".into()
+            },
+            ResultBlock::Text {
+                text: "server \"slow\" not searched".into()
+            }
+        ][..]
+    );
+}
+
+fn answer(call: &str, question: serde_json::Value, answer: serde_json::Value) -> Interaction {
+    Interaction::Answer(aibuddy_store::UserAnswer {
+        tool_call_id: call.into(),
+        run_id: Some("r1".into()),
+        question,
+        answer,
+        answered_at_ms: 1,
+    })
+}
+
+/// Several calls answered in one turn, one with two elicitation answers: every result comes
+/// first (the Messages API requires it), the person's texts follow in call order, and the MCP
+/// call's own result is kept.
+#[test]
+fn results_come_first_and_every_interaction_of_a_call_follows() {
+    let mut c = conv(vec![
+        user(1, "go"),
+        assistant(2, &[("m", "mcp__fx__elicit"), ("w", "write_file")]),
+        result(3, "m", "mcp__fx__elicit", CallStatus::Ok, Some("accepted")),
+        result(4, "w", "write_file", CallStatus::Rejected, Some("Rejected")),
+    ]);
+    let q = serde_json::json!({"kind": "elicitation", "server": "fx", "message": "Who?"});
+    c.interactions.push(answer(
+        "m",
+        q.clone(),
+        serde_json::json!({"form": {"name": "Ada"}}),
+    ));
+    c.interactions
+        .push(answer("m", q, serde_json::json!({"declined": true})));
+    c.interactions.push(Interaction::Confirm(ConfirmRecord {
+        tool_call_id: "w".into(),
+        run_id: Some("r1".into()),
+        digest: "d".into(),
+        target: "notes.txt".into(),
+        scope: String::new(),
+        consequence: String::new(),
+        decision: Decision::Rejected,
+        requested_at_ms: 0,
+        decided_at_ms: Some(1),
+    }));
+    let r = rebuild(&c, &SearchResults::default()).unwrap();
+    let last = r.messages.last().unwrap();
+    let kinds: Vec<&str> = last
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::ToolResult { .. } => "result",
+            ContentBlock::Text { .. } => "text",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["result", "result", "text", "text", "text"]);
+    let res = results_of(last);
+    assert_eq!(
+        res[0].1,
+        &[ResultBlock::Text {
+            text: "accepted".into()
         }][..]
     );
+    let text = last.text();
+    let (ada, declined, rejected) = (
+        text.find("\"name\": \"Ada\"").unwrap(),
+        text.find("declined").unwrap(),
+        text.find("rejected notes.txt").unwrap(),
+    );
+    assert!(ada < declined && declined < rejected, "{text}");
 }
 
 #[test]

@@ -12,6 +12,11 @@
 //!   -> until no tool calls, max_steps, an error, or stop; finish the run in the store
 //! ```
 //!
+//! Confirmations reach the host's broker through `confirms::RunConfirm`, which emits the run's
+//! `confirm_request` only once the request can be answered (`ConfirmBroker::decide_announced`).
+//! Each tool call runs as its run's MCP caller (`calls::Asker`): an elicitation a server sends
+//! during the call goes to that run's person and is stored under that call.
+//!
 //! Everything the model sees is rebuilt from SQLite each step, so a resumed run (`continue_run`)
 //! and a live one send the same requests, and `Agent::next_request_body` (`aibuddy runs show
 //! RUN_ID --next-request`) prints exactly what the next step sends. Calls are stored under
@@ -22,10 +27,12 @@
 mod calls;
 mod compact_step;
 pub mod compaction;
+mod confirms;
 pub mod context;
 pub mod events;
 pub mod human;
 mod run_loop;
+pub mod search_note;
 pub mod stored_route;
 pub mod summarize;
 pub mod tools;

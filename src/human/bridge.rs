@@ -6,6 +6,7 @@ use std::sync::Arc;
 use aibuddy_mcp::{ElicitationBroker, ElicitationRequest, ElicitationResponse};
 use aibuddy_store::{Store, UserAnswer};
 use async_trait::async_trait;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::PersonWaits;
@@ -69,11 +70,21 @@ impl RunHuman {
         });
     }
 
-    async fn record(&self, question: &HumanQuestion, answer: &HumanAnswer) {
-        let (HumanQuestion::Ask(q), Some(store)) = (question, &self.store) else {
+    /// Stores an answer for the context rebuild: an `ask_user_question` answer under its call; an
+    /// elicitation's under the MCP call in flight that it arrived during (`call`), when known.
+    async fn record(&self, question: &HumanQuestion, answer: &HumanAnswer, call: Option<&str>) {
+        let Some(store) = &self.store else {
             return;
         };
-        let Some(stored) = answer_json(answer).filter(|_| check_answer(q, answer).is_ok()) else {
+        let row = match question {
+            HumanQuestion::Ask(q) => answer_json(answer)
+                .filter(|_| check_answer(q, answer).is_ok())
+                .map(|a| (q.id.clone(), question_json(q), a)),
+            HumanQuestion::Elicit(e) => call.and_then(|id| {
+                elicit_answer_json(e, answer).map(|a| (id.to_string(), elicit_question_json(e), a))
+            }),
+        };
+        let Some((tool_call_id, question, answer)) = row else {
             return;
         };
         let answered_at_ms = std::time::SystemTime::now()
@@ -81,21 +92,25 @@ impl RunHuman {
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or(0);
         let row = UserAnswer {
-            tool_call_id: q.id.clone(),
+            tool_call_id,
             run_id: Some(self.run_id.clone()),
-            question: question_json(q),
-            answer: stored,
+            question,
+            answer,
             answered_at_ms,
         };
+        let call = row.tool_call_id.clone();
         if let Err(e) = store.record_user_answer(row).await {
-            tracing::warn!(run = %self.run_id, call = %q.id, "the answer was not stored: {e}");
+            tracing::warn!(run = %self.run_id, %call, "the answer was not stored: {e}");
         }
     }
-}
 
-#[async_trait]
-impl HumanBroker for RunHuman {
-    async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
+    /// Asks `question` for the run; `call` names the tool call an elicitation arrived during.
+    async fn ask_for(
+        &self,
+        question: &HumanQuestion,
+        cancel: &CancellationToken,
+        call: Option<&str>,
+    ) -> HumanAnswer {
         let _waiting = self.waits.begin();
         self.announce(question);
         // One token for the inner broker: the run's stop or the call's cancellation ends it.
@@ -109,8 +124,78 @@ impl HumanBroker for RunHuman {
                 ask.await
             }
         };
-        self.record(question, &answer).await;
+        self.record(question, &answer, call).await;
         answer
+    }
+}
+
+#[async_trait]
+impl HumanBroker for RunHuman {
+    async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
+        self.ask_for(question, cancel, None).await
+    }
+}
+
+/// The stored form of an elicitation question (`user_answers.question`). The server's message
+/// and schema are kept as data; `kind` tells the context rebuild it is not the model's question.
+pub fn elicit_question_json(e: &ElicitRequest) -> Value {
+    json!({"kind": "elicitation", "server": e.server, "message": e.message, "schema": e.schema})
+}
+
+/// The stored form of an elicitation's answer: the submitted form as the server receives it
+/// (schema defaults filled in), or a refusal. Nothing is stored for a dismissed or unanswerable
+/// request. Pure.
+pub fn elicit_answer_json(e: &ElicitRequest, answer: &HumanAnswer) -> Option<Value> {
+    match answer {
+        HumanAnswer::Form { content } => {
+            let mut content = content.clone();
+            aibuddy_mcp::elicitation::apply_schema_defaults(&e.schema, &mut content);
+            Some(json!({"form": content}))
+        }
+        HumanAnswer::Declined => Some(json!({"declined": true})),
+        _ => None,
+    }
+}
+
+/// The elicitations of one tool call of a run: each request that arrives while the call is in
+/// flight is asked through the run's [`RunHuman`] (run events, the run's stop) and its answer is
+/// stored under that call (`user_answers`), so the next requests carry it as the person's text.
+/// Installed per call by the agent (`aibuddy_mcp::with_caller`).
+pub struct CallElicitation {
+    run: Arc<RunHuman>,
+    tool_call_id: String,
+}
+
+impl CallElicitation {
+    pub fn new(run: Arc<RunHuman>, tool_call_id: &str) -> Self {
+        Self {
+            run,
+            tool_call_id: tool_call_id.to_string(),
+        }
+    }
+}
+
+/// An MCP elicitation request as a question to the person. Pure apart from the fresh id.
+fn elicit_question(request: ElicitationRequest) -> HumanQuestion {
+    HumanQuestion::Elicit(ElicitRequest {
+        id: format!("elicit_{}", ulid::Ulid::new().to_string().to_lowercase()),
+        server: request.server,
+        message: request.message,
+        schema: request.schema,
+        defaults: request.defaults,
+    })
+}
+
+#[async_trait]
+impl ElicitationBroker for CallElicitation {
+    async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
+        let question = elicit_question(request);
+        let cancel = self.run.cancel.clone();
+        elicitation_response(
+            self.run
+                .ask_for(&question, &cancel, Some(&self.tool_call_id))
+                .await,
+        )
     }
 }
 
@@ -139,13 +224,7 @@ pub fn elicitation_response(answer: HumanAnswer) -> ElicitationResponse {
 #[async_trait]
 impl ElicitationBroker for HumanElicitation {
     async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
-        let question = HumanQuestion::Elicit(ElicitRequest {
-            id: format!("elicit_{}", ulid::Ulid::new().to_string().to_lowercase()),
-            server: request.server,
-            message: request.message,
-            schema: request.schema,
-            defaults: request.defaults,
-        });
+        let question = elicit_question(request);
         elicitation_response(self.human.ask(&question, &self.cancel).await)
     }
 }

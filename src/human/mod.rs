@@ -4,16 +4,21 @@
 //! ```text
 //! model: ask_user_question ─┐                          ┌─ CLI: terminal prompt (bin, cli/ask.rs)
 //!                           ├─> HumanBroker::ask ─────>├─ desktop: PendingQuestions + answer_ask_user
-//! MCP: elicitation/create ──┘   (the run's, via        └─ nobody: NoPerson (a clear error)
-//!                               HumanDesk / RunHuman)
+//! MCP: elicitation/create ──┘   (the run's RunHuman,   └─ nobody: NoPerson (a clear error)
+//!                               found by run id or by
+//!                               the MCP call in flight)
 //! ```
 //!
 //! The host implements [`HumanBroker`]. During an agent run the agent wraps the host's broker in
-//! a [`RunHuman`] (emits `ask_user` / `elicitation` run events, stores `ask_user_question` answers
-//! in `user_answers`) and attaches it to the run id on the process's [`HumanDesk`], where the
-//! `ask_user_question` handler finds it by `CallContext::run_id`; MCP elicitations reach it
-//! through [`HumanElicitation`]. The run's cancellation token ends a pending question promptly:
-//! it is answered [`HumanAnswer::Cancelled`] and the run ends `cancelled`.
+//! a [`RunHuman`] (emits `ask_user` / `elicitation` run events, stores answers in `user_answers`)
+//! and attaches it to the run id on the process's [`HumanDesk`], where the `ask_user_question`
+//! handler finds it by `CallContext::run_id`. An MCP elicitation is routed by the call that caused
+//! it: the agent runs each tool call inside `aibuddy_mcp::with_caller` with a [`CallElicitation`]
+//! (that run, that call id), so the form reaches the person of that run (several runs in one
+//! process included) and its answer is stored under that call, normalized into the person's text
+//! on every later request (`agent::human`). Elicitations outside runs go to the plane's broker
+//! ([`HumanElicitation`], e.g. `aibuddy call`). The run's cancellation token ends a pending
+//! question promptly: it is answered [`HumanAnswer::Cancelled`] and the run ends `cancelled`.
 //!
 //! Everything in a question (the model's text, a server's message, option labels, schema field
 //! names) is untrusted: a host printing it to a terminal escapes it with `aibuddy_common::term`.
@@ -31,7 +36,9 @@ use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
 pub use answer::{AnswerError, answer_json, check_answer, describe_answer, question_json};
-pub use bridge::{HumanElicitation, RunHuman};
+pub use bridge::{
+    CallElicitation, HumanElicitation, RunHuman, elicit_answer_json, elicit_question_json,
+};
 pub use desk::{DeskGuard, HumanDesk};
 pub use pending::PendingQuestions;
 pub use waits::{PersonWaits, WaitGuard};

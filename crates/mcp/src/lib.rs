@@ -54,7 +54,8 @@ pub use config::{
     ConfigError, ConfigScope, LoadedConfigs, ServerConfig, Timeouts, Transport, load_server_configs,
 };
 pub use elicitation::{
-    DeclineElicitation, ElicitationBroker, ElicitationRequest, ElicitationResponse,
+    CallerElicitation, DeclineElicitation, ElicitationBroker, ElicitationRequest,
+    ElicitationResponse, with_caller,
 };
 pub use error::{McpError, McpStage};
 pub use handler::{McpProgress, PROTOCOL_VERSION, ProgressSink, client_config};

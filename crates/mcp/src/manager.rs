@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, McpToolEntry};
 use crate::config::ServerConfig;
+use crate::elicitation::{Callers, RoutedElicitation};
 use crate::error::McpError;
 use crate::handler::{ProgressRoutes, ProgressSink};
 use crate::redact::Redactor;
@@ -79,13 +80,18 @@ impl McpManager {
             .map(|(n, _)| n.clone())
             .collect();
         let (changes, _) = watch::channel(0u64);
+        let callers = Arc::new(Callers::default());
         let shared = Arc::new(Shared {
             slots: RwLock::new(slots),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             changes,
             progress: Arc::new(ProgressRoutes::new(options.progress_interval)),
             options,
-            broker: handlers.elicitation,
+            broker: Arc::new(RoutedElicitation {
+                host: handlers.elicitation,
+                callers: callers.clone(),
+            }),
+            callers,
         });
         let shutdown = CancellationToken::new();
         let tasks = enabled

@@ -79,6 +79,10 @@ pub(crate) async fn call(
             tool: bound.qualified_name,
         });
     }
+    // In flight from here on: an elicitation the server sends meanwhile goes to this caller.
+    let _caller = shared
+        .callers
+        .enter(&bound.server, crate::elicitation::current_caller());
     let params = CallToolRequestParams::new(bound.tool.clone()).with_arguments(bound.args.clone());
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = match live

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::catalog::{Catalog, build_catalog};
 use crate::config::ServerConfig;
-use crate::elicitation::ElicitationBroker;
+use crate::elicitation::{Callers, ElicitationBroker};
 use crate::error::McpError;
 use crate::handler::{ConnEvent, ProgressRoutes};
 use crate::options::McpOptions;
@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub progress: Arc<ProgressRoutes>,
     pub options: McpOptions,
     pub broker: Arc<dyn ElicitationBroker>,
+    /// Who made each call in flight (routes elicitations; see `elicitation`).
+    pub callers: Arc<Callers>,
 }
 
 impl Shared {

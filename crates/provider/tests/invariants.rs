@@ -258,11 +258,78 @@ fn server_tool_and_client_only_rules() {
     assert_eq!(rules(r, body), vec!["no_result_for_server_tool"]);
     let body = json!({"input": [
         {"type": "tool_search_call", "call_id": "s1", "execution": "client", "arguments": {}},
-        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [{"type": "function", "name": "ghost"}]}], "tools": []});
+        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [{"type": "function", "name": "ghost", "parameters": {"type": "object"}}]}], "tools": []});
     assert_eq!(rules(r, body), vec!["tool_reference_known"]);
     let c = ProviderKind::OpenAiChat;
     let body = json!({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "nope", "content": "x"}]});
     assert_eq!(rules(c, body), vec!["result_names_known_call"]);
     let body = json!({"messages": [{"role": "user", "content": "x", "display": "card"}]});
     assert_eq!(rules(c, body), vec!["no_client_only_fields"]);
+}
+
+/// What the real APIs refuse in the places where aibuddy writes its own content: a tool_result
+/// after other content in a user turn, a block type a tool_result cannot hold (Anthropic); an
+/// unknown field on an input item, a user message with an `output_text` part, a tool search
+/// output returning a non-function (Responses). The accepted forms pass.
+#[test]
+fn shapes_the_apis_refuse_are_violations() {
+    let k = ProviderKind::Anthropic;
+    let call = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]});
+    let ok = json!({"messages": [{"role": "user", "content": "go"}, call,
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "tool_reference", "tool_name": "x"}, {"type": "text", "text": "note"}]},
+            {"type": "text", "text": "[The person approved x.]"}]}],
+        "tools": [{"name": "x", "input_schema": {"type": "object"}}]});
+    assert!(rules(k, ok).is_empty());
+    let late = json!({"messages": [{"role": "user", "content": "go"}, call,
+        {"role": "user", "content": [{"type": "text", "text": "first"},
+            {"type": "tool_result", "tool_use_id": "t1", "content": "r"}]}]});
+    assert_eq!(rules(k, late), vec!["tool_results_first"]);
+    let odd = json!({"messages": [{"role": "user", "content": "go"}, call,
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": [{"type": "tool_use", "id": "z", "name": "x", "input": {}}]}]}]});
+    assert_eq!(rules(k, odd), vec!["result_content_type"]);
+
+    let r = ProviderKind::OpenAiResponses;
+    let search = json!({"type": "tool_search_call", "call_id": "s1", "execution": "client", "arguments": {}});
+    let tools = json!([{"type": "tool_search", "execution": "client"},
+        {"type": "function", "name": "x", "parameters": {"type": "object"}}]);
+    let ok = json!({"input": [search,
+        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "status": "completed", "tools": []},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "nothing matched"}]}],
+        "tools": tools});
+    assert!(rules(r, ok).is_empty());
+    let text_field = json!({"input": [search,
+        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [], "output": "nothing matched"}],
+        "tools": tools});
+    assert_eq!(rules(r, text_field), vec!["item_shape"]);
+    let wrong_part = json!({"input": [{"type": "message", "role": "user",
+        "content": [{"type": "output_text", "text": "x"}]}]});
+    assert_eq!(rules(r, wrong_part), vec!["item_shape"]);
+    let wrong_role = json!({"input": [{"type": "message", "role": "tool", "content": "x"}]});
+    assert_eq!(rules(r, wrong_role), vec!["item_shape"]);
+    let not_function = json!({"input": [search,
+        {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": [{"type": "note", "text": "x"}]}],
+        "tools": tools});
+    assert!(rules(r, not_function).contains(&"item_shape"));
+}
+
+/// The replay rule with compaction: the turns after a summary must be the served turns that
+/// followed it, unchanged and in order; without a summary nothing may be left out up front.
+#[test]
+fn a_summarized_prefix_may_be_left_out_but_nothing_else() {
+    use aibuddy_provider::testing::server::replay_violation;
+    let t = |n: u32| json!([{"type": "text", "text": format!("turn {n}")}]);
+    let served = vec![t(0), t(1), t(2), t(3)];
+    assert_eq!(replay_violation(&[t(0), t(1)], &served, false), None);
+    assert_eq!(replay_violation(&[t(2), t(3)], &served, true), None);
+    assert_eq!(replay_violation(&served, &served, true), None);
+    // Without a summary, the earliest turns cannot go.
+    assert!(replay_violation(&[t(2), t(3)], &served, false).is_some());
+    // After a summary: no gap, no reordering, no change.
+    assert!(replay_violation(&[t(1), t(3)], &served, true).is_some());
+    assert!(replay_violation(&[t(3), t(2)], &served, true).is_some());
+    let changed = json!([{"type": "text", "text": "turn 2 (edited)"}]);
+    assert!(replay_violation(&[changed, t(3)], &served, true).is_some());
 }

@@ -295,3 +295,50 @@ fn responses_failed_event_is_a_typed_stream_error() {
     assert!(e.is_retryable(), "{e:?}");
     assert_eq!(e.to_string(), "provider stream error (server_error): boom");
 }
+
+/// A client tool search's note (what its references cannot say) on the native presentation: a
+/// text block beside the references in the Anthropic `tool_result`; on Responses, where
+/// `tool_search_output` has no text field, a user message of ours after the outputs, naming the
+/// call, before the person's own text.
+#[test]
+fn native_search_notes_beside_the_references() {
+    let note = "These MCP servers are not available now: \"slow\"";
+    let with_note = |kind| {
+        let mut r = req(Presentation::Native, kind);
+        r.messages[2] = Message::tool_results(vec![
+            ContentBlock::ToolResult {
+                tool_use_id: "c1".into(),
+                content: vec![
+                    ResultBlock::ToolReference {
+                        tool_name: "weather".into(),
+                    },
+                    ResultBlock::Text { text: note.into() },
+                ],
+                is_error: false,
+            },
+            ContentBlock::Text {
+                text: "[The person approved x.]".into(),
+            },
+        ]);
+        r
+    };
+    let a = anthropic::build_request(&with_note(CallKind::Function), false).unwrap();
+    assert_eq!(
+        a["messages"][2]["content"],
+        json!([{"type": "tool_result", "tool_use_id": "c1", "content": [
+            {"type": "tool_reference", "tool_name": "weather"}, {"type": "text", "text": note}]},
+            {"type": "text", "text": "[The person approved x.]"}])
+    );
+    let r = responses::build_request(&with_note(CallKind::ToolSearch), false).unwrap();
+    let input = r["input"].as_array().unwrap();
+    assert_eq!(input[3]["type"], "tool_search_output");
+    assert_eq!(input[3]["tools"][0]["name"], "weather");
+    assert!(input[3].get("text").is_none() && input[3].get("output").is_none());
+    assert_eq!(
+        input[4],
+        json!({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": responses::search_note("c1", note)},
+            {"type": "input_text", "text": "[The person approved x.]"}]})
+    );
+    assert_eq!(input.len(), 5);
+}

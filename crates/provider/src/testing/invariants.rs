@@ -220,10 +220,12 @@ fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
             }
             continue;
         }
+        check_results_first(c, i, &blocks);
         for b in &blocks {
             if ty(b) != "tool_result" {
                 continue;
             }
+            check_result_content(c, i, b);
             let id = b
                 .get("tool_use_id")
                 .and_then(Value::as_str)
@@ -264,6 +266,50 @@ fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
     }
 }
 
+/// Block types the Messages API accepts inside a `tool_result`'s content array.
+const RESULT_CONTENT_TYPES: &[&str] = &[
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "tool_reference",
+];
+
+/// In a user turn that answers tool calls, every `tool_result` comes before any other block (the
+/// Messages API answers 400 otherwise).
+fn check_results_first(c: &mut Checker, i: usize, blocks: &[Value]) {
+    let is_result = |b: &Value| b.get("type").and_then(Value::as_str) == Some("tool_result");
+    if let Some(first_other) = blocks.iter().position(|b| !is_result(b))
+        && blocks[first_other..].iter().any(is_result)
+    {
+        c.fail(
+            "tool_results_first",
+            format!("messages[{i}] has a tool_result after other content"),
+        );
+    }
+}
+
+fn check_result_content(c: &mut Checker, i: usize, result: &Value) {
+    let Some(parts) = result.get("content").and_then(Value::as_array) else {
+        return;
+    };
+    for p in parts {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        if !RESULT_CONTENT_TYPES.contains(&ty) {
+            c.fail(
+                "result_content_type",
+                format!("messages[{i}] has a tool_result holding a {ty:?} block"),
+            );
+        }
+        if ty == "text" && !p.get("text").is_some_and(Value::is_string) {
+            c.fail(
+                "result_content_type",
+                format!("messages[{i}] has a tool_result text block without text"),
+            );
+        }
+    }
+}
+
 /// Each call exactly one result; results for unknown ids are reported by the caller.
 fn check_pairs(c: &mut Checker, calls: &HashSet<String>, results: &[String], at: &str) {
     let mut count: HashMap<&str, usize> = HashMap::new();
@@ -298,6 +344,7 @@ fn check_responses(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
     let mut results: Vec<String> = Vec::new();
     for (i, it) in items.iter().enumerate() {
         check_client_only(c, &format!("input[{i}]"), it);
+        check_item_shape(c, i, it);
         let ty = it.get("type").and_then(Value::as_str).unwrap_or_default();
         let call_id = it
             .get("call_id")
@@ -337,6 +384,98 @@ fn check_responses(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
         }
     }
     check_pairs(c, &calls, &results, "input");
+}
+
+/// The fields the Responses API accepts on the input items aibuddy writes (an unknown field is a
+/// 400 `unknown_parameter` there); output items replayed as received are not checked here.
+fn allowed_keys(ty: &str) -> Option<&'static [&'static str]> {
+    match ty {
+        "tool_search_output" => Some(&["type", "id", "call_id", "execution", "status", "tools"]),
+        "function_call_output" => Some(&["type", "id", "call_id", "output", "status"]),
+        "message" => Some(&["type", "id", "role", "content", "status"]),
+        _ => None,
+    }
+}
+
+/// Input item shapes: known fields only; a message's role and content parts (`input_*` parts for
+/// user, system and developer; `output_text` or `refusal` for assistant); `tool_search_output`
+/// tools are function definitions with object schemas.
+fn check_item_shape(c: &mut Checker, i: usize, it: &Value) {
+    let ty = it.get("type").and_then(Value::as_str).unwrap_or_default();
+    if let (Some(keys), Some(map)) = (allowed_keys(ty), it.as_object()) {
+        for k in map.keys() {
+            if !keys.contains(&k.as_str()) {
+                c.fail(
+                    "item_shape",
+                    format!("input[{i}] ({ty}) has the unknown field {k:?}"),
+                );
+            }
+        }
+    }
+    match ty {
+        "message" => {
+            let role = it.get("role").and_then(Value::as_str).unwrap_or_default();
+            let parts: &[&str] = match role {
+                "user" | "system" | "developer" => &["input_text", "input_image", "input_file"],
+                "assistant" => &["output_text", "refusal"],
+                other => {
+                    c.fail("item_shape", format!("input[{i}] has the role {other:?}"));
+                    return;
+                }
+            };
+            match it.get("content") {
+                Some(Value::String(_)) => {}
+                Some(Value::Array(a)) if !a.is_empty() => {
+                    for p in a {
+                        let pt = p.get("type").and_then(Value::as_str).unwrap_or_default();
+                        let text_ok =
+                            !pt.ends_with("_text") || p.get("text").is_some_and(Value::is_string);
+                        if !parts.contains(&pt) || !text_ok {
+                            c.fail(
+                                "item_shape",
+                                format!("input[{i}] ({role} message) has a {pt:?} part"),
+                            );
+                        }
+                    }
+                }
+                _ => c.fail(
+                    "item_shape",
+                    format!("input[{i}] is a message without content"),
+                ),
+            }
+        }
+        "tool_search_output" => {
+            let Some(tools) = it.get("tools").and_then(Value::as_array) else {
+                c.fail(
+                    "item_shape",
+                    format!("input[{i}] tool_search_output without tools"),
+                );
+                return;
+            };
+            for t in tools {
+                let function = t.get("type").and_then(Value::as_str) == Some("function")
+                    && t.get("name").is_some_and(Value::is_string)
+                    && t.get("parameters").is_some_and(Value::is_object);
+                if !function {
+                    c.fail(
+                        "item_shape",
+                        format!("input[{i}] tool_search_output returns something not a function definition"),
+                    );
+                }
+            }
+        }
+        "function_call_output"
+            if !it
+                .get("output")
+                .is_some_and(|o| o.is_string() || o.is_array()) =>
+        {
+            c.fail(
+                "item_shape",
+                format!("input[{i}] function_call_output without output"),
+            );
+        }
+        _ => {}
+    }
 }
 
 fn answer(

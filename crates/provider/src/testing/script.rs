@@ -77,6 +77,9 @@ pub struct Turn {
     pub pings: bool,
     /// Stop after the first text delta and stall (a stream that stops sending).
     pub stall_after_first_delta: bool,
+    /// The reply to a side request (a conversation summary), not a turn of the conversation:
+    /// it is never replayed, so the replay check does not expect it back.
+    pub aside: bool,
 }
 
 impl Turn {
@@ -107,6 +110,14 @@ impl Turn {
             kind: CallKind::ToolSearch,
         });
         self
+    }
+
+    /// A summary: the reply to a compaction request (see [`Turn::aside`]).
+    pub fn summary(t: &str) -> Self {
+        Self {
+            aside: true,
+            ..Self::text(t)
+        }
     }
 
     pub fn with_pings(mut self) -> Self {
@@ -148,7 +159,7 @@ impl Turn {
         }
         Reply::Stream {
             chunks,
-            served: Some(served),
+            served: (!self.aside).then_some(served),
         }
     }
 

@@ -39,6 +39,9 @@ struct State {
     /// Assistant content served by completed replies, in order.
     served: Vec<Value>,
     check_replay: bool,
+    /// How a conversation summary starts (`summaries_start_with`): only a request that starts with
+    /// one may leave out the earliest served turns.
+    summary_marker: Option<String>,
     disconnects: usize,
 }
 
@@ -110,6 +113,14 @@ impl FakeServer {
     /// Whether earlier served assistant content must come back unchanged (on by default).
     pub fn check_replay(&self, on: bool) {
         lock(&self.state).check_replay = on;
+    }
+
+    /// Conversation compaction: a request whose first user text starts with `marker` carries a
+    /// summary of the earliest turns, so it may replay only a suffix of the served turns: the
+    /// turns after the summary, exactly and in order (summary replies are scripted with
+    /// [`super::Turn::summary`], which the conversation never replays).
+    pub fn summaries_start_with(&self, marker: &str) {
+        lock(&self.state).summary_marker = Some(marker.to_string());
     }
 
     pub fn push(&self, reply: Reply) {
@@ -227,6 +238,82 @@ fn replayed(kind: ProviderKind, body: &Value) -> Vec<Value> {
     }
 }
 
+/// The text the first non-system message of a request starts with.
+fn first_user_text(kind: ProviderKind, body: &Value) -> String {
+    let items = match kind {
+        ProviderKind::OpenAiResponses => body.get("input"),
+        _ => body.get("messages"),
+    };
+    let first = items
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|m| {
+            !matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            )
+        });
+    match first.and_then(|m| m.get("content")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .find_map(|p| p.get("text").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The replay rule. Pure. The replayed assistant turns must equal served turns exactly, in order,
+/// with none left out in between: from the first served turn, or, when the request starts with a
+/// summary, from a later one (the turns before it were summarized). Replayed turns past the last
+/// served one may only be content never served (e.g. a partial answer kept after a stop).
+pub fn replay_violation(
+    replayed: &[Value],
+    served: &[Value],
+    summarized: bool,
+) -> Option<(&'static str, String)> {
+    let first = replayed.first()?;
+    let aligned = |k: usize| {
+        let n = served.len() - k;
+        replayed
+            .iter()
+            .zip(&served[k..])
+            .all(|(got, want)| got == want)
+            && replayed.iter().skip(n).all(|extra| !served.contains(extra))
+    };
+    let start = if summarized {
+        (0..served.len()).find(|&k| served[k] == *first && aligned(k))
+    } else {
+        aligned(0).then_some(0)
+    };
+    match start {
+        Some(_) => None,
+        None if summarized => Some((
+            "assistant_content_as_received",
+            format!(
+                "the turns after the summary (first {first}) are not the served turns in order, unchanged"
+            ),
+        )),
+        None => {
+            let i = replayed
+                .iter()
+                .zip(served)
+                .position(|(got, want)| got != want)
+                .unwrap_or(0);
+            let want = served.get(i).cloned().unwrap_or_default();
+            Some((
+                "assistant_content_as_received",
+                format!(
+                    "assistant turn {i} differs from what was served: served {want}, got {}",
+                    replayed[i]
+                ),
+            ))
+        }
+    }
+}
+
 async fn handle(
     req: Request<Incoming>,
     state: Arc<Mutex<State>>,
@@ -259,18 +346,18 @@ async fn handle(
         let mut violations = check_request(kind, &headers, &raw, st.key.as_deref());
         let body: Value = serde_json::from_str(&raw).unwrap_or_default();
         if st.check_replay {
-            for (i, (got, want)) in replayed(kind, &body)
-                .iter()
-                .zip(st.served.iter())
-                .enumerate()
+            let summarized = st
+                .summary_marker
+                .as_deref()
+                .is_some_and(|m| first_user_text(kind, &body).starts_with(m));
+            if let Some((rule, detail)) =
+                replay_violation(&replayed(kind, &body), &st.served, summarized)
             {
-                if got != want {
-                    violations.push(Violation {
-                        rule: "assistant_content_as_received",
-                        detail: format!("assistant turn {i} differs from what was served: served {want}, got {got}"),
-                        body: raw.clone(),
-                    });
-                }
+                violations.push(Violation {
+                    rule,
+                    detail,
+                    body: raw.clone(),
+                });
             }
         }
         for v in &violations {

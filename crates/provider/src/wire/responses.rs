@@ -98,6 +98,9 @@ fn push_items(
         return Ok(());
     }
     let mut text = String::new();
+    // What a client tool search says besides its tools (nothing found, servers not searched):
+    // `tool_search_output` has no text field, so it follows the outputs as a message of ours.
+    let mut notes: Vec<String> = Vec::new();
     for b in &m.content {
         match b {
             ContentBlock::Text { text: t } => text.push_str(t),
@@ -109,13 +112,19 @@ fn push_items(
                 if kinds.get(tool_use_id.as_str()) == Some(&CallKind::ToolSearch) {
                     let mut tools = Vec::new();
                     for c in content {
-                        if let ResultBlock::ToolReference { tool_name } = c {
-                            let t = req.tool(tool_name).ok_or_else(|| {
-                                ProviderError::Request(format!(
+                        match c {
+                            ResultBlock::ToolReference { tool_name } => {
+                                let t = req.tool(tool_name).ok_or_else(|| {
+                                    ProviderError::Request(format!(
                                     "tool_search result names {tool_name}, which is not in tools"
                                 ))
-                            })?;
-                            tools.push(function_def(t, true));
+                                })?;
+                                tools.push(function_def(t, true));
+                            }
+                            ResultBlock::Text { text } if !text.is_empty() => {
+                                notes.push(search_note(tool_use_id, text));
+                            }
+                            ResultBlock::Text { .. } => {}
                         }
                     }
                     input.push(json!({"type": "tool_search_output", "call_id": tool_use_id,
@@ -134,11 +143,23 @@ fn push_items(
             ContentBlock::ToolUse { .. } | ContentBlock::Opaque { .. } => {}
         }
     }
+    let mut parts: Vec<Value> = notes
+        .into_iter()
+        .map(|n| json!({"type": "input_text", "text": n}))
+        .collect();
     if !text.is_empty() {
-        input.push(json!({"type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": text}]}));
+        parts.push(json!({"type": "input_text", "text": text}));
+    }
+    if !parts.is_empty() {
+        input.push(json!({"type": "message", "role": "user", "content": parts}));
     }
     Ok(())
+}
+
+/// The message text carrying a client tool search's note (written by aibuddy; the caller quotes
+/// any server text inside it).
+pub fn search_note(call_id: &str, note: &str) -> String {
+    format!("[aibuddy, about the result of tool_search call {call_id}]\n{note}")
 }
 
 pub(crate) fn arguments_string(args: &Value) -> String {

@@ -1,0 +1,54 @@
+//! The confirm broker as one run uses it: the run's `confirm_request` event is emitted by
+//! [`RunConfirm`] once the host's broker can take the answer (registered first, then announced:
+//! `ConfirmBroker::decide_announced`), so a desktop that answers as soon as it sees the event is
+//! never told "nothing pending". The pipeline's own `ConfirmRequested` tool event only pauses the
+//! run's idle watchdog (`calls::ToolEvents`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{RunEvent, RunEventSink};
+use super::watchdog::IdleWatchdog;
+use crate::confirm::{ConfirmBroker, ConfirmRequest, Decision};
+
+pub(crate) struct RunConfirm {
+    pub inner: Arc<dyn ConfirmBroker>,
+    pub events: Arc<dyn RunEventSink>,
+    pub watchdog: Arc<IdleWatchdog>,
+}
+
+impl RunConfirm {
+    fn announce(&self, request: &ConfirmRequest) {
+        // A pending confirmation is not a stalled call (resumed at `ConfirmResolved`).
+        self.watchdog.pause();
+        self.events.emit(RunEvent::ConfirmRequest {
+            tool_call_id: request.call_id.clone(),
+            request: request.clone(),
+        });
+    }
+}
+
+#[async_trait]
+impl ConfirmBroker for RunConfirm {
+    async fn decide(&self, request: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
+        let announce = || self.announce(request);
+        self.inner
+            .decide_announced(request, cancel, &announce)
+            .await
+    }
+
+    async fn decide_announced(
+        &self,
+        request: &ConfirmRequest,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> Decision {
+        let both = || {
+            announce();
+            self.announce(request);
+        };
+        self.inner.decide_announced(request, cancel, &both).await
+    }
+}
