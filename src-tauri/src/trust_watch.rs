@@ -108,3 +108,24 @@ fn evaluate<R: Runtime>(handle: &AppHandle<R>, root: &Path, last: &str) -> Optio
     }
     Some(digest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: notify::EventKind, path: &str) -> notify::Event {
+        notify::Event::new(kind).add_path(PathBuf::from(path))
+    }
+
+    #[test]
+    fn only_changes_under_the_projects_aibuddy_folder_count() {
+        let root = Path::new("/p");
+        let modify = notify::EventKind::Modify(notify::event::ModifyKind::Any);
+        let access = notify::EventKind::Access(notify::event::AccessKind::Any);
+        assert!(relevant(root, &event(modify, "/p/.aibuddy/mcp.json")));
+        assert!(relevant(root, &event(modify, "/p/.aibuddy")));
+        assert!(!relevant(root, &event(modify, "/p/src/main.rs")));
+        assert!(!relevant(root, &event(modify, "/q/.aibuddy/mcp.json")));
+        assert!(!relevant(root, &event(access, "/p/.aibuddy/mcp.json")));
+    }
+}
