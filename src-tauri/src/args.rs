@@ -12,7 +12,7 @@ use clap::Parser;
     about = "The aibuddy desktop app: the tool system of an AI agent, on one project folder"
 )]
 pub struct Args {
-    /// Project folder to open (default: the current directory).
+    /// Project folder to open (default: none; the window opens on the welcome view).
     #[arg(value_name = "PROJECT_DIR", env = "AIBUDDY_PROJECT")]
     pub project: Option<PathBuf>,
 

@@ -22,6 +22,9 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::run_views::RunDetail::export_all(&cfg)?;
     aibuddy::human::HumanAnswer::export_all(&cfg)?;
     aibuddy::human::HumanQuestion::export_all(&cfg)?;
+    crate::recent::RecentProject::export_all(&cfg)?;
+    crate::trust_view::TrustPrompt::export_all(&cfg)?;
+    crate::providers_view::ProviderList::export_all(&cfg)?;
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
 use crate::compacted::CompactedRouter;
-use crate::state::ShellState;
+use crate::state::Project;
 
 /// The finished call as the UI shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -159,7 +159,7 @@ impl Calls {
 /// Answers the confirmation of `call_id`. While a run is in progress or the call is still running,
 /// a request announced but not yet registered is waited for (up to [`CONFIRM_APPEAR_WAIT`]), so an
 /// answer given right after the `confirm_request` event is not lost. False when nothing is pending.
-pub async fn answer_confirm(state: &ShellState, call_id: &str, approve: bool) -> bool {
+pub async fn answer_confirm(state: &Project, call_id: &str, approve: bool) -> bool {
     let deadline = std::time::Instant::now() + CONFIRM_APPEAR_WAIT;
     loop {
         if state.calls.answer(call_id, approve) {
@@ -175,7 +175,7 @@ pub async fn answer_confirm(state: &ShellState, call_id: &str, approve: bool) ->
 
 /// Runs one call through the pipeline as part of the window's run.
 pub async fn run_call(
-    state: &ShellState,
+    state: &Project,
     tool: String,
     arguments: String,
     events: Arc<dyn EventSink>,

@@ -17,4 +17,13 @@ pub const COMMANDS: &[&str] = &[
     "list_runs",
     "show_run",
     "answer_ask_user",
+    "pick_project",
+    "open_recent",
+    "list_recent",
+    "forget_recent",
+    "trust_status",
+    "trust_project",
+    "distrust_project",
+    "list_providers",
+    "choose_provider",
 ];

@@ -14,18 +14,18 @@ use crate::error::{CommandError, ErrorCode};
 use crate::history::{self, CallDetail, HistoryEntry};
 use crate::run_views::{DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT, RunDetail, RunSummary};
 use crate::runs::{self, RunHandle, WindowSink};
-use crate::state::{ProjectInfo, ShellState};
+use crate::state::{Project, ProjectInfo, ShellState};
 
 /// The open project (root, data directory, settings files and their problems), for the header.
 #[tauri::command]
 pub async fn project_info(state: State<'_, ShellState>) -> Result<ProjectInfo, CommandError> {
-    Ok(state.info.clone())
+    Ok(state.project()?.info.clone())
 }
 
 /// Every tool this run would have: active, deferred, and configured-but-absent with the reason.
 #[tauri::command]
 pub async fn list_tools(state: State<'_, ShellState>) -> Result<Vec<ToolListing>, CommandError> {
-    Ok(state.app.tools_list())
+    Ok(state.app()?.tools_list())
 }
 
 /// Runs one tool call through the core's full pipeline. Live events (started, output deltas,
@@ -38,7 +38,8 @@ pub async fn call_tool(
     arguments: String,
     on_event: Channel<Event>,
 ) -> Result<CallResult, CommandError> {
-    Ok(run_call(&state, tool, arguments, Arc::new(ChannelSink(on_event))).await)
+    let project = state.project()?;
+    Ok(run_call(&project, tool, arguments, Arc::new(ChannelSink(on_event))).await)
 }
 
 /// Stops a running call (its process group, its confirmation wait). False when it is not running.
@@ -47,7 +48,7 @@ pub async fn cancel_call(
     state: State<'_, ShellState>,
     call_id: String,
 ) -> Result<bool, CommandError> {
-    Ok(state.calls.cancel(&call_id))
+    Ok(state.project()?.calls.cancel(&call_id))
 }
 
 /// Answers the confirmation a call or a run's call is waiting for (one broker for both). The
@@ -59,7 +60,8 @@ pub async fn answer_confirm(
     call_id: String,
     approve: bool,
 ) -> Result<bool, CommandError> {
-    Ok(crate::calls::answer_confirm(&state, &call_id, approve).await)
+    let project = state.project()?;
+    Ok(crate::calls::answer_confirm(&project, &call_id, approve).await)
 }
 
 /// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text
@@ -72,7 +74,8 @@ pub async fn list_history(
     status: Option<String>,
 ) -> Result<Vec<HistoryEntry>, CommandError> {
     let filter = history::filter(limit, search, status)?;
-    history::list(store(&state)?, filter).await
+    let project = state.project()?;
+    history::list(store(&project)?, filter).await
 }
 
 /// One stored call: tool, status, stage, input, model text and a bounded slice of its raw output
@@ -84,7 +87,8 @@ pub async fn show_call(
     offset: Option<u64>,
     limit: Option<u64>,
 ) -> Result<CallDetail, CommandError> {
-    history::show(store(&state)?, &tool_call_id, offset, limit).await
+    let project = state.project()?;
+    history::show(store(&project)?, &tool_call_id, offset, limit).await
 }
 
 /// Starts an agent run on the settings' provider entry `provider` (default `providers.default`),
@@ -107,15 +111,16 @@ pub async fn start_run<R: Runtime>(
             message: "a run needs a prompt".to_string(),
         });
     }
+    let project = state.project()?;
     let resolved =
-        crate::provider::resolve(&state.app, None, provider.as_deref(), model.as_deref())?;
+        crate::provider::resolve(&project.app, None, provider.as_deref(), model.as_deref())?;
     let start = RunStart {
         prompt,
         max_steps,
         continue_run: None,
     };
     let sink = Arc::new(WindowSink::new(app));
-    let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
+    let run_id = runs::start(&project, Arc::new(resolved), start, sink).await?;
     Ok(RunHandle { run_id })
 }
 
@@ -124,7 +129,8 @@ pub async fn start_run<R: Runtime>(
 /// when `run_id` is not in progress.
 #[tauri::command]
 pub async fn stop_run(state: State<'_, ShellState>, run_id: String) -> Result<bool, CommandError> {
-    Ok(runs::stop(&state, &run_id, crate::EXIT_GRACE).await)
+    let project = state.project()?;
+    Ok(runs::stop(&project, &run_id, crate::EXIT_GRACE).await)
 }
 
 /// Continues a stored run (an interrupted one included) with an optional new `prompt`, on the
@@ -136,7 +142,8 @@ pub async fn continue_run<R: Runtime>(
     run_id: String,
     prompt: Option<String>,
 ) -> Result<RunHandle, CommandError> {
-    let stored = store(&state)?
+    let project = state.project()?;
+    let stored = store(&project)?
         .get_run(&run_id)
         .await
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?
@@ -146,14 +153,14 @@ pub async fn continue_run<R: Runtime>(
             message: format!("there is no run `{run_id}`"),
         })?;
     // The stored provider entry and model, as `aibuddy run --continue` does.
-    let resolved = crate::provider::resolve(&state.app, Some(&stored), None, None)?;
+    let resolved = crate::provider::resolve(&project.app, Some(&stored), None, None)?;
     let start = RunStart {
         prompt: prompt.unwrap_or_default(),
         max_steps: None,
         continue_run: Some(run_id),
     };
     let sink = Arc::new(WindowSink::new(app));
-    let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
+    let run_id = runs::start(&project, Arc::new(resolved), start, sink).await?;
     Ok(RunHandle { run_id })
 }
 
@@ -166,7 +173,8 @@ pub async fn list_runs(
     before: Option<String>,
 ) -> Result<Vec<RunSummary>, CommandError> {
     let limit = limit.unwrap_or(DEFAULT_RUNS_LIMIT).clamp(1, MAX_RUNS_LIMIT);
-    let rows = store(&state)?
+    let project = state.project()?;
+    let rows = store(&project)?
         .list_runs(limit, before.as_deref())
         .await
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
@@ -180,7 +188,8 @@ pub async fn show_run(
     state: State<'_, ShellState>,
     run_id: String,
 ) -> Result<RunDetail, CommandError> {
-    let store = store(&state)?;
+    let project = state.project()?;
+    let store = store(&project)?;
     let exists = store
         .get_run(&run_id)
         .await
@@ -209,11 +218,11 @@ pub async fn answer_ask_user(
     id: String,
     answer: aibuddy::human::HumanAnswer,
 ) -> Result<bool, CommandError> {
-    Ok(state.questions.answer(&id, answer))
+    Ok(state.project()?.questions.answer(&id, answer))
 }
 
 /// The open project's call store (the one the core records every call in).
-fn store(state: &ShellState) -> Result<&aibuddy_store::Store, CommandError> {
+fn store(state: &Project) -> Result<&aibuddy_store::Store, CommandError> {
     state
         .app
         .persistence

@@ -14,10 +14,16 @@ pub mod compacted;
 mod display;
 mod error;
 pub mod history;
+pub mod project_commands;
+pub mod projects;
 pub mod provider;
+pub mod providers_view;
+pub mod recent;
 pub mod run_views;
 pub mod runs;
 mod state;
+pub mod trust_view;
+pub mod trust_watch;
 
 use tauri::{Builder, Runtime};
 
@@ -27,12 +33,13 @@ pub use command_names::COMMANDS;
 pub use display::{NO_DISPLAY_MESSAGE, has_display};
 pub use error::{CommandError, ErrorCode};
 pub use runs::{RUN_EVENT, RunEventEnvelope, RunHandle, Runs};
-pub use state::{ProjectInfo, ShellState};
+pub use state::{Project, ProjectInfo, ShellState};
 
 /// Registers the shell's state and commands on a builder (the real runtime or tauri's mock one).
 pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
     builder
         .manage(state)
+        .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![
             commands::project_info,
             commands::list_tools,
@@ -47,6 +54,15 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::list_runs,
             commands::show_run,
             commands::answer_ask_user,
+            project_commands::pick_project,
+            project_commands::open_recent,
+            project_commands::list_recent,
+            project_commands::forget_recent,
+            project_commands::trust_status,
+            project_commands::trust_project,
+            project_commands::distrust_project,
+            project_commands::list_providers,
+            project_commands::choose_provider,
         ])
 }
 
@@ -58,6 +74,9 @@ pub const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// until each has ended and been recorded, so no child process outlives the window and no call or
 /// run is left half-written.
 pub fn on_exit(state: &ShellState) {
+    let Some(state) = state.current() else {
+        return;
+    };
     if state.runs.cancel_all() {
         tracing::info!("window closing: stopping the run in progress");
         if !state.runs.wait_idle(EXIT_GRACE) {

@@ -2,10 +2,11 @@
 //
 //     aibuddy-desktop [PROJECT_DIR] [--data-dir DIR]
 //
+// Without PROJECT_DIR the window opens on the welcome view (recent projects, the folder dialog).
+//
 // Hide the console window on Windows release builds; no effect elsewhere.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aibuddy::app::{App, AppOptions, default_data_dir};
@@ -28,7 +29,6 @@ fn main() -> ExitCode {
     }
 
     let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
-    let project = args.project.unwrap_or_else(|| PathBuf::from("."));
     let _log_guard = aibuddy::logging::init_file(&data_dir);
 
     // The shell is an edge: it reads the environment and hands the plane its options.
@@ -40,20 +40,30 @@ fn main() -> ExitCode {
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
         ..PlaneOptions::default()
     };
-    // Startup stops here, with every problem listed, when the project cannot be opened or the
-    // registry is inconsistent.
-    let opened = App::open_with(AppOptions { project, data_dir }, plane);
-    let app = match tauri::async_runtime::block_on(opened) {
-        Ok(app) => app,
-        Err(error) => {
-            tracing::error!(%error, "startup stopped");
-            eprintln!("aibuddy-desktop: {error}");
-            return ExitCode::from(1);
+    // Without a project on the command line the window opens on the welcome view (recent projects,
+    // the folder dialog). With one, startup stops here, with every problem listed, when the project
+    // cannot be opened or the registry is inconsistent.
+    let state = match args.project {
+        None => ShellState::empty(data_dir, plane),
+        Some(project) => {
+            let opened = App::open_with(AppOptions { project, data_dir }, plane.clone());
+            let app = match tauri::async_runtime::block_on(opened) {
+                Ok(app) => app,
+                Err(error) => {
+                    tracing::error!(%error, "startup stopped");
+                    eprintln!("aibuddy-desktop: {error}");
+                    return ExitCode::from(1);
+                }
+            };
+            tracing::info!(project = %app.project_root.display(), "desktop app starting");
+            let root = app.project_root.display().to_string();
+            let state = ShellState::new(app).with_plane(plane);
+            aibuddy_desktop::projects::remember(&state, &root);
+            state
         }
     };
-    tracing::info!(project = %app.project_root.display(), "desktop app starting");
 
-    let builder = aibuddy_desktop::wire(tauri::Builder::default(), ShellState::new(app));
+    let builder = aibuddy_desktop::wire(tauri::Builder::default(), state);
     let app = match builder.build(aibuddy_desktop::context()) {
         Ok(app) => app,
         Err(error) => {

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
 use crate::error::{CommandError, ErrorCode};
-use crate::state::ShellState;
+use crate::state::Project;
 
 /// The Tauri event every run event goes out on.
 pub const RUN_EVENT: &str = "run-event";
@@ -180,7 +180,7 @@ impl RunEventSink for StartSink {
 /// is recorded; the run goes on in a task, its events to `events`. Refused while a run is in
 /// progress.
 pub async fn start(
-    state: &ShellState,
+    state: &Project,
     provider: Arc<dyn Provider>,
     start: RunStart,
     events: Arc<dyn RunEventSink>,
@@ -232,7 +232,7 @@ pub async fn start(
 
 /// Stops run `run_id` and waits (bounded by `grace`) until it has ended and been recorded: its
 /// process trees killed, pending confirmations rejected. False when it is not the run in progress.
-pub async fn stop(state: &ShellState, run_id: &str, grace: Duration) -> bool {
+pub async fn stop(state: &Project, run_id: &str, grace: Duration) -> bool {
     if !state.runs.cancel(run_id) {
         return false;
     }

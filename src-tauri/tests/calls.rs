@@ -77,7 +77,14 @@ fn wait_for_confirmation(f: &Fixture) -> String {
     let state = f.app.state::<ShellState>();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(request) = state.calls.pending_confirms().into_iter().next() {
+        if let Some(request) = state
+            .project()
+            .unwrap()
+            .calls
+            .pending_confirms()
+            .into_iter()
+            .next()
+        {
             return request.call_id;
         }
         assert!(Instant::now() < deadline, "no confirmation was requested");
@@ -136,7 +143,7 @@ fn events_stream_over_the_channel_in_order() {
     });
     let state = f.app.state::<ShellState>();
     let result = tauri::async_runtime::block_on(run_call(
-        &state,
+        &state.project().unwrap(),
         "read_file".into(),
         r#"{"path":"notes.txt"}"#.into(),
         Arc::new(ChannelSink(channel)),
@@ -252,7 +259,14 @@ fn closing_the_window_stops_running_calls() {
     wait_for_confirmation(&f);
     aibuddy_desktop::on_exit(&f.app.state::<ShellState>());
     // on_exit returns only once the call has ended.
-    assert!(f.app.state::<ShellState>().calls.wait_idle(Duration::ZERO));
+    assert!(
+        f.app
+            .state::<ShellState>()
+            .project()
+            .unwrap()
+            .calls
+            .wait_idle(Duration::ZERO)
+    );
     let result = call.join().unwrap().unwrap();
     assert_ne!(result["status"], json!("ok"), "{result}");
     assert!(!f.project.path().join("out.txt").exists());
@@ -343,7 +357,7 @@ fn a_compaction_after_the_call_reaches_the_calls_channel() {
     });
     let state = f.app.state::<ShellState>();
     let result = tauri::async_runtime::block_on(run_call(
-        &state,
+        &state.project().unwrap(),
         "read_file".into(),
         r#"{"path":"big.txt"}"#.into(),
         Arc::new(ChannelSink(channel)),

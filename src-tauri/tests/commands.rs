@@ -161,6 +161,11 @@ fn commands_outside_the_capability_are_refused() {
 fn every_registered_command_is_granted_and_answers() {
     let f = fixture_with(None);
     for cmd in COMMANDS {
+        // `pick_project` opens the native folder dialog and waits for the person (no answer here);
+        // the capability test below checks it is granted.
+        if *cmd == "pick_project" {
+            continue;
+        }
         // With no arguments, commands that need some reject with a deserialization error: that is
         // still an answer from the command, not a refusal by the ACL or an unknown name.
         if let Err(error) = invoke_on(&f.window, cmd, json!({})) {

@@ -298,7 +298,7 @@ fn stop_run_mid_tool_cancels_it_and_leaves_no_child() {
     eprintln!("stop_run returned after {:?}", asked.elapsed());
     // stop_run returns once the run has ended and been recorded.
     let state = f.app.state::<ShellState>();
-    assert!(!state.runs.busy());
+    assert!(!state.project().unwrap().runs.busy());
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_with(command).is_empty() {
         assert!(Instant::now() < deadline, "a child is left");
@@ -330,6 +330,8 @@ fn a_write_inside_a_run_waits_for_answer_confirm() {
     let state = f.app.state::<ShellState>();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !state
+        .project()
+        .unwrap()
         .calls
         .pending_confirms()
         .iter()
@@ -426,5 +428,5 @@ fn bad_starts_are_typed_errors() {
     assert_eq!(cont["code"], json!("run"), "{cont}");
     // Nothing reached the provider and no run is in progress.
     assert!(f.server.requests().is_empty());
-    assert!(!f.app.state::<ShellState>().runs.busy());
+    assert!(!f.app.state::<ShellState>().project().unwrap().runs.busy());
 }

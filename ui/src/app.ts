@@ -4,6 +4,8 @@ import { flushSync, mount } from "svelte";
 import type { Api } from "./api";
 import App from "./components/App.svelte";
 import type { RunController } from "./run/controller.svelte";
+import type { ProjectApi } from "./project/api";
+import type { ProviderChoiceStore } from "./project/choice.svelte";
 
 export interface MountedApp {
   /** Resolves once the project, the tool list and the history have loaded (or failed to). */
@@ -13,9 +15,15 @@ export interface MountedApp {
 }
 
 /** `runs`: the run view's controller; without one the window is the tool console only. */
-export function mountApp(root: HTMLElement, api: Api, runs: RunController | null = null): MountedApp {
+export function mountApp(
+  root: HTMLElement,
+  api: Api,
+  runs: RunController | null = null,
+  projects: ProjectApi | null = null,
+  choice?: ProviderChoiceStore,
+): MountedApp {
   root.replaceChildren();
-  const instance = mount(App, { target: root, props: { api, runs } }) as { load(): Promise<void>; loadTools(): Promise<void> };
+  const instance = mount(App, { target: root, props: { api, runs, projects, ...(choice ? { choice } : {}) } }) as { load(): Promise<void>; loadTools(): Promise<void> };
   flushSync();
   root.removeAttribute("aria-busy");
   const ready = instance.load().then(() => flushSync());

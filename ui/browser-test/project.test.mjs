@@ -1,0 +1,175 @@
+// The project flow of the BUILT UI in headless Chromium, IPC and events mocked, under the app's CSP,
+// keyboard only: the window starts with no project (welcome view with the recent list, a missing
+// folder flagged), Ctrl+O picks a folder, the trust dialog shows what the project asks for (focus
+// on "Don't trust", Esc declines), Tab + Enter trusts at the digest shown, and the provider picker
+// sends its entry with the next run. Screenshot: target/e2e-screenshots/trust-dialog.png.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+
+const shots = join(repo, "target/e2e-screenshots");
+const unexpected = (problems) =>
+  problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
+
+const PROJECT = {
+  root: "/home/me/work/sample-project",
+  data_dir: "/home/me/.local/share/aibuddy",
+  settings_files: [],
+  settings_problems: [],
+  event_version: 1,
+};
+
+const STATUS = {
+  project: PROJECT.root,
+  state: "untrusted",
+  digest: "9f2c",
+  problems: [],
+  grants: {
+    servers: [
+      {
+        name: "docs",
+        transport: "stdio",
+        command: "npx",
+        args: ["-y", "@acme/docs-mcp", "--root", "<b>docs</b>"],
+        url: null,
+        cwd: PROJECT.root,
+        env: ["DOCS_TOKEN"],
+        headers: [],
+        replaces_user_server: false,
+        pins: [],
+      },
+    ],
+    settings: [
+      { file: `${PROJECT.root}/.aibuddy/settings.json`, line: 4, field: "exec.writable_roots", value: ["/home/me/.cache/build"] },
+      { file: `${PROJECT.root}/.aibuddy/settings.json`, line: 7, field: "confirm.auto_approve_writes", value: true },
+    ],
+  },
+};
+
+// A small state machine: no project until pick_project, untrusted until trust_project.
+const DYNAMIC = `{
+  project_info: () => {
+    if (!window.__opened) throw { code: "project", stage: null, message: "no project is open: open a project folder first" };
+    return ${JSON.stringify(PROJECT)};
+  },
+  pick_project: () => { window.__opened = true; return ${JSON.stringify(PROJECT)}; },
+  trust_status: () => window.__trusted
+    ? { ask: false, applied: "trusted", status: { ...${JSON.stringify(STATUS)}, state: "trusted" } }
+    : { ask: true, applied: "untrusted", status: ${JSON.stringify(STATUS)} },
+  trust_project: (args) => {
+    if (args.digest !== "9f2c") throw { code: "project", stage: "Authorization", message: "changed since it was shown" };
+    window.__trusted = true;
+    return { ask: false, applied: "trusted", status: { ...${JSON.stringify(STATUS)}, state: "trusted" } };
+  },
+  distrust_project: () => ({ ask: false, applied: "untrusted", status: ${JSON.stringify(STATUS)} }),
+}`;
+
+const RESPONSES = {
+  list_tools: { resolve: [] },
+  list_history: { resolve: [] },
+  list_runs: { resolve: [] },
+  list_recent: {
+    resolve: [
+      { path: "/home/me/work/api", display: "/home/me/work/api", name: "api", missing: false, current: false, opened_at_ms: 2 },
+      { path: "/home/me/old", display: "/home/me/old", name: "old", missing: true, current: false, opened_at_ms: 1 },
+    ],
+  },
+  list_providers: {
+    resolve: {
+      providers: [
+        { name: "local", kind: "openai-chat", model: "qwen3:8b", host: "127.0.0.1:11434", has_key: false, problem: null },
+        { name: "anthropic", kind: "anthropic", model: "claude-sonnet-4-6", host: "api.anthropic.com", has_key: true, problem: null },
+      ],
+      default: "local",
+      chosen: null,
+      chosen_model: null,
+    },
+  },
+  choose_provider: { resolve: null },
+  start_run: { resolve: { run_id: "run_01PICKED" } },
+};
+
+describe("project flow in Chromium with mocked IPC", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+    mkdirSync(shots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+  const focused = (page) => page.evaluate(() => document.activeElement?.getAttribute("data-testid"));
+
+  async function welcomeThenPick(page) {
+    await page.locator('[data-testid="welcome"]').waitFor({ timeout: 10_000 });
+    assert.deepEqual(await page.locator('[data-testid="recent-open"] .recent-name').allTextContents(), ["api"]);
+    assert.equal(await page.locator('[data-testid="recent-missing"]').count(), 1);
+    await page.keyboard.press("Control+o");
+    await page.locator('[data-testid="trust-dialog"]').waitFor({ timeout: 10_000 });
+  }
+
+  it("welcome -> Ctrl+O -> trust dialog -> Tab, Enter trusts at the digest shown (keyboard only)", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", DYNAMIC);
+    await welcomeThenPick(page);
+    assert.equal(await page.locator('[data-testid="project-path"]').textContent(), PROJECT.root);
+    // What the project asks for, as text (the `<b>` in an argument stays text).
+    assert.deepEqual(await page.locator('[data-testid="trust-server-name"]').allTextContents(), ["docs"]);
+    assert.match(await page.locator('[data-testid="trust-command"]').textContent(), /"<b>docs<\/b>"/);
+    assert.equal(await page.locator('[data-testid="trust-dialog"] b').count(), 0);
+    assert.equal(await page.locator('[data-testid="trust-env"]').textContent(), "DOCS_TOKEN");
+    assert.equal(await page.locator('[data-testid="trust-setting"]').count(), 2);
+    // No default action trusts: focus starts on "Don't trust", and stays inside the dialog.
+    await page.waitForFunction(() => document.activeElement?.getAttribute("data-testid") === "trust-decline");
+    writeFileSync(join(shots, "trust-dialog.png"), await page.screenshot());
+    await page.keyboard.press("Tab");
+    assert.equal(await focused(page), "trust-accept");
+    await page.keyboard.press("Tab");
+    assert.equal(await focused(page), "trust-decline");
+    await page.keyboard.press("Shift+Tab");
+    assert.equal(await focused(page), "trust-accept");
+    await page.keyboard.press("Enter");
+    await page.locator('[data-testid="trust-dialog"]').waitFor({ state: "detached", timeout: 10_000 });
+    assert.deepEqual(await argsOf(page, "trust_project"), [{ digest: "9f2c" }]);
+    assert.equal(await page.locator('[data-testid="trust-badge"]').textContent(), "Trusted");
+
+    // The picker sends its entry with the next run, and the choice is remembered.
+    await page.locator('[data-testid="provider-select"]').waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid="provider-select"]').focus();
+    await page.keyboard.press("ArrowDown");
+    await page.locator('[data-testid="provider-select"]').selectOption("anthropic");
+    await page.waitForFunction(() => window.__ipcCalls.includes("choose_provider"));
+    assert.deepEqual((await argsOf(page, "choose_provider")).at(-1), { provider: "anthropic", model: null });
+    await page.locator('[data-testid="prompt"]').focus();
+    await page.keyboard.type("list the files");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
+    const [start] = await argsOf(page, "start_run");
+    assert.equal(start.provider, "anthropic");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
+  it("Esc in the trust dialog means don't trust", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "dark", DYNAMIC);
+    await welcomeThenPick(page);
+    await page.waitForFunction(() => document.activeElement?.getAttribute("data-testid") === "trust-decline");
+    await page.keyboard.press("Escape");
+    await page.locator('[data-testid="trust-dialog"]').waitFor({ state: "detached", timeout: 10_000 });
+    assert.deepEqual(await argsOf(page, "distrust_project"), [{ digest: "9f2c" }]);
+    assert.deepEqual(await argsOf(page, "trust_project"), []);
+    assert.equal(await page.locator('[data-testid="trust-badge"]').textContent(), "Not trusted");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+});

@@ -1,0 +1,142 @@
+// The window's project state: which project is open (or none: the welcome view), the recent list,
+// the trust prompt and whether its dialog is open, and a generation that changes on every switch so
+// the views remount empty for the new project. Decisions are the shell's; this only asks and shows.
+import { toCommandError } from "../api";
+import type { ProjectInfo } from "../bindings/ProjectInfo";
+import type { RecentProject } from "../bindings/RecentProject";
+import type { TrustPrompt } from "../bindings/TrustPrompt";
+import type { ProjectApi } from "./api";
+import { decide, shouldOpenDialog } from "./state";
+
+export class ProjectController {
+  /** The open project; null before load and when none is open. */
+  info: ProjectInfo | null = $state(null);
+  /** Load finished and no project is open: show the welcome view. */
+  none = $state(false);
+  recent: RecentProject[] = $state([]);
+  trust: TrustPrompt | null = $state(null);
+  dialogOpen = $state(false);
+  /** The last failure of an action (open, trust), shown where the person acted. */
+  error: string | null = $state(null);
+  trustError: string | null = $state(null);
+  /** Changes on every project change: views keyed on it start over. */
+  generation = $state(0);
+  private unsubscribe: Array<() => void> = [];
+  private readonly onChanged: () => void;
+
+  constructor(
+    private readonly api: ProjectApi,
+    onChanged: () => void = () => undefined,
+  ) {
+    this.onChanged = onChanged;
+  }
+
+  /** Subscribes to the shell's events and loads the trust prompt and the recent list. */
+  async connect(info: ProjectInfo | null, failedToLoad: boolean): Promise<void> {
+    this.info = info;
+    this.none = info === null && failedToLoad;
+    try {
+      this.unsubscribe.push(await this.api.onProjectChanged((next) => void this.changed(next)));
+      this.unsubscribe.push(await this.api.onTrustChanged((prompt) => this.showPrompt(prompt)));
+    } catch {
+      // Without events the window still works; a switch made here reloads anyway.
+    }
+    await Promise.all([this.loadRecent(), this.loadTrust()]);
+  }
+
+  disconnect(): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+  }
+
+  async loadRecent(): Promise<void> {
+    try {
+      this.recent = await this.api.listRecent();
+    } catch {
+      this.recent = [];
+    }
+  }
+
+  async loadTrust(): Promise<void> {
+    if (this.info === null) {
+      this.trust = null;
+      this.dialogOpen = false;
+      return;
+    }
+    try {
+      this.showPrompt(await this.api.trustStatus());
+    } catch {
+      this.trust = null;
+    }
+  }
+
+  showPrompt(prompt: TrustPrompt): void {
+    this.trust = prompt;
+    this.trustError = null;
+    if (shouldOpenDialog(prompt)) this.dialogOpen = true;
+  }
+
+  /** The project changed (here or by the shell): reset the views and load what depends on it. */
+  async changed(info: ProjectInfo | null): Promise<void> {
+    const same = info !== null && this.info !== null && info.root === this.info.root;
+    this.info = info;
+    this.none = info === null;
+    this.generation += 1;
+    if (!same) this.dialogOpen = false;
+    this.onChanged();
+    await Promise.all([this.loadRecent(), this.loadTrust()]);
+  }
+
+  async pick(): Promise<void> {
+    this.error = null;
+    try {
+      const info = await this.api.pickProject();
+      if (info !== null) await this.changed(info);
+    } catch (error) {
+      this.error = toCommandError(error).message;
+    }
+  }
+
+  async open(path: string): Promise<void> {
+    this.error = null;
+    try {
+      await this.changed(await this.api.openRecent(path));
+    } catch (error) {
+      this.error = toCommandError(error).message;
+      await this.loadRecent();
+    }
+  }
+
+  async forget(path: string): Promise<void> {
+    try {
+      await this.api.forgetRecent(path);
+    } finally {
+      await this.loadRecent();
+    }
+  }
+
+  reviewTrust(): void {
+    if (this.trust) {
+      this.trustError = null;
+      this.dialogOpen = true;
+    }
+  }
+
+  /** The dialog's answer. Trust binds to the digest it showed; a refusal keeps the dialog open
+   * with the reason (e.g. the files changed since: the new prompt replaces the old one). */
+  async decide(trust: boolean): Promise<void> {
+    const prompt = this.trust;
+    if (!prompt) return;
+    const d = decide(prompt, trust);
+    try {
+      const next = d.kind === "trust" ? await this.api.trustProject(d.digest) : await this.api.distrustProject(d.digest);
+      this.trust = next;
+      this.dialogOpen = false;
+    } catch (error) {
+      const message = toCommandError(error).message;
+      this.dialogOpen = false;
+      await this.loadTrust();
+      this.trustError = message;
+      this.dialogOpen = true;
+    }
+  }
+}
