@@ -142,10 +142,6 @@ impl Calls {
     }
 }
 
-/// How long `answer_confirm` waits for a confirmation that is announced but not yet pending: the
-/// core emits `confirm_request` before it records the request and registers it with the broker.
-pub const CONFIRM_APPEAR_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
 impl Calls {
     /// Whether call `call_id` (started from the UI) is still running.
     pub fn is_running(&self, call_id: &str) -> bool {
@@ -156,21 +152,11 @@ impl Calls {
     }
 }
 
-/// Answers the confirmation of `call_id`. While a run is in progress or the call is still running,
-/// a request announced but not yet registered is waited for (up to [`CONFIRM_APPEAR_WAIT`]), so an
-/// answer given right after the `confirm_request` event is not lost. False when nothing is pending.
+/// Answers the confirmation of `call_id`. The core announces a request only once the broker holds
+/// it, so an answer given on the `confirm_request` event is never early. False when nothing is
+/// pending.
 pub async fn answer_confirm(state: &Project, call_id: &str, approve: bool) -> bool {
-    let deadline = std::time::Instant::now() + CONFIRM_APPEAR_WAIT;
-    loop {
-        if state.calls.answer(call_id, approve) {
-            return true;
-        }
-        let may_appear = state.runs.busy() || state.calls.is_running(call_id);
-        if !may_appear || std::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    state.calls.answer(call_id, approve)
 }
 
 /// Runs one call through the pipeline as part of the window's run.

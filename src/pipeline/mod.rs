@@ -355,10 +355,6 @@ impl Runner {
                 consequence: prepared.consequence.clone(),
                 diff: prepared.diff.clone(),
             };
-            events.emit(Event::ConfirmRequested {
-                call_id: call_id.to_string(),
-                request: request.clone(),
-            });
             // The request is durable before anyone is asked and before any effect.
             if let Err(e) = self.recorder.confirm_requested(&request).await {
                 return Err(err(ToolError::execution(
@@ -366,7 +362,18 @@ impl Runner {
                     format!("the confirm request could not be recorded, so nothing was done: {e}"),
                 )));
             }
-            let decision = self.broker.decide(&request, &cancel).await;
+            // Announced by the broker once it can take the answer (an answer given on the event
+            // itself is never lost).
+            let announce = || {
+                events.emit(Event::ConfirmRequested {
+                    call_id: call_id.to_string(),
+                    request: request.clone(),
+                })
+            };
+            let decision = self
+                .broker
+                .decide_announced(&request, &cancel, &announce)
+                .await;
             let approved = decision.approves(&request);
             events.emit(Event::ConfirmResolved {
                 call_id: call_id.to_string(),
