@@ -141,6 +141,12 @@ impl McpManager {
                     .filter(|r| &r.server == name)
                     .cloned()
                     .collect(),
+                filtered_tools: catalog
+                    .filtered
+                    .iter()
+                    .filter(|r| &r.server == name)
+                    .cloned()
+                    .collect(),
             })
             .collect()
     }

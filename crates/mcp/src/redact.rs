@@ -38,7 +38,7 @@ impl Redactor {
                         .map(str::to_owned),
                 );
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers } | Transport::Sse { url, headers } => {
                 secrets.extend(
                     headers
                         .values()

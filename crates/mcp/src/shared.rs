@@ -9,8 +9,9 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
-use crate::catalog::{Catalog, build_catalog};
+use crate::catalog::{Catalog, apply_tool_filters, build_catalog};
 use crate::config::ServerConfig;
+use crate::config::ToolFilter;
 use crate::elicitation::ElicitationBroker;
 use crate::error::McpError;
 use crate::handler::{ConnEvent, ProgressRoutes};
@@ -62,7 +63,13 @@ impl Shared {
                     .filter(|(_, s)| s.config.trust_annotations)
                     .map(|(name, _)| name.clone())
                     .collect();
-                let catalog = build_catalog(&listed, &trusted);
+                let filters: BTreeMap<String, ToolFilter> = slots
+                    .iter()
+                    .map(|(name, s)| (name.clone(), s.config.tools.clone()))
+                    .collect();
+                let (listed, filtered) = apply_tool_filters(listed, &filters);
+                let mut catalog = build_catalog(&listed, &trusted);
+                catalog.filtered = filtered;
                 *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
             }
         }
