@@ -33,6 +33,9 @@ pub(crate) struct Slot {
     pub events: Option<mpsc::UnboundedSender<ConnEvent>>,
     /// Why the live connection broke, set by the stdout screen before it closes the stream.
     pub broken: Option<BrokenReason>,
+    /// Wakes the supervisor of a server waiting for a login or a backoff to connect again now
+    /// ([`crate::McpManager::reconnect`]).
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 pub(crate) struct Shared {

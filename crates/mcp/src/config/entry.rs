@@ -395,6 +395,7 @@ fn check_header_value(
 struct Expander<'v> {
     vars: Vars<'v>,
     read: Vec<String>,
+    values: Vec<String>,
 }
 
 impl Expander<'_> {
@@ -405,10 +406,18 @@ impl Expander<'_> {
         template: String,
     ) -> Result<String, ConfigError> {
         let refs = expand::variables(&template).map_err(|e| ctx.err(Some(path), e.to_string()))?;
-        self.read.extend(refs.into_iter().map(|r| r.name));
         match self.vars {
-            Vars::Keep => Ok(template),
+            Vars::Keep => {
+                self.read.extend(refs.into_iter().map(|r| r.name));
+                Ok(template)
+            }
             Vars::From(lookup) => {
+                for r in refs {
+                    if let Some(value) = lookup(&r.name).filter(|v| !v.is_empty()) {
+                        self.values.push(value);
+                    }
+                    self.read.push(r.name);
+                }
                 expand::expand(&template, lookup).map_err(|e| ctx.err(Some(path), e.to_string()))
             }
         }
@@ -449,6 +458,7 @@ fn build(
     let mut ex = Expander {
         vars,
         read: Vec::new(),
+        values: Vec::new(),
     };
     let root = FieldPath::default();
     let transport = if kind == Kind::Stdio {
@@ -486,6 +496,7 @@ fn build(
     let mut variables = ex.read;
     variables.sort();
     variables.dedup();
+    let expanded_values = ex.values;
     // Ranges were checked with the members (`take_timeouts`).
     let given = raw.timeouts.unwrap_or_default();
     let mut timeouts = Timeouts::default();
@@ -507,5 +518,6 @@ fn build(
         trust_annotations: raw.trust_annotations.unwrap_or(false),
         tools: tool_filter(raw.tools),
         variables,
+        expanded_values,
     })
 }

@@ -101,6 +101,11 @@ pub struct ServerConfig {
     /// showing: the fields hold the expanded values only when the entry was parsed with the
     /// environment ([`super::Vars::From`]), else the templates.
     pub variables: Vec<String>,
+    /// The values those variables expanded to (never serialized): cut out of every failure
+    /// reason and log line about the server ([`crate::redact::Redactor::for_config`]), so an
+    /// expanded value is never logged; messages show the rest of the text.
+    #[serde(skip)]
+    pub expanded_values: Vec<String>,
 }
 
 impl ServerConfig {
@@ -121,6 +126,7 @@ impl ServerConfig {
             trust_annotations: false,
             tools: ToolFilter::default(),
             variables: Vec::new(),
+            expanded_values: Vec::new(),
         }
     }
 
@@ -139,6 +145,7 @@ impl ServerConfig {
             trust_annotations: false,
             tools: ToolFilter::default(),
             variables: Vec::new(),
+            expanded_values: Vec::new(),
         }
     }
 }
