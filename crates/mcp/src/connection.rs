@@ -137,7 +137,9 @@ async fn handshake(
                 Ok((process, stdout, stdin)) => {
                     wiring.process = Some(process);
                     let serving = serve_client(handler, (stdout, stdin));
-                    Box::pin(async move { serving.await.map_err(InitFailure::Init) })
+                    Box::pin(
+                        async move { serving.await.map_err(|e| InitFailure::Init(Box::new(e))) },
+                    )
                 }
                 // The command only: its arguments and environment may hold tokens.
                 Err(e) => return Err(Ended::failed(format!("cannot start \"{command}\": {e}"))),
@@ -153,14 +155,18 @@ async fn handshake(
                             handler,
                             StreamableHttpClientTransport::with_client(client, transport),
                         );
-                        Box::pin(async move { serving.await.map_err(InitFailure::Init) })
+                        Box::pin(async move {
+                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
+                        })
                     }
                     None => {
                         let serving = serve_client(
                             handler,
                             StreamableHttpClientTransport::from_config(transport),
                         );
-                        Box::pin(async move { serving.await.map_err(InitFailure::Init) })
+                        Box::pin(async move {
+                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
+                        })
                     }
                 };
             with_sse_fallback(streamable, sse_handler, url, headers, connect_timeout)
@@ -170,7 +176,7 @@ async fn handshake(
     tokio::select! {
         result = tokio::time::timeout(connect_timeout, connecting) => match result {
             Ok(Ok(running)) => Ok(running),
-            Ok(Err(InitFailure::Init(e))) if find_challenge(&e).is_some() => Err(Ended::NeedsLogin),
+            Ok(Err(InitFailure::Init(e))) if find_challenge(e.as_ref()).is_some() => Err(Ended::NeedsLogin),
             Ok(Err(InitFailure::Init(e))) => Err(Ended::failed(match pending_broken(&mut wiring.events) {
                 Some(reason) => reason,
                 None => with_exit(format!("initialize failed: {}", tidy(&e)), &mut wiring.process).await,

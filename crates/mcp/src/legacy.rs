@@ -18,7 +18,7 @@ use crate::sse;
 /// Why a connection attempt did not initialize.
 pub(crate) enum InitFailure {
     /// The MCP handshake failed (transport or protocol).
-    Init(ClientInitializeError),
+    Init(Box<ClientInitializeError>),
     /// The legacy SSE stream could not be opened.
     Sse(String),
 }
@@ -42,7 +42,7 @@ pub(crate) fn legacy_sse(
             .map_err(|e| InitFailure::Sse(format!("legacy SSE transport: {e}")))?;
         serve_client(handler, transport)
             .await
-            .map_err(InitFailure::Init)
+            .map_err(|e| InitFailure::Init(Box::new(e)))
     })
 }
 
@@ -60,7 +60,7 @@ pub(crate) fn with_sse_fallback(
     Box::pin(async move {
         let error = match streamable.await {
             Ok(running) => return Ok(running),
-            Err(InitFailure::Init(e)) if find_challenge(&e).is_some() => {
+            Err(InitFailure::Init(e)) if find_challenge(e.as_ref()).is_some() => {
                 return Err(InitFailure::Init(e));
             }
             Err(e) => e,
@@ -72,7 +72,7 @@ pub(crate) fn with_sse_fallback(
                 );
                 serve_client(sse_handler, transport)
                     .await
-                    .map_err(InitFailure::Init)
+                    .map_err(|e| InitFailure::Init(Box::new(e)))
             }
             Err(sse_error) => {
                 tracing::debug!("no legacy SSE fallback: {sse_error}");
