@@ -99,6 +99,15 @@ fn login_refuses_unknown_and_local_servers() {
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "local"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("stdio"), "{err}");
+    std::fs::write(
+        data.join("mcp.json"),
+        json!({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "old"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("legacy SSE transport"), "{err}");
 }
 
 /// `${VAR}` with the variable unset is a located problem in `tools check` (file, line, column,
