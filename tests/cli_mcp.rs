@@ -99,4 +99,90 @@ fn login_refuses_unknown_and_local_servers() {
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "local"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("stdio"), "{err}");
+    std::fs::write(
+        data.join("mcp.json"),
+        json!({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "old"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("legacy SSE transport"), "{err}");
+}
+
+/// `${VAR}` with the variable unset is a located problem in `tools check` (file, line, column,
+/// field path, the variable's name, never a value) and that server does not start; a set one
+/// reaches the server; `"disabled": true` is listed as disabled; `tools` allow/deny lists leave
+/// tools out with their reason.
+#[test]
+fn variables_disabled_servers_and_tool_lists_through_the_cli() {
+    let (_tmp, project, data) = dirs();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/mcp/tests/fixtures/misbehaving_server.py"
+    );
+    let text = format!(
+        "{{\"mcpServers\": {{\n  \"fx\": {{\"command\": \"${{AIBUDDY_T14_PY:-python3}}\", \"args\": [\"{fixture}\"],\n         \"env\": {{\"FX_TOKEN\": \"${{AIBUDDY_T14_TOKEN}}\"}},\n         \"tools\": {{\"allow\": [\"e*\", \"add\"], \"deny\": [\"elicit\"]}}}},\n  \"needs\": {{\"command\": \"x\",\n            \"env\": {{\"K\": \"${{AIBUDDY_T14_UNSET}}\"}}}},\n  \"off\": {{\"command\": \"/nonexistent\", \"disabled\": true}}\n}}}}"
+    );
+    std::fs::write(data.join("mcp.json"), text).unwrap();
+    let run = |args: &[&str]| {
+        let out = support::aibuddy_cmd(&project, &data)
+            .args(args)
+            .env("AIBUDDY_T14_TOKEN", "t14-s3cret-value")
+            .env_remove("AIBUDDY_T14_UNSET")
+            .env_remove("AIBUDDY_T14_PY")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["tools", "check"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let file = data.join("mcp.json");
+    let expected = format!(
+        "mcp: {}:6:21: server \"needs\": field \"env.K\": environment variable AIBUDDY_T14_UNSET is not set",
+        file.display()
+    );
+    assert!(out.lines().any(|l| l.starts_with(&expected)), "{out}");
+    assert!(!out.contains("t14-s3cret-value") && !err.contains("t14-s3cret-value"));
+
+    let (code, out, err) = run(&["mcp", "status", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("t14-s3cret-value"), "{out}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["server"] == name)
+            .cloned()
+    };
+    assert!(
+        row("needs").is_none(),
+        "a server with a problem does not start: {rows}"
+    );
+    assert_eq!(row("off").unwrap()["state"], "disabled", "{rows}");
+    let fx = row("fx").unwrap();
+    assert_eq!(fx["state"], "connected", "{rows}");
+    assert_eq!(fx["tools"], 2, "echo and add: {fx}");
+    let left_out = fx["left_out"].as_array().unwrap();
+    let reason = |tool: &str| {
+        left_out
+            .iter()
+            .find(|t| t["tool"] == tool)
+            .map(|t| t["reason"].as_str().unwrap().to_string())
+    };
+    assert_eq!(reason("elicit").as_deref(), Some("denied by mcp.json"));
+    assert_eq!(reason("crash").as_deref(), Some("not in allow list"));
+    assert_eq!(reason("echo"), None);
+
+    let (code, out, _) = run(&["mcp", "status"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("  left out: elicit (denied by mcp.json)"),
+        "{out}"
+    );
 }

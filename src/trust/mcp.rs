@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use aibuddy_mcp::config::{self, ConfigScope, LoadedConfigs, Transport};
+use aibuddy_mcp::config::{self, ConfigScope, LoadedConfigs, Transport, Vars, process_env};
 use aibuddy_mcp::{ConfigError, ServerConfig};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -39,7 +39,7 @@ pub struct McpPlan {
 #[ts(export)]
 pub struct ServerGrant {
     pub name: String,
-    /// `stdio` or `http`.
+    /// `stdio`, `http` or `sse`.
     pub transport: String,
     pub command: Option<String>,
     pub args: Vec<String>,
@@ -51,15 +51,77 @@ pub struct ServerGrant {
     pub headers: Vec<String>,
     /// It replaces the user-level server of the same name.
     pub replaces_user_server: bool,
+    /// The person's environment variables its `command`, `args`, `env`, `url` and `headers` read
+    /// through `${VAR}` (the fields above show the templates, as written).
+    pub variables: Vec<GrantVariable>,
     /// The paths inside the project its command line names, with their kind and content: part of
     /// the trust digest (see [`super::pins`]).
     pub pins: Vec<Pin>,
 }
 
-fn read_user(data_dir: &Path) -> LoadedConfigs {
+/// One environment variable a project server reads. Its value is shown only when neither its
+/// name nor its value looks like a secret ([`looks_secret`]); the trust digest covers the
+/// template, not the value (the environment is the person's own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct GrantVariable {
+    pub name: String,
+    /// Set in the environment now (an unset one without default keeps the server from starting).
+    pub set: bool,
+    /// The value, when set and not secret-looking.
+    pub value: Option<String>,
+}
+
+/// Name parts that mark a variable as a secret.
+const SECRET_NAME_PARTS: &[&str] = &[
+    "TOKEN",
+    "KEY",
+    "SECRET",
+    "PASS",
+    "AUTH",
+    "CRED",
+    "SESSION",
+    "COOKIE",
+    "PRIVATE",
+    "CERT",
+    "SIGNATURE",
+    "BEARER",
+];
+
+/// Whether a variable's value should stay hidden: its name says secret, or the value looks like a
+/// token (16+ characters without `/` or spaces, letters and digits mixed). Pure.
+pub fn looks_secret(name: &str, value: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if SECRET_NAME_PARTS.iter().any(|p| upper.contains(p)) {
+        return true;
+    }
+    value.chars().count() >= 16
+        && !value.contains(['/', ' ', '\\'])
+        && value.chars().any(|c| c.is_ascii_digit())
+        && value.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+fn grant_variables(
+    names: &[String],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<GrantVariable> {
+    names
+        .iter()
+        .map(|name| {
+            let value = lookup(name);
+            GrantVariable {
+                name: name.clone(),
+                set: value.is_some(),
+                value: value.filter(|v| !looks_secret(name, v)),
+            }
+        })
+        .collect()
+}
+
+fn read_user(data_dir: &Path, vars: Vars<'_>) -> LoadedConfigs {
     let path = config::user_config_path(data_dir);
     match std::fs::read_to_string(&path) {
-        Ok(text) => config::parse_config_text(&path, ConfigScope::User, &text),
+        Ok(text) => config::parse_config_text_with(&path, ConfigScope::User, &text, vars),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => LoadedConfigs::default(),
         Err(e) => LoadedConfigs {
             servers: Vec::new(),
@@ -76,19 +138,22 @@ fn read_user(data_dir: &Path) -> LoadedConfigs {
 }
 
 /// The servers of both files (project text from the snapshot), merged as `load_server_configs`
-/// does, and the names the user file defines.
+/// does, and the names the user file defines. `vars`: templates kept (what trust shows) or
+/// expanded (what starts, and what the pins cover).
 fn merged(
     project_root: &Path,
     data_dir: &Path,
     project: &ProjectFile,
+    vars: Vars<'_>,
 ) -> (LoadedConfigs, BTreeSet<String>) {
-    let user = read_user(data_dir);
+    let user = read_user(data_dir, vars);
     let user_names = user.servers.iter().map(|s| s.name.clone()).collect();
     let project_cfg = match &project.content {
-        FileContent::Present(text) => without_unsafe_names(config::parse_config_text(
+        FileContent::Present(text) => without_unsafe_names(config::parse_config_text_with(
             &project.path,
             ConfigScope::Project,
             text,
+            vars,
         )),
         _ => LoadedConfigs::default(),
     };
@@ -143,9 +208,22 @@ fn is_project_grant(cfg: &ServerConfig) -> bool {
     cfg.scope == ConfigScope::Project && cfg.enabled
 }
 
-/// The project servers trust would start.
+/// The project servers trust would start, as written (templates), with the variables they read;
+/// their pins come from the expanded command lines (so `${X:-./run.sh}` pins `run.sh`, and a
+/// changed value that points into the project changes the digest).
 pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Vec<ServerGrant> {
-    let (all, user_names) = merged(project_root, data_dir, project);
+    grants_with(project_root, data_dir, project, &process_env)
+}
+
+/// [`grants`] with an explicit environment lookup.
+pub fn grants_with(
+    project_root: &Path,
+    data_dir: &Path,
+    project: &ProjectFile,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<ServerGrant> {
+    let (all, user_names) = merged(project_root, data_dir, project, Vars::Keep);
+    let (expanded, _) = merged(project_root, data_dir, project, Vars::From(lookup));
     all.servers
         .iter()
         .filter(|c| is_project_grant(c))
@@ -160,8 +238,15 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                 env: Vec::new(),
                 headers: Vec::new(),
                 replaces_user_server: user_names.contains(&c.name),
+                variables: grant_variables(&c.variables, lookup),
                 pins: Vec::new(),
             };
+            // The pins of what would run: the expanded entry when it expands, else the template.
+            let run = expanded
+                .servers
+                .iter()
+                .find(|e| e.name == c.name && e.scope == c.scope)
+                .unwrap_or(c);
             match &c.transport {
                 Transport::Stdio {
                     command,
@@ -174,11 +259,20 @@ pub fn grants(project_root: &Path, data_dir: &Path, project: &ProjectFile) -> Ve
                     g.args = args.clone();
                     g.env = env.keys().cloned().collect();
                     let cwd = cwd.as_deref().unwrap_or(project_root);
-                    g.pins = pins::pins(project_root, cwd, command, args, env);
+                    g.pins = match &run.transport {
+                        Transport::Stdio {
+                            command, args, env, ..
+                        } => pins::pins(project_root, cwd, command, args, env),
+                        Transport::Http { .. } | Transport::Sse { .. } => Vec::new(),
+                    };
                     g.cwd = Some(pins::shown_cwd(cwd).display().to_string());
                 }
-                Transport::Http { url, headers } => {
-                    g.transport = "http".into();
+                Transport::Http { url, headers } | Transport::Sse { url, headers } => {
+                    g.transport = match &c.transport {
+                        Transport::Sse { .. } => "sse",
+                        _ => "http",
+                    }
+                    .into();
                     g.url = Some(url.clone());
                     g.headers = headers.keys().cloned().collect();
                 }
@@ -209,7 +303,27 @@ pub fn plan(
     trusted: bool,
     user_trusted: bool,
 ) -> McpPlan {
-    let (all, _) = merged(project_root, data_dir, project);
+    plan_with(
+        project_root,
+        data_dir,
+        project,
+        trusted,
+        user_trusted,
+        &process_env,
+    )
+}
+
+/// [`plan`] with an explicit environment lookup: the servers come out expanded; a server reading
+/// an unset variable without default is a config error (located) and does not start.
+pub fn plan_with(
+    project_root: &Path,
+    data_dir: &Path,
+    project: &ProjectFile,
+    trusted: bool,
+    user_trusted: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> McpPlan {
+    let (all, _) = merged(project_root, data_dir, project, Vars::From(lookup));
     let mut plan = McpPlan {
         errors: all.errors,
         project_file: project.path.display().to_string(),
@@ -286,5 +400,87 @@ mod tests {
             !text.contains("s3cret") && !text.contains("Bearer"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn grants_show_templates_and_variables_and_pin_what_the_expansion_runs() {
+        let data = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("run.sh"), "echo hi").unwrap();
+        let f = project_file(
+            root.path(),
+            r#"{"mcpServers": {
+                "s": {"command": "${RUNNER:-./run.sh}", "args": ["--home=${HOME_DIR}"],
+                      "env": {"T": "${GH_TOKEN}", "R": "${RAW}"}},
+                "u": {"url": "https://x/mcp", "headers": {"A": "${NOT_SET}"}}}}"#,
+        );
+        let env = |name: &str| match name {
+            "HOME_DIR" => Some("/home/p".to_string()),
+            "GH_TOKEN" => Some("ghp-short".to_string()),
+            "RAW" => Some("a1b2c3d4e5f6a7b8c9d0".to_string()),
+            _ => None,
+        };
+        let g = grants_with(root.path(), data.path(), &f, &env);
+        let s = g.iter().find(|g| g.name == "s").unwrap();
+        assert_eq!(
+            s.command.as_deref(),
+            Some("${RUNNER:-./run.sh}"),
+            "the template"
+        );
+        assert_eq!(s.args, vec!["--home=${HOME_DIR}"]);
+        let var = |name: &str| s.variables.iter().find(|v| v.name == name).unwrap();
+        assert_eq!(var("HOME_DIR").value.as_deref(), Some("/home/p"));
+        assert!(
+            var("GH_TOKEN").set && var("GH_TOKEN").value.is_none(),
+            "secret by name"
+        );
+        assert!(
+            var("RAW").set && var("RAW").value.is_none(),
+            "secret by shape"
+        );
+        assert!(!var("RUNNER").set);
+        let run = s.pins.iter().find(|p| p.path == "run.sh");
+        assert!(
+            run.is_some_and(|p| p.state.starts_with("file sha256:")),
+            "the expanded command is pinned: {:?}",
+            s.pins
+        );
+        assert!(
+            s.pins.iter().any(|p| p.path == "$T"),
+            "env values are pinned by name: {:?}",
+            s.pins
+        );
+        let u = g.iter().find(|g| g.name == "u").unwrap();
+        assert_eq!(u.variables.len(), 1);
+        assert!(!u.variables[0].set);
+        let text = serde_json::to_string(&g).unwrap();
+        assert!(
+            !text.contains("ghp-short") && !text.contains("a1b2c3"),
+            "{text}"
+        );
+
+        // What starts: expanded values; an unset variable is a located problem, not a server.
+        let p = plan_with(root.path(), data.path(), &f, true, true, &env);
+        let names: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["s"]);
+        let Transport::Stdio { command, args, .. } = &p.servers[0].transport else {
+            panic!("stdio expected")
+        };
+        assert_eq!(
+            (command.as_str(), args[0].as_str()),
+            ("./run.sh", "--home=/home/p")
+        );
+        assert_eq!(p.errors.len(), 1);
+        assert_eq!(p.errors[0].field.as_deref(), Some("headers.A"));
+        assert!(p.errors[0].line.is_some());
+    }
+
+    #[test]
+    fn secret_looking_values_stay_hidden() {
+        assert!(looks_secret("API_KEY", "x"));
+        assert!(looks_secret("github_token", "x"));
+        assert!(looks_secret("X", "sk4f8a9b2c3d4e5f6g"));
+        assert!(!looks_secret("HOME", "/home/person/a1b2c3d4e5f6"));
+        assert!(!looks_secret("MODE", "fast"));
     }
 }

@@ -9,6 +9,7 @@ use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::ToolFilter;
 use crate::names::NameMap;
 use crate::risk::McpRisk;
 use crate::status::RejectedTool;
@@ -91,6 +92,42 @@ pub struct Catalog {
     pub entries: Vec<McpToolEntry>,
     pub names: NameMap,
     pub rejected: Vec<RejectedTool>,
+    /// Tools left out by their server's `tools` allow/deny lists (reason
+    /// [`crate::config::tool_filter::DENIED`] or [`crate::config::tool_filter::NOT_ALLOWED`]).
+    pub filtered: Vec<RejectedTool>,
+}
+
+/// Splits each server's listed tools by its filter: the kept tools, and the left-out ones with
+/// their reason. Servers without a filter keep everything. Pure.
+pub fn apply_tool_filters(
+    servers: BTreeMap<String, Vec<Tool>>,
+    filters: &BTreeMap<String, ToolFilter>,
+) -> (BTreeMap<String, Vec<Tool>>, Vec<RejectedTool>) {
+    let mut left_out = Vec::new();
+    let kept = servers
+        .into_iter()
+        .map(|(server, tools)| {
+            let Some(filter) = filters.get(&server).filter(|f| !f.is_open()) else {
+                return (server, tools);
+            };
+            let tools = tools
+                .into_iter()
+                .filter(|tool| match filter.verdict(&tool.name) {
+                    None => true,
+                    Some(reason) => {
+                        left_out.push(RejectedTool {
+                            server: server.clone(),
+                            tool: tool.name.to_string(),
+                            reason: reason.to_owned(),
+                        });
+                        false
+                    }
+                })
+                .collect();
+            (server, tools)
+        })
+        .collect();
+    (kept, left_out)
 }
 
 /// Builds the catalog from each server's listed tools. Entries come out sorted by qualified
@@ -175,6 +212,7 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<S
         entries,
         names,
         rejected,
+        filtered: Vec::new(),
     }
 }
 

@@ -6,9 +6,19 @@
 //!                 "env": { "KEY": "value" }, "cwd": "optional/dir" },
 //!     "remote": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ..." } },
 //!     "slow":   { "command": "slow-server", "timeouts": { "connect": 60, "call": 600 }, "enabled": false },
-//!     "mine":   { "command": "my-server", "trustAnnotations": true }
+//!     "mine":   { "command": "my-server", "trustAnnotations": true },
+//!     "gh":     { "url": "${GH_MCP_URL:-https://api.example.com/mcp}",
+//!                 "headers": { "Authorization": "Bearer ${GH_TOKEN}" },
+//!                 "tools": { "allow": ["get_*", "search_issues"], "deny": ["get_secret"] } },
+//!     "off":    { "command": "x", "disabled": true }
 //! } }
 //! ```
+//!
+//! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and `headers` read the
+//! person's environment ([`expand`]); an unset variable without default is a located problem
+//! and that server does not start. `tools` limits which of its tools are offered
+//! ([`tool_filter`]). `"disabled": true` (or `"enabled": false`) keeps a server from starting;
+//! it is listed as disabled.
 //!
 //! `trustAnnotations: true` lets the server's tool annotations (`readOnlyHint`, ...) lower the
 //! risk of its tools; without it they can only raise it (see [`crate::risk`]). A project's own
@@ -25,12 +35,16 @@
 //! document of `aibuddy_common::located`), [`parse`] (a file, merging), [`load`] (the only I/O).
 
 mod entry;
+pub mod expand;
 pub mod load;
 pub mod parse;
+pub mod tool_filter;
 pub mod types;
 
+pub use expand::{Vars, process_env};
 pub use load::{load_server_configs, project_config_path, user_config_path};
-pub use parse::{merge, parse_config_text, parse_server_entry};
+pub use parse::{merge, parse_config_text, parse_config_text_with, parse_server_entry};
+pub use tool_filter::ToolFilter;
 pub use types::{
     CONFIG_FILE_NAME, ConfigError, ConfigScope, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     LoadedConfigs, ServerConfig, Timeouts, Transport,

@@ -57,11 +57,13 @@ fn a_bad_entry_names_file_server_and_field_and_others_still_load() {
             "nothing": {"args": []},
             "both": {"command": "a", "url": "http://x"},
             "sse": {"type": "sse", "url": "http://x/sse"},
+            "ws": {"type": "websocket", "url": "http://x/ws"},
             "ftp": {"url": "ftp://x"}
         }}"#,
     );
-    assert_eq!(out.servers.len(), 1);
-    assert_eq!(out.servers[0].name, "good");
+    let names: Vec<&str> = out.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["good", "sse"]);
+    assert!(matches!(out.servers[1].transport, Transport::Sse { .. }));
     let field_of = |server: &str| {
         out.errors
             .iter()
@@ -74,7 +76,7 @@ fn a_bad_entry_names_file_server_and_field_and_others_still_load() {
     assert_eq!(field_of("bad-env"), "env.K");
     assert_eq!(field_of("nothing"), "command");
     assert_eq!(field_of("both"), "url");
-    assert_eq!(field_of("sse"), "type");
+    assert_eq!(field_of("ws"), "type");
     assert_eq!(field_of("ftp"), "url");
     let msg = out
         .errors

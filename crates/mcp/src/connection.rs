@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use futures::future::Either;
 use http::{HeaderName, HeaderValue};
 use rmcp::service::{RoleClient, RunningService, serve_client};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -19,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ServerConfig, Transport};
 use crate::event_loop::Session;
 use crate::handler::{ConnEvent, Handler};
+use crate::legacy::{Connecting, InitFailure, legacy_sse, with_sse_fallback};
 use crate::oauth::{
     AuthorizedClient, Authorizer, ClientIdentity, VaultCredentialStore, find_challenge,
 };
@@ -115,7 +115,8 @@ async fn handshake(
     wiring: &mut Wiring,
 ) -> Result<RunningService<RoleClient, Handler>, Ended> {
     let handler = handler(shared, &config.name, wiring.events_tx.clone());
-    let connecting = match &config.transport {
+    let connect_timeout = config.timeouts.connect;
+    let connecting: Connecting = match &config.transport {
         Transport::Stdio {
             command,
             args,
@@ -135,7 +136,10 @@ async fn handshake(
             match stdio::spawn(&spec, wiring.events_tx.clone()) {
                 Ok((process, stdout, stdin)) => {
                     wiring.process = Some(process);
-                    Either::Left(serve_client(handler, (stdout, stdin)))
+                    let serving = serve_client(handler, (stdout, stdin));
+                    Box::pin(
+                        async move { serving.await.map_err(|e| InitFailure::Init(Box::new(e))) },
+                    )
                 }
                 // The command only: its arguments and environment may hold tokens.
                 Err(e) => return Err(Ended::failed(format!("cannot start \"{command}\": {e}"))),
@@ -143,27 +147,41 @@ async fn handshake(
         }
         Transport::Http { url, headers } => {
             let transport = http_config(url, headers);
-            match stored_token_client(shared, config, url, headers).await {
-                Some(client) => Either::Right(Either::Left(serve_client(
-                    handler,
-                    StreamableHttpClientTransport::with_client(client, transport),
-                ))),
-                None => Either::Right(Either::Right(serve_client(
-                    handler,
-                    StreamableHttpClientTransport::from_config(transport),
-                ))),
-            }
+            let sse_handler = self::handler(shared, &config.name, wiring.events_tx.clone());
+            let streamable: Connecting =
+                match stored_token_client(shared, config, url, headers).await {
+                    Some(client) => {
+                        let serving = serve_client(
+                            handler,
+                            StreamableHttpClientTransport::with_client(client, transport),
+                        );
+                        Box::pin(async move {
+                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
+                        })
+                    }
+                    None => {
+                        let serving = serve_client(
+                            handler,
+                            StreamableHttpClientTransport::from_config(transport),
+                        );
+                        Box::pin(async move {
+                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
+                        })
+                    }
+                };
+            with_sse_fallback(streamable, sse_handler, url, headers, connect_timeout)
         }
+        Transport::Sse { url, headers } => legacy_sse(handler, url, headers, connect_timeout),
     };
-    let connect_timeout = config.timeouts.connect;
     tokio::select! {
         result = tokio::time::timeout(connect_timeout, connecting) => match result {
             Ok(Ok(running)) => Ok(running),
-            Ok(Err(e)) if find_challenge(&e).is_some() => Err(Ended::NeedsLogin),
-            Ok(Err(e)) => Err(Ended::failed(match pending_broken(&mut wiring.events) {
+            Ok(Err(InitFailure::Init(e))) if find_challenge(e.as_ref()).is_some() => Err(Ended::NeedsLogin),
+            Ok(Err(InitFailure::Init(e))) => Err(Ended::failed(match pending_broken(&mut wiring.events) {
                 Some(reason) => reason,
                 None => with_exit(format!("initialize failed: {}", tidy(&e)), &mut wiring.process).await,
             })),
+            Ok(Err(InitFailure::Sse(reason))) => Err(Ended::failed(reason)),
             Err(_) => Err(Ended::failed(format!(
                 "no answer to initialize within {}s",
                 connect_timeout.as_secs_f64()

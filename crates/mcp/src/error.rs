@@ -40,6 +40,21 @@ pub enum McpError {
     },
     #[error("MCP protocol failure with \"{server}\": {message}")]
     Protocol { server: String, message: String },
+    /// The server refused the call with 403 `insufficient_scope`: the token lacks a scope this
+    /// tool needs. The connection stays up; a login asking for the scope fixes it.
+    #[error("MCP server \"{server}\" refused {tool}: the authorization lacks {}; run `aibuddy mcp login {server}` to grant it", scope_words(.scope.as_deref()))]
+    InsufficientScope {
+        server: String,
+        tool: String,
+        scope: Option<String>,
+    },
+}
+
+fn scope_words(scope: Option<&str>) -> String {
+    match scope {
+        Some(scope) => format!("the scope \"{scope}\""),
+        None => "a scope the tool needs (the server named none)".to_string(),
+    }
 }
 
 impl McpError {
@@ -56,6 +71,7 @@ impl McpError {
             | McpError::ConnectionLost { .. }
             | McpError::Server { .. }
             | McpError::Protocol { .. } => Stage::Execution,
+            McpError::InsufficientScope { .. } => Stage::Authorization,
         }
     }
 
@@ -71,6 +87,7 @@ impl McpError {
             McpError::ConnectionLost { .. } => "connection_lost",
             McpError::Server { .. } => "server_error",
             McpError::Protocol { .. } => "protocol",
+            McpError::InsufficientScope { .. } => "insufficient_scope",
         }
     }
 }
@@ -112,6 +129,11 @@ mod tests {
                 server: "s".into(),
                 message: "m".into(),
             },
+            McpError::InsufficientScope {
+                server: "s".into(),
+                tool: "t".into(),
+                scope: None,
+            },
         ];
         let codes: Vec<&str> = errors.iter().map(McpError::code).collect();
         assert_eq!(
@@ -125,7 +147,8 @@ mod tests {
                 "cancelled",
                 "connection_lost",
                 "server_error",
-                "protocol"
+                "protocol",
+                "insufficient_scope"
             ]
         );
     }

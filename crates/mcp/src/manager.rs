@@ -71,6 +71,7 @@ impl McpManager {
                     tools_refreshed: 0,
                     peer: None,
                     events: None,
+                    wake: Arc::new(tokio::sync::Notify::new()),
                 },
             );
         }
@@ -147,6 +148,12 @@ impl McpManager {
                     .filter(|r| &r.server == name)
                     .cloned()
                     .collect(),
+                filtered_tools: catalog
+                    .filtered
+                    .iter()
+                    .filter(|r| &r.server == name)
+                    .cloned()
+                    .collect(),
             })
             .collect()
     }
@@ -197,6 +204,24 @@ impl McpManager {
         progress: Option<ProgressSink>,
     ) -> Result<McpCallResult, McpError> {
         routing::call(&self.shared, qualified_name, args, cancel, progress).await
+    }
+
+    /// Connects server `server` again now: a server that needs login (after `mcp login` stored
+    /// a token), or one waiting out a reconnect backoff. A connected server is left alone.
+    /// Returns false when no enabled server has that name.
+    pub fn reconnect(&self, server: &str) -> bool {
+        let slots = self
+            .shared
+            .slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        match slots.get(server) {
+            Some(slot) if slot.config.enabled => {
+                slot.wake.notify_one();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Stops every supervisor, closes every connection and kills every stdio server.

@@ -38,7 +38,7 @@ impl Redactor {
                         .map(str::to_owned),
                 );
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers } | Transport::Sse { url, headers } => {
                 secrets.extend(
                     headers
                         .values()
@@ -56,6 +56,8 @@ impl Redactor {
                 secrets.extend(url_secrets(url));
             }
         }
+        // Whatever `${VAR}`s expanded to, wherever it ended up (a command path, a URL path).
+        secrets.extend(config.expanded_values.iter().cloned());
         Self::new(secrets)
     }
 
@@ -163,5 +165,14 @@ mod tests {
         let r = Redactor::new(["abcd".to_string(), "abcdefgh".to_string(), "x".to_string()]);
         assert_eq!(r.apply("abcdefgh abcd x"), "[redacted] [redacted] x");
         assert_eq!(Redactor::default().apply("plain"), "plain");
+    }
+
+    #[test]
+    fn expanded_variable_values_are_cut_wherever_they_landed() {
+        let mut config = ServerConfig::http("h", "https://example.com/tok-PATHSECRET/mcp");
+        config.expanded_values = vec!["tok-PATHSECRET".into(), "ab".into()];
+        let r = Redactor::for_config(&config);
+        let out = r.apply("cannot reach https://example.com/tok-PATHSECRET/mcp (ab)");
+        assert_eq!(out, "cannot reach https://example.com/[redacted]/mcp (ab)");
     }
 }

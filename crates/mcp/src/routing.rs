@@ -6,6 +6,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use rmcp::ServiceError;
+
+use crate::oauth::{Challenge, find_challenge};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, PingRequest, RequestId, ServerResult,
@@ -182,6 +184,14 @@ fn call_result(server: String, tool: String, result: CallToolResult) -> McpCallR
 /// The call failed in transport: the reason the stdout screen recorded (oversized or invalid
 /// message, ...), else the supervisor's, else the transport's own; redacted.
 fn lost(shared: &Arc<Shared>, bound: &Bound, live: &Live, error: ServiceError) -> McpError {
+    // A 403 `insufficient_scope` is an answer, not a lost connection.
+    if let Some(Challenge::InsufficientScope { scope, .. }) = find_challenge(&error) {
+        return McpError::InsufficientScope {
+            server: bound.server.clone(),
+            tool: bound.tool.clone(),
+            scope: scope.map(|s| live.redactor.apply(&s)),
+        };
+    }
     let transport = live.redactor.apply(&tidy(&error));
     let context = format!("{}: {transport}", bound.tool);
     health_check(

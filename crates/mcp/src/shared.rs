@@ -9,8 +9,9 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
-use crate::catalog::{Catalog, build_catalog};
+use crate::catalog::{Catalog, apply_tool_filters, build_catalog};
 use crate::config::ServerConfig;
+use crate::config::ToolFilter;
 use crate::elicitation::{Callers, ElicitationBroker};
 use crate::error::McpError;
 use crate::handler::{ConnEvent, ProgressRoutes};
@@ -32,6 +33,9 @@ pub(crate) struct Slot {
     pub events: Option<mpsc::UnboundedSender<ConnEvent>>,
     /// Why the live connection broke, set by the stdout screen before it closes the stream.
     pub broken: Option<BrokenReason>,
+    /// Wakes the supervisor of a server waiting for a login or a backoff to connect again now
+    /// ([`crate::McpManager::reconnect`]).
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 pub(crate) struct Shared {
@@ -64,7 +68,13 @@ impl Shared {
                     .filter(|(_, s)| s.config.trust_annotations)
                     .map(|(name, _)| name.clone())
                     .collect();
-                let catalog = build_catalog(&listed, &trusted);
+                let filters: BTreeMap<String, ToolFilter> = slots
+                    .iter()
+                    .map(|(name, s)| (name.clone(), s.config.tools.clone()))
+                    .collect();
+                let (listed, filtered) = apply_tool_filters(listed, &filters);
+                let mut catalog = build_catalog(&listed, &trusted);
+                catalog.filtered = filtered;
                 *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
             }
         }

@@ -50,6 +50,9 @@ pub struct ServerStatus {
     pub tools_refreshed: u32,
     /// Tools this server listed but the client left out (bad schema), with reasons.
     pub rejected_tools: Vec<RejectedTool>,
+    /// Tools this server listed that its `tools` allow/deny lists in `mcp.json` leave out, with
+    /// the reason (`denied by mcp.json`, `not in allow list`).
+    pub filtered_tools: Vec<RejectedTool>,
 }
 
 /// A tool a server listed that cannot be offered, with a Discovery-stage reason.

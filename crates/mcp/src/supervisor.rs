@@ -21,10 +21,14 @@ fn disconnected(slot: &mut Slot, state: ServerState) {
 
 /// Runs server `name` until `shutdown`.
 pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: CancellationToken) {
-    let (config, redactor) = {
+    let (config, redactor, wake) = {
         let slots = shared.slots.read().unwrap_or_else(PoisonError::into_inner);
         match slots.get(&name) {
-            Some(slot) => (slot.config.clone(), slot.redactor.clone()),
+            Some(slot) => (
+                slot.config.clone(),
+                slot.redactor.clone(),
+                slot.wake.clone(),
+            ),
             None => return,
         }
     };
@@ -48,9 +52,14 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
                         retry_in_ms: None,
                     };
                     shared.update(&name, true, |slot| disconnected(slot, state));
-                    // Not retried: a login (which restarts the client) is what changes it.
-                    shutdown.cancelled().await;
-                    return;
+                    // Not retried: a login is what changes it (then `McpManager::reconnect`).
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = wake.notified() => {}
+                    }
+                    attempt = 0;
+                    shared.set_state(&name, ServerState::Connecting);
+                    continue;
                 }
                 Ended::Failed { reason, was_stable } => (reason, was_stable),
             };
@@ -70,6 +79,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
         shared.update(&name, true, |slot| disconnected(slot, state));
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
+            _ = wake.notified() => {}
             _ = shutdown.cancelled() => {
                 shared.set_state(&name, ServerState::Failed { reason, retry_in_ms: None });
                 return;

@@ -94,3 +94,32 @@ async fn without_a_vault_a_401_still_reads_as_needs_login() {
     assert!(settled, "{:?}", manager.status());
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn reconnect_tries_a_needs_login_server_again_once() {
+    let (url, hits) = unauthorized_server().await;
+    let mut options = common::fast_options();
+    options.token_vault = Some(Arc::new(MemoryVault::default()));
+    let manager = McpManager::start(
+        vec![ServerConfig::http("remote", url)],
+        McpHandlers::default(),
+        options,
+    );
+    let needs_login = |all: &[aibuddy_mcp::ServerStatus]| all.iter().all(|s| s.state.needs_login());
+    assert!(manager.wait_for(Duration::from_secs(20), needs_login).await);
+    let before = hits.load(Ordering::SeqCst);
+    assert!(!manager.reconnect("nope"), "an unknown server");
+    assert!(manager.reconnect("remote"));
+    // It connects again (the server is hit again) and, still without a token, needs login again.
+    let mut waited = Duration::ZERO;
+    while hits.load(Ordering::SeqCst) == before && waited < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    assert!(hits.load(Ordering::SeqCst) > before, "not tried again");
+    assert!(manager.wait_for(Duration::from_secs(20), needs_login).await);
+    let after = hits.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(hits.load(Ordering::SeqCst), after, "one wake, one attempt");
+    manager.shutdown().await;
+}

@@ -4,8 +4,9 @@
 //!
 //! Fields are checked in a fixed order and the first problem is the entry's error (one error per
 //! entry; the other entries still load). Transport fields are only read for their transport.
-//! Unknown members are ignored (other tools' fields share these files). Issue 14's `${VAR}`
-//! expansion and per-tool allow/deny lists go into [`RawEntry`] and [`build`].
+//! Unknown members are ignored (other tools' fields share these files). `${VAR}` expansion
+//! ([`super::expand`]) happens in [`build`], per field, so an unset variable is a problem at
+//! that field's place; `tools` is the per-tool allow/deny list ([`super::tool_filter`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ use std::time::Duration;
 use aibuddy_common::located::{self, DecodeError, Entry, FieldPath, Node, PathSegment, Problem};
 use serde::Deserialize;
 
+use super::expand::{self, Vars};
+use super::tool_filter::ToolFilter;
 use super::types::{ConfigError, ConfigScope, ServerConfig, Timeouts, Transport};
 
 /// A string, or a number or boolean kept as its JSON text (common in `env` blocks and `args`).
@@ -65,6 +68,14 @@ struct RawEntry {
     disabled: Option<bool>,
     #[serde(rename = "trustAnnotations")]
     trust_annotations: Option<bool>,
+    tools: Option<RawTools>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawTools {
+    allow: Option<Vec<String>>,
+    deny: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +102,9 @@ fn expected(path: &FieldPath, serde_expected: &str) -> String {
         ["args"] => "an array of strings",
         ["env" | "headers"] => "an object of strings",
         ["timeouts"] => "an object",
+        ["tools"] | ["tools", "[]", ..] => "an object with \"allow\" and/or \"deny\"",
+        ["tools", _] => "an array of tool names",
+        ["tools", _, _] => "a tool name",
         ["timeouts", _] => "a number of seconds",
         ["enabled" | "disabled" | "trustAnnotations"] => "a boolean",
         ["args" | "env" | "headers", _] => "a string",
@@ -138,6 +152,9 @@ impl Ctx<'_, '_> {
                     .find(&e.path)
                     .map_or("another type", |(node, _)| node.kind().described());
                 format!("{}, found {found}", expected(&e.path, exp))
+            }
+            Problem::UnknownField { .. } if e.path.to_string().starts_with("tools") => {
+                "unknown member (expected \"allow\" or \"deny\")".to_string()
             }
             Problem::UnknownField { .. } => {
                 "unknown timeout (expected \"connect\" or \"call\")".to_string()
@@ -246,6 +263,7 @@ pub(super) fn parse_entry(
     name: &str,
     node: Node<'_>,
     at: Option<located::Position>,
+    vars: Vars<'_>,
 ) -> Result<ServerConfig, ConfigError> {
     let ctx = Ctx {
         file,
@@ -270,18 +288,19 @@ pub(super) fn parse_entry(
     if checked.decode(&ctx)?.enabled.is_none() {
         checked.take(&ctx, "disabled")?;
     }
-    for key in ["trustAnnotations", "command", "url", "type"] {
+    for key in ["trustAnnotations", "tools", "command", "url", "type"] {
         checked.take(&ctx, key)?;
     }
     let head = checked.decode(&ctx)?;
-    let stdio = transport_kind(&ctx, &head)?;
+    let kind = transport_kind(&ctx, &head)?;
+    let stdio = kind == Kind::Stdio;
     let fields: &[&str] = if stdio {
         &["args", "env", "cwd"]
     } else {
         &["headers"]
     };
     if !stdio {
-        check_url(&ctx, head.url.as_deref())?;
+        check_url(&ctx, head.url.as_deref(), true)?;
     } else if head.command.is_none() {
         return Err(ctx.field_err("command", "missing: a stdio server needs a command"));
     }
@@ -292,30 +311,36 @@ pub(super) fn parse_entry(
         check_headers(&ctx, checked.decode(&ctx)?.headers.as_ref())?;
     }
     checked.take_timeouts(&ctx)?;
-    build(&ctx, scope, checked.decode(&ctx)?, stdio)
+    build(&ctx, scope, checked.decode(&ctx)?, kind, vars)
 }
 
-/// Whether the entry is a stdio server (else streamable HTTP).
-fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<bool, ConfigError> {
+/// Which transport an entry asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Stdio,
+    Http,
+    Sse,
+}
+
+/// Which transport the entry asks for.
+fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<Kind, ConfigError> {
     match (raw.kind.as_deref(), &raw.command, &raw.url) {
-        (Some("stdio"), _, _) => Ok(true),
+        (Some("stdio"), _, _) => Ok(Kind::Stdio),
         (Some("http" | "streamable-http" | "streamable_http" | "streamableHttp"), _, _) => {
-            Ok(false)
+            Ok(Kind::Http)
         }
-        (Some("sse"), _, _) => Err(ctx.field_err(
-            "type",
-            "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint",
-        )),
+        (Some("sse"), _, _) => Ok(Kind::Sse),
         // The value is not quoted: a problem message never repeats what a config holds.
-        (Some(_), _, _) => {
-            Err(ctx.field_err("type", "unknown transport (expected \"stdio\" or \"http\")"))
-        }
+        (Some(_), _, _) => Err(ctx.field_err(
+            "type",
+            "unknown transport (expected \"stdio\", \"http\" or \"sse\")",
+        )),
         (None, Some(_), Some(_)) => Err(ctx.field_err(
             "url",
             "give either \"command\" (stdio) or \"url\" (http), not both",
         )),
-        (None, Some(_), None) => Ok(true),
-        (None, None, Some(_)) => Ok(false),
+        (None, Some(_), None) => Ok(Kind::Stdio),
+        (None, None, Some(_)) => Ok(Kind::Http),
         (None, None, None) => Err(ctx.field_err(
             "command",
             "missing: give \"command\" (stdio) or \"url\" (http)",
@@ -323,10 +348,15 @@ fn transport_kind(ctx: &Ctx<'_, '_>, raw: &RawEntry) -> Result<bool, ConfigError
     }
 }
 
-fn check_url(ctx: &Ctx<'_, '_>, url: Option<&str>) -> Result<(), ConfigError> {
+/// `template`: the URL may still hold `${VAR}` (its scheme is checked once expanded, unless the
+/// scheme itself is written out).
+fn check_url(ctx: &Ctx<'_, '_>, url: Option<&str>, template: bool) -> Result<(), ConfigError> {
     let Some(url) = url else {
         return Err(ctx.field_err("url", "missing: an http server needs a url"));
     };
+    if template && url.starts_with("${") {
+        return Ok(());
+    }
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         // The URL itself is not quoted: it may carry a token.
         return Err(ctx.field_err("url", "expected an http:// or https:// URL"));
@@ -343,18 +373,78 @@ fn check_headers(
         if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
             return Err(ctx.err(Some(&field), "not a valid HTTP header name"));
         }
-        if http::HeaderValue::from_str(&v.0).is_err() {
-            return Err(ctx.err(Some(&field), "not a valid HTTP header value"));
-        }
+        check_header_value(ctx, &field, &v.0)?;
     }
     Ok(())
 }
 
-fn strings(map: Option<BTreeMap<String, Scalar>>) -> BTreeMap<String, String> {
-    map.unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect()
+fn check_header_value(
+    ctx: &Ctx<'_, '_>,
+    field: &FieldPath,
+    value: &str,
+) -> Result<(), ConfigError> {
+    if http::HeaderValue::from_str(value).is_err() {
+        return Err(ctx.err(Some(field), "not a valid HTTP header value"));
+    }
+    Ok(())
+}
+
+/// Expands the `${VAR}`s of the fields that take them, records the variables read, and
+/// re-checks what expansion may have changed (a URL's scheme, header values). A problem names
+/// the field and the variable, never a value.
+struct Expander<'v> {
+    vars: Vars<'v>,
+    read: Vec<String>,
+    values: Vec<String>,
+}
+
+impl Expander<'_> {
+    fn field(
+        &mut self,
+        ctx: &Ctx<'_, '_>,
+        path: &FieldPath,
+        template: String,
+    ) -> Result<String, ConfigError> {
+        let refs = expand::variables(&template).map_err(|e| ctx.err(Some(path), e.to_string()))?;
+        match self.vars {
+            Vars::Keep => {
+                self.read.extend(refs.into_iter().map(|r| r.name));
+                Ok(template)
+            }
+            Vars::From(lookup) => {
+                for r in refs {
+                    if let Some(value) = lookup(&r.name).filter(|v| !v.is_empty()) {
+                        self.values.push(value);
+                    }
+                    self.read.push(r.name);
+                }
+                expand::expand(&template, lookup).map_err(|e| ctx.err(Some(path), e.to_string()))
+            }
+        }
+    }
+
+    fn map(
+        &mut self,
+        ctx: &Ctx<'_, '_>,
+        key: &str,
+        map: Option<BTreeMap<String, Scalar>>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let mut out = BTreeMap::new();
+        for (k, v) in map.unwrap_or_default() {
+            let path = FieldPath::default().child(key).child(&k);
+            let value = self.field(ctx, &path, v.0)?;
+            out.insert(k, value);
+        }
+        Ok(out)
+    }
+}
+
+fn tool_filter(raw: Option<RawTools>) -> ToolFilter {
+    let raw = raw.unwrap_or_default();
+    ToolFilter {
+        allow: raw.allow,
+        deny: raw.deny.unwrap_or_default(),
+    }
 }
 
 /// The checks types cannot say, and the [`ServerConfig`].
@@ -362,26 +452,51 @@ fn build(
     ctx: &Ctx<'_, '_>,
     scope: ConfigScope,
     raw: RawEntry,
-    stdio: bool,
+    kind: Kind,
+    vars: Vars<'_>,
 ) -> Result<ServerConfig, ConfigError> {
-    let transport = if stdio {
+    let mut ex = Expander {
+        vars,
+        read: Vec::new(),
+        values: Vec::new(),
+    };
+    let root = FieldPath::default();
+    let transport = if kind == Kind::Stdio {
+        let command = ex.field(ctx, &root.child("command"), raw.command.unwrap_or_default())?;
+        let mut args = Vec::new();
+        for (i, arg) in raw.args.unwrap_or_default().into_iter().enumerate() {
+            let mut path = root.child("args");
+            path.0.push(PathSegment::Index(i));
+            args.push(ex.field(ctx, &path, arg.0)?);
+        }
+        if matches!(vars, Vars::From(_)) && command.trim().is_empty() {
+            return Err(ctx.field_err("command", "is empty once its variables are expanded"));
+        }
         Transport::Stdio {
-            command: raw.command.unwrap_or_default(),
-            args: raw
-                .args
-                .unwrap_or_default()
-                .into_iter()
-                .map(|a| a.0)
-                .collect(),
-            env: strings(raw.env),
+            command,
+            args,
+            env: ex.map(ctx, "env", raw.env)?,
             cwd: raw.cwd.map(PathBuf::from),
         }
     } else {
-        Transport::Http {
-            url: raw.url.unwrap_or_default(),
-            headers: strings(raw.headers),
+        let url = ex.field(ctx, &root.child("url"), raw.url.unwrap_or_default())?;
+        let headers = ex.map(ctx, "headers", raw.headers)?;
+        if matches!(vars, Vars::From(_)) {
+            check_url(ctx, Some(&url), false)?;
+            for (k, v) in &headers {
+                check_header_value(ctx, &root.child("headers").child(k), v)?;
+            }
+        }
+        if kind == Kind::Sse {
+            Transport::Sse { url, headers }
+        } else {
+            Transport::Http { url, headers }
         }
     };
+    let mut variables = ex.read;
+    variables.sort();
+    variables.dedup();
+    let expanded_values = ex.values;
     // Ranges were checked with the members (`take_timeouts`).
     let given = raw.timeouts.unwrap_or_default();
     let mut timeouts = Timeouts::default();
@@ -401,5 +516,8 @@ fn build(
         scope,
         source: Some(ctx.file.to_path_buf()),
         trust_annotations: raw.trust_annotations.unwrap_or(false),
+        tools: tool_filter(raw.tools),
+        variables,
+        expanded_values,
     })
 }

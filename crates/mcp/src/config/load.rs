@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::parse::{merge, parse_config_text};
+use super::expand::{Vars, process_env};
+use super::parse::{merge, parse_config_text_with};
 use super::types::{CONFIG_FILE_NAME, ConfigError, ConfigScope, LoadedConfigs, Transport};
 
 /// `<project>/.aibuddy/mcp.json`.
@@ -17,7 +18,7 @@ pub fn user_config_path(user_data_dir: &Path) -> PathBuf {
 
 fn read_one(path: &Path, scope: ConfigScope) -> LoadedConfigs {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse_config_text(path, scope, &text),
+        Ok(text) => parse_config_text_with(path, scope, &text, Vars::From(&process_env)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => LoadedConfigs::default(),
         Err(e) => LoadedConfigs {
             servers: Vec::new(),
@@ -27,7 +28,7 @@ fn read_one(path: &Path, scope: ConfigScope) -> LoadedConfigs {
 }
 
 /// Reads the user file (if a data dir is given) and the project file, and merges them.
-/// Missing files are not errors. Relative stdio `cwd`s resolve against the project root.
+/// Missing files are not errors. `${VAR}`s are expanded from the process environment. Relative stdio `cwd`s resolve against the project root.
 pub fn load_server_configs(project_root: &Path, user_data_dir: Option<&Path>) -> LoadedConfigs {
     let user = user_data_dir
         .map(|dir| read_one(&user_config_path(dir), ConfigScope::User))

@@ -8,6 +8,7 @@ use aibuddy_common::located;
 use serde_json::Value;
 
 use super::entry::parse_entry;
+use super::expand::Vars;
 use super::types::{ConfigError, ConfigScope, LoadedConfigs, ServerConfig};
 
 /// Parses one server entry given as a JSON value. Pure. The value has no file, so its errors
@@ -20,16 +21,28 @@ pub fn parse_server_entry(
 ) -> Result<ServerConfig, ConfigError> {
     let text = entry.to_string();
     let doc = located::parse(&text).map_err(|e| ConfigError::file(file, None, e.to_string()))?;
-    parse_entry(file, scope, name, doc.root(), None).map_err(|mut e| {
+    parse_entry(file, scope, name, doc.root(), None, Vars::Keep).map_err(|mut e| {
         e.line = None;
         e.column = None;
         e
     })
 }
 
-/// Parses a whole `mcp.json` text. `file` is only used to name errors. Pure. Servers and errors
-/// come in the order of the servers' names.
+/// Parses a whole `mcp.json` text keeping `${VAR}` templates as written (see
+/// [`parse_config_text_with`]). Pure.
 pub fn parse_config_text(file: &Path, scope: ConfigScope, text: &str) -> LoadedConfigs {
+    parse_config_text_with(file, scope, text, Vars::Keep)
+}
+
+/// Parses a whole `mcp.json` text. `file` is only used to name errors. `vars` says whether
+/// `${VAR}`s are expanded (and from where) or kept. Pure given a pure lookup. Servers and
+/// errors come in the order of the servers' names.
+pub fn parse_config_text_with(
+    file: &Path,
+    scope: ConfigScope,
+    text: &str,
+    vars: Vars<'_>,
+) -> LoadedConfigs {
     let file_err = |at, message: String| LoadedConfigs {
         servers: Vec::new(),
         errors: vec![ConfigError::file(file, at, message)],
@@ -73,7 +86,14 @@ pub fn parse_config_text(file: &Path, scope: ConfigScope, text: &str) -> LoadedC
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     let mut out = LoadedConfigs::default();
     for entry in entries {
-        match parse_entry(file, scope, &entry.key, entry.value, Some(entry.position)) {
+        match parse_entry(
+            file,
+            scope,
+            &entry.key,
+            entry.value,
+            Some(entry.position),
+            vars,
+        ) {
             Ok(cfg) => out.servers.push(cfg),
             Err(e) => out.errors.push(e),
         }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use aibuddy_common::located::Position;
 use serde::Serialize;
 
+use super::tool_filter::ToolFilter;
+
 /// Default time allowed to spawn/connect and finish the initialize handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time allowed for one `tools/call` before it is cancelled.
@@ -44,11 +46,29 @@ pub enum Transport {
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
     },
-    /// A streamable HTTP endpoint.
+    /// A streamable HTTP endpoint. When its `initialize` POST fails, the legacy HTTP+SSE
+    /// transport is tried at the same URL (the spec's backwards compatibility).
     Http {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// A legacy HTTP+SSE endpoint (protocol 2024-11-05), chosen by `"type": "sse"`.
+    Sse {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    /// The URL and headers of an HTTP transport (streamable or legacy SSE).
+    pub fn http_parts(&self) -> Option<(&str, &BTreeMap<String, String>)> {
+        match self {
+            Transport::Http { url, headers } | Transport::Sse { url, headers } => {
+                Some((url, headers))
+            }
+            Transport::Stdio { .. } => None,
+        }
+    }
 }
 
 /// Where a configuration entry came from.
@@ -74,6 +94,18 @@ pub struct ServerConfig {
     /// `"trustAnnotations": true`: the person trusts this server's tool annotations, so a
     /// `readOnlyHint` may lower risk. Default false: annotations are untrusted hints.
     pub trust_annotations: bool,
+    /// `"tools": {"allow": [...], "deny": [...]}`: which of its tools are offered.
+    pub tools: ToolFilter,
+    /// The environment variables its `command`, `args`, `env`, `url` and `headers` read through
+    /// `${VAR}` / `${VAR:-default}` (sorted, each once). Their values are never kept here for
+    /// showing: the fields hold the expanded values only when the entry was parsed with the
+    /// environment ([`super::Vars::From`]), else the templates.
+    pub variables: Vec<String>,
+    /// The values those variables expanded to (never serialized): cut out of every failure
+    /// reason and log line about the server ([`crate::redact::Redactor::for_config`]), so an
+    /// expanded value is never logged; messages show the rest of the text.
+    #[serde(skip)]
+    pub expanded_values: Vec<String>,
 }
 
 impl ServerConfig {
@@ -92,6 +124,9 @@ impl ServerConfig {
             scope: ConfigScope::Inline,
             source: None,
             trust_annotations: false,
+            tools: ToolFilter::default(),
+            variables: Vec::new(),
+            expanded_values: Vec::new(),
         }
     }
 
@@ -108,6 +143,9 @@ impl ServerConfig {
             scope: ConfigScope::Inline,
             source: None,
             trust_annotations: false,
+            tools: ToolFilter::default(),
+            variables: Vec::new(),
+            expanded_values: Vec::new(),
         }
     }
 }

@@ -44,6 +44,16 @@ pub struct McpServerLine {
     pub state: &'static str,
     pub reason: Option<String>,
     pub tools: usize,
+    /// Tools its `tools` allow/deny lists in `mcp.json` leave out, with the reason.
+    pub left_out: Vec<LeftOutTool>,
+}
+
+/// A tool of a server that `mcp.json`'s allow/deny lists leave out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOutTool {
+    pub tool: String,
+    /// `denied by mcp.json` or `not in allow list`.
+    pub reason: String,
 }
 
 pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
@@ -76,6 +86,7 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
                 state: "not_trusted",
                 reason: Some("the project is not trusted (run `aibuddy trust`)".into()),
                 tools: 0,
+                left_out: Vec::new(),
             }));
             if json {
                 return print_json(&lines);
@@ -93,6 +104,13 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
                     l.tools,
                     term::line(&reason)
                 );
+                for t in &l.left_out {
+                    println!(
+                        "  left out: {} ({})",
+                        term::line(&t.tool),
+                        term::line(&t.reason)
+                    );
+                }
             }
             ExitCode::SUCCESS
         }
@@ -113,6 +131,13 @@ fn unknown(server: &str) -> ExitCode {
 }
 
 async fn login(config: &ServerConfig) -> ExitCode {
+    if let Transport::Sse { .. } = &config.transport {
+        eprintln!(
+            "aibuddy: {} uses the legacy SSE transport: OAuth login is only supported over streamable HTTP; give it an Authorization header in mcp.json",
+            term::line(&config.name)
+        );
+        return ExitCode::from(2);
+    }
     let Transport::Http { url, .. } = &config.transport else {
         eprintln!(
             "aibuddy: {} is a local (stdio) server: it takes its credentials from its env, not OAuth",
@@ -190,6 +215,14 @@ async fn status(servers: Vec<ServerConfig>) -> Vec<McpServerLine> {
                 state,
                 reason,
                 tools: s.tool_count,
+                left_out: s
+                    .filtered_tools
+                    .into_iter()
+                    .map(|f| LeftOutTool {
+                        tool: f.tool,
+                        reason: f.reason,
+                    })
+                    .collect(),
             }
         })
         .collect();
