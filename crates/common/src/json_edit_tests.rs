@@ -40,7 +40,8 @@ fn a_new_field_takes_the_files_indentation_and_unknown_keys_stay() {
 
 #[test]
 fn nested_objects_and_strings_are_escaped() {
-    let entry = json!({"kind": "openai-chat", "model": "q\"wen\n", "base_url": "http://127.0.0.1:1/v1"});
+    let entry =
+        json!({"kind": "openai-chat", "model": "q\"wen\n", "base_url": "http://127.0.0.1:1/v1"});
     let out = edit(FILE, &["providers", "lo\"cal"], Edit::Set(&entry)).unwrap();
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["providers"]["lo\"cal"], entry);

@@ -125,10 +125,18 @@ mod tests {
 
     #[test]
     fn a_file_the_loader_refuses_is_not_edited() {
-        let e = put_server(path(), ConfigScope::User, "{\"mcpServers\": {", "a", &json!({"command": "x"}))
-            .unwrap_err();
+        let e = put_server(
+            path(),
+            ConfigScope::User,
+            "{\"mcpServers\": {",
+            "a",
+            &json!({"command": "x"}),
+        )
+        .unwrap_err();
         assert_eq!(e[0].line, Some(1));
         assert!(e[0].server.is_none());
-        assert!(is_valid_new_name("files_2-a") && !is_valid_new_name("a b") && !is_valid_new_name(""));
+        assert!(
+            is_valid_new_name("files_2-a") && !is_valid_new_name("a b") && !is_valid_new_name("")
+        );
     }
 }
