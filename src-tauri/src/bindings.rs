@@ -22,6 +22,12 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::run_views::RunDetail::export_all(&cfg)?;
     aibuddy::human::HumanAnswer::export_all(&cfg)?;
     aibuddy::human::HumanQuestion::export_all(&cfg)?;
+    crate::settings_pages::SettingsPages::export_all(&cfg)?;
+    crate::settings_pages::SettingsWrite::export_all(&cfg)?;
+    crate::settings_pages::KeyState::export_all(&cfg)?;
+    aibuddy::settings::edit::Level::export_all(&cfg)?;
+    crate::catalog::CatalogServer::export_all(&cfg)?;
+    crate::catalog::CatalogSkills::export_all(&cfg)?;
     Ok(())
 }
 

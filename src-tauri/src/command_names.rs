@@ -17,4 +17,13 @@ pub const COMMANDS: &[&str] = &[
     "list_runs",
     "show_run",
     "answer_ask_user",
+    "settings_pages",
+    "set_setting",
+    "put_mcp_server",
+    "remove_mcp_server",
+    "set_provider_key",
+    "remove_provider_key",
+    "list_servers",
+    "list_skills",
+    "reconnect_server",
 ];

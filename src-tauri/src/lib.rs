@@ -8,6 +8,7 @@
 mod args;
 pub mod bindings;
 pub mod calls;
+pub mod catalog;
 mod command_names;
 pub mod commands;
 pub mod compacted;
@@ -17,6 +18,7 @@ pub mod history;
 pub mod provider;
 pub mod run_views;
 pub mod runs;
+pub mod settings_pages;
 mod state;
 
 use tauri::{Builder, Runtime};
@@ -47,6 +49,15 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::list_runs,
             commands::show_run,
             commands::answer_ask_user,
+            settings_pages::settings_pages,
+            settings_pages::set_setting,
+            settings_pages::put_mcp_server,
+            settings_pages::remove_mcp_server,
+            settings_pages::set_provider_key,
+            settings_pages::remove_provider_key,
+            catalog::list_servers,
+            catalog::list_skills,
+            catalog::reconnect_server,
         ])
 }
 
