@@ -87,9 +87,10 @@ describe("settings pages in Chromium with mocked IPC", () => {
     assert.equal(await page.locator('[data-testid="provider"][data-name="local"] [data-testid="key-input"]').inputValue(), "");
     assert.ok(!(await page.content()).includes("sk-test-secret-77"));
 
-    // An entry, at the user level (the default).
-    await page.locator('[data-testid="provider-name"]').fill("local");
-    await page.locator('[data-testid="provider-kind"]').selectOption("openai-chat");
+    // An entry edited at the user level (the default): Edit fills the form from the file.
+    await page.locator('button[aria-label="Edit local"]').click();
+    assert.equal(await page.locator('[data-testid="provider-url"]').inputValue(), "http://127.0.0.1:11434/v1");
+    assert.equal(await page.locator('[data-testid="provider-kind"]').inputValue(), "openai-chat");
     await page.locator('[data-testid="provider-model"]').fill("qwen3:14b");
     await page.locator('[data-testid="provider-save"]').click();
     await page.locator('[data-testid="settings-notice"]').waitFor();
@@ -111,6 +112,8 @@ describe("settings pages in Chromium with mocked IPC", () => {
     await page.locator('[data-testid="field-writable_roots"] [data-testid="field-problem"] >> nth=0').waitFor();
     const rootProblems = await page.locator('[data-testid="field-writable_roots"] [data-testid="field-problem"]').allTextContents();
     assert.ok(rootProblems.includes(`${PROJECT_FILE}:3:23: \`exec.writable_roots\`: \`/\` contains the data directory; ignored`), rootProblems.join("\n"));
+    await page.evaluate(() => document.querySelector(".settings-body")?.scrollTo(0, 0));
+    writeFileSync(join(shots, "settings.png"), await page.screenshot());
     await page.locator('[data-testid="auto-on"]').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="settings-notice"]')?.textContent?.includes("stays trusted"));
 
@@ -125,7 +128,6 @@ describe("settings pages in Chromium with mocked IPC", () => {
       ],
     );
     assert.deepEqual(args[1].args.value, { kind: "openai-chat", model: "qwen3:14b", base_url: "http://127.0.0.1:11434/v1" });
-    writeFileSync(join(shots, "settings.png"), await page.screenshot());
 
     // MCP servers: names from a project file are text; a new server goes to the user level.
     await page.locator('[data-testid="settings-tab-mcp"]').click();
