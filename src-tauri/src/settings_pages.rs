@@ -70,7 +70,8 @@ pub struct ProviderKey {
 #[ts(export)]
 pub struct SettingsPages {
     pub files: SettingsFiles,
-    /// The user `settings.json` as written (`{}` when absent, `null` when it is not JSON).
+    /// The user `settings.json` as written, its [`PAGE_SECTIONS`] only (`{}` when absent, `null`
+    /// when it is not JSON).
     #[ts(type = "Record<string, unknown> | null")]
     pub user: Value,
     /// The project `.aibuddy/settings.json` as written.
@@ -110,12 +111,24 @@ pub fn editable(path: &[String]) -> bool {
     }
 }
 
+/// The sections of a settings file the pages show. Others stay in the file and out of the
+/// window (`sandbox.daytona` / `sandbox.e2b` may hold keys).
+pub const PAGE_SECTIONS: &[&str] = &["providers", "exec", "confirm"];
+
 fn as_json(content: &FileContent) -> Value {
     match content {
         FileContent::Absent => Value::Object(Default::default()),
         FileContent::Present(text) => serde_json::from_str(text).unwrap_or(Value::Null),
         FileContent::Refused(_) => Value::Null,
     }
+}
+
+/// Only the [`PAGE_SECTIONS`] of a settings file.
+fn page_sections(mut file: Value) -> Value {
+    if let Value::Object(map) = &mut file {
+        map.retain(|k, _| PAGE_SECTIONS.contains(&k.as_str()));
+    }
+    file
 }
 
 fn read_json(path: &Path) -> Value {
@@ -170,13 +183,13 @@ pub fn pages(project_root: &Path, data_dir: &Path) -> SettingsPages {
     let root = config.status.project.clone();
     let root = Path::new(&root);
     let path = |f, l| edit::path_of(f, l, root, data_dir).display().to_string();
-    let user = read_json(&edit::path_of(
+    let user = page_sections(read_json(&edit::path_of(
         ConfigFile::Settings,
         Level::User,
         root,
         data_dir,
-    ));
-    let project = as_json(&config.snapshot.settings.content);
+    )));
+    let project = page_sections(as_json(&config.snapshot.settings.content));
     let user_mcp = read_json(&edit::path_of(ConfigFile::Mcp, Level::User, root, data_dir));
     let project_mcp = as_json(&config.snapshot.mcp.content);
     let mut mcp_servers = servers_of(&project_mcp, Level::Project);

@@ -99,8 +99,18 @@ fn a_provider_entry_written_from_the_window_is_what_the_cli_reads() {
         ),
         ("local", "qwen3:8b", "http://127.0.0.1:9/v1")
     );
+    // A section the pages do not edit (remote sandbox settings may hold keys) stays out.
+    let file = f.data.join("settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let with_sandbox = text.replacen(
+        '{',
+        "{\"sandbox\": {\"e2b\": {\"api_key\": \"e2b-secret\"}},",
+        1,
+    );
+    std::fs::write(&file, with_sandbox).unwrap();
     let pages = invoke(&f, "settings_pages", json!({})).unwrap();
     assert_eq!(pages["user"]["providers"]["local"], entry);
+    assert!(!pages.to_string().contains("e2b-secret"));
     assert_eq!(pages["provider_keys"][0]["name"], json!("local"));
     assert_eq!(pages["trust"], json!("not_needed"));
 }

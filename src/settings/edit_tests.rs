@@ -329,3 +329,25 @@ fn mcp_servers_are_added_validated_and_removed_at_the_user_level() {
     let again = remove_mcp_server(&d.project, &d.data, Level::User, "s").unwrap();
     assert!(!again.changed);
 }
+
+#[test]
+fn a_project_file_changed_during_the_edit_is_not_overwritten() {
+    let d = dirs();
+    trusted_project(&d);
+    let file = d.project.join(".aibuddy/settings.json");
+    let target = Target::new(ConfigFile::Settings, Level::Project, &d.project, &d.data);
+    let err = target
+        .write(|text| {
+            // A command rewrites the project file while the person edits it.
+            std::fs::write(&file, "{\"confirm\":{\"auto_approve_writes\":true}}").unwrap();
+            Ok(text.replace("true", "false"))
+        })
+        .unwrap_err();
+    assert!(matches!(err, EditError::Changed { .. }), "{err:?}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "{\"confirm\":{\"auto_approve_writes\":true}}"
+    );
+    // Nothing re-recorded: the command's change is for the trust dialog.
+    assert_eq!(trust_now(&d).state, TrustState::ChangedSinceTrusted);
+}

@@ -10,7 +10,8 @@ import type { TrustState } from "./TrustState";
  */
 export type SettingsPages = { files: SettingsFiles, 
 /**
- * The user `settings.json` as written (`{}` when absent, `null` when it is not JSON).
+ * The user `settings.json` as written, its [`PAGE_SECTIONS`] only (`{}` when absent, `null`
+ * when it is not JSON).
  */
 user: Record<string, unknown> | null, 
 /**
