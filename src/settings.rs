@@ -27,6 +27,7 @@
 //! is ignored with a problem line. `exec.writable_roots` are resolved at load ([`roots`]).
 
 mod authority;
+pub mod edit;
 mod layer;
 mod parse;
 mod roots;

@@ -25,6 +25,12 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::recent::RecentProject::export_all(&cfg)?;
     crate::trust_view::TrustPrompt::export_all(&cfg)?;
     crate::providers_view::ProviderList::export_all(&cfg)?;
+    crate::settings_pages::SettingsPages::export_all(&cfg)?;
+    crate::settings_pages::SettingsWrite::export_all(&cfg)?;
+    crate::settings_pages::KeyState::export_all(&cfg)?;
+    aibuddy::settings::edit::Level::export_all(&cfg)?;
+    crate::catalog::CatalogServer::export_all(&cfg)?;
+    crate::catalog::CatalogSkills::export_all(&cfg)?;
     Ok(())
 }
 

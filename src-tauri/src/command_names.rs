@@ -26,4 +26,13 @@ pub const COMMANDS: &[&str] = &[
     "distrust_project",
     "list_providers",
     "choose_provider",
+    "settings_pages",
+    "set_setting",
+    "put_mcp_server",
+    "remove_mcp_server",
+    "set_provider_key",
+    "remove_provider_key",
+    "list_servers",
+    "list_skills",
+    "reconnect_server",
 ];

@@ -8,6 +8,7 @@
 mod args;
 pub mod bindings;
 pub mod calls;
+pub mod catalog;
 mod command_names;
 pub mod commands;
 pub mod compacted;
@@ -21,6 +22,7 @@ pub mod providers_view;
 pub mod recent;
 pub mod run_views;
 pub mod runs;
+pub mod settings_pages;
 mod state;
 pub mod trust_view;
 pub mod trust_watch;
@@ -63,6 +65,15 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             project_commands::distrust_project,
             project_commands::list_providers,
             project_commands::choose_provider,
+            settings_pages::settings_pages,
+            settings_pages::set_setting,
+            settings_pages::put_mcp_server,
+            settings_pages::remove_mcp_server,
+            settings_pages::set_provider_key,
+            settings_pages::remove_provider_key,
+            catalog::list_servers,
+            catalog::list_skills,
+            catalog::reconnect_server,
         ])
 }
 

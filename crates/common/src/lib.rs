@@ -7,10 +7,12 @@
 //! - [`term`]: terminal-safe rendering of untrusted text.
 //! - [`located`]: JSON with the position of every key and value, and typed decoding that reports
 //!   structured, located problems (settings and `mcp.json`).
+//! - [`json_edit`]: one value of such a file changed, the rest of the text kept as written.
 //!
 //! With the `ts-rs` feature the shared types also derive `ts_rs::TS` for the UI's bindings.
 
 mod decision;
+pub mod json_edit;
 pub mod located;
 mod stage;
 mod status;

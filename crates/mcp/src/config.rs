@@ -34,6 +34,7 @@
 //! Seams: [`types`] (what a server config is), `entry` (one entry, serde derive over the located
 //! document of `aibuddy_common::located`), [`parse`] (a file, merging), [`load`] (the only I/O).
 
+pub mod edit;
 mod entry;
 pub mod expand;
 pub mod load;

@@ -37,7 +37,8 @@ pub use crate::options::{
 pub struct McpManager {
     shared: Arc<Shared>,
     shutdown: CancellationToken,
-    tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    /// Each enabled server's supervisor and the token that stops it alone ([`McpManager::restart`]).
+    tasks: std::sync::Mutex<BTreeMap<String, (CancellationToken, JoinHandle<()>)>>,
 }
 
 impl Drop for McpManager {
@@ -97,7 +98,11 @@ impl McpManager {
         let shutdown = CancellationToken::new();
         let tasks = enabled
             .into_iter()
-            .map(|name| tokio::spawn(supervise(shared.clone(), name, shutdown.child_token())))
+            .map(|name| {
+                let token = shutdown.child_token();
+                let task = tokio::spawn(supervise(shared.clone(), name.clone(), token.clone()));
+                (name, (token, task))
+            })
             .collect();
         McpManager {
             shared,
@@ -227,11 +232,73 @@ impl McpManager {
     /// Stops every supervisor, closes every connection and kills every stdio server.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
-        let tasks: Vec<JoinHandle<()>> =
-            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
-        for task in tasks {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, (_, task)) in tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
+    }
+
+    /// Reconnects server `name` now (the person's "reconnect"): its connection is closed (a stdio
+    /// server is killed; waited for up to 5 s), then a fresh supervisor connects it again with the
+    /// same configuration, starting in `Connecting` with the backoff reset. The spawn gate
+    /// (`McpOptions::before_spawn`) is consulted again, so a project server whose files changed
+    /// since the project was trusted does not restart. Unknown or disabled servers are refused.
+    pub async fn restart(&self, name: &str) -> Result<(), McpError> {
+        let enabled = {
+            let slots = self
+                .shared
+                .slots
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            slots.get(name).map(|slot| slot.config.enabled)
+        };
+        match enabled {
+            None => {
+                return Err(McpError::UnknownServer {
+                    server: name.to_owned(),
+                });
+            }
+            Some(false) => {
+                return Err(McpError::ServerUnavailable {
+                    server: name.to_owned(),
+                    reason: "disabled in its configuration".to_owned(),
+                });
+            }
+            Some(true) => {}
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(McpError::ServerUnavailable {
+                server: name.to_owned(),
+                reason: "the client is shut down".to_owned(),
+            });
+        }
+        let old = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        if let Some((token, task)) = old {
+            token.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+        self.shared.set_state(name, ServerState::Connecting);
+        let token = self.shutdown.child_token();
+        let task = tokio::spawn(supervise(
+            self.shared.clone(),
+            name.to_owned(),
+            token.clone(),
+        ));
+        if let Some((stale, task)) = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), (token, task))
+        {
+            // Two restarts raced: the supervisor replaced here stops (and kills its server).
+            stale.cancel();
+            drop(task);
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,299 @@
+//! The settings pages and the catalog's servers through tauri's mock runtime, on a real core app
+//! over temporary folders: writes land in the files the CLI reads (read back through the CLI's own
+//! loaders), keys go to the OS keyring and never come back, refused values come back located,
+//! and `reconnect_server` restarts a real MCP server from `.tools/mcp`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use aibuddy::app::{App, AppOptions};
+use aibuddy_desktop::ShellState;
+use serde_json::{Value, json};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
+use tauri::webview::InvokeRequest;
+use tauri::{WebviewWindow, WebviewWindowBuilder};
+
+struct Fixture {
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    project: PathBuf,
+    data: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+fn fixture(user_mcp: Option<&str>) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (project, data) = (base.join("project"), base.join("data"));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    if let Some(text) = user_mcp {
+        std::fs::write(data.join("mcp.json"), text).unwrap();
+    }
+    let opts = AppOptions {
+        project: project.clone(),
+        data_dir: data.clone(),
+    };
+    let core = tauri::async_runtime::block_on(App::open(opts)).unwrap();
+    let app = aibuddy_desktop::wire(mock_builder(), ShellState::new(core))
+        .build(aibuddy_desktop::context())
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Fixture {
+        _app: app,
+        window,
+        project,
+        data,
+        _tmp: tmp,
+    }
+}
+
+fn invoke(f: &Fixture, cmd: &str, body: Value) -> Result<Value, Value> {
+    let request = InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    };
+    get_ipc_response(&f.window, request).map(|b| b.deserialize::<Value>().unwrap())
+}
+
+#[test]
+fn a_provider_entry_written_from_the_window_is_what_the_cli_reads() {
+    let f = fixture(None);
+    let entry =
+        json!({"kind": "openai-chat", "model": "qwen3:8b", "base_url": "http://127.0.0.1:9/v1"});
+    let out = invoke(
+        &f,
+        "set_setting",
+        json!({"level": "user", "path": ["providers", "local"], "value": entry}),
+    )
+    .unwrap();
+    assert_eq!(out["problems"], json!([]));
+    assert_eq!(out["written"]["trust"], json!({"kind": "not_concerned"}));
+    invoke(
+        &f,
+        "set_setting",
+        json!({"level": "user", "path": ["providers", "default"], "value": "local"}),
+    )
+    .unwrap();
+    // The CLI's loader, on the same folders.
+    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let route = loaded
+        .settings
+        .providers
+        .resolve(None, &aibuddy_provider::BaseUrlOverrides::default())
+        .unwrap();
+    assert_eq!(
+        (
+            route.name.as_str(),
+            route.model.as_str(),
+            route.base_url.as_str()
+        ),
+        ("local", "qwen3:8b", "http://127.0.0.1:9/v1")
+    );
+    // A section the pages do not edit (remote sandbox settings may hold keys) stays out.
+    let file = f.data.join("settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let with_sandbox = text.replacen(
+        '{',
+        "{\"sandbox\": {\"e2b\": {\"api_key\": \"e2b-secret\"}},",
+        1,
+    );
+    std::fs::write(&file, with_sandbox).unwrap();
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["user"]["providers"]["local"], entry);
+    assert!(!pages.to_string().contains("e2b-secret"));
+    assert_eq!(pages["provider_keys"][0]["name"], json!("local"));
+    assert_eq!(pages["trust"], json!("not_needed"));
+}
+
+#[test]
+fn a_refused_value_comes_back_located_and_nothing_is_written() {
+    let f = fixture(None);
+    let file = f.data.join("settings.json");
+    std::fs::write(&file, "{\n  \"exec\": {\n    \"network\": true\n  }\n}\n").unwrap();
+    let out = invoke(
+        &f,
+        "set_setting",
+        json!({"level": "user", "path": ["exec", "writable_roots"], "value": "not-a-list"}),
+    )
+    .unwrap();
+    assert_eq!(out["written"], Value::Null);
+    let problem = &out["problems"][0];
+    assert_eq!(problem["field"], json!("exec.writable_roots"));
+    assert_eq!(problem["file"], json!(file.display().to_string()));
+    assert!(problem["line"].as_u64().is_some(), "{problem}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "{\n  \"exec\": {\n    \"network\": true\n  }\n}\n"
+    );
+    // Only the pages' own fields may be written.
+    let err = invoke(
+        &f,
+        "set_setting",
+        json!({"level": "user", "path": ["sandbox", "kind"], "value": "e2b"}),
+    )
+    .unwrap_err();
+    assert_eq!(err["stage"], json!("Parameters"), "{err}");
+}
+
+#[test]
+fn a_provider_key_goes_to_the_keyring_and_never_comes_back() {
+    let f = fixture(None);
+    let name = format!("aibuddy-desktop-test-{}", std::process::id());
+    let secret = "sk-desktop-settings-test-9f2c";
+    invoke(
+        &f,
+        "set_setting",
+        json!({"level": "user", "path": ["providers", name], "value": {"kind": "openai-chat", "model": "m", "base_url": "http://127.0.0.1:9/v1"}}),
+    )
+    .unwrap();
+    match invoke(&f, "set_provider_key", json!({"name": name, "key": secret})) {
+        Ok(state) => {
+            assert_eq!(state, json!("set"));
+            // Stored where `aibuddy run` looks for it.
+            let got = aibuddy_provider::keys::keyring_get(&name).unwrap().unwrap();
+            assert_eq!(got.expose(), secret);
+            let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+            assert!(!pages.to_string().contains(secret));
+            let key = pages["provider_keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["name"] == json!(name))
+                .unwrap();
+            assert_eq!(key["key"], json!("set"));
+            let removed = invoke(&f, "remove_provider_key", json!({"name": name})).unwrap();
+            assert_eq!(removed, json!("not_set"));
+            assert!(
+                aibuddy_provider::keys::keyring_get(&name)
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        Err(err) => {
+            // Where the platform refuses keyutils (containers), a typed error without the key.
+            assert_eq!(err["stage"], json!("Execution"), "{err}");
+            assert!(!err.to_string().contains(secret));
+        }
+    }
+    // Nothing was written to a file.
+    let settings = std::fs::read_to_string(f.data.join("settings.json")).unwrap();
+    assert!(!settings.contains(secret));
+    let err = invoke(&f, "set_provider_key", json!({"name": name, "key": "  "})).unwrap_err();
+    assert_eq!(err["stage"], json!("Parameters"));
+}
+
+#[test]
+fn mcp_servers_are_added_validated_inline_and_removed() {
+    let f = fixture(None);
+    let bad = invoke(
+        &f,
+        "put_mcp_server",
+        json!({"level": "user", "name": "web", "entry": {"url": "ftp://example.com"}}),
+    )
+    .unwrap();
+    assert_eq!(bad["written"], Value::Null);
+    assert!(
+        bad["problems"][0]["field"]
+            .as_str()
+            .unwrap()
+            .starts_with("mcpServers.web"),
+        "{bad}"
+    );
+    assert!(!f.data.join("mcp.json").exists());
+    let ok = invoke(
+        &f,
+        "put_mcp_server",
+        json!({"level": "user", "name": "web", "entry": {"url": "https://example.com/mcp"}}),
+    )
+    .unwrap();
+    assert_eq!(ok["problems"], json!([]));
+    let loaded = aibuddy_mcp::load_server_configs(&f.project, Some(&f.data));
+    assert_eq!(loaded.servers[0].name, "web");
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["mcp_servers"][0]["level"], json!("user"));
+    invoke(
+        &f,
+        "remove_mcp_server",
+        json!({"level": "user", "name": "web"}),
+    )
+    .unwrap();
+    assert!(
+        aibuddy_mcp::load_server_configs(&f.project, Some(&f.data))
+            .servers
+            .is_empty()
+    );
+}
+
+fn tools_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp");
+    assert!(
+        dir.join(".installed").exists(),
+        "the real MCP servers are not installed at {}; run `make test`",
+        dir.display()
+    );
+    dir
+}
+
+fn server_state(f: &Fixture, name: &str) -> Value {
+    let servers = invoke(f, "list_servers", json!({})).unwrap();
+    servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == json!(name))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn wait_connected(f: &Fixture, name: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = server_state(f, name);
+        if s["state"]["kind"] == json!("connected") || Instant::now() > deadline {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn reconnect_server_restarts_a_real_server() {
+    let memory = tools_dir().join("node/node_modules/.bin/mcp-server-memory");
+    let tmp = tempfile::tempdir().unwrap();
+    let starts = tmp.path().join("starts");
+    let script = format!(
+        "echo start >> '{}'; exec '{}'",
+        starts.display(),
+        memory.display()
+    );
+    let config = json!({"mcpServers": {"mem": {"command": "sh", "args": ["-c", script],
+        "env": {"MEMORY_FILE_PATH": tmp.path().join("m.jsonl").display().to_string()}}}});
+    let f = fixture(Some(&config.to_string()));
+    let before = wait_connected(&f, "mem");
+    assert_eq!(before["state"]["kind"], json!("connected"), "{before}");
+    let tools = before["tool_count"].as_u64().unwrap();
+    assert!(tools > 0);
+    assert_eq!(std::fs::read_to_string(&starts).unwrap().lines().count(), 1);
+    assert_eq!(
+        invoke(&f, "reconnect_server", json!({"name": "mem"})).unwrap(),
+        json!(true)
+    );
+    let after = wait_connected(&f, "mem");
+    assert_eq!(after["state"]["kind"], json!("connected"), "{after}");
+    assert_eq!(after["tool_count"].as_u64(), Some(tools));
+    assert_eq!(std::fs::read_to_string(&starts).unwrap().lines().count(), 2);
+    let err = invoke(&f, "reconnect_server", json!({"name": "nope"})).unwrap_err();
+    assert_eq!(err["stage"], json!("Discovery"), "{err}");
+    let skills = invoke(&f, "list_skills", json!({})).unwrap();
+    assert!(skills["skills"].as_array().is_some());
+}

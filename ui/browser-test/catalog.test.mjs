@@ -1,0 +1,87 @@
+// The catalog in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): tools with exposure,
+// deferral gate and absent reason; MCP servers with their states, Reconnect and Log in by name;
+// skills with their problems; one filter for all. Screenshot: target/e2e-screenshots/catalog.png.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+
+const shots = join(repo, "target/e2e-screenshots");
+const PROJECT = { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 };
+const TOOL = { source: "core", exposure: "active", risk: "read_only", description: "", category: "files" };
+const TOOLS = [
+  { ...TOOL, name: "read_file", config: "filesystem", display_name: "Filesystem", description: "Read a text file" },
+  { ...TOOL, name: "execute", config: "execute", display_name: "Execute", category: "commands", risk: "high_impact", confinement: "landlock-v7" },
+  { ...TOOL, name: "mcp__docs__search", config: "mcp:docs", display_name: "docs", source: "mcp:docs", exposure: "deferred", deferred_reason: "deferred: 42 MCP tools exceed the 20-tool gate" },
+  { ...TOOL, name: "mcp__github__issues", config: "mcp:github", display_name: "github", source: "mcp:github", exposure: "absent", absent_reason: "needs login" },
+];
+const SERVERS = [
+  { name: "docs", state: { kind: "connected" }, tool_count: 42, server_info: "docs-server 1.2.0", rejected_tools: [{ tool: "bad<script>", reason: "input schema is not an object" }] },
+  { name: "github", state: { kind: "needs_login" }, tool_count: 0, server_info: null, rejected_tools: [] },
+  { name: "flaky", state: { kind: "failed", reason: "exited with status 1: <img src=x onerror=alert(1)>", retry_in_ms: 4000 }, tool_count: 0, server_info: null, rejected_tools: [] },
+  { name: "starting", state: { kind: "connecting" }, tool_count: 0, server_info: null, rejected_tools: [] },
+];
+const SKILLS = { skills: [{ name: "pdf", description: "Read and fill PDF forms", root: "bundled" }], problems: ["/home/me/work/sample-project/.aibuddy/skills/broken/SKILL.md:1: missing `name` in the front matter"] };
+
+describe("catalog in Chromium with mocked IPC", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+    mkdirSync(shots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it("shows tools, servers and skills, reconnects and logs in by name", async () => {
+    const responses = {
+      list_runs: { resolve: [] },
+      project_info: { resolve: PROJECT },
+      list_tools: { resolve: TOOLS },
+      list_history: { resolve: [] },
+      list_servers: { resolve: SERVERS },
+      list_skills: { resolve: SKILLS },
+      reconnect_server: { resolve: true },
+      mcp_login: { reject: "Command mcp_login not found" },
+    };
+    const { page, problems } = await openPage(browser, base, responses, { width: 1180, height: 900 });
+    await page.keyboard.press("Alt+2");
+    await page.locator('[data-testid="server"] >> nth=3').waitFor({ timeout: 10_000 });
+
+    const states = await page.locator('[data-testid="server"]').evaluateAll((els) => els.map((e) => `${e.dataset.server}:${e.querySelector('[data-testid="server-state"]').textContent}`));
+    assert.deepEqual(states, ["docs:connected · 42 tools", "github:needs login", "flaky:failed · retry in 4 s", "starting:connecting"]);
+    assert.equal(await page.locator('[data-server="flaky"] img').count(), 0);
+    assert.match(await page.locator('[data-server="flaky"] [data-testid="server-detail"]').textContent(), /<img src=x/);
+    assert.equal(await page.locator('[data-testid="deferred-reason"]').textContent(), "deferred: 42 MCP tools exceed the 20-tool gate");
+    assert.equal(await page.locator('[data-testid="confinement"]').textContent(), "confinement: landlock-v7");
+    assert.match(await page.locator('[data-testid="skill-problem"]').textContent(), /SKILL\.md:1: missing `name`/);
+
+    // Keyboard: Tab reaches Reconnect of docs; Enter reconnects it by name.
+    await page.locator('[data-server="docs"] [data-testid="reconnect"]').focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("reconnect_server"));
+    await page.locator('[data-server="github"] [data-testid="login"]').click();
+    await page.locator('[data-server="github"] [data-testid="server-error"]').waitFor();
+    assert.equal(await page.locator('[data-server="github"] [data-testid="server-error"]').textContent(), "Command mcp_login not found");
+    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "reconnect_server" || a.cmd === "mcp_login").map((a) => [a.cmd, a.args]));
+    assert.deepEqual(args, [
+      ["reconnect_server", { name: "docs" }],
+      ["mcp_login", { server: "github" }],
+    ]);
+    writeFileSync(join(shots, "catalog.png"), await page.screenshot());
+
+    await page.locator("input.search").fill("pdf");
+    assert.equal(await page.locator('[data-testid="server"]').count(), 0);
+    assert.deepEqual(await page.locator('[data-testid="skill"] .skill-name').allTextContents(), ["pdf"]);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});

@@ -1,0 +1,147 @@
+// The settings pages in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): a provider
+// entry saved at the user level, its key sent to the keyring command and never shown back, a
+// refused writable root shown on its field as `tools check` prints it, the project level picked
+// from the keyboard, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+
+const shots = join(repo, "target/e2e-screenshots");
+const USER = "/home/me/.local/share/aibuddy/settings.json";
+const PROJECT_FILE = "/home/me/work/sample-project/.aibuddy/settings.json";
+
+const PAGES = {
+  files: {
+    user_settings: USER,
+    project_settings: PROJECT_FILE,
+    user_mcp: "/home/me/.local/share/aibuddy/mcp.json",
+    project_mcp: "/home/me/work/sample-project/.aibuddy/mcp.json",
+  },
+  user: {
+    providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" }, local: { kind: "openai-chat", model: "qwen3:8b", base_url: "http://127.0.0.1:11434/v1" } },
+    exec: { network: true },
+  },
+  project: { exec: { writable_roots: ["~/.cargo"] }, confirm: { auto_approve_writes: false } },
+  problems: [{ file: PROJECT_FILE, line: 3, column: 23, field: "exec.writable_roots", message: "`~/.cargo` does not exist; ignored" }],
+  mcp_servers: [
+    { name: "files", level: "user", entry: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."] }, shadowed: false },
+    { name: "<b>docs</b>", level: "project", entry: { url: "https://docs.example/mcp" }, shadowed: false },
+  ],
+  mcp_problems: [],
+  provider_keys: [
+    { name: "anthropic", key: "set" },
+    { name: "local", key: "not_set" },
+  ],
+  trust: "trusted",
+};
+
+const PROJECT = { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 };
+
+const DYNAMIC = `{
+  set_setting: (args) => {
+    if (args.path[1] === "writable_roots") return { written: null, problems: [{ file: "${PROJECT_FILE}", line: 3, column: 23, field: "exec.writable_roots", message: "\`/\` contains the data directory; ignored" }] };
+    return { written: { file: args.level === "user" ? "${USER}" : "${PROJECT_FILE}", changed: true, trust: args.level === "user" ? { kind: "not_concerned" } : { kind: "kept", digest: "d2" } }, problems: [] };
+  },
+  put_mcp_server: (args) => ({ written: { file: "/home/me/.local/share/aibuddy/mcp.json", changed: true, trust: { kind: "not_concerned" } }, problems: [] }),
+  set_provider_key: () => "set",
+}`;
+
+describe("settings pages in Chromium with mocked IPC", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+    mkdirSync(shots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it("saves providers, keys, roots and servers through the shell's commands", async () => {
+    const responses = {
+      list_runs: { resolve: [] },
+      project_info: { resolve: PROJECT },
+      list_tools: { resolve: [] },
+      list_history: { resolve: [] },
+      list_servers: { resolve: [] },
+      list_skills: { resolve: { skills: [], problems: [] } },
+      settings_pages: { resolve: PAGES },
+    };
+    const { page, problems } = await openPage(browser, base, responses, { width: 1180, height: 820 }, "light", DYNAMIC);
+    await page.keyboard.press("Alt+4");
+    await page.locator('[data-testid="page-providers"]').waitFor({ timeout: 10_000 });
+
+    // Keys: only their state is shown.
+    assert.deepEqual(await page.locator('[data-testid="key-state"]').allTextContents(), ["key set", "no key set"]);
+    await page.locator('[data-testid="provider"][data-name="local"] [data-testid="key-input"]').fill("sk-test-secret-77");
+    await page.locator('[data-testid="provider"][data-name="local"] [data-testid="save-key"]').click();
+    await page.locator('[data-testid="settings-notice"]').waitFor();
+    assert.equal(await page.locator('[data-testid="provider"][data-name="local"] [data-testid="key-input"]').inputValue(), "");
+    assert.ok(!(await page.content()).includes("sk-test-secret-77"));
+
+    // An entry edited at the user level (the default): Edit fills the form from the file.
+    await page.locator('button[aria-label="Edit local"]').click();
+    assert.equal(await page.locator('[data-testid="provider-url"]').inputValue(), "http://127.0.0.1:11434/v1");
+    assert.equal(await page.locator('[data-testid="provider-kind"]').inputValue(), "openai-chat");
+    await page.locator('[data-testid="provider-model"]').fill("qwen3:14b");
+    await page.locator('[data-testid="provider-save"]').click();
+    await page.locator('[data-testid="settings-notice"]').waitFor();
+    assert.match(await page.locator('[data-testid="settings-notice"]').textContent(), /Saved to .*settings\.json\. .*opened again/);
+
+    // Commands and approvals, at the project level picked from the keyboard.
+    await page.locator('[data-testid="settings-tab-providers"]').focus();
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("ArrowDown");
+    await page.locator('[data-testid="page-exec"]').waitFor();
+    await page.locator('[data-testid="level-project"]').check();
+    assert.equal(await page.locator('[data-testid="level-file"]').textContent(), PROJECT_FILE);
+    assert.equal(await page.locator("#f-writable_roots").inputValue(), "~/.cargo");
+    assert.deepEqual(await page.locator('[data-testid="field-writable_roots"] [data-testid="field-problem"]').allTextContents(), [
+      `${PROJECT_FILE}:3:23: \`exec.writable_roots\`: \`~/.cargo\` does not exist; ignored`,
+    ]);
+    await page.locator("#f-writable_roots").fill("~/.cargo\n/");
+    await page.locator('[data-testid="save-writable_roots"]').click();
+    await page.locator('[data-testid="field-writable_roots"] [data-testid="field-problem"] >> nth=0').waitFor();
+    const rootProblems = await page.locator('[data-testid="field-writable_roots"] [data-testid="field-problem"]').allTextContents();
+    assert.ok(rootProblems.includes(`${PROJECT_FILE}:3:23: \`exec.writable_roots\`: \`/\` contains the data directory; ignored`), rootProblems.join("\n"));
+    await page.evaluate(() => document.querySelector(".settings-body")?.scrollTo(0, 0));
+    writeFileSync(join(shots, "settings.png"), await page.screenshot());
+    await page.locator('[data-testid="auto-on"]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="settings-notice"]')?.textContent?.includes("stays trusted"));
+
+    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => ["set_setting", "set_provider_key", "put_mcp_server"].includes(a.cmd)));
+    assert.deepEqual(
+      args.map((a) => [a.cmd, a.args.level ?? null, a.args.path ?? a.args.name]),
+      [
+        ["set_provider_key", null, "local"],
+        ["set_setting", "user", ["providers", "local"]],
+        ["set_setting", "project", ["exec", "writable_roots"]],
+        ["set_setting", "project", ["confirm", "auto_approve_writes"]],
+      ],
+    );
+    assert.deepEqual(args[1].args.value, { kind: "openai-chat", model: "qwen3:14b", base_url: "http://127.0.0.1:11434/v1" });
+
+    // MCP servers: names from a project file are text; a new server goes to the user level.
+    await page.locator('[data-testid="settings-tab-mcp"]').click();
+    await page.locator('[data-testid="level-user"]').check();
+    assert.equal(await page.locator('[data-testid="mcp-server"] b').count(), 0);
+    await page.locator('[data-testid="mcp-name"]').fill("memory");
+    await page.locator('[data-testid="mcp-command"]').fill("npx");
+    await page.locator('[data-testid="mcp-args"]').fill("-y\n@modelcontextprotocol/server-memory");
+    await page.locator('[data-testid="mcp-save"]').click();
+    await page.waitForFunction(() => window.__ipcCalls.includes("put_mcp_server"));
+    const put = await page.evaluate(() => window.__ipcArgs.find((a) => a.cmd === "put_mcp_server").args);
+    assert.deepEqual(put, { level: "user", name: "memory", entry: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"] } });
+    writeFileSync(join(shots, "settings-mcp.png"), await page.screenshot());
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});

@@ -1,0 +1,215 @@
+// The settings pages: the pure model (levels, problems as `tools check` prints them, list and map
+// fields, the MCP entry form, notices) and the mounted panel against a scripted fake shell (writes
+// by level, refused values shown on the field, keys never shown back, markup stays text).
+import { flushSync, mount, unmount } from "svelte";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { KeyState } from "../src/bindings/KeyState";
+import type { Level } from "../src/bindings/Level";
+import type { SettingsPages } from "../src/bindings/SettingsPages";
+import type { SettingsProblem } from "../src/bindings/SettingsProblem";
+import type { SettingsWrite } from "../src/bindings/SettingsWrite";
+import SettingsPanel from "../src/components/settings/SettingsPanel.svelte";
+import type { SettingsApi } from "../src/settings/api";
+import {
+  linesToMap,
+  mcpEntryOf,
+  mcpFormOf,
+  problemText,
+  problemsFor,
+  providerEntry,
+  providerRows,
+  valueAt,
+  writtenNotice,
+} from "../src/settings/model";
+
+const USER = "/home/me/.local/share/aibuddy/settings.json";
+const PROJECT = "/home/me/p/.aibuddy/settings.json";
+
+function pages(partial: Partial<SettingsPages> = {}): SettingsPages {
+  return {
+    files: { user_settings: USER, project_settings: PROJECT, user_mcp: "/home/me/.local/share/aibuddy/mcp.json", project_mcp: "/home/me/p/.aibuddy/mcp.json" },
+    user: { providers: { default: "local", local: { kind: "openai-chat", model: "qwen3:8b", base_url: "http://127.0.0.1:11434/v1" } }, exec: { network: false } },
+    project: { exec: { writable_roots: ["~/.cargo"] } },
+    problems: [],
+    mcp_servers: [{ name: "files", level: "user", entry: { command: "npx", args: ["-y", "srv"], timeouts: { call: 60 } }, shadowed: false }],
+    mcp_problems: [],
+    provider_keys: [{ name: "local", key: "not_set" }],
+    trust: "trusted",
+    ...partial,
+  };
+}
+
+const problem = (field: string, file = USER): SettingsProblem => ({ file, line: 3, column: 5, field, message: "wrong type: found a string, expected a boolean" });
+
+describe("settings model", () => {
+  it("reads a level's values as written", () => {
+    const p = pages();
+    expect(valueAt(p, "user", "exec", "network")).toBe(false);
+    expect(valueAt(p, "project", "exec", "network")).toBeUndefined();
+    expect(valueAt(p, "project", "exec", "writable_roots")).toEqual(["~/.cargo"]);
+    expect(valueAt(pages({ user: null }), "user", "exec", "network")).toBeUndefined();
+  });
+
+  it("prints problems as tools check does and picks a field's own", () => {
+    const p = problem("exec.network");
+    expect(problemText(p)).toBe(`${USER}:3:5: \`exec.network\`: wrong type: found a string, expected a boolean`);
+    expect(problemText({ ...p, line: null, column: null })).toBe(`${USER}: \`exec.network\`: wrong type: found a string, expected a boolean`);
+    const all = [p, problem("exec.network_x"), problem("(file)"), problem("exec.network", PROJECT), problem("providers.local.model")];
+    expect(problemsFor(all, USER, "exec.network").map((x) => x.field)).toEqual(["exec.network", "(file)"]);
+    expect(problemsFor(all, USER, "providers.local").map((x) => x.field)).toEqual(["(file)", "providers.local.model"]);
+  });
+
+  it("turns env and header lines into maps and reports malformed lines", () => {
+    expect(linesToMap("A=1\n\n B = two=2 \n=x", "=")).toEqual({ map: { A: "1", B: "two=2" }, bad: ["=x"] });
+    expect(linesToMap("Authorization: Bearer t", ":").map).toEqual({ Authorization: "Bearer t" });
+  });
+
+  it("round-trips an MCP entry through the form, keeping keys the form does not edit", () => {
+    const original = { command: "npx", args: ["-y", "srv"], env: { K: "v" }, timeouts: { call: 60 }, "x-other": true };
+    const form = mcpFormOf("files", original);
+    expect(form).toMatchObject({ name: "files", transport: "stdio", args: "-y\nsrv", env: "K=v", enabled: true });
+    expect(mcpEntryOf(form, original)).toEqual({ entry: original, bad: [] });
+    const http = mcpEntryOf({ ...form, transport: "http", url: " https://x/mcp ", headers: "X-A: 1\nbroken", enabled: false }, original);
+    expect(http.entry).toEqual({ url: "https://x/mcp", headers: { "X-A": "1" }, timeouts: { call: 60 }, "x-other": true, enabled: false });
+    expect(http.bad).toEqual(["header line `broken` is not Name: value"]);
+  });
+
+  it("lists provider entries of both levels and builds entries", () => {
+    const rows = providerRows(pages({ project: { providers: { cloud: { model: "m" } } } }));
+    expect(rows.map((r) => `${r.level}/${r.name}/${r.isDefault}`)).toEqual(["project/cloud/false", "user/local/true"]);
+    expect(providerEntry("", " m ", "", { context_window: 8 })).toEqual({ model: "m", context_window: 8 });
+  });
+
+  it("says where a write went, when it applies and what it did to trust", () => {
+    const base = { file: USER, changed: true };
+    expect(writtenNotice({ ...base, trust: { kind: "not_concerned" } })).toContain("applies when the project is opened again");
+    expect(writtenNotice({ ...base, trust: { kind: "kept", digest: "d" } })).toContain("stays trusted");
+    expect(writtenNotice({ ...base, trust: { kind: "changed_meanwhile" } })).toContain("trust dialog will ask");
+    expect(writtenNotice({ ...base, trust: { kind: "not_recorded", state: "untrusted" } })).toContain("not trusted");
+    expect(writtenNotice({ ...base, changed: false, trust: { kind: "not_concerned" } })).toBe(`Nothing changed in ${USER}.`);
+  });
+});
+
+interface Call {
+  cmd: string;
+  args: unknown[];
+}
+
+function fakeApi(state: { pages: SettingsPages; answer?: SettingsWrite; key?: KeyState }, calls: Call[]): SettingsApi {
+  const written: SettingsWrite = { written: { file: USER, changed: true, trust: { kind: "not_concerned" } }, problems: [] };
+  return {
+    settingsPages: async () => state.pages,
+    setSetting: async (level: Level, path: string[], value?: unknown) => {
+      calls.push({ cmd: "set_setting", args: [level, path, value] });
+      return state.answer ?? written;
+    },
+    putMcpServer: async (level, name, entry) => {
+      calls.push({ cmd: "put_mcp_server", args: [level, name, entry] });
+      return state.answer ?? written;
+    },
+    removeMcpServer: async (level, name) => {
+      calls.push({ cmd: "remove_mcp_server", args: [level, name] });
+      return written;
+    },
+    setProviderKey: async (name, key) => {
+      calls.push({ cmd: "set_provider_key", args: [name, key] });
+      return state.key ?? "set";
+    },
+    removeProviderKey: async (name) => {
+      calls.push({ cmd: "remove_provider_key", args: [name] });
+      return "not_set";
+    },
+  };
+}
+
+const settle = async () => {
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+  }
+};
+
+describe("settings panel", () => {
+  let root: HTMLElement;
+  let instance: ReturnType<typeof mount> | null = null;
+
+  beforeEach(() => {
+    root = document.createElement("div");
+    document.body.replaceChildren(root);
+  });
+  afterEach(() => {
+    if (instance) unmount(instance);
+    instance = null;
+  });
+
+  async function open(state: { pages: SettingsPages; answer?: SettingsWrite }, calls: Call[]) {
+    instance = mount(SettingsPanel, { target: root, props: { api: fakeApi(state, calls) } });
+    await (instance as unknown as { load(): Promise<void> }).load();
+    await settle();
+  }
+
+  const q = (sel: string) => root.querySelector(sel) as HTMLElement;
+  const click = async (sel: string) => {
+    q(sel).click();
+    await settle();
+  };
+  const type = async (sel: string, value: string) => {
+    const el = q(sel) as HTMLInputElement;
+    el.value = value;
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    await settle();
+  };
+
+  it("writes a provider entry at the user level by default and its key to the keyring only", async () => {
+    const calls: Call[] = [];
+    await open({ pages: pages() }, calls);
+    expect(q('[data-testid="provider"][data-name="local"] [data-testid="key-state"]').textContent).toBe("no key set");
+    await type('[data-testid="provider-name"]', "cloud");
+    await type('[data-testid="provider-model"]', "claude-sonnet-4-6");
+    (q('[data-testid="provider-form"]') as HTMLFormElement).requestSubmit();
+    await settle();
+    expect(calls[0]).toEqual({ cmd: "set_setting", args: ["user", ["providers", "cloud"], { model: "claude-sonnet-4-6" }] });
+    expect(q('[data-testid="settings-notice"]').textContent).toContain(`Saved to ${USER}`);
+    await type('[data-testid="provider"][data-name="local"] [data-testid="key-input"]', "sk-secret-1");
+    await click('[data-testid="provider"][data-name="local"] [data-testid="save-key"]');
+    expect(calls[1]).toEqual({ cmd: "set_provider_key", args: ["local", "sk-secret-1"] });
+    // The field is cleared and the key appears nowhere in the page.
+    expect((q('[data-testid="provider"][data-name="local"] [data-testid="key-input"]') as HTMLInputElement).value).toBe("");
+    expect(root.innerHTML).not.toContain("sk-secret-1");
+  });
+
+  it("shows a refused value on its field, as tools check prints it, and writes the project when picked", async () => {
+    const calls: Call[] = [];
+    const refused = { file: PROJECT, line: 2, column: 14, field: "exec.writable_roots", message: "`/` is too broad<b>x</b>" };
+    await open({ pages: pages(), answer: { written: null, problems: [refused] } }, calls);
+    await click('[data-testid="settings-tab-exec"]');
+    await click('[data-testid="level-project"]');
+    expect(q('[data-testid="level-file"]').textContent).toBe(PROJECT);
+    const roots = q("#f-writable_roots") as HTMLTextAreaElement;
+    expect(roots.value).toBe("~/.cargo");
+    await type("#f-writable_roots", "~/.cargo\n/\n");
+    await click('[data-testid="save-writable_roots"]');
+    expect(calls[0]).toEqual({ cmd: "set_setting", args: ["project", ["exec", "writable_roots"], ["~/.cargo", "/"]] });
+    const shown = root.querySelectorAll('[data-testid="field-writable_roots"] [data-testid="field-problem"]');
+    expect([...shown].map((e) => e.textContent)).toEqual([`${PROJECT}:2:14: \`exec.writable_roots\`: \`/\` is too broad<b>x</b>`]);
+    expect(root.querySelector('[data-testid="field-writable_roots"] b')).toBeNull();
+    expect(q('[data-testid="settings-notice"]').textContent).toContain("Not saved");
+    await click('[data-testid="network-off"]');
+    expect(calls[1]).toEqual({ cmd: "set_setting", args: ["project", ["exec", "network"], false] });
+  });
+
+  it("adds an MCP server from the form and removes one at its own level", async () => {
+    const calls: Call[] = [];
+    await open({ pages: pages() }, calls);
+    await click('[data-testid="settings-tab-mcp"]');
+    expect(q('[data-testid="mcp-server"][data-name="files"]').textContent).toContain("npx -y srv");
+    await type('[data-testid="mcp-name"]', "docs");
+    await click('[data-testid="mcp-http"]');
+    await type('[data-testid="mcp-url"]', "https://docs.example/mcp");
+    (q('[data-testid="mcp-form"]') as HTMLFormElement).requestSubmit();
+    await settle();
+    expect(calls[0]).toEqual({ cmd: "put_mcp_server", args: ["user", "docs", { url: "https://docs.example/mcp" }] });
+    await click('[data-testid="mcp-server"][data-name="files"] button[aria-label="Remove files"]');
+    expect(calls[1]).toEqual({ cmd: "remove_mcp_server", args: ["user", "files"] });
+  });
+});
