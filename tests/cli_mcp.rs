@@ -185,4 +185,24 @@ fn variables_disabled_servers_and_tool_lists_through_the_cli() {
         out.contains("  left out: elicit (denied by mcp.json)"),
         "{out}"
     );
+
+    // `tools list` shows the left-out tools as absent with their reason.
+    let (code, out, err) = run(&["tools", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let listing: Value = serde_json::from_str(&out).unwrap();
+    let absent = |name: &str| {
+        listing
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| (r["exposure"].clone(), r["absent_reason"].clone()))
+    };
+    let (exposure, why) = absent("mcp__fx__elicit").expect("elicit listed");
+    assert_eq!(exposure, "absent", "{listing}");
+    assert_eq!(why, "denied by mcp.json");
+    let (exposure, why) = absent("mcp__fx__crash").expect("crash listed");
+    assert_eq!(exposure, "absent", "{listing}");
+    assert_eq!(why, "not in allow list");
+    assert_eq!(absent("mcp__fx__echo").unwrap().0, "active", "{listing}");
 }

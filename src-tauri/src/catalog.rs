@@ -195,13 +195,13 @@ pub async fn reconnect(app: &App, name: &str) -> Result<(), CommandError> {
 pub async fn list_servers(
     state: State<'_, ShellState>,
 ) -> Result<Vec<CatalogServer>, CommandError> {
-    Ok(servers(&state.app))
+    Ok(servers(&*state.app()?))
 }
 
 /// The skills catalog and its problems.
 #[tauri::command]
 pub async fn list_skills(state: State<'_, ShellState>) -> Result<CatalogSkills, CommandError> {
-    Ok(skills(&state.app))
+    Ok(skills(&*state.app()?))
 }
 
 /// Reconnects MCP server `name` now; true once its new connection attempt has started.
@@ -210,7 +210,7 @@ pub async fn reconnect_server(
     state: State<'_, ShellState>,
     name: String,
 ) -> Result<bool, CommandError> {
-    reconnect(&state.app, &name).await?;
+    reconnect(&*state.app()?, &name).await?;
     Ok(true)
 }
 

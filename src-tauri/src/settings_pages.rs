@@ -320,7 +320,8 @@ pub fn remove_key(name: &str) -> Result<KeyState, CommandError> {
 /// Both levels of both settings files, their problems, and which provider keys are set.
 #[tauri::command]
 pub async fn settings_pages(state: State<'_, ShellState>) -> Result<SettingsPages, CommandError> {
-    Ok(pages(&state.app.project_root, &state.app.data_dir))
+    let app = state.app()?;
+    Ok(pages(&app.project_root, &app.data_dir))
 }
 
 /// Sets (`value`) or removes (no `value`) one settings key the pages edit, at `level`.
@@ -331,9 +332,10 @@ pub async fn set_setting(
     path: Vec<String>,
     value: Option<Value>,
 ) -> Result<SettingsWrite, CommandError> {
+    let app = state.app()?;
     set(
-        &state.app.project_root,
-        &state.app.data_dir,
+        &app.project_root,
+        &app.data_dir,
         level,
         &path,
         value.as_ref(),
@@ -348,7 +350,7 @@ pub async fn put_mcp_server(
     name: String,
     entry: Value,
 ) -> Result<SettingsWrite, CommandError> {
-    let app = &state.app;
+    let app = state.app()?;
     answer(edit::put_mcp_server(
         &app.project_root,
         &app.data_dir,
@@ -365,7 +367,7 @@ pub async fn remove_mcp_server(
     level: Level,
     name: String,
 ) -> Result<SettingsWrite, CommandError> {
-    let app = &state.app;
+    let app = state.app()?;
     answer(edit::remove_mcp_server(
         &app.project_root,
         &app.data_dir,

@@ -66,6 +66,10 @@ pub fn escaped(mut status: TrustStatus) -> TrustStatus {
             esc(&mut pin.path);
             esc(&mut pin.state);
         }
+        for var in &mut server.variables {
+            esc(&mut var.name);
+            var.value.iter_mut().for_each(esc);
+        }
     }
     for field in &mut status.grants.settings {
         esc(&mut field.file);
@@ -122,6 +126,7 @@ mod tests {
                     headers: vec![],
                     replaces_user_server: false,
                     pins: vec![],
+                    variables: vec![],
                 }],
                 settings: vec![WideningField {
                     file: "/p/.aibuddy/settings.json".into(),

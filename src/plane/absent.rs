@@ -13,6 +13,8 @@ impl CapabilityPlane {
     pub fn absent_listings(&self, host: &HostCaps, registry: &Registry) -> Vec<ToolListing> {
         let mut rows = Vec::new();
         let mut rejected: Vec<(String, String, String)> = Vec::new();
+        // Tools the person's mcp.json leaves out (`tools.allow` / `tools.deny`).
+        let mut filtered: Vec<(String, String, String)> = Vec::new();
         if let Ok(left) = self.left_out.read() {
             rejected.extend(
                 left.iter()
@@ -28,6 +30,13 @@ impl CapabilityPlane {
                         r.reason.clone(),
                     ));
                 }
+                for f in &s.filtered_tools {
+                    filtered.push((
+                        f.server.clone(),
+                        aibuddy_mcp::names::qualified_name(&f.server, &f.tool),
+                        f.reason.clone(),
+                    ));
+                }
             }
         }
         for (server, name, reason) in rejected {
@@ -39,6 +48,21 @@ impl CapabilityPlane {
                 absent_reason: Some(format!(
                     "Discovery: left out because its input schema cannot be used: {reason}"
                 )),
+                risk: Risk::HighImpact,
+                description: String::new(),
+                display_name: format!("MCP: {server}"),
+                category: "mcp".to_string(),
+                confinement: None,
+                deferred_reason: None,
+            });
+        }
+        for (server, name, reason) in filtered {
+            rows.push(ToolListing {
+                name,
+                config: tools::mcp::config_key(&server),
+                source: Source::Mcp(server.clone()),
+                exposure: Exposure::Absent,
+                absent_reason: Some(reason),
                 risk: Risk::HighImpact,
                 description: String::new(),
                 display_name: format!("MCP: {server}"),

@@ -91,6 +91,18 @@ pub fn render(status: &TrustStatus) -> String {
             let names: Vec<String> = s.headers.iter().map(|n| line(n).into_owned()).collect();
             out.push_str(&format!("    headers: {}\n", names.join(", ")));
         }
+        if !s.variables.is_empty() {
+            let vars: Vec<String> = s
+                .variables
+                .iter()
+                .map(|v| match (&v.value, v.set) {
+                    (Some(value), _) => format!("{}={:?}", line(&v.name), line(value)),
+                    (None, true) => format!("{} (set, value hidden)", line(&v.name)),
+                    (None, false) => format!("{} (not set)", line(&v.name)),
+                })
+                .collect();
+            out.push_str(&format!("    reads env: {}\n", vars.join(", ")));
+        }
     }
     for f in &status.grants.settings {
         let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
@@ -198,6 +210,7 @@ mod tests {
                     cwd: Some("/p".into()),
                     env: vec!["TOKEN".into()],
                     headers: vec![],
+                    variables: Vec::new(),
                     replaces_user_server: true,
                     pins: vec![],
                 }],
