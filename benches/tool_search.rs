@@ -135,8 +135,20 @@ fn main() {
     let mut sink = 0usize;
     for (label, ranking) in [
         ("lexical", Ranking::lexical()),
+        ("static", Ranking::static_fused()),
         ("fused", Ranking::default()),
     ] {
+        if label == "fused" {
+            // First re-ranking search: loads the encoder and embeds the candidates (cold cost).
+            let t = Instant::now();
+            let ix = SearchIndex::build(all_docs.clone());
+            sink += ix.search("read a file", 5).len();
+            println!(
+                "  encoder load + first re-ranked search over {} tools: {:.1} ms",
+                ix.len(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let t = Instant::now();
         let big_ix = SearchIndex::build_with(big.clone(), ranking);
         let build_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -161,10 +173,11 @@ fn main() {
         );
         timings.push(mean);
     }
-    let mean = timings[1];
+    let mean = timings[2];
     println!(
-        "  fused / lexical mean latency ratio: {:.2}x (target: < 1 ms/query in release)",
-        timings[1] / timings[0]
+        "  mean latency ratios: static / lexical {:.2}x, fused (re-ranked) / lexical {:.2}x",
+        timings[1] / timings[0],
+        timings[2] / timings[0]
     );
 
     let big_texts: Vec<(String, &SearchDoc)> = big

@@ -9,9 +9,12 @@
 //!   (measured once after each change, never tuned on).
 //!
 //! Measured (real servers, @1 / @5), lexical ranker alone -> fused with the static embedding
-//! (fusion weight and field mix chosen on the dev set only):
-//! original 0.836 / 0.927 -> 0.845 / 0.945; dev 0.564 / 0.845 -> 0.645 / 0.936;
-//! test 0.427 / 0.664 -> 0.464 / 0.727. The goal for unseen queries (0.85 / 0.95) is not met.
+//! -> with the best 30 hits re-ranked by the full all-MiniLM-L6-v2 encoder (fusion weights, field
+//! mix, re-rank weight and document text chosen on the dev set only):
+//! original 0.836 / 0.927 -> 0.845 / 0.945 -> 0.900 / 0.982;
+//! dev 0.564 / 0.845 -> 0.645 / 0.936 -> 0.736 / 0.982;
+//! test 0.427 / 0.664 -> 0.464 / 0.727 -> 0.564 / 0.800 (measured once, not used to choose).
+//! The goal for unseen queries (0.85 / 0.95) is not met.
 //!
 //! Asserts recall floors a little under what the ranker reaches, to catch regressions; the
 //! benchmark `benches/tool_search.rs` prints the same numbers, lexical and fused, with latency.
@@ -64,12 +67,12 @@ fn recall_floor_on_the_original_fixture() {
 
     let r = measure("original", "real servers", &real_ix, &queries);
     assert!(r.n >= 100, "at least 100 queries over the real servers");
-    assert!(r.at1 >= 0.83, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.88, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.97, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("original", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.85, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.93, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.89, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.96, "recall@5 {:.3} under the floor", r.at5);
 }
 
 #[test]
@@ -84,12 +87,12 @@ fn recall_floor_on_the_heldout_dev_set() {
         queries.queries.len(),
         "every query answers on the real servers"
     );
-    assert!(r.at1 >= 0.62, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.91, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.72, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.97, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out dev", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.61, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.89, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.67, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.95, "recall@5 {:.3} under the floor", r.at5);
 }
 
 /// `tool_search_heldout.json`: written by the same person as the dev set, kept out of sight of
@@ -102,10 +105,10 @@ fn recall_floor_on_the_heldout_test_set() {
 
     let r = measure("held-out test", "real servers", &real_ix, &queries);
     assert_eq!(r.n, queries.queries.len());
-    assert!(r.at1 >= 0.44, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.70, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.54, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.78, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out test", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.40, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.66, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.52, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.77, "recall@5 {:.3} under the floor", r.at5);
 }

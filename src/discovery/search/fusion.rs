@@ -10,6 +10,7 @@
 //! (0.75-0.85 within one query). A document with neither a lexical match nor a cosine of at least
 //! `min_similarity` is not a hit (a query about nothing in the catalog finds nothing).
 
+use super::rerank::Rerank;
 use super::semantic::FieldWeights;
 
 /// How lexical and embedding scores are fused.
@@ -28,6 +29,8 @@ pub struct Ranking {
     /// Lowest cosine that makes a document a hit without any lexical match.
     pub min_similarity: f32,
     pub fields: FieldWeights,
+    /// Re-ranking of the best hits by the full sentence encoder (`None`: not re-ranked).
+    pub rerank: Option<Rerank>,
 }
 
 impl Default for Ranking {
@@ -36,6 +39,7 @@ impl Default for Ranking {
             fusion: Fusion::Weighted(0.8),
             min_similarity: 0.35,
             fields: FieldWeights::default(),
+            rerank: Some(Rerank::default()),
         }
     }
 }
@@ -45,6 +49,15 @@ impl Ranking {
     pub fn lexical() -> Self {
         Self {
             fusion: Fusion::Weighted(0.0),
+            rerank: None,
+            ..Self::default()
+        }
+    }
+
+    /// BM25F fused with the static embedding, without the encoder's re-ranking.
+    pub fn static_fused() -> Self {
+        Self {
+            rerank: None,
             ..Self::default()
         }
     }

@@ -16,10 +16,12 @@
 //! outweigh the other words of the query.
 
 mod embed;
+mod encoder;
 mod expand;
 mod fusion;
 mod lexicon;
 mod related;
+mod rerank;
 mod semantic;
 mod text;
 mod wordpiece;
@@ -27,6 +29,7 @@ mod wordpiece;
 use std::collections::{BTreeSet, HashMap};
 
 pub use fusion::{Fusion, Ranking};
+pub use rerank::{Rerank, warm as warm_encoder};
 pub use semantic::FieldWeights;
 pub use text::{stem, terms, words};
 
@@ -388,6 +391,14 @@ impl SearchIndex {
             }
             None => false,
         };
+        if let Some(cfg) = &self.ranking.rerank {
+            let scored: Vec<u32> = touched
+                .iter()
+                .copied()
+                .filter(|&d| scores[d as usize] > 0.0)
+                .collect();
+            rerank::rerank(cfg, &self.docs, query, &scored, &mut scores);
+        }
         let looks_like_name = !query.trim().contains(char::is_whitespace);
         if let Some(exact) = looks_like_name.then(|| self.find_name(query)).flatten() {
             if scores[exact] <= 0.0 && !fused {

@@ -31,6 +31,11 @@ impl Vocab {
         self.ids.len()
     }
 
+    /// The id of one token (`[CLS]`, `[SEP]`, ...).
+    pub fn id(&self, token: &str) -> Option<u32> {
+        self.ids.get(token).copied()
+    }
+
     /// The token ids of a text, in order; words that cannot be segmented are left out.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
