@@ -21,6 +21,9 @@ cargo test --locked -p aibuddy-desktop --features custom-protocol
 step "CLI binary (reference listing for the window test)"
 cargo build --locked -p aibuddy --bin aibuddy
 
+step "command sandbox init (beside the app, as make run has it)"
+cargo build --locked -p aibuddy-exec --bin aibuddy-exec-init
+
 step "fake provider (scripted model server for the run flows)"
 cargo build --locked -p aibuddy-provider --features testing --bin fake-provider
 
