@@ -71,6 +71,7 @@ describe("the installed .deb (real app under Xvfb via tauri-driver)", () => {
       return s;
     });
     assert.notEqual(state, "absent", "view_skill is absent: no skill was loaded");
+    await driver.execute(`document.querySelector('[data-testid="tool"][data-tool="view_skill"]').scrollIntoView({ block: "center" });`);
     await saveScreenshot(driver, "package-catalog.png");
 
     const seen = new Set();
@@ -111,6 +112,7 @@ describe("the installed .deb (real app under Xvfb via tauri-driver)", () => {
       });
       const dir = JSON.parse(raw).dir;
       assert.equal(dir, join(resourceSkills, name), `skill ${name} was loaded from ${dir}`);
+      if (name === bundled.at(-1)) await saveScreenshot(driver, "package-skill-from-resources.png");
       await openTab(driver, "tools");
     }
   });
