@@ -6,7 +6,7 @@ SHELL := /bin/bash
 PROJECT ?= $(CURDIR)/examples/sample-project
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test setup build-ui build-app test-rust test-ui test-e2e lint bench fuzz
+.PHONY: run test setup build-ui build-app test-rust test-ui test-e2e lint bench fuzz package package-test
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,14 @@ test-e2e: setup
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# A .deb of the desktop app (release build), bundled skills as resources; prints its path.
+package: setup
+	@bash scripts/package.sh
+
+# Unpack the .deb (debug build unless PACKAGE_PROFILE=release) and start it under Xvfb.
+package-test: setup
+	@bash scripts/test-package.sh
 
 bench: setup
 	@bash benches/run.sh

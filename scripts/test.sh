@@ -5,7 +5,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 # Every suite always runs: a missing script (or a lost executable bit) must fail, not skip.
-for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/fuzz.sh; do
+for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/test-package.sh scripts/fuzz.sh; do
   if [ ! -f "$suite" ]; then
     echo "test.sh: $suite is missing" >&2
     exit 1
@@ -37,3 +37,8 @@ bash scripts/test-ui.sh
 
 step "end-to-end (real window under Xvfb)"
 bash scripts/test-e2e.sh
+
+# The debug .deb reuses the build above (about 2-3 min): installed layout, skills from the
+# resource dir, the installed window starts. The release .deb is `make package` / `make package-test`.
+step "package (.deb unpacked and started under Xvfb)"
+bash scripts/test-package.sh

@@ -4,39 +4,19 @@
 //
 // Inputs (environment): AIBUDDY_DESKTOP_BIN, AIBUDDY_CLI_BIN, TAURI_DRIVER; optional E2E_PROJECT
 // (default examples/sample-project), E2E_ARTIFACTS (default target/e2e: screenshot and driver log).
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync, createWriteStream, realpathSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { WebDriver, sleep } from "./webdriver.mjs";
+import { need, openTab as selectTab, repo, saveScreenshot, screenshots, startApp } from "./app-session.mjs";
 
-const repo = resolve(import.meta.dirname, "../..");
-const need = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set (run scripts/test-e2e.sh)`);
-  return value;
-};
 const desktopBin = need("AIBUDDY_DESKTOP_BIN");
 const cliBin = need("AIBUDDY_CLI_BIN");
-const tauriDriver = need("TAURI_DRIVER");
+need("TAURI_DRIVER");
 const project = realpathSync(process.env.E2E_PROJECT || join(repo, "examples/sample-project"));
 const artifacts = process.env.E2E_ARTIFACTS || join(repo, "target/e2e");
-/** Screenshots of each main state, for a person to judge the window without running it. */
-const screenshots = join(repo, "target/e2e-screenshots");
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const server = createServer();
-    server.on("error", rej);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => res(port));
-    });
-  });
-}
 
 /** The CLI's listing is the reference: the window must show exactly the same tools. */
 function cliListing(dataDir) {
@@ -51,7 +31,7 @@ function cliListing(dataDir) {
 }
 
 describe("desktop window (real app under Xvfb via tauri-driver)", () => {
-  let driverProcess;
+  let app;
   let driver;
   let dataDir;
   let expected;
@@ -61,37 +41,16 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     mkdirSync(artifacts, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), "aibuddy-e2e-"));
     expected = cliListing(dataDir);
-
-    const port = await freePort();
-    const nativePort = await freePort();
-    const log = createWriteStream(join(artifacts, "tauri-driver.log"));
-    driverProcess = spawn(tauriDriver, ["--port", String(port), "--native-port", String(nativePort)], {
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true, // own process group, so WebKitWebDriver and the app go down with it
+    app = await startApp({
+      application: desktopBin,
+      args: [project, "--data-dir", dataDir],
+      logFile: join(artifacts, "tauri-driver.log"),
     });
-    driverProcess.stdout.pipe(log);
-    driverProcess.stderr.pipe(log);
-    driver = new WebDriver(`http://127.0.0.1:${port}`);
-    await driver.waitReady(15_000);
-    await driver.newSession({
-      "tauri:options": { application: desktopBin, args: [project, "--data-dir", dataDir] },
-    });
+    driver = app.driver;
   });
 
   after(async () => {
-    try {
-      await driver?.deleteSession();
-    } catch (error) {
-      console.error(`closing the session: ${error.message}`);
-    }
-    if (driverProcess && driverProcess.exitCode === null) {
-      try {
-        process.kill(-driverProcess.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      await sleep(300);
-    }
+    await app?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -106,26 +65,14 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
   });
 
   /** The window opens on the conversation; the catalog, console and history are tabs. */
-  async function openTab(name) {
-    const [tab] = await driver.findAll(`[data-testid="tab-${name}"]`);
-    assert.ok(tab, `no ${name} tab`);
-    await driver.click(tab);
-    await driver.poll(`the ${name} tab`, async () => {
-      const [selected] = await driver.execute(
-        `return [document.querySelector('[data-testid="tab-${name}"]')?.getAttribute("aria-selected")];`,
-      );
-      return selected === "true" ? true : null;
-    });
-  }
+  const openTab = (name) => selectTab(driver, name);
 
   it("opens on the conversation view with a prompt box", async () => {
     await driver.poll("the run view", async () => {
       const [el] = await driver.findAll('[data-testid="prompt"]');
       return el ?? null;
     });
-    mkdirSync(screenshots, { recursive: true });
-    const png = await driver.screenshot();
-    if (png) writeFileSync(join(screenshots, "window-run-view.png"), Buffer.from(png, "base64"));
+    await saveScreenshot(driver, "window-run-view.png");
   });
 
   it("lists the same tools as `aibuddy tools list --json`, with states and absent reasons", async () => {
@@ -206,7 +153,6 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     assert.match(raw, /Add a `--top N` option/);
     const [input] = await driver.texts('[data-testid="detail-input"]');
     assert.deepEqual(JSON.parse(input), { path: "notes/todo.md" });
-    const png = await driver.screenshot();
-    if (png) writeFileSync(join(screenshots, "window-history.png"), Buffer.from(png, "base64"));
+    await saveScreenshot(driver, "window-history.png");
   });
 });

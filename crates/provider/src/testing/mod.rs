@@ -10,9 +10,11 @@
 //! ```
 
 pub mod invariants;
+pub mod scenario;
 pub mod script;
 pub mod server;
 
 pub use invariants::{Violation, check_request, valid_tool_name};
+pub use scenario::{Scenario, ScenarioError, Step, Verdict};
 pub use script::{Chunk, Reply, ScriptCall, Turn};
 pub use server::{FakeServer, RecordedRequest};
