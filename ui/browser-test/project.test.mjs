@@ -39,6 +39,7 @@ const STATUS = {
         headers: [],
         replaces_user_server: false,
         pins: [],
+        variables: [{ name: "HOME", set: true, value: "/home/p" }, { name: "GH_TOKEN", set: true, value: null }],
       },
     ],
     settings: [
@@ -128,6 +129,7 @@ describe("project flow in Chromium with mocked IPC", () => {
     assert.match(await page.locator('[data-testid="trust-command"]').textContent(), /"<b>docs<\/b>"/);
     assert.equal(await page.locator('[data-testid="trust-dialog"] b').count(), 0);
     assert.equal(await page.locator('[data-testid="trust-env"]').textContent(), "DOCS_TOKEN");
+    assert.equal(await page.locator('[data-testid="trust-variables"]').textContent(), 'HOME="/home/p", GH_TOKEN (set, value hidden)');
     assert.equal(await page.locator('[data-testid="trust-setting"]').count(), 2);
     // No default action trusts: focus starts on "Don't trust", and stays inside the dialog.
     await page.waitForFunction(() => document.activeElement?.getAttribute("data-testid") === "trust-decline");

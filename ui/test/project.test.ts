@@ -48,6 +48,7 @@ const PROMPT: TrustPrompt = {
           headers: [],
           replaces_user_server: false,
           pins: [],
+          variables: [],
         },
       ],
       settings: [{ file: "/w/p/.aibuddy/settings.json", line: 3, field: "exec.writable_roots", value: ["/etc"] }],
