@@ -60,6 +60,8 @@ pub struct Calls {
     pub(crate) broker: PendingBroker,
     /// Where a call's late `ToolCompacted` goes (installed as the compactor's sink).
     pub(crate) compacted: CompactedRouter,
+    /// The running calls of the agent run in progress (stoppable one at a time).
+    pub run_calls: crate::run_calls::RunCalls,
 }
 
 impl Calls {
@@ -77,14 +79,21 @@ impl Calls {
         }
     }
 
-    /// Stops a running call. False when no such call is running.
+    /// Stops a running call: one started from the UI, or one call of the run in progress (the run
+    /// goes on; the model sees that call cancelled). False when no such call is running.
     pub fn cancel(&self, call_id: &str) -> bool {
         let token = self
             .running
             .lock()
             .ok()
             .and_then(|r| r.get(call_id).cloned());
-        token.map(|t| t.cancel()).is_some()
+        match token {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => self.run_calls.cancel(call_id),
+        }
     }
 
     /// Stops every running call (the window is closing).

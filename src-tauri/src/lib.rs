@@ -15,6 +15,7 @@ mod display;
 mod error;
 pub mod history;
 pub mod provider;
+pub mod run_calls;
 pub mod run_views;
 pub mod runs;
 mod state;

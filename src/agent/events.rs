@@ -46,6 +46,16 @@ pub enum RunEvent {
         status: CallStatus,
         stage: Option<Stage>,
         model: String,
+        /// Wall time of the call, in milliseconds.
+        duration_ms: u64,
+        /// `execute` only: the command's exit code (`null` for other tools, and when the command
+        /// was ended by a signal or never started).
+        exit_code: Option<i64>,
+        /// Output bytes the model text leaves out (a cut `execute` output); `null` when nothing
+        /// was cut. The whole raw output stays recoverable by `tool_call_id`.
+        omitted_bytes: Option<u64>,
+        /// `tool_search` only: the tools the search activated (empty otherwise).
+        activated: Vec<String>,
     },
     ConfirmRequest {
         tool_call_id: String,
@@ -95,6 +105,12 @@ pub enum RunEvent {
 /// Where run events go. Implementations must not block for long.
 pub trait RunEventSink: Send + Sync {
     fn emit(&self, event: RunEvent);
+
+    /// A call of the run is about to start; cancelling `cancel` stops that call alone (its
+    /// process tree, its confirmation wait): the run goes on and the model sees the call
+    /// cancelled. A host offering a per-call stop keeps the token until the call's `ToolResult`.
+    /// Stopping the run cancels every call too. Default: not kept.
+    fn call_started(&self, _tool_call_id: &str, _cancel: &tokio_util::sync::CancellationToken) {}
 }
 
 /// Discards events.
