@@ -22,6 +22,10 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::run_views::RunDetail::export_all(&cfg)?;
     aibuddy::human::HumanAnswer::export_all(&cfg)?;
     aibuddy::human::HumanQuestion::export_all(&cfg)?;
+    crate::history_browser::HistoryPageQuery::export_all(&cfg)?;
+    crate::history_browser::HistoryPageView::export_all(&cfg)?;
+    crate::history_browser::HistoryFacets::export_all(&cfg)?;
+    crate::history_browser::CallRecordView::export_all(&cfg)?;
     Ok(())
 }
 

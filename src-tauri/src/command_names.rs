@@ -17,4 +17,9 @@ pub const COMMANDS: &[&str] = &[
     "list_runs",
     "show_run",
     "answer_ask_user",
+    "history_page",
+    "history_facets",
+    "call_record",
+    "raw_output_range",
+    "save_raw_output",
 ];

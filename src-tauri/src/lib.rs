@@ -14,7 +14,9 @@ pub mod compacted;
 mod display;
 mod error;
 pub mod history;
+pub mod history_browser;
 pub mod provider;
+pub mod raw_output;
 pub mod run_calls;
 pub mod run_views;
 pub mod runs;
@@ -34,6 +36,7 @@ pub use state::{ProjectInfo, ShellState};
 pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
     builder
         .manage(state)
+        .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![
             commands::project_info,
             commands::list_tools,
@@ -48,6 +51,11 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::list_runs,
             commands::show_run,
             commands::answer_ask_user,
+            history_browser::history_page,
+            history_browser::history_facets,
+            history_browser::call_record,
+            raw_output::raw_output_range,
+            raw_output::save_raw_output,
         ])
 }
 

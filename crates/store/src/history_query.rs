@@ -200,7 +200,7 @@ pub fn history_facets(conn: &Connection, limit: usize) -> Result<(Vec<String>, V
         .collect::<std::result::Result<Vec<String>, _>>()?;
     let runs = conn
         .prepare_cached(
-            "SELECT run_id FROM tool_calls GROUP BY run_id ORDER BY max(seq) DESC LIMIT ?1",
+            "SELECT run_id FROM tool_calls GROUP BY run_id ORDER BY max(started_at) DESC, max(seq) DESC LIMIT ?1",
         )?
         .query_map([limit], |r| r.get(0))?
         .collect::<std::result::Result<Vec<String>, _>>()?;
