@@ -60,8 +60,6 @@ pub struct Calls {
     pub(crate) broker: PendingBroker,
     /// Where a call's late `ToolCompacted` goes (installed as the compactor's sink).
     pub(crate) compacted: CompactedRouter,
-    /// The running calls of the agent run in progress (stoppable one at a time).
-    pub run_calls: crate::run_calls::RunCalls,
 }
 
 impl Calls {
@@ -92,7 +90,7 @@ impl Calls {
                 t.cancel();
                 true
             }
-            None => self.run_calls.cancel(call_id),
+            None => aibuddy::agent::call_stops::global().cancel(call_id),
         }
     }
 

@@ -114,7 +114,7 @@ pub async fn start_run<R: Runtime>(
         max_steps,
         continue_run: None,
     };
-    let sink = state.calls.run_calls.wrap(Arc::new(WindowSink::new(app)));
+    let sink = Arc::new(WindowSink::new(app));
     let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
     Ok(RunHandle { run_id })
 }
@@ -152,7 +152,7 @@ pub async fn continue_run<R: Runtime>(
         max_steps: None,
         continue_run: Some(run_id),
     };
-    let sink = state.calls.run_calls.wrap(Arc::new(WindowSink::new(app)));
+    let sink = Arc::new(WindowSink::new(app));
     let run_id = runs::start(&state, Arc::new(resolved), start, sink).await?;
     Ok(RunHandle { run_id })
 }

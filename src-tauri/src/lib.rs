@@ -17,7 +17,6 @@ pub mod history;
 pub mod history_browser;
 pub mod provider;
 pub mod raw_output;
-pub mod run_calls;
 pub mod run_views;
 pub mod runs;
 mod state;

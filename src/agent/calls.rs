@@ -121,10 +121,16 @@ pub(crate) async fn execute(
                 name: c.name.clone(),
                 arguments: c.arguments(),
             };
-            // The call's own token: the host may stop this call alone; the run's stop reaches it.
+            // The call's own token: a host may stop this call alone (`call_stops`); the run's
+            // stop reaches it too. Stoppable from here until the call has ended.
             let call_cancel = cancel.child_token();
-            run_events.call_started(&c.id, &call_cancel);
-            runner.call(toolset, req, call_cancel, sink.clone())
+            let stoppable = super::call_stops::global().register(&c.id, &call_cancel);
+            let sink = sink.clone();
+            async move {
+                let outcome = runner.call(toolset, req, call_cancel, sink).await;
+                drop(stoppable);
+                outcome
+            }
         });
         let done = futures::future::join_all(futures).await;
         for (&i, outcome) in batch.iter().zip(done) {

@@ -105,12 +105,6 @@ pub enum RunEvent {
 /// Where run events go. Implementations must not block for long.
 pub trait RunEventSink: Send + Sync {
     fn emit(&self, event: RunEvent);
-
-    /// A call of the run is about to start; cancelling `cancel` stops that call alone (its
-    /// process tree, its confirmation wait): the run goes on and the model sees the call
-    /// cancelled. A host offering a per-call stop keeps the token until the call's `ToolResult`.
-    /// Stopping the run cancels every call too. Default: not kept.
-    fn call_started(&self, _tool_call_id: &str, _cancel: &tokio_util::sync::CancellationToken) {}
 }
 
 /// Discards events.
