@@ -31,6 +31,10 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     aibuddy::settings::edit::Level::export_all(&cfg)?;
     crate::catalog::CatalogServer::export_all(&cfg)?;
     crate::catalog::CatalogSkills::export_all(&cfg)?;
+    crate::history_browser::HistoryPageQuery::export_all(&cfg)?;
+    crate::history_browser::HistoryPageView::export_all(&cfg)?;
+    crate::history_browser::HistoryFacets::export_all(&cfg)?;
+    crate::history_browser::CallRecordView::export_all(&cfg)?;
     Ok(())
 }
 

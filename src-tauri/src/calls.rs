@@ -77,14 +77,21 @@ impl Calls {
         }
     }
 
-    /// Stops a running call. False when no such call is running.
+    /// Stops a running call: one started from the UI, or one call of the run in progress (the run
+    /// goes on; the model sees that call cancelled). False when no such call is running.
     pub fn cancel(&self, call_id: &str) -> bool {
         let token = self
             .running
             .lock()
             .ok()
             .and_then(|r| r.get(call_id).cloned());
-        token.map(|t| t.cancel()).is_some()
+        match token {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => aibuddy::agent::call_stops::global().cancel(call_id),
+        }
     }
 
     /// Stops every running call (the window is closing).

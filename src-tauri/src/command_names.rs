@@ -35,4 +35,9 @@ pub const COMMANDS: &[&str] = &[
     "list_servers",
     "list_skills",
     "reconnect_server",
+    "history_page",
+    "history_facets",
+    "call_record",
+    "raw_output_range",
+    "save_raw_output",
 ];

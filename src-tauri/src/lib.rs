@@ -15,10 +15,12 @@ pub mod compacted;
 mod display;
 mod error;
 pub mod history;
+pub mod history_browser;
 pub mod project_commands;
 pub mod projects;
 pub mod provider;
 pub mod providers_view;
+pub mod raw_output;
 pub mod recent;
 pub mod run_views;
 pub mod runs;
@@ -74,6 +76,11 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             catalog::list_servers,
             catalog::list_skills,
             catalog::reconnect_server,
+            history_browser::history_page,
+            history_browser::history_facets,
+            history_browser::call_record,
+            raw_output::raw_output_range,
+            raw_output::save_raw_output,
         ])
 }
 

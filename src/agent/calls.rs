@@ -135,23 +135,74 @@ pub(crate) async fn execute(
                 name: c.name.clone(),
                 arguments: c.arguments(),
             };
-            with_caller(
-                asker.caller(&c.id),
-                runner.call(toolset, req, cancel.clone(), sink.clone()),
-            )
+            // The call's own token: a host may stop this call alone (`call_stops`); the run's
+            // stop reaches it too. Stoppable from here until the call has ended.
+            let call_cancel = cancel.child_token();
+            let stoppable = super::call_stops::global().register(&c.id, &call_cancel);
+            let sink = sink.clone();
+            let caller = asker.caller(&c.id);
+            async move {
+                let outcome =
+                    with_caller(caller, runner.call(toolset, req, call_cancel, sink)).await;
+                drop(stoppable);
+                outcome
+            }
         });
         let done = futures::future::join_all(futures).await;
         for (&i, outcome) in batch.iter().zip(done) {
-            run_events.emit(RunEvent::ToolResult {
-                tool_call_id: outcome.tool_call_id.clone(),
-                status: outcome.status,
-                stage: outcome.stage,
-                model: outcome.model.clone(),
-            });
+            run_events.emit(result_event(&outcome));
             outcomes[i] = Some(outcome);
         }
     }
     outcomes.into_iter().flatten().collect()
+}
+
+/// The `tool_result` event of a finished call: status, stage, the model's text, its duration, and
+/// what the card shows for `execute` (exit code, bytes cut from the model text; read from the
+/// client projection, or from the error's copy of it for a stopped command) and `tool_search`
+/// (the tools it activated). Pure.
+pub fn result_event(outcome: &CallOutcome) -> RunEvent {
+    let client = if outcome.client.is_null() {
+        outcome
+            .error
+            .as_ref()
+            .and_then(|e| e.details.as_ref())
+            .and_then(|d| d.get("client"))
+            .unwrap_or(&Value::Null)
+    } else {
+        &outcome.client
+    };
+    let is_execute = outcome.tool == "execute";
+    let exit_code = is_execute
+        .then(|| client.get("exit_code").and_then(Value::as_i64))
+        .flatten();
+    let omitted_bytes = is_execute
+        .then(|| client.get("omitted_middle_bytes").and_then(Value::as_u64))
+        .flatten()
+        .filter(|&n| n > 0);
+    let activated = if outcome.tool == crate::discovery::TOOL_SEARCH {
+        client
+            .get("activated")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    RunEvent::ToolResult {
+        tool_call_id: outcome.tool_call_id.clone(),
+        status: outcome.status,
+        stage: outcome.stage,
+        model: outcome.model.clone(),
+        duration_ms: outcome.duration_ms,
+        exit_code,
+        omitted_bytes,
+        activated,
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +230,96 @@ mod tests {
             vec![vec![0, 1], vec![2], vec![3], vec![4], vec![5], vec![6, 7]]
         );
         assert!(plan_batches(&[], |_| true).is_empty());
+    }
+
+    fn outcome(tool: &str, client: Value) -> CallOutcome {
+        CallOutcome {
+            tool_call_id: "r:c1".into(),
+            run_id: "r".into(),
+            tool: tool.into(),
+            status: crate::events::CallStatus::Ok,
+            stage: None,
+            error: None,
+            model: "text".into(),
+            client,
+            duration_ms: 1234,
+            confirm: None,
+        }
+    }
+
+    #[test]
+    fn an_execute_result_carries_its_exit_code_duration_and_cut() {
+        let e = result_event(&outcome(
+            "execute",
+            json!({"exit_code": 2, "omitted_middle_bytes": 4096}),
+        ));
+        let RunEvent::ToolResult {
+            duration_ms,
+            exit_code,
+            omitted_bytes,
+            activated,
+            ..
+        } = e
+        else {
+            panic!("not a tool result: {e:?}")
+        };
+        assert_eq!(
+            (duration_ms, exit_code, omitted_bytes),
+            (1234, Some(2), Some(4096))
+        );
+        assert!(activated.is_empty());
+        // Nothing cut: no omitted bytes; killed by a signal: no exit code.
+        let e = result_event(&outcome(
+            "execute",
+            json!({"exit_code": null, "omitted_middle_bytes": 0}),
+        ));
+        assert!(matches!(
+            e,
+            RunEvent::ToolResult {
+                exit_code: None,
+                omitted_bytes: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_stopped_command_reads_its_exit_fields_from_the_error_details() {
+        let mut o = outcome("execute", Value::Null);
+        o.status = crate::events::CallStatus::Cancelled;
+        o.error = Some(
+            crate::contract::ToolError::execution("cancelled", "stopped")
+                .with_details(json!({"client": {"exit_code": 143, "omitted_middle_bytes": 10}})),
+        );
+        assert!(matches!(
+            result_event(&o),
+            RunEvent::ToolResult {
+                exit_code: Some(143),
+                omitted_bytes: Some(10),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn other_tools_have_no_exit_code_and_tool_search_names_what_it_activated() {
+        let e = result_event(&outcome("read", json!({"exit_code": 5})));
+        assert!(matches!(
+            e,
+            RunEvent::ToolResult {
+                exit_code: None,
+                omitted_bytes: None,
+                ..
+            }
+        ));
+        let e = result_event(&outcome(
+            "tool_search",
+            json!({"query": "q", "activated": ["a", "b"]}),
+        ));
+        let RunEvent::ToolResult { activated, .. } = e else {
+            panic!("not a tool result")
+        };
+        assert_eq!(activated, vec!["a".to_string(), "b".to_string()]);
     }
 
     #[test]

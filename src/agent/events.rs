@@ -46,6 +46,16 @@ pub enum RunEvent {
         status: CallStatus,
         stage: Option<Stage>,
         model: String,
+        /// Wall time of the call, in milliseconds.
+        duration_ms: u64,
+        /// `execute` only: the command's exit code (`null` for other tools, and when the command
+        /// was ended by a signal or never started).
+        exit_code: Option<i64>,
+        /// Output bytes the model text leaves out (a cut `execute` output); `null` when nothing
+        /// was cut. The whole raw output stays recoverable by `tool_call_id`.
+        omitted_bytes: Option<u64>,
+        /// `tool_search` only: the tools the search activated (empty otherwise).
+        activated: Vec<String>,
     },
     ConfirmRequest {
         tool_call_id: String,

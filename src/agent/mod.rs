@@ -24,6 +24,7 @@
 //! back. A continued run keeps its stored provider and model unless flags say otherwise
 //! (`stored_route`).
 
+pub mod call_stops;
 mod calls;
 mod compact_step;
 pub mod compaction;

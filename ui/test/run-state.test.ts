@@ -54,11 +54,11 @@ describe("run state reducer", () => {
     s = applyRunEvent(s, { type: "heartbeat", tool_call_id: "c1" }, 1500);
     let card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ tool: "execute", target: "make test", status: "running", outputBytes: 3, lastHeartbeat: 1500 });
-    // The shell may add an exit code to tool_result; the card shows it when present.
-    const result = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", exit_code: 2 } as RunEvent;
+    // The shell's duration and exit code are the card's (not the window's clock).
+    const result: RunEvent = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", duration_ms: 1234, exit_code: 2, omitted_bytes: null, activated: [] };
     s = applyRunEvent(s, result, 3400);
     card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
-    expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 2400, exitCode: 2 });
+    expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 1234, exitCode: 2, omittedBytes: null });
   });
 
   it("queues confirmations and questions, and drops them when answered or when the call ends", () => {
@@ -70,7 +70,7 @@ describe("run state reducer", () => {
     expect(s.confirms).toHaveLength(1);
     expect(s.items[0]?.kind === "tool" && s.items[0].card.status).toBe("waiting_approval");
     expect(answeredConfirm(s, "call_w").confirms).toEqual([]);
-    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected" }, 2000);
+    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] }, 2000);
     expect(s.confirms).toEqual([]);
 
     s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }, 2000);

@@ -9,6 +9,7 @@
 //! | 4 | agent runs: `runs` status/provider/usage/owner columns, `messages` provider content and
 //! |   | tool-call links (`message_tool_calls`), `summaries`, per-run interaction indexes |
 //! | 5 | `runs.scoped_call_ids`: calls of new runs are stored under `<run_id>:<provider id>` |
+//! | 6 | history browser: `(started_at, seq)` and `stage` indexes; `tool_calls_fts` rebuilt with `model_projection` |
 //!
 //! Never edit a released version: append a new one.
 
@@ -51,11 +52,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(tables::tool_calls::MIGRATION_V3),
         M::up(&V4),
         M::up(tables::runs::MIGRATION_V5),
+        M::up(crate::history_query::MIGRATION_V6),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 5;
+pub const LATEST_VERSION: usize = 6;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

@@ -205,7 +205,7 @@ async fn a_version_4_database_with_a_run_upgrades_to_run_scoped_call_ids() {
     }
     let store = Store::open(dir.path()).unwrap();
     let conn = open_connection(dir.path()).unwrap();
-    assert_eq!(current_version(&conn).unwrap(), 5);
+    assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
     let conv = store.conversation("v4-run").await.unwrap();
     assert!(!conv.run.scoped_call_ids);
     assert_eq!(conv.run.stored_call_id("call_0"), "call_0");

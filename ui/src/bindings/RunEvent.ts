@@ -10,7 +10,25 @@ export type RunEvent = { "type": "run_started", run_id: string, provider: string
 /**
  * `native` or `active_tools`.
  */
-presentation: string, } | { "type": "text_delta", text: string, } | { "type": "tool_call", tool_call_id: string, tool: string, input: unknown, } | { "type": "tool_output", tool_call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_result", tool_call_id: string, status: CallStatus, stage: Stage | null, model: string, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
+presentation: string, } | { "type": "text_delta", text: string, } | { "type": "tool_call", tool_call_id: string, tool: string, input: unknown, } | { "type": "tool_output", tool_call_id: string, stream: OutputStream, chunk: string, } | { "type": "tool_result", tool_call_id: string, status: CallStatus, stage: Stage | null, model: string, 
+/**
+ * Wall time of the call, in milliseconds.
+ */
+duration_ms: number, 
+/**
+ * `execute` only: the command's exit code (`null` for other tools, and when the command
+ * was ended by a signal or never started).
+ */
+exit_code: number | null, 
+/**
+ * Output bytes the model text leaves out (a cut `execute` output); `null` when nothing
+ * was cut. The whole raw output stays recoverable by `tool_call_id`.
+ */
+omitted_bytes: number | null, 
+/**
+ * `tool_search` only: the tools the search activated (empty otherwise).
+ */
+activated: Array<string>, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
 /**
  * Free text is accepted besides (or instead of) the options.
  */

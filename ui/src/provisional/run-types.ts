@@ -20,8 +20,13 @@ export type AskUserQuestion = Omit<Extract<ShellRunEvent, { type: "ask_user" }>,
 /** `answer_ask_user {id, answer}`: the person's answer, or that they declined. */
 export type AskUserAnswer = HumanAnswer;
 
-/** What the run view consumes: the shell's RunEvent plus the UI-only `user_prompt` (replays). */
-export type RunEvent = ShellRunEvent | { type: "user_prompt"; text: string };
+/** A stored call's result in a replay (show_run): a `tool_result` without the live-only fields. */
+export type StoredResultEvent = Omit<Extract<ShellRunEvent, { type: "tool_result" }>, "type" | "duration_ms" | "exit_code" | "omitted_bytes" | "activated"> & {
+  type: "stored_result";
+};
+
+/** What the run view consumes: the shell's RunEvent plus the UI-only `user_prompt` and `stored_result` (replays). */
+export type RunEvent = ShellRunEvent | { type: "user_prompt"; text: string } | StoredResultEvent;
 
 /** Payload of the Tauri event `run-event` (generated), widened to the events above. */
 export type RunEventEnvelope = Omit<ShellRunEventEnvelope, "event"> & { event: RunEvent };
@@ -47,7 +52,7 @@ export function detailEvents(detail: RunDetail): RunEvent[] {
     if (message.role === "tool" && message.result) {
       const r = message.result;
       events.push({
-        type: "tool_result",
+        type: "stored_result",
         tool_call_id: r.tool_call_id,
         status: r.status,
         stage: (r.stage as ShellStage | null) ?? null,

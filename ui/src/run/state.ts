@@ -5,6 +5,7 @@
 import type { CallStatus } from "../bindings/CallStatus";
 import type { ConfirmRequest } from "../bindings/ConfirmRequest";
 import type { Stage } from "../bindings/Stage";
+import { formatBytes, formatDuration } from "../lib/format";
 import type { AskUserQuestion, RunEvent, RunStatus, Usage } from "../provisional/run-types";
 
 export type CardStatus = "running" | "waiting_approval" | CallStatus;
@@ -25,6 +26,10 @@ export interface ToolCard {
   /** When the last heartbeat arrived (a quiet "still running" indicator). */
   lastHeartbeat: number | null;
   exitCode: number | null;
+  /** Output bytes the model's text leaves out (a cut command output); null when nothing was cut. */
+  omittedBytes: number | null;
+  /** `tool_search`: the tools it activated. */
+  activated: string[];
 }
 
 export type ConversationItem =
@@ -155,6 +160,8 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         outputBytes: 0,
         lastHeartbeat: null,
         exitCode: null,
+        omittedBytes: null,
+        activated: [],
       };
       return push(state, { kind: "tool", card }, "t");
     }
@@ -167,14 +174,18 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       if (withCard.confirms.some((r) => r.call_id === event.request.call_id)) return withCard;
       return { ...withCard, confirms: [...withCard.confirms, event.request] };
     }
-    case "tool_result": {
+    case "tool_result":
+    case "stored_result": {
+      const live = event.type === "tool_result";
       const done = updateCard(state, event.tool_call_id, (c) => ({
         ...c,
         status: event.status,
         stage: event.stage,
         model: event.model,
-        durationMs: optionalNumber(event, "duration_ms") ?? Math.max(0, now - c.startedAt),
-        exitCode: optionalNumber(event, "exit_code"),
+        durationMs: live ? event.duration_ms : null,
+        exitCode: live ? event.exit_code : null,
+        omittedBytes: live ? event.omitted_bytes : null,
+        activated: live ? event.activated : [],
       }));
       return {
         ...done,
@@ -261,8 +272,42 @@ export function phaseLabel(phase: RunPhase): string {
   }
 }
 
-/** A numeric field the shell may add to an event later (duration, exit code); null when absent. */
-function optionalNumber(event: object, key: string): number | null {
-  const value = (event as Record<string, unknown>)[key];
-  return typeof value === "number" ? value : null;
+/** "exit 0 · 1.2 s": a finished command's exit code and time; null while it runs. */
+export function exitSummary(card: ToolCard): string | null {
+  if (card.status === "running" || card.status === "waiting_approval") return null;
+  const parts: string[] = [];
+  if (card.exitCode !== null) parts.push(`exit ${card.exitCode}`);
+  else if (card.status === "cancelled") parts.push("stopped");
+  if (card.durationMs !== null) parts.push(formatDuration(card.durationMs));
+  return parts.length > 0 ? parts.join(" · ") : null;
+}
+
+/**
+ * What a discovery call did, in words: "searched tools: 'query' → 3 found, activated a, b",
+ * "viewed skill pdf (reference forms.md)"; null for other tools or while running.
+ */
+export function discoverySummary(card: ToolCard): string | null {
+  const input = (typeof card.input === "object" && card.input !== null ? card.input : {}) as Record<string, unknown>;
+  const text = (key: string) => (typeof input[key] === "string" ? (input[key] as string) : "");
+  const kind = toolKind(card.tool);
+  if (kind === "search") {
+    const query = `searched tools: '${text("query")}'`;
+    if (card.status === "running" || card.status === "waiting_approval") return query;
+    if (card.status !== "ok") return `${query} → ${card.status}`;
+    const n = card.activated.length;
+    if (n === 0) return `${query} → nothing found`;
+    return `${query} → ${n} found, activated ${card.activated.join(", ")}`;
+  }
+  if (kind === "skill") {
+    const reference = text("reference");
+    return `viewed skill ${text("name") || card.target}${reference ? ` (reference ${reference})` : ""}`;
+  }
+  return null;
+}
+
+/** "4.0 KiB (120 lines) omitted from the model's text": the model text's own cut marker, else bytes. */
+export function omittedSummary(card: ToolCard): string | null {
+  if (card.omittedBytes === null) return null;
+  const lines = /\[\.\.\. (\d+) lines/.exec(card.model ?? "");
+  return `${formatBytes(card.omittedBytes)}${lines ? ` (${lines[1]} lines)` : ""} omitted from the model's text`;
 }

@@ -2,7 +2,9 @@
 // ../components/History.svelte.
 import { flushSync, mount } from "svelte";
 import type { Api } from "../api";
+import HistoryBrowser from "../components/HistoryBrowser.svelte";
 import HistoryView from "../components/History.svelte";
+import type { RawOutputApi } from "../run/raw-output";
 
 export { formatDuration, formatTime } from "../lib/format";
 
@@ -21,4 +23,13 @@ export function createHistory(api: Api): History {
   const instance = mount(HistoryView, { target: element, props: { api } }) as { refresh(): Promise<void> };
   flushSync();
   return { element, refresh: () => instance.refresh().then(() => flushSync()) };
+}
+
+/** The history browser (filters, keyset paging, detail with raw output) as a standalone element. */
+export function createHistoryBrowser(api: RawOutputApi): { element: HTMLElement; refresh(): Promise<void>; older(): Promise<void> } {
+  const element = document.createElement("div");
+  element.className = "history-host";
+  const instance = mount(HistoryBrowser, { target: element, props: { api } }) as { refresh(): Promise<void>; older(): Promise<void> };
+  flushSync();
+  return { element, refresh: () => instance.refresh().then(() => flushSync()), older: () => instance.older().then(() => flushSync()) };
 }

@@ -292,6 +292,10 @@ mod tests {
             status: CallStatus::Rejected,
             stage: Some(Stage::Authorization),
             model: "x".into(),
+            duration_ms: 3,
+            exit_code: None,
+            omitted_bytes: None,
+            activated: Vec::new(),
         })
         .unwrap();
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");

@@ -1,0 +1,258 @@
+//! The history browser's query: every call of the store, newest first by `(started_at, seq)`,
+//! narrowed by tool, status, stage, run, a time range and full-text search, paged backward without
+//! limit by a keyset cursor (never `OFFSET`, so the 1,000th page costs what the first does).
+//!
+//! Full-text search is the FTS5 index `tool_calls_fts`; schema version 6 (here) rebuilds it with
+//! the model's text as a fourth column and adds the `(started_at, seq)` index the ordering walks.
+
+use rusqlite::{Connection, params_from_iter, types::Value};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StoreError};
+use crate::store::Store;
+use crate::tables::search::fts_query;
+use crate::tables::tool_calls::input_json;
+use crate::types::{CallStatus, CompactionState, HistoryRow};
+
+/// Schema version 6: the ordering index of the history browser, and the FTS index rebuilt over
+/// tool, input, display text and the model's text (`model_projection`, set when a call finishes).
+pub(crate) const MIGRATION_V6: &str = "
+CREATE INDEX tool_calls_started ON tool_calls(started_at, seq);
+CREATE INDEX tool_calls_stage ON tool_calls(stage);
+DROP TRIGGER tool_calls_fts_ai;
+DROP TRIGGER tool_calls_fts_ad;
+DROP TRIGGER tool_calls_fts_au;
+DROP TABLE tool_calls_fts;
+CREATE VIRTUAL TABLE tool_calls_fts USING fts5(
+    tool, input, display_text, model_projection,
+    content = 'tool_calls', content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER tool_calls_fts_ai AFTER INSERT ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
+    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
+END;
+CREATE TRIGGER tool_calls_fts_ad AFTER DELETE ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
+    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
+END;
+CREATE TRIGGER tool_calls_fts_au
+AFTER UPDATE OF tool, input, display_text, model_projection ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
+    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
+    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
+    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
+END;
+INSERT INTO tool_calls_fts (tool_calls_fts) VALUES ('rebuild');
+";
+
+/// The most rows one page holds.
+pub const MAX_PAGE: usize = 1000;
+
+/// Where the next (older) page starts: the last row of the previous page. Opaque to clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCursor {
+    pub started_at_ms: i64,
+    pub seq: i64,
+}
+
+/// What the history browser asks for; every field narrows. Results are newest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryQuery {
+    /// Any of these tools (empty: every tool).
+    pub tools: Vec<String>,
+    /// Any of these statuses (empty: every status).
+    pub statuses: Vec<CallStatus>,
+    /// Any of these failure stages, as stored (`Execution`, ...; empty: any or none).
+    pub stages: Vec<String>,
+    pub run_id: Option<String>,
+    /// Started at or after this time (unix ms).
+    pub since_ms: Option<i64>,
+    /// Started before this time (unix ms).
+    pub until_ms: Option<i64>,
+    /// Full-text search over tool name, input (target included), display text and model text:
+    /// every word must match as a token prefix; FTS syntax is treated as plain words.
+    pub search: Option<String>,
+    /// Page size (capped at [`MAX_PAGE`]; `None` = 100).
+    pub limit: Option<usize>,
+    /// Only calls older than this cursor (the previous page's `next`).
+    pub after: Option<HistoryCursor>,
+}
+
+/// One page of history and where the next begins (`None` at the oldest call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    pub rows: Vec<HistoryRow>,
+    pub next: Option<HistoryCursor>,
+}
+
+/// The SQL and its arguments for `q`. Pure (tested without a database).
+fn plan(q: &HistoryQuery) -> (String, Vec<Value>, usize) {
+    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let mut conds: Vec<String> = Vec::new();
+    let mut args: Vec<Value> = Vec::new();
+    let mut arg = |v: Value| {
+        args.push(v);
+        format!("?{}", args.len())
+    };
+    if let Some(m) = q.search.as_deref().and_then(fts_query) {
+        conds.push(format!(
+            "c.seq IN (SELECT rowid FROM tool_calls_fts WHERE tool_calls_fts MATCH {})",
+            arg(Value::Text(m))
+        ));
+    }
+    let mut any_of = |col: &str, values: Vec<String>, conds: &mut Vec<String>| {
+        if !values.is_empty() {
+            let marks: Vec<String> = values.into_iter().map(|v| arg(Value::Text(v))).collect();
+            conds.push(format!("{col} IN ({})", marks.join(", ")));
+        }
+    };
+    any_of("c.tool", q.tools.clone(), &mut conds);
+    any_of(
+        "c.status",
+        q.statuses.iter().map(|s| s.as_str().to_string()).collect(),
+        &mut conds,
+    );
+    any_of("c.stage", q.stages.clone(), &mut conds);
+    if let Some(run) = &q.run_id {
+        conds.push(format!("c.run_id = {}", arg(Value::Text(run.clone()))));
+    }
+    if let Some(t) = q.since_ms {
+        conds.push(format!("c.started_at >= {}", arg(Value::Integer(t))));
+    }
+    if let Some(t) = q.until_ms {
+        conds.push(format!("c.started_at < {}", arg(Value::Integer(t))));
+    }
+    if let Some(c) = q.after {
+        let (t, s) = (
+            arg(Value::Integer(c.started_at_ms)),
+            arg(Value::Integer(c.seq)),
+        );
+        conds.push(format!("(c.started_at, c.seq) < ({t}, {s})"));
+    }
+    let where_ = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conds.join(" AND "))
+    };
+    let sql = format!(
+        "SELECT c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, c.error_message, \
+         strftime('%Y-%m-%dT%H:%M:%fZ', c.started_at / 1000.0, 'unixepoch'), \
+         c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, c.seq \
+         FROM tool_calls c {where_} ORDER BY c.started_at DESC, c.seq DESC LIMIT {}",
+        limit + 1
+    );
+    (sql, args, limit)
+}
+
+/// One page of calls, newest first.
+pub fn history_page(conn: &Connection, q: &HistoryQuery) -> Result<HistoryPage> {
+    let (sql, args, limit) = plan(q);
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params_from_iter(args))?;
+    let mut out = Vec::new();
+    let mut last: Option<HistoryCursor> = None;
+    let mut more = false;
+    while let Some(r) = rows.next()? {
+        if out.len() == limit {
+            more = true;
+            break;
+        }
+        let status: String = r.get(4)?;
+        let compaction: String = r.get(12)?;
+        let started_at_ms: i64 = r.get(8)?;
+        out.push(HistoryRow {
+            tool_call_id: r.get(0)?,
+            run_id: r.get(1)?,
+            tool: r.get(2)?,
+            config: r.get(3)?,
+            status: CallStatus::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown status {status:?}")))?,
+            stage: r.get(5)?,
+            error_message: r.get(6)?,
+            started_at: r.get(7)?,
+            started_at_ms,
+            duration_ms: r.get(9)?,
+            input: input_json(r.get(10)?),
+            display_text: r.get(11)?,
+            compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {
+                StoreError::Corrupt(format!("unknown compaction state {compaction:?}"))
+            })?,
+        });
+        last = Some(HistoryCursor {
+            started_at_ms,
+            seq: r.get(13)?,
+        });
+    }
+    Ok(HistoryPage {
+        rows: out,
+        next: if more { last } else { None },
+    })
+}
+
+/// The distinct tool names and run ids of the store (the history filters' choices), newest run
+/// first, each list capped at `limit`.
+pub fn history_facets(conn: &Connection, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let tools = conn
+        .prepare_cached("SELECT DISTINCT tool FROM tool_calls ORDER BY tool LIMIT ?1")?
+        .query_map([limit], |r| r.get(0))?
+        .collect::<std::result::Result<Vec<String>, _>>()?;
+    let runs = conn
+        .prepare_cached(
+            "SELECT run_id FROM tool_calls GROUP BY run_id ORDER BY max(started_at) DESC, max(seq) DESC LIMIT ?1",
+        )?
+        .query_map([limit], |r| r.get(0))?
+        .collect::<std::result::Result<Vec<String>, _>>()?;
+    Ok((tools, runs))
+}
+
+impl Store {
+    /// One page of the history browser (see [`HistoryQuery`]).
+    pub async fn history_page(&self, q: HistoryQuery) -> Result<HistoryPage> {
+        self.read(move |conn, _| history_page(conn, &q)).await
+    }
+
+    /// The tools and runs that occur in the history (filter choices), at most `limit` each.
+    pub async fn history_facets(&self, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
+        self.read(move |conn, _| history_facets(conn, limit)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_pages_by_keyset_never_offset() {
+        let (sql, args, limit) = plan(&HistoryQuery {
+            after: Some(HistoryCursor {
+                started_at_ms: 5,
+                seq: 9,
+            }),
+            statuses: vec![CallStatus::Interrupted, CallStatus::Error],
+            stages: vec!["Execution".into()],
+            search: Some("cargo test".into()),
+            limit: Some(50_000),
+            ..HistoryQuery::default()
+        });
+        assert_eq!(limit, MAX_PAGE);
+        assert!(!sql.contains("OFFSET"), "{sql}");
+        assert!(sql.contains("(c.started_at, c.seq) < ("), "{sql}");
+        assert!(sql.contains("ORDER BY c.started_at DESC, c.seq DESC"));
+        assert!(sql.contains("c.status IN (?2, ?3)"), "{sql}");
+        assert_eq!(args.len(), 6);
+        assert_eq!(args[0], Value::Text("\"cargo\"* \"test\"*".into()));
+    }
+
+    #[test]
+    fn blank_search_adds_no_condition() {
+        let (sql, args, limit) = plan(&HistoryQuery {
+            search: Some("   ".into()),
+            ..HistoryQuery::default()
+        });
+        assert!(!sql.contains("WHERE"), "{sql}");
+        assert!(args.is_empty());
+        assert_eq!(limit, 100);
+    }
+}

@@ -1,0 +1,213 @@
+//! The history browser's query against a real SQLite store of 10,000 calls: keyset paging walks
+//! every call exactly once newest first, filters narrow, full-text search reaches the model's text.
+
+use std::collections::HashSet;
+
+use aibuddy_store::{
+    CallStatus, HistoryCursor, HistoryQuery, Store, open_connection, rusqlite::params,
+};
+
+const CALLS: i64 = 10_000;
+const TOOLS: [&str; 4] = ["execute", "read", "write", "tool_search"];
+
+/// Status of call `i` (every 7th an error at Execution, every 11th interrupted).
+fn status_of(i: i64) -> (&'static str, Option<&'static str>) {
+    if i % 7 == 0 {
+        ("error", Some("Execution"))
+    } else if i % 11 == 0 {
+        ("interrupted", None)
+    } else {
+        ("ok", None)
+    }
+}
+
+/// A store with `CALLS` calls in 10 runs, written straight to the database in one transaction.
+/// Every tenth call shares its start time with the next one (ties are ordered by `seq`).
+fn seeded() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    let mut conn = open_connection(dir.path()).unwrap();
+    let tx = conn.transaction().unwrap();
+    for r in 0..10 {
+        tx.execute(
+            "INSERT INTO runs (run_id, title, started_at) VALUES (?1, 't', ?2)",
+            params![format!("run{r}"), 1_000 + r],
+        )
+        .unwrap();
+    }
+    {
+        let mut ins = tx
+            .prepare(
+                "INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, stage, \
+                 started_at, duration_ms, input, model_projection) \
+                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, 5, ?7, ?8)",
+            )
+            .unwrap();
+        for i in 0..CALLS {
+            let (status, stage) = status_of(i);
+            let started = 1_700_000_000_000 + i - i64::from(i % 10 == 1);
+            let model = if i == 4242 {
+                "exit 0 zanzibarword".to_string()
+            } else {
+                format!("output {i}")
+            };
+            ins.execute(params![
+                format!("c{i:05}"),
+                format!("run{}", i % 10),
+                TOOLS[(i % 4) as usize],
+                status,
+                stage,
+                started,
+                format!("{{\"command\":\"echo {i}\"}}"),
+                model,
+            ])
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    drop(conn);
+    let store = Store::open(dir.path()).unwrap();
+    (dir, store)
+}
+
+async fn walk(store: &Store, mut q: HistoryQuery) -> Vec<String> {
+    let mut ids = Vec::new();
+    loop {
+        let page = store.history_page(q.clone()).await.unwrap();
+        ids.extend(page.rows.into_iter().map(|r| r.tool_call_id));
+        match page.next {
+            Some(c) => q.after = Some(c),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn keyset_paging_walks_every_call_once_newest_first() {
+    let (_dir, store) = seeded();
+    let ids = walk(
+        &store,
+        HistoryQuery {
+            limit: Some(333),
+            ..HistoryQuery::default()
+        },
+    )
+    .await;
+    assert_eq!(ids.len(), CALLS as usize);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    assert_eq!(ids[0], "c09999");
+    assert_eq!(ids.last().unwrap(), "c00000");
+    // c00001 starts at the same millisecond as c00000: the tie is broken by insertion order.
+    let pos = |id: &str| ids.iter().position(|x| x == id).unwrap();
+    assert!(pos("c00001") < pos("c00000"));
+    assert!(pos("c00011") < pos("c00010"));
+}
+
+#[tokio::test]
+async fn filters_narrow_and_combine() {
+    let (_dir, store) = seeded();
+    let q = HistoryQuery {
+        statuses: vec![CallStatus::Interrupted],
+        tools: vec!["read".into()],
+        limit: Some(1000),
+        ..HistoryQuery::default()
+    };
+    let ids = walk(&store, q).await;
+    let want: Vec<String> = (0..CALLS)
+        .rev()
+        .filter(|i| status_of(*i).0 == "interrupted" && i % 4 == 1)
+        .map(|i| format!("c{i:05}"))
+        .collect();
+    assert_eq!(ids, want);
+
+    let page = store
+        .history_page(HistoryQuery {
+            stages: vec!["Execution".into()],
+            run_id: Some("run3".into()),
+            since_ms: Some(1_700_000_000_000 + 100),
+            until_ms: Some(1_700_000_000_000 + 200),
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    let got: Vec<&str> = page.rows.iter().map(|r| r.tool_call_id.as_str()).collect();
+    // i in [100, 200), i % 7 == 0, i % 10 == 3 -> 133, 203 is out of range, 63 too early.
+    assert_eq!(got, vec!["c00133"]);
+    assert_eq!(page.next, None);
+}
+
+#[tokio::test]
+async fn full_text_search_reaches_input_and_model_text() {
+    let (_dir, store) = seeded();
+    let page = store
+        .history_page(HistoryQuery {
+            search: Some("zanzibar".into()),
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    let got: Vec<&str> = page.rows.iter().map(|r| r.tool_call_id.as_str()).collect();
+    assert_eq!(got, vec!["c04242"]);
+    let page = store
+        .history_page(HistoryQuery {
+            search: Some("echo 777".into()),
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    // Prefix terms: 777, 7770..7779.
+    assert_eq!(page.rows.len(), 11);
+    assert_eq!(page.rows[0].tool_call_id, "c07779");
+    // A cursor in the middle of a search keeps the search.
+    let older = store
+        .history_page(HistoryQuery {
+            search: Some("echo 777".into()),
+            after: Some(HistoryCursor {
+                started_at_ms: 1_700_000_000_000 + 7775,
+                seq: i64::MAX,
+            }),
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    // At or before 7775 (any seq at that millisecond): 7775..7770 and 777.
+    assert_eq!(older.rows.len(), 7);
+}
+
+#[tokio::test]
+async fn facets_list_tools_and_runs() {
+    let (_dir, store) = seeded();
+    let (tools, runs) = store.history_facets(100).await.unwrap();
+    assert_eq!(tools, vec!["execute", "read", "tool_search", "write"]);
+    assert_eq!(runs.len(), 10);
+    assert_eq!(runs[0], "run9");
+}
+
+#[tokio::test]
+async fn a_version_5_database_gets_the_model_text_into_its_search_index() {
+    use aibuddy_store::migrations::{LATEST_VERSION, current_version, upgrade_to};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut conn = open_connection(dir.path()).unwrap();
+        upgrade_to(&mut conn, 5).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, title, started_at) VALUES ('r5', 'old', 5);
+             INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, started_at, input,
+                                     model_projection)
+             VALUES ('old1', 'r5', 'execute', 'execute', 'ok', 6, '{}', 'quokka says hi');",
+        )
+        .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let conn = open_connection(dir.path()).unwrap();
+    assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
+    let page = store
+        .history_page(HistoryQuery {
+            search: Some("quokka".into()),
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.rows.len(), 1);
+    assert_eq!(page.rows[0].tool_call_id, "old1");
+}

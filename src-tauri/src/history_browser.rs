@@ -1,0 +1,392 @@
+//! The history browser's commands: pages of every stored call of the project (newest first,
+//! filters, full-text search, keyset paging without limit), the filter choices, and one call's
+//! detail (input, model and client projections, compaction state, raw output size). The raw output
+//! itself is read in byte ranges by `raw_output` ([`crate::raw_output`]).
+
+use aibuddy_store::{
+    CallRecord, CallStatus, HistoryCursor, HistoryQuery, HistoryRow, Store, StoreError,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tauri::State;
+use ts_rs::TS;
+
+use crate::error::{CommandError, ErrorCode};
+use crate::state::ShellState;
+
+/// Rows per page when the UI gives no limit.
+pub const DEFAULT_PAGE: usize = 200;
+/// Longest target shown in a row (characters).
+const TARGET_CHARS: usize = 200;
+/// The stages a failed call may name.
+pub const STAGES: [&str; 6] = [
+    "Discovery",
+    "Parameters",
+    "Authorization",
+    "Execution",
+    "Projection",
+    "Verification",
+];
+
+/// What the history browser asks for. Every field narrows; all optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+#[ts(export)]
+pub struct HistoryPageQuery {
+    /// Any of these tools (empty: all).
+    pub tools: Vec<String>,
+    /// Any of these statuses: ok, error, cancelled, rejected, interrupted, running (empty: all).
+    pub statuses: Vec<String>,
+    /// Any of these failure stages (empty: all).
+    pub stages: Vec<String>,
+    pub run_id: Option<String>,
+    /// Started at or after (unix ms).
+    pub since_ms: Option<i64>,
+    /// Started before (unix ms).
+    pub until_ms: Option<i64>,
+    /// Full text over tool name, target and input, display text and the model's text.
+    pub search: Option<String>,
+    /// Page size (default 200, at most 1000).
+    pub limit: Option<u32>,
+    /// The previous page's `next`: the page after it (older calls).
+    pub cursor: Option<String>,
+}
+
+/// One call in the history list.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct HistoryItem {
+    pub tool_call_id: String,
+    pub run_id: String,
+    pub tool: String,
+    /// ok, error, cancelled, rejected, interrupted or running.
+    pub status: String,
+    pub stage: Option<String>,
+    pub error_message: Option<String>,
+    /// RFC 3339 UTC with milliseconds.
+    pub started_at: String,
+    pub duration_ms: Option<i64>,
+    /// What the call acted on (command, path, query, ...), from its input; the model's text.
+    pub target: Option<String>,
+    /// none, pending, compacted, dropped, not_smaller or failed.
+    pub compaction_state: String,
+}
+
+/// One page and where the next (older) one starts; `next` is `null` at the oldest call.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct HistoryPageView {
+    pub rows: Vec<HistoryItem>,
+    pub next: Option<String>,
+}
+
+/// The choices of the history filters.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct HistoryFacets {
+    pub tools: Vec<String>,
+    /// Run ids, newest first.
+    pub runs: Vec<String>,
+    pub statuses: Vec<String>,
+    pub stages: Vec<String>,
+}
+
+/// One stored call in full, without its raw output (read by range).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct CallRecordView {
+    pub item: HistoryItem,
+    pub error_code: Option<String>,
+    pub finished_at: Option<String>,
+    /// The arguments as received.
+    #[ts(type = "unknown")]
+    pub input: Value,
+    /// The exact text the model saw.
+    pub model: Option<String>,
+    /// The display projection.
+    #[ts(type = "unknown")]
+    pub client: Option<Value>,
+    pub display_text: Option<String>,
+    pub compaction_strategy: Option<String>,
+    pub compaction_error: Option<String>,
+    /// text, json or bytes (`null` for old rows or unfinished calls).
+    pub raw_format: Option<String>,
+    pub raw_total_bytes: u64,
+    /// True when the raw output is what was spooled before the process died.
+    pub raw_partial: bool,
+}
+
+/// The target of a call: the first of its input's usual target fields, one line, bounded. Pure.
+pub fn target_of(input: &Value) -> Option<String> {
+    const KEYS: [&str; 9] = [
+        "command",
+        "path",
+        "file_path",
+        "query",
+        "pattern",
+        "url",
+        "name",
+        "reference",
+        "question",
+    ];
+    let text = KEYS.iter().find_map(|k| input.get(k)?.as_str())?;
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(TARGET_CHARS)
+        .collect();
+    Some(line)
+}
+
+fn item_of(r: HistoryRow) -> HistoryItem {
+    HistoryItem {
+        target: target_of(&r.input),
+        tool_call_id: r.tool_call_id,
+        run_id: r.run_id,
+        tool: r.tool,
+        status: r.status.as_str().to_string(),
+        stage: r.stage,
+        error_message: r.error_message,
+        started_at: r.started_at,
+        duration_ms: r.duration_ms,
+        compaction_state: r.compaction_state.as_str().to_string(),
+    }
+}
+
+/// The cursor as the UI carries it: `<started_at_ms>.<seq>`. Pure.
+pub fn cursor_text(c: HistoryCursor) -> String {
+    format!("{}.{}", c.started_at_ms, c.seq)
+}
+
+fn parse_cursor(text: &str) -> Result<HistoryCursor, CommandError> {
+    let bad = || {
+        CommandError::new(
+            ErrorCode::Project,
+            format!("not a history cursor: `{text}`"),
+        )
+    };
+    let (t, s) = text.split_once('.').ok_or_else(bad)?;
+    Ok(HistoryCursor {
+        started_at_ms: t.parse().map_err(|_| bad())?,
+        seq: s.parse().map_err(|_| bad())?,
+    })
+}
+
+/// The store query for the UI's arguments; unknown statuses and stages are typed errors. Pure.
+pub fn query_of(q: HistoryPageQuery) -> Result<HistoryQuery, CommandError> {
+    let statuses = q
+        .statuses
+        .iter()
+        .map(|s| {
+            CallStatus::parse(s).ok_or_else(|| {
+                CommandError::new(
+                    ErrorCode::Project,
+                    format!(
+                        "unknown status `{s}` (expected one of: {})",
+                        CallStatus::ALL.map(CallStatus::as_str).join(", ")
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(s) = q.stages.iter().find(|s| !STAGES.contains(&s.as_str())) {
+        return Err(CommandError::new(
+            ErrorCode::Project,
+            format!(
+                "unknown stage `{s}` (expected one of: {})",
+                STAGES.join(", ")
+            ),
+        ));
+    }
+    Ok(HistoryQuery {
+        tools: q.tools,
+        statuses,
+        stages: q.stages,
+        run_id: q.run_id.filter(|r| !r.trim().is_empty()),
+        since_ms: q.since_ms,
+        until_ms: q.until_ms,
+        search: q.search.filter(|s| !s.trim().is_empty()),
+        limit: Some(q.limit.map_or(DEFAULT_PAGE, |l| l as usize)),
+        after: q.cursor.as_deref().map(parse_cursor).transpose()?,
+    })
+}
+
+pub(crate) fn store_error(error: StoreError) -> CommandError {
+    match error {
+        StoreError::CallNotFound(id) => CommandError::new(
+            ErrorCode::Project,
+            format!("no stored call has the id `{id}`"),
+        ),
+        other => CommandError::new(ErrorCode::Internal, format!("call store: {other}")),
+    }
+}
+
+/// The open project's call store.
+pub(crate) fn store_of(state: &ShellState) -> Result<&Store, CommandError> {
+    state
+        .app
+        .persistence
+        .as_ref()
+        .map(|p| &p.store)
+        .ok_or_else(|| CommandError::new(ErrorCode::Project, "the call store is not open"))
+}
+
+/// A stored call, or a typed "no such call".
+pub(crate) async fn record(store: &Store, tool_call_id: &str) -> Result<CallRecord, CommandError> {
+    store
+        .get_call(tool_call_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| store_error(StoreError::CallNotFound(tool_call_id.to_string())))
+}
+
+/// One page of the project's calls, newest first.
+pub async fn page(store: &Store, q: HistoryPageQuery) -> Result<HistoryPageView, CommandError> {
+    let page = store
+        .history_page(query_of(q)?)
+        .await
+        .map_err(store_error)?;
+    Ok(HistoryPageView {
+        rows: page.rows.into_iter().map(item_of).collect(),
+        next: page.next.map(cursor_text),
+    })
+}
+
+/// One stored call in full, without its raw output.
+pub async fn detail(store: &Store, tool_call_id: &str) -> Result<CallRecordView, CommandError> {
+    let rec = record(store, tool_call_id).await?;
+    let row = HistoryRow {
+        tool_call_id: rec.tool_call_id.clone(),
+        run_id: rec.run_id.clone(),
+        tool: rec.tool.clone(),
+        config: rec.config.clone(),
+        status: rec.status,
+        stage: rec.stage.clone(),
+        error_message: rec.error_message.clone(),
+        started_at: rec.started_at.clone(),
+        started_at_ms: rec.started_at_ms,
+        duration_ms: rec.duration_ms,
+        input: rec.input.clone(),
+        display_text: rec.display_text.clone(),
+        compaction_state: rec.compaction_state,
+    };
+    Ok(CallRecordView {
+        item: item_of(row),
+        error_code: rec.error_code,
+        finished_at: rec.finished_at,
+        input: rec.input,
+        model: rec.model_projection,
+        client: rec.client_projection,
+        display_text: rec.display_text,
+        compaction_strategy: rec.compaction_strategy,
+        compaction_error: rec.compaction_error,
+        raw_format: rec.raw_format.map(|f| f.as_str().to_string()),
+        raw_total_bytes: rec
+            .raw_output_len
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0),
+        raw_partial: rec.raw_output_partial,
+    })
+}
+
+/// One page of the project's stored calls, newest first, narrowed by `query`; `next` continues
+/// with older calls (keyset paging, no limit on how far back).
+#[tauri::command]
+pub async fn history_page(
+    state: State<'_, ShellState>,
+    query: Option<HistoryPageQuery>,
+) -> Result<HistoryPageView, CommandError> {
+    page(store_of(&state)?, query.unwrap_or_default()).await
+}
+
+/// The history filters' choices: tools and runs that occur, statuses, stages.
+#[tauri::command]
+pub async fn history_facets(state: State<'_, ShellState>) -> Result<HistoryFacets, CommandError> {
+    let (tools, runs) = store_of(&state)?
+        .history_facets(500)
+        .await
+        .map_err(store_error)?;
+    Ok(HistoryFacets {
+        tools,
+        runs,
+        statuses: CallStatus::ALL.map(|s| s.as_str().to_string()).to_vec(),
+        stages: STAGES.map(str::to_string).to_vec(),
+    })
+}
+
+/// One stored call in full (input, model and client projections, compaction, raw output size).
+#[tauri::command]
+pub async fn call_record(
+    state: State<'_, ShellState>,
+    tool_call_id: String,
+) -> Result<CallRecordView, CommandError> {
+    detail(store_of(&state)?, &tool_call_id).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_target_is_the_first_usual_field_on_one_line() {
+        assert_eq!(
+            target_of(&json!({"command": "ls\n-la\u{1b}[2J", "path": "x"})),
+            Some("ls -la [2J".into())
+        );
+        assert_eq!(
+            target_of(&json!({"path": "src/a.rs"})),
+            Some("src/a.rs".into())
+        );
+        assert_eq!(target_of(&json!({"other": 1})), None);
+        assert_eq!(target_of(&json!("not an object")), None);
+        let long = "y".repeat(1000);
+        assert_eq!(
+            target_of(&json!({ "query": long })).map(|t| t.chars().count()),
+            Some(TARGET_CHARS)
+        );
+    }
+
+    #[test]
+    fn cursors_round_trip_and_bad_ones_are_typed_errors() {
+        let c = HistoryCursor {
+            started_at_ms: 1_700_000_000_123,
+            seq: 42,
+        };
+        assert_eq!(parse_cursor(&cursor_text(c)).unwrap(), c);
+        for bad in ["", "12", "a.b", "1.2.3"] {
+            assert_eq!(
+                parse_cursor(bad).unwrap_err().code,
+                ErrorCode::Project,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_statuses_and_stages_are_refused_blank_text_ignored() {
+        let q = query_of(HistoryPageQuery {
+            statuses: vec!["interrupted".into()],
+            stages: vec!["Execution".into()],
+            search: Some("  ".into()),
+            run_id: Some(String::new()),
+            ..HistoryPageQuery::default()
+        })
+        .unwrap();
+        assert_eq!(q.statuses, vec![CallStatus::Interrupted]);
+        assert_eq!(
+            (q.search, q.run_id, q.limit),
+            (None, None, Some(DEFAULT_PAGE))
+        );
+        let bad = query_of(HistoryPageQuery {
+            statuses: vec!["bogus".into()],
+            ..HistoryPageQuery::default()
+        });
+        assert!(bad.unwrap_err().message.contains("bogus"));
+        let bad = query_of(HistoryPageQuery {
+            stages: vec!["Nowhere".into()],
+            ..HistoryPageQuery::default()
+        });
+        assert!(bad.unwrap_err().message.contains("Nowhere"));
+    }
+}

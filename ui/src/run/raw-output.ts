@@ -1,0 +1,84 @@
+// A stored call's raw output, recovered by call id: its record (total size), byte ranges (as bytes,
+// exactly as stored) and a save to a file the person picks in a native dialog. Decoding to text is
+// done here, incrementally, so a multi-byte character split across two ranges stays whole.
+import { invoke } from "@tauri-apps/api/core";
+import { ApiError, type InvokeFn, toCommandError } from "../api";
+import type { CallRecordView } from "../bindings/CallRecordView";
+import type { HistoryFacets } from "../bindings/HistoryFacets";
+import type { HistoryPageQuery } from "../bindings/HistoryPageQuery";
+import type { HistoryPageView } from "../bindings/HistoryPageView";
+
+/** Bytes fetched per range (the shell caps a range at 1 MiB). */
+export const RAW_RANGE_BYTES = 256 * 1024;
+
+export const RAW_COMMANDS = {
+  callRecord: "call_record",
+  rawOutputRange: "raw_output_range",
+  saveRawOutput: "save_raw_output",
+  historyPage: "history_page",
+  historyFacets: "history_facets",
+} as const;
+
+export interface RawOutputApi {
+  callRecord(toolCallId: string): Promise<CallRecordView>;
+  /** Bytes `offset..offset+length` of the raw output (fewer at its end). */
+  rawRange(toolCallId: string, offset: number, length: number): Promise<Uint8Array>;
+  /** Saves the whole raw output through a native save dialog; the path, or null if dismissed. */
+  saveRawOutput(toolCallId: string): Promise<string | null>;
+  historyPage(query: HistoryPageQuery): Promise<HistoryPageView>;
+  historyFacets(): Promise<HistoryFacets>;
+}
+
+/** The bytes of an IPC answer: Tauri hands raw responses over as an ArrayBuffer. */
+export function asBytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (Array.isArray(value)) return Uint8Array.from(value as number[]);
+  throw new ApiError({ code: "ipc", stage: null, message: "the raw output did not arrive as bytes" });
+}
+
+export function createRawOutputApi(call: InvokeFn = invoke): RawOutputApi {
+  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
+    try {
+      return await call<T>(cmd, args);
+    } catch (error) {
+      throw new ApiError(toCommandError(error));
+    }
+  };
+  return {
+    callRecord: (toolCallId) => run<CallRecordView>(RAW_COMMANDS.callRecord, { toolCallId }),
+    rawRange: async (toolCallId, offset, length) =>
+      asBytes(await run<unknown>(RAW_COMMANDS.rawOutputRange, { toolCallId, offset, length })),
+    saveRawOutput: (toolCallId) => run<string | null>(RAW_COMMANDS.saveRawOutput, { toolCallId }),
+    historyPage: (query) => run<HistoryPageView>(RAW_COMMANDS.historyPage, { query }),
+    historyFacets: () => run<HistoryFacets>(RAW_COMMANDS.historyFacets),
+  };
+}
+
+/** Reads a raw output range by range, decoding UTF-8 across range boundaries. */
+export class RawReader {
+  private readonly decoder = new TextDecoder("utf-8", { fatal: false });
+  offset = 0;
+
+  constructor(
+    private readonly api: RawOutputApi,
+    readonly toolCallId: string,
+    readonly total: number,
+  ) {}
+
+  get done(): boolean {
+    return this.offset >= this.total;
+  }
+
+  /** The next range as text ("" at the end). */
+  async next(length = RAW_RANGE_BYTES): Promise<string> {
+    if (this.done) return "";
+    const bytes = await this.api.rawRange(this.toolCallId, this.offset, length);
+    if (bytes.length === 0) {
+      this.offset = this.total;
+      return this.decoder.decode();
+    }
+    this.offset += bytes.length;
+    return this.decoder.decode(bytes, { stream: !this.done });
+  }
+}
