@@ -222,12 +222,12 @@ pub(crate) fn store_error(error: StoreError) -> CommandError {
 }
 
 /// The open project's call store.
-pub(crate) fn store_of(state: &ShellState) -> Result<&Store, CommandError> {
+pub(crate) fn store_of(state: &ShellState) -> Result<Store, CommandError> {
     state
-        .app
+        .app()?
         .persistence
         .as_ref()
-        .map(|p| &p.store)
+        .map(|p| p.store.clone())
         .ok_or_else(|| CommandError::new(ErrorCode::Project, "the call store is not open"))
 }
 
@@ -296,7 +296,7 @@ pub async fn history_page(
     state: State<'_, ShellState>,
     query: Option<HistoryPageQuery>,
 ) -> Result<HistoryPageView, CommandError> {
-    page(store_of(&state)?, query.unwrap_or_default()).await
+    page(&store_of(&state)?, query.unwrap_or_default()).await
 }
 
 /// The history filters' choices: tools and runs that occur, statuses, stages.
@@ -320,7 +320,7 @@ pub async fn call_record(
     state: State<'_, ShellState>,
     tool_call_id: String,
 ) -> Result<CallRecordView, CommandError> {
-    detail(store_of(&state)?, &tool_call_id).await
+    detail(&store_of(&state)?, &tool_call_id).await
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ pub async fn raw_output_range(
     offset: u64,
     length: u64,
 ) -> Result<Response, CommandError> {
-    let bytes = range(store_of(&state)?, &tool_call_id, offset, length).await?;
+    let bytes = range(&store_of(&state)?, &tool_call_id, offset, length).await?;
     Ok(Response::new(bytes))
 }
 
@@ -90,7 +90,7 @@ pub async fn save_raw_output<R: Runtime>(
     tool_call_id: String,
 ) -> Result<Option<String>, CommandError> {
     let store = store_of(&state)?;
-    record(store, &tool_call_id).await?;
+    record(&store, &tool_call_id).await?;
     let name: String = tool_call_id
         .chars()
         .map(|c| {
@@ -115,7 +115,7 @@ pub async fn save_raw_output<R: Runtime>(
     let path = picked
         .into_path()
         .map_err(|e| CommandError::new(ErrorCode::Project, format!("not a file path: {e}")))?;
-    let written = save_to(store, &tool_call_id, &path).await?;
+    let written = save_to(&store, &tool_call_id, &path).await?;
     tracing::info!(call = %tool_call_id, bytes = written, path = %path.display(), "raw output saved");
     Ok(Some(path.display().to_string()))
 }
