@@ -8,18 +8,23 @@ const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
 
 /// What one byte becomes when it is decided alone: `len` bytes of `out` (printable ASCII, `\n`
 /// and `\t` as themselves, other ASCII escaped, bytes that can never start a UTF-8 sequence as
-/// U+FFFD). `len == 0`: a lead byte, decided with the bytes after it.
+/// U+FFFD). `lead`: a byte that starts a multi-byte sequence; followed by a continuation byte
+/// (`10xxxxxx`) it is decided with the bytes after it, otherwise it is invalid alone and its
+/// entry (U+FFFD) applies.
 #[derive(Clone, Copy)]
 struct Entry {
     len: u8,
+    lead: bool,
     out: [u8; 4],
 }
 
-/// One table lookup and one 4-byte copy per byte: no data-dependent branch on binary output
-/// except at lead bytes (a per-byte branch mispredicts about every other byte of random data).
+/// One table lookup and one 4-byte copy per byte: the only data-dependent branch on binary output
+/// is "a lead byte followed by a continuation byte" (about 1 byte in 20 of random data; a branch
+/// taken every other byte would mispredict every other byte).
 static TABLE: [Entry; 256] = {
     let mut t = [Entry {
         len: 0,
+        lead: false,
         out: [0; 4],
     }; 256];
     let mut i = 0;
@@ -28,26 +33,27 @@ static TABLE: [Entry; 256] = {
         t[i] = match b {
             0x20..=0x7e | b'\n' | b'\t' => Entry {
                 len: 1,
+                lead: false,
                 out: [b, 0, 0, 0],
             },
             b'\r' => Entry {
                 len: 2,
+                lead: false,
                 out: [b'\\', b'r', 0, 0],
             },
             0x1b => Entry {
                 len: 2,
+                lead: false,
                 out: [b'\\', b'e', 0, 0],
             },
             0x00..=0x7f => Entry {
                 len: 4,
+                lead: false,
                 out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
-            },
-            0xc2..=0xf4 => Entry {
-                len: 0,
-                out: [0; 4],
             },
             _ => Entry {
                 len: 3,
+                lead: matches!(b, 0xc2..=0xf4),
                 out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
             },
         };
@@ -127,36 +133,63 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
     // invalid byte or more; `\u{xxxx}` is 8 for a 3-byte character), so `o <= 4 * i` holds.
     let mut o = 0;
     let mut i = 0;
+    // Every byte but the last has a next byte: a lead byte not followed by a continuation byte
+    // is invalid alone (one U+FFFD, as `from_utf8_lossy` gives), so only a lead followed by a
+    // continuation needs the sequence rules.
+    while i + 1 < bytes.len() {
+        let e = TABLE[usize::from(bytes[i])];
+        if e.lead & (bytes[i + 1] & 0xc0 == 0x80) {
+            let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
+            if consumed == 0 {
+                return (o, bytes.len() - i);
+            }
+            o += written;
+            i += consumed;
+            continue;
+        }
+        dst[o..o + 4].copy_from_slice(&e.out);
+        o += usize::from(e.len);
+        i += 1;
+    }
     while i < bytes.len() {
-        let b = bytes[i];
-        let e = TABLE[usize::from(b)];
-        if e.len != 0 {
+        let e = TABLE[usize::from(bytes[i])];
+        if !e.lead {
             dst[o..o + 4].copy_from_slice(&e.out);
             o += usize::from(e.len);
             i += 1;
             continue;
         }
-        match sequence(&bytes[i..]) {
-            Seq::Valid(len) => {
-                // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
-                // unsafe; the rest of non-ASCII text is copied as is.
-                if matches!(b, 0xc2 | 0xd8 | 0xe2) {
-                    o += put_char(&mut dst[o..], &bytes[i..i + len]);
-                } else {
-                    dst[o..o + len].copy_from_slice(&bytes[i..i + len]);
-                    o += len;
-                }
-                i += len;
-            }
-            Seq::Invalid(n) => {
-                dst[o..o + 3].copy_from_slice(&REPLACEMENT);
-                o += 3;
-                i += n;
-            }
-            Seq::Incomplete => return (o, bytes.len() - i),
+        let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
+        if consumed == 0 {
+            return (o, bytes.len() - i);
         }
+        o += written;
+        i += consumed;
     }
     (o, 0)
+}
+
+/// Escapes the sequence a lead byte starts at `bytes[0]`: (bytes written, bytes consumed);
+/// consumed 0: a valid prefix cut by the end of `bytes` (incomplete, to carry).
+fn escape_sequence(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
+    let b = bytes[0];
+    match sequence(bytes) {
+        Seq::Valid(len) => {
+            // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
+            // unsafe; the rest of non-ASCII text is copied as is.
+            if matches!(b, 0xc2 | 0xd8 | 0xe2) {
+                (put_char(dst, &bytes[..len]), len)
+            } else {
+                dst[..len].copy_from_slice(&bytes[..len]);
+                (len, len)
+            }
+        }
+        Seq::Invalid(n) => {
+            dst[..3].copy_from_slice(&REPLACEMENT);
+            (3, n)
+        }
+        Seq::Incomplete => (0, 0),
+    }
 }
 
 /// Escapes `bytes` onto the end of `out`; returns the length of the incomplete sequence left at
