@@ -9,54 +9,65 @@ const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
 /// What one byte becomes when it is decided alone: `len` bytes of `out` (printable ASCII, `\n`
 /// and `\t` as themselves, other ASCII escaped, bytes that can never start a UTF-8 sequence as
 /// U+FFFD). `lead`: a byte that starts a multi-byte sequence; followed by a continuation byte
-/// (`10xxxxxx`) it is decided with the bytes after it, otherwise it is invalid alone and its
-/// entry (U+FFFD) applies.
+/// (`10xxxxxx`) it is decided with the bytes after it (`slow`), otherwise it is invalid alone and
+/// its entry (U+FFFD) applies.
 #[derive(Clone, Copy)]
+#[repr(C, align(8))]
 struct Entry {
+    out: [u8; 4],
     len: u8,
     lead: bool,
-    out: [u8; 4],
+    slow: bool,
 }
 
-/// One table lookup and one 4-byte copy per byte: the only data-dependent branch on binary output
-/// is "a lead byte followed by a continuation byte" (about 1 byte in 20 of random data; a branch
-/// taken every other byte would mispredict every other byte).
-static TABLE: [Entry; 256] = {
+/// Indexed by a byte and whether the next byte is a continuation byte (`byte << 1 | cont`): one
+/// table lookup, one 4-byte copy and one branch per byte, and that branch (`slow`: a lead byte
+/// followed by a continuation byte) is taken for about 1 byte in 20 of random data. Two branches
+/// (lead? continuation?) would each go either way about every other byte, and mispredict so.
+static TABLE: [Entry; 512] = {
     let mut t = [Entry {
+        out: [0; 4],
         len: 0,
         lead: false,
-        out: [0; 4],
-    }; 256];
+        slow: false,
+    }; 512];
     let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        t[i] = match b {
+    while i < 512 {
+        let b = (i >> 1) as u8;
+        let mut e = match b {
             0x20..=0x7e | b'\n' | b'\t' => Entry {
+                out: [b, 0, 0, 0],
                 len: 1,
                 lead: false,
-                out: [b, 0, 0, 0],
+                slow: false,
             },
             b'\r' => Entry {
+                out: [b'\\', b'r', 0, 0],
                 len: 2,
                 lead: false,
-                out: [b'\\', b'r', 0, 0],
+                slow: false,
             },
             0x1b => Entry {
+                out: [b'\\', b'e', 0, 0],
                 len: 2,
                 lead: false,
-                out: [b'\\', b'e', 0, 0],
+                slow: false,
             },
             0x00..=0x7f => Entry {
+                out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
                 len: 4,
                 lead: false,
-                out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
+                slow: false,
             },
             _ => Entry {
+                out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
                 len: 3,
                 lead: matches!(b, 0xc2..=0xf4),
-                out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
+                slow: false,
             },
         };
+        e.slow = e.lead && i & 1 == 1;
+        t[i] = e;
         i += 1;
     }
     t
@@ -137,8 +148,9 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
     // is invalid alone (one U+FFFD, as `from_utf8_lossy` gives), so only a lead followed by a
     // continuation needs the sequence rules.
     while i + 1 < bytes.len() {
-        let e = TABLE[usize::from(bytes[i])];
-        if e.lead & (bytes[i + 1] & 0xc0 == 0x80) {
+        let cont = usize::from(bytes[i + 1] & 0xc0 == 0x80);
+        let e = TABLE[usize::from(bytes[i]) << 1 | cont];
+        if e.slow {
             let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
             if consumed == 0 {
                 return (o, bytes.len() - i);
@@ -152,7 +164,7 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
         i += 1;
     }
     while i < bytes.len() {
-        let e = TABLE[usize::from(bytes[i])];
+        let e = TABLE[usize::from(bytes[i]) << 1];
         if !e.lead {
             dst[o..o + 4].copy_from_slice(&e.out);
             o += usize::from(e.len);
