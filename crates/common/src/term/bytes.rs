@@ -324,6 +324,21 @@ mod tests {
     }
 
     #[test]
+    fn every_pair_of_bytes_matches_the_text_path() {
+        // Each pair twice: followed by a continuation byte and by a plain one (the fast loop
+        // decides a byte by the one after it; the last byte is decided alone).
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                for c in [0x80u8, b'z'] {
+                    let bytes = [a, b, c];
+                    assert_eq!(escaped(&bytes), reference(&bytes), "{bytes:x?}");
+                    assert_eq!(escaped(&bytes[..2]), reference(&bytes[..2]), "{bytes:x?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_stream_split_anywhere_matches_the_whole() {
         let bytes = "é\u{1b}[2Jok\r\n€\u{202e}😀x\u{9b}".as_bytes();
         let mut all = bytes.to_vec();
