@@ -7,7 +7,9 @@
 # wall and CPU (user+sys of the whole process tree, from /usr/bin/time), their ratios to the pipe,
 # and peak RSS (aibuddy's own VmHWM, polled, and the tree's largest process), each beside its goal
 # (wall <= 1.3x, CPU <= 1.4x, RSS <= 64 MiB) marked PASS or MISS. Prints; asserts nothing; not part
-# of `make test`. The runner-level numbers (1 GiB through run(), cancel latency) are in
+# of `make test`. The `fixed` workload (`true`) is the fixed cost of one call (start-up, sandbox
+# launch, store, exit): its wall and CPU over the pipe's are the numbers to read there. The
+# runner-level numbers (1 GiB through run(), cancel latency) are in
 # benches/exec_runner_bench.sh.
 #
 # Also measured, for reading the ratios: `floor` = `sh -c '<pipeline> | cat > /dev/null'`, what
@@ -40,6 +42,7 @@ WORKLOADS=(
   'lines|head -c 300000000 /dev/zero | tr '"'\\0'"' a | fold -w 120'
   "binary|head -c 200000000 /dev/urandom"
   "tiny-writes|yes | head -n 5000000"
+  "fixed|true"
 )
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -123,6 +126,10 @@ for entry in "${WORKLOADS[@]}"; do
     [ "$kind" = stream ] && label="aibuddy call --stream"
     printf '  %-22s wall %7.3f s   cpu %7.3f s   wall %6s (goal <= 1.3x: %s)   cpu %6s (goal <= 1.4x: %s)\n' \
       "$label" "$w" "$c" "$wr" "$(verdict "$wr" 1.3)" "$cr" "$(verdict "$cr" 1.4)"
+    printf '  %-22s against the floor: wall %6s   cpu %6s   (over the floor: wall %s s, cpu %s s)\n' \
+      "" "$(ratio "$w" "$fw")" "$(ratio "$c" "$fc")" \
+      "$(awk -v a="$w" -v b="$fw" 'BEGIN {printf "%.3f", a - b}')" \
+      "$(awk -v a="$c" -v b="$fc" 'BEGIN {printf "%.3f", a - b}')"
     printf '  %-22s peak RSS aibuddy %6s MiB, largest process of the tree %6s MiB (goal <= 64 MiB: %s); wall over the pipe %s s\n' \
       "" "$own_mib" "$tree_mib" "$(verdict "$own_mib" 64)" "$extra"
   done

@@ -10,6 +10,9 @@
 //! `list_changed` through [`CapabilityPlane::refresh`], the settings and host through
 //! [`CapabilityPlane::set_catalog_context`]), never as a side effect of reading a tool set. Skills
 //! never enter the index (only MCP tools are deferrable), so a skills change needs no rebuild.
+//! "Rebuilt" means handed the new documents: the index itself (and the ranking resources it loads,
+//! tens of MiB) is built by its first reader, `tool_search`, or ahead of it on a background thread
+//! for hosts that run agents ([`PlaneOptions::prewarm_search`]).
 //!
 //! Nothing here reads the environment: the hosts (CLI, desktop) read [`MCP_CONNECT_WAIT_ENV`] and
 //! pass the wait in [`PlaneOptions`].
@@ -67,6 +70,11 @@ pub struct PlaneOptions {
     /// Where OAuth tokens of remote MCP servers are kept (the hosts pass [`KeyringVault`]); `None`:
     /// a server that asks for authorization is listed as `needs login`.
     pub mcp_token_vault: Option<Arc<dyn aibuddy_mcp::oauth::TokenVault>>,
+    /// Build the `tool_search` index on a background thread as soon as the catalog context is
+    /// set, so a run's first search does not wait for the ranking resources. Off by default:
+    /// the index is otherwise built by its first reader, and a host that never searches
+    /// (`aibuddy call`) never loads them.
+    pub prewarm_search: bool,
 }
 
 impl PlaneOptions {
@@ -75,6 +83,7 @@ impl PlaneOptions {
     pub fn for_runs() -> Self {
         Self {
             mcp_connect_wait: RUN_MCP_CONNECT_WAIT,
+            prewarm_search: true,
             ..Self::default()
         }
     }
@@ -87,6 +96,7 @@ impl Default for PlaneOptions {
             watch_skills: true,
             mcp: true,
             mcp_token_vault: None,
+            prewarm_search: false,
         }
     }
 }
@@ -138,6 +148,8 @@ pub struct CapabilityPlane {
     rebuilding: std::sync::Mutex<()>,
     /// The MCP change counter the current registry reflects (`readiness`).
     refreshed: AtomicU64,
+    /// [`PlaneOptions::prewarm_search`].
+    prewarm_search: bool,
 }
 
 /// The settings and host capabilities (as far as the injected services go) a tool set is computed
@@ -314,6 +326,7 @@ impl CapabilityPlane {
             rebuilding: std::sync::Mutex::new(()),
             refreshed: AtomicU64::new(changes),
             readiness,
+            prewarm_search: opts.prewarm_search,
         });
         plane.readiness.attach(Arc::downgrade(&plane));
         plane.follow_mcp();
@@ -343,6 +356,7 @@ impl CapabilityPlane {
             rebuilding: std::sync::Mutex::new(()),
             refreshed: AtomicU64::new(0),
             readiness,
+            prewarm_search: false,
         }))
     }
 
@@ -406,17 +420,31 @@ impl CapabilityPlane {
     }
 
     /// Set (or, after a settings reload, replace) the settings and host capabilities tool sets are
-    /// computed against, and rebuild the `tool_search` index for them.
+    /// computed against, and rebuild the `tool_search` index for them (its first reader builds
+    /// it, or a background thread with [`PlaneOptions::prewarm_search`]).
     pub fn set_catalog_context(&self, context: CatalogContext) {
         let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(mut c) = self.context.write() {
             *c = Some(context);
         }
         self.rebuild_index();
+        if self.prewarm_search {
+            let discovery = self.discovery.clone();
+            let spawned = std::thread::Builder::new()
+                .name("tool-search-index".into())
+                .spawn(move || {
+                    discovery.index();
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "tool_search index not prewarmed; built on first search");
+            }
+        }
     }
 
-    /// Rebuild the `tool_search` index from the current registry, MCP statuses and context (cheap
-    /// when nothing changed). Without a context yet, there is nothing to index.
+    /// Hand the `tool_search` index the current registry, MCP statuses and context (nothing to do
+    /// when they did not change); the index is built by its first reader
+    /// ([`DiscoveryService::index`]), so a process that never searches never pays for the ranking
+    /// resources. Without a context yet, there is nothing to index.
     fn rebuild_index(&self) {
         let context = self
             .context

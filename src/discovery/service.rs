@@ -4,7 +4,8 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,15 +29,11 @@ pub struct DeferredIndex {
 impl DeferredIndex {
     /// Build from documents (the server is the `mcp__<server>__` part when present).
     pub fn build(docs: Vec<(SearchDoc, String)>) -> Self {
+        Self::build_fingerprinted(fingerprint(&docs), docs)
+    }
+
+    fn build_fingerprinted(fingerprint: u64, docs: Vec<(SearchDoc, String)>) -> Self {
         super::search::preload_in_background();
-        let mut h = DefaultHasher::new();
-        for (d, s) in &docs {
-            d.name.hash(&mut h);
-            d.description.hash(&mut h);
-            d.params.hash(&mut h);
-            s.hash(&mut h);
-        }
-        let fingerprint = h.finish();
         let (docs, servers): (Vec<_>, Vec<_>) = docs.into_iter().unzip();
         Self {
             fingerprint,
@@ -78,9 +75,34 @@ struct Runs {
 
 /// Shared by the capability plane (`crate::plane`, which rebuilds the index where the catalog
 /// changes) and `tool_search` (which searches it and activates tools for its run).
+/// What identifies a set of documents (the index is rebuilt only when it changes).
+fn fingerprint(docs: &[(SearchDoc, String)]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for (d, s) in docs {
+        d.name.hash(&mut h);
+        d.description.hash(&mut h);
+        d.params.hash(&mut h);
+        s.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The documents of the latest catalog change, not indexed yet.
+struct PendingDocs {
+    fingerprint: u64,
+    docs: Vec<(SearchDoc, String)>,
+}
+
 #[derive(Default)]
 pub struct DiscoveryService {
     index: RwLock<Arc<DeferredIndex>>,
+    /// Set by [`DiscoveryService::observe`], indexed by the first read ([`DiscoveryService::index`]):
+    /// building the index loads the ranking resources (the embedding table, the WordNet
+    /// thesaurus: tens of MiB and most of a short process's CPU), which a process that never
+    /// searches (`aibuddy call execute`) must not pay for.
+    pending: Mutex<Option<PendingDocs>>,
+    /// How many indexes were built from observed documents (for tests of the laziness).
+    builds: AtomicUsize,
     runs: Mutex<Runs>,
 }
 
@@ -123,32 +145,49 @@ impl DiscoveryService {
         Self::default()
     }
 
-    /// Rebuild the index from a tool set computed after a catalog change (cheap when nothing
-    /// changed). Called by the capability plane, not by readers of a tool set.
+    /// Take the tool set computed after a catalog change as the one to index (nothing to do when
+    /// it did not change). Called by the capability plane, not by readers of a tool set. The
+    /// index itself is built by the next [`DiscoveryService::index`], not here.
     pub fn observe(&self, registry: &Registry, toolset: &ToolSet) {
-        let next = DeferredIndex::build(deferred_docs(registry, toolset));
+        let docs = deferred_docs(registry, toolset);
+        let fingerprint = fingerprint(&docs);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let same = self
             .index
             .read()
-            .map(|cur| cur.fingerprint == next.fingerprint && cur.index.len() == next.index.len())
+            .map(|cur| cur.fingerprint == fingerprint && cur.index.len() == docs.len())
             .unwrap_or(false);
-        if !same && let Ok(mut w) = self.index.write() {
-            *w = Arc::new(next);
-        }
+        *pending = (!same).then_some(PendingDocs { fingerprint, docs });
     }
 
     /// Replace the index directly (tests, benchmarks).
     pub fn set_index(&self, index: DeferredIndex) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        *pending = None;
         if let Ok(mut w) = self.index.write() {
             *w = Arc::new(index);
         }
     }
 
+    /// The current index, built now from the last observed tool set if that changed since.
     pub fn index(&self) -> Arc<DeferredIndex> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(PendingDocs { fingerprint, docs }) = pending.take() {
+            let built = Arc::new(DeferredIndex::build_fingerprinted(fingerprint, docs));
+            self.builds.fetch_add(1, Ordering::Relaxed);
+            let mut w = self.index.write().unwrap_or_else(PoisonError::into_inner);
+            *w = built.clone();
+            return built;
+        }
         self.index
             .read()
             .map(|i| i.clone())
             .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// How many indexes were built from observed tool sets so far.
+    pub fn index_builds(&self) -> usize {
+        self.builds.load(Ordering::Relaxed)
     }
 
     /// Search the deferrable tools. `select:` names are resolved exactly.

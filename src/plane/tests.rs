@@ -74,3 +74,18 @@ fn the_connect_wait_comes_from_the_value_given() {
     assert_eq!(connect_wait(Some("soon")), DEFAULT_MCP_CONNECT_WAIT);
     assert_eq!(connect_wait(Some("-1")), DEFAULT_MCP_CONNECT_WAIT);
 }
+
+#[test]
+fn the_index_is_built_by_its_first_reader_not_by_a_catalog_change() {
+    let (_dir, plane) = offline_plane();
+    plane.set_catalog_context(CatalogContext::default());
+    plane.refresh();
+    assert_eq!(plane.discovery.index_builds(), 0, "built before any read");
+    assert!(plane.discovery.index().names().is_empty());
+    assert_eq!(plane.discovery.index_builds(), 1);
+    // Read again, or a catalog change that changes nothing: no second build.
+    plane.discovery.index();
+    plane.refresh();
+    plane.discovery.index();
+    assert_eq!(plane.discovery.index_builds(), 1);
+}

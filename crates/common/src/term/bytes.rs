@@ -8,49 +8,66 @@ const REPLACEMENT: [u8; 3] = [0xef, 0xbf, 0xbd];
 
 /// What one byte becomes when it is decided alone: `len` bytes of `out` (printable ASCII, `\n`
 /// and `\t` as themselves, other ASCII escaped, bytes that can never start a UTF-8 sequence as
-/// U+FFFD). `len == 0`: a lead byte, decided with the bytes after it.
+/// U+FFFD). `lead`: a byte that starts a multi-byte sequence; followed by a continuation byte
+/// (`10xxxxxx`) it is decided with the bytes after it (`slow`), otherwise it is invalid alone and
+/// its entry (U+FFFD) applies.
 #[derive(Clone, Copy)]
+#[repr(C, align(8))]
 struct Entry {
-    len: u8,
     out: [u8; 4],
+    len: u8,
+    lead: bool,
+    slow: bool,
 }
 
-/// One table lookup and one 4-byte copy per byte: no data-dependent branch on binary output
-/// except at lead bytes (a per-byte branch mispredicts about every other byte of random data).
-static TABLE: [Entry; 256] = {
+/// Indexed by a byte and whether the next byte is a continuation byte (`byte << 1 | cont`): one
+/// table lookup, one 4-byte copy and one branch per byte, and that branch (`slow`: a lead byte
+/// followed by a continuation byte) is taken for about 1 byte in 20 of random data. Two branches
+/// (lead? continuation?) would each go either way about every other byte, and mispredict so.
+static TABLE: [Entry; 512] = {
     let mut t = [Entry {
-        len: 0,
         out: [0; 4],
-    }; 256];
+        len: 0,
+        lead: false,
+        slow: false,
+    }; 512];
     let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        t[i] = match b {
+    while i < 512 {
+        let b = (i >> 1) as u8;
+        let mut e = match b {
             0x20..=0x7e | b'\n' | b'\t' => Entry {
-                len: 1,
                 out: [b, 0, 0, 0],
+                len: 1,
+                lead: false,
+                slow: false,
             },
             b'\r' => Entry {
-                len: 2,
                 out: [b'\\', b'r', 0, 0],
+                len: 2,
+                lead: false,
+                slow: false,
             },
             0x1b => Entry {
-                len: 2,
                 out: [b'\\', b'e', 0, 0],
+                len: 2,
+                lead: false,
+                slow: false,
             },
             0x00..=0x7f => Entry {
-                len: 4,
                 out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
-            },
-            0xc2..=0xf4 => Entry {
-                len: 0,
-                out: [0; 4],
+                len: 4,
+                lead: false,
+                slow: false,
             },
             _ => Entry {
-                len: 3,
                 out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
+                len: 3,
+                lead: matches!(b, 0xc2..=0xf4),
+                slow: false,
             },
         };
+        e.slow = e.lead && i & 1 == 1;
+        t[i] = e;
         i += 1;
     }
     t
@@ -127,36 +144,64 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
     // invalid byte or more; `\u{xxxx}` is 8 for a 3-byte character), so `o <= 4 * i` holds.
     let mut o = 0;
     let mut i = 0;
+    // Every byte but the last has a next byte: a lead byte not followed by a continuation byte
+    // is invalid alone (one U+FFFD, as `from_utf8_lossy` gives), so only a lead followed by a
+    // continuation needs the sequence rules.
+    while i + 1 < bytes.len() {
+        let cont = usize::from(bytes[i + 1] & 0xc0 == 0x80);
+        let e = TABLE[usize::from(bytes[i]) << 1 | cont];
+        if e.slow {
+            let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
+            if consumed == 0 {
+                return (o, bytes.len() - i);
+            }
+            o += written;
+            i += consumed;
+            continue;
+        }
+        dst[o..o + 4].copy_from_slice(&e.out);
+        o += usize::from(e.len);
+        i += 1;
+    }
     while i < bytes.len() {
-        let b = bytes[i];
-        let e = TABLE[usize::from(b)];
-        if e.len != 0 {
+        let e = TABLE[usize::from(bytes[i]) << 1];
+        if !e.lead {
             dst[o..o + 4].copy_from_slice(&e.out);
             o += usize::from(e.len);
             i += 1;
             continue;
         }
-        match sequence(&bytes[i..]) {
-            Seq::Valid(len) => {
-                // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
-                // unsafe; the rest of non-ASCII text is copied as is.
-                if matches!(b, 0xc2 | 0xd8 | 0xe2) {
-                    o += put_char(&mut dst[o..], &bytes[i..i + len]);
-                } else {
-                    dst[o..o + len].copy_from_slice(&bytes[i..i + len]);
-                    o += len;
-                }
-                i += len;
-            }
-            Seq::Invalid(n) => {
-                dst[o..o + 3].copy_from_slice(&REPLACEMENT);
-                o += 3;
-                i += n;
-            }
-            Seq::Incomplete => return (o, bytes.len() - i),
+        let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
+        if consumed == 0 {
+            return (o, bytes.len() - i);
         }
+        o += written;
+        i += consumed;
     }
     (o, 0)
+}
+
+/// Escapes the sequence a lead byte starts at `bytes[0]`: (bytes written, bytes consumed);
+/// consumed 0: a valid prefix cut by the end of `bytes` (incomplete, to carry).
+fn escape_sequence(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
+    let b = bytes[0];
+    match sequence(bytes) {
+        Seq::Valid(len) => {
+            // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
+            // unsafe; the rest of non-ASCII text is copied as is.
+            if matches!(b, 0xc2 | 0xd8 | 0xe2) {
+                (put_char(dst, &bytes[..len]), len)
+            } else {
+                dst[..len].copy_from_slice(&bytes[..len]);
+                (len, len)
+            }
+        }
+        Seq::Invalid(n) => {
+            dst[..3].copy_from_slice(&REPLACEMENT);
+            (3, n)
+        }
+        Seq::Incomplete => (0, 0),
+    }
 }
 
 /// Escapes `bytes` onto the end of `out`; returns the length of the incomplete sequence left at
@@ -276,6 +321,21 @@ mod tests {
         }
         let tricky = "a\u{61c}\u{200e}\u{200f}\u{2028}\u{2029}\u{202a}\u{202e}\u{2066}\u{2069}\u{9b}\u{85}é€😀\r\x1b\x7f";
         assert_eq!(escaped(tricky.as_bytes()), reference(tricky.as_bytes()));
+    }
+
+    #[test]
+    fn every_pair_of_bytes_matches_the_text_path() {
+        // Each pair twice: followed by a continuation byte and by a plain one (the fast loop
+        // decides a byte by the one after it; the last byte is decided alone).
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                for c in [0x80u8, b'z'] {
+                    let bytes = [a, b, c];
+                    assert_eq!(escaped(&bytes), reference(&bytes), "{bytes:x?}");
+                    assert_eq!(escaped(&bytes[..2]), reference(&bytes[..2]), "{bytes:x?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -137,8 +137,19 @@ pub fn exit_code(status: CallStatus) -> ExitCode {
     }
 }
 
+/// Whether calling `tool` can reach an MCP server: an MCP tool (`mcp__<server>__<tool>`) or
+/// `tool_search` (it searches the servers' tools). Built-in tools and skills never do, so for them
+/// the project's MCP servers are not started at all (no processes, no connect wait).
+pub fn reaches_mcp(tool: &str) -> bool {
+    tool.starts_with("mcp__") || tool == aibuddy::tools::tool_search::TOOL_NAME
+}
+
 pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
-    let app = match super::open_app(opts).await {
+    let plane = aibuddy::plane::PlaneOptions {
+        mcp: reaches_mcp(&args.tool),
+        ..super::plane_options()
+    };
+    let app = match aibuddy::app::App::open_with(opts, plane).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));

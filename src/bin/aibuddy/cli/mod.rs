@@ -91,12 +91,19 @@ impl Cli {
 /// Open the project with the plane options this process's environment sets (the CLI is an edge:
 /// the library reads no environment).
 pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
-    let plane = PlaneOptions {
+    App::open_with(opts, plane_options()).await
+}
+
+/// The plane options of a one-shot command: the MCP connect wait from the environment; skill
+/// folders are not watched (the process ends with its command, and a watcher costs a thread and
+/// an inotify watch per folder at start-up).
+pub(crate) fn plane_options() -> PlaneOptions {
+    PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
+        watch_skills: false,
         ..PlaneOptions::default()
-    };
-    App::open_with(opts, plane).await
+    }
 }
 
 /// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
