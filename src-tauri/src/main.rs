@@ -61,6 +61,8 @@ fn main() -> ExitCode {
     let plane = PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
+        // The window runs agents: the first `tool_search` should not wait for the index.
+        prewarm_search: true,
         ..PlaneOptions::default()
     };
     // Without a project on the command line the window opens on the welcome view (recent projects,
