@@ -70,6 +70,10 @@ describe("run state reducer", () => {
     expect(s.confirms).toHaveLength(1);
     expect(s.items[0]?.kind === "tool" && s.items[0].card.status).toBe("waiting_approval");
     expect(answeredConfirm(s, "call_w").confirms).toEqual([]);
+    const approved = answeredConfirm(s, "call_w", true);
+    expect(approved.items[0]?.kind === "tool" && approved.items[0].card.status).toBe("running");
+    const rejected = answeredConfirm(s, "call_w", false);
+    expect(rejected.items[0]?.kind === "tool" && rejected.items[0].card.status).toBe("waiting_approval");
     s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] }, 2000);
     expect(s.confirms).toEqual([]);
 

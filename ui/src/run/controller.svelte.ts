@@ -129,7 +129,7 @@ export class RunController {
   }
 
   async answerConfirm(callId: string, approve: boolean): Promise<void> {
-    this.state = answeredConfirm(this.state, callId);
+    this.state = answeredConfirm(this.state, callId, approve);
     try {
       await this.api.answerConfirm(callId, approve);
     } catch (error) {

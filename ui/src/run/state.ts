@@ -230,8 +230,11 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
 }
 
 /** Dismisses the confirmation the person answered (the shell's tool_result follows). */
-export function answeredConfirm(state: RunViewState, callId: string): RunViewState {
-  return { ...state, confirms: state.confirms.filter((r) => r.call_id !== callId) };
+/** The person answered a confirmation: the dialog closes; an approved call runs from now on. */
+export function answeredConfirm(state: RunViewState, callId: string, approved = false): RunViewState {
+  const next = { ...state, confirms: state.confirms.filter((r) => r.call_id !== callId) };
+  if (!approved) return next;
+  return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status: "running" } : c));
 }
 
 export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
