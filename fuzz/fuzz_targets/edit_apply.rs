@@ -96,7 +96,14 @@ fuzz_target!(|data: &[u8]| {
         _ => return,
     };
     // The diff has a deadline (edits.rs): the 381-byte replace_all that once ran for 45 s is in
-    // the corpus (`myers-quadratic`).
+    // the corpus (`myers-quadratic`). Chained `replace_all` edits can grow a 2 KB input into
+    // megabytes; diffing those is linear work after the deadline (tokenizing, hashing, printing
+    // hunks) that the coverage-instrumented debug build runs for longer than the 30 s per-input
+    // timeout, so the diff invariants are checked on results up to 256 KiB (the edit invariants
+    // above hold for every size).
+    if new.len() > 256 * 1024 {
+        return;
+    }
     let diff = unified_diff("f.txt", &original, &new);
     if original == new {
         assert!(diff.is_empty(), "{diff:?}");
