@@ -132,7 +132,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await emit(page, { type: "tool_result", tool_call_id: "call_exec", status: "ok", stage: null, model: "exit code 0\n3 passed", duration_ms: 1830, exit_code: 0 });
     await card.locator('[data-testid="exit-code"]').waitFor();
     assert.equal(await card.locator('[data-testid="exit-code"]').textContent(), "exit code 0");
-    assert.equal(await card.locator('[data-testid="tool-duration"]').textContent(), "1.8 s");
+    assert.equal(await card.locator('[data-testid="tool-duration"]').textContent(), "exit 0 · 1.8 s");
     assert.equal(await card.locator('[data-testid="tool-stop"]').count(), 0);
 
     // A write asks for approval: the dialog shows target, scope, consequence and the diff; A approves.
