@@ -17,7 +17,12 @@
 //! it is not on the call's own sink, and carries the call id for the client to match.
 //!
 //! Any failure is a Projection-stage failure: recorded on the row (`failed` + error), logged,
-//! and the original projection stays. Cancellation (the run's token) stops pending work.
+//! and the original projection stays.
+//!
+//! Cancellation: [`Compactor::cancel`] stops every pending compaction of the app (project closed,
+//! CLI exit); a run attached with [`Compactor::attach_run`] gets its own token, a child of the
+//! run's cancellation token, so stopping that run stops the precompactions of its calls and only
+//! those (two runs in one desktop process do not stop each other's).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -100,7 +105,34 @@ pub struct Compactor {
     cache: Arc<ProjectionCache>,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// Per-run tokens of the attached runs (children of each run's cancellation token).
+    runs: Mutex<HashMap<String, (u64, CancellationToken)>>,
     events: RwLock<Arc<dyn EventSink>>,
+}
+
+/// While alive, the precompactions of a run's calls follow that run's cancellation
+/// ([`Compactor::attach_run`]); dropping it detaches the run (compactions already started keep
+/// their token).
+pub struct RunCompactions {
+    compactor: std::sync::Weak<Compactor>,
+    run_id: String,
+    /// Which attachment this is (a later attachment of the same run id replaces the entry).
+    attachment: u64,
+}
+
+impl Drop for RunCompactions {
+    fn drop(&mut self) {
+        if let Some(c) = self.compactor.upgrade() {
+            let mut runs = c.runs.lock().unwrap_or_else(|p| p.into_inner());
+            // Only our own entry: a later attachment of the same id replaced it.
+            if runs
+                .get(&self.run_id)
+                .is_some_and(|(n, _)| *n == self.attachment)
+            {
+                runs.remove(&self.run_id);
+            }
+        }
+    }
 }
 
 impl Compactor {
@@ -112,6 +144,7 @@ impl Compactor {
             cache: Arc::new(ProjectionCache::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            runs: Mutex::new(HashMap::new()),
             events: RwLock::new(Arc::new(NullSink)),
         }
     }
@@ -158,6 +191,38 @@ impl Compactor {
         self.cancel.cancel();
     }
 
+    /// Ties the precompactions of run `run_id`'s calls to `run_cancel` until the returned guard
+    /// drops: when the run is stopped they are cancelled (the original projections stay), and no
+    /// other run's are.
+    pub fn attach_run(
+        self: &Arc<Self>,
+        run_id: &str,
+        run_cancel: &CancellationToken,
+    ) -> RunCompactions {
+        static ATTACHMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let attachment = ATTACHMENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run_id.to_string(), (attachment, run_cancel.child_token()));
+        RunCompactions {
+            compactor: Arc::downgrade(self),
+            run_id: run_id.to_string(),
+            attachment,
+        }
+    }
+
+    /// The token a compaction of run `run_id` observes besides the app-wide one: the attached
+    /// run's, else one that only [`Compactor::cancel`] ends.
+    fn run_token(&self, run_id: &str) -> CancellationToken {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(run_id)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| self.cancel.child_token())
+    }
+
     /// Waits until every background compaction started so far has finished (CLI exit, tests).
     pub async fn wait_idle(&self) {
         self.tracker.close();
@@ -165,8 +230,19 @@ impl Compactor {
         self.tracker.reopen();
     }
 
-    /// Compacts one finished call now (the background task runs this).
+    /// Compacts one finished call now, stopped by [`Compactor::cancel`] or by the stop of the
+    /// attached run the call belongs to.
     pub async fn compact(&self, job: Job) -> CompactionOutcome {
+        let token = self.run_token(&job.run_id);
+        self.compact_with(job, token).await
+    }
+
+    /// [`Compactor::compact`] with the run's token taken when the call finished.
+    async fn compact_with(&self, job: Job, run: CancellationToken) -> CompactionOutcome {
+        let cancel = Cancel {
+            app: &self.cancel,
+            run: &run,
+        };
         let tokens = estimate_tokens(&job.model);
         let (strategy, disposable) = (job.policy.compaction, job.policy.disposable);
         let decided = plan(
@@ -215,13 +291,13 @@ impl Compactor {
                 job.tool.name()
             ),
             Plan::Trim => self.trim_text(&job),
-            Plan::Summarize => match self.summarize_text(&job).await {
+            Plan::Summarize => match self.summarize_text(&job, &cancel).await {
                 Ok(text) => text,
                 Err(e) => return self.fail(&job, name, e).await,
             },
             Plan::Skip => return CompactionOutcome::Skipped,
         };
-        if self.cancel.is_cancelled() {
+        if cancel.is_cancelled() {
             return self.fail(&job, name, "cancelled".into()).await;
         }
         // Decide "smaller" before writing anything (the note counts).
@@ -332,7 +408,7 @@ impl Compactor {
             .unwrap_or_else(|| head_tail_trim(&job.model, max_chars))
     }
 
-    async fn summarize_text(&self, job: &Job) -> Result<String, String> {
+    async fn summarize_text(&self, job: &Job, cancel: &Cancel<'_>) -> Result<String, String> {
         let Some(summarizer) = self.summarizer() else {
             return Ok(self.trim_text(job));
         };
@@ -343,8 +419,9 @@ impl Compactor {
             max_tokens: TRIM_TARGET_TOKENS,
         };
         tokio::select! {
-            r = summarizer.summarize(&req, &self.cancel) => r.map_err(|e| e.to_string()),
-            _ = self.cancel.cancelled() => Err("cancelled".into()),
+            r = summarizer.summarize(&req, cancel.run) => r.map_err(|e| e.to_string()),
+            _ = cancel.app.cancelled() => Err("cancelled".into()),
+            _ = cancel.run.cancelled() => Err("cancelled".into()),
         }
     }
 
@@ -368,6 +445,18 @@ impl Compactor {
             tracing::error!(call = %job.tool_call_id, "cannot record the precompaction failure: {e}");
         }
         CompactionOutcome::Failed(error)
+    }
+}
+
+/// The two tokens one compaction observes: the app's and its run's.
+struct Cancel<'a> {
+    app: &'a CancellationToken,
+    run: &'a CancellationToken,
+}
+
+impl Cancel<'_> {
+    fn is_cancelled(&self) -> bool {
+        self.app.is_cancelled() || self.run.is_cancelled()
     }
 }
 
@@ -410,10 +499,12 @@ impl AfterCall for Arc<Compactor> {
             raw: raw.clone(),
             model: outcome.model.clone(),
         };
+        // The run's token as of now: the run may detach before the task runs.
+        let run = self.run_token(&job.run_id);
         let this = self.clone();
         self.tracker.spawn_on(
             async move {
-                this.compact(job).await;
+                this.compact_with(job, run).await;
             },
             &handle,
         );

@@ -173,8 +173,22 @@ unsafe fn close_others(fds: Fds) {
     }
 }
 
+/// How often the init looks for ended children when no wake-up came (a safety net: see
+/// [`supervise`]).
+const REAP_TICK_MS: libc::c_int = 100;
+
+/// Runs the shell and waits for it, the control pipe and orphans.
+///
+/// The wake-ups do not rely on SIGCHLD reaching this thread: a binary that links libraries with
+/// constructors may already run other threads when it becomes the init (the desktop app: WebKit's
+/// allocator starts a scavenger thread before `main`), and a process-directed SIGCHLD is then
+/// delivered to such a thread (SIGCHLD is blocked only here) and discarded, so a signalfd never
+/// sees it. The shell's end is therefore watched through a pidfd, with a periodic reap as the last
+/// resort (kernels without `pidfd_open`), and SIGCHLD is reset to its default disposition first
+/// (an ignored SIGCHLD inherited from the app would auto-reap the shell and lose its status).
 unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
     unsafe {
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGCHLD);
@@ -188,11 +202,17 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
             return 126;
         }
         if child == 0 {
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            // The command starts with default signal handling: no mask, and SIGPIPE (which the
+            // Rust runtime of this init ignores) back to its default, so `yes | head` ends quietly.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::setsid();
             libc::execv(sh.as_ptr(), argv.as_ptr());
             libc::_exit(127);
         }
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, child, 0) as libc::c_int;
         let mut main_status: Option<libc::c_int> = None;
         let mut control_open = true;
         while main_status.is_none() {
@@ -207,10 +227,15 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
                     events: libc::POLLIN,
                     revents: 0,
                 },
+                libc::pollfd {
+                    fd: pidfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
-            // With no signalfd (it cannot fail here in practice) poll each 50 ms instead.
-            let timeout = if sigfd < 0 { 50 } else { -1 };
-            libc::poll(polled.as_mut_ptr(), 2, timeout);
+            // The pidfd wakes us when the shell ends; the tick reaps orphans whose SIGCHLD went
+            // to another thread, and covers a kernel without pidfds.
+            libc::poll(polled.as_mut_ptr(), 3, REAP_TICK_MS);
             if control_open && polled[0].revents != 0 {
                 let mut b = [0u8; 16];
                 let n = libc::read(fds.control, b.as_mut_ptr().cast(), b.len());
@@ -237,6 +262,9 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
                 while libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
             }
             reap(child, &mut main_status);
+        }
+        if pidfd >= 0 {
+            libc::close(pidfd);
         }
         // The shell ended: reap what already exited (zombies are not leftovers), then kill the rest.
         reap(child, &mut main_status);

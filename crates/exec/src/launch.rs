@@ -19,7 +19,7 @@ use crate::error::ExecError;
 use crate::hide::{self, HideKind};
 use crate::init::{INIT_MARKER, InitSpec};
 use crate::outcome::Confinement;
-use crate::process_group::signal_group;
+use crate::process_group::{GroupKind, kill_launcher_tree, signal_group};
 use crate::request::ExecRequest;
 use crate::supervisor::{self, Plan};
 
@@ -29,9 +29,19 @@ pub(crate) enum Control {
     Group { pgid: i32 },
     /// Namespace path with the init: `T` = SIGTERM to the command's group, `K` = SIGKILL all.
     Init { pipe: File },
-    /// Namespace path without the init: bubblewrap's group is SIGKILLed (PID namespace teardown
-    /// ends the command's tree); there is no graceful SIGTERM.
+    /// Namespace path without the init: bubblewrap and its sandbox's PID 1 are SIGKILLed (PID
+    /// namespace teardown ends the command's tree); there is no graceful SIGTERM.
     Bwrap { pgid: i32 },
+}
+
+impl Control {
+    /// How the drop guard and the last-resort kill end this launch's processes.
+    pub(crate) fn group_kind(&self) -> GroupKind {
+        match self {
+            Control::Group { .. } => GroupKind::Group,
+            Control::Init { .. } | Control::Bwrap { .. } => GroupKind::Launcher,
+        }
+    }
 }
 
 impl Control {
@@ -43,9 +53,7 @@ impl Control {
             Control::Init { pipe } => {
                 let _ = pipe.write_all(b"T");
             }
-            Control::Bwrap { pgid } => {
-                signal_group(*pgid, libc::SIGKILL);
-            }
+            Control::Bwrap { pgid } => kill_launcher_tree(*pgid),
         }
     }
 
@@ -57,9 +65,7 @@ impl Control {
             Control::Init { pipe } => {
                 let _ = pipe.write_all(b"K");
             }
-            Control::Bwrap { pgid } => {
-                signal_group(*pgid, libc::SIGKILL);
-            }
+            Control::Bwrap { pgid } => kill_launcher_tree(*pgid),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::env::filter_env;
 use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
-use crate::process_group::{GroupGuard, group_alive, signal_group, wait_group_gone};
+use crate::process_group::{GroupGuard, group_alive, kill_tree, wait_group_gone};
 use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
 use crate::sink::ExecSink;
@@ -120,7 +120,12 @@ pub(crate) async fn run(
         report,
         pgid,
     } = launched;
-    let mut guard = GroupGuard { pgid, armed: true };
+    let kind = control.group_kind();
+    let mut guard = GroupGuard {
+        pgid,
+        kind,
+        armed: true,
+    };
     tracing::debug!(pgid, command = %req.command, "command started");
     let stdout = child.stdout.take().map(|p| p.into_owned_fd()).transpose();
     let stderr = child.stderr.take().map(|p| p.into_owned_fd()).transpose();
@@ -213,11 +218,11 @@ pub(crate) async fn run(
                         phase_armed = true;
                         tracing::debug!(pgid, "grace over: SIGKILL sent to the group");
                     } else {
-                        // Still running a grace after the kill (an init that no longer answers):
-                        // SIGKILL the launcher's group; on the namespace path the kernel then
-                        // tears the whole PID namespace down.
-                        signal_group(pgid, libc::SIGKILL);
-                        tracing::warn!(pgid, "kill not honoured: launcher group SIGKILLed");
+                        // Still running a grace after the kill (an init that no longer answers,
+                        // or a sandbox still being set up): SIGKILL the tree; on the namespace
+                        // path the kernel then tears the whole PID namespace down.
+                        kill_tree(pgid, kind);
+                        tracing::warn!(pgid, "kill not honoured: launcher tree SIGKILLed");
                     }
                 } else {
                     // A daemon that left the group still holds a pipe: stop reading.
@@ -252,7 +257,7 @@ pub(crate) async fn run(
     };
     // The supervisor reaps the whole tree before exiting; this is a safety net.
     if group_alive(pgid) {
-        signal_group(pgid, libc::SIGKILL);
+        kill_tree(pgid, kind);
         if !wait_group_gone(pgid, Duration::from_secs(2)).await {
             tracing::warn!(pgid, "process group still present after SIGKILL");
         }
