@@ -228,10 +228,33 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
             i += WORD;
             continue;
         }
-        let end = i + WORD;
-        while i < end {
-            if !step(dst, &mut o, bytes, &mut i) {
-                return (o, bytes.len() - i);
+        // Binary or escaped text: the 8 bytes by the table, from the loaded word (constant
+        // shifts, no per-byte bounds checks) until a lead byte followed by a continuation byte,
+        // which `step` decides with the sequence rules.
+        let next =
+            zero_bytes((((w >> 8) | u64::from(bytes[i + WORD]) << 56) & (0xc0 * ONES)) ^ HIGH);
+        let d = &mut dst[o..o + 4 * WORD + 4];
+        let mut x = 0;
+        let mut k = 0;
+        while k < WORD {
+            let b = (w >> (8 * k)) as u8;
+            let cont = ((next >> (8 * k + 7)) & 1) as usize;
+            let e = TABLE[usize::from(b) << 1 | cont];
+            if e.slow {
+                break;
+            }
+            d[x..x + 4].copy_from_slice(&e.out);
+            x += usize::from(e.len);
+            k += 1;
+        }
+        o += x;
+        i += k;
+        if k < WORD {
+            let end = i - k + WORD;
+            while i < end {
+                if !step(dst, &mut o, bytes, &mut i) {
+                    return (o, bytes.len() - i);
+                }
             }
         }
     }
