@@ -157,7 +157,7 @@ fn unplain(w: u64) -> u64 {
     // Below 0x20: low + 0x60 stays under 0x80 (no carry out of the byte either way).
     let control = !(low + 0x60 * ONES)
         & HIGH
-        & !(zero_bytes(w ^ b'\n' as u64 * ONES) | zero_bytes(w ^ b'\t' as u64 * ONES));
+        & !(zero_bytes(w ^ (u64::from(b'\n') * ONES)) | zero_bytes(w ^ (u64::from(b'\t') * ONES)));
     // 0x7f (DEL): low + 1 reaches 0x80; 0x80 and above: the high bit itself.
     let del = (low + ONES) & HIGH;
     control | del | (w & HIGH)
@@ -232,7 +232,7 @@ fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
         // shifts, no per-byte bounds checks) until a lead byte followed by a continuation byte,
         // which `step` decides with the sequence rules.
         let next =
-            zero_bytes((((w >> 8) | u64::from(bytes[i + WORD]) << 56) & (0xc0 * ONES)) ^ HIGH);
+            zero_bytes((((w >> 8) | (u64::from(bytes[i + WORD]) << 56)) & (0xc0 * ONES)) ^ HIGH);
         let d = &mut dst[o..o + 4 * WORD + 4];
         let mut x = 0;
         let mut k = 0;
