@@ -298,3 +298,68 @@ impl aibuddy::results::Summarizer for LazySummarizer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aibuddy::results::{Summarizer, SummaryRequest};
+
+    fn lazy(kind: aibuddy_provider::ProviderKind) -> LazySummarizer {
+        let route = aibuddy_provider::Route {
+            name: "local".into(),
+            kind,
+            model: "m".into(),
+            // Nothing listens there: the test never gets as far as a request.
+            base_url: "http://127.0.0.1:9".into(),
+            first_party: false,
+            base_url_from: aibuddy_provider::BaseUrlFrom::Settings,
+            presentation: aibuddy_provider::Presentation::ActiveTools,
+            context_window: 8192,
+            stream: None,
+        };
+        LazySummarizer {
+            parts: std::sync::Mutex::new(Some((route, None))),
+            model: None,
+            built: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_summarizer_builds_its_provider_on_first_use_only() {
+        let s = lazy(aibuddy_provider::ProviderKind::OpenAiChat);
+        assert!(s.built.get().is_none(), "nothing built before a summary");
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let input = serde_json::json!({});
+        let req = SummaryRequest {
+            tool: "execute",
+            input: &input,
+            text: "long output",
+            max_tokens: 10,
+        };
+        assert!(s.summarize(&req, &cancel).await.is_err());
+        assert!(
+            matches!(s.built.get(), Some(Some(_))),
+            "built by the first summary"
+        );
+        // Built once: the parts were taken.
+        assert!(s.parts.lock().unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_cannot_be_built_fails_the_summary_not_the_call() {
+        // Anthropic without a key: `HttpProvider::new` refuses it.
+        let s = lazy(aibuddy_provider::ProviderKind::Anthropic);
+        let cancel = CancellationToken::new();
+        let input = serde_json::json!({});
+        let req = SummaryRequest {
+            tool: "execute",
+            input: &input,
+            text: "long output",
+            max_tokens: 10,
+        };
+        let err = s.summarize(&req, &cancel).await.unwrap_err();
+        assert!(err.0.contains("could not be set up"), "{err}");
+        assert!(matches!(s.built.get(), Some(None)));
+    }
+}
