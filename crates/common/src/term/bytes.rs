@@ -18,6 +18,9 @@ struct Entry {
     len: u8,
     lead: bool,
     slow: bool,
+    /// With a continuation byte after it, this lead byte makes a whole 2-byte character that is
+    /// always safe (C3..DF but D8: U+00C0..U+07FF without U+061C): copied as is.
+    two: bool,
 }
 
 /// Indexed by a byte and whether the next byte is a continuation byte (`byte << 1 | cont`): one
@@ -30,6 +33,7 @@ static TABLE: [Entry; 512] = {
         len: 0,
         lead: false,
         slow: false,
+        two: false,
     }; 512];
     let mut i = 0;
     while i < 512 {
@@ -40,33 +44,39 @@ static TABLE: [Entry; 512] = {
                 len: 1,
                 lead: false,
                 slow: false,
+                two: false,
             },
             b'\r' => Entry {
                 out: [b'\\', b'r', 0, 0],
                 len: 2,
                 lead: false,
                 slow: false,
+                two: false,
             },
             0x1b => Entry {
                 out: [b'\\', b'e', 0, 0],
                 len: 2,
                 lead: false,
                 slow: false,
+                two: false,
             },
             0x00..=0x7f => Entry {
                 out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
                 len: 4,
                 lead: false,
                 slow: false,
+                two: false,
             },
             _ => Entry {
                 out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
                 len: 3,
                 lead: matches!(b, 0xc2..=0xf4),
                 slow: false,
+                two: false,
             },
         };
         e.slow = e.lead && i & 1 == 1;
+        e.two = e.slow && matches!(b, 0xc3..=0xdf) && b != 0xd8;
         t[i] = e;
         i += 1;
     }
@@ -195,6 +205,12 @@ fn step(dst: &mut [u8], o: &mut usize, bytes: &[u8], i: &mut usize) -> bool {
     let cont = usize::from(bytes[*i + 1] & 0xc0 == 0x80);
     let e = TABLE[usize::from(bytes[*i]) << 1 | cont];
     if e.slow {
+        if e.two {
+            dst[*o..*o + 2].copy_from_slice(&bytes[*i..*i + 2]);
+            *o += 2;
+            *i += 2;
+            return true;
+        }
         let (written, consumed) = escape_sequence(&mut dst[*o..], &bytes[*i..]);
         if consumed == 0 {
             return false;
