@@ -18,6 +18,9 @@ struct Entry {
     len: u8,
     lead: bool,
     slow: bool,
+    /// With a continuation byte after it, this lead byte makes a whole 2-byte character that is
+    /// always safe (C3..DF but D8: U+00C0..U+07FF without U+061C): copied as is.
+    two: bool,
 }
 
 /// Indexed by a byte and whether the next byte is a continuation byte (`byte << 1 | cont`): one
@@ -30,6 +33,7 @@ static TABLE: [Entry; 512] = {
         len: 0,
         lead: false,
         slow: false,
+        two: false,
     }; 512];
     let mut i = 0;
     while i < 512 {
@@ -40,33 +44,39 @@ static TABLE: [Entry; 512] = {
                 len: 1,
                 lead: false,
                 slow: false,
+                two: false,
             },
             b'\r' => Entry {
                 out: [b'\\', b'r', 0, 0],
                 len: 2,
                 lead: false,
                 slow: false,
+                two: false,
             },
             0x1b => Entry {
                 out: [b'\\', b'e', 0, 0],
                 len: 2,
                 lead: false,
                 slow: false,
+                two: false,
             },
             0x00..=0x7f => Entry {
                 out: [b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]],
                 len: 4,
                 lead: false,
                 slow: false,
+                two: false,
             },
             _ => Entry {
                 out: [REPLACEMENT[0], REPLACEMENT[1], REPLACEMENT[2], 0],
                 len: 3,
                 lead: matches!(b, 0xc2..=0xf4),
                 slow: false,
+                two: false,
             },
         };
         e.slow = e.lead && i & 1 == 1;
+        e.two = e.slow && matches!(b, 0xc3..=0xdf) && b != 0xd8;
         t[i] = e;
         i += 1;
     }
@@ -137,31 +147,140 @@ fn put_char(dst: &mut [u8], seq: &[u8]) -> usize {
     }
 }
 
-/// Escapes `bytes` into `dst` (at least 4 bytes per input byte); returns the bytes written and
-/// how many bytes at the end form an incomplete (so far valid) sequence and were not consumed.
+/// Bytes per word of the fast path.
+const WORD: usize = 8;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The high bit of each byte of `v` that is zero, exactly (no carry crosses a byte).
+#[inline(always)]
+fn zero_bytes(v: u64) -> u64 {
+    !(((v & LOW7) + LOW7) | v | LOW7)
+}
+
+/// The high bit of each byte of `w` that is not printable ASCII, `\n` or `\t`: the bytes that
+/// need the table. Zero: the 8 bytes are copied as they are.
+#[inline(always)]
+fn unplain(w: u64) -> u64 {
+    let low = w & LOW7;
+    // Below 0x20: low + 0x60 stays under 0x80 (no carry out of the byte either way).
+    let control = !(low + 0x60 * ONES)
+        & HIGH
+        & !(zero_bytes(w ^ (u64::from(b'\n') * ONES)) | zero_bytes(w ^ (u64::from(b'\t') * ONES)));
+    // 0x7f (DEL): low + 1 reaches 0x80; 0x80 and above: the high bit itself.
+    let del = (low + ONES) & HIGH;
+    control | del | (w & HIGH)
+}
+
+/// The word at `bytes[i..i + 8]` (little-endian: byte `i` is the lowest).
+#[inline(always)]
+fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
+    let w: [u8; WORD] = bytes.get(i..i + WORD)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// Length of the leading run of bytes that are copied as they are (printable ASCII, `\n`, `\t`),
+/// 8 bytes at a time.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = word_at(bytes, i) {
+        let bad = unplain(w);
+        if bad != 0 {
+            return i + (bad.trailing_zeros() / 8) as usize;
+        }
+        i += WORD;
+    }
+    i + bytes[i..]
+        .iter()
+        .position(|&b| !matches!(b, 0x20..=0x7e | b'\n' | b'\t'))
+        .unwrap_or(bytes.len() - i)
+}
+
+/// Decides the byte at `bytes[*i]`, which has a next byte, and the sequence it starts (one table
+/// lookup and one 4-byte copy for all but a lead byte followed by a continuation byte); `false`:
+/// a valid sequence cut by the end of `bytes` (nothing consumed).
+#[inline(always)]
+fn step(dst: &mut [u8], o: &mut usize, bytes: &[u8], i: &mut usize) -> bool {
+    let cont = usize::from(bytes[*i + 1] & 0xc0 == 0x80);
+    let e = TABLE[usize::from(bytes[*i]) << 1 | cont];
+    if e.slow {
+        if e.two {
+            dst[*o..*o + 2].copy_from_slice(&bytes[*i..*i + 2]);
+            *o += 2;
+            *i += 2;
+            return true;
+        }
+        let (written, consumed) = escape_sequence(&mut dst[*o..], &bytes[*i..]);
+        if consumed == 0 {
+            return false;
+        }
+        *o += written;
+        *i += consumed;
+        return true;
+    }
+    dst[*o..*o + 4].copy_from_slice(&e.out);
+    *o += usize::from(e.len);
+    *i += 1;
+    true
+}
+
+/// Escapes `bytes` into `dst` (at least 4 bytes per input byte, plus 8); returns the bytes written
+/// and how many bytes at the end form an incomplete (so far valid) sequence and were not consumed.
 fn escape_slice(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
     // Output never exceeds 4 bytes per input byte consumed (`\xNN` per byte; U+FFFD is 3 per
     // invalid byte or more; `\u{xxxx}` is 8 for a 3-byte character), so `o <= 4 * i` holds.
     let mut o = 0;
     let mut i = 0;
+    // Word by word while a byte follows the word (the table decides a byte by the one after it):
+    // a word of plain bytes is one 8-byte copy; any other word is decided byte by byte (a
+    // sequence may run past the word's end: the next word starts after it).
+    while i + WORD < bytes.len() {
+        let Some(w) = word_at(bytes, i) else { break };
+        // Binary output fails on the first test (a byte >= 0x80) at the cost of two instructions.
+        if w & HIGH == 0 && unplain(w) == 0 {
+            dst[o..o + WORD].copy_from_slice(&bytes[i..i + WORD]);
+            o += WORD;
+            i += WORD;
+            continue;
+        }
+        // Binary or escaped text: the 8 bytes by the table, from the loaded word (constant
+        // shifts, no per-byte bounds checks) until a lead byte followed by a continuation byte,
+        // which `step` decides with the sequence rules.
+        let next =
+            zero_bytes((((w >> 8) | (u64::from(bytes[i + WORD]) << 56)) & (0xc0 * ONES)) ^ HIGH);
+        let d = &mut dst[o..o + 4 * WORD + 4];
+        let mut x = 0;
+        let mut k = 0;
+        while k < WORD {
+            let b = (w >> (8 * k)) as u8;
+            let cont = ((next >> (8 * k + 7)) & 1) as usize;
+            let e = TABLE[usize::from(b) << 1 | cont];
+            if e.slow {
+                break;
+            }
+            d[x..x + 4].copy_from_slice(&e.out);
+            x += usize::from(e.len);
+            k += 1;
+        }
+        o += x;
+        i += k;
+        if k < WORD {
+            let end = i - k + WORD;
+            while i < end {
+                if !step(dst, &mut o, bytes, &mut i) {
+                    return (o, bytes.len() - i);
+                }
+            }
+        }
+    }
     // Every byte but the last has a next byte: a lead byte not followed by a continuation byte
     // is invalid alone (one U+FFFD, as `from_utf8_lossy` gives), so only a lead followed by a
     // continuation needs the sequence rules.
     while i + 1 < bytes.len() {
-        let cont = usize::from(bytes[i + 1] & 0xc0 == 0x80);
-        let e = TABLE[usize::from(bytes[i]) << 1 | cont];
-        if e.slow {
-            let (written, consumed) = escape_sequence(&mut dst[o..], &bytes[i..]);
-            if consumed == 0 {
-                return (o, bytes.len() - i);
-            }
-            o += written;
-            i += consumed;
-            continue;
+        if !step(dst, &mut o, bytes, &mut i) {
+            return (o, bytes.len() - i);
         }
-        dst[o..o + 4].copy_from_slice(&e.out);
-        o += usize::from(e.len);
-        i += 1;
     }
     while i < bytes.len() {
         let e = TABLE[usize::from(bytes[i]) << 1];
@@ -209,18 +328,15 @@ fn escape_sequence(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
 fn escape_into(out: &mut Vec<u8>, mut bytes: &[u8]) -> usize {
     // Text output is mostly printable ASCII, newlines and tabs: copy that leading run as is (one
     // scan, one copy); the table loop takes over at the first byte that is not.
-    let run = bytes
-        .iter()
-        .position(|&b| !matches!(b, 0x20..=0x7e | b'\n' | b'\t'))
-        .unwrap_or(bytes.len());
+    let run = plain_prefix(bytes);
     out.extend_from_slice(&bytes[..run]);
     bytes = &bytes[run..];
     if bytes.is_empty() {
         return 0;
     }
     let at = out.len();
-    // Room for the worst case (plus 4 so the last 4-byte copy stays inside), then cut back.
-    out.resize(at + bytes.len() * 4 + 4, 0);
+    // Room for the worst case (plus 8 so the last 4- or 8-byte copy stays inside), then cut back.
+    out.resize(at + bytes.len() * 4 + WORD, 0);
     let (written, tail) = escape_slice(&mut out[at..], bytes);
     out.truncate(at + written);
     tail
@@ -333,6 +449,54 @@ mod tests {
                     let bytes = [a, b, c];
                     assert_eq!(escaped(&bytes), reference(&bytes), "{bytes:x?}");
                     assert_eq!(escaped(&bytes[..2]), reference(&bytes[..2]), "{bytes:x?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_word_test_flags_exactly_the_bytes_the_table_does_not_copy() {
+        for lane in 0..WORD {
+            for b in 0..=255u8 {
+                let mut w = [b'a'; WORD];
+                w[lane] = b;
+                let plain = matches!(b, 0x20..=0x7e | b'\n' | b'\t');
+                let bad = unplain(u64::from_le_bytes(w));
+                let want = if plain { 0 } else { 0x80u64 << (8 * lane) };
+                assert_eq!(bad, want, "byte {b:#x} in lane {lane}");
+                assert_eq!(plain_prefix(&w), if plain { WORD } else { lane });
+            }
+        }
+    }
+
+    #[test]
+    fn special_bytes_at_every_place_of_a_word_match_the_text_path() {
+        // Plain runs around each hostile piece, the piece starting at every offset of a word and
+        // straddling word ends; also after a non-plain word.
+        let pieces: [&[u8]; 12] = [
+            b"\r",
+            b"\x1b[2J",
+            b"\x7f",
+            "é".as_bytes(),
+            "😀".as_bytes(),
+            "\u{202e}".as_bytes(),
+            "\u{9b}".as_bytes(),
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            b"\xff\xfe",
+            b"\xc3",
+            b"\x00",
+        ];
+        for piece in pieces {
+            for before in 0..=2 * WORD + 1 {
+                for after in [0, 1, 7, 8, 9, 17] {
+                    for lead in [&b"abc"[..], &b"\xff"[..]] {
+                        let mut bytes = lead.to_vec();
+                        bytes.extend(std::iter::repeat_n(b'x', before));
+                        bytes.extend_from_slice(piece);
+                        bytes.extend(std::iter::repeat_n(b'\n', after));
+                        assert_eq!(escaped(&bytes), reference(&bytes), "{bytes:x?}");
+                    }
                 }
             }
         }

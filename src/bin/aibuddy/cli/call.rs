@@ -157,11 +157,8 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         }
     };
     // With a provider configured, the `summarize` precompaction strategy asks it (else it trims).
-    aibuddy::agent::summarize::install_configured_summarizer(
-        &app,
-        &aibuddy_provider::BaseUrlOverrides::from_env(),
-        &aibuddy_provider::KeyStore::from_env(),
-    );
+    // Its HTTP client (TLS roots) is built by the first summary, not by every call.
+    install_lazy_summarizer(&app);
     let runner = app.runner(args.run.clone(), prompt::broker(args.yes));
     // A person naming a tool on the command line is an exact selection: a deferred tool of that
     // name is activated for this one-call run (as `tool_search` with `select:` would).
@@ -208,7 +205,10 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     } else {
         // The model text carries tool output and error messages (targets, file names, server
         // text): printed escaped. `--json` is escaped by serde; `show --raw` gives the bytes.
-        println!("{}", term::block(&outcome.model));
+        // A closed stdout (`| head`) is not an error of the call: its exit code still says how
+        // the call went (println! would panic).
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), "{}", term::block(&outcome.model));
         if outcome.status != CallStatus::Ok {
             eprintln!(
                 "aibuddy: {} ({}){}",
@@ -223,4 +223,143 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     }
     super::settle_precompaction(&app, &stop).await;
     exit_code(outcome.status)
+}
+
+/// What `aibuddy::agent::summarize::install_configured_summarizer` installs, with the provider
+/// (its HTTP client: TLS set-up, root certificates) built by the first summary instead of by
+/// every `call`: most calls never summarize. The route and key are still resolved here, so a call
+/// without a usable provider keeps trimming exactly as before.
+fn install_lazy_summarizer(app: &aibuddy::app::App) {
+    let settings = &app.settings.settings;
+    let Some(persistence) = &app.persistence else {
+        return;
+    };
+    if settings.providers.entries.is_empty() {
+        return;
+    }
+    let env = aibuddy_provider::BaseUrlOverrides::from_env();
+    let Ok(route) = settings.providers.resolve(None, &env) else {
+        return;
+    };
+    let key = aibuddy_provider::KeyStore::from_env()
+        .key_for_route(&route)
+        .map(|(k, _)| k);
+    // The one check of `HttpProvider::new` that does not need the client: decided now.
+    if key.is_none() && route.kind != aibuddy_provider::ProviderKind::OpenAiChat {
+        tracing::debug!("no provider-backed summarizer for calls: no key");
+        return;
+    }
+    persistence
+        .compactor
+        .set_summarizer(Arc::new(LazySummarizer {
+            parts: std::sync::Mutex::new(Some((route, key))),
+            model: settings.agent.summary_model.clone(),
+            built: tokio::sync::OnceCell::new(),
+        }));
+}
+
+/// A `ProviderSummarizer` built on first use.
+struct LazySummarizer {
+    parts: std::sync::Mutex<Option<(aibuddy_provider::Route, Option<aibuddy_provider::ApiKey>)>>,
+    model: Option<String>,
+    built: tokio::sync::OnceCell<Option<aibuddy::agent::summarize::ProviderSummarizer>>,
+}
+
+impl LazySummarizer {
+    fn build(&self) -> Option<aibuddy::agent::summarize::ProviderSummarizer> {
+        let (route, key) = self.parts.lock().ok()?.take()?;
+        match aibuddy_provider::HttpProvider::new(route, key) {
+            Ok(p) => Some(aibuddy::agent::summarize::ProviderSummarizer::new(
+                Arc::new(p),
+                self.model.clone(),
+                aibuddy::agent::DEFAULT_IDLE_TIMEOUT,
+            )),
+            Err(e) => {
+                tracing::debug!("no provider-backed summarizer for calls: {e}");
+                None
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl aibuddy::results::Summarizer for LazySummarizer {
+    async fn summarize(
+        &self,
+        req: &aibuddy::results::SummaryRequest<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<String, aibuddy::results::SummarizeError> {
+        let built = self.built.get_or_init(|| async { self.build() }).await;
+        match built {
+            Some(s) => s.summarize(req, cancel).await,
+            None => Err(aibuddy::results::SummarizeError(
+                "the provider for summaries could not be set up; the original stays".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aibuddy::results::{Summarizer, SummaryRequest};
+
+    fn lazy(kind: aibuddy_provider::ProviderKind) -> LazySummarizer {
+        let route = aibuddy_provider::Route {
+            name: "local".into(),
+            kind,
+            model: "m".into(),
+            // Nothing listens there: the test never gets as far as a request.
+            base_url: "http://127.0.0.1:9".into(),
+            first_party: false,
+            base_url_from: aibuddy_provider::BaseUrlFrom::Settings,
+            presentation: aibuddy_provider::Presentation::ActiveTools,
+            context_window: 8192,
+            stream: None,
+        };
+        LazySummarizer {
+            parts: std::sync::Mutex::new(Some((route, None))),
+            model: None,
+            built: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_summarizer_builds_its_provider_on_first_use_only() {
+        let s = lazy(aibuddy_provider::ProviderKind::OpenAiChat);
+        assert!(s.built.get().is_none(), "nothing built before a summary");
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let input = serde_json::json!({});
+        let req = SummaryRequest {
+            tool: "execute",
+            input: &input,
+            text: "long output",
+            max_tokens: 10,
+        };
+        assert!(s.summarize(&req, &cancel).await.is_err());
+        assert!(
+            matches!(s.built.get(), Some(Some(_))),
+            "built by the first summary"
+        );
+        // Built once: the parts were taken.
+        assert!(s.parts.lock().unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_provider_that_cannot_be_built_fails_the_summary_not_the_call() {
+        // Anthropic without a key: `HttpProvider::new` refuses it.
+        let s = lazy(aibuddy_provider::ProviderKind::Anthropic);
+        let cancel = CancellationToken::new();
+        let input = serde_json::json!({});
+        let req = SummaryRequest {
+            tool: "execute",
+            input: &input,
+            text: "long output",
+            max_tokens: 10,
+        };
+        let err = s.summarize(&req, &cancel).await.unwrap_err();
+        assert!(err.0.contains("could not be set up"), "{err}");
+        assert!(matches!(s.built.get(), Some(None)));
+    }
 }
