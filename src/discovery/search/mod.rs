@@ -2,7 +2,8 @@
 //! own name, its server's name, parameter names, description), Snowball stemming, query
 //! expansion from general resources only (the WordNet thesaurus, see [`related`]; PowerShell's
 //! verb groups, standard abbreviations and POSIX command names, see [`lexicon`]), one-typo
-//! tolerance for words the catalog and WordNet do not know, a bonus for covering the tool's own
+//! tolerance for words the catalog and WordNet do not know (and, failing that, a spelling
+//! correction from the catalog and BERT's vocabulary, also fed to the embeddings: [`spell`]), a bonus for covering the tool's own
 //! name, and exact selection by name, fused with the cosine of a static token embedding (meaning,
 //! not words: [`embed`], [`semantic`], [`fusion`]). Pure: documents in, ranked hits out.
 //!
