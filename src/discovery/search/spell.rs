@@ -9,7 +9,8 @@
 //! embedding and encoder inputs (the misspelt word replaced), where an unknown word would
 //! otherwise split into meaningless word pieces. Pure apart from the lazily built dictionary.
 
-use std::sync::OnceLock;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
 
 use super::wordpiece::VOCAB_TEXT;
 
@@ -22,6 +23,7 @@ pub const MIN_LEN_TWO_EDITS: usize = 5;
 #[derive(Debug, Default)]
 pub struct Dictionary {
     by_len: Vec<Vec<&'static str>>,
+    all: HashSet<&'static str>,
 }
 
 impl Dictionary {
@@ -29,6 +31,7 @@ impl Dictionary {
     /// continuations, no `[special]` tokens, no single letters).
     pub fn from_vocab(text: &'static str) -> Self {
         let mut by_len: Vec<Vec<&'static str>> = Vec::new();
+        let mut all = HashSet::new();
         for w in text.lines() {
             let n = w.chars().count();
             if n < 2 || !w.chars().all(|c| c.is_ascii_lowercase()) {
@@ -38,14 +41,13 @@ impl Dictionary {
                 by_len.resize_with(n + 1, Vec::new);
             }
             by_len[n].push(w);
+            all.insert(w);
         }
-        Self { by_len }
+        Self { by_len, all }
     }
 
     pub fn contains(&self, word: &str) -> bool {
-        self.by_len
-            .get(word.chars().count())
-            .is_some_and(|l| l.contains(&word))
+        self.all.contains(word)
     }
 
     /// Words whose length is within `d` of `len`.
@@ -92,6 +94,35 @@ fn closest<'a>(
     best
 }
 
+/// Distinct words whose dictionary neighbour is cached; emptied when full.
+const CACHE_CAP: usize = 4096;
+
+/// [`closest`] over the dictionary, cached per word for the process (the scan reads thousands of
+/// words; the answer does not depend on the catalog). Only the bundled dictionary is cached.
+fn closest_in_dictionary(
+    word: &str,
+    limit: usize,
+    dict: &Dictionary,
+) -> Option<(&'static str, usize)> {
+    type Cache = Mutex<HashMap<String, Option<(&'static str, usize)>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    if !std::ptr::eq(dict, dictionary()) {
+        return closest(word, limit, dict.near_len(word.chars().count(), limit));
+    }
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(word).copied()) {
+        return hit;
+    }
+    let found = closest(word, limit, dict.near_len(word.chars().count(), limit));
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= CACHE_CAP {
+            c.clear();
+        }
+        c.insert(word.to_string(), found);
+    }
+    found
+}
+
 /// The correction of a lower-case query word, if it is a word nobody knows: the closest catalog
 /// word, else the closest dictionary word (the catalog wins a tie). `known` says whether another
 /// resource (WordNet) knows the word; `catalog` is the catalog's vocabulary.
@@ -114,7 +145,7 @@ pub fn correct(word: &str, catalog: &[String], known: bool, dict: &Dictionary) -
             .map(String::as_str)
             .filter(|c| c.chars().count().abs_diff(len) <= limit),
     );
-    let in_dict = closest(word, limit, dict.near_len(len, limit));
+    let in_dict = closest_in_dictionary(word, limit, dict);
     match (in_catalog, in_dict) {
         (Some((c, dc)), Some((_, dd))) if dc <= dd => Some(c.to_string()),
         (_, Some((w, _))) => Some(w.to_string()),
