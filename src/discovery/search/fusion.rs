@@ -31,6 +31,8 @@ pub struct Ranking {
     pub fields: FieldWeights,
     /// Re-ranking of the best hits by the full sentence encoder (`None`: not re-ranked).
     pub rerank: Option<Rerank>,
+    /// Correct the spelling of query words nobody knows ([`super::spell`]).
+    pub spelling: bool,
 }
 
 impl Default for Ranking {
@@ -40,6 +42,7 @@ impl Default for Ranking {
             min_similarity: 0.35,
             fields: FieldWeights::default(),
             rerank: Some(Rerank::default()),
+            spelling: true,
         }
     }
 }

@@ -2,7 +2,8 @@
 //! own name, its server's name, parameter names, description), Snowball stemming, query
 //! expansion from general resources only (the WordNet thesaurus, see [`related`]; PowerShell's
 //! verb groups, standard abbreviations and POSIX command names, see [`lexicon`]), one-typo
-//! tolerance for words the catalog and WordNet do not know, a bonus for covering the tool's own
+//! tolerance for words the catalog and WordNet do not know (and, failing that, a spelling
+//! correction from the catalog and BERT's vocabulary, also fed to the embeddings: [`spell`]), a bonus for covering the tool's own
 //! name, and exact selection by name, fused with the cosine of a static token embedding (meaning,
 //! not words: [`embed`], [`semantic`], [`fusion`]). Pure: documents in, ranked hits out.
 //!
@@ -23,6 +24,7 @@ mod lexicon;
 mod related;
 mod rerank;
 mod semantic;
+mod spell;
 mod text;
 mod wordpiece;
 
@@ -278,6 +280,7 @@ impl SearchIndex {
             let unknown = !self.postings.contains_key(&own) && !expansion.known;
             if unknown && w.chars().count() >= TYPO_MIN_LEN {
                 let len = w.chars().count();
+                let before = alts.len();
                 for v in self
                     .vocabulary
                     .iter()
@@ -289,8 +292,61 @@ impl SearchIndex {
                         weight: TYPO_WEIGHT,
                     });
                 }
+                if alts.len() == before && self.ranking.spelling {
+                    self.push_correction(&w, &mut alts);
+                }
             }
             out.push(alts);
+        }
+        out
+    }
+
+    /// Alternatives for an unknown word no catalog word is one typo from: its spelling
+    /// correction ([`spell`]) and the correction's own expansion, discounted as typos.
+    fn push_correction(&self, word: &str, alts: &mut Vec<Alternative>) {
+        let Some(fixed) = spell::correct(word, &self.vocabulary, false, spell::dictionary()) else {
+            return;
+        };
+        if text::is_stopword(&fixed) {
+            return;
+        }
+        let e = expand::expand(&fixed);
+        alts.push(Alternative {
+            stems: vec![e.own.clone()],
+            weight: TYPO_WEIGHT,
+        });
+        alts.extend(e.alternatives.iter().map(|(stems, weight)| Alternative {
+            stems: stems.clone(),
+            weight: TYPO_WEIGHT * weight,
+        }));
+    }
+
+    /// The query as the embeddings read it: each word nobody knows (not in the catalog, WordNet
+    /// or the dictionary) replaced by its spelling correction, the rest unchanged.
+    fn corrected_query(&self, query: &str) -> String {
+        if !self.ranking.spelling {
+            return query.to_string();
+        }
+        let mut out = String::with_capacity(query.len());
+        for token in query.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            // Paths, flags, identifiers and numbers are not prose: only plain words are fixed.
+            let core = token.trim_matches(|c: char| !c.is_alphanumeric());
+            let lower = core.to_lowercase();
+            let fixed = (!core.is_empty() && core.chars().all(char::is_alphabetic))
+                .then(|| {
+                    let e = expand::expand(&lower);
+                    let known =
+                        e.known || !e.alternatives.is_empty() || self.postings.contains_key(&e.own);
+                    spell::correct(&lower, &self.vocabulary, known, spell::dictionary())
+                })
+                .flatten();
+            match fixed {
+                Some(fixed) => out.push_str(&token.replacen(core, &fixed, 1)),
+                None => out.push_str(token),
+            }
         }
         out
     }
@@ -381,7 +437,8 @@ impl SearchIndex {
             }
         }
         self.add_name_coverage(&concepts, &mut scores);
-        let fused = match self.vectors.similarities(query) {
+        let corrected = self.corrected_query(query);
+        let fused = match self.vectors.similarities(&corrected) {
             Some(sims) => {
                 self.ranking
                     .fusion
@@ -397,7 +454,7 @@ impl SearchIndex {
                 .copied()
                 .filter(|&d| scores[d as usize] > 0.0)
                 .collect();
-            rerank::rerank(cfg, &self.docs, query, &scored, &mut scores);
+            rerank::rerank(cfg, &self.docs, &corrected, &scored, &mut scores);
         }
         let looks_like_name = !query.trim().contains(char::is_whitespace);
         if let Some(exact) = looks_like_name.then(|| self.find_name(query)).flatten() {

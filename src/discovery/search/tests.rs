@@ -129,6 +129,34 @@ fn meaning_finds_what_no_word_matches() {
 }
 
 #[test]
+fn misspelt_words_are_corrected_for_words_and_meaning() {
+    let lexical = SearchIndex::build_with(
+        index().docs,
+        Ranking {
+            spelling: true,
+            ..Ranking::lexical()
+        },
+    );
+    // Two letters dropped: no catalog word is one typo away, the correction is.
+    assert_eq!(top(&lexical, "cnvrt timezones"), "mcp__time__convert_time");
+    let off = SearchIndex::build_with(
+        index().docs,
+        Ranking {
+            spelling: false,
+            ..Ranking::lexical()
+        },
+    );
+    assert!(off.search("cnvrt", 5).is_empty());
+    // The embeddings read the corrected words; paths, flags and known words are left alone.
+    let ix = index();
+    assert_eq!(
+        ix.corrected_query("Reaad the fiel src/lbi.rs -p"),
+        "read the file src/lbi.rs -p"
+    );
+    assert_eq!(ix.corrected_query("swtich brnch"), "switch branch");
+}
+
+#[test]
 fn parameter_names_are_indexed() {
     let ix = index();
     assert_eq!(top(&ix, "source_timezone"), "mcp__time__convert_time");

@@ -6,6 +6,10 @@
 
 use std::collections::HashMap;
 
+/// BERT's uncased vocabulary (`vocab.txt` of all-MiniLM-L6-v2), shared by the static embedding,
+/// the encoder and the spelling dictionary.
+pub const VOCAB_TEXT: &str = include_str!("../../../assets/embedding/vocab.txt");
+
 /// Longest word WordPiece segments (BERT's `max_input_chars_per_word`).
 const MAX_WORD_CHARS: usize = 100;
 
