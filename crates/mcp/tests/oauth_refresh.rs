@@ -4,7 +4,9 @@
 //! follows the authorization URL to the loopback listener) and exchanges the code; the vault entry
 //! holds the secret beside the tokens. Then a fresh `McpManager` over the same vault contents (what
 //! a new process builds: nothing but the vault carried over) finds the token expired, refreshes
-//! it with Basic client authentication, connects, and calls the tool.
+//! it with Basic client authentication, connects, and calls the tool. And step-up: a tool the
+//! token lacks scope for gets a typed `insufficient_scope` error (connection kept), the vault
+//! records the required scope, and the next login asks for it; the tool then works.
 
 mod common;
 
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, MemoryVault, OpenUrl, TokenVault};
-use aibuddy_mcp::{McpHandlers, McpManager, ServerConfig, ServerState};
+use aibuddy_mcp::{McpError, McpHandlers, McpManager, ServerConfig, ServerState};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -162,4 +164,70 @@ async fn a_public_client_stores_no_secret() {
         entry["client_id"]
     );
     assert!(entry["token_response"]["access_token"].is_string());
+}
+
+async fn call(manager: &McpManager, tool: &str) -> Result<String, McpError> {
+    manager
+        .call(tool, serde_json::json!({}), CancellationToken::new(), None)
+        .await
+        .map(|r| format!("{r:?}"))
+}
+
+#[tokio::test]
+async fn an_insufficient_scope_answer_makes_the_next_login_step_up() {
+    let server = oauth_server(&[]);
+    let url = format!("{}/mcp", server.base);
+    let vault = Arc::new(MemoryVault::default());
+    let login = || {
+        aibuddy_mcp::oauth::login(
+            "remote",
+            &url,
+            ClientIdentity::default(),
+            vault.clone(),
+            browser(),
+        )
+    };
+    assert_eq!(login().await.unwrap(), LoginOutcome::LoggedIn);
+    let mut options = common::fast_options();
+    options.token_vault = Some(vault.clone());
+    let manager = McpManager::start(
+        vec![ServerConfig::http("remote", url.clone())],
+        McpHandlers::default(),
+        options,
+    );
+    common::wait_connected(&manager, "remote", Duration::from_secs(30)).await;
+    let err = call(&manager, "mcp__remote__admin").await.unwrap_err();
+    assert!(
+        matches!(&err, McpError::InsufficientScope { scope: Some(s), .. } if s == "mcp:admin"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("aibuddy mcp login remote"),
+        "{err}"
+    );
+    // The connection stays: the other tool answers.
+    assert!(call(&manager, "mcp__remote__whoami").await.is_ok());
+    let entry: Value = serde_json::from_str(&vault.load("remote").unwrap().unwrap()).unwrap();
+    assert_eq!(entry["required_scopes"], serde_json::json!(["mcp:admin"]));
+
+    assert_eq!(login().await.unwrap(), LoginOutcome::LoggedIn);
+    let s = stats(&server.base).await;
+    let asked = s["requested_scopes"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{s}");
+    assert!(
+        asked[1]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .any(|x| x == "mcp:admin"),
+        "the step-up login asked for {}",
+        asked[1]
+    );
+    manager.restart("remote").await.unwrap();
+    common::wait_connected(&manager, "remote", Duration::from_secs(30)).await;
+    let answer = call(&manager, "mcp__remote__admin").await.unwrap();
+    assert!(answer.contains("an authorized caller"), "{answer}");
+    let entry: Value = serde_json::from_str(&vault.load("remote").unwrap().unwrap()).unwrap();
+    assert!(entry.get("required_scopes").is_none(), "granted now");
+    manager.shutdown().await;
 }

@@ -58,6 +58,10 @@ struct Entry {
     /// Issued with `credentials.client_id` by dynamic registration (RFC 7591 §3.2.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     client_secret: Option<String>,
+    /// Scopes a server asked for in a 403 `insufficient_scope` that the token lacks: the next
+    /// login asks for the granted ones and these (step-up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    required_scopes: Vec<String>,
 }
 
 /// rmcp's credential store over one server's slot of a [`TokenVault`] (JSON of rmcp's
@@ -108,6 +112,39 @@ impl VaultCredentialStore {
         }))
     }
 
+    /// Records that the server refused the stored token for lack of `scope` (space-separated),
+    /// so the next login steps up. Nothing is recorded without stored credentials.
+    pub fn record_required_scope(&self, scope: &str) -> Result<(), String> {
+        let Some(mut entry) = self.entry()? else {
+            return Ok(());
+        };
+        for s in scope.split_whitespace() {
+            if !entry.required_scopes.iter().any(|r| r == s) {
+                entry.required_scopes.push(s.to_owned());
+            }
+        }
+        let text = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
+        self.vault.save(&self.server, &text)
+    }
+
+    /// The scopes a step-up login asks for, when a server required more than was granted:
+    /// granted ∪ required (order kept, no duplicates). `None` when nothing more was required.
+    pub fn step_up_scopes(&self) -> Result<Option<Vec<String>>, String> {
+        let Some(entry) = self.entry()? else {
+            return Ok(None);
+        };
+        if entry.required_scopes.is_empty() {
+            return Ok(None);
+        }
+        let mut scopes = entry.credentials.granted_scopes;
+        for s in entry.required_scopes {
+            if !scopes.contains(&s) {
+                scopes.push(s);
+            }
+        }
+        Ok(Some(scopes))
+    }
+
     fn entry(&self) -> Result<Option<Entry>, String> {
         let Some(text) = self.vault.load(&self.server)? else {
             return Ok(None);
@@ -150,9 +187,19 @@ impl CredentialStore for VaultCredentialStore {
                 .filter(|old| old.credentials.client_id == credentials.client_id)
                 .and_then(|old| old.client_secret),
         };
+        // Still required: what the new credentials were not granted.
+        let required_scopes = self
+            .entry()
+            .map_err(AuthError::CredentialStoreError)?
+            .map(|old| old.required_scopes)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| !credentials.granted_scopes.contains(s))
+            .collect();
         let entry = Entry {
             credentials,
             client_secret,
+            required_scopes,
         };
         let text = serde_json::to_string(&entry)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
@@ -251,5 +298,29 @@ mod tests {
         let store = VaultCredentialStore::new(vault, "a");
         assert_eq!(store.load().await.unwrap().unwrap().client_id, "c");
         assert!(store.client_secret().unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_required_scope_makes_the_next_login_ask_for_the_union() {
+        let vault = Arc::new(MemoryVault::default());
+        let store = VaultCredentialStore::new(vault.clone(), "a");
+        // Nothing stored: nothing recorded.
+        store.record_required_scope("mcp:admin").unwrap();
+        assert!(vault.load("a").unwrap().is_none());
+        let granted = vec!["mcp:read".to_owned()];
+        let creds = StoredCredentials::new("c".into(), Some(token("t1")), granted, None);
+        store.save(creds).await.unwrap();
+        assert_eq!(store.step_up_scopes().unwrap(), None);
+        store.record_required_scope("mcp:admin mcp:read").unwrap();
+        store.record_required_scope("mcp:admin").unwrap();
+        assert_eq!(
+            store.step_up_scopes().unwrap(),
+            Some(vec!["mcp:read".to_owned(), "mcp:admin".to_owned()])
+        );
+        // A login granting them clears the requirement.
+        let all = vec!["mcp:read".to_owned(), "mcp:admin".to_owned()];
+        let creds = StoredCredentials::new("c".into(), Some(token("t2")), all, None);
+        store.save(creds).await.unwrap();
+        assert_eq!(store.step_up_scopes().unwrap(), None);
     }
 }
