@@ -212,17 +212,17 @@ pub async fn login<R: Runtime>(
         login_url(&plan.servers, &plan.untrusted, server)?
     };
     let vault = vault(state)?;
-    let opener = logins.opener();
+    let (id, cancel) = logins.start(server);
+    // A URL the browser must not get, or a browser that cannot start, ends the login at once.
+    let refused: Arc<Mutex<Option<String>>> = Arc::default();
+    let (opener, why, stop_now) = (logins.opener(), refused.clone(), cancel.clone());
     let open: OpenUrl = Arc::new(move |url: String| {
-        let opener = opener.clone();
+        let (opener, why, stop_now) = (opener.clone(), why.clone(), stop_now.clone());
         Box::pin(async move {
-            match browser_url_allowed(&url) {
-                Ok(()) => {
-                    if let Err(e) = opener(&url) {
-                        tracing::warn!("MCP login: {e}");
-                    }
-                }
-                Err(e) => tracing::warn!("MCP login: {e}"),
+            if let Err(e) = browser_url_allowed(&url).and_then(|()| opener(&url)) {
+                tracing::warn!("MCP login: {e}");
+                *why.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                stop_now.cancel();
             }
         })
     });
@@ -230,7 +230,6 @@ pub async fn login<R: Runtime>(
         client_name: "aibuddy".into(),
         ..ClientIdentity::default()
     };
-    let (id, cancel) = logins.start(server);
     // rmcp's authorization future is not `Send` (it holds a form serializer across an await), so
     // the flow runs on a blocking thread of the runtime, driven there to its end, cancellation
     // or timeout; the listener and every request end with it.
@@ -249,7 +248,16 @@ pub async fn login<R: Runtime>(
     logins.finish(server, id);
     let result = match joined {
         Ok(Some(result)) => result,
-        Ok(None) => return Err(authz(format!("the login to `{server}` was cancelled"))),
+        Ok(None) => {
+            let why = refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            return Err(authz(match why {
+                Some(why) => format!("the login to `{server}` stopped: {why}"),
+                None => format!("the login to `{server}` was cancelled"),
+            }));
+        }
         Err(e) => {
             return Err(CommandError {
                 code: ErrorCode::Internal,

@@ -234,7 +234,7 @@ fn login_keeps_the_token_in_the_vault_only_and_the_server_connects() {
 }
 
 #[test]
-fn a_login_waiting_for_the_browser_can_be_cancelled() {
+fn a_login_stops_when_the_browser_fails_or_is_cancelled() {
     let (_server, url) = oauth_server();
     let tmp = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(tmp.path()).unwrap();
@@ -262,6 +262,18 @@ fn a_login_waiting_for_the_browser_can_be_cancelled() {
     ))
     .unwrap();
     let w = support::window(ShellState::new(core).with_plane(plane));
+    // A browser that cannot start ends the login at once, saying why.
+    w.app
+        .state::<McpLogins>()
+        .set_opener(Arc::new(|_: &str| Err("no browser here".to_owned())));
+    let err = w
+        .invoke("mcp_login", json!({"server": "remote"}))
+        .unwrap_err();
+    assert_eq!(err["stage"], "Authorization", "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("no browser here"),
+        "{err}"
+    );
     // A browser that never comes back.
     let opened = Arc::new(Mutex::new(false));
     let flag = opened.clone();
