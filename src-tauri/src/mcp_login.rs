@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aibuddy::contract::Stage;
-use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault};
+use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault, VaultCredentialStore};
 use aibuddy_mcp::{ServerConfig, Transport};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Runtime, State};
@@ -42,6 +42,16 @@ pub enum McpLoginOutcome {
     LoggedIn,
     /// The server answered without asking for authorization.
     NotNeeded,
+}
+
+/// A configured server holding a stored token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct McpTokenState {
+    pub server: String,
+    /// The server refused the token for lack of scope (403 `insufficient_scope`): logging in
+    /// again asks for the granted scopes and the required ones (step-up).
+    pub more_scope_needed: bool,
 }
 
 /// Managed state: the browser opener and the logins in progress (one per server).
@@ -284,7 +294,18 @@ pub async fn login<R: Runtime>(
         Ok(Ok(_)) => McpLoginOutcome::NotNeeded,
     };
     if let Some(manager) = core.capabilities.mcp.as_ref() {
-        manager.reconnect(server);
+        // A connected server (a step-up) keeps its old token until it connects again.
+        let connected = manager
+            .status()
+            .iter()
+            .any(|s| s.server == server && s.state == aibuddy_mcp::ServerState::Connected);
+        if connected {
+            if let Err(e) = manager.restart(server).await {
+                tracing::warn!(server = ?server, "MCP server restart after login: {e}");
+            }
+        } else {
+            manager.reconnect(server);
+        }
     }
     tracing::info!(server = ?server, "MCP login finished");
     let _ = app.emit(SERVERS_CHANGED, ());
@@ -335,9 +356,10 @@ pub async fn mcp_logout<R: Runtime>(
     Ok(had)
 }
 
-/// The configured servers holding a stored token (names only).
+/// The configured servers holding a stored token (never the token), and whether each was
+/// refused for lack of scope since.
 #[tauri::command]
-pub async fn mcp_logins(state: State<'_, ShellState>) -> Result<Vec<String>, CommandError> {
+pub async fn mcp_logins(state: State<'_, ShellState>) -> Result<Vec<McpTokenState>, CommandError> {
     let vault = vault(&state)?;
     let core = state.app()?;
     let plan = aibuddy::trust::load_project(&core.project_root, &core.data_dir).mcp;
@@ -346,7 +368,14 @@ pub async fn mcp_logins(state: State<'_, ShellState>) -> Result<Vec<String>, Com
         .iter()
         .filter(|s| matches!(s.transport, Transport::Http { .. }))
         .filter(|s| vault.load(&s.name).ok().flatten().is_some())
-        .map(|s| s.name.clone())
+        .map(|s| McpTokenState {
+            server: s.name.clone(),
+            more_scope_needed: VaultCredentialStore::new(vault.clone(), &s.name)
+                .step_up_scopes()
+                .ok()
+                .flatten()
+                .is_some(),
+        })
         .collect())
 }
 

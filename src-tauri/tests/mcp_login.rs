@@ -190,10 +190,8 @@ fn login_keeps_the_token_in_the_vault_only_and_the_server_connects() {
     wait_state(&w, "remote", "connected");
     let tools = w.invoke("list_tools", json!({})).unwrap();
     assert!(tools.to_string().contains("mcp__remote__whoami"), "{tools}");
-    assert_eq!(
-        w.invoke("mcp_logins", json!({})).unwrap(),
-        json!(["remote"])
-    );
+    let logins = |more: bool| json!([{"server": "remote", "more_scope_needed": more}]);
+    assert_eq!(w.invoke("mcp_logins", json!({})).unwrap(), logins(false));
     assert!(!events.lock().unwrap().is_empty(), "no {SERVERS_CHANGED}");
 
     // Nowhere else: not in any file under the project or the data dir, nor in any event.
@@ -213,6 +211,38 @@ fn login_keeps_the_token_in_the_vault_only_and_the_server_connects() {
             "an event carried a credential"
         );
     }
+
+    // Step-up: a tool the token lacks scope for is refused (typed), the catalog is told, and
+    // logging in again asks for that scope; the tool then works.
+    let manager = w
+        .app
+        .state::<ShellState>()
+        .app()
+        .unwrap()
+        .capabilities
+        .mcp
+        .clone()
+        .unwrap();
+    let call = |tool: &str| {
+        tauri::async_runtime::block_on(manager.call(
+            tool,
+            json!({}),
+            tokio_util::sync::CancellationToken::new(),
+            None,
+        ))
+        .map(|r| format!("{r:?}"))
+    };
+    let refused = call("mcp__remote__admin").unwrap_err();
+    assert_eq!(refused.code(), "insufficient_scope", "{refused}");
+    assert_eq!(w.invoke("mcp_logins", json!({})).unwrap(), logins(true));
+    assert_eq!(
+        w.invoke("mcp_login", json!({"server": "remote"})).unwrap(),
+        "logged_in"
+    );
+    wait_state(&w, "remote", "connected");
+    let answer = call("mcp__remote__admin").unwrap();
+    assert!(answer.contains("an authorized caller"), "{answer}");
+    assert_eq!(w.invoke("mcp_logins", json!({})).unwrap(), logins(false));
 
     // Log out: the token goes, the server needs login again.
     assert_eq!(

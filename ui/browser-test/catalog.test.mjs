@@ -1,6 +1,6 @@
 // The catalog in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): tools with exposure,
 // deferral gate and absent reason; MCP servers with their states, Reconnect, Log in and Log out
-// (servers holding a token) by name;
+// (servers holding a token), the step-up login of a server whose token lacked scope, by name;
 // skills with their problems; one filter for all. Screenshot: target/e2e-screenshots/catalog.png.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -52,7 +52,7 @@ describe("catalog in Chromium with mocked IPC", () => {
       list_skills: { resolve: SKILLS },
       reconnect_server: { resolve: true },
       mcp_login: { reject: "login to `github` failed: no redirect within 300s" },
-      mcp_logins: { resolve: ["docs"] },
+      mcp_logins: { resolve: [{ server: "docs", more_scope_needed: true }] },
       mcp_logout: { resolve: true },
     };
     const { page, problems } = await openPage(browser, base, responses, { width: 1180, height: 900 });
@@ -77,6 +77,10 @@ describe("catalog in Chromium with mocked IPC", () => {
     // Log out is offered beside the servers holding a token only, and reached by keyboard.
     assert.deepEqual(await page.locator('[data-testid="logout"]').evaluateAll((els) => els.map((e) => e.closest("[data-server]").dataset.server)), ["docs"]);
     assert.equal(await page.locator('[data-server="docs"] [data-testid="logout"]').getAttribute("aria-label"), "Log out of docs");
+    // A server whose token lacked scope for a tool offers a step-up login and says why.
+    assert.equal(await page.locator('[data-testid="step-up"]').count(), 1);
+    assert.equal(await page.locator('[data-server="docs"] [data-testid="step-up"]').textContent(), "Grant more access");
+    assert.match(await page.locator('[data-server="docs"] [data-testid="step-up-detail"]').textContent(), /needs more access than was granted/);
     await page.locator('[data-server="docs"] [data-testid="logout"]').focus();
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => window.__ipcCalls.includes("mcp_logout"));

@@ -108,7 +108,7 @@ describe("catalog panel", () => {
         calls.push(`logout ${name}`);
         return true;
       },
-      mcpLogins: async () => ["docs"],
+      mcpLogins: async () => [{ server: "docs", more_scope_needed: false }],
     };
     let refreshed = 0;
     instance = mount(ToolsPanel, { target: root, props: { tools: TOOLS, error: null, loading: false, onrefresh: () => (refreshed += 1), catalog: api } });

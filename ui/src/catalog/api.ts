@@ -7,6 +7,7 @@ import { ApiError, type InvokeFn, toCommandError } from "../api";
 import type { CatalogServer } from "../bindings/CatalogServer";
 import type { CatalogSkills } from "../bindings/CatalogSkills";
 import type { McpLoginOutcome } from "../bindings/McpLoginOutcome";
+import type { McpTokenState } from "../bindings/McpTokenState";
 
 export interface CatalogApi {
   listServers(): Promise<CatalogServer[]>;
@@ -19,8 +20,8 @@ export interface CatalogApi {
   cancelMcpLogin(name: string): Promise<boolean>;
   /** Forgets the server's token (it then needs login); false when none was stored. */
   mcpLogout(name: string): Promise<boolean>;
-  /** The servers holding a stored token (names only). */
-  mcpLogins(): Promise<string[]>;
+  /** The servers holding a stored token (never the token), each saying whether it lacks scope. */
+  mcpLogins(): Promise<McpTokenState[]>;
 }
 
 export const CATALOG_COMMANDS = {
@@ -48,7 +49,7 @@ export function createCatalogApi(call: InvokeFn = invoke): CatalogApi {
     mcpLogin: (name) => run<McpLoginOutcome>(CATALOG_COMMANDS.mcpLogin, { server: name }),
     cancelMcpLogin: (name) => run<boolean>(CATALOG_COMMANDS.cancelMcpLogin, { server: name }),
     mcpLogout: (name) => run<boolean>(CATALOG_COMMANDS.mcpLogout, { server: name }),
-    mcpLogins: () => run<string[]>(CATALOG_COMMANDS.mcpLogins),
+    mcpLogins: () => run<McpTokenState[]>(CATALOG_COMMANDS.mcpLogins),
   };
 }
 
