@@ -207,6 +207,7 @@ pub fn server_absence(status: &ServerStatus) -> Option<String> {
         ServerState::Disabled => Some("disabled in its configuration".to_string()),
         ServerState::Connecting => Some("still connecting".to_string()),
         ServerState::Failed { reason, .. } => Some(reason.clone()),
+        ServerState::NeedsLogin => Some(aibuddy_mcp::status::NEEDS_LOGIN.to_string()),
         ServerState::Reconnecting {
             attempt,
             last_reason,

@@ -66,6 +66,22 @@ fn status_reports_a_401_server_as_needing_login() {
         .unwrap_or_else(|| panic!("remote missing: {rows}"));
     assert_eq!(remote["state"], "needs_login", "{rows}");
     assert_eq!(remote["tools"], 0);
+    assert!(remote["reason"].is_null(), "{rows}");
+
+    // `tools list`: one row for the server, absent, reason exactly `needs login`.
+    let (code, out, err) = support::aibuddy(&project, &data, &["tools", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let listing: Value = serde_json::from_str(&out).unwrap();
+    let rows: Vec<&Value> = listing
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["source"].to_string().contains("remote"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{listing}");
+    assert_eq!(rows[0]["name"], "mcp__remote__*", "{listing}");
+    assert_eq!(rows[0]["exposure"], "absent", "{listing}");
+    assert_eq!(rows[0]["absent_reason"], "needs login", "{listing}");
 
     let (code, out, err) = support::aibuddy(&project, &data, &["mcp", "status"]);
     assert_eq!(code, 0, "{err}");

@@ -84,7 +84,7 @@ pub struct CatalogSkills {
 /// The state of one server for the UI (pure).
 pub fn server_view(state: &ServerState) -> ServerView {
     match state {
-        s if s.needs_login() => ServerView::NeedsLogin,
+        ServerState::NeedsLogin => ServerView::NeedsLogin,
         ServerState::Connecting => ServerView::Connecting,
         ServerState::Connected => ServerView::Connected,
         ServerState::Disabled => ServerView::Disabled,
@@ -220,11 +220,10 @@ mod tests {
 
     #[test]
     fn states_map_to_views() {
-        let login = ServerState::Failed {
-            reason: aibuddy_mcp::status::NEEDS_LOGIN.into(),
-            retry_in_ms: None,
-        };
-        assert_eq!(server_view(&login), ServerView::NeedsLogin);
+        assert_eq!(
+            server_view(&ServerState::NeedsLogin),
+            ServerView::NeedsLogin
+        );
         let failed = ServerState::Failed {
             reason: "exit 1".into(),
             retry_in_ms: Some(100),

@@ -40,4 +40,8 @@ pub const COMMANDS: &[&str] = &[
     "call_record",
     "raw_output_range",
     "save_raw_output",
+    "mcp_login",
+    "cancel_mcp_login",
+    "mcp_logout",
+    "mcp_logins",
 ];

@@ -16,6 +16,7 @@ mod display;
 mod error;
 pub mod history;
 pub mod history_browser;
+pub mod mcp_login;
 pub mod project_commands;
 pub mod projects;
 pub mod provider;
@@ -43,6 +44,7 @@ pub use state::{Project, ProjectInfo, ShellState};
 pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
     builder
         .manage(state)
+        .manage(mcp_login::McpLogins::default())
         .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![
             commands::project_info,
@@ -81,6 +83,10 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             history_browser::call_record,
             raw_output::raw_output_range,
             raw_output::save_raw_output,
+            mcp_login::mcp_login,
+            mcp_login::cancel_mcp_login,
+            mcp_login::mcp_logout,
+            mcp_login::mcp_logins,
         ])
 }
 

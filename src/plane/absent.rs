@@ -93,7 +93,12 @@ impl CapabilityPlane {
                 config: key,
                 source: Source::Mcp(server.clone()),
                 exposure: Exposure::Absent,
-                absent_reason: Some(format!("MCP server `{server}` is not connected: {reason}")),
+                // A server waiting for a login is not failing: its reason is exactly `needs login`.
+                absent_reason: Some(if reason == aibuddy_mcp::status::NEEDS_LOGIN {
+                    reason.clone()
+                } else {
+                    format!("MCP server `{server}` is not connected: {reason}")
+                }),
                 risk: Risk::HighImpact,
                 description: format!("every tool of MCP server `{server}`"),
                 display_name: format!("MCP: {server}"),

@@ -1,5 +1,6 @@
 // The catalog in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): tools with exposure,
-// deferral gate and absent reason; MCP servers with their states, Reconnect and Log in by name;
+// deferral gate and absent reason; MCP servers with their states, Reconnect, Log in and Log out
+// (servers holding a token), the step-up login of a server whose token lacked scope, by name;
 // skills with their problems; one filter for all. Screenshot: target/e2e-screenshots/catalog.png.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -50,7 +51,9 @@ describe("catalog in Chromium with mocked IPC", () => {
       list_servers: { resolve: SERVERS },
       list_skills: { resolve: SKILLS },
       reconnect_server: { resolve: true },
-      mcp_login: { reject: "Command mcp_login not found" },
+      mcp_login: { reject: "login to `github` failed: no redirect within 300s" },
+      mcp_logins: { resolve: [{ server: "docs", more_scope_needed: true }] },
+      mcp_logout: { resolve: true },
     };
     const { page, problems } = await openPage(browser, base, responses, { width: 1180, height: 900 });
     await page.keyboard.press("Alt+2");
@@ -70,11 +73,22 @@ describe("catalog in Chromium with mocked IPC", () => {
     await page.waitForFunction(() => window.__ipcCalls.includes("reconnect_server"));
     await page.locator('[data-server="github"] [data-testid="login"]').click();
     await page.locator('[data-server="github"] [data-testid="server-error"]').waitFor();
-    assert.equal(await page.locator('[data-server="github"] [data-testid="server-error"]').textContent(), "Command mcp_login not found");
-    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "reconnect_server" || a.cmd === "mcp_login").map((a) => [a.cmd, a.args]));
+    assert.equal(await page.locator('[data-server="github"] [data-testid="server-error"]').textContent(), "login to `github` failed: no redirect within 300s");
+    // Log out is offered beside the servers holding a token only, and reached by keyboard.
+    assert.deepEqual(await page.locator('[data-testid="logout"]').evaluateAll((els) => els.map((e) => e.closest("[data-server]").dataset.server)), ["docs"]);
+    assert.equal(await page.locator('[data-server="docs"] [data-testid="logout"]').getAttribute("aria-label"), "Log out of docs");
+    // A server whose token lacked scope for a tool offers a step-up login and says why.
+    assert.equal(await page.locator('[data-testid="step-up"]').count(), 1);
+    assert.equal(await page.locator('[data-server="docs"] [data-testid="step-up"]').textContent(), "Grant more access");
+    assert.match(await page.locator('[data-server="docs"] [data-testid="step-up-detail"]').textContent(), /needs more access than was granted/);
+    await page.locator('[data-server="docs"] [data-testid="logout"]').focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("mcp_logout"));
+    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => ["reconnect_server", "mcp_login", "mcp_logout"].includes(a.cmd)).map((a) => [a.cmd, a.args]));
     assert.deepEqual(args, [
       ["reconnect_server", { name: "docs" }],
       ["mcp_login", { server: "github" }],
+      ["mcp_logout", { server: "docs" }],
     ]);
     writeFileSync(join(shots, "catalog.png"), await page.screenshot());
 

@@ -54,9 +54,15 @@ describe("catalog model", () => {
     });
     expect(await api.reconnectServer("docs")).toBe(true);
     await expect(api.mcpLogin("github")).rejects.toBeInstanceOf(ApiError);
+    await api.cancelMcpLogin("github");
+    await api.mcpLogout("github");
+    await api.mcpLogins();
     expect(seen).toEqual([
       ["reconnect_server", { name: "docs" }],
       ["mcp_login", { server: "github" }],
+      ["cancel_mcp_login", { server: "github" }],
+      ["mcp_logout", { server: "github" }],
+      ["mcp_logins", undefined],
     ]);
   });
 });
@@ -97,6 +103,12 @@ describe("catalog panel", () => {
         calls.push(`login ${name}`);
         throw new ApiError({ code: "ipc", stage: null, message: "Command mcp_login not found" });
       },
+      cancelMcpLogin: async () => false,
+      mcpLogout: async (name) => {
+        calls.push(`logout ${name}`);
+        return true;
+      },
+      mcpLogins: async () => [{ server: "docs", more_scope_needed: false }],
     };
     let refreshed = 0;
     instance = mount(ToolsPanel, { target: root, props: { tools: TOOLS, error: null, loading: false, onrefresh: () => (refreshed += 1), catalog: api } });
@@ -114,6 +126,11 @@ describe("catalog panel", () => {
     expect(root.querySelector('[data-server="github"] [data-testid="server-error"]')?.textContent).toBe("Command mcp_login not found");
     expect(listed).toBeGreaterThanOrEqual(3);
     expect(refreshed).toBe(2);
+    // Log out is offered for the servers holding a token only.
+    expect([...root.querySelectorAll('[data-testid="logout"]')].map((b) => b.closest("[data-server]")?.getAttribute("data-server"))).toEqual(["docs"]);
+    (root.querySelector('[data-server="docs"] [data-testid="logout"]') as HTMLButtonElement).click();
+    await settle();
+    expect(calls).toEqual(["reconnect docs", "login github", "logout docs"]);
     expect(root.querySelector('[data-testid="skill-problem"]')?.textContent).toContain("SKILL.md:1");
     const filter = root.querySelector('input[aria-label="Filter tools"]') as HTMLInputElement;
     filter.value = "pdf";

@@ -44,8 +44,8 @@ pub struct McpOptions {
     pub before_spawn: Option<SpawnGate>,
     /// Where OAuth tokens of remote servers are kept (the OS keyring in the app). With it, a
     /// streamable-HTTP server without an `Authorization` header connects with its stored token;
-    /// without a usable token, a server answering 401 is reported as needing login
-    /// ([`crate::status::NEEDS_LOGIN`]) and not retried until `aibuddy mcp login`.
+    /// without a usable token, a server answering 401 is
+    /// [`crate::status::ServerState::NeedsLogin`] and not retried until `aibuddy mcp login`.
     pub token_vault: Option<Arc<dyn crate::oauth::TokenVault>>,
 }
 

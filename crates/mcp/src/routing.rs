@@ -186,6 +186,12 @@ fn call_result(server: String, tool: String, result: CallToolResult) -> McpCallR
 fn lost(shared: &Arc<Shared>, bound: &Bound, live: &Live, error: ServiceError) -> McpError {
     // A 403 `insufficient_scope` is an answer, not a lost connection.
     if let Some(Challenge::InsufficientScope { scope, .. }) = find_challenge(&error) {
+        if let (Some(vault), Some(scope)) = (&shared.options.token_vault, &scope) {
+            let store = crate::oauth::VaultCredentialStore::new(vault.clone(), &bound.server);
+            if let Err(e) = store.record_required_scope(scope) {
+                tracing::warn!(server = %bound.server, "required scope not recorded: {e}");
+            }
+        }
         return McpError::InsufficientScope {
             server: bound.server.clone(),
             tool: bound.tool.clone(),

@@ -109,7 +109,7 @@ impl Shared {
             }),
             (state, _) => Err(McpError::ServerUnavailable {
                 server: server.to_owned(),
-                reason: describe_state(state),
+                reason: describe_state(server, state),
             }),
         }
     }
@@ -130,7 +130,7 @@ impl Shared {
         match down {
             Some((name, slot)) => McpError::ServerUnavailable {
                 server: name.clone(),
-                reason: describe_state(&slot.state),
+                reason: describe_state(name, &slot.state),
             },
             None => McpError::UnknownTool {
                 name: qualified_name.to_owned(),
@@ -142,6 +142,7 @@ impl Shared {
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         match slots.get(server).map(|s| &s.state) {
             Some(ServerState::Failed { reason, .. }) => Some(reason.clone()),
+            Some(ServerState::NeedsLogin) => Some(crate::status::NEEDS_LOGIN.to_owned()),
             _ => None,
         }
     }
@@ -187,12 +188,16 @@ pub(crate) fn tidy(error: &dyn std::fmt::Display) -> String {
     text
 }
 
-fn describe_state(state: &ServerState) -> String {
+fn describe_state(server: &str, state: &ServerState) -> String {
     match state {
         ServerState::Disabled => "disabled in its configuration".into(),
         ServerState::Connecting => "still connecting".into(),
         ServerState::Connected => "connected".into(),
         ServerState::Failed { reason, .. } => format!("failed: {reason}"),
+        ServerState::NeedsLogin => format!(
+            "{}: run `aibuddy mcp login {server}`",
+            crate::status::NEEDS_LOGIN
+        ),
         ServerState::Reconnecting {
             attempt,
             last_reason,

@@ -22,16 +22,19 @@ pub enum ServerState {
     },
     /// A reconnect attempt (`attempt` counts from 1) after a failure with `last_reason`.
     Reconnecting { attempt: u32, last_reason: String },
+    /// The server answered 401 (or 403 `insufficient_scope` at `initialize`) and no stored token
+    /// serves: its tools are absent (reason [`NEEDS_LOGIN`]) until the person logs in; it is not
+    /// retried until `McpManager::reconnect`.
+    NeedsLogin,
 }
 
-/// The reason of a [`ServerState::Failed`] server that answered 401 and has no usable token:
-/// its tools are absent until the person logs in (`aibuddy mcp login SERVER`); it is not retried.
+/// The absence reason of a [`ServerState::NeedsLogin`] server's tools.
 pub const NEEDS_LOGIN: &str = "needs login";
 
 impl ServerState {
-    /// Whether this is the "needs login" state (no retry planned, reason [`NEEDS_LOGIN`]).
+    /// Whether this is [`ServerState::NeedsLogin`].
     pub fn needs_login(&self) -> bool {
-        matches!(self, ServerState::Failed { reason, retry_in_ms: None } if reason == NEEDS_LOGIN)
+        matches!(self, ServerState::NeedsLogin)
     }
 }
 
@@ -98,18 +101,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn needs_login_is_a_failure_without_retry() {
-        let needs = ServerState::Failed {
+    fn needs_login_is_its_own_state() {
+        assert!(ServerState::NeedsLogin.needs_login());
+        let failed = ServerState::Failed {
             reason: NEEDS_LOGIN.into(),
             retry_in_ms: None,
         };
-        assert!(needs.needs_login());
-        let retried = ServerState::Failed {
-            reason: NEEDS_LOGIN.into(),
-            retry_in_ms: Some(1),
-        };
-        assert!(!retried.needs_login());
+        assert!(!failed.needs_login());
         assert!(!ServerState::Connected.needs_login());
+        assert_eq!(
+            serde_json::to_value(ServerState::NeedsLogin).unwrap(),
+            serde_json::json!({"state": "needs_login"})
+        );
     }
 
     #[test]

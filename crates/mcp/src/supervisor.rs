@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Ended, run_connection};
 use crate::shared::{Shared, Slot};
-use crate::status::{NEEDS_LOGIN, ServerState};
+use crate::status::ServerState;
 
 /// The slot of a server whose connection ended: no peer, no tools, `state`.
 fn disconnected(slot: &mut Slot, state: ServerState) {
@@ -47,11 +47,9 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
                 }
                 Ended::NeedsLogin => {
                     tracing::info!(server = %name, "MCP server needs login");
-                    let state = ServerState::Failed {
-                        reason: NEEDS_LOGIN.into(),
-                        retry_in_ms: None,
-                    };
-                    shared.update(&name, true, |slot| disconnected(slot, state));
+                    shared.update(&name, true, |slot| {
+                        disconnected(slot, ServerState::NeedsLogin)
+                    });
                     // Not retried: a login is what changes it (then `McpManager::reconnect`).
                     tokio::select! {
                         _ = shutdown.cancelled() => return,

@@ -15,9 +15,11 @@ const NON_AUTH: [&str; 4] = [
     "sse-retry",
 ];
 
-const AUTH: [&str; 17] = [
+const AUTH: [&str; 19] = [
     "auth/metadata-default",
     "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
     "auth/basic-cimd",
     "auth/scope-from-www-authenticate",
     "auth/scope-from-scopes-supported",
@@ -33,16 +35,6 @@ const AUTH: [&str; 17] = [
     "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
-];
-
-/// Scenarios expected to fail, with why. Both serve authorization-server metadata at
-/// `/.well-known/oauth-authorization-server/tenant1` (or `/tenant1/.well-known/openid-configuration`)
-/// whose `issuer` lacks the `/tenant1` path the protected resource named. RFC 8414 §3.3 says such
-/// metadata MUST NOT be used (mix-up defence), and rmcp refuses it; the harness 0.1.13 is at fault,
-/// so the client keeps refusing. The test checks they still fail for exactly this reason.
-const EXPECTED_FAILURES: [(&str, &str); 2] = [
-    ("auth/metadata-var2", "Authorization server issuer mismatch"),
-    ("auth/metadata-var3", "Authorization server issuer mismatch"),
 ];
 
 fn run_scenario(scenario: &str) -> (bool, String) {
@@ -102,22 +94,6 @@ fn auth_client_scenarios_pass() {
 }
 
 #[test]
-fn expected_failures_still_fail_for_their_stated_reason() {
-    for (scenario, reason) in EXPECTED_FAILURES {
-        let (_, text) = run_scenario(scenario);
-        assert!(
-            !text.contains("OVERALL: PASSED"),
-            "scenario {scenario} now passes: move it to AUTH\n{text}"
-        );
-        assert!(
-            text.contains(reason),
-            "scenario {scenario} fails for another reason than \"{reason}\":\n{text}"
-        );
-        eprintln!("conformance scenario {scenario}: expected failure ({reason})");
-    }
-}
-
-#[test]
 fn every_client_scenario_is_listed() {
-    assert_eq!(NON_AUTH.len() + AUTH.len() + EXPECTED_FAILURES.len(), 23);
+    assert_eq!(NON_AUTH.len() + AUTH.len(), 23);
 }

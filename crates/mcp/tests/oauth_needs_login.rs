@@ -59,12 +59,21 @@ async fn a_server_answering_401_needs_login_and_is_not_retried() {
         .await;
     let status = manager.status();
     assert!(settled, "not reported as needing login: {status:?}");
-    assert_eq!(
-        status[0].state,
-        ServerState::Failed {
-            reason: NEEDS_LOGIN.into(),
-            retry_in_ms: None
-        }
+    assert_eq!(status[0].state, ServerState::NeedsLogin);
+    // A call to one of its tools says why, and what to do.
+    let err = manager
+        .call(
+            "mcp__remote__anything",
+            serde_json::json!({}),
+            tokio_util::sync::CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(NEEDS_LOGIN) && err.contains("aibuddy mcp login remote"),
+        "{err}"
     );
     assert!(manager.catalog().is_empty());
     // fast_options retries failures within tens of milliseconds: a needs-login server is not.

@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{
-    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession,
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, OAuthClientConfig,
 };
 use tokio::sync::OnceCell;
 
+use super::discovery;
 use super::error::OAuthError;
-use super::identity::{ClientIdentity, Grant, client_credentials};
+use super::identity::{ClientIdentity, Grant, Secret, client_credentials};
 use super::loopback::Loopback;
 use super::step_up::{StepUp, next_step};
 use super::vault::VaultCredentialStore;
@@ -85,17 +86,42 @@ impl Authorizer {
         Ok(manager)
     }
 
-    /// A client from stored credentials, when there are some (refreshed on use by rmcp).
+    /// A client from stored credentials, when there are some (refreshed on use by rmcp; a
+    /// confidential client registered dynamically refreshes with its kept secret).
     pub async fn from_store(&self) -> Result<Option<AuthorizedClient>, OAuthError> {
-        let mut manager = self.manager().await?;
-        match manager.initialize_from_store().await {
-            Ok(true) => Ok(Some(AuthClient::new(reqwest::Client::new(), manager))),
-            Ok(false) => Ok(None),
+        use rmcp::transport::auth::CredentialStore;
+        match self.store.load().await {
+            Ok(Some(stored)) if stored.token_response.is_some() => {}
+            Ok(_) => return Ok(None),
             Err(e) => {
-                tracing::debug!("stored MCP credentials not usable: {e}");
-                Ok(None)
+                tracing::debug!("stored MCP credentials not readable: {e}");
+                return Ok(None);
             }
         }
+        let mut manager = self.manager().await?;
+        match discovery::resolve(&manager, None).await {
+            Ok(metadata) => manager.set_metadata(metadata),
+            Err(e) => {
+                tracing::debug!("authorization metadata for stored MCP credentials: {e}");
+                return Ok(None);
+            }
+        }
+        match manager.initialize_from_store().await {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) => {
+                tracing::debug!("stored MCP credentials not usable: {e}");
+                return Ok(None);
+            }
+        }
+        if let Ok(Some((client_id, secret))) = self.store.client_secret() {
+            let config = OAuthClientConfig::new(client_id, self.server_url.clone())
+                .with_client_secret(secret.expose());
+            manager
+                .configure_client(config)
+                .map_err(OAuthError::Registration)?;
+        }
+        Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
     }
 
     /// Full authorization after a 401 (`challenge` is its `WWW-Authenticate` value).
@@ -104,11 +130,9 @@ impl Authorizer {
         challenge: Option<&str>,
     ) -> Result<AuthorizedClient, OAuthError> {
         let mut manager = self.manager().await?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(OAuthError::Discovery)?;
-        manager.set_metadata(resolution.metadata);
+        let metadata = discovery::resolve(&manager, challenge).await?;
+        let registers = self.registers_dynamically(&metadata);
+        manager.set_metadata(metadata);
         self.authorizations += 1;
         match self.identity.grant {
             Grant::ClientCredentials => {
@@ -127,7 +151,11 @@ impl Authorizer {
             }
             Grant::AuthorizationCode => {
                 let redirect_uri = self.loopback().await?.redirect_uri();
-                let session = AuthorizationSession::new(manager, self.request(redirect_uri))
+                let mut request = self.request(redirect_uri.clone());
+                if registers {
+                    request = self.register(&mut manager, request, &redirect_uri).await?;
+                }
+                let session = AuthorizationSession::new(manager, request)
                     .await
                     .map_err(|(_, e)| OAuthError::Registration(e))?;
                 let callback = self.browse(session.get_authorization_url()).await?;
@@ -182,6 +210,51 @@ impl Authorizer {
             .await
             .map_err(OAuthError::Token)?;
         Ok(())
+    }
+
+    /// Whether rmcp would register this client dynamically (no pre-registered client, no usable
+    /// client ID metadata document, a registration endpoint): then [`Self::register`] does it,
+    /// the same way, so the secret a confidential registration issues can be kept.
+    fn registers_dynamically(&self, metadata: &AuthorizationMetadata) -> bool {
+        let cimd = metadata
+            .additional_fields
+            .get("client_id_metadata_document_supported")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+            && self.identity.client_metadata_url.is_some();
+        self.identity.client_id.is_none() && !cimd && metadata.registration_endpoint.is_some()
+    }
+
+    /// Dynamic registration (RFC 7591) with the scopes rmcp would choose; the issued secret, if
+    /// any, goes to the vault with the tokens. The request then names the registered client.
+    async fn register(
+        &self,
+        manager: &mut AuthorizationManager,
+        request: AuthorizationRequest,
+        redirect_uri: &str,
+    ) -> Result<AuthorizationRequest, OAuthError> {
+        let scopes = if self.identity.scopes.is_empty() {
+            manager.select_initial_scopes(&[]).await
+        } else {
+            self.identity.scopes.clone()
+        };
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let name = if self.identity.client_name.is_empty() {
+            "aibuddy"
+        } else {
+            &self.identity.client_name
+        };
+        let config = manager
+            .register_client(name, redirect_uri, &refs)
+            .await
+            .map_err(OAuthError::Registration)?;
+        let mut request = request.with_preregistered_client(config.client_id.clone());
+        if let Some(secret) = config.client_secret {
+            self.store
+                .registered_secret(&config.client_id, Secret::new(secret.clone()));
+            request = request.with_client_secret(secret);
+        }
+        Ok(request)
     }
 
     fn request(&self, redirect_uri: String) -> AuthorizationRequest {

@@ -1,6 +1,8 @@
 //! `aibuddy mcp login|logout SERVER`: probe the server for its challenge, run the authorization
 //! (the browser part is the caller's [`OpenUrl`], the redirect comes back to the loopback
-//! listener), keep the token in the [`TokenVault`]. The next connection uses it.
+//! listener), keep the token in the [`TokenVault`]. The next connection uses it. After a 403
+//! `insufficient_scope` (recorded in the vault by the call that got it), the login asks for the
+//! granted scopes and the required ones (step-up).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +66,13 @@ pub async fn login(
         return Ok(LoginOutcome::NotNeeded);
     };
     let store = VaultCredentialStore::new(vault, name);
+    let mut identity = identity;
+    if identity.scopes.is_empty()
+        && let Ok(Some(scopes)) = store.step_up_scopes()
+    {
+        // Step-up: the server refused the token for lack of scope; ask for granted ∪ required.
+        identity.scopes = scopes;
+    }
     let mut authorizer = Authorizer::new(url, identity, store, Some(open));
     authorizer.authorize(Some(&challenge)).await?;
     Ok(LoginOutcome::LoggedIn)

@@ -7,12 +7,15 @@
 //! - [`loopback`]: the RFC 8252 redirect listener shared by the CLI and the desktop;
 //! - [`challenge`] / [`step_up`] / [`identity`]: the pure decisions (what a failure asks for,
 //!   whether to escalate scope, which grant and client authentication);
+//! - [`issuer`]: the narrow rule for metadata naming an ancestor issuer on the same origin;
 //! - [`vault`]: where tokens are kept ([`TokenVault`]: the OS keyring in the app).
 
 pub mod challenge;
+mod discovery;
 pub mod error;
 pub mod flow;
 pub mod identity;
+pub mod issuer;
 pub mod login;
 pub mod loopback;
 pub mod step_up;

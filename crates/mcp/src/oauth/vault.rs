@@ -1,12 +1,18 @@
 //! Where tokens live: a [`TokenVault`] keeps one opaque secret string per server (the OS
 //! keyring in the app, see `aibuddy_provider::keys`; memory only in the conformance client).
-//! [`VaultCredentialStore`] adapts it to rmcp's `CredentialStore`. Tokens never reach settings
-//! files, logs, events or SQLite: the vault is the only place they are written.
+//! [`VaultCredentialStore`] adapts it to rmcp's `CredentialStore`, and keeps beside rmcp's
+//! credentials the client secret a dynamic registration issued (rmcp's `StoredCredentials` has
+//! no field for it), so a confidential client can refresh after a restart. Tokens and secrets
+//! never reach settings files, logs, events or SQLite: the vault is the only place they are
+//! written.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+use super::identity::Secret;
 
 /// A store of one secret per MCP server.
 pub trait TokenVault: Send + Sync + std::fmt::Debug {
@@ -44,12 +50,29 @@ impl TokenVault for MemoryVault {
     }
 }
 
+/// One server's vault entry: rmcp's credentials, and the client secret a registration issued.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    #[serde(flatten)]
+    credentials: StoredCredentials,
+    /// Issued with `credentials.client_id` by dynamic registration (RFC 7591 §3.2.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    /// Scopes a server asked for in a 403 `insufficient_scope` that the token lacks: the next
+    /// login asks for the granted ones and these (step-up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    required_scopes: Vec<String>,
+}
+
 /// rmcp's credential store over one server's slot of a [`TokenVault`] (JSON of rmcp's
-/// `StoredCredentials`: client id, token response, granted scopes).
+/// `StoredCredentials`: client id, token response, granted scopes; plus the registration-issued
+/// client secret, when there is one).
 #[derive(Clone)]
 pub struct VaultCredentialStore {
     vault: Arc<dyn TokenVault>,
     server: String,
+    /// A secret just issued by registration, written with the first credentials of its client.
+    registered: Arc<Mutex<Option<(String, Secret)>>>,
 }
 
 impl std::fmt::Debug for VaultCredentialStore {
@@ -65,22 +88,69 @@ impl VaultCredentialStore {
         VaultCredentialStore {
             vault,
             server: server.into(),
+            registered: Arc::new(Mutex::new(None)),
         }
     }
-}
 
-#[async_trait::async_trait]
-impl CredentialStore for VaultCredentialStore {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let Some(text) = self
-            .vault
-            .load(&self.server)
-            .map_err(AuthError::CredentialStoreError)?
-        else {
+    /// Remembers the secret a registration issued for `client_id`: it is written beside that
+    /// client's credentials when rmcp saves them (after the token exchange), never before, so a
+    /// login that fails leaves the previous entry as it was.
+    pub fn registered_secret(&self, client_id: &str, secret: Secret) {
+        let mut registered = self
+            .registered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *registered = Some((client_id.to_owned(), secret));
+    }
+
+    /// The stored client id and the client secret registration issued for it, when there is one.
+    pub fn client_secret(&self) -> Result<Option<(String, Secret)>, String> {
+        Ok(self.entry()?.and_then(|entry| {
+            entry
+                .client_secret
+                .map(|secret| (entry.credentials.client_id, Secret::new(secret)))
+        }))
+    }
+
+    /// Records that the server refused the stored token for lack of `scope` (space-separated),
+    /// so the next login steps up. Nothing is recorded without stored credentials.
+    pub fn record_required_scope(&self, scope: &str) -> Result<(), String> {
+        let Some(mut entry) = self.entry()? else {
+            return Ok(());
+        };
+        for s in scope.split_whitespace() {
+            if !entry.required_scopes.iter().any(|r| r == s) {
+                entry.required_scopes.push(s.to_owned());
+            }
+        }
+        let text = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
+        self.vault.save(&self.server, &text)
+    }
+
+    /// The scopes a step-up login asks for, when a server required more than was granted:
+    /// granted ∪ required (order kept, no duplicates). `None` when nothing more was required.
+    pub fn step_up_scopes(&self) -> Result<Option<Vec<String>>, String> {
+        let Some(entry) = self.entry()? else {
+            return Ok(None);
+        };
+        if entry.required_scopes.is_empty() {
+            return Ok(None);
+        }
+        let mut scopes = entry.credentials.granted_scopes;
+        for s in entry.required_scopes {
+            if !scopes.contains(&s) {
+                scopes.push(s);
+            }
+        }
+        Ok(Some(scopes))
+    }
+
+    fn entry(&self) -> Result<Option<Entry>, String> {
+        let Some(text) = self.vault.load(&self.server)? else {
             return Ok(None);
         };
         match serde_json::from_str(&text) {
-            Ok(stored) => Ok(Some(stored)),
+            Ok(entry) => Ok(Some(entry)),
             Err(_) => {
                 // Unreadable (older format, damaged): treated as absent, never quoted.
                 tracing::warn!(server = %self.server, "stored MCP credentials unreadable; login needed");
@@ -88,9 +158,50 @@ impl CredentialStore for VaultCredentialStore {
             }
         }
     }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for VaultCredentialStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let entry = self.entry().map_err(AuthError::CredentialStoreError)?;
+        Ok(entry.map(|entry| entry.credentials))
+    }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let text = serde_json::to_string(&credentials)
+        let fresh = {
+            let registered = self
+                .registered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            registered
+                .as_ref()
+                .filter(|(client, _)| *client == credentials.client_id)
+                .map(|(_, secret)| secret.expose().to_owned())
+        };
+        let client_secret = match fresh {
+            Some(secret) => Some(secret),
+            // Refreshes and step-ups keep the secret of the same client.
+            None => self
+                .entry()
+                .map_err(AuthError::CredentialStoreError)?
+                .filter(|old| old.credentials.client_id == credentials.client_id)
+                .and_then(|old| old.client_secret),
+        };
+        // Still required: what the new credentials were not granted.
+        let required_scopes = self
+            .entry()
+            .map_err(AuthError::CredentialStoreError)?
+            .map(|old| old.required_scopes)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| !credentials.granted_scopes.contains(s))
+            .collect();
+        let entry = Entry {
+            credentials,
+            client_secret,
+            required_scopes,
+        };
+        let text = serde_json::to_string(&entry)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
         self.vault
             .save(&self.server, &text)
@@ -139,5 +250,77 @@ mod tests {
         vault.save("a", "not json").unwrap();
         let a = VaultCredentialStore::new(vault, "a");
         assert!(a.load().await.unwrap().is_none());
+    }
+
+    fn token(value: &str) -> rmcp::transport::auth::OAuthTokenResponse {
+        serde_json::from_value(serde_json::json!({"access_token": value, "token_type": "Bearer"}))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_registered_secret_is_kept_beside_its_clients_tokens_only() {
+        let vault = Arc::new(MemoryVault::default());
+        let store = VaultCredentialStore::new(vault.clone(), "a");
+        store.registered_secret("client-1", Secret::new("reg-secret"));
+        // Not written before the token exchange saves credentials.
+        assert!(vault.load("a").unwrap().is_none());
+        let first = StoredCredentials::new("client-1".into(), Some(token("t1")), vec![], None);
+        store.save(first).await.unwrap();
+        // A new process (new store over the same vault) finds it, and a refresh keeps it.
+        let later = VaultCredentialStore::new(vault.clone(), "a");
+        let (client, secret) = later.client_secret().unwrap().unwrap();
+        assert_eq!(
+            (client.as_str(), secret.expose()),
+            ("client-1", "reg-secret")
+        );
+        let refreshed = StoredCredentials::new("client-1".into(), Some(token("t2")), vec![], None);
+        later.save(refreshed).await.unwrap();
+        assert_eq!(
+            later.client_secret().unwrap().unwrap().1.expose(),
+            "reg-secret"
+        );
+        let loaded = later.load().await.unwrap().unwrap();
+        assert_eq!(loaded.client_id, "client-1");
+        // Another client's credentials do not inherit it.
+        let other = StoredCredentials::new("client-2".into(), Some(token("t3")), vec![], None);
+        later.save(other).await.unwrap();
+        assert!(later.client_secret().unwrap().is_none());
+        assert!(!format!("{later:?}").contains("reg-secret"));
+    }
+
+    #[tokio::test]
+    async fn entries_written_before_the_secret_field_still_load() {
+        let vault = Arc::new(MemoryVault::default());
+        let old = serde_json::json!({
+            "client_id": "c", "token_response": {"access_token": "t", "token_type": "Bearer"}
+        });
+        vault.save("a", &old.to_string()).unwrap();
+        let store = VaultCredentialStore::new(vault, "a");
+        assert_eq!(store.load().await.unwrap().unwrap().client_id, "c");
+        assert!(store.client_secret().unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_required_scope_makes_the_next_login_ask_for_the_union() {
+        let vault = Arc::new(MemoryVault::default());
+        let store = VaultCredentialStore::new(vault.clone(), "a");
+        // Nothing stored: nothing recorded.
+        store.record_required_scope("mcp:admin").unwrap();
+        assert!(vault.load("a").unwrap().is_none());
+        let granted = vec!["mcp:read".to_owned()];
+        let creds = StoredCredentials::new("c".into(), Some(token("t1")), granted, None);
+        store.save(creds).await.unwrap();
+        assert_eq!(store.step_up_scopes().unwrap(), None);
+        store.record_required_scope("mcp:admin mcp:read").unwrap();
+        store.record_required_scope("mcp:admin").unwrap();
+        assert_eq!(
+            store.step_up_scopes().unwrap(),
+            Some(vec!["mcp:read".to_owned(), "mcp:admin".to_owned()])
+        );
+        // A login granting them clears the requirement.
+        let all = vec!["mcp:read".to_owned(), "mcp:admin".to_owned()];
+        let creds = StoredCredentials::new("c".into(), Some(token("t2")), all, None);
+        store.save(creds).await.unwrap();
+        assert_eq!(store.step_up_scopes().unwrap(), None);
     }
 }

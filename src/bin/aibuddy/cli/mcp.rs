@@ -202,7 +202,7 @@ async fn status(servers: Vec<ServerConfig>) -> Vec<McpServerLine> {
         .map(|s| {
             let (state, reason) = match &s.state {
                 ServerState::Connected => ("connected", None),
-                st if st.needs_login() => ("needs_login", None),
+                ServerState::NeedsLogin => ("needs_login", None),
                 ServerState::Failed { reason, .. } => ("failed", Some(reason.clone())),
                 ServerState::Reconnecting { last_reason, .. } => {
                     ("failed", Some(last_reason.clone()))
