@@ -2,7 +2,8 @@
 //! project opened with it; a call belongs to the project of its run (`runs.project_id`).
 //!
 //! Schema version 7 (here) copies that project onto each call (`tool_calls.project_id`, filled
-//! from the run by a trigger at insert, and for existing rows by the migration) with the index
+//! from the run by a trigger at insert, and for existing rows by the migration; a run that gets
+//! its project later, which the store does once at most, hands it to its calls) with the index
 //! `(project_id, started_at, seq)`, so a project's page is one index walk however many other
 //! projects share the store.
 //!
@@ -23,7 +24,8 @@ CREATE TRIGGER tool_calls_project_ai AFTER INSERT ON tool_calls WHEN new.project
     UPDATE tool_calls SET project_id = (SELECT r.project_id FROM runs r WHERE r.run_id = new.run_id)
     WHERE seq = new.seq;
 END;
-CREATE TRIGGER runs_project_au AFTER UPDATE OF project_id ON runs WHEN new.project_id IS NOT NULL BEGIN
+CREATE TRIGGER runs_project_au AFTER UPDATE OF project_id ON runs
+WHEN old.project_id IS NULL AND new.project_id IS NOT NULL BEGIN
     UPDATE tool_calls SET project_id = new.project_id
     WHERE run_id = new.run_id AND project_id IS NULL;
 END;
