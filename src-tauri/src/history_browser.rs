@@ -1,7 +1,12 @@
-//! The history browser's commands: pages of every stored call of the project (newest first,
+//! The history browser's commands: pages of every stored call of the open project (newest first,
 //! filters, full-text search, keyset paging without limit), the filter choices, and one call's
 //! detail (input, model and client projections, compaction state, raw output size). The raw output
 //! itself is read in byte ranges by `raw_output` ([`crate::raw_output`]).
+//!
+//! Scope: the store is the data directory's, shared by every project opened with it; these
+//! commands show the calls of the open project (its root as the core records it) and the calls
+//! recorded without a project (the store's rule, `aibuddy_store::history_scope`). A switch of
+//! project re-scopes them: each command reads the project open at that moment.
 
 use aibuddy_store::{
     CallRecord, CallStatus, HistoryCursor, HistoryQuery, HistoryRow, Store, StoreError,
@@ -172,8 +177,9 @@ fn parse_cursor(text: &str) -> Result<HistoryCursor, CommandError> {
     })
 }
 
-/// The store query for the UI's arguments; unknown statuses and stages are typed errors. Pure.
-pub fn query_of(q: HistoryPageQuery) -> Result<HistoryQuery, CommandError> {
+/// The store query for the UI's arguments within the project `project_root`; unknown statuses and
+/// stages are typed errors. Pure.
+pub fn query_of(q: HistoryPageQuery, project_root: &str) -> Result<HistoryQuery, CommandError> {
     let statuses = q
         .statuses
         .iter()
@@ -199,6 +205,7 @@ pub fn query_of(q: HistoryPageQuery) -> Result<HistoryQuery, CommandError> {
         ));
     }
     Ok(HistoryQuery {
+        project_root: Some(project_root.to_string()),
         tools: q.tools,
         statuses,
         stages: q.stages,
@@ -231,6 +238,12 @@ pub(crate) fn store_of(state: &ShellState) -> Result<Store, CommandError> {
         .ok_or_else(|| CommandError::new(ErrorCode::Project, "the call store is not open"))
 }
 
+/// The open project's call store and root (as the core records it on each call's run).
+pub(crate) fn scope_of(state: &ShellState) -> Result<(Store, String), CommandError> {
+    let root = state.app()?.project_root.display().to_string();
+    Ok((store_of(state)?, root))
+}
+
 /// A stored call, or a typed "no such call".
 pub(crate) async fn record(store: &Store, tool_call_id: &str) -> Result<CallRecord, CommandError> {
     store
@@ -240,10 +253,14 @@ pub(crate) async fn record(store: &Store, tool_call_id: &str) -> Result<CallReco
         .ok_or_else(|| store_error(StoreError::CallNotFound(tool_call_id.to_string())))
 }
 
-/// One page of the project's calls, newest first.
-pub async fn page(store: &Store, q: HistoryPageQuery) -> Result<HistoryPageView, CommandError> {
+/// One page of the calls of the project `project_root`, newest first.
+pub async fn page(
+    store: &Store,
+    project_root: &str,
+    q: HistoryPageQuery,
+) -> Result<HistoryPageView, CommandError> {
     let page = store
-        .history_page(query_of(q)?)
+        .history_page(query_of(q, project_root)?)
         .await
         .map_err(store_error)?;
     Ok(HistoryPageView {
@@ -252,8 +269,37 @@ pub async fn page(store: &Store, q: HistoryPageQuery) -> Result<HistoryPageView,
     })
 }
 
-/// One stored call in full, without its raw output.
-pub async fn detail(store: &Store, tool_call_id: &str) -> Result<CallRecordView, CommandError> {
+/// The filter choices of the project `project_root`: its tools and runs, statuses, stages.
+pub async fn facets(store: &Store, project_root: &str) -> Result<HistoryFacets, CommandError> {
+    let (tools, runs) = store
+        .history_facets(Some(project_root.to_string()), 500)
+        .await
+        .map_err(store_error)?;
+    Ok(HistoryFacets {
+        tools,
+        runs,
+        statuses: CallStatus::ALL.map(|s| s.as_str().to_string()).to_vec(),
+        stages: STAGES.map(str::to_string).to_vec(),
+    })
+}
+
+/// One stored call of the project `project_root` in full, without its raw output; a call of
+/// another project is "no such call", as an unknown id is.
+pub async fn detail(
+    store: &Store,
+    project_root: &str,
+    tool_call_id: &str,
+) -> Result<CallRecordView, CommandError> {
+    if store
+        .call_visible_in(tool_call_id, project_root)
+        .await
+        .map_err(store_error)?
+        != Some(true)
+    {
+        return Err(store_error(StoreError::CallNotFound(
+            tool_call_id.to_string(),
+        )));
+    }
     let rec = record(store, tool_call_id).await?;
     let row = HistoryRow {
         tool_call_id: rec.tool_call_id.clone(),
@@ -289,38 +335,33 @@ pub async fn detail(store: &Store, tool_call_id: &str) -> Result<CallRecordView,
     })
 }
 
-/// One page of the project's stored calls, newest first, narrowed by `query`; `next` continues
-/// with older calls (keyset paging, no limit on how far back).
+/// One page of the open project's stored calls, newest first, narrowed by `query`; `next`
+/// continues with older calls (keyset paging, no limit on how far back).
 #[tauri::command]
 pub async fn history_page(
     state: State<'_, ShellState>,
     query: Option<HistoryPageQuery>,
 ) -> Result<HistoryPageView, CommandError> {
-    page(&store_of(&state)?, query.unwrap_or_default()).await
+    let (store, root) = scope_of(&state)?;
+    page(&store, &root, query.unwrap_or_default()).await
 }
 
-/// The history filters' choices: tools and runs that occur, statuses, stages.
+/// The history filters' choices: tools and runs that occur in the open project, statuses, stages.
 #[tauri::command]
 pub async fn history_facets(state: State<'_, ShellState>) -> Result<HistoryFacets, CommandError> {
-    let (tools, runs) = store_of(&state)?
-        .history_facets(500)
-        .await
-        .map_err(store_error)?;
-    Ok(HistoryFacets {
-        tools,
-        runs,
-        statuses: CallStatus::ALL.map(|s| s.as_str().to_string()).to_vec(),
-        stages: STAGES.map(str::to_string).to_vec(),
-    })
+    let (store, root) = scope_of(&state)?;
+    facets(&store, &root).await
 }
 
-/// One stored call in full (input, model and client projections, compaction, raw output size).
+/// One stored call of the open project in full (input, model and client projections, compaction,
+/// raw output size).
 #[tauri::command]
 pub async fn call_record(
     state: State<'_, ShellState>,
     tool_call_id: String,
 ) -> Result<CallRecordView, CommandError> {
-    detail(&store_of(&state)?, &tool_call_id).await
+    let (store, root) = scope_of(&state)?;
+    detail(&store, &root, &tool_call_id).await
 }
 
 #[cfg(test)]
@@ -365,28 +406,38 @@ mod tests {
 
     #[test]
     fn unknown_statuses_and_stages_are_refused_blank_text_ignored() {
-        let q = query_of(HistoryPageQuery {
-            statuses: vec!["interrupted".into()],
-            stages: vec!["Execution".into()],
-            search: Some("  ".into()),
-            run_id: Some(String::new()),
-            ..HistoryPageQuery::default()
-        })
+        let q = query_of(
+            HistoryPageQuery {
+                statuses: vec!["interrupted".into()],
+                stages: vec!["Execution".into()],
+                search: Some("  ".into()),
+                run_id: Some(String::new()),
+                ..HistoryPageQuery::default()
+            },
+            "/p",
+        )
         .unwrap();
+        assert_eq!(q.project_root.as_deref(), Some("/p"));
         assert_eq!(q.statuses, vec![CallStatus::Interrupted]);
         assert_eq!(
             (q.search, q.run_id, q.limit),
             (None, None, Some(DEFAULT_PAGE))
         );
-        let bad = query_of(HistoryPageQuery {
-            statuses: vec!["bogus".into()],
-            ..HistoryPageQuery::default()
-        });
+        let bad = query_of(
+            HistoryPageQuery {
+                statuses: vec!["bogus".into()],
+                ..HistoryPageQuery::default()
+            },
+            "/p",
+        );
         assert!(bad.unwrap_err().message.contains("bogus"));
-        let bad = query_of(HistoryPageQuery {
-            stages: vec!["Nowhere".into()],
-            ..HistoryPageQuery::default()
-        });
+        let bad = query_of(
+            HistoryPageQuery {
+                stages: vec!["Nowhere".into()],
+                ..HistoryPageQuery::default()
+            },
+            "/p",
+        );
         assert!(bad.unwrap_err().message.contains("Nowhere"));
     }
 }

@@ -1,6 +1,9 @@
 //! The history browser through tauri's mock runtime against a real SQLite store: keyset paging over
 //! 10,000 calls via `history_page`, filters and full-text search, `history_facets`, `call_record`,
-//! and a large binary raw output recovered byte-exact by `raw_output_range` and saved whole.
+//! and a large binary raw output recovered byte-exact by `raw_output_range` and saved whole; and
+//! the history scoped to the open project (two projects, one data dir, switched from the window).
+
+mod support;
 
 use std::collections::HashSet;
 
@@ -313,4 +316,63 @@ fn raw_output_ranges_are_byte_exact_and_a_save_writes_it_whole() {
     .unwrap();
     assert_eq!(written, f.raw.len() as u64);
     assert!(std::fs::read(&dest).unwrap() == f.raw);
+}
+
+/// The store is shared by every project opened with the data dir: the browser shows the open
+/// project's calls only, a call of another project is "no such call", and a switch re-scopes.
+#[test]
+fn the_history_follows_the_open_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (a, b, data) = (base.join("a"), base.join("b"), base.join("data"));
+    for d in [&a, &b, &data] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(a.join("only-in-a.txt"), "alpha\n").unwrap();
+    std::fs::write(b.join("only-in-b.txt"), "beta\n").unwrap();
+    let read = |w: &support::Window, path: &str| -> String {
+        let args = json!({ "path": path }).to_string();
+        let done = w
+            .invoke(
+                "call_tool",
+                json!({"tool": "read_file", "arguments": args, "onEvent": "__CHANNEL__:7"}),
+            )
+            .unwrap();
+        assert_eq!(done["status"], json!("ok"), "{done}");
+        done["tool_call_id"].as_str().unwrap().to_string()
+    };
+    let page = |w: &support::Window| -> Vec<String> {
+        ids(&w
+            .invoke("history_page", json!({ "query": { "limit": 50 } }))
+            .unwrap())
+    };
+
+    let w = support::open(&a, &data);
+    let in_a = read(&w, "only-in-a.txt");
+    assert_eq!(page(&w), vec![in_a.clone()]);
+
+    support::seed_recent(&data, &[&b]);
+    w.invoke("open_recent", json!({"path": b.display().to_string()}))
+        .unwrap();
+    assert!(page(&w).is_empty(), "B sees none of A's calls");
+    let facets = w.invoke("history_facets", json!({})).unwrap();
+    assert_eq!(facets["tools"], json!([]), "{facets}");
+    let err = w
+        .invoke("call_record", json!({ "toolCallId": in_a }))
+        .unwrap_err();
+    assert_eq!(err["code"], json!("project"), "{err}");
+
+    let in_b = read(&w, "only-in-b.txt");
+    assert_eq!(page(&w), vec![in_b.clone()]);
+    let rec = w
+        .invoke("call_record", json!({ "toolCallId": in_b }))
+        .unwrap();
+    assert_eq!(rec["item"]["tool"], json!("read_file"));
+
+    support::seed_recent(&data, &[&a]);
+    w.invoke("open_recent", json!({"path": a.display().to_string()}))
+        .unwrap();
+    assert_eq!(page(&w), vec![in_a]);
+    let facets = w.invoke("history_facets", json!({})).unwrap();
+    assert_eq!(facets["tools"], json!(["read_file"]), "{facets}");
 }

@@ -9,7 +9,8 @@
 //          -> write_file over notes/todo.md (rejected in the dialog; the file is byte-identical)
 //          -> ask_user_question (answered in the question dialog)
 //          -> execute of a long command, stopped mid-command (its process is gone)
-//   -> the History tab lists the calls -> the raw output read back from the store by the CLI
+//   -> the History tab finds the first execute THROUGH its filters (tool, status, full text) and
+//      shows its detail -> the raw output read back from the store by the CLI
 //      (`aibuddy show ID --raw`, the SQLite file the window wrote) is byte-exact.
 // At the end the fake provider must have answered every step and seen no protocol violation.
 //
@@ -312,36 +313,66 @@ describe("agent run flows in the real window against the fake provider", () => {
     await saveScreenshot(driver, "flow-run-stopped.png");
   });
 
+  /** Sets a filter control as a person would (WebDriver's element APIs are unreliable under Xvfb). */
+  async function setFilter(testid, value) {
+    const [ok] = await driver.execute(
+      `const el = document.querySelector('[data-testid="' + arguments[0] + '"]');
+       if (!el) return [false];
+       if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === arguments[1])) return [false];
+       el.value = arguments[1];
+       el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input", { bubbles: true }));
+       return [true];`,
+      [testid, value],
+    );
+    return ok;
+  }
+
+  /** The rows the history browser shows: id, tool, status. */
+  async function historyRows() {
+    const [rows] = await driver.execute(
+      `return [[...document.querySelectorAll('[data-testid="hb-row"]')].map((r) => ({ id: r.getAttribute("data-id"), tool: r.getAttribute("data-tool"), status: r.getAttribute("data-status") }))];`,
+    );
+    return rows;
+  }
+
   /**
-   * FOLLOW-UP (issue 12, history filters by 12b): narrow the list with the tool and status filters
-   * here once History has them, and assert the call is found THROUGH them. Today History has only
-   * full-text search and a refresh, so this finds the row in the whole list.
+   * Finds call `id` THROUGH the filters: the tool filter (its choices are the project's tools,
+   * loaded when the tab opens), the status filter, then a full-text search for a word of its
+   * command; the list must narrow to that one call.
    */
-  async function findInHistory(id) {
-    await clickTestId("history-refresh");
-    return driver.poll(`call ${id} in the history`, async () => {
-      const [row] = await driver.execute(
-        `const r = document.querySelector('[data-testid="history-row"][data-id="' + arguments[0] + '"]');
-         return [r && { tool: r.getAttribute("data-tool"), status: r.getAttribute("data-status") }];`,
-        [id],
-      );
-      return row;
+  async function findInHistory(id, { tool, status, search }) {
+    await driver.poll(`${tool} among the tool filter's choices`, () => setFilter("hb-tool", tool));
+    await driver.poll(`the list narrowed to ${tool}`, async () => {
+      const rows = await historyRows();
+      return rows.length > 0 && rows.every((r) => r.tool === tool) ? rows : null;
+    });
+    assert.ok(await setFilter("hb-status", status), `no status choice ${status}`);
+    assert.ok(await setFilter("hb-search", search));
+    await clickTestId("hb-apply");
+    return driver.poll(`call ${id} found through the filters`, async () => {
+      const rows = await historyRows();
+      return rows.length === 1 && rows[0].id === id ? rows[0] : null;
     });
   }
 
-  it("history lists the calls, and the raw output read back from the store is byte-exact", async () => {
+  it("history finds the call through its filters, and the raw output read back from the store is byte-exact", async () => {
     assert.ok(cardIds.exec, "the execute call's id is unknown (an earlier step failed)");
     await openTab(driver, "history");
-    const row = await findInHistory(cardIds.exec);
-    assert.deepEqual(row, { tool: "execute", status: "ok" });
-    const [el] = await driver.findAll(`[data-testid="history-row"][data-id="${cardIds.exec}"]`);
+    // Before filtering, the run's calls are all listed (the stopped one too).
+    await driver.poll("the run's calls in the history", async () => {
+      const ids = (await historyRows()).map((r) => r.id);
+      return [IDS.exec, IDS.write, IDS.ask, IDS.long].every((s) => ids.some((i) => i.endsWith(":" + s))) ? ids : null;
+    });
+    const row = await findInHistory(cardIds.exec, { tool: "execute", status: "ok", search: "printf" });
+    assert.deepEqual(row, { id: cardIds.exec, tool: "execute", status: "ok" });
+    const [el] = await driver.findAll(`[data-testid="hb-row"][data-id="${cardIds.exec}"]`);
     await driver.click(el);
     const shown = await driver.poll("the call's raw output in the detail pane", async () => {
-      const [text] = await driver.texts(`[data-testid="history-detail"][data-id="${cardIds.exec}"] [data-testid="detail-raw"]`);
+      const [text] = await driver.texts(`[data-testid="hb-detail"][data-id="${cardIds.exec}"] [data-testid="raw-text"]`);
       return text;
     });
     assert.match(shown, /line 1 ✓\s+done/);
-    await saveScreenshot(driver, "flow-history.png");
+    await saveScreenshot(driver, "flow-history-filters.png");
 
     // The bytes the store kept for that call, read by the CLI from the same SQLite file.
     const raw = execFileSync(cliBin, ["--project", project, "--data-dir", dataDir, "show", cardIds.exec, "--raw"], {

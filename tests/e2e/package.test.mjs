@@ -97,9 +97,9 @@ describe("the installed .deb (real app under Xvfb via tauri-driver)", () => {
       // The stored raw output names the skill's folder: it must lie in the package.
       await openTab(driver, "history");
       await driver.poll(`call ${result.id} in the history`, async () => {
-        const [row] = await driver.findAll(`[data-testid="history-row"][data-id="${result.id}"]`);
+        const [row] = await driver.findAll(`[data-testid="hb-row"][data-id="${result.id}"]`);
         if (!row) {
-          const [refresh] = await driver.findAll('[data-testid="history-refresh"]');
+          const [refresh] = await driver.findAll('[data-testid="hb-apply"]');
           if (refresh) await driver.click(refresh);
           return null;
         }
@@ -107,7 +107,7 @@ describe("the installed .deb (real app under Xvfb via tauri-driver)", () => {
         return row;
       });
       const raw = await driver.poll(`the raw output of ${result.id}`, async () => {
-        const [text] = await driver.texts(`[data-testid="history-detail"][data-id="${result.id}"] [data-testid="detail-raw"]`);
+        const [text] = await driver.texts(`[data-testid="hb-detail"][data-id="${result.id}"] [data-testid="raw-text"]`);
         return text;
       });
       const dir = JSON.parse(raw).dir;

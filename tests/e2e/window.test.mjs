@@ -1,6 +1,7 @@
 // End-to-end: starts the REAL desktop app (the binary scripts/test-e2e.sh built, with ui/dist embedded)
 // through tauri-driver + WebKitWebDriver, under the X display the caller provides (xvfb-run), and checks
-// that the window shows the project and the same tool list as `aibuddy tools list --json`.
+// that the window shows the project and the same tool list as `aibuddy tools list --json`, a console
+// call in the history browser, and the settings pages (screenshots: target/e2e-screenshots/window-*.png).
 //
 // Inputs (environment): AIBUDDY_DESKTOP_BIN, AIBUDDY_CLI_BIN, TAURI_DRIVER; optional E2E_PROJECT
 // (default examples/sample-project), E2E_ARTIFACTS (default target/e2e: screenshot and driver log).
@@ -131,28 +132,41 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
     if (png) writeFileSync(join(artifacts, "window-call.png"), Buffer.from(png, "base64"));
   });
 
-  it("lists that read_file call in the history panel, from the project's store", async () => {
+  it("lists that read_file call in the history browser, from the project's store", async () => {
     const [callId] = await driver.texts('[data-testid="call-result"] .result-meta');
     const id = callId.split(" · ").at(-1);
     assert.match(id, /^call_/);
+    // The console's finished call lists the history again (the tab is still hidden).
     const top = await driver.poll("the call in the history", async () => {
       const [row] = await driver.execute(
-        `const row = document.querySelector('[data-testid="history-row"]');
+        `const row = document.querySelector('[data-testid="hb-row"]');
          return row ? [{ id: row.getAttribute("data-id"), tool: row.getAttribute("data-tool"), status: row.getAttribute("data-status") }] : [null];`,
       );
       return row && row.id === id ? row : null;
     });
     assert.deepEqual(top, { id, tool: "read_file", status: "ok" });
     await openTab("history");
-    const [row] = await driver.findAll(`[data-testid="history-row"][data-id="${id}"]`);
+    const [row] = await driver.findAll(`[data-testid="hb-row"][data-id="${id}"]`);
     await driver.click(row);
     const raw = await driver.poll("the stored call's detail", async () => {
-      const [text] = await driver.texts(`[data-testid="history-detail"][data-id="${id}"] [data-testid="detail-raw"]`);
+      const [text] = await driver.texts(`[data-testid="hb-detail"][data-id="${id}"] [data-testid="raw-text"]`);
       return text;
     });
     assert.match(raw, /Add a `--top N` option/);
-    const [input] = await driver.texts('[data-testid="detail-input"]');
+    const [input] = await driver.texts('[data-testid="hb-input"]');
     assert.deepEqual(JSON.parse(input), { path: "notes/todo.md" });
     await saveScreenshot(driver, "window-history.png");
+  });
+
+  it("shows the settings pages, writing the CLI's user settings file of this data dir", async () => {
+    await openTab("settings");
+    const file = await driver.poll("the settings pages", async () => {
+      const [error] = await driver.texts('[data-testid="settings-error"]');
+      if (error) throw new Error(`the settings pages failed: ${error}`);
+      const [text] = await driver.texts('[data-testid="level-file"]');
+      return text ? text.trim() : null;
+    });
+    assert.equal(file, join(dataDir, "settings.json"));
+    await saveScreenshot(driver, "window-settings.png");
   });
 });

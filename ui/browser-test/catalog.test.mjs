@@ -47,7 +47,6 @@ describe("catalog in Chromium with mocked IPC", () => {
       list_runs: { resolve: [] },
       project_info: { resolve: PROJECT },
       list_tools: { resolve: TOOLS },
-      list_history: { resolve: [] },
       list_servers: { resolve: SERVERS },
       list_skills: { resolve: SKILLS },
       reconnect_server: { resolve: true },

@@ -55,10 +55,120 @@ export function launchChromium() {
 }
 
 /**
+ * JS source of `count` history rows (`HistoryItem`s) newest first, one per second back from
+ * 2026-11-30 12:00 UTC: tools, statuses (error at stage Execution, rejected, interrupted), runs of
+ * 40 calls, ids `call_<count - i>` zero-padded to 6 digits (the oldest is `call_000001`).
+ */
+export function historyRowsSource(count) {
+  return `Array.from({ length: ${count} }, (_, i) => ({
+    tool_call_id: "call_" + String(${count} - i).padStart(6, "0"),
+    run_id: "run_" + Math.floor(i / 40),
+    tool: ["read_file", "execute", "edit_file", "ls", "grep"][i % 5],
+    status: i % 17 === 0 ? "error" : i % 29 === 0 ? "rejected" : i % 31 === 0 ? "interrupted" : "ok",
+    stage: i % 17 === 0 ? "Execution" : null,
+    error_message: i % 17 === 0 ? "exit status 1" : null,
+    started_at: new Date(Date.UTC(2026, 10, 30, 12) - i * 1000).toISOString(),
+    duration_ms: (i * 37) % 4000,
+    target: ["src/main.rs", "cargo test --all", "README.md", ".", "TODO"][i % 5] + " #" + (${count} - i),
+    compaction_state: "none",
+  }))`;
+}
+
+/**
+ * JS source of the shell's history commands over `rowsSource` (JS source of `HistoryItem[]`, newest
+ * first; default none), served as the shell serves them (src-tauri/src/history_browser.rs):
+ * `history_page {query}` applies tools/statuses/stages/run/time/full-text, pages by an opaque
+ * keyset cursor `<started_at ms>.<seq>` with `limit` (default 200, at most 1000) and answers
+ * `{rows, next}`; `history_facets` lists the rows' tools and runs (newest run first);
+ * `call_record` and `raw_output_range` answer for a listed row (its raw output is
+ * `raw output of <id>\n`), a typed `project` error for any other id. Every test page gets this
+ * unless it answers these commands itself.
+ */
+export function historyMock(rowsSource = "[]") {
+  return `(() => {
+    const rows = ${rowsSource};
+    const seq = (i) => rows.length - i;
+    const ms = (r) => Date.parse(r.started_at);
+    const notFound = (id) => ({ code: "project", stage: null, message: "no stored call has the id \`" + id + "\`" });
+    const raw = (id) => new TextEncoder().encode("raw output of " + id + "\\n");
+    let cached = { key: null, list: null };
+    const matching = (q) => {
+      const key = JSON.stringify([q.tools, q.statuses, q.stages, q.run_id, q.since_ms, q.until_ms, q.search]);
+      if (cached.key === key) return cached.list;
+      const words = (q.search ?? "").toLowerCase().split(/\\s+/).filter(Boolean);
+      const list = [];
+      rows.forEach((r, i) => {
+        if (q.tools?.length && !q.tools.includes(r.tool)) return;
+        if (q.statuses?.length && !q.statuses.includes(r.status)) return;
+        if (q.stages?.length && !q.stages.includes(r.stage)) return;
+        if (q.run_id && r.run_id !== q.run_id) return;
+        if (q.since_ms != null && ms(r) < q.since_ms) return;
+        if (q.until_ms != null && ms(r) >= q.until_ms) return;
+        const text = (r.tool + " " + (r.target ?? "")).toLowerCase();
+        if (!words.every((w) => text.includes(w))) return;
+        list.push(i);
+      });
+      cached = { key, list };
+      return list;
+    };
+    const byId = (id) => rows.findIndex((r) => r.tool_call_id === id);
+    return {
+      history_page: ({ query = {} } = {}) => {
+        const q = query ?? {};
+        const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
+        const list = matching(q);
+        let start = 0;
+        if (q.cursor != null) {
+          const [t, s] = String(q.cursor).split(".").map(Number);
+          if (!Number.isFinite(t) || !Number.isFinite(s)) throw { code: "project", stage: null, message: "not a history cursor: \`" + q.cursor + "\`" };
+          // Newest first: the first row strictly older than the cursor (binary search).
+          let lo = 0;
+          let hi = list.length;
+          while (lo < hi) {
+            const mid = (lo + hi) >> 1;
+            const r = rows[list[mid]];
+            const older = ms(r) < t || (ms(r) === t && seq(list[mid]) < s);
+            if (older) hi = mid;
+            else lo = mid + 1;
+          }
+          start = lo;
+        }
+        const page = list.slice(start, start + limit);
+        const last = page.at(-1);
+        const more = start + limit < list.length;
+        return { rows: page.map((i) => rows[i]), next: more && last !== undefined ? ms(rows[last]) + "." + seq(last) : null };
+      },
+      history_facets: () => ({
+        tools: [...new Set(rows.map((r) => r.tool))].sort().slice(0, 500),
+        runs: [...new Set(rows.map((r) => r.run_id))].slice(0, 500),
+        statuses: ["running", "ok", "error", "cancelled", "rejected", "interrupted"],
+        stages: ["Discovery", "Parameters", "Authorization", "Execution", "Projection", "Verification"],
+      }),
+      call_record: ({ toolCallId }) => {
+        const i = byId(toolCallId);
+        if (i < 0) throw notFound(toolCallId);
+        const r = rows[i];
+        return {
+          item: r, error_code: r.status === "error" ? "exit_status" : null, finished_at: r.started_at,
+          input: { target: r.target }, model: "model text of " + r.tool_call_id, client: { status: r.status },
+          display_text: r.target, compaction_strategy: null, compaction_error: null, raw_format: "text",
+          raw_total_bytes: raw(r.tool_call_id).length, raw_partial: false,
+        };
+      },
+      raw_output_range: ({ toolCallId, offset, length }) => {
+        if (byId(toolCallId) < 0) throw notFound(toolCallId);
+        return Array.from(raw(toolCallId).slice(offset, offset + length));
+      },
+    };
+  })()`;
+}
+
+/**
  * An init script that installs mockIPC (events mocked too) answering `responses[cmd]` (`{resolve}`
  * or `{reject}`), records every call in `window.__ipcCalls` / `window.__ipcArgs`, and exposes
  * `window.__emit(event, payload)` to play shell events. `dynamicSource` is JS source of an object of
- * functions `cmd -> (args) => result` for answers too large to inline (e.g. 100,000 history rows).
+ * functions `cmd -> (args) => result` for answers too large to inline (e.g. `historyMock(...)` over
+ * 100,000 rows). The history commands fall back to an empty `historyMock()`.
  */
 export async function mockScript(responses, dynamicSource = "{}") {
   const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
@@ -70,6 +180,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
     import { emit } from "@tauri-apps/api/event";
     const responses = ${JSON.stringify(responses)};
     const dynamic = ${dynamicSource};
+    const history = ${historyMock()};
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
@@ -78,6 +189,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
       window.__ipcArgs.push({ cmd, args });
       if (dynamic[cmd]) return dynamic[cmd](args);
       const r = responses[cmd];
+      if (!r && history[cmd]) return history[cmd](args);
       if (!r) throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
       if ("reject" in r) throw r.reject;
       return r.resolve;

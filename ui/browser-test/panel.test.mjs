@@ -58,7 +58,7 @@ describe("built UI in Chromium with mocked IPC", () => {
   }
 
   it("lists the tools grouped by config with risk, state and absent reason, under the app's CSP", async () => {
-    const { page, problems } = await open({ project_info: { resolve: PROJECT }, list_tools: { resolve: TOOLS }, list_history: { resolve: [] } });
+    const { page, problems } = await open({ project_info: { resolve: PROJECT }, list_tools: { resolve: TOOLS } });
     await page.locator('[data-testid="tool-list"]').waitFor({ timeout: 10_000 });
 
     assert.equal(await page.title(), "aibuddy");
@@ -83,7 +83,7 @@ describe("built UI in Chromium with mocked IPC", () => {
     await page.locator("input.search").fill("write");
     assert.deepEqual(await page.locator('[data-testid="tool"] .tool-name').allTextContents(), ["write_file"]);
 
-    assert.deepEqual((await page.evaluate(() => window.__ipcCalls)).sort(), ["list_history", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "project_info", "trust_status"]);
+    assert.deepEqual((await page.evaluate(() => window.__ipcCalls)).sort(), ["history_facets", "history_page", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "project_info", "trust_status"]);
     assert.deepEqual(problems, []);
     await page.locator("input.search").fill("");
     writeFileSync(join(artifacts, "panel.png"), await page.screenshot());
@@ -92,7 +92,7 @@ describe("built UI in Chromium with mocked IPC", () => {
 
   it("shows the shell's typed error when list_tools fails", async () => {
     const error = { code: "project", stage: null, message: ".aibuddy/settings.json: line 2: unknown field `toolz`" };
-    const { page } = await open({ project_info: { resolve: PROJECT }, list_tools: { reject: error }, list_history: { resolve: [] } });
+    const { page } = await open({ project_info: { resolve: PROJECT }, list_tools: { reject: error } });
     await page.locator('[data-testid="tools-error"]').waitFor({ timeout: 10_000 });
     assert.equal(await page.locator('[data-testid="tools-error"] .error-message').textContent(), error.message);
     await page.close();

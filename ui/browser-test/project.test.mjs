@@ -69,7 +69,6 @@ const DYNAMIC = `{
 
 const RESPONSES = {
   list_tools: { resolve: [] },
-  list_history: { resolve: [] },
   list_runs: { resolve: [] },
   list_recent: {
     resolve: [

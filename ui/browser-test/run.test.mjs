@@ -32,7 +32,6 @@ const RUNS = [
 const RESPONSES = {
   project_info: { resolve: PROJECT },
   list_tools: { resolve: [] },
-  list_history: { resolve: [] },
   list_runs: { resolve: RUNS },
   start_run: { resolve: { run_id: RUN } },
   stop_run: { resolve: null },

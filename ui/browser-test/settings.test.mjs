@@ -70,7 +70,6 @@ describe("settings pages in Chromium with mocked IPC", () => {
       list_runs: { resolve: [] },
       project_info: { resolve: PROJECT },
       list_tools: { resolve: [] },
-      list_history: { resolve: [] },
       list_servers: { resolve: [] },
       list_skills: { resolve: { skills: [], problems: [] } },
       settings_pages: { resolve: PAGES },

@@ -1,4 +1,5 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Api } from "../src/api";
 import { ApiError } from "../src/api";
 import { mountApp } from "../src/app";
@@ -20,11 +21,26 @@ const NO_CALLS = {
   },
   cancelCall: async () => false,
   answerConfirm: async () => false,
-  listHistory: async () => [],
+  listHistory: async () => {
+    throw new Error("the History tab reads history_page, not list_history");
+  },
   showCall: async () => {
     throw new Error("no show_call expected");
   },
 };
+
+/** The shell's history commands (the History tab's own API goes through Tauri's IPC). */
+function mockHistoryIpc(): string[] {
+  const calls: string[] = [];
+  mockIPC((cmd) => {
+    calls.push(cmd);
+    if (cmd === "history_page") return { rows: [], next: null };
+    if (cmd === "history_facets") return { tools: [], runs: [], statuses: ["ok"], stages: [] };
+    throw { code: "ipc", stage: null, message: `not in this test: ${cmd}` };
+  });
+  return calls;
+}
+afterEach(() => clearMocks());
 
 function fakeApi(tools: ToolListing[] | ApiError, project: ProjectInfo = PROJECT): Api {
   return {
@@ -144,11 +160,16 @@ describe("mountApp", () => {
   });
 
   it("offers only active tools to the console and shows the (empty) stored history", async () => {
+    const ipc = mockHistoryIpc();
     const app = mountApp(root, fakeApi(TOOLS));
     await app.ready;
     const options = [...root.querySelectorAll('[data-testid="console-tool"] option')].map((o) => o.textContent);
     expect(options).toEqual(["ls", "read_file", "view_skill", "write_file"]);
-    expect(root.querySelector('[data-testid="history-empty"]')?.textContent).toContain("No calls recorded");
+    for (let i = 0; i < 5 && !root.querySelector('[data-testid="hb-empty"]'); i++) await settle();
+    expect(root.querySelector('[data-testid="history-browser"]')).not.toBeNull();
+    expect(root.querySelector('[data-testid="hb-empty"]')?.textContent).toBe("No calls recorded for this project yet.");
+    expect(ipc).toContain("history_page");
+    expect(ipc).toContain("history_facets");
     expect(root.querySelector('[data-testid="call-result"]')).toBeNull();
   });
 });

@@ -4,7 +4,8 @@ import type { HistoryItem } from "../src/bindings/HistoryItem";
 import type { HistoryPageQuery } from "../src/bindings/HistoryPageQuery";
 import { emptyForm, localTimeMs, queryOf } from "../src/run/history-filters";
 import type { RawOutputApi } from "../src/run/raw-output";
-import { createHistoryBrowser } from "../src/view/history";
+import { ApiError } from "../src/api";
+import { createHistoryBrowser, formatDuration } from "../src/view/history";
 
 const item = (i: number): HistoryItem => ({
   tool_call_id: `c${i}`,
@@ -53,6 +54,17 @@ function fakeApi(total: number) {
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
+/** Types into the search box and submits the filters (happy-dom cannot drive a select's binding:
+ * it has no `option:checked`; the selects are driven in Chromium, ui/browser-test/history.test.mjs). */
+async function search(view: { element: HTMLElement }, text: string): Promise<void> {
+  const box = view.element.querySelector<HTMLInputElement>('[data-testid="hb-search"]');
+  expect(box).not.toBeNull();
+  if (box) box.value = text;
+  box?.dispatchEvent(new Event("input", { bubbles: true }));
+  view.element.querySelector<HTMLButtonElement>('[data-testid="hb-apply"]')?.click();
+  for (let i = 0; i < 3; i++) await tick();
+}
+
 describe("history filters", () => {
   it("turn the form into a query: one value per filter, blank ones left out, times in ms", () => {
     const form = { ...emptyForm(), status: "interrupted", stage: "Execution", search: "  cargo  ", since: "2026-11-30T08:00" };
@@ -84,5 +96,81 @@ describe("history browser", () => {
     expect(rawText?.textContent).toBe("raw <b>out</b>\u001b[2J put");
     expect(rawText?.querySelector("b")).toBeNull();
     view.element.remove();
+  });
+
+  it("offers the shell's tools as choices, lists again on a search, and reload() asks for the choices again", async () => {
+    const { api, queries } = fakeApi(10);
+    let facetCalls = 0;
+    const counted: RawOutputApi = { ...api, historyFacets: async () => (facetCalls++, api.historyFacets()) };
+    const view = createHistoryBrowser(counted);
+    document.body.append(view.element);
+    await view.reload();
+    for (let i = 0; i < 3; i++) await tick();
+    const tool = view.element.querySelector<HTMLSelectElement>('[data-testid="hb-tool"]');
+    expect([...(tool?.options ?? [])].map((o) => o.value)).toEqual(["", "execute", "read"]);
+    const before = queries.length;
+    await search(view, "cargo test");
+    expect(queries.length).toBeGreaterThan(before);
+    expect(queries.at(-1)).toMatchObject({ tools: [], search: "cargo test", cursor: null });
+    // reload() asks for the choices again (a run may have used a new tool meanwhile).
+    const facetsBefore = facetCalls;
+    await view.reload();
+    expect(facetCalls).toBe(facetsBefore + 1);
+    view.element.remove();
+  });
+
+  it("says whether the project has no call or the filters match none", async () => {
+    const { api } = fakeApi(0);
+    const view = createHistoryBrowser(api);
+    document.body.append(view.element);
+    await view.refresh();
+    const empty = () => view.element.querySelector('[data-testid="hb-empty"]')?.textContent;
+    expect(empty()).toBe("No calls recorded for this project yet.");
+    await search(view, "nothing like this");
+    expect(empty()).toBe("No stored call matches the filters.");
+    view.element.remove();
+  });
+
+  it("shows the shell's typed error instead of rows, and a detail error in the pane", async () => {
+    const { api } = fakeApi(3);
+    const failing: RawOutputApi = {
+      ...api,
+      historyPage: async () => {
+        throw new ApiError({ code: "project", stage: null, message: "not a history cursor: `zz`" });
+      },
+    };
+    const view = createHistoryBrowser(failing);
+    document.body.append(view.element);
+    await view.refresh();
+    expect(view.element.querySelector('[data-testid="hb-error"]')?.textContent).toContain("not a history cursor");
+    expect(view.element.querySelector('[data-testid="hb-row"]')).toBeNull();
+    view.element.remove();
+  });
+
+  it("keeps untrusted text (tool, target, model text) as text", async () => {
+    const { api } = fakeApi(1);
+    const hostile = "<img src=x onerror=alert(1)>";
+    const evil: RawOutputApi = {
+      ...api,
+      historyPage: async () => ({ rows: [{ ...item(0), tool: hostile, target: `<b>${hostile}</b>` }], next: null }),
+      callRecord: async (id) => ({ ...(await api.callRecord(id)), model: `<script>${hostile}</script>` }),
+    };
+    const view = createHistoryBrowser(evil);
+    document.body.append(view.element);
+    await view.refresh();
+    const row = view.element.querySelector<HTMLElement>('[data-testid="hb-row"]');
+    expect(row?.querySelector(".history-tool")?.textContent).toBe(hostile);
+    expect(row?.dataset.tool).toBe(hostile);
+    row?.click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(view.element.querySelector('[data-testid="hb-model"]')?.textContent).toBe(`<script>${hostile}</script>`);
+    expect(view.element.querySelector("img, b, script")).toBeNull();
+    view.element.remove();
+  });
+
+  it("formats durations", () => {
+    expect(formatDuration(null)).toBe("–");
+    expect(formatDuration(999)).toBe("999 ms");
+    expect(formatDuration(1500)).toBe("1.5 s");
   });
 });

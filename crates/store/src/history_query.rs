@@ -9,6 +9,7 @@ use rusqlite::{Connection, params_from_iter, types::Value};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
+use crate::history_scope::{self, Scope};
 use crate::store::Store;
 use crate::tables::search::fts_query;
 use crate::tables::tool_calls::input_json;
@@ -59,6 +60,10 @@ pub struct HistoryCursor {
 /// What the history browser asks for; every field narrows. Results are newest first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryQuery {
+    /// Whose calls: `None` every project's; `Some(root)` the calls of the project with this root
+    /// (as recorded: the canonical path) and the calls recorded without a project
+    /// ([`crate::history_scope`]).
+    pub project_root: Option<String>,
     /// Any of these tools (empty: every tool).
     pub tools: Vec<String>,
     /// Any of these statuses (empty: every status).
@@ -86,8 +91,8 @@ pub struct HistoryPage {
     pub next: Option<HistoryCursor>,
 }
 
-/// The SQL and its arguments for `q`. Pure (tested without a database).
-fn plan(q: &HistoryQuery) -> (String, Vec<Value>, usize) {
+/// The SQL and its arguments for `q` within `scope`. Pure (tested without a database).
+fn plan(q: &HistoryQuery, scope: Scope) -> (String, Vec<Value>, usize) {
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let mut conds: Vec<String> = Vec::new();
     let mut args: Vec<Value> = Vec::new();
@@ -95,6 +100,9 @@ fn plan(q: &HistoryQuery) -> (String, Vec<Value>, usize) {
         args.push(v);
         format!("?{}", args.len())
     };
+    if let Some(c) = scope.condition(|id| arg(Value::Integer(id))) {
+        conds.push(c);
+    }
     if let Some(m) = q.search.as_deref().and_then(fts_query) {
         conds.push(format!(
             "c.seq IN (SELECT rowid FROM tool_calls_fts WHERE tool_calls_fts MATCH {})",
@@ -147,7 +155,8 @@ fn plan(q: &HistoryQuery) -> (String, Vec<Value>, usize) {
 
 /// One page of calls, newest first.
 pub fn history_page(conn: &Connection, q: &HistoryQuery) -> Result<HistoryPage> {
-    let (sql, args, limit) = plan(q);
+    let scope = history_scope::resolve(conn, q.project_root.as_deref())?;
+    let (sql, args, limit) = plan(q, scope);
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args))?;
     let mut out = Vec::new();
@@ -190,19 +199,33 @@ pub fn history_page(conn: &Connection, q: &HistoryQuery) -> Result<HistoryPage> 
     })
 }
 
-/// The distinct tool names and run ids of the store (the history filters' choices), newest run
-/// first, each list capped at `limit`.
-pub fn history_facets(conn: &Connection, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
+/// The distinct tool names and run ids of the calls `project_root` sees (`None`: every call;
+/// see [`HistoryQuery::project_root`]), the filters' choices, newest run first, each list capped
+/// at `limit`.
+pub fn history_facets(
+    conn: &Connection,
+    project_root: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<String>, Vec<String>)> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut args: Vec<Value> = vec![Value::Integer(limit)];
+    let scope = history_scope::resolve(conn, project_root)?.condition(|id| {
+        args.push(Value::Integer(id));
+        format!("?{}", args.len())
+    });
+    let where_ = scope.map(|c| format!("WHERE {c}")).unwrap_or_default();
     let tools = conn
-        .prepare_cached("SELECT DISTINCT tool FROM tool_calls ORDER BY tool LIMIT ?1")?
-        .query_map([limit], |r| r.get(0))?
+        .prepare_cached(&format!(
+            "SELECT DISTINCT c.tool FROM tool_calls c {where_} ORDER BY c.tool LIMIT ?1"
+        ))?
+        .query_map(params_from_iter(args.iter()), |r| r.get(0))?
         .collect::<std::result::Result<Vec<String>, _>>()?;
     let runs = conn
-        .prepare_cached(
-            "SELECT run_id FROM tool_calls GROUP BY run_id ORDER BY max(started_at) DESC, max(seq) DESC LIMIT ?1",
-        )?
-        .query_map([limit], |r| r.get(0))?
+        .prepare_cached(&format!(
+            "SELECT c.run_id FROM tool_calls c {where_} GROUP BY c.run_id \
+             ORDER BY max(c.started_at) DESC, max(c.seq) DESC LIMIT ?1"
+        ))?
+        .query_map(params_from_iter(args.iter()), |r| r.get(0))?
         .collect::<std::result::Result<Vec<String>, _>>()?;
     Ok((tools, runs))
 }
@@ -213,9 +236,27 @@ impl Store {
         self.read(move |conn, _| history_page(conn, &q)).await
     }
 
-    /// The tools and runs that occur in the history (filter choices), at most `limit` each.
-    pub async fn history_facets(&self, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
-        self.read(move |conn, _| history_facets(conn, limit)).await
+    /// The tools and runs that occur in the calls `project_root` sees (filter choices), at most
+    /// `limit` each.
+    pub async fn history_facets(
+        &self,
+        project_root: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Vec<String>)> {
+        self.read(move |conn, _| history_facets(conn, project_root.as_deref(), limit))
+            .await
+    }
+
+    /// Whether call `tool_call_id` is shown under the project `project_root` (it belongs to that
+    /// project or to none); `None` when no such call is stored.
+    pub async fn call_visible_in(
+        &self,
+        tool_call_id: &str,
+        project_root: &str,
+    ) -> Result<Option<bool>> {
+        let (id, root) = (tool_call_id.to_string(), project_root.to_string());
+        self.read(move |conn, _| history_scope::call_visible(conn, &id, &root))
+            .await
     }
 }
 
@@ -225,17 +266,20 @@ mod tests {
 
     #[test]
     fn the_plan_pages_by_keyset_never_offset() {
-        let (sql, args, limit) = plan(&HistoryQuery {
-            after: Some(HistoryCursor {
-                started_at_ms: 5,
-                seq: 9,
-            }),
-            statuses: vec![CallStatus::Interrupted, CallStatus::Error],
-            stages: vec!["Execution".into()],
-            search: Some("cargo test".into()),
-            limit: Some(50_000),
-            ..HistoryQuery::default()
-        });
+        let (sql, args, limit) = plan(
+            &HistoryQuery {
+                after: Some(HistoryCursor {
+                    started_at_ms: 5,
+                    seq: 9,
+                }),
+                statuses: vec![CallStatus::Interrupted, CallStatus::Error],
+                stages: vec!["Execution".into()],
+                search: Some("cargo test".into()),
+                limit: Some(50_000),
+                ..HistoryQuery::default()
+            },
+            Scope::All,
+        );
         assert_eq!(limit, MAX_PAGE);
         assert!(!sql.contains("OFFSET"), "{sql}");
         assert!(sql.contains("(c.started_at, c.seq) < ("), "{sql}");
@@ -247,12 +291,34 @@ mod tests {
 
     #[test]
     fn blank_search_adds_no_condition() {
-        let (sql, args, limit) = plan(&HistoryQuery {
-            search: Some("   ".into()),
-            ..HistoryQuery::default()
-        });
+        let (sql, args, limit) = plan(
+            &HistoryQuery {
+                search: Some("   ".into()),
+                ..HistoryQuery::default()
+            },
+            Scope::All,
+        );
         assert!(!sql.contains("WHERE"), "{sql}");
         assert!(args.is_empty());
         assert_eq!(limit, 100);
+    }
+
+    #[test]
+    fn a_project_scope_is_the_first_condition_so_the_project_index_leads() {
+        let (sql, args, _) = plan(
+            &HistoryQuery {
+                tools: vec!["execute".into()],
+                ..HistoryQuery::default()
+            },
+            Scope::Project {
+                id: Some(7),
+                unattributed: false,
+            },
+        );
+        assert!(
+            sql.contains("WHERE c.project_id = ?1 AND c.tool IN (?2)"),
+            "{sql}"
+        );
+        assert_eq!(args[0], Value::Integer(7));
     }
 }

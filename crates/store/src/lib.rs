@@ -20,6 +20,7 @@ pub mod conversation;
 mod error;
 mod files;
 pub mod history_query;
+mod history_scope;
 mod ids;
 pub mod migrations;
 mod paths;

@@ -10,6 +10,7 @@
 //! |   | tool-call links (`message_tool_calls`), `summaries`, per-run interaction indexes |
 //! | 5 | `runs.scoped_call_ids`: calls of new runs are stored under `<run_id>:<provider id>` |
 //! | 6 | history browser: `(started_at, seq)` and `stage` indexes; `tool_calls_fts` rebuilt with `model_projection` |
+//! | 7 | history per project: `tool_calls.project_id` (the run's, by trigger) + `(project_id, started_at, seq)` index |
 //!
 //! Never edit a released version: append a new one.
 
@@ -53,11 +54,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(&V4),
         M::up(tables::runs::MIGRATION_V5),
         M::up(crate::history_query::MIGRATION_V6),
+        M::up(crate::history_scope::MIGRATION_V7),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 6;
+pub const LATEST_VERSION: usize = 7;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

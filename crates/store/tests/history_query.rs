@@ -177,7 +177,7 @@ async fn full_text_search_reaches_input_and_model_text() {
 #[tokio::test]
 async fn facets_list_tools_and_runs() {
     let (_dir, store) = seeded();
-    let (tools, runs) = store.history_facets(100).await.unwrap();
+    let (tools, runs) = store.history_facets(None, 100).await.unwrap();
     assert_eq!(tools, vec!["execute", "read", "tool_search", "write"]);
     assert_eq!(runs.len(), 10);
     assert_eq!(runs[0], "run9");

@@ -1,35 +1,27 @@
-// The history panel as a standalone element (tests mount it alone); the component is
-// ../components/History.svelte.
+// The history browser as a standalone element (tests mount it alone); the component is
+// ../components/HistoryBrowser.svelte, mounted by the History tab of App.svelte.
 import { flushSync, mount } from "svelte";
-import type { Api } from "../api";
 import HistoryBrowser from "../components/HistoryBrowser.svelte";
-import HistoryView from "../components/History.svelte";
 import type { RawOutputApi } from "../run/raw-output";
 
 export { formatDuration, formatTime } from "../lib/format";
 
-/** Raw output bytes fetched per page of the detail view (as History.svelte). */
-export const RAW_PAGE_BYTES = 4096;
-
-export interface History {
+export interface HistoryBrowserView {
   element: HTMLElement;
-  /** Lists the calls again with the current search text. */
+  /** Lists from the newest call again with the current filters. */
   refresh(): Promise<void>;
-}
-
-export function createHistory(api: Api): History {
-  const element = document.createElement("div");
-  element.className = "history-host";
-  const instance = mount(HistoryView, { target: element, props: { api } }) as { refresh(): Promise<void> };
-  flushSync();
-  return { element, refresh: () => instance.refresh().then(() => flushSync()) };
+  /** The filter choices and the list, both again. */
+  reload(): Promise<void>;
+  /** Appends the next (older) page. */
+  older(): Promise<void>;
 }
 
 /** The history browser (filters, keyset paging, detail with raw output) as a standalone element. */
-export function createHistoryBrowser(api: RawOutputApi): { element: HTMLElement; refresh(): Promise<void>; older(): Promise<void> } {
+export function createHistoryBrowser(api: RawOutputApi): HistoryBrowserView {
   const element = document.createElement("div");
   element.className = "history-host";
-  const instance = mount(HistoryBrowser, { target: element, props: { api } }) as { refresh(): Promise<void>; older(): Promise<void> };
+  const instance = mount(HistoryBrowser, { target: element, props: { api } }) as { refresh(): Promise<void>; reload(): Promise<void>; older(): Promise<void> };
   flushSync();
-  return { element, refresh: () => instance.refresh().then(() => flushSync()), older: () => instance.older().then(() => flushSync()) };
+  const settled = (p: Promise<void>) => p.then(() => flushSync());
+  return { element, refresh: () => settled(instance.refresh()), reload: () => settled(instance.reload()), older: () => settled(instance.older()) };
 }
