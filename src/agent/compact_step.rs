@@ -34,7 +34,7 @@ fn u64_of(v: i64) -> u64 {
 }
 
 /// The usage of the last step, unless a summary written after it made it stale.
-fn last_usage(conv: &Conversation) -> Option<LastUsage> {
+pub(super) fn last_usage(conv: &Conversation) -> Option<LastUsage> {
     let last = conv
         .messages
         .iter()
@@ -72,7 +72,7 @@ fn appended_bytes(req: &ModelRequest) -> u64 {
 
 impl Agent {
     /// The context window compaction measures against.
-    fn context_window(&self) -> u64 {
+    pub(super) fn context_window(&self) -> u64 {
         self.options
             .compaction
             .context_window

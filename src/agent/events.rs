@@ -94,6 +94,26 @@ pub enum RunEvent {
     },
     /// Older turns were summarized (conversation compaction).
     Compaction { covers_from: i64, covers_to: i64 },
+    /// How much of the model's context window the conversation takes (the context meter): after
+    /// each model step, with the provider's counts for that step, and once when a stored run is
+    /// continued (its last step's counts). Not sent when the provider reported no usage.
+    Usage {
+        /// Prompt tokens of the step (cache reads and writes included: they are prompt).
+        input_tokens: u64,
+        /// Tokens the model wrote in the step (now part of the conversation).
+        output_tokens: u64,
+        /// The conversation's size in the model's context: `input_tokens + output_tokens`.
+        context_tokens: u64,
+        /// The context window compaction measures against (the model table's value, the
+        /// `providers.NAME.context_window` setting, or, when neither knows the model, the
+        /// provider kind's assumed default).
+        window_tokens: u64,
+        /// False when `window_tokens` is only the kind's assumed default (the model is not in the
+        /// table and no setting names its window).
+        window_known: bool,
+        /// Share of the window past which older turns are summarized (`agent.compaction_threshold`).
+        compaction_threshold: f64,
+    },
     RunFinished {
         run_id: String,
         status: aibuddy_store::RunStatus,

@@ -37,6 +37,7 @@ pub mod search_note;
 pub mod stored_route;
 pub mod summarize;
 pub mod tools;
+pub mod usage_event;
 pub mod watchdog;
 
 use std::sync::Arc;

@@ -124,6 +124,25 @@ describe("run controller", () => {
     expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
   });
 
+  it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {
+    const shell = fakeShell();
+    const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));
+    await c.connect();
+    const sending = c.send("go");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    for (const id of ["e1", "e2"]) shell.emit("r1", { type: "elicitation", elicitation_id: id, server: "everything", message: "Who?", schema: { type: "object" } });
+    await c.answerElicitation("e1", { kind: "form", content: { name: "Ada" } });
+    await c.answerElicitation("e2", { kind: "cancelled" });
+    expect(shell.calls.filter(([cmd]) => cmd === "answer_ask_user")).toEqual([
+      ["answer_ask_user", ["e1", { kind: "form", content: { name: "Ada" } }]],
+      ["answer_ask_user", ["e2", { kind: "cancelled" }]],
+    ]);
+    expect(c.state.elicitations).toEqual([]);
+    expect(c.state.items.filter((i) => i.kind === "notice").map((i) => (i.kind === "notice" ? i.text : ""))).toEqual(["Sent the form to everything.", "Cancelled the form of everything."]);
+  });
+
   it("reopens a stored run and shows a typed error for an unknown one", async () => {
     const shell = fakeShell();
     const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));

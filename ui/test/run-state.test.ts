@@ -72,15 +72,17 @@ describe("run state reducer", () => {
     expect(answeredConfirm(s, "call_w").confirms).toEqual([]);
     const approved = answeredConfirm(s, "call_w", true);
     expect(approved.items[0]?.kind === "tool" && approved.items[0].card.status).toBe("running");
+    // Rejected: the card says so at once (its tool_result follows).
     const rejected = answeredConfirm(s, "call_w", false);
-    expect(rejected.items[0]?.kind === "tool" && rejected.items[0].card.status).toBe("waiting_approval");
+    expect(rejected.items[0]?.kind === "tool" && rejected.items[0].card.status).toBe("rejected");
+    expect(rejected.confirms).toEqual([]);
     s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] }, 2000);
     expect(s.confirms).toEqual([]);
 
     s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }, 2000);
     expect(s.questions).toEqual([{ tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }]);
     s = applyRunEvent(s, { type: "elicitation", elicitation_id: "e1", server: "gh", message: "Pick a repo", schema: {} }, 2000);
-    expect(s.items.at(-1)).toMatchObject({ kind: "notice", tone: "warn" });
+    expect(s.elicitations).toEqual([{ elicitation_id: "e1", server: "gh", message: "Pick a repo", schema: {} }]);
   });
 
   it("finishing a run closes pending dialogs and marks open calls cancelled", () => {

@@ -32,4 +32,31 @@ activated: Array<string>, } | { "type": "confirm_request", tool_call_id: string,
 /**
  * Free text is accepted besides (or instead of) the options.
  */
-allow_other: boolean, } | { "type": "elicitation", elicitation_id: string, server: string, message: string, schema: unknown, } | { "type": "heartbeat", tool_call_id: string, } | { "type": "retry", step: number, attempt: number, delay_ms: number, reason: string, } | { "type": "compaction", covers_from: number, covers_to: number, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, };
+allow_other: boolean, } | { "type": "elicitation", elicitation_id: string, server: string, message: string, schema: unknown, } | { "type": "heartbeat", tool_call_id: string, } | { "type": "retry", step: number, attempt: number, delay_ms: number, reason: string, } | { "type": "compaction", covers_from: number, covers_to: number, } | { "type": "usage", 
+/**
+ * Prompt tokens of the step (cache reads and writes included: they are prompt).
+ */
+input_tokens: number, 
+/**
+ * Tokens the model wrote in the step (now part of the conversation).
+ */
+output_tokens: number, 
+/**
+ * The conversation's size in the model's context: `input_tokens + output_tokens`.
+ */
+context_tokens: number, 
+/**
+ * The context window compaction measures against (the model table's value, the
+ * `providers.NAME.context_window` setting, or, when neither knows the model, the
+ * provider kind's assumed default).
+ */
+window_tokens: number, 
+/**
+ * False when `window_tokens` is only the kind's assumed default (the model is not in the
+ * table and no setting names its window).
+ */
+window_known: boolean, 
+/**
+ * Share of the window past which older turns are summarized (`agent.compaction_threshold`).
+ */
+compaction_threshold: number, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, };

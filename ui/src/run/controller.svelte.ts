@@ -2,6 +2,7 @@
 // every `run-event` of the open run through the pure reducer (state.ts), routes live output to the
 // output bus, and sends the person's answers back by id. Decisions are the shell's.
 import { toCommandError } from "../api";
+import type { HumanAnswer } from "../bindings/HumanAnswer";
 import { type AskUserAnswer, detailEvents, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
 import type { RunApi } from "./api";
 import { OutputBus } from "./output-bus";
@@ -9,6 +10,7 @@ import {
   addNotice,
   addPrompt,
   answeredConfirm,
+  answeredElicitation,
   answeredQuestion,
   applyRunEvent,
   emptyRun,
@@ -142,6 +144,25 @@ export class RunController {
     try {
       const accepted = await this.api.answerAskUser(toolCallId, answer);
       if (!accepted) this.state = addNotice(this.state, "The answer was not accepted (the question is no longer open or the answer does not fit it).", "warn");
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  /**
+   * Answers an MCP server's form by its `elicitation_id`, through the same command as questions:
+   * `{kind: "form", content}` accepts, `declined` declines, `cancelled` cancels (MCP's three).
+   */
+  async answerElicitation(elicitationId: string, answer: HumanAnswer): Promise<void> {
+    const request = this.state.elicitations.find((e) => e.elicitation_id === elicitationId);
+    this.state = answeredElicitation(this.state, elicitationId);
+    const server = request?.server ?? "the server";
+    const what = answer.kind === "form" ? `Sent the form to ${server}.` : answer.kind === "declined" ? `Declined the form of ${server}.` : `Cancelled the form of ${server}.`;
+    try {
+      const accepted = await this.api.answerAskUser(elicitationId, answer);
+      this.state = accepted
+        ? addNotice(this.state, what, "info")
+        : addNotice(this.state, `The form of ${server} was no longer open: the answer was not sent.`, "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
     }

@@ -40,6 +40,12 @@ export type ConversationItem =
 
 export type RunPhase = "idle" | "starting" | "running" | RunStatus;
 
+/** An MCP server's form waiting for the person (the `elicitation` run event without its tag). */
+export type ElicitationRequest = Omit<Extract<RunEvent, { type: "elicitation" }>, "type">;
+
+/** The context meter's numbers (the latest `usage` run event without its tag). */
+export type ContextUsage = Omit<Extract<RunEvent, { type: "usage" }>, "type">;
+
 export interface RunViewState {
   runId: string | null;
   provider: string | null;
@@ -51,7 +57,11 @@ export interface RunViewState {
   confirms: ConfirmRequest[];
   /** Questions waiting for the person, oldest first. */
   questions: AskUserQuestion[];
+  /** MCP elicitation forms waiting for the person, oldest first. */
+  elicitations: ElicitationRequest[];
   usage: Usage | null;
+  /** How much of the model's context window the conversation takes (latest step). */
+  context: ContextUsage | null;
   retry: { attempt: number; delayMs: number; reason: string } | null;
   /** Monotonic counter for item keys. */
   seq: number;
@@ -67,7 +77,9 @@ export function emptyRun(): RunViewState {
     items: [],
     confirms: [],
     questions: [],
+    elicitations: [],
     usage: null,
+    context: null,
     retry: null,
     seq: 0,
   };
@@ -199,8 +211,13 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       return { ...state, questions: [...state.questions, question] };
     }
     case "elicitation": {
-      // MCP elicitation forms are not rendered yet: say so instead of leaving the run silent.
-      return push(state, { kind: "notice", text: `${event.server} asks for input in a form (not shown in this window yet): ${event.message}`, tone: "warn" }, "n");
+      if (state.elicitations.some((e) => e.elicitation_id === event.elicitation_id)) return state;
+      const { type: _type, ...request } = event;
+      return { ...state, elicitations: [...state.elicitations, request] };
+    }
+    case "usage": {
+      const { type: _type, ...context } = event;
+      return { ...state, context };
     }
     case "retry":
       return { ...state, retry: { attempt: event.attempt, delayMs: event.delay_ms, reason: event.reason } };
@@ -222,6 +239,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         usage: event.usage,
         confirms: [],
         questions: [],
+        elicitations: [],
         retry: null,
       };
     }
@@ -229,16 +247,23 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
   return state;
 }
 
-/** Dismisses the confirmation the person answered (the shell's tool_result follows). */
-/** The person answered a confirmation: the dialog closes; an approved call runs from now on. */
+/**
+ * The person answered a confirmation: the dialog closes and the card says what happens next (an
+ * approved call runs from now on, a rejected one will not run); the shell's tool_result follows.
+ */
 export function answeredConfirm(state: RunViewState, callId: string, approved = false): RunViewState {
   const next = { ...state, confirms: state.confirms.filter((r) => r.call_id !== callId) };
-  if (!approved) return next;
-  return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status: "running" } : c));
+  const status: CardStatus = approved ? "running" : "rejected";
+  return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status } : c));
 }
 
 export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
   return { ...state, questions: state.questions.filter((q) => q.tool_call_id !== toolCallId) };
+}
+
+/** The person answered (accepted, declined or cancelled) an MCP server's form: its dialog closes. */
+export function answeredElicitation(state: RunViewState, elicitationId: string): RunViewState {
+  return { ...state, elicitations: state.elicitations.filter((e) => e.elicitation_id !== elicitationId) };
 }
 
 /** Replays a stored transcript (show_run) into a fresh view. */

@@ -1,0 +1,184 @@
+// The run view's context meter, approval card state and auto-scroll in the BUILT UI in headless
+// Chromium (IPC and `run-event` mocked, the app's CSP): the meter follows each `usage` event
+// ("41k / 200k", amber past the compaction threshold, "unknown window" when nothing knows it); an
+// approved card says "running" and a rejected one "rejected" before their results arrive; the
+// conversation follows new text and cards while the person is at the bottom, stays put when they
+// scrolled up (offering "Jump to latest"), and follows again after the jump.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+
+const shots = join(repo, "target/ui-screenshots");
+const RUN = "run_01JFOLLOW";
+const RESPONSES = {
+  project_info: { resolve: { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 } },
+  list_tools: { resolve: [] },
+  list_history: { resolve: [] },
+  list_runs: { resolve: [] },
+  start_run: { resolve: { run_id: RUN } },
+  stop_run: { resolve: null },
+  answer_confirm: { resolve: true },
+};
+
+const usage = (context, window, known = true) => ({
+  type: "usage",
+  input_tokens: context - 500,
+  output_tokens: 500,
+  context_tokens: context,
+  window_tokens: window,
+  window_known: known,
+  compaction_threshold: 0.8,
+});
+
+describe("context meter, approval cards and auto-scroll in Chromium", () => {
+  let server;
+  let browser;
+  let base;
+
+  before(async () => {
+    server = await serveDist();
+    base = `http://127.0.0.1:${server.address().port}/`;
+    browser = await launchChromium();
+    mkdirSync(shots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
+  /** Pixels between the bottom of the conversation and what is in view. */
+  const gap = (page) => page.locator('[data-testid="messages"]').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+
+  async function startRun(page) {
+    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
+    const box = page.locator('[data-testid="prompt"]');
+    await box.click();
+    await box.type("Tidy the build");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
+    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-6", presentation: "native" });
+  }
+
+  it("shows the context meter per step, warns past the threshold, and is honest about an unknown window", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES);
+    await startRun(page);
+    assert.equal(await page.locator('[data-testid="context-meter"]').count(), 0, "no meter before the first step");
+    await emit(page, usage(41_000, 200_000));
+    const meter = page.locator('[data-testid="context-meter"]');
+    await meter.waitFor();
+    assert.equal(await meter.locator('[data-testid="context-meter-text"]').textContent(), "41k / 200k");
+    assert.equal(await meter.getAttribute("role"), "meter");
+    assert.equal(await meter.getAttribute("aria-label"), "Context window use");
+    assert.equal(await meter.getAttribute("aria-valuenow"), "41000");
+    assert.equal(await meter.getAttribute("aria-valuemax"), "200000");
+    assert.match(await meter.getAttribute("aria-valuetext"), /^Context: 41,000 of 200,000 tokens \(21%\)/);
+    assert.equal(await meter.getAttribute("data-level"), "ok");
+    const width = () => meter.locator('[data-testid="context-meter-fill"]').evaluate((el) => el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width);
+    assert.ok(Math.abs((await width()) - 0.205) < 0.02, `bar at ${await width()}`);
+    writeFileSync(join(shots, "context-meter.png"), await page.locator(".run-bar").screenshot());
+
+    await emit(page, usage(172_000, 200_000));
+    await page.locator('[data-testid="context-meter"][data-level="warn"]').waitFor();
+    assert.equal(await meter.locator('[data-testid="context-meter-text"]').textContent(), "172k / 200k");
+    const amber = await meter.locator('[data-testid="context-meter-text"]').evaluate((el) => getComputedStyle(el).color);
+    assert.equal(amber, "rgb(154, 91, 0)", "the theme's warning colour");
+    writeFileSync(join(shots, "context-meter-warn.png"), await page.locator(".run-bar").screenshot());
+
+    await emit(page, usage(12_000, 32_768, false));
+    await page.locator('[data-testid="context-meter"][data-level="unknown"]').waitFor();
+    assert.equal(await meter.locator('[data-testid="context-meter-text"]').textContent(), "12k / unknown window");
+    assert.equal(await meter.locator('[data-testid="context-meter-fill"]').count(), 0);
+    assert.equal(await meter.getAttribute("aria-valuemax"), null);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it("an approved card runs and a rejected one says rejected before their results", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES);
+    await startRun(page);
+    const request = (id, path) => ({ call_id: id, tool: "write_file", risk: "writes", digest: "d", target: path, scope: ["project"], consequence: `creates ${path}`, diff: null });
+    for (const [id, path, key, status] of [["call_a", "a.txt", "a", "running"], ["call_b", "b.txt", "r", "rejected"]]) {
+      await emit(page, { type: "tool_call", tool_call_id: id, tool: "write_file", input: { path } });
+      await emit(page, { type: "confirm_request", tool_call_id: id, request: request(id, path) });
+      const card = page.locator(`[data-testid="tool-card"][data-id="${id}"]`);
+      await page.locator('[data-testid="approval-dialog"]').waitFor();
+      assert.equal(await card.locator('[data-testid="tool-status"]').textContent(), "waiting for approval");
+      await page.keyboard.press(key);
+      await page.locator('[data-testid="approval-dialog"]').waitFor({ state: "detached" });
+      await page.locator(`[data-testid="tool-card"][data-id="${id}"][data-status="${status}"]`).waitFor();
+      assert.equal(await card.locator('[data-testid="tool-status"]').textContent(), status);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it("follows new content at the bottom, stays put when scrolled up, and jumps back on request", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1000, height: 640 });
+    await startRun(page);
+    const para = (i) => `Paragraph ${i}: ${"the build script copies the assets, then compiles each crate in turn. ".repeat(3)}\n\n`;
+    for (let i = 0; i < 25; i++) await emit(page, { type: "text_delta", text: para(i) });
+    await page.waitForFunction(() => document.querySelector('[data-testid="msg-assistant"]')?.textContent?.includes("Paragraph 24"));
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight > el.clientHeight * 2 && el.scrollHeight - el.scrollTop - el.clientHeight < 2;
+    });
+    // A new card while at the bottom: still followed.
+    await emit(page, { type: "tool_call", tool_call_id: "call_ls", tool: "list_dir", input: { path: "." } });
+    await page.locator('[data-testid="tool-card"][data-id="call_ls"]').waitFor();
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight - el.scrollTop - el.clientHeight < 2;
+    });
+    assert.equal(await page.locator('[data-testid="jump-latest"]').count(), 0);
+
+    // The person scrolls up: new text and cards no longer move the view.
+    await page.locator('[data-testid="messages"]').hover();
+    await page.mouse.wheel(0, -900);
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight - el.scrollTop - el.clientHeight > 600;
+    });
+    const top = await page.locator('[data-testid="messages"]').evaluate((el) => el.scrollTop);
+    await emit(page, { type: "tool_result", tool_call_id: "call_ls", status: "ok", stage: null, model: "Cargo.toml\nsrc/", duration_ms: 4, exit_code: null, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "text_delta", text: "More: the assets step can be skipped.\n\n" });
+    const jump = page.locator('[data-testid="jump-latest"]');
+    await jump.waitFor();
+    assert.equal(await page.locator('[data-testid="messages"]').evaluate((el) => el.scrollTop), top, "the view did not move");
+    assert.ok((await gap(page)) > 600);
+    writeFileSync(join(shots, "jump-to-latest.png"), await page.screenshot());
+
+    // Jump (keyboard): back at the bottom, the button goes, and new content is followed again.
+    await jump.focus();
+    await page.keyboard.press("Enter");
+    await jump.waitFor({ state: "detached" });
+    assert.ok((await gap(page)) < 2);
+    await emit(page, { type: "tool_call", tool_call_id: "call_cat", tool: "read_file", input: { path: "build.rs" } });
+    await page.locator('[data-testid="tool-card"][data-id="call_cat"]').waitFor();
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight - el.scrollTop - el.clientHeight < 2;
+    });
+    // Scrolling back down by hand also resumes following.
+    await page.mouse.wheel(0, -900);
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight - el.scrollTop - el.clientHeight > 600;
+    });
+    await emit(page, { type: "text_delta", text: "Checking once more.\n\n" });
+    await jump.waitFor();
+    await page.mouse.wheel(0, 5000);
+    await jump.waitFor({ state: "detached" });
+    await emit(page, { type: "tool_call", tool_call_id: "call_last", tool: "read_file", input: { path: "Cargo.toml" } });
+    await page.locator('[data-testid="tool-card"][data-id="call_last"]').waitFor();
+    await page.waitForFunction(() => {
+      const el = document.querySelector('[data-testid="messages"]');
+      return el.scrollHeight - el.scrollTop - el.clientHeight < 2;
+    });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});
