@@ -283,13 +283,12 @@ pub async fn facets(store: &Store, project_root: &str) -> Result<HistoryFacets, 
     })
 }
 
-/// One stored call of the project `project_root` in full, without its raw output; a call of
-/// another project is "no such call", as an unknown id is.
-pub async fn detail(
+/// A call of another project is "no such call", as an unknown id is.
+pub(crate) async fn ensure_visible(
     store: &Store,
     project_root: &str,
     tool_call_id: &str,
-) -> Result<CallRecordView, CommandError> {
+) -> Result<(), CommandError> {
     if store
         .call_visible_in(tool_call_id, project_root)
         .await
@@ -300,6 +299,17 @@ pub async fn detail(
             tool_call_id.to_string(),
         )));
     }
+    Ok(())
+}
+
+/// One stored call of the project `project_root` in full, without its raw output; a call of
+/// another project is "no such call", as an unknown id is.
+pub async fn detail(
+    store: &Store,
+    project_root: &str,
+    tool_call_id: &str,
+) -> Result<CallRecordView, CommandError> {
+    ensure_visible(store, project_root, tool_call_id).await?;
     let rec = record(store, tool_call_id).await?;
     let row = HistoryRow {
         tool_call_id: rec.tool_call_id.clone(),

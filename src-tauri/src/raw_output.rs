@@ -11,7 +11,7 @@ use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
 use crate::error::{CommandError, ErrorCode};
-use crate::history_browser::{record, store_error, store_of};
+use crate::history_browser::{ensure_visible, record, scope_of, store_error};
 use crate::state::ShellState;
 
 /// The most bytes one `raw_output_range` returns.
@@ -77,7 +77,9 @@ pub async fn raw_output_range(
     offset: u64,
     length: u64,
 ) -> Result<Response, CommandError> {
-    let bytes = range(&store_of(&state)?, &tool_call_id, offset, length).await?;
+    let (store, root) = scope_of(&state)?;
+    ensure_visible(&store, &root, &tool_call_id).await?;
+    let bytes = range(&store, &tool_call_id, offset, length).await?;
     Ok(Response::new(bytes))
 }
 
@@ -89,8 +91,8 @@ pub async fn save_raw_output<R: Runtime>(
     state: State<'_, ShellState>,
     tool_call_id: String,
 ) -> Result<Option<String>, CommandError> {
-    let store = store_of(&state)?;
-    record(&store, &tool_call_id).await?;
+    let (store, root) = scope_of(&state)?;
+    ensure_visible(&store, &root, &tool_call_id).await?;
     let name: String = tool_call_id
         .chars()
         .map(|c| {

@@ -18,7 +18,9 @@ mod summarizer;
 mod tokens;
 mod trim;
 
-pub use compactor::{CompactionOutcome, Compactor, Job, ProjectionCache, recovery_note};
+pub use compactor::{
+    CompactionOutcome, Compactor, Job, ProjectionCache, RunCompactions, recovery_note,
+};
 pub use persistence::Persistence;
 pub use plan::{Plan, plan};
 pub use recorder::{StoreRecorder, display_text};

@@ -187,9 +187,8 @@ describe("agent run flows in the real window against the fake provider", () => {
   }
 
   /**
-   * Whether a card is still open. NOTE: after an approval the card keeps "waiting_approval" until its
-   * result arrives (ui/src/run/state.ts `answeredConfirm` leaves the card's status alone), so a
-   * command that runs after approval shows as waiting; both count as open here.
+   * Whether a card is still open: waiting for its approval, or running (an approved card shows
+   * "running" at once, ui/src/run/state.ts `answeredConfirm`).
    */
   const open = (c) => c.status === "running" || c.status === "waiting_approval";
 

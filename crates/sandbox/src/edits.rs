@@ -7,10 +7,24 @@ use crate::error::SandboxError;
 
 /// Apply `edits` in order (each to the result of the previous). Returns the new text and the
 /// number of replacements. Any failing edit fails the whole call; nothing is applied.
+/// Unbounded: see [`apply_edits_within`].
 pub fn apply_edits(
     path: &str,
     original: &str,
     edits: &[EditSpec],
+) -> Result<(String, usize), SandboxError> {
+    apply_edits_within(path, original, edits, u64::MAX)
+}
+
+/// [`apply_edits`], refusing (`TooLarge`, Parameters stage) as soon as an edit would make the
+/// text longer than `max_bytes`. The length an edit gives is exact before it is built (the
+/// occurrences are counted first), so a chain of `replace_all` that multiplies the text stops at
+/// the edit that crosses the bound, without building it.
+pub fn apply_edits_within(
+    path: &str,
+    original: &str,
+    edits: &[EditSpec],
+    max_bytes: u64,
 ) -> Result<(String, usize), SandboxError> {
     if edits.is_empty() {
         return Err(SandboxError::InvalidArgument {
@@ -52,6 +66,16 @@ pub fn apply_edits(
                     count,
                 });
             }
+        }
+        // Occurrences do not overlap, so they remove `count * old` bytes of the text at most.
+        let after = (text.len() as u128 - count as u128 * edit.old_string.len() as u128)
+            + count as u128 * edit.new_string.len() as u128;
+        if after > u128::from(max_bytes) {
+            return Err(SandboxError::TooLarge {
+                path: path.to_string(),
+                size: u64::try_from(after).unwrap_or(u64::MAX),
+                max: max_bytes,
+            });
         }
         text = text.replace(edit.old_string.as_str(), &edit.new_string);
         replacements += count;
@@ -120,6 +144,33 @@ mod tests {
             new_string: new.into(),
             replace_all: all,
         }
+    }
+
+    #[test]
+    fn a_multiplying_chain_stops_at_the_edit_that_crosses_the_bound() {
+        // 2 KB of "a"; each replace_all doubles every "a": 2 KB -> 4 -> 8 -> ... -> 2 MB.
+        let original = "a".repeat(2048);
+        let chain: Vec<EditSpec> = (0..10).map(|_| e("a", "aa", true)).collect();
+        let (grown, _) = apply_edits("f", &original, &chain).unwrap();
+        assert_eq!(grown.len(), 2048 << 10);
+        let err = apply_edits_within("f", &original, &chain, 64 * 1024).unwrap_err();
+        assert_eq!(
+            (err.code(), err.stage()),
+            ("too_large", crate::Stage::Parameters)
+        );
+        // Refused at edit 5 (64 KiB -> 128 KiB), with the size it would have reached.
+        assert!(
+            err.to_string().contains("131072 bytes (max 65536)"),
+            "{err}"
+        );
+        // Exactly at the bound is allowed; shrinking is always allowed.
+        let (at, _) = apply_edits_within("f", &original, &chain[..5], 64 * 1024).unwrap();
+        assert_eq!(at.len(), 64 * 1024);
+        assert!(apply_edits_within("f", &original, &[e("aa", "b", true)], 10).is_err());
+        assert_eq!(
+            apply_edits_within("f", "aaaa", &[e("aa", "b", true)], 2).unwrap(),
+            ("bb".into(), 2)
+        );
     }
 
     #[test]

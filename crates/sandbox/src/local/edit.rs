@@ -7,7 +7,7 @@ use super::Scoped;
 use super::fsio::read_whole;
 use super::write::replace;
 use crate::api::{EditOutcome, EditPlan, EditRequest, Expected, Verified};
-use crate::edits::{apply_edits, changed_lines, unified_diff};
+use crate::edits::{apply_edits_within, changed_lines, unified_diff};
 use crate::error::SandboxError;
 use crate::scope;
 use crate::text::{fingerprint, stats};
@@ -39,7 +39,10 @@ fn plan(
         reason: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
     })?;
     let path = scope::display(&rel);
-    let (new, replacements) = apply_edits(&req.path, &old, &req.edits)?;
+    // The result may not outgrow what edit_file would load (a chain of replace_all can multiply
+    // a small file into megabytes).
+    let (new, replacements) =
+        apply_edits_within(&req.path, &old, &req.edits, s.limits.edit_max_bytes)?;
     let plan = EditPlan {
         diff: unified_diff(&path, &old, &new),
         changed_lines: changed_lines(&old, &new),

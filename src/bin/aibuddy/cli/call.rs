@@ -172,17 +172,8 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     app.capabilities
         .set_elicitation_broker(Arc::new(elicitation));
     // Ctrl-C cancels the call cleanly; a second Ctrl-C exits at once.
-    let c2 = cancel.clone();
     let stop = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\naibuddy: cancelling (Ctrl-C again to exit now)");
-            c2.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    super::interrupt::cancel_on_signals(cancel.clone());
     let sink: Arc<dyn EventSink> = if args.stream || std::io::stderr().is_terminal() {
         Arc::new(StderrSink::default())
     } else {

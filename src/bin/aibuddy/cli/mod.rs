@@ -10,6 +10,7 @@ mod ask;
 mod auth;
 mod call;
 mod history;
+mod interrupt;
 mod mcp;
 mod prompt;
 mod run;

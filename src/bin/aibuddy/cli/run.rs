@@ -222,16 +222,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     )
     .with_human(ask::human_broker());
     let cancel = CancellationToken::new();
-    let c2 = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\naibuddy: cancelling (Ctrl-C again to exit now)");
-            c2.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    super::interrupt::cancel_on_signals(cancel.clone());
     let sink = Arc::new(PrintSink { json: args.json });
     let start = RunStart {
         prompt: prompt_text,
