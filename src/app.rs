@@ -313,6 +313,7 @@ impl App {
 
     /// Every tool a new run would have.
     pub fn tools_list(&self) -> Vec<ToolListing> {
+        self.capabilities.refresh_if_stale();
         let mut tools = self.toolset(&BTreeSet::new()).tools;
         let mut host = self.host.clone();
         self.capabilities.fill_host(&mut host);

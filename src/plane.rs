@@ -390,6 +390,14 @@ impl CapabilityPlane {
         }
     }
 
+    /// Rebuild now when the MCP catalog changed since the registry was last built (the follower
+    /// debounces by 50 ms; a listing shown to the person or a search must not lag behind it).
+    pub fn refresh_if_stale(&self) {
+        if self.mcp_changes() != self.refreshed.load(Ordering::Acquire) {
+            self.refresh();
+        }
+    }
+
     /// Rebuild the registry from the current MCP catalog (keeps the previous one on failure),
     /// then the `tool_search` index.
     pub fn refresh(&self) {

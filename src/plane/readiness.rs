@@ -2,7 +2,6 @@
 //! the ones still connecting (bounded by `tool_search.connect_wait_ms`), then searches an index
 //! that includes the servers that connected meanwhile, and names those still unavailable.
 
-use std::sync::atomic::Ordering;
 use std::sync::{OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
@@ -74,10 +73,7 @@ impl CapabilityPlane {
                 "tool_search: some MCP servers are still connecting; searching without them"
             );
         }
-        let changes = *mcp.subscribe().borrow();
-        if changes != self.refreshed.load(Ordering::Acquire) {
-            self.refresh();
-        }
+        self.refresh_if_stale();
         unavailable(&mcp.status())
     }
 
