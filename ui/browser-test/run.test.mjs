@@ -108,6 +108,21 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.equal(await md.locator(".md-link").getAttribute("title"), "https://example.com/x");
     assert.match(await md.textContent(), /<img src=x onerror=alert\(1\)>/);
 
+    // Fenced code is highlighted for known languages; only highlight.js and language classes stay,
+    // and a hostile fence language or code text stays inert.
+    await emit(page, { type: "text_delta", text: "\n\n```rust\nfn main() { let s = \"<b>hi</b>\"; } // done\n```\n\n```x\" onclick=\"alert(1)\ncode <script>alert(3)</script>\n```\n" });
+    await md.locator("code.language-rust .hljs-keyword").first().waitFor();
+    assert.equal(await md.locator("code.language-rust .hljs-keyword").first().textContent(), "fn");
+    assert.equal(await md.locator("code.language-rust .hljs-string").textContent(), '"<b>hi</b>"');
+    assert.equal(await md.locator("b, script").count(), 0);
+    const keyword = await md.locator("code.language-rust .hljs-keyword").first().evaluate((el) => getComputedStyle(el).color);
+    const plain = await md.locator("code.language-rust").evaluate((el) => getComputedStyle(el).color);
+    assert.notEqual(keyword, plain, "keywords are coloured");
+    const classes = await md.evaluate((el) => [...el.querySelectorAll("[class]")].flatMap((n) => [...n.classList]));
+    assert.deepEqual(classes.filter((c) => !/^(hljs|language-|md-link$)/.test(c)), []);
+    const after = await md.evaluate((el) => [...el.querySelectorAll("*")].flatMap((n) => [...n.attributes].map((a) => `${a.name}=${a.value}`)));
+    assert.deepEqual(after.filter((a) => /^on|javascript:|^style=|^href=/i.test(a)), []);
+
     // execute: a card with a live terminal, heartbeat indicator, its own Stop.
     await emit(page, { type: "tool_call", tool_call_id: "call_exec", tool: "execute", input: { command: "cargo test --quiet" } });
     const lines = ["\x1b[1m   Compiling\x1b[0m sample v0.1.0", "running 3 tests", "test parse_top ... \x1b[31mFAILED\x1b[0m", "test report ... \x1b[32mok\x1b[0m"];

@@ -3,11 +3,13 @@
 // their target is kept only as a tooltip and a data attribute the person can copy.
 import DOMPurify from "dompurify";
 import MarkdownIt from "markdown-it";
+import { allowedClass, highlightCode } from "./highlight";
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false });
+const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false, highlight: highlightCode });
 
 const FORBID_TAGS = ["style", "img", "svg", "math", "form", "input", "button", "textarea", "select", "iframe", "object", "embed", "video", "audio", "source", "picture"];
-const FORBID_ATTR = ["style", "id", "class", "srcset", "src", "action", "formaction", "target"];
+// `class` is filtered by the hook below (highlight.js scopes and fence languages only).
+const FORBID_ATTR = ["style", "id", "srcset", "src", "action", "formaction", "target"];
 
 let hooked = false;
 function installHooks(): void {
@@ -22,6 +24,15 @@ function installHooks(): void {
         node.setAttribute("data-href", href);
       }
       node.setAttribute("class", "md-link");
+      return;
+    }
+    const cls = node.getAttribute("class");
+    if (cls === null) return;
+    const kept = cls.split(/\s+/).filter(allowedClass);
+    if (kept.length > 0 && (node.tagName === "SPAN" || node.tagName === "CODE")) {
+      node.setAttribute("class", kept.join(" "));
+    } else {
+      node.removeAttribute("class");
     }
   });
 }
