@@ -205,7 +205,16 @@ pub async fn show_run(
         .conversation(&run_id)
         .await
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
-    Ok(RunDetail::from(&conversation))
+    let mut detail = RunDetail::from(&conversation);
+    detail.meter =
+        crate::provider::stored_route(&project.app, &conversation.run).and_then(|route| {
+            aibuddy::agent::usage_event::stored_usage(
+                &conversation,
+                &route,
+                &aibuddy::agent::AgentOptions::from_settings(&project.app.settings.settings),
+            )
+        });
+    Ok(detail)
 }
 
 /// Answers a question of the run in progress: `id` is the `tool_call_id` of an `ask_user` event or

@@ -19,6 +19,19 @@ pub fn provider_error(e: ProviderError) -> CommandError {
     }
 }
 
+/// The route a stored run continues on (its provider entry and model), without building a client
+/// or reading a key; None when the settings no longer name a usable entry.
+pub fn stored_route(app: &App, stored: &RunRecord) -> Option<aibuddy_provider::Route> {
+    route_for(
+        &app.settings.settings.providers,
+        Some(stored),
+        None,
+        None,
+        &BaseUrlOverrides::from_env(),
+    )
+    .ok()
+}
+
 /// The provider of a run: entry `name` and `model` when the UI names them (a blank model is no
 /// override), else a continued run's stored entry and model, else `providers.default`. Same rule
 /// as `aibuddy run` (`aibuddy::agent::stored_route`).

@@ -106,6 +106,10 @@ pub struct RunDetail {
     pub started_at: String,
     pub finished_at_ms: Option<i64>,
     pub usage: Usage,
+    /// The context meter's numbers as a continued run would show them first (the last step's
+    /// usage against the window of the route it continues on); null when no usage can be trusted
+    /// or the route cannot be resolved.
+    pub meter: Option<aibuddy::agent::events::RunEvent>,
     pub steps: i64,
     pub tool_calls: i64,
     pub messages: Vec<RunMessage>,
@@ -195,6 +199,7 @@ impl From<&Conversation> for RunDetail {
             started_at: r.started_at.clone(),
             finished_at_ms: r.finished_at_ms,
             usage: r.usage,
+            meter: None,
             steps: r.steps,
             tool_calls: r.tool_calls,
             messages: c.messages.iter().map(message_view).collect(),

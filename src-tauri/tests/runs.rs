@@ -67,6 +67,17 @@ fn a_run_calls_execute_completes_and_is_listed_and_shown() {
 
     let shown = invoke(&f.window, "show_run", json!({ "runId": run_id })).unwrap();
     assert_eq!(shown["status"], json!("completed"), "{shown}");
+    // The context meter a run only viewed shows: the last step's usage against the window of
+    // the route it would continue on.
+    let meter = &shown["meter"];
+    assert_eq!(meter["type"], json!("usage"), "{shown}");
+    let (input, output) = (
+        meter["input_tokens"].as_u64().unwrap(),
+        meter["output_tokens"].as_u64().unwrap(),
+    );
+    assert!(input > 0, "{meter}");
+    assert_eq!(meter["context_tokens"], json!(input + output), "{meter}");
+    assert!(meter["window_tokens"].as_u64().unwrap() > 0, "{meter}");
     let messages = shown["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages
         .iter()

@@ -74,6 +74,25 @@ pub fn step_usage(kind: &str, usage: &ProviderUsage) -> Option<LastUsage> {
     })
 }
 
+/// The meter's event for a stored run that is only viewed (not run): its last step's usage
+/// against the window of the route it would continue on, under `options`; None when no usage can
+/// be trusted (none reported, or a summary written since). Pure.
+pub fn stored_usage(
+    conv: &Conversation,
+    route: &Route,
+    options: &super::AgentOptions,
+) -> Option<RunEvent> {
+    let last = last_usage(conv)?;
+    let window = Window {
+        tokens: options
+            .compaction
+            .context_window
+            .unwrap_or(route.context_window),
+        known: window_known(route, options.compaction.context_window),
+    };
+    Some(usage_event(last, window, options.compaction.threshold))
+}
+
 impl Agent {
     /// The window this agent's compaction measures against, and whether it is known.
     pub(crate) fn window(&self) -> Window {

@@ -36,6 +36,7 @@ function fakeShell() {
         started_at: "2026-11-30T00:00:00.000Z",
         finished_at_ms: null,
         usage,
+        meter: { type: "usage", input_tokens: 3, output_tokens: 2, context_tokens: 5, window_tokens: 200_000, window_known: true, compaction_threshold: 0.8 },
         steps: 1,
         tool_calls: 1,
         messages: [
@@ -153,6 +154,8 @@ describe("run controller", () => {
     const card = c.state.items[2]?.kind === "tool" ? c.state.items[2].card : null;
     expect(card).toMatchObject({ tool: "ls", target: ".", status: "ok", model: "a.txt" });
     expect(c.state.model).toBe("m");
+    // A run only viewed shows the context meter it would continue with.
+    expect(c.state.context).toMatchObject({ context_tokens: 5, window_tokens: 200_000, window_known: true });
     await c.open("missing");
     expect(c.state.items.at(-1)).toMatchObject({ kind: "notice", tone: "error", text: "Could not open the run: no run `missing`" });
     await tick();
