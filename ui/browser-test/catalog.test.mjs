@@ -2,11 +2,11 @@
 // deferral gate and absent reason; MCP servers with their states, Reconnect, Log in and Log out
 // (servers holding a token), the step-up login of a server whose token lacked scope, by name;
 // skills with their problems; one filter for all. Screenshot: target/e2e-screenshots/catalog.png.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const PROJECT = { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 };
@@ -26,21 +26,9 @@ const SERVERS = [
 const SKILLS = { skills: [{ name: "pdf", description: "Read and fill PDF forms", root: "bundled" }], problems: ["/home/me/work/sample-project/.aibuddy/skills/broken/SKILL.md:1: missing `name` in the front matter"] };
 
 describe("catalog in Chromium with mocked IPC", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   it("shows tools, servers and skills, reconnects and logs in by name", async () => {
     const responses = {

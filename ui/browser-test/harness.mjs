@@ -2,9 +2,10 @@
 // a header, launch Debian's headless chromium, and build an init script that installs mockIPC
 // before the app's own script runs.
 import { createServer } from "node:http";
-import { readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, normalize, resolve } from "node:path";
 import assert from "node:assert/strict";
+import { after, before } from "node:test";
 import { build } from "esbuild";
 import { chromium } from "playwright-core";
 
@@ -37,6 +38,25 @@ export function serveDist() {
     res.end(readFileSync(file));
   });
   return new Promise((res) => server.listen(0, "127.0.0.1", () => res(server)));
+}
+
+/**
+ * Registers a suite's set-up and clean-up: the built UI served with the app's CSP, Chromium
+ * launched, `dir` (screenshots) created; `ready` receives `{ browser, base }` once they are up.
+ */
+export function browserSuite(dir, ready) {
+  let server;
+  let browser;
+  before(async () => {
+    server = await serveDist();
+    browser = await launchChromium();
+    if (dir) mkdirSync(dir, { recursive: true });
+    ready({ browser, base: `http://127.0.0.1:${server.address().port}/` });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
 }
 
 export function launchChromium() {

@@ -3,11 +3,11 @@
 // full-text search), its detail opened from the keyboard with model text and raw output, and a
 // project switch re-scoping the list and its choices. Screenshot:
 // target/e2e-screenshots/history-browser.png.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { historyMock, historyRowsSource, launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, historyMock, historyRowsSource, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const info = (root) => ({ root, data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 });
@@ -43,21 +43,9 @@ const DYNAMIC = `{
 }`;
 
 describe("history browser in Chromium with mocked IPC", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   const rows = (page) => page.locator('[data-testid="hb-row"]').evaluateAll((els) => els.map((e) => ({ id: e.dataset.id, tool: e.dataset.tool, status: e.dataset.status })));
   const lastQuery = (page) => page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "history_page").at(-1)?.args.query);

@@ -3,11 +3,11 @@
 // folder flagged), Ctrl+O picks a folder, the trust dialog shows what the project asks for (focus
 // on "Don't trust", Esc declines), Tab + Enter trusts at the digest shown, and the provider picker
 // sends its entry with the next run. Screenshot: target/e2e-screenshots/trust-dialog.png.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const unexpected = (problems) =>
@@ -92,21 +92,9 @@ const RESPONSES = {
 };
 
 describe("project flow in Chromium with mocked IPC", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
   const focused = (page) => page.evaluate(() => document.activeElement?.getAttribute("data-testid"));

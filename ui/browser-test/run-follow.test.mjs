@@ -4,11 +4,11 @@
 // approved card says "running" and a rejected one "rejected" before their results arrive; the
 // conversation follows new text and cards while the person is at the bottom, stays put when they
 // scrolled up (offering "Jump to latest"), and follows again after the jump.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/ui-screenshots");
 const RUN = "run_01JFOLLOW";
@@ -33,21 +33,9 @@ const usage = (context, window, known = true) => ({
 });
 
 describe("context meter, approval cards and auto-scroll in Chromium", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
   /** Pixels between the bottom of the conversation and what is in view. */

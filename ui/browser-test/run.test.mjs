@@ -2,11 +2,11 @@
 // (@tauri-apps/api/mocks with shouldMockEvents), under the app's CSP. A scripted run plays streamed
 // Markdown, an `execute` card with live terminal output, an approval dialog answered from the
 // keyboard, and a question dialog; each state is saved under target/e2e-screenshots/.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
@@ -53,21 +53,9 @@ const DIFF = `--- a/src/main.rs
 `;
 
 describe("run view in Chromium with mocked IPC and run events", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
   const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);

@@ -2,11 +2,11 @@
 // entry saved at the user level, its key sent to the keyring command and never shown back, a
 // refused writable root shown on its field as `tools check` prints it, the project level picked
 // from the keyboard, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, openPage, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const USER = "/home/me/.local/share/aibuddy/settings.json";
@@ -49,21 +49,9 @@ const DYNAMIC = `{
 }`;
 
 describe("settings pages in Chromium with mocked IPC", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(shots, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(shots, (s) => ({ browser, base } = s));
 
   it("saves providers, keys, roots and servers through the shell's commands", async () => {
     const responses = {
