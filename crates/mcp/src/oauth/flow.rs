@@ -124,6 +124,13 @@ impl Authorizer {
         Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
     }
 
+    /// The authorization server's token endpoint (discovery from the well-known locations).
+    pub(crate) async fn token_endpoint(&self) -> Result<String, OAuthError> {
+        let manager = self.manager().await?;
+        let metadata = discovery::resolve(&manager, None).await?;
+        Ok(metadata.token_endpoint)
+    }
+
     /// Full authorization after a 401 (`challenge` is its `WWW-Authenticate` value).
     pub async fn authorize(
         &mut self,

@@ -145,6 +145,16 @@ impl VaultCredentialStore {
         Ok(Some(scopes))
     }
 
+    /// The stored credentials and the registration-issued client secret, for a token request
+    /// made outside rmcp (the unattended step-up's refresh).
+    pub(crate) fn credentials(
+        &self,
+    ) -> Result<Option<(StoredCredentials, Option<Secret>)>, String> {
+        Ok(self
+            .entry()?
+            .map(|entry| (entry.credentials, entry.client_secret.map(Secret::new))))
+    }
+
     fn entry(&self) -> Result<Option<Entry>, String> {
         let Some(text) = self.vault.load(&self.server)? else {
             return Ok(None);
