@@ -99,15 +99,16 @@ pub(crate) async fn call(
     first
 }
 
-/// After a 403 `insufficient_scope`: one refresh asking for the wider scope, when the server
-/// has a stored OAuth token with a refresh token. Whether the scope is now granted.
+/// After a 403 `insufficient_scope`: one grant asking for the wider scope without a person
+/// (client credentials of a machine client, else a refresh), when the server has a stored OAuth
+/// token. Whether the scope is now granted.
 async fn step_up_unattended(shared: &Shared, bound: &Bound, live: &Live, scope: &str) -> bool {
     let (Some(_), Some(url), Some(vault)) = (&live.auth, &live.url, &shared.options.token_vault)
     else {
         return false;
     };
     let store = crate::oauth::VaultCredentialStore::new(vault.clone(), &bound.server);
-    match crate::oauth::unattended::refresh_for_scope(url, &store, scope).await {
+    match crate::oauth::unattended::widen_scope(url, &store, scope).await {
         Ok(_) => {
             tracing::info!(server = %bound.server, tool = %bound.tool, "scope stepped up on refresh; the call is retried once");
             true

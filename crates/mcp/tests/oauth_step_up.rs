@@ -4,7 +4,9 @@
 //! required one, and is retried once when the authorization server grants it. A strict server
 //! (RFC 6749 §6: no wider scope on refresh) refuses, and the call keeps today's typed error
 //! (the person logs in again). A server whose challenge names a scope that does not help is
-//! tried once and retried once: never a loop (`auth/scope-retry-limit`).
+//! tried once and retried once: never a loop (`auth/scope-retry-limit`). A machine client
+//! (client-credentials grant, its secret kept in the vault) gets the wider scope by a new
+//! client-credentials grant instead.
 
 mod common;
 #[path = "support/oauth_fixture.rs"]
@@ -13,7 +15,7 @@ mod oauth_fixture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, MemoryVault, TokenVault};
+use aibuddy_mcp::oauth::{ClientIdentity, Grant, LoginOutcome, MemoryVault, Secret, TokenVault};
 use aibuddy_mcp::{McpError, McpHandlers, McpManager, McpStage, ServerConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -153,5 +155,58 @@ async fn a_challenge_that_does_not_help_is_stepped_up_once_and_retried_once() {
         call(&manager, "whoami").await.unwrap(),
         "an authorized caller"
     );
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_machine_client_gets_the_wider_scope_by_client_credentials() {
+    // Strict on refresh: only the client-credentials grant can widen the scope.
+    let server = oauth_fixture::start(&["--machine", "bot:bot-secret-1234"]);
+    let vault = Arc::new(MemoryVault::default());
+    let machine = ClientIdentity {
+        client_id: Some("bot".into()),
+        client_secret: Some(Secret::new("bot-secret-1234")),
+        grant: Grant::ClientCredentials,
+        ..ClientIdentity::default()
+    };
+    let outcome = aibuddy_mcp::oauth::login(
+        "remote",
+        &server.mcp_url(),
+        machine,
+        vault.clone(),
+        oauth_fixture::browser(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, LoginOutcome::LoggedIn);
+    let stored = entry(&vault);
+    assert_eq!(stored["client_credentials"], true);
+    assert_eq!(stored["client_secret"], "bot-secret-1234");
+    let mut options = common::fast_options();
+    options.token_vault = Some(vault.clone());
+    let manager = McpManager::start(
+        vec![ServerConfig::http("remote", server.mcp_url())],
+        McpHandlers::default(),
+        options,
+    );
+    common::wait_connected(&manager, "remote", UP).await;
+    assert_eq!(
+        call(&manager, "admin").await.unwrap(),
+        "an authorized caller"
+    );
+    let s = server.stats().await;
+    assert_eq!(s["client_credentials_grants"], 2, "{s}");
+    assert_eq!(s["machine_scopes"], json!(["", "mcp:admin"]), "{s}");
+    assert_eq!(s["refreshes"], 0, "{s}");
+    assert_eq!(s["refused_scope_refreshes"], 0, "{s}");
+    assert_eq!(s["authorizations"], 0, "no browser: {s}");
+    assert_eq!(s["scope_refusals"], 1, "{s}");
+    let stored = entry(&vault);
+    assert_eq!(stored["granted_scopes"], json!(["mcp:admin"]));
+    assert_eq!(
+        stored["client_credentials"], true,
+        "kept for the next step-up"
+    );
+    assert!(stored.get("required_scopes").is_none());
     manager.shutdown().await;
 }

@@ -1,5 +1,7 @@
 //! Scope step-up without a person: after a 403 `insufficient_scope` on a live connection, one
-//! refresh-token request asking for the granted scopes and the required ones. Some
+//! grant asking for the granted scopes and the required ones: a client-credentials grant when
+//! the server's tokens come from one and its machine client's secret is stored (the
+//! client's entitlement decides), else a refresh-token request. Some
 //! authorization servers grant a wider scope on refresh (the person's consent or the client's
 //! entitlement covers it); a strict RFC 6749 §6 server refuses with `invalid_scope`, and then
 //! the person has to log in again (the caller keeps its `insufficient_scope` error).
@@ -17,7 +19,7 @@ use serde_json::Value;
 
 use super::error::OAuthError;
 use super::flow::Authorizer;
-use super::identity::ClientIdentity;
+use super::identity::{ClientIdentity, Secret};
 use super::vault::VaultCredentialStore;
 
 /// How long the token request may take.
@@ -44,42 +46,84 @@ pub fn covers(granted: &[String], required: &str) -> bool {
         .all(|r| granted.iter().any(|g| g == r))
 }
 
-/// One refresh asking for the stored grant plus `required` (space-separated) for the server at
-/// `server_url`, whose credentials `store` holds. On success the new token is in the vault (a
+/// One grant asking for the stored scopes plus `required` (space-separated) for the server at
+/// `server_url`, whose credentials `store` holds: a client-credentials grant for a machine
+/// client whose secret is stored, else a refresh. On success the new token is in the vault (a
 /// live connection's client reads it from there on its next request) and the granted scopes are
 /// returned; they cover `required`, else this is an error (the new token is kept all the same).
-pub async fn refresh_for_scope(
+pub async fn widen_scope(
     server_url: &str,
     store: &VaultCredentialStore,
     required: &str,
 ) -> Result<Vec<String>, OAuthError> {
-    let (credentials, secret) = store
-        .credentials()
+    let stored = store
+        .stored()
         .map_err(OAuthError::Store)?
         .ok_or_else(|| OAuthError::Authorization("no stored credentials".into()))?;
+    let Some(scopes) = wider_scopes(&stored.credentials.granted_scopes, required) else {
+        return Err(OAuthError::Authorization(
+            "the required scope was granted already; a new grant cannot add it".into(),
+        ));
+    };
+    let machine = stored.client_credentials && stored.client_secret.is_some();
+    let granted = grant(
+        server_url,
+        store,
+        stored.credentials,
+        stored.client_secret,
+        scopes,
+        machine,
+    )
+    .await?;
+    if !covers(&granted, required) {
+        return Err(OAuthError::Authorization(
+            "the authorization server did not grant the required scope".into(),
+        ));
+    }
+    Ok(granted)
+}
+
+/// One token request for `scopes`: client credentials (`machine`) or a refresh; the granted
+/// scopes. rmcp's own exchanges are not used: its refresh never asks beyond the original grant,
+/// and its client-credentials future is not `Send` (a call must be).
+async fn grant(
+    server_url: &str,
+    store: &VaultCredentialStore,
+    credentials: StoredCredentials,
+    secret: Option<Secret>,
+    scopes: Vec<String>,
+    machine: bool,
+) -> Result<Vec<String>, OAuthError> {
     let token = serde_json::to_value(&credentials.token_response)
         .map_err(|e| OAuthError::Store(e.to_string()))?;
     let refresh_token = token
         .get("refresh_token")
         .and_then(Value::as_str)
-        .ok_or_else(|| OAuthError::Authorization("the stored token has no refresh token".into()))?
-        .to_owned();
-    let Some(scopes) = wider_scopes(&credentials.granted_scopes, required) else {
-        return Err(OAuthError::Authorization(
-            "the required scope was granted already; a new grant cannot add it".into(),
-        ));
+        .map(str::to_owned);
+    let mut params: Vec<(&str, String)> = if machine {
+        vec![("grant_type", "client_credentials".into())]
+    } else {
+        let Some(refresh_token) = refresh_token.clone() else {
+            return Err(OAuthError::Authorization(
+                "the stored token has no refresh token".into(),
+            ));
+        };
+        vec![
+            ("grant_type", "refresh_token".into()),
+            ("refresh_token", refresh_token),
+        ]
     };
+    params.push(("scope", scopes.join(" ")));
+    params.push(("resource", server_url.to_owned()));
+    if secret.is_none() {
+        params.push(("client_id", credentials.client_id.clone()));
+    }
     let authorizer = Authorizer::new(server_url, ClientIdentity::default(), store.clone(), None);
     let token_endpoint = authorizer.token_endpoint().await?;
-    let scope = scopes.join(" ");
     let body = {
         let mut form = url::form_urlencoded::Serializer::new(String::new());
-        form.append_pair("grant_type", "refresh_token")
-            .append_pair("refresh_token", &refresh_token)
-            .append_pair("scope", &scope)
-            .append_pair("resource", server_url);
-        if secret.is_none() {
-            form.append_pair("client_id", &credentials.client_id);
+        for (k, v) in &params {
+            form.append_pair(k, v);
         }
         form.finish()
     };
@@ -129,10 +173,10 @@ pub async fn refresh_for_scope(
         return Err(refused(format!("HTTP {} ({code})", status.as_u16())));
     }
     // RFC 6749 §6: a new refresh token is optional; keep the old one when none comes.
-    if let Some(object) = json.as_object_mut()
+    if let (Some(object), Some(old), false) = (json.as_object_mut(), refresh_token, machine)
         && !object.contains_key("refresh_token")
     {
-        object.insert("refresh_token".into(), Value::String(refresh_token));
+        object.insert("refresh_token".into(), Value::String(old));
     }
     let granted: Vec<String> = match json.get("scope").and_then(Value::as_str) {
         Some(s) => s.split_whitespace().map(str::to_owned).collect(),
@@ -154,11 +198,6 @@ pub async fn refresh_for_scope(
     )
     .with_issuer(issuer);
     store.save(stored).await.map_err(OAuthError::Token)?;
-    if !covers(&granted, required) {
-        return Err(OAuthError::Authorization(
-            "the authorization server did not grant the required scope on refresh".into(),
-        ));
-    }
     Ok(granted)
 }
 
