@@ -174,3 +174,49 @@ async fn an_sse_server_behind_oauth_needs_login_then_works_with_bearer_and_refre
     assert_eq!(server.stats().streams, 1, "the session was kept");
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_plain_url_entry_reaching_an_sse_server_behind_oauth_falls_back_and_logs_in() {
+    let authz = oauth_fixture::start(&[]);
+    let server = legacy_server::start(legacy_server::Options {
+        auth: Some(authz.base.clone()),
+        ..Default::default()
+    })
+    .await;
+    let vault = Arc::new(MemoryVault::default());
+    let mut options = common::fast_options();
+    options.token_vault = Some(vault.clone());
+    // No "type": streamable HTTP first (its POST is a 405), then the SSE GET (a 401).
+    let loaded = parse_config_text(
+        Path::new("/u/mcp.json"),
+        ConfigScope::User,
+        &json!({ "mcpServers": { "legacy": {"url": server.url()} } }).to_string(),
+    );
+    let cfg = loaded.servers.into_iter().next().unwrap();
+    let manager = McpManager::start(vec![cfg], McpHandlers::default(), options);
+    let settled = manager
+        .wait_for(UP, |all| all.iter().all(|s| s.state.needs_login()))
+        .await;
+    assert!(settled, "{:?}", manager.status());
+    let outcome = aibuddy_mcp::oauth::login(
+        "legacy",
+        &server.url(),
+        ClientIdentity::default(),
+        vault.clone(),
+        oauth_fixture::browser(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, LoginOutcome::LoggedIn);
+    assert!(manager.reconnect("legacy"));
+    common::wait_connected(&manager, "legacy", UP).await;
+    assert_eq!(call(&manager, "echo").await.unwrap(), "with a token");
+    let stats = server.stats();
+    assert_eq!((stats.streams, stats.authorized_gets), (1, 1), "{stats:?}");
+    assert_eq!(
+        stats.authorized_posts,
+        stats.post_targets.len(),
+        "{stats:?}"
+    );
+    manager.shutdown().await;
+}
