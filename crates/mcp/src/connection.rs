@@ -5,7 +5,7 @@
 //! passes through the server's [`Redactor`] in the supervisor before it is logged or stored.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -24,7 +24,12 @@ use crate::oauth::{
 };
 use crate::redact::Redactor;
 use crate::shared::{Shared, tidy};
-use crate::stdio::{self, StdioProcess};
+use crate::sse::{OnEnd, SseOptions};
+use crate::stdio::{self, BrokenReason, StdioProcess};
+
+/// Extra time a legacy SSE handshake gets past its `endpoint` wait (the connect timeout), so a
+/// server that never names its endpoint fails with that reason, not the handshake's.
+const SSE_HANDSHAKE_GRACE: Duration = Duration::from_secs(1);
 
 /// How long an exited server's last stderr lines may take to be read before its exit is reported
 /// (a grandchild may keep the pipe open, so this is bounded).
@@ -57,6 +62,29 @@ pub(crate) struct Wiring {
     pub events_tx: mpsc::UnboundedSender<ConnEvent>,
     pub events: mpsc::UnboundedReceiver<ConnEvent>,
     pub process: Option<StdioProcess>,
+    /// Why a legacy SSE stream ended (set before the session closes).
+    pub broken: Option<BrokenReason>,
+    /// The OAuth client carrying the server's stored token (remote servers).
+    pub auth: Option<AuthorizedClient>,
+}
+
+impl Wiring {
+    /// Legacy SSE options: the stream's end is reported as this connection's breakage.
+    fn sse_options(&mut self, shared: &Shared, wait: Duration) -> SseOptions {
+        let broken: BrokenReason = Arc::new(Mutex::new(None));
+        self.broken = Some(broken.clone());
+        let events = self.events_tx.clone();
+        let on_end: OnEnd = Box::new(move |reason: String| {
+            *broken.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            let _ = events.send(ConnEvent::Broken(reason));
+        });
+        SseOptions {
+            wait,
+            max_message_bytes: shared.options.max_message_bytes,
+            auth: self.auth.clone(),
+            on_end: Some(on_end),
+        }
+    }
 }
 
 /// Connects, runs the session, and cleans up (the process is killed however it ended).
@@ -76,6 +104,8 @@ pub(crate) async fn run_connection(
         events_tx,
         events,
         process: None,
+        broken: None,
+        auth: None,
     };
     let running = match handshake(shared, config, redactor, shutdown, &mut wiring).await {
         Ok(running) => running,
@@ -148,40 +178,50 @@ async fn handshake(
         Transport::Http { url, headers } => {
             let transport = http_config(url, headers);
             let sse_handler = self::handler(shared, &config.name, wiring.events_tx.clone());
-            let streamable: Connecting =
-                match stored_token_client(shared, config, url, headers).await {
-                    Some(client) => {
-                        let serving = serve_client(
-                            handler,
-                            StreamableHttpClientTransport::with_client(client, transport),
-                        );
-                        Box::pin(async move {
-                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
-                        })
-                    }
-                    None => {
-                        let serving = serve_client(
-                            handler,
-                            StreamableHttpClientTransport::from_config(transport),
-                        );
-                        Box::pin(async move {
-                            serving.await.map_err(|e| InitFailure::Init(Box::new(e)))
-                        })
-                    }
-                };
-            with_sse_fallback(streamable, sse_handler, url, headers, connect_timeout)
+            wiring.auth = stored_token_client(shared, config, url, headers).await;
+            let sse_options = wiring.sse_options(shared, connect_timeout);
+            let streamable: Connecting = match wiring.auth.clone() {
+                Some(client) => {
+                    let serving = serve_client(
+                        handler,
+                        StreamableHttpClientTransport::with_client(client, transport),
+                    );
+                    Box::pin(
+                        async move { serving.await.map_err(|e| InitFailure::Init(Box::new(e))) },
+                    )
+                }
+                None => {
+                    let serving = serve_client(
+                        handler,
+                        StreamableHttpClientTransport::from_config(transport),
+                    );
+                    Box::pin(
+                        async move { serving.await.map_err(|e| InitFailure::Init(Box::new(e))) },
+                    )
+                }
+            };
+            with_sse_fallback(streamable, sse_handler, url, headers, sse_options)
         }
-        Transport::Sse { url, headers } => legacy_sse(handler, url, headers, connect_timeout),
+        Transport::Sse { url, headers } => {
+            wiring.auth = stored_token_client(shared, config, url, headers).await;
+            let options = wiring.sse_options(shared, connect_timeout);
+            legacy_sse(handler, url, headers, options)
+        }
+    };
+    let limit = match &config.transport {
+        Transport::Sse { .. } => connect_timeout + SSE_HANDSHAKE_GRACE,
+        _ => connect_timeout,
     };
     tokio::select! {
-        result = tokio::time::timeout(connect_timeout, connecting) => match result {
+        result = tokio::time::timeout(limit, connecting) => match result {
             Ok(Ok(running)) => Ok(running),
             Ok(Err(InitFailure::Init(e))) if find_challenge(e.as_ref()).is_some() => Err(Ended::NeedsLogin),
             Ok(Err(InitFailure::Init(e))) => Err(Ended::failed(match pending_broken(&mut wiring.events) {
                 Some(reason) => reason,
                 None => with_exit(format!("initialize failed: {}", tidy(&e)), &mut wiring.process).await,
             })),
-            Ok(Err(InitFailure::Sse(reason))) => Err(Ended::failed(reason)),
+            Ok(Err(InitFailure::Sse(e))) if find_challenge(&e).is_some() => Err(Ended::NeedsLogin),
+            Ok(Err(InitFailure::Sse(e))) => Err(Ended::failed(format!("legacy SSE transport: {e}"))),
             Err(_) => Err(Ended::failed(format!(
                 "no answer to initialize within {}s",
                 connect_timeout.as_secs_f64()

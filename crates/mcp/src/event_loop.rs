@@ -156,7 +156,9 @@ impl<'a> Session<'a> {
             self.wiring.events_tx.clone(),
             self.peer.clone(),
         );
-        let broken = self.wiring.process.as_ref().map(|p| p.broken.clone());
+        let broken = (self.wiring.process.as_ref().map(|p| p.broken.clone()))
+            .or_else(|| self.wiring.broken.clone());
+        let auth = self.wiring.auth.clone();
         self.shared.update(self.name, true, move |slot| {
             slot.tools = tools;
             if !first {
@@ -169,6 +171,7 @@ impl<'a> Session<'a> {
             slot.events = Some(ev);
             slot.peer = Some(pr);
             slot.broken = broken;
+            slot.auth = auth;
         });
     }
 

@@ -7,20 +7,19 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::time::Duration;
 
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService, serve_client};
 
 use crate::handler::Handler;
 use crate::oauth::find_challenge;
-use crate::sse;
+use crate::sse::{self, SseError, SseOptions};
 
 /// Why a connection attempt did not initialize.
 pub(crate) enum InitFailure {
     /// The MCP handshake failed (transport or protocol).
     Init(Box<ClientInitializeError>),
-    /// The legacy SSE stream could not be opened.
-    Sse(String),
+    /// The legacy SSE stream could not be opened (a 401 there is a challenge).
+    Sse(SseError),
 }
 
 /// A connection attempt in progress.
@@ -32,14 +31,14 @@ pub(crate) fn legacy_sse(
     handler: Handler,
     url: &str,
     headers: &BTreeMap<String, String>,
-    wait: Duration,
+    options: SseOptions,
 ) -> Connecting {
     let url = url.to_owned();
     let headers = headers.clone();
     Box::pin(async move {
-        let transport = sse::connect(&url, &headers, wait)
+        let transport = sse::connect(&url, &headers, options)
             .await
-            .map_err(|e| InitFailure::Sse(format!("legacy SSE transport: {e}")))?;
+            .map_err(InitFailure::Sse)?;
         serve_client(handler, transport)
             .await
             .map_err(|e| InitFailure::Init(Box::new(e)))
@@ -47,13 +46,14 @@ pub(crate) fn legacy_sse(
 }
 
 /// Streamable HTTP first; on a failure that is not an authorization challenge, the legacy
-/// SSE transport at the same URL.
+/// SSE transport at the same URL. A challenge from that GET (a legacy server behind OAuth
+/// that answers the POST with 404/405) is reported as the challenge.
 pub(crate) fn with_sse_fallback(
     streamable: Connecting,
     sse_handler: Handler,
     url: &str,
     headers: &BTreeMap<String, String>,
-    wait: Duration,
+    options: SseOptions,
 ) -> Connecting {
     let url = url.to_owned();
     let headers = headers.clone();
@@ -65,7 +65,7 @@ pub(crate) fn with_sse_fallback(
             }
             Err(e) => e,
         };
-        match sse::connect(&url, &headers, wait).await {
+        match sse::connect(&url, &headers, options).await {
             Ok(transport) => {
                 tracing::info!(
                     "streamable HTTP initialize failed; the server speaks the legacy HTTP+SSE transport"
@@ -73,6 +73,9 @@ pub(crate) fn with_sse_fallback(
                 serve_client(sse_handler, transport)
                     .await
                     .map_err(|e| InitFailure::Init(Box::new(e)))
+            }
+            Err(sse_error) if find_challenge(&sse_error).is_some() => {
+                Err(InitFailure::Sse(sse_error))
             }
             Err(sse_error) => {
                 tracing::debug!("no legacy SSE fallback: {sse_error}");

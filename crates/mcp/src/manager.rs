@@ -65,6 +65,7 @@ impl McpManager {
                     redactor: Redactor::for_config(&config),
                     config,
                     broken: None,
+                    auth: None,
                     state,
                     protocol_version: None,
                     server_info: None,

@@ -85,6 +85,54 @@ pub(crate) async fn call(
     let _caller = shared
         .callers
         .enter(&bound.server, crate::elicitation::current_caller());
+    let first = attempt(shared, &bound, &live, &cancel, progress.clone()).await;
+    let Err(McpError::InsufficientScope {
+        scope: Some(scope), ..
+    }) = &first
+    else {
+        return first;
+    };
+    // Once per call, never again for the retry (`auth/scope-retry-limit`).
+    if step_up_unattended(shared, &bound, &live, scope).await {
+        return attempt(shared, &bound, &live, &cancel, progress).await;
+    }
+    first
+}
+
+/// After a 403 `insufficient_scope`: one grant asking for the wider scope without a person
+/// (client credentials of a machine client, else a refresh), when the server has a stored OAuth
+/// token. Whether the scope is now granted.
+async fn step_up_unattended(shared: &Shared, bound: &Bound, live: &Live, scope: &str) -> bool {
+    let (Some(_), Some(url), Some(vault)) = (&live.auth, &live.url, &shared.options.token_vault)
+    else {
+        return false;
+    };
+    let store = crate::oauth::VaultCredentialStore::new(vault.clone(), &bound.server);
+    match crate::oauth::unattended::widen_scope(url, &store, scope).await {
+        Ok(_) => {
+            tracing::info!(server = %bound.server, tool = %bound.tool, "scope stepped up on refresh; the call is retried once");
+            true
+        }
+        Err(e) => {
+            tracing::info!(
+                server = %bound.server,
+                "no scope step-up without a person ({}): {}",
+                e.stage(),
+                live.redactor.apply(&e.to_string())
+            );
+            false
+        }
+    }
+}
+
+/// One `tools/call` and its answer (or cancellation, timeout, lost connection).
+async fn attempt(
+    shared: &Arc<Shared>,
+    bound: &Bound,
+    live: &Live,
+    cancel: &CancellationToken,
+    progress: Option<ProgressSink>,
+) -> Result<McpCallResult, McpError> {
     let params = CallToolRequestParams::new(bound.tool.clone()).with_arguments(bound.args.clone());
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = match live
@@ -93,7 +141,7 @@ pub(crate) async fn call(
         .await
     {
         Ok(handle) => handle,
-        Err(e) => return Err(lost(shared, &bound, &live, e)),
+        Err(e) => return Err(lost(shared, bound, live, e)),
     };
     let request_id = handle.id.clone();
     let call_cancel = cancel.child_token();
@@ -119,18 +167,18 @@ pub(crate) async fn call(
         _ = cancel.cancelled() => {
             call_cancel.cancel();
             send_cancelled(&live.peer, request_id, "cancelled by the user").await;
-            Err(McpError::Cancelled { tool: bound.qualified_name })
+            Err(McpError::Cancelled { tool: bound.qualified_name.clone() })
         }
         _ = tokio::time::sleep(timeout) => {
             call_cancel.cancel();
             send_cancelled(&live.peer, request_id, "timed out").await;
             let context = format!("{} timed out after {}s", bound.tool, timeout.as_secs_f64());
             health_check(shared, &bound.server, &live.peer, live.events.clone(), context);
-            Err(McpError::Timeout { tool: bound.qualified_name, after: timeout })
+            Err(McpError::Timeout { tool: bound.qualified_name.clone(), after: timeout })
         }
         response = handle.await_response() => {
             call_cancel.cancel();
-            answered(shared, bound, &live, response)
+            answered(shared, bound, live, response)
         }
     }
 }
@@ -138,7 +186,7 @@ pub(crate) async fn call(
 /// The server's answer to `tools/call`, as a result or a typed error (redacted).
 fn answered(
     shared: &Arc<Shared>,
-    bound: Bound,
+    bound: &Bound,
     live: &Live,
     response: Result<ServerResult, ServiceError>,
 ) -> Result<McpCallResult, McpError> {
@@ -163,7 +211,7 @@ fn answered(
             )),
             server,
         }),
-        Err(e) => Err(lost(shared, &bound, live, e)),
+        Err(e) => Err(lost(shared, bound, live, e)),
     }
 }
 

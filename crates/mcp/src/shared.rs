@@ -15,6 +15,7 @@ use crate::config::ToolFilter;
 use crate::elicitation::{Callers, ElicitationBroker};
 use crate::error::McpError;
 use crate::handler::{ConnEvent, ProgressRoutes};
+use crate::oauth::AuthorizedClient;
 use crate::options::McpOptions;
 use crate::redact::Redactor;
 use crate::status::ServerState;
@@ -33,6 +34,9 @@ pub(crate) struct Slot {
     pub events: Option<mpsc::UnboundedSender<ConnEvent>>,
     /// Why the live connection broke, set by the stdout screen before it closes the stream.
     pub broken: Option<BrokenReason>,
+    /// The live connection's OAuth client (remote servers with a stored token): a 403
+    /// `insufficient_scope` may step up through it without a person (`routing`).
+    pub auth: Option<AuthorizedClient>,
     /// Wakes the supervisor of a server waiting for a login or a backoff to connect again now
     /// ([`crate::McpManager::reconnect`]).
     pub wake: Arc<tokio::sync::Notify>,
@@ -106,6 +110,12 @@ impl Shared {
                 call_timeout: slot.config.timeouts.call,
                 redactor: slot.redactor.clone(),
                 broken: slot.broken.clone(),
+                auth: slot.auth.clone(),
+                url: slot
+                    .config
+                    .transport
+                    .http_parts()
+                    .map(|(url, _)| url.to_owned()),
             }),
             (state, _) => Err(McpError::ServerUnavailable {
                 server: server.to_owned(),
@@ -155,6 +165,9 @@ pub(crate) struct Live {
     pub call_timeout: Duration,
     pub redactor: Redactor,
     pub broken: Option<BrokenReason>,
+    pub auth: Option<AuthorizedClient>,
+    /// The server's URL (remote servers).
+    pub url: Option<String>,
 }
 
 /// An rmcp error as text without the transport's Rust type names (`Transport [rmcp::...] error`

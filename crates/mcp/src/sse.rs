@@ -2,23 +2,38 @@
 //! GET the server's URL as an event stream, wait for the `endpoint` event naming where to POST,
 //! then POST each JSON-RPC message there and read every answer from the stream's `message`
 //! events. rmcp 3.11 has no client for it, so this is the small one the spec describes, on
-//! `reqwest` and `eventsource-stream`.
+//! `reqwest` and a bounded event-stream decoder ([`SseDecoder`]).
 //!
 //! The endpoint must have the stream's origin (scheme, host and port): a server cannot send the
 //! client's messages, and the headers configured for it (tokens), to another host.
-//! [`endpoint_url`] is that decision, pure.
+//! [`endpoint_url`] is that decision, pure. Its query (the session id) is kept as given.
+//!
+//! The stream is untrusted: one event may be at most `max_message_bytes` (it is refused while
+//! it is read, never held whole), a `message` event that is not JSON-RPC breaks the session
+//! (as a non-JSON-RPC stdout line breaks a stdio server), and a stream that ends or fails ends
+//! the session with its reason ([`SseOptions::on_end`]), so calls in flight fail at once.
+//!
+//! OAuth: with [`SseOptions::auth`] every request (the GET and each POST) carries the
+//! server's bearer token (refreshed by rmcp when it expires). A 401 with `WWW-Authenticate`
+//! is [`SseError::Unauthorized`] and a 403 `insufficient_scope` is
+//! [`SseError::InsufficientScope`], with rmcp's challenge types as their sources, so
+//! [`crate::oauth::find_challenge`] reads them as it does for streamable HTTP.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use url::Url;
+
+use crate::oauth::AuthorizedClient;
+use crate::oauth::challenge::scope_of;
 
 /// Why the legacy SSE transport failed. Messages never quote configured values or server text
 /// beyond a status code.
@@ -35,15 +50,152 @@ pub enum SseError {
     #[error("the SSE stream ended before its `endpoint` event")]
     NoEndpoint,
     #[error("no `endpoint` event within {0}s")]
-    EndpointTimeout(u64),
+    EndpointTimeout(f64),
     #[error("the `endpoint` event is not a URL reference")]
     BadEndpoint,
     #[error("the `endpoint` event points to another origin than the SSE stream; refused")]
     CrossOrigin,
+    #[error("the SSE stream broke: {0}")]
+    Frame(#[from] FrameError),
     #[error("POST to the message endpoint failed: {0}")]
     Post(String),
     #[error("the message endpoint answered HTTP {0}")]
     PostStatus(u16),
+    /// 401 with a `WWW-Authenticate` challenge: a login is needed.
+    #[error("the server requires authorization (HTTP 401)")]
+    Unauthorized(#[source] AuthRequiredError),
+    /// 403 `insufficient_scope`: the token lacks a scope.
+    #[error("the server refused the token's scope (HTTP 403 insufficient_scope)")]
+    InsufficientScope(#[source] InsufficientScopeError),
+    /// No token could be had (expired and not refreshable, store unreadable).
+    #[error("no usable OAuth token: {0}")]
+    Token(#[source] rmcp::transport::auth::AuthError),
+    /// The session is over (the stream ended); nothing more is sent.
+    #[error("the SSE session has ended: {0}")]
+    Ended(String),
+}
+
+/// A malformed or oversized event stream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("an event exceeds the {0}-byte message limit; refused")]
+    Oversized(usize),
+    #[error("an event is not UTF-8")]
+    NotUtf8,
+}
+
+/// One server-sent event (only what this transport reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, empty when absent (which means `message`).
+    pub event: String,
+    pub data: String,
+}
+
+/// An incremental, bounded `text/event-stream` decoder (the WHATWG rules this transport needs:
+/// CRLF, LF or CR line ends, `:` comments, `event` and multi-line `data` fields, a blank line
+/// dispatching). A line or an event's data longer than `max` bytes is an error as soon as it
+/// grows past the limit, so a huge or endless event is never held whole. Pure.
+#[derive(Debug)]
+pub struct SseDecoder {
+    max: usize,
+    line: Vec<u8>,
+    after_cr: bool,
+    started: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+}
+
+impl SseDecoder {
+    pub fn new(max: usize) -> SseDecoder {
+        SseDecoder {
+            max,
+            line: Vec::new(),
+            after_cr: false,
+            started: false,
+            event: String::new(),
+            data: String::new(),
+            has_data: false,
+        }
+    }
+
+    /// Feeds a chunk; complete events are appended to `out`.
+    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), FrameError> {
+        if !self.started && !chunk.is_empty() {
+            self.started = true;
+            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
+        }
+        while !chunk.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if chunk[0] == b'\n' {
+                    chunk = &chunk[1..];
+                    continue;
+                }
+            }
+            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(end) => {
+                    self.grow(&chunk[..end])?;
+                    self.after_cr = chunk[end] == b'\r';
+                    chunk = &chunk[end + 1..];
+                    let line = std::mem::take(&mut self.line);
+                    self.line_done(&line, out)?;
+                }
+                None => {
+                    self.grow(chunk)?;
+                    chunk = &[];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn grow(&mut self, part: &[u8]) -> Result<(), FrameError> {
+        if self.line.len() + part.len() + self.data.len() > self.max {
+            return Err(FrameError::Oversized(self.max));
+        }
+        self.line.extend_from_slice(part);
+        Ok(())
+    }
+
+    fn line_done(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), FrameError> {
+        if line.is_empty() {
+            if self.has_data {
+                out.push(SseEvent {
+                    event: std::mem::take(&mut self.event),
+                    data: std::mem::take(&mut self.data),
+                });
+            }
+            self.event.clear();
+            self.data.clear();
+            self.has_data = false;
+            return Ok(());
+        }
+        if line[0] == b':' {
+            return Ok(());
+        }
+        let line = std::str::from_utf8(line).map_err(|_| FrameError::NotUtf8)?;
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = value.to_owned(),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+                if self.data.len() > self.max {
+                    return Err(FrameError::Oversized(self.max));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 /// Resolves the `endpoint` event's data against the stream's URL; refuses another origin.
@@ -73,12 +225,43 @@ fn header_map(headers: &BTreeMap<String, String>) -> HeaderMap {
     map
 }
 
+/// Called once with the reason when the stream ends after the `endpoint` event.
+pub type OnEnd = Box<dyn FnOnce(String) + Send>;
+
+/// How to open a legacy SSE session.
+pub struct SseOptions {
+    /// How long the `endpoint` event may take.
+    pub wait: Duration,
+    /// Largest event accepted (see [`crate::DEFAULT_MAX_MESSAGE_BYTES`]).
+    pub max_message_bytes: usize,
+    /// The server's OAuth client: its bearer token goes on every request.
+    pub auth: Option<AuthorizedClient>,
+    /// Told why the stream ended (the connection's breakage report).
+    pub on_end: Option<OnEnd>,
+}
+
+impl SseOptions {
+    pub fn new(wait: Duration) -> SseOptions {
+        SseOptions {
+            wait,
+            max_message_bytes: crate::DEFAULT_MAX_MESSAGE_BYTES,
+            auth: None,
+            on_end: None,
+        }
+    }
+}
+
+/// Why the session ended, once it has (shared by the reader and the sender).
+type EndReason = Arc<Mutex<Option<String>>>;
+
 /// A connected legacy SSE session: the stream's reader task feeds `rx`.
 pub struct SseTransport {
     client: reqwest::Client,
     endpoint: Url,
     headers: HeaderMap,
+    auth: Option<AuthorizedClient>,
     rx: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
+    ended: EndReason,
     /// Stops the reader task when the transport goes.
     _reader: DropGuard,
 }
@@ -89,22 +272,103 @@ impl std::fmt::Debug for SseTransport {
     }
 }
 
-/// Opens the stream and waits (up to `wait`) for its `endpoint` event.
+impl SseTransport {
+    /// The endpoint the server named (with its query, e.g. the session id).
+    pub fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+}
+
+/// The bearer token, when the server has an OAuth client with a usable token. As rmcp does for
+/// streamable HTTP, a token that needs a new authorization is left off, so the server's 401
+/// challenge says what to do.
+async fn token(auth: Option<&AuthorizedClient>) -> Result<Option<String>, SseError> {
+    let Some(auth) = auth else { return Ok(None) };
+    match auth.get_access_token().await {
+        Ok(token) => Ok(Some(token)),
+        Err(rmcp::transport::auth::AuthError::AuthorizationRequired) => Ok(None),
+        Err(e) => Err(SseError::Token(e)),
+    }
+}
+
+/// Sends a request with the bearer token (when there is one). A 401 to a token the client
+/// believed valid (expired a moment early, revoked) gets one refresh and one retry with the new
+/// token, as rmcp does for streamable HTTP; else the answer is returned as it came.
+async fn send_authorized(
+    build: impl Fn(Option<&str>) -> reqwest::RequestBuilder,
+    auth: Option<&AuthorizedClient>,
+    failed: fn(String) -> SseError,
+) -> Result<reqwest::Response, SseError> {
+    let sent = token(auth).await?;
+    let response = build(sent.as_deref())
+        .send()
+        .await
+        .map_err(|e| failed(without_url(&e)))?;
+    let (Some(auth), Some(sent)) = (auth, sent) else {
+        return Ok(response);
+    };
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(response);
+    }
+    let refreshed = {
+        let manager = auth.auth_manager.lock().await;
+        manager.refresh_token().await
+    };
+    if let Err(e) = refreshed {
+        tracing::debug!("token refresh after a 401 failed: {e}");
+        return Ok(response);
+    }
+    match token(Some(auth)).await? {
+        Some(fresh) if fresh != sent => build(Some(&fresh))
+            .send()
+            .await
+            .map_err(|e| failed(without_url(&e))),
+        _ => Ok(response),
+    }
+}
+
+/// A 401 or 403 answer as its challenge (with rmcp's types, so `find_challenge` reads it).
+fn challenge(response: &reqwest::Response) -> Option<SseError> {
+    let header = response
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())?
+        .to_owned();
+    match response.status().as_u16() {
+        401 => Some(SseError::Unauthorized(AuthRequiredError::new(header))),
+        403 if header.contains("insufficient_scope") => {
+            let scope = scope_of(&header);
+            Some(SseError::InsufficientScope(InsufficientScopeError::new(
+                header, scope,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Opens the stream and waits (up to `options.wait`) for its `endpoint` event.
 pub async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
-    wait: Duration,
+    options: SseOptions,
 ) -> Result<SseTransport, SseError> {
     let stream_url = Url::parse(url).map_err(|_| SseError::BadUrl)?;
     let headers = header_map(headers);
     let client = reqwest::Client::new();
-    let response = client
-        .get(stream_url.clone())
-        .headers(headers.clone())
-        .header(http::header::ACCEPT, "text/event-stream")
-        .send()
-        .await
-        .map_err(|e| SseError::Connect(without_url(&e)))?;
+    let get = |token: Option<&str>| {
+        let request = client
+            .get(stream_url.clone())
+            .headers(headers.clone())
+            .header(http::header::ACCEPT, "text/event-stream");
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    };
+    let response = send_authorized(get, options.auth.as_ref(), SseError::Connect).await?;
+    if let Some(challenge) = challenge(&response) {
+        return Err(challenge);
+    }
     if !response.status().is_success() {
         return Err(SseError::Status(response.status().as_u16()));
     }
@@ -119,56 +383,114 @@ pub async fn connect(
             aibuddy_common::term::line(&content_type).into_owned(),
         ));
     }
-    let mut events = response.bytes_stream().eventsource();
+    let mut body = Box::pin(response.bytes_stream());
+    let mut decoder = SseDecoder::new(options.max_message_bytes);
     let first_endpoint = async {
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| SseError::Connect(e.to_string()))?;
-            if event.event == "endpoint" {
-                return endpoint_url(&stream_url, &event.data);
+        loop {
+            let Some(chunk) = body.next().await else {
+                return Err(SseError::NoEndpoint);
+            };
+            let chunk = chunk.map_err(|e| SseError::Connect(without_url(&e)))?;
+            let mut events = Vec::new();
+            decoder.feed(&chunk, &mut events)?;
+            if let Some(at) = events.iter().position(|e| e.event == "endpoint") {
+                let endpoint = endpoint_url(&stream_url, &events[at].data)?;
+                // Messages in the same chunk after the endpoint are read first.
+                return Ok((endpoint, events.split_off(at + 1)));
             }
         }
-        Err(SseError::NoEndpoint)
     };
-    let endpoint = tokio::time::timeout(wait, first_endpoint)
+    let (endpoint, early) = tokio::time::timeout(options.wait, first_endpoint)
         .await
-        .map_err(|_| SseError::EndpointTimeout(wait.as_secs()))??;
+        .map_err(|_| SseError::EndpointTimeout(options.wait.as_secs_f64()))??;
     let (tx, rx) = mpsc::channel(64);
     let stop = CancellationToken::new();
-    let reader_stop = stop.clone();
-    tokio::spawn(async move {
-        loop {
-            let event = tokio::select! {
-                _ = reader_stop.cancelled() => break,
-                event = events.next() => event,
-            };
-            let Some(Ok(event)) = event else {
-                tracing::debug!("legacy SSE stream ended");
-                break;
-            };
-            if !(event.event.is_empty() || event.event == "message") {
-                continue;
-            }
-            match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&event.data) {
-                Ok(message) => {
-                    if tx.send(message).await.is_err() {
-                        break;
-                    }
-                }
-                // The server's text is not logged, only its size.
-                Err(_) => tracing::warn!(
-                    bytes = event.data.len(),
-                    "legacy SSE message is not a JSON-RPC message; skipped"
-                ),
-            }
-        }
-    });
+    let ended: EndReason = Arc::new(Mutex::new(None));
+    let reader = Reader {
+        decoder,
+        tx,
+        stop: stop.clone(),
+        ended: ended.clone(),
+        on_end: options.on_end,
+    };
+    tokio::spawn(reader.run(body, early));
     Ok(SseTransport {
         client,
         endpoint,
         headers,
+        auth: options.auth,
         rx,
+        ended,
         _reader: stop.drop_guard(),
     })
+}
+
+/// Reads the stream after the `endpoint` event until it ends, fails or the transport goes.
+struct Reader {
+    decoder: SseDecoder,
+    tx: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+    stop: CancellationToken,
+    ended: EndReason,
+    on_end: Option<OnEnd>,
+}
+
+impl Reader {
+    async fn run<S, B>(mut self, mut body: S, early: Vec<SseEvent>)
+    where
+        S: futures::Stream<Item = reqwest::Result<B>> + Unpin,
+        B: AsRef<[u8]>,
+    {
+        let mut pending = early;
+        let reason = 'read: loop {
+            for event in pending.drain(..) {
+                if let Err(reason) = self.deliver(event).await {
+                    break 'read reason;
+                }
+            }
+            let chunk = tokio::select! {
+                _ = self.stop.cancelled() => break 'read None,
+                chunk = body.next() => chunk,
+            };
+            match chunk {
+                None => break Some("the legacy SSE stream ended".to_owned()),
+                Some(Err(e)) => {
+                    break Some(format!("the legacy SSE stream failed: {}", without_url(&e)));
+                }
+                Some(Ok(bytes)) => {
+                    if let Err(e) = self.decoder.feed(bytes.as_ref(), &mut pending) {
+                        break Some(format!("legacy SSE stream: {e}"));
+                    }
+                }
+            }
+        };
+        if let Some(reason) = reason {
+            tracing::debug!("{reason}");
+            *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            if let Some(on_end) = self.on_end.take() {
+                on_end(reason);
+            }
+        }
+        // Dropping `tx` ends the session: `receive` answers `None`.
+    }
+
+    /// Hands a `message` event to the session; `Err(Some(reason))` ends it (a message that is
+    /// not JSON-RPC), `Err(None)` when the session is gone.
+    async fn deliver(&mut self, event: SseEvent) -> Result<(), Option<String>> {
+        if !(event.event.is_empty() || event.event == "message") {
+            return Ok(());
+        }
+        match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&event.data) {
+            Ok(message) => tokio::select! {
+                _ = self.stop.cancelled() => Err(None),
+                sent = self.tx.send(message) => sent.map_err(|_| None),
+            },
+            // The server's text is not quoted, only its size.
+            Err(_) => Err(Some(format!(
+                "a legacy SSE `message` event is not a JSON-RPC message ({} bytes); refused",
+                event.data.len()
+            ))),
+        }
+    }
 }
 
 /// A reqwest error's text without the URL (its query may hold a session id or a token).
@@ -191,16 +513,35 @@ impl rmcp::transport::Transport<RoleClient> for SseTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), SseError>> + Send + 'static {
-        let request = self
-            .client
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .json(&item);
+        let body = serde_json::to_vec(&item);
+        let (client, endpoint, headers) = (
+            self.client.clone(),
+            self.endpoint.clone(),
+            self.headers.clone(),
+        );
+        let auth = self.auth.clone();
+        let ended = self.ended.clone();
         async move {
-            let response = request
-                .send()
-                .await
-                .map_err(|e| SseError::Post(without_url(&e)))?;
+            let gone = ended.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            if let Some(reason) = gone {
+                return Err(SseError::Ended(reason));
+            }
+            let body = body.map_err(|e| SseError::Post(e.to_string()))?;
+            let post = |token: Option<&str>| {
+                let request = client
+                    .post(endpoint.clone())
+                    .headers(headers.clone())
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+                match token {
+                    Some(token) => request.bearer_auth(token),
+                    None => request,
+                }
+            };
+            let response = send_authorized(post, auth.as_ref(), SseError::Post).await?;
+            if let Some(challenge) = challenge(&response) {
+                return Err(challenge);
+            }
             if !response.status().is_success() {
                 return Err(SseError::PostStatus(response.status().as_u16()));
             }
@@ -247,5 +588,60 @@ mod tests {
             endpoint_url(&base, "http://[::1"),
             Err(SseError::BadEndpoint)
         ));
+    }
+
+    fn decode(max: usize, chunks: &[&[u8]]) -> Result<Vec<SseEvent>, FrameError> {
+        let mut decoder = SseDecoder::new(max);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder.feed(chunk, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn ev(event: &str, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn events_split_anywhere_and_every_line_end_decode_alike() {
+        let text = b"\xEF\xBB\xBF: comment\r\nevent: endpoint\r\ndata: /m?s=1\r\n\r\ndata:{\"a\":1}\rdata: x\r\revent:message\ndata\n\n";
+        let whole = decode(1024, &[text]).unwrap();
+        assert_eq!(
+            whole,
+            vec![
+                ev("endpoint", "/m?s=1"),
+                ev("", "{\"a\":1}\nx"),
+                ev("message", "")
+            ]
+        );
+        // Byte by byte (a CR LF split across chunks is one line end).
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(decode(1024, &bytes).unwrap(), whole);
+        // An event without data is not dispatched.
+        assert_eq!(decode(1024, &[b"event: x\n\n"]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn an_oversized_event_is_refused_while_it_grows() {
+        // One endless line: refused once past the limit, without a line end.
+        let big = vec![b'a'; 100];
+        assert_eq!(
+            decode(64, &[b"data: ", &big]),
+            Err(FrameError::Oversized(64))
+        );
+        // Many short data lines adding up past the limit.
+        let lines = b"data: 0123456789\n".repeat(10);
+        assert_eq!(decode(64, &[&lines]), Err(FrameError::Oversized(64)));
+        // At the limit is fine.
+        let ok = format!("data: {}\n\n", "b".repeat(58));
+        assert_eq!(decode(64, &[ok.as_bytes()]).unwrap().len(), 1);
+        assert_eq!(
+            decode(64, &[b"data: \xFF\xFE\n\n"]),
+            Err(FrameError::NotUtf8)
+        );
     }
 }

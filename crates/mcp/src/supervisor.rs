@@ -16,6 +16,7 @@ fn disconnected(slot: &mut Slot, state: ServerState) {
     slot.peer = None;
     slot.events = None;
     slot.broken = None;
+    slot.auth = None;
     slot.tools.clear();
 }
 

@@ -124,6 +124,13 @@ impl Authorizer {
         Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
     }
 
+    /// The authorization server's token endpoint (discovery from the well-known locations).
+    pub(crate) async fn token_endpoint(&self) -> Result<String, OAuthError> {
+        let manager = self.manager().await?;
+        let metadata = discovery::resolve(&manager, None).await?;
+        Ok(metadata.token_endpoint)
+    }
+
     /// Full authorization after a 401 (`challenge` is its `WWW-Authenticate` value).
     pub async fn authorize(
         &mut self,
@@ -138,6 +145,16 @@ impl Authorizer {
             Grant::ClientCredentials => {
                 let config = client_credentials(&self.identity, &self.server_url)
                     .map_err(|e| OAuthError::Authorization(e.to_string()))?;
+                // A secret-holding machine client is kept with its tokens, so a wider scope
+                // can be granted later without a person (`unattended`).
+                if let (Some(client_id), Some(secret), None) = (
+                    &self.identity.client_id,
+                    &self.identity.client_secret,
+                    &self.identity.private_key_pem,
+                ) {
+                    self.store
+                        .client_credentials_secret(client_id, secret.clone());
+                }
                 manager
                     .validate_client_credentials_metadata(&config)
                     .map_err(OAuthError::Registration)?;

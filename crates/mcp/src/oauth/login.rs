@@ -4,6 +4,7 @@
 //! `insufficient_scope` (recorded in the vault by the call that got it), the login asks for the
 //! granted scopes and the required ones (step-up).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use super::error::OAuthError;
 use super::flow::{Authorizer, OpenUrl};
 use super::identity::ClientIdentity;
 use super::vault::{TokenVault, VaultCredentialStore};
+use crate::sse::SseOptions;
 
 /// How long the probe's `initialize` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,7 +32,9 @@ pub enum LoginOutcome {
 }
 
 /// What the server says to a request without a token: `Ok(Some(header))` for a 401/403
-/// challenge, `Ok(None)` when it accepted the request.
+/// challenge, `Ok(None)` when it accepted the request. A streamable-HTTP `initialize` first;
+/// when that fails without a challenge, a legacy SSE GET at the same URL (a 2024-11-05 server
+/// behind OAuth challenges the GET; one that opens its stream needs no login).
 pub async fn probe(url: &str) -> Result<Option<String>, OAuthError> {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
@@ -47,9 +51,18 @@ pub async fn probe(url: &str) -> Result<Option<String>, OAuthError> {
         }
         Ok(Err(e)) => match find_challenge(&e) {
             Some(challenge) => Ok(Some(challenge.header().to_owned())),
-            None => Err(OAuthError::Authorization(format!(
-                "the server could not be reached: {e}"
-            ))),
+            None => {
+                let options = SseOptions::new(PROBE_TIMEOUT);
+                match crate::sse::connect(url, &BTreeMap::new(), options).await {
+                    Ok(_) => Ok(None),
+                    Err(sse) => match find_challenge(&sse) {
+                        Some(challenge) => Ok(Some(challenge.header().to_owned())),
+                        None => Err(OAuthError::Authorization(format!(
+                            "the server could not be reached: {e}"
+                        ))),
+                    },
+                }
+            }
         },
     }
 }

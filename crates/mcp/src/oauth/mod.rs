@@ -8,6 +8,7 @@
 //! - [`challenge`] / [`step_up`] / [`identity`]: the pure decisions (what a failure asks for,
 //!   whether to escalate scope, which grant and client authentication);
 //! - [`issuer`]: the narrow rule for metadata naming an ancestor issuer on the same origin;
+//! - [`unattended`]: scope step-up without a person (a refresh asking for the wider scope);
 //! - [`vault`]: where tokens are kept ([`TokenVault`]: the OS keyring in the app).
 
 pub mod challenge;
@@ -19,6 +20,7 @@ pub mod issuer;
 pub mod login;
 pub mod loopback;
 pub mod step_up;
+pub mod unattended;
 pub mod vault;
 
 pub use challenge::{Challenge, find_challenge};

@@ -62,6 +62,17 @@ struct Entry {
     /// login asks for the granted ones and these (step-up).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     required_scopes: Vec<String>,
+    /// The tokens come from a client-credentials grant (a machine client) and `client_secret`
+    /// is that client's secret: a wider scope can be asked for without a person.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    client_credentials: bool,
+}
+
+/// A server's stored credentials as a token request outside rmcp needs them.
+pub(crate) struct Stored {
+    pub credentials: StoredCredentials,
+    pub client_secret: Option<Secret>,
+    pub client_credentials: bool,
 }
 
 /// rmcp's credential store over one server's slot of a [`TokenVault`] (JSON of rmcp's
@@ -73,6 +84,8 @@ pub struct VaultCredentialStore {
     server: String,
     /// A secret just issued by registration, written with the first credentials of its client.
     registered: Arc<Mutex<Option<(String, Secret)>>>,
+    /// The `registered` secret is a machine client's (client-credentials grant).
+    machine: Arc<Mutex<bool>>,
 }
 
 impl std::fmt::Debug for VaultCredentialStore {
@@ -89,6 +102,7 @@ impl VaultCredentialStore {
             vault,
             server: server.into(),
             registered: Arc::new(Mutex::new(None)),
+            machine: Arc::new(Mutex::new(false)),
         }
     }
 
@@ -101,6 +115,14 @@ impl VaultCredentialStore {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         *registered = Some((client_id.to_owned(), secret));
+    }
+
+    /// Remembers a machine client's secret (client-credentials grant): written with its tokens
+    /// like a registration-issued secret, and marked so a wider scope can later be granted
+    /// without a person (`super::unattended`).
+    pub fn client_credentials_secret(&self, client_id: &str, secret: Secret) {
+        self.registered_secret(client_id, secret);
+        *self.machine.lock().unwrap_or_else(PoisonError::into_inner) = true;
     }
 
     /// The stored client id and the client secret registration issued for it, when there is one.
@@ -145,6 +167,16 @@ impl VaultCredentialStore {
         Ok(Some(scopes))
     }
 
+    /// The stored credentials and the registration-issued client secret, for a token request
+    /// made outside rmcp (the unattended step-up's refresh).
+    pub(crate) fn stored(&self) -> Result<Option<Stored>, String> {
+        Ok(self.entry()?.map(|entry| Stored {
+            credentials: entry.credentials,
+            client_secret: entry.client_secret.map(Secret::new),
+            client_credentials: entry.client_credentials,
+        }))
+    }
+
     fn entry(&self) -> Result<Option<Entry>, String> {
         let Some(text) = self.vault.load(&self.server)? else {
             return Ok(None);
@@ -178,14 +210,19 @@ impl CredentialStore for VaultCredentialStore {
                 .filter(|(client, _)| *client == credentials.client_id)
                 .map(|(_, secret)| secret.expose().to_owned())
         };
-        let client_secret = match fresh {
-            Some(secret) => Some(secret),
-            // Refreshes and step-ups keep the secret of the same client.
-            None => self
-                .entry()
-                .map_err(AuthError::CredentialStoreError)?
-                .filter(|old| old.credentials.client_id == credentials.client_id)
-                .and_then(|old| old.client_secret),
+        let same_client = self
+            .entry()
+            .map_err(AuthError::CredentialStoreError)?
+            .filter(|old| old.credentials.client_id == credentials.client_id);
+        let (client_secret, client_credentials) = match fresh {
+            Some(secret) => (
+                Some(secret),
+                *self.machine.lock().unwrap_or_else(PoisonError::into_inner),
+            ),
+            // Refreshes and step-ups keep the secret (and grant) of the same client.
+            None => same_client
+                .map(|old| (old.client_secret, old.client_credentials))
+                .unwrap_or_default(),
         };
         // Still required: what the new credentials were not granted.
         let required_scopes = self
@@ -200,6 +237,7 @@ impl CredentialStore for VaultCredentialStore {
             credentials,
             client_secret,
             required_scopes,
+            client_credentials,
         };
         let text = serde_json::to_string(&entry)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
@@ -286,6 +324,29 @@ mod tests {
         later.save(other).await.unwrap();
         assert!(later.client_secret().unwrap().is_none());
         assert!(!format!("{later:?}").contains("reg-secret"));
+    }
+
+    #[tokio::test]
+    async fn a_machine_clients_secret_and_grant_are_kept_across_refreshes() {
+        let vault = Arc::new(MemoryVault::default());
+        let store = VaultCredentialStore::new(vault.clone(), "a");
+        store.client_credentials_secret("bot", Secret::new("bot-secret"));
+        let first = StoredCredentials::new("bot".into(), Some(token("t1")), vec![], None);
+        store.save(first).await.unwrap();
+        let later = VaultCredentialStore::new(vault.clone(), "a");
+        let again = StoredCredentials::new("bot".into(), Some(token("t2")), vec![], None);
+        later.save(again).await.unwrap();
+        let stored = later.stored().unwrap().unwrap();
+        assert!(stored.client_credentials);
+        assert_eq!(stored.client_secret.unwrap().expose(), "bot-secret");
+        // A registration-issued secret is not a machine client's.
+        let person = VaultCredentialStore::new(vault.clone(), "b");
+        person.registered_secret("c", Secret::new("reg"));
+        let creds = StoredCredentials::new("c".into(), Some(token("t3")), vec![], None);
+        person.save(creds).await.unwrap();
+        assert!(!person.stored().unwrap().unwrap().client_credentials);
+        let text = vault.load("b").unwrap().unwrap();
+        assert!(!text.contains("client_credentials"), "{text}");
     }
 
     #[tokio::test]

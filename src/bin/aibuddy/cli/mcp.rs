@@ -131,14 +131,7 @@ fn unknown(server: &str) -> ExitCode {
 }
 
 async fn login(config: &ServerConfig) -> ExitCode {
-    if let Transport::Sse { .. } = &config.transport {
-        eprintln!(
-            "aibuddy: {} uses the legacy SSE transport: OAuth login is only supported over streamable HTTP; give it an Authorization header in mcp.json",
-            term::line(&config.name)
-        );
-        return ExitCode::from(2);
-    }
-    let Transport::Http { url, .. } = &config.transport else {
+    let (Transport::Http { url, .. } | Transport::Sse { url, .. }) = &config.transport else {
         eprintln!(
             "aibuddy: {} is a local (stdio) server: it takes its credentials from its env, not OAuth",
             term::line(&config.name)
