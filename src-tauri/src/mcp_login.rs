@@ -186,10 +186,7 @@ pub fn login_url(
         return Err(params(format!("no MCP server named `{server}`")));
     };
     match &config.transport {
-        Transport::Http { url, .. } => Ok(url.clone()),
-        Transport::Sse { .. } => Err(params(format!(
-            "server `{server}` uses the legacy SSE transport: OAuth login is only supported over streamable HTTP"
-        ))),
+        Transport::Http { url, .. } | Transport::Sse { url, .. } => Ok(url.clone()),
         _ => Err(params(format!(
             "server `{server}` is a local (stdio) server: it takes its credentials from its env, not OAuth"
         ))),
@@ -366,7 +363,7 @@ pub async fn mcp_logins(state: State<'_, ShellState>) -> Result<Vec<McpTokenStat
     Ok(plan
         .servers
         .iter()
-        .filter(|s| matches!(s.transport, Transport::Http { .. }))
+        .filter(|s| matches!(s.transport, Transport::Http { .. } | Transport::Sse { .. }))
         .filter(|s| vault.load(&s.name).ok().flatten().is_some())
         .map(|s| McpTokenState {
             server: s.name.clone(),
@@ -402,15 +399,25 @@ mod tests {
     }
 
     #[test]
-    fn untrusted_unknown_and_local_servers_are_refused() {
+    fn untrusted_unknown_and_local_servers_are_refused_remote_ones_log_in() {
+        let mut legacy = ServerConfig::http("legacy", "https://old.example/sse");
+        legacy.transport = Transport::Sse {
+            url: "https://old.example/sse".into(),
+            headers: Default::default(),
+        };
         let servers = vec![
             ServerConfig::http("remote", "https://mcp.example/mcp"),
             ServerConfig::stdio("local", "/bin/true", Vec::new()),
+            legacy,
         ];
         let untrusted = vec!["proj".to_owned()];
         assert_eq!(
             login_url(&servers, &untrusted, "remote").unwrap(),
             "https://mcp.example/mcp"
+        );
+        assert_eq!(
+            login_url(&servers, &untrusted, "legacy").unwrap(),
+            "https://old.example/sse"
         );
         let e = login_url(&servers, &untrusted, "proj").unwrap_err();
         assert_eq!(e.stage, Some(Stage::Authorization));
