@@ -127,6 +127,7 @@ class Mpnet(Bert):
         self.c = json.loads((d / "config.json").read_text())
         self.t = Tokenizer.from_file(str(d / "tokenizer.json"))
         self.t.enable_truncation(384)
+        self.t.no_padding()  # its tokenizer.json pads to 128, and pads would join the mean
 
     @staticmethod
     def bucket(rel, nb=32, maxd=128):
