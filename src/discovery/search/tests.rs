@@ -199,3 +199,59 @@ proptest::proptest! {
         proptest::prop_assert!(hits.iter().all(|h| ix.doc(h.doc).is_some()));
     }
 }
+
+/// Writes, for `scripts/eval-rerank-models.py`, each fixture query's spelling-corrected text and
+/// its 30 best hits before the encoder's re-ranking, plus every real tool's re-rank document
+/// text, to the JSON file named by `AIBUDDY_RERANK_DUMP`: candidate encoders are then compared
+/// offline on exactly the candidates and texts the shipped one sees. Run by hand:
+/// `AIBUDDY_RERANK_DUMP=/tmp/cands.json cargo test --lib dump_rerank_candidates -- --ignored`.
+#[test]
+#[ignore = "writes a file for an offline model comparison"]
+fn dump_rerank_candidates() {
+    use crate::discovery::eval::{CatalogTool, QueryFile};
+    let target = std::env::var("AIBUDDY_RERANK_DUMP").expect("set AIBUDDY_RERANK_DUMP to a path");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let read = |n: &str| std::fs::read_to_string(root.join(n)).unwrap();
+    let real: Vec<CatalogTool> = serde_json::from_str(&read("mcp_real_tools.json")).unwrap();
+    let docs: Vec<SearchDoc> = real.iter().map(CatalogTool::doc).collect();
+    let ix = SearchIndex::build_with(
+        docs.clone(),
+        Ranking {
+            rerank: None,
+            ..Ranking::default()
+        },
+    );
+    let candidates = Rerank::default().candidates;
+    let mut out = serde_json::Map::new();
+    let texts: Vec<_> = docs
+        .iter()
+        .map(|d| serde_json::json!({"name": d.name, "text": rerank::doc_text(d)}))
+        .collect();
+    out.insert("docs".into(), texts.into());
+    for (set, file) in [
+        ("original", "tool_search_queries.json"),
+        ("dev", "tool_search_heldout_dev.json"),
+        ("test", "tool_search_heldout.json"),
+    ] {
+        let q: QueryFile = serde_json::from_str(&read(file)).unwrap();
+        let mut rows = Vec::new();
+        for lq in &q.queries {
+            if !lq.expect.iter().any(|e| ix.find_name(e).is_some()) {
+                continue;
+            }
+            let hits: Vec<_> = ix
+                .search(&lq.query, candidates)
+                .iter()
+                .map(|h| serde_json::json!([docs[h.doc].name, h.score]))
+                .collect();
+            rows.push(serde_json::json!({
+                "query": lq.query,
+                "corrected": ix.corrected_query(&lq.query),
+                "expect": lq.expect,
+                "hits": hits,
+            }));
+        }
+        out.insert(set.into(), rows.into());
+    }
+    std::fs::write(target, serde_json::to_string(&out).unwrap()).unwrap();
+}
