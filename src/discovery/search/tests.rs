@@ -205,8 +205,8 @@ proptest::proptest! {
 /// text, to the JSON file named by `AIBUDDY_RERANK_DUMP`: candidate encoders are then compared
 /// offline on exactly the candidates and texts the shipped one sees:
 /// `AIBUDDY_RERANK_DUMP=/tmp/cands.json cargo test --lib dump_rerank_candidates`. Without the
-/// variable it writes nothing and only checks the dump (every query has its full candidate list,
-/// all of them tools of the catalog, best first).
+/// variable it writes nothing and only checks the dump (every query has candidates, at most
+/// the re-ranker's number, best first).
 #[test]
 fn dump_rerank_candidates() {
     use crate::discovery::eval::{CatalogTool, QueryFile};
@@ -241,7 +241,11 @@ fn dump_rerank_candidates() {
                 continue;
             }
             let found = ix.search(&lq.query, candidates);
-            assert_eq!(found.len(), candidates.min(docs.len()), "{}", lq.query);
+            assert!(
+                !found.is_empty() && found.len() <= candidates,
+                "{}",
+                lq.query
+            );
             assert!(
                 found.windows(2).all(|w| w[0].score >= w[1].score),
                 "{}",
