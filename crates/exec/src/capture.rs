@@ -4,8 +4,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::outcome::{SpoolInfo, StreamStats};
@@ -23,10 +21,6 @@ pub(crate) struct HeadTail {
     tail_cap: usize,
     /// Bytes pushed.
     total: u64,
-    /// Bytes before the first push that this never saw: they went straight from the pipe into the
-    /// spool file (`splice`), where they are at offsets `0..prefix`; [`HeadTail::finish`] reads the
-    /// head and tail parts it needs from there.
-    prefix: u64,
 }
 
 impl HeadTail {
@@ -38,24 +32,12 @@ impl HeadTail {
             ring_pos: 0,
             tail_cap,
             total: 0,
-            prefix: 0,
         }
-    }
-
-    /// Counts `n` bytes that went to the spool unseen; only before the first push (the caller,
-    /// [`Capture::splice_from`], checks).
-    fn add_prefix(&mut self, n: u64) {
-        self.prefix += n;
-    }
-
-    /// Head bytes that are in the spool prefix.
-    fn head_in_prefix(&self) -> usize {
-        usize::try_from(self.prefix).map_or(self.head_cap, |p| p.min(self.head_cap))
     }
 
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
         self.total += chunk.len() as u64;
-        let room = self.head_cap - self.head_in_prefix() - self.head.len();
+        let room = self.head_cap - self.head.len();
         if room > 0 {
             let take = room.min(chunk.len());
             self.head.extend_from_slice(&chunk[..take]);
@@ -86,42 +68,11 @@ impl HeadTail {
         }
     }
 
-    /// (head, tail, omitted middle bytes). A spliced prefix is read back from `spool` (the spool
-    /// file, whose first `prefix` bytes it is); if that read fails, what it should have given is
-    /// counted as omitted.
-    pub(crate) fn finish(mut self, spool: Option<&File>) -> (Vec<u8>, Vec<u8>, u64) {
+    /// (head, tail, omitted middle bytes).
+    pub(crate) fn finish(mut self) -> (Vec<u8>, Vec<u8>, u64) {
         self.ring.rotate_left(self.ring_pos);
-        if self.prefix == 0 {
-            let kept = (self.head.len() + self.ring.len()) as u64;
-            return (self.head, self.ring, self.total - kept);
-        }
-        let all = self.prefix + self.total;
-        let from_file = self.head_in_prefix();
-        let head_len = from_file + self.head.len();
-        // The tail is the last `tail_len` bytes of prefix + pushed; the ring holds the pushed ones
-        // after the pushed head; the rest comes from the end of the prefix.
-        let tail_len = (self.tail_cap as u64).min(all - head_len as u64) as usize;
-        let need = tail_len - self.ring.len();
-        let read = |offset: u64, len: usize| -> Option<Vec<u8>> {
-            if len == 0 {
-                return Some(Vec::new());
-            }
-            let mut buf = vec![0u8; len];
-            match spool.map(|f| f.read_exact_at(&mut buf, offset)) {
-                Some(Ok(())) => Some(buf),
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "could not read the spooled output back");
-                    None
-                }
-                None => None,
-            }
-        };
-        let mut head = read(0, from_file).unwrap_or_default();
-        head.extend_from_slice(&self.head);
-        let mut tail = read(self.prefix - need as u64, need).unwrap_or_default();
-        tail.extend_from_slice(&self.ring);
-        let omitted = all - (head.len() + tail.len()) as u64;
-        (head, tail, omitted)
+        let kept = (self.head.len() + self.ring.len()) as u64;
+        (self.head, self.ring, self.total - kept)
     }
 }
 
@@ -139,8 +90,6 @@ const WRITEBACK_EVERY: u64 = 8 * 1024 * 1024;
 pub(crate) struct Spool {
     path: PathBuf,
     writer: Option<File>,
-    /// The same file, kept for reading a spliced prefix back even after writing failed.
-    reader: File,
     cap: u64,
     written: u64,
     omitted: u64,
@@ -154,16 +103,13 @@ impl Spool {
             std::fs::create_dir_all(parent)?;
         }
         let file = File::options()
-            .read(true)
             .write(true)
             .create(true)
             .truncate(true)
             .open(&path)?;
-        let reader = file.try_clone()?;
         Ok(Self {
             path,
             writer: Some(file),
-            reader,
             cap,
             written: 0,
             omitted: 0,
@@ -196,61 +142,6 @@ impl Spool {
         let omitted = (chunk.len() - take) as u64;
         self.omitted += omitted;
         omitted
-    }
-
-    /// Bytes the spool still takes (0 when full or failed).
-    fn room(&self) -> u64 {
-        if self.writer.is_none() {
-            return 0;
-        }
-        self.cap.saturating_sub(self.written)
-    }
-
-    /// Moves at most `max` bytes from the pipe `fd` into the file inside the kernel (`splice`).
-    fn splice_from(&mut self, fd: libc::c_int, max: usize) -> Transfer {
-        let Some(w) = self.writer.as_ref() else {
-            return Transfer::Unavailable;
-        };
-        let len = usize::try_from(self.room()).map_or(max, |r| r.min(max));
-        if len == 0 {
-            return Transfer::Unavailable;
-        }
-        loop {
-            // SAFETY: splice between two descriptors we own; null offsets use the descriptors'
-            // own positions; no user memory is touched.
-            let n = unsafe {
-                libc::splice(
-                    fd,
-                    std::ptr::null_mut(),
-                    w.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    len,
-                    libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
-                )
-            };
-            if n > 0 {
-                let n = n as u64;
-                self.written += n;
-                if self.written - self.flushed >= WRITEBACK_EVERY {
-                    self.start_writeback();
-                }
-                return Transfer::Moved(n as usize);
-            }
-            if n == 0 {
-                return Transfer::Closed;
-            }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                std::io::ErrorKind::WouldBlock => return Transfer::Again,
-                // Not supported here, or the file side failed (full disk): the bytes stay in the
-                // pipe; reading takes over (and a failing write then stops the spool).
-                _ => {
-                    tracing::debug!(error = %e, "splice into the spool failed; reading instead");
-                    return Transfer::Unavailable;
-                }
-            }
-        }
     }
 
     /// Starts (does not wait for) the writeback of the bytes written since the last start. Best
@@ -292,19 +183,6 @@ impl Spool {
     }
 }
 
-/// What one [`Capture::splice_from`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Transfer {
-    /// Bytes moved from the pipe to the spool.
-    Moved(usize),
-    /// The pipe is empty for now.
-    Again,
-    /// End of file: the pipe has no writer left.
-    Closed,
-    /// Splicing is not (or no longer) possible: read instead.
-    Unavailable,
-}
-
 /// Everything the reader loop accumulates.
 pub(crate) struct Capture {
     pub(crate) headtail: HeadTail,
@@ -324,39 +202,9 @@ pub(crate) struct Captured {
 }
 
 impl Capture {
-    /// Whether output may go from the pipes straight into the spool ([`Capture::splice_from`]):
-    /// only while the spool takes bytes and before anything was read through user space (the
-    /// spliced bytes must be the start of the combined output).
-    pub(crate) fn can_splice(&self) -> bool {
-        self.headtail.total == 0 && self.spool.as_ref().is_some_and(|s| s.room() > 0)
-    }
-
-    /// Moves at most `max` bytes of `stream` from its pipe `fd` into the spool without copying
-    /// them through user space; counts them like [`Capture::push`]. The head and tail are read back
-    /// from the spool at the end.
-    pub(crate) fn splice_from(&mut self, stream: Stream, fd: libc::c_int, max: usize) -> Transfer {
-        if !self.can_splice() {
-            return Transfer::Unavailable;
-        }
-        let Some(spool) = self.spool.as_mut() else {
-            return Transfer::Unavailable;
-        };
-        let t = spool.splice_from(fd, max);
-        if let Transfer::Moved(n) = t {
-            self.headtail.add_prefix(n as u64);
-            let stats = match stream {
-                Stream::Stdout => &mut self.stdout,
-                Stream::Stderr => &mut self.stderr,
-            };
-            stats.total_bytes += n as u64;
-        }
-        t
-    }
-
-    /// Head, tail (read back from the spool for spliced bytes) and the spool's summary.
+    /// Head, tail and the spool's summary.
     pub(crate) fn finish(self) -> Captured {
-        let (head, tail, omitted_middle_bytes) =
-            self.headtail.finish(self.spool.as_ref().map(|s| &s.reader));
+        let (head, tail, omitted_middle_bytes) = self.headtail.finish();
         Captured {
             head,
             tail,
@@ -403,41 +251,12 @@ mod tests {
             for chunk in [1, 7, 100, 4096, 4999, 5000, 5001, 10_000] {
                 let mut ht = HeadTail::new(h, t);
                 feed(&mut ht, &data, chunk);
-                let (head, tail, omitted) = ht.finish(None);
+                let (head, tail, omitted) = ht.finish();
                 let hl = h.min(data.len());
                 let tl = t.min(data.len() - hl);
                 assert_eq!(head, &data[..hl], "h={h} t={t} c={chunk}");
                 assert_eq!(tail, &data[data.len() - tl..], "h={h} t={t} c={chunk}");
                 assert_eq!(omitted as usize, data.len() - hl - tl);
-            }
-        }
-    }
-
-    #[test]
-    fn a_spliced_prefix_gives_the_same_head_and_tail() {
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 253) as u8).collect();
-        let dir = tempfile::tempdir().unwrap();
-        let file_path = dir.path().join("spool");
-        std::fs::write(&file_path, &data).unwrap();
-        let file = File::open(&file_path).unwrap();
-        for (h, t) in [
-            (0, 0),
-            (10, 0),
-            (0, 10),
-            (100, 100),
-            (5000, 5000),
-            (6000, 6000),
-        ] {
-            for prefix in [0, 1, 9, 10, 11, 99, 4999, 5000, 5001, 9990, 10_000] {
-                for chunk in [1, 100, 4999, 10_000] {
-                    let mut reference = HeadTail::new(h, t);
-                    feed(&mut reference, &data, chunk);
-                    let mut ht = HeadTail::new(h, t);
-                    ht.add_prefix(prefix as u64);
-                    feed(&mut ht, &data[prefix..], chunk);
-                    let what = format!("h={h} t={t} prefix={prefix} c={chunk}");
-                    assert_eq!(ht.finish(Some(&file)), reference.finish(None), "{what}");
-                }
             }
         }
     }

@@ -355,7 +355,7 @@ mod tests {
         for c in data.chunks(4096) {
             ht.push(c);
         }
-        let (head, tail, omitted) = ht.finish(None);
+        let (head, tail, omitted) = ht.finish();
         ExecOutcome {
             termination: Termination::Exited { code: 0 },
             duration: Duration::from_millis(12),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::capture::{Capture, Transfer};
+use crate::capture::Capture;
 use crate::coalesce::Coalescer;
 use crate::sink::{ExecSink, Stream};
 
@@ -27,8 +27,6 @@ use crate::sink::{ExecSink, Stream};
 const READ_BUF: usize = 256 * 1024;
 /// Pipe size asked for (the unprivileged maximum by default, `/proc/sys/fs/pipe-max-size`).
 const PIPE_SIZE: libc::c_int = 1024 * 1024;
-/// Bytes per splice (pipe -> spool) at most: a whole enlarged pipe.
-const SPLICE_MAX: usize = PIPE_SIZE as usize;
 /// Reads per stream per round before the other stream gets its turn.
 const READS_PER_ROUND: usize = 4;
 /// A round that read less than this sleeps [`BATCH_PAUSE`] before the next one ...
@@ -160,22 +158,6 @@ impl PumpThread {
                     continue;
                 }
                 for _ in 0..READS_PER_ROUND {
-                    if !live && let Some(r) = self.splice(idx, stream) {
-                        match r {
-                            ReadResult::Data(n) => {
-                                round += n;
-                                if n < SPLICE_MAX {
-                                    break;
-                                }
-                                continue;
-                            }
-                            ReadResult::Again => break,
-                            ReadResult::Closed => {
-                                self.pipes[idx] = None;
-                                break;
-                            }
-                        }
-                    }
                     match self.read(idx, &mut buf) {
                         ReadResult::Data(n) => {
                             round += n;
@@ -246,18 +228,6 @@ impl PumpThread {
         let ready =
             |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
         Some([ready(&fds[0]), ready(&fds[1])])
-    }
-
-    /// Moves what the pipe holds straight into the spool (no copy through user space) while
-    /// that is possible; `None`: read instead.
-    fn splice(&mut self, idx: usize, stream: Stream) -> Option<ReadResult> {
-        let fd = self.pipes[idx].as_ref()?.as_raw_fd();
-        match self.capture.splice_from(stream, fd, SPLICE_MAX) {
-            Transfer::Moved(n) => Some(ReadResult::Data(n)),
-            Transfer::Again => Some(ReadResult::Again),
-            Transfer::Closed => Some(ReadResult::Closed),
-            Transfer::Unavailable => None,
-        }
     }
 
     fn read(&mut self, idx: usize, buf: &mut [u8]) -> ReadResult {

@@ -1,6 +1,6 @@
-//! The spool when nobody listens: output goes from the pipes straight into the spool file
-//! (`splice`), and the head, tail, counters and spool must be byte-exact all the same: compared
-//! with the same command under a listening sink (which reads every byte through user space).
+//! The spool, the head, the tail and the counters must be byte-exact whether a sink listens or
+//! not (a listening sink also gets every byte live, through the coalescer): compared with the
+//! input, with each other, and after a `kill -9` of the runner.
 
 mod support;
 
@@ -45,7 +45,7 @@ async fn run_with(
 }
 
 #[tokio::test]
-async fn spliced_spool_head_and_tail_are_byte_exact() {
+async fn spool_head_and_tail_are_byte_exact_without_a_listener() {
     let dir = tempfile::tempdir().unwrap();
     let data = pattern(3_000_017);
     let input = dir.path().join("input.bin");
@@ -53,7 +53,7 @@ async fn spliced_spool_head_and_tail_are_byte_exact() {
     // `cat` writes 128 KiB at a time; `dd bs=1000` writes many small pieces.
     for cmd in ["cat input.bin", "dd if=input.bin bs=1000 status=none"] {
         for ns in PATHS {
-            // Under the cap (everything spliced), and over it (spliced, then read).
+            // Under the cap (everything spooled), and over it (spooled, then only counted).
             for cap in [u64::MAX, 1_000_003] {
                 let spool = dir.path().join("spool.out");
                 let out = run_with(cmd, dir.path(), &spool, cap, ns, Arc::new(NullSink)).await;
@@ -77,10 +77,10 @@ async fn spliced_spool_head_and_tail_are_byte_exact() {
 }
 
 #[tokio::test]
-async fn spliced_output_matches_the_read_path_on_both_streams_and_small_outputs() {
+async fn no_listener_matches_a_listener_on_both_streams_and_small_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let cmds = [
-        // Smaller than the head: the head is read back from the spool alone.
+        // Smaller than the head.
         "printf 'short output\\n'".to_string(),
         // Between head and head + tail, and interleaved stdout/stderr.
         "for i in $(seq 1 3000); do echo out$i; echo err$i >&2; done".to_string(),
@@ -90,52 +90,45 @@ async fn spliced_output_matches_the_read_path_on_both_streams_and_small_outputs(
     ];
     for cmd in &cmds {
         for cap in [u64::MAX, 5_000] {
-            let spliced_spool = dir.path().join("a.out");
+            let quiet_spool = dir.path().join("a.out");
             let read_spool = dir.path().join("b.out");
             let ns = NamespacePolicy::Auto;
-            let spliced =
-                run_with(cmd, dir.path(), &spliced_spool, cap, ns, Arc::new(NullSink)).await;
+            let quiet = run_with(cmd, dir.path(), &quiet_spool, cap, ns, Arc::new(NullSink)).await;
             let rec = Recorder::new();
             let read = run_with(cmd, dir.path(), &read_spool, cap, ns, rec.clone()).await;
             let what = format!("{cmd} cap {cap}");
             assert_eq!(
-                spliced.stdout.total_bytes + spliced.stderr.total_bytes,
+                quiet.stdout.total_bytes + quiet.stderr.total_bytes,
                 read.stdout.total_bytes + read.stderr.total_bytes,
                 "{what}"
             );
             // The interleaving of stdout and stderr may differ between two runs; each stream's
             // count may not, and the combined head/tail/spool must be consistent with them.
-            assert_eq!(
-                spliced.stdout.total_bytes, read.stdout.total_bytes,
-                "{what}"
-            );
-            assert_eq!(
-                spliced.stderr.total_bytes, read.stderr.total_bytes,
-                "{what}"
-            );
-            let total = (spliced.stdout.total_bytes + spliced.stderr.total_bytes) as usize;
-            let spool = std::fs::read(&spliced_spool).unwrap();
+            assert_eq!(quiet.stdout.total_bytes, read.stdout.total_bytes, "{what}");
+            assert_eq!(quiet.stderr.total_bytes, read.stderr.total_bytes, "{what}");
+            let total = (quiet.stdout.total_bytes + quiet.stderr.total_bytes) as usize;
+            let spool = std::fs::read(&quiet_spool).unwrap();
             assert_eq!(spool.len(), total.min(cap as usize), "{what}");
             if cap == u64::MAX {
                 // The spool holds everything: head and tail are its ends.
-                assert_eq!(spliced.head, &spool[..total.min(70_001)], "{what}");
-                let tail_len = (total - spliced.head.len()).min(50_003);
-                assert_eq!(spliced.tail, &spool[total - tail_len..], "{what}");
+                assert_eq!(quiet.head, &spool[..total.min(70_001)], "{what}");
+                let tail_len = (total - quiet.head.len()).min(50_003);
+                assert_eq!(quiet.tail, &spool[total - tail_len..], "{what}");
             }
             assert_eq!(
                 (
-                    spliced.head.len(),
-                    spliced.tail.len(),
-                    spliced.omitted_middle_bytes
+                    quiet.head.len(),
+                    quiet.tail.len(),
+                    quiet.omitted_middle_bytes
                 ),
                 (read.head.len(), read.tail.len(), read.omitted_middle_bytes),
                 "{what}"
             );
             if !cmd.contains(">&2") {
-                assert_eq!(spliced.head, read.head, "{what}");
-                assert_eq!(spliced.tail, read.tail, "{what}");
+                assert_eq!(quiet.head, read.head, "{what}");
+                assert_eq!(quiet.tail, read.tail, "{what}");
                 assert_eq!(spool, std::fs::read(&read_spool).unwrap(), "{what}");
-                // The listening run saw every byte live: the spliced spool holds the same bytes.
+                // The listening run saw every byte live: the quiet run's spool holds the same bytes.
                 let live = rec.stream(aibuddy_exec::Stream::Stdout);
                 assert_eq!(&live[..spool.len()], spool.as_slice(), "{what}");
             }
