@@ -9,81 +9,35 @@
 //! records the required scope, and the next login asks for it; the tool then works.
 
 mod common;
+#[path = "support/oauth_fixture.rs"]
+mod oauth_fixture;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, MemoryVault, OpenUrl, TokenVault};
+use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, MemoryVault, TokenVault};
 use aibuddy_mcp::{McpError, McpHandlers, McpManager, ServerConfig, ServerState};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-struct Fixture {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn oauth_server(extra: &[&str]) -> Fixture {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/oauth_server.py"
-    );
-    let mut child = Command::new("python3")
-        .arg(script)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
-    Fixture {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
-}
-
-async fn stats(base: &str) -> Value {
-    reqwest::get(format!("{base}/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// The browser part: follows the authorization URL (and its redirect to the loopback listener).
-fn browser() -> OpenUrl {
-    Arc::new(|url: String| {
-        Box::pin(async move {
-            let _ = reqwest::get(&url).await;
-        })
-    })
-}
-
 #[tokio::test]
 async fn a_registered_secret_refreshes_an_expired_token_after_a_restart() {
-    let server = oauth_server(&["--expires-in", "2"]);
-    let url = format!("{}/mcp", server.base);
+    let server = oauth_fixture::start(&["--expires-in", "2"]);
+    let url = server.mcp_url();
     let vault = Arc::new(MemoryVault::default());
     let identity = ClientIdentity {
         client_name: "aibuddy".into(),
         ..ClientIdentity::default()
     };
-    let outcome = aibuddy_mcp::oauth::login("remote", &url, identity, vault.clone(), browser())
-        .await
-        .unwrap();
+    let outcome = aibuddy_mcp::oauth::login(
+        "remote",
+        &url,
+        identity,
+        vault.clone(),
+        oauth_fixture::browser(),
+    )
+    .await
+    .unwrap();
     assert_eq!(outcome, LoginOutcome::LoggedIn);
     let entry: Value = serde_json::from_str(&vault.load("remote").unwrap().unwrap()).unwrap();
     assert_eq!(entry["client_id"], "client-1");
@@ -94,7 +48,7 @@ async fn a_registered_secret_refreshes_an_expired_token_after_a_restart() {
         "the registration's secret is kept beside the tokens: {}",
         entry["client_id"]
     );
-    let s = stats(&server.base).await;
+    let s = server.stats().await;
     assert_eq!(
         (s["registrations"].as_u64(), s["code_exchanges"].as_u64()),
         (Some(1), Some(1))
@@ -133,7 +87,7 @@ async fn a_registered_secret_refreshes_an_expired_token_after_a_restart() {
     );
     manager.shutdown().await;
 
-    let s = stats(&server.base).await;
+    let s = server.stats().await;
     assert_eq!(s["refreshes_with_secret"], 1, "{s}");
     assert_eq!(s["refused_client_auth"], 0, "{s}");
     assert_eq!(s["registrations"], 1, "no second registration: {s}");
@@ -144,15 +98,15 @@ async fn a_registered_secret_refreshes_an_expired_token_after_a_restart() {
 
 #[tokio::test]
 async fn a_public_client_stores_no_secret() {
-    let server = oauth_server(&["--public"]);
-    let url = format!("{}/mcp", server.base);
+    let server = oauth_fixture::start(&["--public"]);
+    let url = server.mcp_url();
     let vault = Arc::new(MemoryVault::default());
     let outcome = aibuddy_mcp::oauth::login(
         "remote",
         &url,
         ClientIdentity::default(),
         vault.clone(),
-        browser(),
+        oauth_fixture::browser(),
     )
     .await
     .unwrap();
@@ -175,8 +129,8 @@ async fn call(manager: &McpManager, tool: &str) -> Result<String, McpError> {
 
 #[tokio::test]
 async fn an_insufficient_scope_answer_makes_the_next_login_step_up() {
-    let server = oauth_server(&[]);
-    let url = format!("{}/mcp", server.base);
+    let server = oauth_fixture::start(&[]);
+    let url = server.mcp_url();
     let vault = Arc::new(MemoryVault::default());
     let login = || {
         aibuddy_mcp::oauth::login(
@@ -184,7 +138,7 @@ async fn an_insufficient_scope_answer_makes_the_next_login_step_up() {
             &url,
             ClientIdentity::default(),
             vault.clone(),
-            browser(),
+            oauth_fixture::browser(),
         )
     };
     assert_eq!(login().await.unwrap(), LoginOutcome::LoggedIn);
@@ -211,7 +165,7 @@ async fn an_insufficient_scope_answer_makes_the_next_login_step_up() {
     assert_eq!(entry["required_scopes"], serde_json::json!(["mcp:admin"]));
 
     assert_eq!(login().await.unwrap(), LoginOutcome::LoggedIn);
-    let s = stats(&server.base).await;
+    let s = server.stats().await;
     let asked = s["requested_scopes"].as_array().unwrap();
     assert_eq!(asked.len(), 2, "{s}");
     assert!(
