@@ -34,6 +34,7 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::history_browser::HistoryPageQuery::export_all(&cfg)?;
     crate::history_browser::HistoryPageView::export_all(&cfg)?;
     crate::history_browser::HistoryFacets::export_all(&cfg)?;
+    crate::history_browser::HistoryHeadView::export_all(&cfg)?;
     crate::history_browser::CallRecordView::export_all(&cfg)?;
     crate::mcp_login::McpLoginOutcome::export_all(&cfg)?;
     crate::mcp_login::McpTokenState::export_all(&cfg)?;

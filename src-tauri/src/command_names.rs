@@ -37,6 +37,7 @@ pub const COMMANDS: &[&str] = &[
     "reconnect_server",
     "history_page",
     "history_facets",
+    "history_head",
     "call_record",
     "raw_output_range",
     "save_raw_output",

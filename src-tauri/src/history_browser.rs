@@ -83,6 +83,21 @@ pub struct HistoryItem {
 pub struct HistoryPageView {
     pub rows: Vec<HistoryItem>,
     pub next: Option<String>,
+    /// Where the page's first (newest) row stands, `null` when it has none: the `since` of
+    /// `history_head`, which counts the calls stored after it.
+    pub head: Option<String>,
+}
+
+/// The probe of a list that stays current (`history_head`).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct HistoryHeadView {
+    /// Calls matching the filters stored after `since` (all matching calls without one), at most
+    /// 1000.
+    pub newer: u32,
+    /// The watched calls as stored now (a running call that finished has its status and
+    /// duration); calls of another project and unknown ids are left out.
+    pub rows: Vec<HistoryItem>,
 }
 
 /// The choices of the history filters.
@@ -266,6 +281,27 @@ pub async fn page(
     Ok(HistoryPageView {
         rows: page.rows.into_iter().map(item_of).collect(),
         next: page.next.map(cursor_text),
+        head: page.first.map(cursor_text),
+    })
+}
+
+/// How many calls of the project `project_root` matching `q`'s filters were stored after `since`
+/// (a page's `head`), and the rows of `watch` as they are now.
+pub async fn head(
+    store: &Store,
+    project_root: &str,
+    q: HistoryPageQuery,
+    since: Option<&str>,
+    watch: Vec<String>,
+) -> Result<HistoryHeadView, CommandError> {
+    let since = since.map(parse_cursor).transpose()?;
+    let head = store
+        .history_head(query_of(q, project_root)?, since, watch)
+        .await
+        .map_err(store_error)?;
+    Ok(HistoryHeadView {
+        newer: u32::try_from(head.newer).unwrap_or(u32::MAX),
+        rows: head.rows.into_iter().map(item_of).collect(),
     })
 }
 
@@ -354,6 +390,28 @@ pub async fn history_page(
 ) -> Result<HistoryPageView, CommandError> {
     let (store, root) = scope_of(&state)?;
     page(&store, &root, query.unwrap_or_default()).await
+}
+
+/// The cheap probe the History tab polls while it is open: how many calls of the open project
+/// matching `query`'s filters were stored after `since` (the shown page's `head`; by this window
+/// or by any other process writing the data directory), and the current rows of `watch` (the
+/// calls it shows as running, at most 200).
+#[tauri::command]
+pub async fn history_head(
+    state: State<'_, ShellState>,
+    query: Option<HistoryPageQuery>,
+    since: Option<String>,
+    watch: Option<Vec<String>>,
+) -> Result<HistoryHeadView, CommandError> {
+    let (store, root) = scope_of(&state)?;
+    head(
+        &store,
+        &root,
+        query.unwrap_or_default(),
+        since.as_deref(),
+        watch.unwrap_or_default(),
+    )
+    .await
 }
 
 /// The history filters' choices: tools and runs that occur in the open project, statuses, stages.

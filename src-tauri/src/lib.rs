@@ -80,6 +80,7 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             catalog::reconnect_server,
             history_browser::history_page,
             history_browser::history_facets,
+            history_browser::history_head,
             history_browser::call_record,
             raw_output::raw_output_range,
             raw_output::save_raw_output,

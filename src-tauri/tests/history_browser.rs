@@ -376,3 +376,127 @@ fn the_history_follows_the_open_project() {
     let facets = w.invoke("history_facets", json!({})).unwrap();
     assert_eq!(facets["tools"], json!(["read_file"]), "{facets}");
 }
+
+/// The History tab stays current by probing `history_head`: calls stored after the page's `head`
+/// (by this window, or by another process writing the same data dir, here a second store on it as
+/// `aibuddy call` opens one) are counted within the filters and the open project, never another
+/// project's; a watched running call comes back finished, with its duration.
+#[test]
+fn the_head_probe_counts_calls_stored_meanwhile_and_follows_running_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (a, b, data) = (base.join("a"), base.join("b"), base.join("data"));
+    for d in [&a, &b, &data] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(a.join("notes.txt"), "alpha\n").unwrap();
+    let w = support::open(&a, &data);
+    let read = || -> String {
+        let done = w
+            .invoke(
+                "call_tool",
+                json!({"tool": "read_file", "arguments": json!({"path": "notes.txt"}).to_string(), "onEvent": "__CHANNEL__:7"}),
+            )
+            .unwrap();
+        assert_eq!(done["status"], json!("ok"), "{done}");
+        done["tool_call_id"].as_str().unwrap().to_string()
+    };
+    let probe = |query: Value, since: &Value, watch: &[&str]| -> Value {
+        w.invoke(
+            "history_head",
+            json!({ "query": query, "since": since, "watch": watch }),
+        )
+        .unwrap()
+    };
+    let first = read();
+    let page = w
+        .invoke("history_page", json!({ "query": { "limit": 50 } }))
+        .unwrap();
+    assert_eq!(ids(&page), vec![first.clone()]);
+    let head = page["head"].clone();
+    assert!(head.is_string(), "{page}");
+    assert_eq!(probe(json!({}), &head, &[])["newer"], json!(0));
+
+    // A call made from this window while the tab is open.
+    let second = read();
+    assert_eq!(probe(json!({}), &head, &[])["newer"], json!(1));
+
+    // Another writer of the same data dir: a running call in A, one in B.
+    let other = Store::open(&data).unwrap();
+    let start = |id: &str, root: &std::path::Path| CallStart {
+        tool_call_id: id.into(),
+        run_id: format!("cli_{id}"),
+        project_root: Some(root.display().to_string()),
+        tool: "execute".into(),
+        config: "execute".into(),
+        input: r#"{"command":"cargo test"}"#.into(),
+        started_at_ms: None,
+    };
+    tauri::async_runtime::block_on(async {
+        other.begin_call(start("cli_a", &a)).await.unwrap();
+        other.begin_call(start("cli_b", &b)).await.unwrap();
+    });
+    let h = probe(json!({}), &head, &["cli_a", "cli_b", "nope"]);
+    assert_eq!(h["newer"], json!(2), "A's two new calls, not B's: {h}");
+    assert_eq!(h["rows"].as_array().unwrap().len(), 1, "{h}");
+    assert_eq!(h["rows"][0]["tool_call_id"], json!("cli_a"));
+    assert_eq!(h["rows"][0]["status"], json!("running"));
+    assert_eq!(h["rows"][0]["duration_ms"], json!(null));
+    assert_eq!(h["rows"][0]["target"], json!("cargo test"));
+    // Filters apply: only one of them is `read_file`, and a search narrows too.
+    assert_eq!(
+        probe(json!({ "tools": ["read_file"] }), &head, &[])["newer"],
+        json!(1)
+    );
+    assert_eq!(
+        probe(json!({ "search": "cargo" }), &head, &[])["newer"],
+        json!(1)
+    );
+
+    // It finishes: the watched row says so, with its duration.
+    tauri::async_runtime::block_on(async {
+        other
+            .finish_call(CallFinish {
+                tool_call_id: "cli_a".into(),
+                status: CallStatus::Error,
+                stage: Some("Execution".into()),
+                error_code: Some("exit_status".into()),
+                error_message: Some("exit status 101".into()),
+                raw_output: b"test failed\n".to_vec(),
+                raw_output_file: None,
+                raw_format: RawFormat::Text,
+                output_json: None,
+                model_projection: Some("exit 101".into()),
+                client_projection: None,
+                display_text: None,
+                finished_at_ms: None,
+            })
+            .await
+            .unwrap();
+    });
+    let h = probe(json!({}), &head, &["cli_a"]);
+    assert_eq!(h["rows"][0]["status"], json!("error"), "{h}");
+    assert_eq!(h["rows"][0]["stage"], json!("Execution"));
+    assert!(h["rows"][0]["duration_ms"].is_number(), "{h}");
+
+    // The list takes the new first page: nothing newer than its head; without a head every
+    // matching call counts.
+    let page = w
+        .invoke("history_page", json!({ "query": { "limit": 50 } }))
+        .unwrap();
+    assert_eq!(ids(&page), vec!["cli_a".to_string(), second, first]);
+    assert_eq!(probe(json!({}), &page["head"], &[])["newer"], json!(0));
+    assert_eq!(probe(json!({}), &Value::Null, &[])["newer"], json!(3));
+    // Bad arguments are typed errors.
+    let err = w
+        .invoke("history_head", json!({ "since": "zz" }))
+        .unwrap_err();
+    assert_eq!(err["code"], json!("project"), "{err}");
+    let err = w
+        .invoke(
+            "history_head",
+            json!({ "query": { "statuses": ["bogus"] } }),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], json!("project"), "{err}");
+}

@@ -99,10 +99,13 @@ export function historyRowsSource(count) {
  * first; default none), served as the shell serves them (src-tauri/src/history_browser.rs):
  * `history_page {query}` applies tools/statuses/stages/run/time/full-text, pages by an opaque
  * keyset cursor `<started_at ms>.<seq>` with `limit` (default 200, at most 1000) and answers
- * `{rows, next}`; `history_facets` lists the rows' tools and runs (newest run first);
+ * `{rows, next, head}`; `history_head {query, since, watch}` counts the matching rows newer than
+ * the cursor `since` (all of them, at most 1000, without one) and answers the `watch`ed rows;
+ * `history_facets` lists the rows' tools and runs (newest run first);
  * `call_record` and `raw_output_range` answer for a listed row (its raw output is
  * `raw output of <id>\n`), a typed `project` error for any other id. Every test page gets this
- * unless it answers these commands itself.
+ * unless it answers these commands itself. Not commands: `__add(row)` stores a new newest call and
+ * `__update(id, fields)` changes one (a call finishing), as another process writing the store would.
  */
 export function historyMock(rowsSource = "[]") {
   return `(() => {
@@ -132,7 +135,41 @@ export function historyMock(rowsSource = "[]") {
       return list;
     };
     const byId = (id) => rows.findIndex((r) => r.tool_call_id === id);
+    const cursorOf = (i) => ms(rows[i]) + "." + seq(i);
+    const parseCursor = (text) => {
+      const [t, s] = String(text).split(".").map(Number);
+      if (!Number.isFinite(t) || !Number.isFinite(s)) throw { code: "project", stage: null, message: "not a history cursor: \`" + text + "\`" };
+      return [t, s];
+    };
+    // How many of \`list\` (newest first) are newer than the cursor (t, s) (binary search).
+    const newerThan = (list, t, s) => {
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        const r = rows[list[mid]];
+        const older = ms(r) < t || (ms(r) === t && seq(list[mid]) <= s);
+        if (older) hi = mid;
+        else lo = mid + 1;
+      }
+      return lo;
+    };
     return {
+      __add: (row) => {
+        rows.unshift(row);
+        cached = { key: null, list: null };
+      },
+      __update: (id, fields) => {
+        const i = byId(id);
+        if (i >= 0) rows[i] = { ...rows[i], ...fields };
+        cached = { key: null, list: null };
+      },
+      history_head: ({ query = {}, since = null, watch = [] } = {}) => {
+        const list = matching(query ?? {});
+        const newer = since == null ? list.length : newerThan(list, ...parseCursor(since));
+        const ids = new Set(watch ?? []);
+        return { newer: Math.min(newer, 1000), rows: rows.filter((r) => ids.has(r.tool_call_id)) };
+      },
       history_page: ({ query = {} } = {}) => {
         const q = query ?? {};
         const limit = Math.min(Math.max(q.limit ?? 200, 1), 1000);
@@ -156,7 +193,11 @@ export function historyMock(rowsSource = "[]") {
         const page = list.slice(start, start + limit);
         const last = page.at(-1);
         const more = start + limit < list.length;
-        return { rows: page.map((i) => rows[i]), next: more && last !== undefined ? ms(rows[last]) + "." + seq(last) : null };
+        return {
+          rows: page.map((i) => rows[i]),
+          next: more && last !== undefined ? cursorOf(last) : null,
+          head: page.length > 0 ? cursorOf(page[0]) : null,
+        };
       },
       history_facets: () => ({
         tools: [...new Set(rows.map((r) => r.tool))].sort().slice(0, 500),

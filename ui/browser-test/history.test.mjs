@@ -1,8 +1,10 @@
 // The History tab in the BUILT UI (headless Chromium, mocked IPC served like the shell's commands by
 // harness.mjs, the app's CSP): the call found THROUGH the filters (tool and status selects, then
 // full-text search), its detail opened from the keyboard with model text and raw output, and a
-// project switch re-scoping the list and its choices. Screenshot:
-// target/e2e-screenshots/history-browser.png.
+// project switch re-scoping the list and its choices; and the open tab staying current (calls
+// stored meanwhile on top, a running row finishing in place, the "N new calls" pill when scrolled
+// down, no probing while another tab is shown). Screenshots:
+// target/e2e-screenshots/history-browser.png, history-live.png.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -32,10 +34,12 @@ const DYNAMIC = `{
     const alpha = ${historyMock(historyRowsSource(2000))};
     const beta = ${historyMock(JSON.stringify([BETA_ROW]))};
     const open = () => (window.__project === "beta" ? beta : alpha);
+    window.__alpha = alpha;
     return {
       project_info: () => (window.__project === "beta" ? ${JSON.stringify(BETA)} : ${JSON.stringify(ALPHA)}),
       history_page: (a) => open().history_page(a),
       history_facets: (a) => open().history_facets(a),
+      history_head: (a) => open().history_head(a),
       call_record: (a) => open().call_record(a),
       raw_output_range: (a) => open().raw_output_range(a),
     };
@@ -108,6 +112,74 @@ describe("history browser in Chromium with mocked IPC", () => {
     });
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="hb-tool"] option')].map((o) => o.value).join() === ",write_file");
     assert.equal(await page.locator('[data-testid="project-path"]').textContent(), BETA.root);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it("stays current while open: new calls on top, a running row finishing in place, a pill when scrolled down", async () => {
+    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
+    await page.keyboard.press("Alt+3");
+    await page.locator('[data-testid="hb-row"]').first().waitFor({ timeout: 15_000 });
+    const live = (id, second, status = "ok") => ({
+      tool_call_id: id, run_id: "run_live", tool: "execute", status, stage: null, error_message: null,
+      started_at: new Date(Date.UTC(2026, 10, 30, 12, 0, second)).toISOString(), duration_ms: status === "running" ? null : 40,
+      target: "cargo test " + id, compaction_state: "none",
+    });
+    const first = () => page.evaluate(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id);
+
+    // A detail is open; a running call is stored (by this window's run or a terminal's `aibuddy call`).
+    await page.locator('[data-testid="hb-row"][data-index="2"]').click();
+    await page.locator('[data-testid="hb-detail"][data-id="call_001998"]').waitFor();
+    const stored = Date.now();
+    await page.evaluate((row) => window.__alpha.__add(row), live("live_1", 5, "running"));
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_1", null, { timeout: 10_000 });
+    const appeared = Date.now() - stored;
+    assert.equal(await page.locator('[data-testid="hb-row"][data-id="live_1"]').getAttribute("data-status"), "running");
+    assert.equal(await page.locator('[data-testid="hb-detail"]').getAttribute("data-id"), "call_001998", "the open detail stays");
+    assert.equal(await page.locator('[data-testid="hb-row"][data-id="call_001998"]').getAttribute("aria-pressed"), "true");
+    assert.equal(await page.locator('[data-testid="hb-count"]').textContent(), "501 loaded, more below");
+
+    // It finishes: its row says so, with its duration, without a new page.
+    const pagesBefore = await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_page").length);
+    await page.evaluate(() => window.__alpha.__update("live_1", { status: "error", stage: "Execution", duration_ms: 2500 }));
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-id="live_1"]')?.dataset.status === "error", null, { timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="hb-row"][data-id="live_1"] .history-duration').textContent(), "2.5 s");
+    assert.equal(await page.locator('[data-testid="hb-row"][data-id="live_1"] .badge').textContent(), "Execution");
+    assert.equal(await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_page").length), pagesBefore);
+    const watched = await page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "history_head").map((a) => a.args.watch));
+    assert.ok(watched.some((w) => w.length === 1 && w[0] === "live_1"), JSON.stringify(watched.slice(-3)));
+
+    // Scrolled down: new calls wait behind a pill; nothing under the person moves.
+    await page.locator(".history-scroll").evaluate((el) => (el.scrollTop = 3400));
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]') === null);
+    const visible = await rows(page);
+    await page.evaluate((more) => more.forEach((r) => window.__alpha.__add(r)), [live("live_2", 6), live("live_3", 7), live("live_4", 8)]);
+    await page.locator('[data-testid="hb-newer"]').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="hb-newer"]').textContent(), "↑ 3 new calls");
+    assert.equal(await page.locator(".history-scroll").evaluate((el) => el.scrollTop), 3400);
+    assert.deepEqual(await rows(page), visible);
+    assert.equal(await page.locator('[data-testid="hb-detail"]').getAttribute("data-id"), "call_001998");
+    writeFileSync(join(shots, "history-live.png"), await page.screenshot());
+
+    // The pill takes them in and goes to the top.
+    await page.locator('[data-testid="hb-newer"]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_4");
+    assert.equal(await first(), "live_4");
+    assert.equal(await page.locator(".history-scroll").evaluate((el) => el.scrollTop), 0);
+    assert.equal(await page.locator('[data-testid="hb-count"]').textContent(), "504 loaded, more below");
+    assert.equal(await page.locator('[data-testid="hb-newer"]').count(), 0);
+    assert.equal(await page.locator('[data-testid="hb-detail"]').getAttribute("data-id"), "call_001998");
+
+    // Another tab shown: no probing. Back on History: the calls stored meanwhile are there.
+    await page.keyboard.press("Alt+2");
+    await page.waitForTimeout(300);
+    const probes = await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_head").length);
+    await page.evaluate((row) => window.__alpha.__add(row), live("live_5", 9));
+    await page.waitForTimeout(3200);
+    assert.equal(await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_head").length), probes, "no probe while hidden");
+    await page.keyboard.press("Alt+3");
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_5", null, { timeout: 10_000 });
+    console.log(`[history] a call stored while the tab is open appeared after ${appeared} ms (probe every 1.5 s)`);
     assert.deepEqual(problems, []);
     await page.close();
   });

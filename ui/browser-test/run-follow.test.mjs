@@ -3,7 +3,8 @@
 // ("41k / 200k", amber past the compaction threshold, "unknown window" when nothing knows it); an
 // approved card says "running" and a rejected one "rejected" before their results arrive; the
 // conversation follows new text and cards while the person is at the bottom, stays put when they
-// scrolled up (offering "Jump to latest"), and follows again after the jump.
+// scrolled up (offering "Jump to latest"), and follows again after the jump; the runs list is
+// read again when the conversation is shown again (a run started from a terminal appears).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -166,6 +167,26 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       const el = document.querySelector('[data-testid="messages"]');
       return el.scrollHeight - el.scrollTop - el.clientHeight < 2;
     });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it("reads the runs list again when the conversation is shown again", async () => {
+    const TERMINAL_RUN = {
+      run_id: "run_01JTERMINAL", title: "started from a terminal", provider: "anthropic", model: "claude", status: "completed",
+      started_at: "2026-11-30T12:00:00.000Z", steps: 2, tool_calls: 1,
+    };
+    const dynamic = `{ list_runs: () => (window.__terminalRun ? [${JSON.stringify(TERMINAL_RUN)}] : []) }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    await page.locator('[data-testid="runs-empty"]').waitFor();
+    const listed = () => page.evaluate(() => window.__ipcCalls.filter((c) => c === "list_runs").length);
+    assert.equal(await listed(), 1, "once at start");
+    // `aibuddy run` in a terminal stores a run: this window gets no event for it.
+    await page.evaluate(() => (window.__terminalRun = true));
+    await page.keyboard.press("Alt+3");
+    await page.keyboard.press("Alt+1");
+    await page.locator('[data-testid="run-item"][data-id="run_01JTERMINAL"]').waitFor({ timeout: 5_000 });
+    assert.equal(await listed(), 2);
     assert.deepEqual(problems, []);
     await page.close();
   });

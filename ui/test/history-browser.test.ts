@@ -3,6 +3,7 @@ import type { CallRecordView } from "../src/bindings/CallRecordView";
 import type { HistoryItem } from "../src/bindings/HistoryItem";
 import type { HistoryPageQuery } from "../src/bindings/HistoryPageQuery";
 import { emptyForm, localTimeMs, queryOf } from "../src/run/history-filters";
+import { applyUpdates, mergeNewer, newCallsText, runningIds } from "../src/run/history-live";
 import type { RawOutputApi } from "../src/run/raw-output";
 import { ApiError } from "../src/api";
 import { createHistoryBrowser, formatDuration } from "../src/view/history";
@@ -28,8 +29,10 @@ function fakeApi(total: number) {
       queries.push(q);
       const start = q.cursor === null ? 0 : Number(q.cursor);
       const end = Math.min(total, start + (q.limit ?? 200));
-      return { rows: Array.from({ length: end - start }, (_, k) => item(total - 1 - (start + k))), next: end < total ? String(end) : null };
+      const rows = Array.from({ length: end - start }, (_, k) => item(total - 1 - (start + k)));
+      return { rows, next: end < total ? String(end) : null, head: rows[0] ? `h${rows[0].tool_call_id}` : null };
     },
+    historyHead: async () => ({ newer: 0, rows: [] }),
     historyFacets: async () => ({ tools: ["execute", "read"], runs: ["r1"], statuses: ["ok", "interrupted"], stages: ["Execution"] }),
     callRecord: async (id) =>
       ({
@@ -152,7 +155,7 @@ describe("history browser", () => {
     const hostile = "<img src=x onerror=alert(1)>";
     const evil: RawOutputApi = {
       ...api,
-      historyPage: async () => ({ rows: [{ ...item(0), tool: hostile, target: `<b>${hostile}</b>` }], next: null }),
+      historyPage: async () => ({ rows: [{ ...item(0), tool: hostile, target: `<b>${hostile}</b>` }], next: null, head: "h0" }),
       callRecord: async (id) => ({ ...(await api.callRecord(id)), model: `<script>${hostile}</script>` }),
     };
     const view = createHistoryBrowser(evil);
@@ -172,5 +175,206 @@ describe("history browser", () => {
     expect(formatDuration(null)).toBe("–");
     expect(formatDuration(999)).toBe("999 ms");
     expect(formatDuration(1500)).toBe("1.5 s");
+  });
+});
+
+/**
+ * A store that grows while the list is open, as the shell's is (newest first; a row's cursor is
+ * its id): `add` stores a new call, `finish` ends a running one; `history_head` counts the calls
+ * stored after `since` and answers the watched rows as stored now.
+ */
+function liveApi(initial: number) {
+  let n = initial;
+  const row = (i: number, status = "ok"): HistoryItem => ({ ...item(i), tool_call_id: `l${i}`, status, duration_ms: status === "running" ? null : 5 });
+  const store: HistoryItem[] = Array.from({ length: initial }, (_, k) => row(initial - 1 - k));
+  const probes: { since: string | null; watch: string[] }[] = [];
+  let pages = 0;
+  const base = fakeApi(0).api;
+  const api: RawOutputApi = {
+    ...base,
+    historyPage: async (q) => {
+      pages++;
+      const start = q.cursor === null ? 0 : store.findIndex((r) => r.tool_call_id === q.cursor) + 1;
+      const rows = store.slice(start, start + (q.limit ?? 200));
+      const more = start + rows.length < store.length;
+      return { rows, next: more ? (rows.at(-1)?.tool_call_id ?? null) : null, head: rows[0]?.tool_call_id ?? null };
+    },
+    historyHead: async (_q, since, watch) => {
+      probes.push({ since, watch });
+      const at = since === null ? store.length : store.findIndex((r) => r.tool_call_id === since);
+      return { newer: Math.max(at, 0), rows: store.filter((r) => watch.includes(r.tool_call_id)) };
+    },
+    callRecord: async (id) => {
+      const found = store.find((r) => r.tool_call_id === id);
+      if (!found) throw new ApiError({ code: "project", stage: null, message: `no stored call has the id \`${id}\`` });
+      return { ...(await base.callRecord("c0")), item: found };
+    },
+  };
+  return {
+    api,
+    probes,
+    pages: () => pages,
+    add: (status = "ok") => {
+      const r = row(n++, status);
+      store.unshift(r);
+      return r.tool_call_id;
+    },
+    finish: (id: string) => {
+      const i = store.findIndex((r) => r.tool_call_id === id);
+      const r = store[i];
+      if (r) store[i] = { ...r, status: "ok", duration_ms: 1234 };
+    },
+  };
+}
+
+const rowIds = (view: { element: HTMLElement }) => [...view.element.querySelectorAll<HTMLElement>('[data-testid="hb-row"]')].map((r) => r.dataset.id);
+const rowOf = (view: { element: HTMLElement }, id: string) => view.element.querySelector<HTMLElement>(`[data-testid="hb-row"][data-id="${id}"]`);
+const settleAll = async () => {
+  for (let i = 0; i < 5; i++) await tick();
+};
+
+describe("history that stays current (pure)", () => {
+  const r = (id: string, status = "ok", duration_ms: number | null = 5): HistoryItem => ({ ...item(0), tool_call_id: id, status, duration_ms });
+
+  it("watches only running rows, at most the cap", () => {
+    expect(runningIds([r("a"), r("b", "running"), r("c", "running")], 1)).toEqual(["b"]);
+    expect(runningIds([r("a")])).toEqual([]);
+  });
+
+  it("replaces changed rows and keeps the array when nothing changed", () => {
+    const rows = [r("a"), r("b", "running", null)];
+    expect(applyUpdates(rows, [r("b", "running", null)])).toBe(rows);
+    const out = applyUpdates(rows, [r("b", "ok", 900), r("zz")]);
+    expect(out).not.toBe(rows);
+    expect(out.map((x) => [x.tool_call_id, x.status, x.duration_ms])).toEqual([
+      ["a", "ok", 5],
+      ["b", "ok", 900],
+    ]);
+  });
+
+  it("puts newer calls on top of what is loaded, or starts over when a page does not reach it", () => {
+    const rows = [r("c"), r("b", "running", null), r("a")];
+    const merged = mergeNewer(rows, [r("e"), r("d"), r("c"), r("b", "error", 7)]);
+    expect(merged?.map((x) => x.tool_call_id)).toEqual(["e", "d", "c", "b", "a"]);
+    expect(merged?.[3]?.status).toBe("error");
+    expect(mergeNewer(rows, [r("z"), r("y")])).toBeNull();
+    expect(mergeNewer([], [r("x")])?.map((x) => x.tool_call_id)).toEqual(["x"]);
+    expect(newCallsText(1)).toBe("1 new call");
+    expect(newCallsText(12)).toBe("12 new calls");
+    expect(newCallsText(1000)).toBe("1000+ new calls");
+  });
+});
+
+describe("history that stays current (component)", () => {
+  it("at the top: a call stored meanwhile appears on top; a running row and its open detail take the final status", async () => {
+    const live = liveApi(3);
+    const view = createHistoryBrowser(live.api);
+    document.body.append(view.element);
+    await view.refresh();
+    expect(rowIds(view)).toEqual(["l2", "l1", "l0"]);
+    await view.poll();
+    expect(live.probes.at(-1)).toEqual({ since: "l2", watch: [] });
+    expect(rowIds(view)).toEqual(["l2", "l1", "l0"]);
+    const pagesBefore = live.pages();
+
+    const running = live.add("running");
+    await view.poll();
+    await settleAll();
+    expect(rowIds(view)).toEqual([running, "l2", "l1", "l0"]);
+    expect(live.pages()).toBe(pagesBefore + 1);
+    expect(rowOf(view, running)?.dataset.status).toBe("running");
+    expect(view.element.querySelector('[data-testid="hb-count"]')?.textContent).toBe("4 loaded");
+    rowOf(view, running)?.click();
+    await settleAll();
+    expect(view.element.querySelector<HTMLElement>('[data-testid="hb-detail"] .pill')?.textContent).toBe("running");
+
+    live.finish(running);
+    await view.poll();
+    await settleAll();
+    expect(live.probes.at(-1)).toEqual({ since: running, watch: [running] });
+    expect(rowOf(view, running)?.dataset.status).toBe("ok");
+    expect(rowOf(view, running)?.querySelector(".history-duration")?.textContent).toBe("1.2 s");
+    expect(view.element.querySelector<HTMLElement>('[data-testid="hb-detail"]')?.dataset.id).toBe(running);
+    expect(view.element.querySelector<HTMLElement>('[data-testid="hb-detail"] .pill')?.textContent).toBe("ok");
+    expect(live.pages()).toBe(pagesBefore + 1);
+    view.destroy();
+    view.element.remove();
+  });
+
+  it("scrolled down: a pill counts the new calls and nothing moves; the pill takes them in", async () => {
+    const live = liveApi(100);
+    const view = createHistoryBrowser(live.api);
+    document.body.append(view.element);
+    await view.refresh();
+    view.element.querySelector<HTMLElement>('[data-testid="hb-row"][data-id="l97"]')?.click();
+    await settleAll();
+    const scroller = view.element.querySelector<HTMLElement>(".history-scroll");
+    if (scroller) scroller.scrollTop = 340;
+    const before = rowIds(view);
+    live.add();
+    live.add();
+    await view.poll();
+    await settleAll();
+    expect(view.element.querySelector('[data-testid="hb-newer"]')?.textContent).toBe("↑ 2 new calls");
+    expect(rowIds(view)).toEqual(before);
+    expect(view.element.querySelector<HTMLElement>('[data-testid="hb-detail"]')?.dataset.id).toBe("l97");
+    expect(rowOf(view, "l97")?.getAttribute("aria-pressed")).toBe("true");
+
+    view.element.querySelector<HTMLButtonElement>('[data-testid="hb-newer"]')?.click();
+    await settleAll();
+    expect(view.element.querySelector('[data-testid="hb-newer"]')).toBeNull();
+    expect(rowIds(view).slice(0, 3)).toEqual(["l101", "l100", "l99"]);
+    expect(view.element.querySelector('[data-testid="hb-count"]')?.textContent).toBe("102 loaded");
+    expect(view.element.querySelector<HTMLElement>('[data-testid="hb-detail"]')?.dataset.id).toBe("l97");
+    view.destroy();
+    view.element.remove();
+  });
+
+  it("an empty list takes the first call in; a failed probe changes nothing", async () => {
+    const live = liveApi(0);
+    let fail = false;
+    const api: RawOutputApi = {
+      ...live.api,
+      historyHead: async (...args) => {
+        if (fail) throw new ApiError({ code: "internal", stage: null, message: "call store: busy" });
+        return live.api.historyHead(...args);
+      },
+    };
+    const view = createHistoryBrowser(api);
+    document.body.append(view.element);
+    await view.refresh();
+    expect(view.element.querySelector('[data-testid="hb-empty"]')).not.toBeNull();
+    const id = live.add();
+    fail = true;
+    await view.poll();
+    expect(rowIds(view)).toEqual([]);
+    expect(view.element.querySelector('[data-testid="hb-error"]')).toBeNull();
+    fail = false;
+    await view.poll();
+    await settleAll();
+    expect(rowIds(view)).toEqual([id]);
+    expect(live.probes.at(-1)?.since).toBeNull();
+    view.destroy();
+    view.element.remove();
+  });
+});
+
+describe("history filters typed but not applied", () => {
+  it("leave older pages and the probe on the list shown", async () => {
+    const { api, queries } = fakeApi(1200);
+    const heads: HistoryPageQuery[] = [];
+    const view = createHistoryBrowser({ ...api, historyHead: async (q) => (heads.push(q), { newer: 0, rows: [] }) });
+    document.body.append(view.element);
+    await view.refresh();
+    const box = view.element.querySelector<HTMLInputElement>('[data-testid="hb-search"]');
+    if (box) box.value = "typed, not applied";
+    box?.dispatchEvent(new Event("input", { bubbles: true }));
+    await view.older();
+    await view.poll();
+    expect(queries.at(-1)).toMatchObject({ cursor: "500", search: null });
+    expect(heads.at(-1)).toMatchObject({ search: null });
+    expect(view.element.querySelector('[data-testid="hb-count"]')?.textContent).toBe("1000 loaded, more below");
+    view.destroy();
+    view.element.remove();
   });
 });

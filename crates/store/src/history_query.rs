@@ -89,11 +89,18 @@ pub struct HistoryQuery {
 pub struct HistoryPage {
     pub rows: Vec<HistoryRow>,
     pub next: Option<HistoryCursor>,
+    /// Where the page's first (newest) row stands: what [`history_head`] counts newer calls from.
+    pub first: Option<HistoryCursor>,
 }
 
-/// The SQL and its arguments for `q` within `scope`. Pure (tested without a database).
-fn plan(q: &HistoryQuery, scope: Scope) -> (String, Vec<Value>, usize) {
-    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+/// The columns of a history row, as [`row_of`] reads them.
+const ROW_COLUMNS: &str = "c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, \
+     c.error_message, strftime('%Y-%m-%dT%H:%M:%fZ', c.started_at / 1000.0, 'unixepoch'), \
+     c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, c.seq";
+
+/// The conditions of `q`'s filters within `scope` (its cursor and limit left out) and their
+/// arguments, the scope first so the project index leads. Pure.
+fn filters(q: &HistoryQuery, scope: Scope) -> (Vec<String>, Vec<Value>) {
     let mut conds: Vec<String> = Vec::new();
     let mut args: Vec<Value> = Vec::new();
     let mut arg = |v: Value| {
@@ -131,26 +138,74 @@ fn plan(q: &HistoryQuery, scope: Scope) -> (String, Vec<Value>, usize) {
     if let Some(t) = q.until_ms {
         conds.push(format!("c.started_at < {}", arg(Value::Integer(t))));
     }
-    if let Some(c) = q.after {
-        let (t, s) = (
-            arg(Value::Integer(c.started_at_ms)),
-            arg(Value::Integer(c.seq)),
-        );
-        conds.push(format!("(c.started_at, c.seq) < ({t}, {s})"));
-    }
-    let where_ = if conds.is_empty() {
+    (conds, args)
+}
+
+/// `conds` and'ed into a `WHERE` clause ("" when there is none). Pure.
+fn where_of(conds: &[String]) -> String {
+    if conds.is_empty() {
         String::new()
     } else {
         format!("WHERE {}", conds.join(" AND "))
-    };
+    }
+}
+
+/// The keyset condition `(started_at, seq) <op> cursor`, its arguments appended. Pure.
+fn keyset(c: HistoryCursor, op: &str, args: &mut Vec<Value>) -> String {
+    args.push(Value::Integer(c.started_at_ms));
+    args.push(Value::Integer(c.seq));
+    format!(
+        "(c.started_at, c.seq) {op} (?{}, ?{})",
+        args.len() - 1,
+        args.len()
+    )
+}
+
+/// The SQL and its arguments for `q` within `scope`. Pure (tested without a database).
+fn plan(q: &HistoryQuery, scope: Scope) -> (String, Vec<Value>, usize) {
+    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let (mut conds, mut args) = filters(q, scope);
+    if let Some(c) = q.after {
+        conds.push(keyset(c, "<", &mut args));
+    }
     let sql = format!(
-        "SELECT c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, c.error_message, \
-         strftime('%Y-%m-%dT%H:%M:%fZ', c.started_at / 1000.0, 'unixepoch'), \
-         c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, c.seq \
-         FROM tool_calls c {where_} ORDER BY c.started_at DESC, c.seq DESC LIMIT {}",
+        "SELECT {ROW_COLUMNS} FROM tool_calls c {} ORDER BY c.started_at DESC, c.seq DESC LIMIT {}",
+        where_of(&conds),
         limit + 1
     );
     (sql, args, limit)
+}
+
+/// One row as [`ROW_COLUMNS`] selects it, and its keyset position.
+fn row_of(r: &rusqlite::Row<'_>) -> Result<(HistoryRow, HistoryCursor)> {
+    let status: String = r.get(4)?;
+    let compaction: String = r.get(12)?;
+    let started_at_ms: i64 = r.get(8)?;
+    let row = HistoryRow {
+        tool_call_id: r.get(0)?,
+        run_id: r.get(1)?,
+        tool: r.get(2)?,
+        config: r.get(3)?,
+        status: CallStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown status {status:?}")))?,
+        stage: r.get(5)?,
+        error_message: r.get(6)?,
+        started_at: r.get(7)?,
+        started_at_ms,
+        duration_ms: r.get(9)?,
+        input: input_json(r.get(10)?),
+        display_text: r.get(11)?,
+        compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {
+            StoreError::Corrupt(format!("unknown compaction state {compaction:?}"))
+        })?,
+    };
+    Ok((
+        row,
+        HistoryCursor {
+            started_at_ms,
+            seq: r.get(13)?,
+        },
+    ))
 }
 
 /// One page of calls, newest first.
@@ -160,6 +215,7 @@ pub fn history_page(conn: &Connection, q: &HistoryQuery) -> Result<HistoryPage> 
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args))?;
     let mut out = Vec::new();
+    let mut first: Option<HistoryCursor> = None;
     let mut last: Option<HistoryCursor> = None;
     let mut more = false;
     while let Some(r) = rows.next()? {
@@ -167,35 +223,89 @@ pub fn history_page(conn: &Connection, q: &HistoryQuery) -> Result<HistoryPage> 
             more = true;
             break;
         }
-        let status: String = r.get(4)?;
-        let compaction: String = r.get(12)?;
-        let started_at_ms: i64 = r.get(8)?;
-        out.push(HistoryRow {
-            tool_call_id: r.get(0)?,
-            run_id: r.get(1)?,
-            tool: r.get(2)?,
-            config: r.get(3)?,
-            status: CallStatus::parse(&status)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown status {status:?}")))?,
-            stage: r.get(5)?,
-            error_message: r.get(6)?,
-            started_at: r.get(7)?,
-            started_at_ms,
-            duration_ms: r.get(9)?,
-            input: input_json(r.get(10)?),
-            display_text: r.get(11)?,
-            compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {
-                StoreError::Corrupt(format!("unknown compaction state {compaction:?}"))
-            })?,
-        });
-        last = Some(HistoryCursor {
-            started_at_ms,
-            seq: r.get(13)?,
-        });
+        let (row, at) = row_of(r)?;
+        out.push(row);
+        first.get_or_insert(at);
+        last = Some(at);
     }
     Ok(HistoryPage {
         rows: out,
         next: if more { last } else { None },
+        first,
+    })
+}
+
+/// The most newer calls [`history_head`] counts.
+pub const MAX_NEWER: usize = 1000;
+
+/// What [`history_head`] finds: how many calls matching the filters are newer than the list's
+/// newest, and the current rows of the calls the list watches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryHead {
+    /// Calls newer than `since` (every matching call when there is no `since`), at most
+    /// [`MAX_NEWER`].
+    pub newer: usize,
+    /// The watched calls as stored now (those the scope sees; unknown ids left out).
+    pub rows: Vec<HistoryRow>,
+}
+
+/// The most calls one [`history_head`] watches.
+pub const MAX_WATCH: usize = 200;
+
+/// The cheap probe of a list that stays current: how many calls matching `q`'s filters (its cursor
+/// and limit ignored) are newer than `since` (the list's newest row, [`HistoryPage::first`]),
+/// counted by one bounded walk of the ordering index, and the rows of `watch` (calls the list
+/// shows as running; at most [`MAX_WATCH`]) as they are now, within the same scope.
+pub fn history_head(
+    conn: &Connection,
+    q: &HistoryQuery,
+    since: Option<HistoryCursor>,
+    watch: &[String],
+) -> Result<HistoryHead> {
+    let scope = history_scope::resolve(conn, q.project_root.as_deref())?;
+    let (mut conds, mut args) = filters(q, scope);
+    if let Some(c) = since {
+        conds.push(keyset(c, ">", &mut args));
+    }
+    let sql = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM tool_calls c {} LIMIT {MAX_NEWER})",
+        where_of(&conds)
+    );
+    let newer: i64 = conn
+        .prepare_cached(&sql)?
+        .query_row(params_from_iter(args), |r| r.get(0))?;
+    let watch = &watch[..watch.len().min(MAX_WATCH)];
+    let mut rows = Vec::new();
+    if !watch.is_empty() {
+        let mut args: Vec<Value> = Vec::new();
+        let mut conds: Vec<String> = Vec::new();
+        if let Some(c) = scope.condition(|id| {
+            args.push(Value::Integer(id));
+            format!("?{}", args.len())
+        }) {
+            conds.push(c);
+        }
+        let marks: Vec<String> = watch
+            .iter()
+            .map(|id| {
+                args.push(Value::Text(id.clone()));
+                format!("?{}", args.len())
+            })
+            .collect();
+        conds.push(format!("c.tool_call_id IN ({})", marks.join(", ")));
+        let sql = format!(
+            "SELECT {ROW_COLUMNS} FROM tool_calls c {} ORDER BY c.started_at DESC, c.seq DESC",
+            where_of(&conds)
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut found = stmt.query(params_from_iter(args))?;
+        while let Some(r) = found.next()? {
+            rows.push(row_of(r)?.0);
+        }
+    }
+    Ok(HistoryHead {
+        newer: usize::try_from(newer).unwrap_or(0),
+        rows,
     })
 }
 
@@ -234,6 +344,17 @@ impl Store {
     /// One page of the history browser (see [`HistoryQuery`]).
     pub async fn history_page(&self, q: HistoryQuery) -> Result<HistoryPage> {
         self.read(move |conn, _| history_page(conn, &q)).await
+    }
+
+    /// The probe of a list that stays current (see [`history_head`]).
+    pub async fn history_head(
+        &self,
+        q: HistoryQuery,
+        since: Option<HistoryCursor>,
+        watch: Vec<String>,
+    ) -> Result<HistoryHead> {
+        self.read(move |conn, _| history_head(conn, &q, since, &watch))
+            .await
     }
 
     /// The tools and runs that occur in the calls `project_root` sees (filter choices), at most

@@ -211,3 +211,135 @@ async fn a_version_5_database_gets_the_model_text_into_its_search_index() {
     assert_eq!(page.rows.len(), 1);
     assert_eq!(page.rows[0].tool_call_id, "old1");
 }
+
+fn begin(id: &str, root: Option<&str>, tool: &str, at: i64) -> aibuddy_store::CallStart {
+    aibuddy_store::CallStart {
+        tool_call_id: id.into(),
+        run_id: format!("run-{}", root.unwrap_or("none").replace('/', "_")),
+        project_root: root.map(str::to_string),
+        tool: tool.into(),
+        config: tool.into(),
+        input: format!("{{\"command\":\"echo {id}\"}}"),
+        started_at_ms: Some(at),
+    }
+}
+
+fn finish(id: &str, status: CallStatus) -> aibuddy_store::CallFinish {
+    aibuddy_store::CallFinish {
+        tool_call_id: id.into(),
+        status,
+        stage: None,
+        error_code: None,
+        error_message: None,
+        raw_output: b"done\n".to_vec(),
+        raw_output_file: None,
+        raw_format: aibuddy_store::RawFormat::Text,
+        output_json: None,
+        model_projection: Some("done".into()),
+        client_projection: None,
+        display_text: None,
+        finished_at_ms: None,
+    }
+}
+
+/// The probe of a list that stays current: after the first page, calls stored later (by any
+/// process writing the same store) are counted as newer, within the filters and the project;
+/// a watched running call comes back finished, with its duration.
+#[tokio::test]
+async fn the_head_counts_newer_calls_of_the_project_and_reports_watched_rows() {
+    const A: &str = "/work/projects/alpha";
+    const B: &str = "/work/projects/beta";
+    let (_dir, store) = seeded();
+    let q = |tools: Vec<String>| HistoryQuery {
+        project_root: Some(A.into()),
+        tools,
+        limit: Some(50),
+        ..HistoryQuery::default()
+    };
+    // Project A has no row yet: it sees the 10,000 unattributed calls (newest first).
+    let page = store.history_page(q(vec![])).await.unwrap();
+    assert_eq!(page.rows[0].tool_call_id, "c09999");
+    let first = page.first.expect("a page with rows has a first cursor");
+    let head = |tools: Vec<String>, watch: Vec<String>| {
+        let store = store.clone();
+        async move {
+            store
+                .history_head(q(tools), Some(first), watch)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(head(vec![], vec![]).await.newer, 0, "nothing new yet");
+
+    let now = 1_800_000_000_000;
+    store
+        .begin_call(begin("new-a1", Some(A), "execute", now))
+        .await
+        .unwrap();
+    store
+        .begin_call(begin("new-b1", Some(B), "execute", now + 1))
+        .await
+        .unwrap();
+    store
+        .begin_call(begin("new-a2", Some(A), "read", now + 2))
+        .await
+        .unwrap();
+    store
+        .begin_call(begin("new-none", None, "read", now + 3))
+        .await
+        .unwrap();
+    let h = head(
+        vec![],
+        vec!["new-a1".into(), "new-b1".into(), "c09999".into()],
+    )
+    .await;
+    assert_eq!(
+        h.newer, 3,
+        "A's two calls and the unattributed one, never B's"
+    );
+    let watched: Vec<(&str, CallStatus)> = h
+        .rows
+        .iter()
+        .map(|r| (r.tool_call_id.as_str(), r.status))
+        .collect();
+    assert_eq!(
+        watched,
+        vec![
+            ("new-a1", CallStatus::Running),
+            ("c09999", CallStatus::Interrupted)
+        ],
+        "B's call is not A's to see"
+    );
+    assert_eq!(head(vec!["execute".into()], vec![]).await.newer, 1);
+
+    // The running call finishes: the watched row says so, with its duration.
+    store
+        .finish_call(finish("new-a1", CallStatus::Ok))
+        .await
+        .unwrap();
+    let h = head(vec![], vec!["new-a1".into()]).await;
+    assert_eq!(h.rows.len(), 1);
+    assert_eq!(h.rows[0].status, CallStatus::Ok);
+    assert!(h.rows[0].duration_ms.is_some(), "{:?}", h.rows[0]);
+
+    // The list takes the new first page: nothing is newer than its head any more.
+    let again = store.history_page(q(vec![])).await.unwrap();
+    assert_eq!(again.rows[0].tool_call_id, "new-none");
+    let since = again.first;
+    let h = store.history_head(q(vec![]), since, vec![]).await.unwrap();
+    assert_eq!(h.newer, 0);
+    // Without a head (an empty list) every matching call counts, up to the cap.
+    let all = store.history_head(q(vec![]), None, vec![]).await.unwrap();
+    assert_eq!(all.newer, aibuddy_store::history_query::MAX_NEWER);
+    // The probe is cheap: one bounded index walk (measured, printed, asserted loosely).
+    let t = std::time::Instant::now();
+    for _ in 0..100 {
+        store
+            .history_head(q(vec![]), since, vec!["new-a1".into()])
+            .await
+            .unwrap();
+    }
+    let per = t.elapsed() / 100;
+    println!("history_head over 10,004 calls: {per:?} per probe");
+    assert!(per < std::time::Duration::from_millis(50), "{per:?}");
+}

@@ -4,4 +4,9 @@ import type { HistoryItem } from "./HistoryItem";
 /**
  * One page and where the next (older) one starts; `next` is `null` at the oldest call.
  */
-export type HistoryPageView = { rows: Array<HistoryItem>, next: string | null, };
+export type HistoryPageView = { rows: Array<HistoryItem>, next: string | null, 
+/**
+ * Where the page's first (newest) row stands, `null` when it has none: the `since` of
+ * `history_head`, which counts the calls stored after it.
+ */
+head: string | null, };

@@ -5,6 +5,7 @@ import { invoke } from "@tauri-apps/api/core";
 import { ApiError, type InvokeFn, toCommandError } from "../api";
 import type { CallRecordView } from "../bindings/CallRecordView";
 import type { HistoryFacets } from "../bindings/HistoryFacets";
+import type { HistoryHeadView } from "../bindings/HistoryHeadView";
 import type { HistoryPageQuery } from "../bindings/HistoryPageQuery";
 import type { HistoryPageView } from "../bindings/HistoryPageView";
 
@@ -17,6 +18,7 @@ export const RAW_COMMANDS = {
   saveRawOutput: "save_raw_output",
   historyPage: "history_page",
   historyFacets: "history_facets",
+  historyHead: "history_head",
 } as const;
 
 export interface RawOutputApi {
@@ -27,6 +29,11 @@ export interface RawOutputApi {
   saveRawOutput(toolCallId: string): Promise<string | null>;
   historyPage(query: HistoryPageQuery): Promise<HistoryPageView>;
   historyFacets(): Promise<HistoryFacets>;
+  /**
+   * How many calls matching `query`'s filters were stored after `since` (a page's `head`; every
+   * matching call when null), and the rows of `watch` (calls shown as running) as they are now.
+   */
+  historyHead(query: HistoryPageQuery, since: string | null, watch: string[]): Promise<HistoryHeadView>;
 }
 
 /** The bytes of an IPC answer: Tauri hands raw responses over as an ArrayBuffer. */
@@ -52,6 +59,7 @@ export function createRawOutputApi(call: InvokeFn = invoke): RawOutputApi {
     saveRawOutput: (toolCallId) => run<string | null>(RAW_COMMANDS.saveRawOutput, { toolCallId }),
     historyPage: (query) => run<HistoryPageView>(RAW_COMMANDS.historyPage, { query }),
     historyFacets: () => run<HistoryFacets>(RAW_COMMANDS.historyFacets),
+    historyHead: (query, since, watch) => run<HistoryHeadView>(RAW_COMMANDS.historyHead, { query, since, watch }),
   };
 }
 
