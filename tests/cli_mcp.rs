@@ -106,7 +106,7 @@ fn logout_without_a_token_says_so() {
 }
 
 #[test]
-fn login_refuses_unknown_and_local_servers() {
+fn login_refuses_unknown_and_local_servers_and_tries_remote_ones() {
     let (_tmp, project, data) = dirs();
     write_user_servers(&data, "http://127.0.0.1:9/mcp");
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "nope"]);
@@ -121,9 +121,12 @@ fn login_refuses_unknown_and_local_servers() {
             .to_string(),
     )
     .unwrap();
+    // A legacy SSE server logs in like a streamable-HTTP one (since the SSE transport got
+    // OAuth): here nothing listens, so the login fails reaching it, at Authorization, exit 1.
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "old"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("legacy SSE transport"), "{err}");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("login to old failed (Authorization)"), "{err}");
+    assert!(err.contains("could not be reached"), "{err}");
 }
 
 /// `${VAR}` with the variable unset is a located problem in `tools check` (file, line, column,
