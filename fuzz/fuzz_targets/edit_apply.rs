@@ -3,14 +3,15 @@
 //! Input: `flags byte` then `original 0x1E old 0x1E new [0x1E old 0x1E new ...]` (up to 4 edits;
 //! bit i of the flags is edit i's `replace_all`).
 //! Invariants: never panics; the outcome (text, replacement count, or which edit failed and why)
-//! equals that of a straightforward reference model; each step changes the length by exactly
+//! equals that of a straightforward reference model (with the size bound: the edit that would grow
+//! the text past it is refused); each step changes the length by exactly
 //! `count * (new - old)` bytes; a unique edit replaces the first occurrence in place; the diff
 //! carries its header exactly when the text changed; changed line ranges are 1-based, ordered,
 //! disjoint and within the new text.
 #![no_main]
 
 use aibuddy_fuzz::{SEP, text};
-use aibuddy_sandbox::edits::{apply_edits, changed_lines, unified_diff};
+use aibuddy_sandbox::edits::{apply_edits_within, changed_lines, unified_diff};
 use aibuddy_sandbox::{EditSpec, SandboxError};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,7 +21,13 @@ enum Expect {
     Invalid,
     NotFound(usize),
     NotUnique(usize, usize),
+    TooLarge(usize),
 }
+
+/// The bound given to `apply_edits_within` (the tool passes `edit_max_bytes`): chained
+/// `replace_all` edits multiply a 1 KB input into hundreds of megabytes otherwise, which the
+/// instrumented build (and the reference model) cannot build within the per-input timeout.
+const MAX_BYTES: u64 = 1024 * 1024;
 
 /// The documented rules, written out independently of the implementation.
 fn reference(original: &str, edits: &[EditSpec]) -> Expect {
@@ -45,6 +52,11 @@ fn reference(original: &str, edits: &[EditSpec]) -> Expect {
             1 => {}
             n if !e.replace_all => return Expect::NotUnique(i, n),
             _ => {}
+        }
+        let grown = current.len() as i128
+            + at.len() as i128 * (e.new_string.len() as i128 - e.old_string.len() as i128);
+        if grown > i128::from(MAX_BYTES) {
+            return Expect::TooLarge(i);
         }
         let mut next = String::with_capacity(current.len());
         let mut last = 0;
@@ -80,12 +92,20 @@ fuzz_target!(|data: &[u8]| {
             replace_all: flags & (1 << edits.len()) != 0,
         });
     }
-    let got = match apply_edits("f.txt", &original, &edits) {
+    let got = match apply_edits_within("f.txt", &original, &edits, MAX_BYTES) {
         Ok((t, n)) => Expect::Ok(t, n),
         Err(SandboxError::InvalidArgument { .. }) => Expect::Invalid,
         Err(SandboxError::OldStringNotFound { index, .. }) => Expect::NotFound(index),
         Err(SandboxError::OldStringNotUnique { index, count, .. }) => {
             Expect::NotUnique(index, count)
+        }
+        Err(SandboxError::TooLarge { size, max, .. }) => {
+            assert!(size > max && max == MAX_BYTES, "{size} {max}");
+            // Which edit crossed the bound: the reference says; the error names none.
+            match reference(&original, &edits) {
+                Expect::TooLarge(i) => Expect::TooLarge(i),
+                other => panic!("TooLarge where the reference gives {other:?}"),
+            }
         }
         Err(other) => panic!("unexpected error {other:?}"),
     };
