@@ -192,7 +192,6 @@ pub(crate) struct Capture {
 }
 
 /// A finished capture: head, tail, and what was counted and spooled.
-#[derive(Default)]
 pub(crate) struct Captured {
     pub(crate) head: Vec<u8>,
     pub(crate) tail: Vec<u8>,

@@ -3,8 +3,7 @@
 //! Rules of a confined command:
 //! - read and execute everything (`/` with read rights);
 //! - write (create, remove, truncate, rename...) only beneath the project root, the private temp
-//!   dir and the extra writable roots (missing ones are skipped with a warning); read, write and
-//!   truncate the spool file when it is the command's stdout (so `> /dev/stdout` works);
+//!   dir and the extra writable roots (missing ones are skipped with a warning);
 //! - file-level access to a few device files (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`,
 //!   `/dev/urandom`, `/dev/tty`, `/dev/ptmx`, `/dev/pts`); pipes (`/dev/stdout`) are not path-confined;
 //! - network off (request `network_allowed = false`, ABI >= 4): TCP `connect` and `bind` are denied.
@@ -143,7 +142,6 @@ const DEVICES: [&str; 8] = [
 #[cfg(target_os = "linux")]
 pub(crate) fn build(
     writable: &[PathBuf],
-    files: &[PathBuf],
     network_allowed: bool,
 ) -> Result<(landlock::RulesetCreated, Confinement), String> {
     use landlock::{
@@ -188,11 +186,6 @@ pub(crate) fn build(
             DEVICES.iter().map(Path::new).filter(|p| p.exists()),
             AccessFs::from_file(fs_abi),
         ))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            files,
-            AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
-        ))
         .map_err(err)?;
     Ok((
         created,
@@ -207,12 +200,8 @@ pub(crate) fn build(
 
 /// Builds the ruleset for the Landlock-only path, as an fd the forked child enforces.
 #[cfg(target_os = "linux")]
-pub(crate) fn prepare(
-    writable: &[PathBuf],
-    files: &[PathBuf],
-    network_allowed: bool,
-) -> Result<Prepared, String> {
-    let (created, applied) = build(writable, files, network_allowed)?;
+pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
+    let (created, applied) = build(writable, network_allowed)?;
     let fd: Option<OwnedFd> = created.into();
     let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
     Ok(Prepared { fd, applied })
@@ -227,11 +216,7 @@ pub(crate) fn landlock_abi() -> Option<(u8, bool)> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn prepare(
-    _writable: &[PathBuf],
-    _files: &[PathBuf],
-    _network_allowed: bool,
-) -> Result<Prepared, String> {
+pub(crate) fn prepare(_writable: &[PathBuf], _network_allowed: bool) -> Result<Prepared, String> {
     Err("kernel confinement is implemented with Landlock, which is Linux-only".into())
 }
 

@@ -45,9 +45,6 @@ pub(crate) struct InitSpec {
     pub(crate) control_fd: RawFd,
     /// Write end of the report pipe.
     pub(crate) report_fd: RawFd,
-    /// stdout is the spool file: the command may reopen it (`/dev/stdout`) for writing.
-    #[serde(default)]
-    pub(crate) stdout_is_spool: bool,
 }
 
 /// Call first thing in a binary's `main`: when the process was started as the init program it
@@ -132,13 +129,7 @@ pub fn init_main(spec_json: &str) -> i32 {
 fn apply_landlock(spec: &InitSpec) -> u8 {
     let mut writable = vec![PathBuf::from("/dev/shm")];
     writable.extend(spec.writable.iter().cloned());
-    // The spool, reached through the descriptor (its directory is hidden in the namespaces).
-    let files: Vec<PathBuf> = if spec.stdout_is_spool {
-        vec![PathBuf::from("/proc/self/fd/1")]
-    } else {
-        Vec::new()
-    };
-    match crate::confine::build(&writable, &files, spec.network_allowed) {
+    match crate::confine::build(&writable, spec.network_allowed) {
         Ok((created, crate::Confinement::Landlock { abi, .. })) => match created.restrict_self() {
             Ok(_) => abi,
             Err(e) => {

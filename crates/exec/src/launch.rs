@@ -138,25 +138,9 @@ pub(crate) struct Launched {
 pub(crate) struct Wiring {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) tmpdir: PathBuf,
-    /// The spool file as the command's stdout (`None`: a pipe).
-    pub(crate) stdout: Option<File>,
 }
 
-fn base_command(
-    program: &Path,
-    req: &ExecRequest,
-    wiring: &Wiring,
-) -> Result<tokio::process::Command, ExecError> {
-    let stdout = match wiring.stdout.as_ref().map(File::try_clone) {
-        Some(Ok(file)) => Stdio::from(file),
-        Some(Err(source)) => {
-            return Err(ExecError::Prepare {
-                what: "the spool file",
-                source,
-            });
-        }
-        None => Stdio::piped(),
-    };
+fn base_command(program: &Path, req: &ExecRequest, wiring: &Wiring) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(program);
     cmd.current_dir(&req.cwd)
         .env_clear()
@@ -164,10 +148,10 @@ fn base_command(
         .env("TMPDIR", &wiring.tmpdir)
         .envs(req.env.set.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(stdout)
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    Ok(cmd)
+    cmd
 }
 
 /// The Landlock-only path (also the unconfined one when `prepared` is `None`).
@@ -186,7 +170,7 @@ pub(crate) fn spawn_landlock(
         report_fd: report_write.as_raw_fd(),
         env_block: supervisor::env_block(),
     };
-    let mut cmd = base_command(Path::new("/bin/sh"), req, wiring)?;
+    let mut cmd = base_command(Path::new("/bin/sh"), req, wiring);
     cmd.arg("-c").arg(&req.command);
     // SAFETY: the closure only performs async-signal-safe system calls (see `supervisor`).
     unsafe {
@@ -307,7 +291,7 @@ pub(crate) fn spawn_bwrap(
         network_allowed: req.network_allowed,
         as_pid_1: init.is_some(),
     };
-    let mut cmd = base_command(bwrap_path, req, wiring)?;
+    let mut cmd = base_command(bwrap_path, req, wiring);
     cmd.args(bwrap::args(&plan)).arg("--");
     let mut keep: Vec<RawFd> = Vec::new();
     let mut pipes = None;
@@ -329,7 +313,6 @@ pub(crate) fn spawn_bwrap(
                 network_allowed: req.network_allowed,
                 control_fd: control_read.as_raw_fd(),
                 report_fd: report_write.as_raw_fd(),
-                stdout_is_spool: wiring.stdout.is_some(),
             };
             let spec = serde_json::to_string(&spec).map_err(|e| ExecError::Prepare {
                 what: "the init spec",

@@ -40,7 +40,6 @@ mod request;
 pub mod roots;
 mod runner;
 mod sink;
-mod spool_file;
 mod supervisor;
 pub mod tmpdir;
 

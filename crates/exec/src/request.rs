@@ -138,17 +138,6 @@ pub struct ExecRequest {
     /// delivers every read as it comes).
     #[serde(default = "default_live_max_bytes")]
     pub live_max_bytes: usize,
-    /// With a spool: the command's stdout is the spool file itself (opened for appending), so its
-    /// output reaches the page cache in one copy and nobody reads it back unless a sink listens;
-    /// stderr stays a pipe the runner appends to the same file. `false`, no spool, or a file
-    /// system that cannot punch holes (the cap is kept by punching them): stdout is a pipe, as
-    /// stderr. See the crate's README, "Output".
-    #[serde(default = "default_spool_as_stdout")]
-    pub spool_as_stdout: bool,
-}
-
-fn default_spool_as_stdout() -> bool {
-    true
 }
 
 fn default_live_interval() -> Duration {
@@ -184,7 +173,6 @@ impl ExecRequest {
             init_program: None,
             live_interval: DEFAULT_LIVE_INTERVAL,
             live_max_bytes: DEFAULT_LIVE_MAX_BYTES,
-            spool_as_stdout: true,
         }
     }
 

@@ -9,17 +9,16 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::capture::{Capture, Captured, HeadTail, Spool};
+use crate::capture::{Capture, HeadTail, Spool};
 use crate::confine;
 use crate::env::filter_env;
 use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, kill_tree, wait_group_gone};
-use crate::pump::{LiveConfig, Output, Pump};
+use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
 use crate::sink::ExecSink;
-use crate::spool_file::FileSpool;
 use crate::{bwrap, init, roots, tmpdir};
 
 /// After the command ended, how long pipes held open by escaped daemons are still read.
@@ -50,28 +49,15 @@ pub(crate) async fn run(
     let writable_roots = roots::verify(&req.writable_roots)?;
     let (kept_env, env_dropped) = filter_env(std::env::vars_os(), &req.env);
 
-    let spool_err = |source| ExecError::Prepare {
-        what: "the spool file",
-        source,
-    };
-    // The spool as the command's stdout where it can keep its cap; else a pipe into it.
-    let mut file_spool = None;
-    let mut stdout_file = None;
-    if let Some(path) = req.spool_path.as_deref().filter(|_| req.spool_as_stdout)
-        && let Some((spool, child)) =
-            FileSpool::create(path, req.spool_cap, req.head_bytes, req.tail_bytes)
-                .map_err(spool_err)?
-    {
-        file_spool = Some(spool);
-        stdout_file = Some(child);
-    }
     let spool = match &req.spool_path {
-        Some(path) if file_spool.is_none() => {
-            Some(Spool::create(path.clone(), req.spool_cap).map_err(spool_err)?)
-        }
-        _ => None,
+        Some(path) => Some(
+            Spool::create(path.clone(), req.spool_cap).map_err(|source| ExecError::Prepare {
+                what: "the spool file",
+                source,
+            })?,
+        ),
+        None => None,
     };
-    let stdout_spool_path = stdout_file.as_ref().and(req.spool_path.clone());
 
     let started = Instant::now();
     let path = choose_path(&req);
@@ -83,7 +69,6 @@ pub(crate) async fn run(
             let wiring = Wiring {
                 env: kept_env,
                 tmpdir: sandbox_tmpdir(),
-                stdout: stdout_file,
             };
             if let Err(reason) = &init {
                 tracing::warn!(%reason, "no init program: namespaces without the inner Landlock layer");
@@ -101,11 +86,7 @@ pub(crate) async fn run(
             writable.extend(writable_roots.iter().cloned());
             let (prepared, confinement) = match req.confine {
                 ConfinePolicy::Off => (None, Confinement::Disabled),
-                policy => match confine::prepare(
-                    &writable,
-                    stdout_spool_path.as_slice(),
-                    req.network_allowed,
-                ) {
+                policy => match confine::prepare(&writable, req.network_allowed) {
                     Ok(mut p) => {
                         if let Confinement::Landlock {
                             no_namespaces: n, ..
@@ -128,7 +109,6 @@ pub(crate) async fn run(
             let wiring = Wiring {
                 env: kept_env,
                 tmpdir: tmp.path().to_path_buf(),
-                stdout: stdout_file,
             };
             host_tmp = Some(tmp);
             (spawn_landlock(&req, &wiring, prepared)?, Some(confinement))
@@ -158,24 +138,23 @@ pub(crate) async fn run(
             });
         }
     };
-    let output = match file_spool {
-        Some(spool) => Output::File(spool),
-        None => Output::Pipes(Capture {
-            headtail: HeadTail::new(req.head_bytes, req.tail_bytes),
-            spool,
-            stdout: StreamStats::default(),
-            stderr: StreamStats::default(),
-        }),
+    let new_capture = || Capture {
+        headtail: HeadTail::new(req.head_bytes, req.tail_bytes),
+        spool: None,
+        stdout: StreamStats::default(),
+        stderr: StreamStats::default(),
     };
+    let mut first = new_capture();
+    first.spool = spool;
     // Reading, spooling and live output run on the pump's thread; this loop only supervises.
     let mut pump =
-        Pump::start(stdout, stderr, output, sink.clone(), live_config(&req)).map_err(|source| {
+        Pump::start(stdout, stderr, first, sink.clone(), live_config(&req)).map_err(|source| {
             ExecError::Prepare {
                 what: "the output reader",
                 source,
             }
         })?;
-    let mut captured: Option<Captured> = None;
+    let mut captured: Option<Capture> = None;
     let mut heartbeat =
         tokio::time::interval_at(started + req.heartbeat_interval, req.heartbeat_interval);
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -213,15 +192,12 @@ pub(crate) async fn run(
             c = pump.finished(), if captured.is_none() => {
                 captured = Some(c.unwrap_or_else(|| {
                     tracing::warn!(pgid, "the output reader ended without its capture");
-                    Captured::default()
+                    new_capture()
                 }));
             }
             st = &mut wait_fut, if running => {
                 let st = st.map_err(ExecError::Wait)?;
                 status = Some(st);
-                // bubblewrap (its namespace torn down) or the supervisor (every descendant
-                // reaped) has exited: nothing writes the spool any more.
-                pump.command_gone();
                 phase_sleep.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
                 phase_armed = true;
             }
@@ -259,12 +235,13 @@ pub(crate) async fn run(
     }
 
     let status = status.unwrap_or_default();
-    let captured = captured.unwrap_or_default();
+    let capture = captured.unwrap_or_else(new_capture);
     drop(control);
     let end = report.finish();
     if !end.sandbox_started {
         // bubblewrap failed before the init ran: nothing of the command ran. Its message is
         // on stderr (bounded: the tail ring).
+        let captured = capture.finish();
         let (head, tail) = (captured.head, captured.tail);
         let mut all = head;
         all.extend_from_slice(&tail);
@@ -292,6 +269,7 @@ pub(crate) async fn run(
         Some(st) => termination_of(std::process::ExitStatus::from_raw(st)),
         None => termination_of(status),
     };
+    let captured = capture.finish();
     if let Some(tmp) = host_tmp
         && let Err(e) = tmp.close()
     {

@@ -37,12 +37,6 @@ pub trait ExecSink: Send + Sync {
     }
     /// The command is still running (every `heartbeat_interval`).
     fn heartbeat(&self);
-    /// This sink fell so far behind the command (a terminal slower than its output, with the
-    /// spool as the command's stdout) that `bytes` of output were skipped to keep the disk
-    /// bounded; the next delivery continues after them. The spool and the outcome are complete.
-    fn output_skipped(&self, bytes: u64) {
-        let _ = bytes;
-    }
 }
 
 /// A sink that discards everything.

@@ -11,8 +11,6 @@ use support::{Recorder, assert_group_gone};
 use tokio_util::sync::CancellationToken;
 
 const PATHS: [NamespacePolicy; 2] = [NamespacePolicy::Auto, NamespacePolicy::Off];
-/// `ExecRequest::spool_as_stdout`: the spool as the command's stdout, or a pipe into it.
-const MODES: [bool; 2] = [true, false];
 
 /// Deterministic, non-repeating bytes of every value (not a multiple of any pipe or read size).
 fn pattern(len: usize) -> Vec<u8> {
@@ -33,12 +31,10 @@ async fn run_with(
     spool: &std::path::Path,
     cap: u64,
     ns: NamespacePolicy,
-    as_stdout: bool,
     sink: Arc<dyn ExecSink>,
 ) -> ExecOutcome {
     let mut r = ExecRequest::new(cmd, dir);
     r.namespaces = ns;
-    r.spool_as_stdout = as_stdout;
     r.spool_path = Some(spool.to_path_buf());
     r.spool_cap = cap;
     r.head_bytes = 70_001;
@@ -56,13 +52,12 @@ async fn spool_head_and_tail_are_byte_exact_without_a_listener() {
     std::fs::write(&input, &data).unwrap();
     // `cat` writes 128 KiB at a time; `dd bs=1000` writes many small pieces.
     for cmd in ["cat input.bin", "dd if=input.bin bs=1000 status=none"] {
-        for (ns, as_stdout) in PATHS.into_iter().flat_map(|n| MODES.map(|m| (n, m))) {
+        for ns in PATHS {
             // Under the cap (everything spooled), and over it (spooled, then only counted).
             for cap in [u64::MAX, 1_000_003] {
                 let spool = dir.path().join("spool.out");
-                let sink = Arc::new(NullSink);
-                let out = run_with(cmd, dir.path(), &spool, cap, ns, as_stdout, sink).await;
-                let what = format!("{cmd} {ns:?} as stdout {as_stdout} cap {cap}");
+                let out = run_with(cmd, dir.path(), &spool, cap, ns, Arc::new(NullSink)).await;
+                let what = format!("{cmd} {ns:?} cap {cap}");
                 let kept = data.len().min(cap as usize);
                 assert_eq!(std::fs::read(&spool).unwrap(), &data[..kept], "{what}");
                 let info = out.spool.clone().unwrap();
@@ -94,18 +89,14 @@ async fn no_listener_matches_a_listener_on_both_streams_and_small_outputs() {
         "printf ''".to_string(),
     ];
     for cmd in &cmds {
-        for (cap, m) in [u64::MAX, 5_000]
-            .into_iter()
-            .flat_map(|c| MODES.map(|m| (c, m)))
-        {
+        for cap in [u64::MAX, 5_000] {
             let quiet_spool = dir.path().join("a.out");
             let read_spool = dir.path().join("b.out");
             let ns = NamespacePolicy::Auto;
-            let sink = Arc::new(NullSink);
-            let quiet = run_with(cmd, dir.path(), &quiet_spool, cap, ns, m, sink).await;
+            let quiet = run_with(cmd, dir.path(), &quiet_spool, cap, ns, Arc::new(NullSink)).await;
             let rec = Recorder::new();
-            let read = run_with(cmd, dir.path(), &read_spool, cap, ns, m, rec.clone()).await;
-            let what = format!("{cmd} as stdout {m} cap {cap}");
+            let read = run_with(cmd, dir.path(), &read_spool, cap, ns, rec.clone()).await;
+            let what = format!("{cmd} cap {cap}");
             assert_eq!(
                 quiet.stdout.total_bytes + quiet.stderr.total_bytes,
                 read.stdout.total_bytes + read.stderr.total_bytes,

@@ -154,14 +154,6 @@ impl ExecSink for EventBridge {
         self.listening
     }
 
-    fn output_skipped(&self, bytes: u64) {
-        // Said where the person watches, in the stream's place; the stored output is complete.
-        let note = format!(
-            "\n[aibuddy: {bytes} bytes of live output skipped: the display fell behind; the call's raw output has them]\n"
-        );
-        self.output(Stream::Stderr, note.as_bytes());
-    }
-
     fn heartbeat(&self) {
         self.events.emit(Event::Heartbeat {
             call_id: self.call_id.clone(),
