@@ -116,6 +116,45 @@ describe("history browser in Chromium with mocked IPC", () => {
     await page.close();
   });
 
+  it("filtered to running calls: a call that finishes leaves the list, as a fresh load would leave it out", async () => {
+    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
+    const running = (id, second) => ({
+      tool_call_id: id, run_id: "run_live", tool: "execute", status: "running", stage: null, error_message: null,
+      started_at: new Date(Date.UTC(2026, 10, 30, 12, 0, second)).toISOString(), duration_ms: null,
+      target: "cargo build " + id, compaction_state: "none",
+    });
+    await page.evaluate((more) => more.forEach((r) => window.__alpha.__add(r)), [running("run_a", 1), running("run_b", 2), running("run_c", 3)]);
+    await page.keyboard.press("Alt+3");
+    await page.locator('[data-testid="hb-row"]').first().waitFor({ timeout: 15_000 });
+    await page.locator('[data-testid="hb-status"]').selectOption("running");
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 3);
+    assert.deepEqual((await rows(page)).map((r) => r.id), ["run_c", "run_b", "run_a"]);
+    await page.locator('[data-testid="hb-row"][data-id="run_b"]').click();
+    await page.locator('[data-testid="hb-detail"][data-id="run_b"]').waitFor();
+
+    // run_b finishes (with an error), run_a finishes ok: neither is "running" any more.
+    await page.evaluate(() => {
+      window.__alpha.__update("run_b", { status: "error", stage: "Execution", duration_ms: 900 });
+      window.__alpha.__update("run_a", { status: "ok", duration_ms: 300 });
+    });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 1, null, { timeout: 10_000 });
+    assert.deepEqual(await rows(page), [{ id: "run_c", tool: "execute", status: "running" }]);
+    assert.equal(await page.locator('[data-testid="hb-count"]').textContent(), "1 loaded");
+    // The open detail stays, read again with its final status.
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-detail"] .pill')?.textContent === "error");
+    assert.equal(await page.locator('[data-testid="hb-detail"]').getAttribute("data-id"), "run_b");
+
+    // The last one finishes: the list is empty, as a fresh load with the filter "running" is.
+    await page.evaluate(() => window.__alpha.__update("run_c", { status: "cancelled", duration_ms: 50 }));
+    await page.locator('[data-testid="hb-empty"]').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="hb-empty"]').textContent(), "No stored call matches the filters.");
+    await page.locator('[data-testid="hb-apply"]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-count"]')?.textContent === "0 loaded");
+    assert.equal((await lastQuery(page)).statuses[0], "running");
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   it("stays current while open: new calls on top, a running row finishing in place, a pill when scrolled down", async () => {
     const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
     await page.keyboard.press("Alt+3");
