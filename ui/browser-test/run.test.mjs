@@ -6,26 +6,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
-/**
- * xterm.js writes its renderer CSS into <style> elements; the CSP blocks them (and the browser
- * reports each block) and lib/csp-styles.ts mirrors them into constructed stylesheets. Those reports
- * are expected; anything else on the console fails the test.
- */
-const unexpected = (problems) =>
-  problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
 const RUN = "run_01JDESKTOP";
 
-const PROJECT = {
-  root: "/home/me/work/sample-project",
-  data_dir: "/home/me/.local/share/aibuddy",
-  settings_files: [],
-  settings_problems: [],
-  event_version: 1,
-};
+const PROJECT = projectInfo();
 const RUNS = [
   { run_id: "run_00OLDER", title: "Explain the build script", status: "completed", started_at: "2026-11-30T09:12:00.000Z", provider: "anthropic", model: "claude-sonnet-4-5", steps: 3, tool_calls: 2 },
 ];
@@ -57,24 +44,10 @@ describe("run view in Chromium with mocked IPC and run events", () => {
   let base;
   browserSuite(shots, (s) => ({ browser, base } = s));
 
-  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
-  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+  const emit = runEmitter(RUN);
   const shot = async (page, name) => writeFileSync(join(shots, name), await page.screenshot());
 
-  async function startRun(page, prompt) {
-    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
-    await page.locator('[data-testid="run-item"]').first().waitFor({ timeout: 10_000 });
-    const box = page.locator('[data-testid="prompt"]');
-    await box.click();
-    await box.type(prompt.split("\n")[0]);
-    if (prompt.includes("\n")) {
-      await page.keyboard.press("Shift+Enter");
-      await box.type(prompt.split("\n").slice(1).join("\n"));
-    }
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
-    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-5", presentation: "native" });
-  }
+  const startRun = (page, prompt) => startRunAs(page, RUN, prompt, { model: "claude-sonnet-4-5", waitForRuns: true });
 
   it("streams Markdown, shows an execute card with live terminal output, approves by keyboard and answers a question", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
@@ -228,7 +201,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.deepEqual(await argsOf(page, "stop_run"), []);
     // Esc outside a dialog stops the run.
     await page.keyboard.press("Escape");
-    await page.waitForFunction(() => window.__ipcCalls.includes("stop_run"));
+    await waitForCall(page, "stop_run");
     assert.deepEqual(await argsOf(page, "stop_run"), [{ runId: RUN }]);
     assert.deepEqual(problems, []);
     await page.close();
