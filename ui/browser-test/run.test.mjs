@@ -180,6 +180,33 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
 
+  it("an approval the shell did not receive is asked again, and answered again from the keyboard", async () => {
+    // answer_confirm fails once (the IPC refused it), then the shell takes the answer.
+    const flaky = `{ answer_confirm: () => { window.__answers = (window.__answers ?? 0) + 1; if (window.__answers === 1) throw { code: "ipc", stage: null, message: "the answer could not be delivered" }; return true; } }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "light", flaky);
+    await startRun(page, "Write the notes");
+    const request = { call_id: "call_w", tool: "write_file", risk: "writes", digest: "d", target: "notes.md", scope: ["project"], consequence: "creates notes.md", diff: null };
+    await emit(page, { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: { path: "notes.md" } });
+    await emit(page, { type: "confirm_request", tool_call_id: "call_w", request });
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_w"]');
+    await dialog.waitFor();
+    await page.keyboard.press("a");
+    await page.locator('[data-testid="notice"]', { hasText: "Could not send the answer: the answer could not be delivered" }).waitFor();
+    // Asked again, with live buttons and the keyboard shortcuts.
+    await dialog.waitFor();
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_w"]').getAttribute("data-status"), "waiting_approval");
+    assert.equal(await dialog.locator('[data-testid="approval-approve"]').isDisabled(), false);
+    await page.keyboard.press("a");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [
+      { callId: "call_w", approve: true },
+      { callId: "call_w", approve: true },
+    ]);
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_w"]').getAttribute("data-status"), "running");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("Esc stops the run; closing the approval dialog rejects; the dark theme follows the OS", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "dark");
     await startRun(page, "Delete the build outputs");

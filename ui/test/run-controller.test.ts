@@ -125,6 +125,48 @@ describe("run controller", () => {
     expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
   });
 
+  it("asks again when an approval could not be sent, and says when the shell did not take it", async () => {
+    const shell = fakeShell();
+    let answer: () => Promise<boolean> = async () => {
+      throw new ApiError({ code: "ipc", stage: null, message: "the window lost its project" });
+    };
+    const c = new RunController({ ...shell.api, answerConfirm: (id, ok) => (shell.calls.push(["answer_confirm", [id, ok]]), answer()) }, () => 0);
+    await c.connect();
+    const sending = c.send("write it");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    const request = { call_id: "c1", tool: "write_file", risk: "writes" as const, digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null };
+    shell.emit("r1", { type: "tool_call", tool_call_id: "c1", tool: "write_file", input: { path: "a.txt" } });
+    shell.emit("r1", { type: "confirm_request", tool_call_id: "c1", request });
+    const card = () => c.state.items.find((it) => it.kind === "tool");
+    const notices = () => c.state.items.flatMap((it) => (it.kind === "notice" ? [[it.tone, it.text]] : []));
+
+    // The command fails: the shell never got the answer, the call still waits: asked again.
+    await c.answerConfirm("c1", true);
+    expect(notices()).toEqual([["error", "Could not send the answer: the window lost its project"]]);
+    expect(c.state.confirms).toEqual([request]);
+    expect(card()?.kind === "tool" && card()?.card.status).toBe("waiting_approval");
+
+    // The shell answers false (the confirmation ended meanwhile): said; nothing is asked again.
+    answer = async () => false;
+    await c.answerConfirm("c1", false);
+    expect(notices().at(-1)).toEqual(["warn", "The rejection was not taken: the confirmation is no longer open."]);
+    expect(c.state.confirms).toEqual([]);
+
+    // A failure after the call's result arrived asks nothing again.
+    shell.emit("r1", { type: "confirm_request", tool_call_id: "c1", request });
+    answer = async () => {
+      throw new ApiError({ code: "ipc", stage: null, message: "gone" });
+    };
+    const late = c.answerConfirm("c1", true);
+    shell.emit("r1", { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "created a.txt", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] });
+    await late;
+    expect(c.state.confirms).toEqual([]);
+    expect(card()?.kind === "tool" && card()?.card.status).toBe("ok");
+    expect(shell.calls.filter(([cmd]) => cmd === "answer_confirm").length).toBe(3);
+  });
+
   it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {
     const shell = fakeShell();
     const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));

@@ -15,6 +15,7 @@ import {
   applyRunEvent,
   emptyRun,
   isActive,
+  reopenConfirm,
   replay,
   type RunViewState,
 } from "./state";
@@ -130,12 +131,20 @@ export class RunController {
     }
   }
 
+  /**
+   * Sends the person's decision on a confirmation. The shell answering `false` (no such
+   * confirmation is open any more: it was decided or ended meanwhile) is said, not swallowed; a
+   * failed command leaves the call waiting in the shell, so the dialog is shown again to answer.
+   */
   async answerConfirm(callId: string, approve: boolean): Promise<void> {
+    const request = this.state.confirms.find((r) => r.call_id === callId);
     this.state = answeredConfirm(this.state, callId, approve);
     try {
-      await this.api.answerConfirm(callId, approve);
+      const accepted = await this.api.answerConfirm(callId, approve);
+      if (!accepted) this.state = addNotice(this.state, `The ${approve ? "approval" : "rejection"} was not taken: the confirmation is no longer open.`, "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      if (request) this.state = reopenConfirm(this.state, request);
     }
   }
 

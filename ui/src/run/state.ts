@@ -257,6 +257,21 @@ export function answeredConfirm(state: RunViewState, callId: string, approved = 
   return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status } : c));
 }
 
+/**
+ * The answer to a confirmation never reached the shell (the command failed): the call still waits
+ * for one, so its request is asked again and its card waits again. Nothing changes when the run
+ * is over or the call already has its result (only a card answered here, by `answeredConfirm`, and
+ * still without the shell's result goes back).
+ */
+export function reopenConfirm(state: RunViewState, request: ConfirmRequest): RunViewState {
+  if (!isActive(state) || state.confirms.some((r) => r.call_id === request.call_id)) return state;
+  const item = state.items.find((it) => it.kind === "tool" && it.card.id === request.call_id);
+  const card = item?.kind === "tool" ? item.card : null;
+  if (card === null || card.model !== null || (card.status !== "running" && card.status !== "rejected")) return state;
+  const next = updateCard(state, request.call_id, (c) => ({ ...c, status: "waiting_approval" }));
+  return { ...next, confirms: [request, ...next.confirms] };
+}
+
 export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
   return { ...state, questions: state.questions.filter((q) => q.tool_call_id !== toolCallId) };
 }
