@@ -167,6 +167,43 @@ describe("run controller", () => {
     expect(shell.calls.filter(([cmd]) => cmd === "answer_confirm").length).toBe(3);
   });
 
+  it("asks a question and an MCP form again when the answer could not be sent", async () => {
+    const shell = fakeShell();
+    let fail = true;
+    const c = new RunController(
+      {
+        ...shell.api,
+        answerAskUser: async (id, answer) => {
+          shell.calls.push(["answer_ask_user", [id, answer]]);
+          if (fail) throw new ApiError({ code: "ipc", stage: null, message: "not delivered" });
+          return true;
+        },
+      },
+      () => 0,
+    );
+    await c.connect();
+    const sending = c.send("ask me");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    shell.emit("r1", { type: "tool_call", tool_call_id: "q1", tool: "ask_user", input: { question: "Which?" } });
+    shell.emit("r1", { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: false });
+    shell.emit("r1", { type: "elicitation", elicitation_id: "e1", server: "everything", message: "Who?", schema: { type: "object" } });
+    await c.answerQuestion("q1", { kind: "answer", selected: ["a"], text: null });
+    expect(c.state.questions.map((q) => q.tool_call_id)).toEqual(["q1"]);
+    await c.answerElicitation("e1", { kind: "declined" });
+    expect(c.state.elicitations.map((e) => e.elicitation_id)).toEqual(["e1"]);
+    const errors = c.state.items.flatMap((it) => (it.kind === "notice" && it.tone === "error" ? [it.text] : []));
+    expect(errors).toEqual(["Could not send the answer: not delivered", "Could not send the answer: not delivered"]);
+
+    fail = false;
+    await c.answerQuestion("q1", { kind: "answer", selected: ["b"], text: null });
+    await c.answerElicitation("e1", { kind: "declined" });
+    expect(c.state.questions).toEqual([]);
+    expect(c.state.elicitations).toEqual([]);
+    expect(shell.calls.filter(([cmd]) => cmd === "answer_ask_user").length).toBe(4);
+  });
+
   it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {
     const shell = fakeShell();
     const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));

@@ -16,6 +16,8 @@ import {
   emptyRun,
   isActive,
   reopenConfirm,
+  reopenElicitation,
+  reopenQuestion,
   replay,
   type RunViewState,
 } from "./state";
@@ -148,13 +150,16 @@ export class RunController {
     }
   }
 
+  /** Sends an answer to a question; a failed command asks it again (the call still waits). */
   async answerQuestion(toolCallId: string, answer: AskUserAnswer): Promise<void> {
+    const question = this.state.questions.find((q) => q.tool_call_id === toolCallId);
     this.state = answeredQuestion(this.state, toolCallId);
     try {
       const accepted = await this.api.answerAskUser(toolCallId, answer);
       if (!accepted) this.state = addNotice(this.state, "The answer was not accepted (the question is no longer open or the answer does not fit it).", "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      if (question) this.state = reopenQuestion(this.state, question);
     }
   }
 
@@ -174,6 +179,8 @@ export class RunController {
         : addNotice(this.state, `The form of ${server} was no longer open: the answer was not sent.`, "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      // The server's form still waits in the shell: shown again.
+      if (request) this.state = reopenElicitation(this.state, request);
     }
   }
 

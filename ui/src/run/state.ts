@@ -272,6 +272,23 @@ export function reopenConfirm(state: RunViewState, request: ConfirmRequest): Run
   return { ...next, confirms: [request, ...next.confirms] };
 }
 
+/**
+ * The answer to a question never reached the shell: it is asked again while the run goes on and
+ * the asking call has no result yet.
+ */
+export function reopenQuestion(state: RunViewState, question: AskUserQuestion): RunViewState {
+  if (!isActive(state) || state.questions.some((q) => q.tool_call_id === question.tool_call_id)) return state;
+  const item = state.items.find((it) => it.kind === "tool" && it.card.id === question.tool_call_id);
+  if (item?.kind === "tool" && item.card.model !== null) return state;
+  return { ...state, questions: [question, ...state.questions] };
+}
+
+/** The answer to an MCP server's form never reached the shell: it is shown again while the run goes on. */
+export function reopenElicitation(state: RunViewState, request: ElicitationRequest): RunViewState {
+  if (!isActive(state) || state.elicitations.some((e) => e.elicitation_id === request.elicitation_id)) return state;
+  return { ...state, elicitations: [request, ...state.elicitations] };
+}
+
 export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
   return { ...state, questions: state.questions.filter((q) => q.tool_call_id !== toolCallId) };
 }
