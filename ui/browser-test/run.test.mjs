@@ -207,6 +207,25 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
 
+  it("a click on the backdrop keeps the keyboard in the approval dialog: Esc rejects the call, not the run", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Remove the cache");
+    const request = { call_id: "call_x", tool: "delete_path", risk: "high_impact", digest: "d", target: ".cache", scope: ["project"], consequence: "deletes 3 files", diff: null };
+    await emit(page, { type: "tool_call", tool_call_id: "call_x", tool: "delete_path", input: { path: ".cache" } });
+    await emit(page, { type: "confirm_request", tool_call_id: "call_x", request });
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_x"]');
+    await dialog.waitFor();
+    // The person clicks beside the dialog (on the dimmed backdrop), then presses Esc.
+    await page.mouse.click(8, 8);
+    assert.equal(await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement)), true, "focus stays in the dialog");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_x", approve: false }]);
+    assert.deepEqual(await argsOf(page, "stop_run"), []);
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("Esc stops the run; closing the approval dialog rejects; the dark theme follows the OS", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "dark");
     await startRun(page, "Delete the build outputs");
