@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, callCount, openPage, projectInfo, repo, runEmitter, startRun as startRunAs } from "./harness.mjs";
+import { browserSuite, callCount, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected } from "./harness.mjs";
 
 const shots = join(repo, "target/ui-screenshots");
 const RUN = "run_01JFOLLOW";
@@ -182,6 +182,40 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     await page.locator('[data-testid="run-item"][data-id="run_01JTERMINAL"]').waitFor({ timeout: 5_000 });
     assert.ok((await listed()) > before, "listed again when shown");
     assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it("opens a run still running in a terminal as view only, leaving New run and the list usable", async () => {
+    const RUNNING = {
+      run_id: "run_01JELSEWHERE", title: "long refactor", provider: "anthropic", model: "claude", status: "running",
+      started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 1,
+    };
+    const DETAIL = {
+      run_id: RUNNING.run_id, title: RUNNING.title, provider: "anthropic", model: "claude", presentation: "native", status: "running",
+      stage: null, error_message: null, started_at: RUNNING.started_at, finished_at_ms: null,
+      usage: { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null, steps: 1, tool_calls: 1,
+      messages: [
+        { seq: 1, role: "user", text: "long refactor", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "Running the tests.", tool_calls: [{ tool_call_id: "call_t", tool: "execute", input: { command: "cargo test" } }], result: null, usage: null },
+      ],
+    };
+    const { page, problems } = await openPage(browser, base, { ...RESPONSES, list_runs: { resolve: [RUNNING] }, show_run: { resolve: DETAIL } });
+    await page.locator('[data-testid="run-item"][data-id="run_01JELSEWHERE"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
+    assert.equal(await page.locator('[data-testid="run-phase"]').textContent(), "running elsewhere (view only)");
+    assert.equal(await page.locator('[data-testid="run-phase"] .spinner').count(), 0);
+    assert.equal(await page.locator('[data-testid="run-stop"]').isDisabled(), true);
+    assert.equal(await page.locator('[data-testid="run-new"]').isDisabled(), false);
+    await page.locator('[data-testid="prompt"]').fill("and then?");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), true);
+    await page.keyboard.press("Enter");
+    // New run: a fresh conversation that sends.
+    await page.locator('[data-testid="run-new"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="idle"]').waitFor();
+    await page.locator('[data-testid="prompt"]').fill("something else");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), false);
+    assert.deepEqual(await callCount(page, "continue_run"), 0);
+    assert.deepEqual(unexpected(problems), []);
     await page.close();
   });
 

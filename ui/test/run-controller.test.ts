@@ -3,6 +3,7 @@ import { ApiError } from "../src/api";
 import type { AskUserAnswer, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
 import type { RunApi } from "../src/run/api";
 import { RunController } from "../src/run/controller.svelte";
+import { isActive } from "../src/run/state";
 import { OutputBus } from "../src/run/output-bus";
 
 /** A scripted shell: records commands; the test plays `run-event`s through `emit`. */
@@ -202,6 +203,39 @@ describe("run controller", () => {
     expect(c.state.questions).toEqual([]);
     expect(c.state.elicitations).toEqual([]);
     expect(shell.calls.filter(([cmd]) => cmd === "answer_ask_user").length).toBe(4);
+  });
+
+  it("opens a run still running elsewhere as view only: nothing waits on it, New run and the list stay usable", async () => {
+    const shell = fakeShell();
+    const api: RunApi = {
+      ...shell.api,
+      showRun: async (id) => ({ ...(await shell.api.showRun("old")), run_id: id, status: "running" }),
+      cancelCall: async () => false,
+    };
+    const c = new RunController(api, () => 0);
+    await c.connect();
+    await c.open("r_terminal");
+    expect(c.state.runId).toBe("r_terminal");
+    expect(c.state.phase).toBe("elsewhere");
+    expect(isActive(c.state)).toBe(false);
+    expect(c.state.items.at(-1)).toMatchObject({ kind: "notice", tone: "info" });
+    // Nothing is continued or stopped from here.
+    await c.send("and then?");
+    await c.stop();
+    expect(shell.calls).toEqual([]);
+    // A card's own Stop reaches a shell that does not run that call: said, not swallowed.
+    await c.stopCall("c9");
+    expect(c.state.items.at(-1)).toEqual({
+      kind: "notice",
+      key: expect.any(String),
+      tone: "warn",
+      text: "The call was not stopped: it is not running in this window (it ended, or it runs elsewhere).",
+    });
+    // Another run opens, and New run starts over.
+    await c.open("r_other");
+    expect(c.state.runId).toBe("r_other");
+    c.newRun();
+    expect(c.state.phase).toBe("idle");
   });
 
   it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {

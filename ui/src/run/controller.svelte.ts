@@ -92,7 +92,7 @@ export class RunController {
   /** Sends a prompt: a new run, or a continuation of the open, finished run. */
   async send(prompt: string): Promise<void> {
     const text = prompt.trim();
-    if (text === "" || isActive(this.state) || this.busy) return;
+    if (text === "" || isActive(this.state) || this.busy || this.state.phase === "elsewhere") return;
     this.busy = true;
     const continuing = this.state.runId;
     if (continuing === null) this.output.clear();
@@ -127,7 +127,8 @@ export class RunController {
 
   async stopCall(callId: string): Promise<void> {
     try {
-      await this.api.cancelCall(callId);
+      const stopped = await this.api.cancelCall(callId);
+      if (!stopped) this.state = addNotice(this.state, "The call was not stopped: it is not running in this window (it ended, or it runs elsewhere).", "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not stop the call: ${toCommandError(error).message}`, "error");
     }
@@ -197,6 +198,17 @@ export class RunController {
       const detail = await this.api.showRun(runId);
       this.output.clear();
       const state = replay(detailEvents(detail), this.now());
+      // This window's own active run is always the one shown (open and newRun refuse while it
+      // runs), so a stored run that says "running" is driven elsewhere: view only, never a run
+      // this view waits on (its spinner and Stop would never end, the list and New run locked).
+      if (detail.status === "running") {
+        this.state = addNotice(
+          { ...state, runId: detail.run_id, phase: "elsewhere" },
+          "This run is still running elsewhere (a terminal or another window): shown as stored when opened. Open it again from the list for newer steps.",
+          "info",
+        );
+        return;
+      }
       this.state = { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
     } catch (error) {
       this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");

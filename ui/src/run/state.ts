@@ -38,7 +38,12 @@ export type ConversationItem =
   | { kind: "tool"; key: string; card: ToolCard }
   | { kind: "notice"; key: string; text: string; tone: "info" | "warn" | "error" };
 
-export type RunPhase = "idle" | "starting" | "running" | RunStatus;
+/**
+ * `elsewhere`: a stored run opened from the list while it is still running in another process
+ * (`aibuddy run` in a terminal, another window) or left `running` by one that died: shown as stored,
+ * view only; this window gets none of its events and cannot stop or continue it.
+ */
+export type RunPhase = "idle" | "starting" | "running" | "elsewhere" | RunStatus;
 
 /** An MCP server's form waiting for the person (the `elicitation` run event without its tag). */
 export type ElicitationRequest = Omit<Extract<RunEvent, { type: "elicitation" }>, "type">;
@@ -327,6 +332,8 @@ export function phaseLabel(phase: RunPhase): string {
       return "starting…";
     case "max_steps":
       return "stopped at the step limit";
+    case "elsewhere":
+      return "running elsewhere (view only)";
     default:
       return phase;
   }
