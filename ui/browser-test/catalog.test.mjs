@@ -6,10 +6,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { browserSuite, callsOf, openPage, projectInfo, repo, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
-const PROJECT = { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 };
+const PROJECT = projectInfo();
 const TOOL = { source: "core", exposure: "active", risk: "read_only", description: "", category: "files" };
 const TOOLS = [
   { ...TOOL, name: "read_file", config: "filesystem", display_name: "Filesystem", description: "Read a text file" },
@@ -57,7 +57,7 @@ describe("catalog in Chromium with mocked IPC", () => {
     // Keyboard: Tab reaches Reconnect of docs; Enter reconnects it by name.
     await page.locator('[data-server="docs"] [data-testid="reconnect"]').focus();
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("reconnect_server"));
+    await waitForCall(page, "reconnect_server");
     await page.locator('[data-server="github"] [data-testid="login"]').click();
     await page.locator('[data-server="github"] [data-testid="server-error"]').waitFor();
     assert.equal(await page.locator('[data-server="github"] [data-testid="server-error"]').textContent(), "login to `github` failed: no redirect within 300s");
@@ -70,8 +70,8 @@ describe("catalog in Chromium with mocked IPC", () => {
     assert.match(await page.locator('[data-server="docs"] [data-testid="step-up-detail"]').textContent(), /needs more access than was granted/);
     await page.locator('[data-server="docs"] [data-testid="logout"]').focus();
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("mcp_logout"));
-    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => ["reconnect_server", "mcp_login", "mcp_logout"].includes(a.cmd)).map((a) => [a.cmd, a.args]));
+    await waitForCall(page, "mcp_logout");
+    const args = (await callsOf(page, ["reconnect_server", "mcp_login", "mcp_logout"])).map((a) => [a.cmd, a.args]);
     assert.deepEqual(args, [
       ["reconnect_server", { name: "docs" }],
       ["mcp_login", { server: "github" }],

@@ -8,12 +8,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, openPage, projectInfo, repo, runEmitter, startRun as startRunAs } from "./harness.mjs";
 
 const shots = join(repo, "target/ui-screenshots");
 const RUN = "run_01JELICIT";
 const RESPONSES = {
-  project_info: { resolve: { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 } },
+  project_info: { resolve: projectInfo() },
   list_tools: { resolve: [] },
   list_history: { resolve: [] },
   list_runs: { resolve: [] },
@@ -47,8 +47,7 @@ describe("MCP elicitation dialog in Chromium with mocked IPC", () => {
   let base;
   browserSuite(shots, (s) => ({ browser, base } = s));
 
-  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
-  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+  const emit = runEmitter(RUN);
   /** Where focus is: the field's property name, else the element's test id. */
   const focused = (page) =>
     page.evaluate(() => {
@@ -57,15 +56,7 @@ describe("MCP elicitation dialog in Chromium with mocked IPC", () => {
       return el.closest("[data-name]")?.getAttribute("data-name") ?? el.getAttribute("data-testid") ?? el.tagName;
     });
 
-  async function startRun(page) {
-    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
-    const box = page.locator('[data-testid="prompt"]');
-    await box.click();
-    await box.type("Sign me up");
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
-    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-6", presentation: "native" });
-  }
+  const startRun = (page) => startRunAs(page, RUN, "Sign me up");
 
   it("fills server-everything's form from the keyboard and accepts with the typed content", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1180, height: 900 });

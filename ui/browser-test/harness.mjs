@@ -1,6 +1,8 @@
 // Shared by the browser tests: serve the BUILT ui/dist with the app's CSP (from tauri.conf.json) as
 // a header, launch Debian's headless chromium, and build an init script that installs mockIPC
-// before the app's own script runs.
+// before the app's own script runs; and the helpers every test page uses (a project's
+// `project_info`, playing `run-event`s, the commands called and their arguments, starting a run,
+// the console problems that are expected), so no test file keeps its own copy.
 import { createServer } from "node:http";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, normalize, resolve } from "node:path";
@@ -270,4 +272,79 @@ export async function openPage(browser, base, responses, viewport = { width: 118
   await page.addInitScript({ content: await mockScript(responses, dynamicSource) });
   await page.goto(base);
   return { page, problems };
+}
+
+// ---- Helpers of the test pages (every browser test uses these rather than its own copy) ----
+
+/**
+ * The shell's `project_info` answer for a project at `root` (no settings file, no problem, event
+ * version 1); `extra` overrides or adds fields.
+ */
+export function projectInfo(root = "/home/me/work/sample-project", extra = {}) {
+  return { root, data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1, ...extra };
+}
+
+/** Plays one shell `run-event` of run `runId` in the page (through `window.__emit` of mockScript). */
+export function emitRunEvent(page, runId, event) {
+  return page.evaluate((payload) => window.__emit("run-event", payload), { run_id: runId, event });
+}
+
+/** `(page, event) => ...`: plays `run-event`s of run `runId`. */
+export function runEmitter(runId) {
+  return (page, event) => emitRunEvent(page, runId, event);
+}
+
+/** The arguments of every `cmd` the page called so far, oldest first. */
+export function argsOf(page, cmd) {
+  return page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+}
+
+/** Every call so far of any of `cmds`, oldest first, as `{cmd, args}`. */
+export function callsOf(page, cmds) {
+  return page.evaluate((cs) => window.__ipcArgs.filter((a) => cs.includes(a.cmd)), cmds);
+}
+
+/** The names of every command the page called so far, oldest first. */
+export function callNames(page) {
+  return page.evaluate(() => [...window.__ipcCalls]);
+}
+
+/** How many times the page called `cmd` so far. */
+export function callCount(page, cmd) {
+  return page.evaluate((c) => window.__ipcCalls.filter((x) => x === c).length, cmd);
+}
+
+/** Waits until the page has called `cmd`. */
+export function waitForCall(page, cmd, options = {}) {
+  return page.waitForFunction((c) => window.__ipcCalls.includes(c), cmd, options);
+}
+
+/**
+ * xterm.js writes its renderer CSS into <style> elements; the CSP blocks them (and the browser
+ * reports each block) and lib/csp-styles.ts mirrors them into constructed stylesheets. Those reports
+ * are expected: `problems` (of openPage) without them; anything else fails a test.
+ */
+export function unexpected(problems) {
+  return problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
+}
+
+/**
+ * Starts run `runId` as the person does: the prompt typed in the conversation (a line break by
+ * Shift+Enter), Enter; once the page called `start_run`, the shell's `run_started` is played.
+ * `waitForRuns`: the runs sidebar has listed a run first.
+ */
+export async function startRun(page, runId, prompt, { model = "claude-sonnet-4-6", waitForRuns = false } = {}) {
+  await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
+  if (waitForRuns) await page.locator('[data-testid="run-item"]').first().waitFor({ timeout: 10_000 });
+  const box = page.locator('[data-testid="prompt"]');
+  await box.click();
+  const [first, ...rest] = prompt.split("\n");
+  await box.type(first);
+  if (rest.length > 0) {
+    await page.keyboard.press("Shift+Enter");
+    await box.type(rest.join("\n"));
+  }
+  await page.keyboard.press("Enter");
+  await waitForCall(page, "start_run");
+  await emitRunEvent(page, runId, { type: "run_started", run_id: runId, provider: "anthropic", model, presentation: "native" });
 }

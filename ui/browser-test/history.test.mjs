@@ -9,12 +9,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, historyMock, historyRowsSource, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, callCount, historyMock, historyRowsSource, openPage, projectInfo, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
-const info = (root) => ({ root, data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 });
-const ALPHA = info("/home/me/work/alpha");
-const BETA = info("/home/me/work/beta");
+const ALPHA = projectInfo("/home/me/work/alpha");
+const BETA = projectInfo("/home/me/work/beta");
 const BETA_ROW = {
   tool_call_id: "beta_call",
   run_id: "run_beta",
@@ -52,7 +51,7 @@ describe("history browser in Chromium with mocked IPC", () => {
   browserSuite(shots, (s) => ({ browser, base } = s));
 
   const rows = (page) => page.locator('[data-testid="hb-row"]').evaluateAll((els) => els.map((e) => ({ id: e.dataset.id, tool: e.dataset.tool, status: e.dataset.status })));
-  const lastQuery = (page) => page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "history_page").at(-1)?.args.query);
+  const lastQuery = async (page) => (await argsOf(page, "history_page")).at(-1)?.query;
 
   it("finds a call through the tool and status filters and the search, opens it from the keyboard, and follows a project switch", async () => {
     const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
@@ -116,6 +115,45 @@ describe("history browser in Chromium with mocked IPC", () => {
     await page.close();
   });
 
+  it("filtered to running calls: a call that finishes leaves the list, as a fresh load would leave it out", async () => {
+    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
+    const running = (id, second) => ({
+      tool_call_id: id, run_id: "run_live", tool: "execute", status: "running", stage: null, error_message: null,
+      started_at: new Date(Date.UTC(2026, 10, 30, 12, 0, second)).toISOString(), duration_ms: null,
+      target: "cargo build " + id, compaction_state: "none",
+    });
+    await page.evaluate((more) => more.forEach((r) => window.__alpha.__add(r)), [running("run_a", 1), running("run_b", 2), running("run_c", 3)]);
+    await page.keyboard.press("Alt+3");
+    await page.locator('[data-testid="hb-row"]').first().waitFor({ timeout: 15_000 });
+    await page.locator('[data-testid="hb-status"]').selectOption("running");
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 3);
+    assert.deepEqual((await rows(page)).map((r) => r.id), ["run_c", "run_b", "run_a"]);
+    await page.locator('[data-testid="hb-row"][data-id="run_b"]').click();
+    await page.locator('[data-testid="hb-detail"][data-id="run_b"]').waitFor();
+
+    // run_b finishes (with an error), run_a finishes ok: neither is "running" any more.
+    await page.evaluate(() => {
+      window.__alpha.__update("run_b", { status: "error", stage: "Execution", duration_ms: 900 });
+      window.__alpha.__update("run_a", { status: "ok", duration_ms: 300 });
+    });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 1, null, { timeout: 10_000 });
+    assert.deepEqual(await rows(page), [{ id: "run_c", tool: "execute", status: "running" }]);
+    assert.equal(await page.locator('[data-testid="hb-count"]').textContent(), "1 loaded");
+    // The open detail stays, read again with its final status.
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-detail"] .pill')?.textContent === "error");
+    assert.equal(await page.locator('[data-testid="hb-detail"]').getAttribute("data-id"), "run_b");
+
+    // The last one finishes: the list is empty, as a fresh load with the filter "running" is.
+    await page.evaluate(() => window.__alpha.__update("run_c", { status: "cancelled", duration_ms: 50 }));
+    await page.locator('[data-testid="hb-empty"]').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="hb-empty"]').textContent(), "No stored call matches the filters.");
+    await page.locator('[data-testid="hb-apply"]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="hb-count"]')?.textContent === "0 loaded");
+    assert.equal((await lastQuery(page)).statuses[0], "running");
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   it("stays current while open: new calls on top, a running row finishing in place, a pill when scrolled down", async () => {
     const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
     await page.keyboard.press("Alt+3");
@@ -140,13 +178,13 @@ describe("history browser in Chromium with mocked IPC", () => {
     assert.equal(await page.locator('[data-testid="hb-count"]').textContent(), "501 loaded, more below");
 
     // It finishes: its row says so, with its duration, without a new page.
-    const pagesBefore = await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_page").length);
+    const pagesBefore = await callCount(page, "history_page");
     await page.evaluate(() => window.__alpha.__update("live_1", { status: "error", stage: "Execution", duration_ms: 2500 }));
     await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-id="live_1"]')?.dataset.status === "error", null, { timeout: 10_000 });
     assert.equal(await page.locator('[data-testid="hb-row"][data-id="live_1"] .history-duration').textContent(), "2.5 s");
     assert.equal(await page.locator('[data-testid="hb-row"][data-id="live_1"] .badge').textContent(), "Execution");
-    assert.equal(await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_page").length), pagesBefore);
-    const watched = await page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "history_head").map((a) => a.args.watch));
+    assert.equal(await callCount(page, "history_page"), pagesBefore);
+    const watched = (await argsOf(page, "history_head")).map((a) => a.watch);
     assert.ok(watched.some((w) => w.length === 1 && w[0] === "live_1"), JSON.stringify(watched.slice(-3)));
 
     // Scrolled down: new calls wait behind a pill; nothing under the person moves.
@@ -173,10 +211,10 @@ describe("history browser in Chromium with mocked IPC", () => {
     // Another tab shown: no probing. Back on History: the calls stored meanwhile are there.
     await page.keyboard.press("Alt+2");
     await page.waitForTimeout(300);
-    const probes = await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_head").length);
+    const probes = await callCount(page, "history_head");
     await page.evaluate((row) => window.__alpha.__add(row), live("live_5", 9));
     await page.waitForTimeout(3200);
-    assert.equal(await page.evaluate(() => window.__ipcCalls.filter((c) => c === "history_head").length), probes, "no probe while hidden");
+    assert.equal(await callCount(page, "history_head"), probes, "no probe while hidden");
     await page.keyboard.press("Alt+3");
     await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_5", null, { timeout: 10_000 });
     console.log(`[history] a call stored while the tab is open appeared after ${appeared} ms (probe every 1.5 s)`);

@@ -2,20 +2,18 @@
 // @tauri-apps/api/mocks and the app's CSP (from tauri.conf.json) sent as a header, so a build that
 // needs inline script or style, or that calls anything but its commands, fails here.
 // Needs CHROMIUM_BIN (scripts/test-ui.sh installs Debian's chromium).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { launchChromium, openPage, repo, serveDist } from "./harness.mjs";
+import { browserSuite, callNames, openPage, projectInfo, repo } from "./harness.mjs";
 
 const artifacts = join(repo, "target/ui");
 
-const PROJECT = {
-  root: "/home/me/work/sample-project",
-  data_dir: "/home/me/.local/share/aibuddy",
+const PROJECT = projectInfo("/home/me/work/sample-project", {
   settings_files: ["/home/me/work/sample-project/.aibuddy/settings.json"],
   settings_problems: [{ file: "/home/me/work/sample-project/.aibuddy/settings.json", line: 4, field: "sandbox.kind", message: "expected a string" }],
-};
+});
 const TOOL = { source: "core", exposure: "active", risk: "read_only", description: "", category: "files" };
 const TOOLS = [
   { ...TOOL, name: "read_file", config: "filesystem", display_name: "Filesystem" },
@@ -34,21 +32,9 @@ const TOOLS = [
 ];
 
 describe("built UI in Chromium with mocked IPC", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-    mkdirSync(artifacts, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(artifacts, (s) => ({ browser, base } = s));
 
   /** The window opens on the conversation; these checks are about the Tools view. */
   async function open(responses) {
@@ -83,7 +69,7 @@ describe("built UI in Chromium with mocked IPC", () => {
     await page.locator("input.search").fill("write");
     assert.deepEqual(await page.locator('[data-testid="tool"] .tool-name').allTextContents(), ["write_file"]);
 
-    assert.deepEqual((await page.evaluate(() => window.__ipcCalls)).sort(), ["history_facets", "history_page", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "project_info", "trust_status"]);
+    assert.deepEqual((await callNames(page)).sort(), ["history_facets", "history_page", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "project_info", "trust_status"]);
     assert.deepEqual(problems, []);
     await page.locator("input.search").fill("");
     writeFileSync(join(artifacts, "panel.png"), await page.screenshot());

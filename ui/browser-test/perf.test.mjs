@@ -5,13 +5,13 @@
 // does) scrolled back to the oldest frame by frame, then jumped around: frame times. Each is printed beside an idle
 // baseline measured in the same page, and the functional side is asserted (every byte reached the
 // terminal; only a window of the 100,000 rows is in the DOM).
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { historyMock, historyRowsSource, launchChromium, openPage, serveDist } from "./harness.mjs";
+import { argsOf, browserSuite, historyMock, historyRowsSource, openPage, projectInfo, runEmitter, waitForCall } from "./harness.mjs";
 
 const RUN = "run_perf";
 const BASE = {
-  project_info: { resolve: { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 } },
+  project_info: { resolve: projectInfo("/p", { data_dir: "/d" }) },
   list_tools: { resolve: [] },
   list_runs: { resolve: [] },
   start_run: { resolve: { run_id: RUN } },
@@ -36,26 +36,17 @@ const IDLE = (ms) =>
   });
 
 describe("responsiveness (printed)", () => {
-  let server;
   let browser;
   let base;
-
-  before(async () => {
-    server = await serveDist();
-    base = `http://127.0.0.1:${server.address().port}/`;
-    browser = await launchChromium();
-  });
-  after(async () => {
-    await browser?.close();
-    server?.close();
-  });
+  browserSuite(null, (s) => ({ browser, base } = s));
 
   it("streams 50 MB of command output into the terminal without long stalls", async () => {
     const { page } = await openPage(browser, base, BASE, { width: 1280, height: 860 });
     await page.locator('[data-testid="prompt"]').fill("stream");
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
-    const emit = (event) => page.evaluate((e) => window.__emit("run-event", e), { run_id: RUN, event });
+    await waitForCall(page, "start_run");
+    const emitRun = runEmitter(RUN);
+    const emit = (event) => emitRun(page, event);
     await emit({ type: "run_started", run_id: RUN, provider: "fake", model: "m", presentation: "native" });
     await emit({ type: "tool_call", tool_call_id: "call_big", tool: "execute", input: { command: "yes | head -c 50M" } });
     await page.locator('[data-testid="tool-card"] .xterm-rows').waitFor();
@@ -152,7 +143,7 @@ describe("responsiveness (printed)", () => {
     assert.equal(result.loaded, HISTORY_ROWS, "every page was fetched");
     assert.ok(result.maxRows < 200, `virtualized: ${result.maxRows} rows in the DOM`);
     assert.equal(result.oldest, "call_000001", "the last (oldest) row is reachable");
-    const calls = await page.evaluate(() => window.__ipcArgs.filter((a) => a.cmd === "history_page").map((a) => a.args.query));
+    const calls = (await argsOf(page, "history_page")).map((a) => a.query);
     assert.ok(calls.length >= HISTORY_ROWS / 500, `paged: ${calls.length} history_page calls`);
     assert.ok(calls.every((q) => q.limit <= 1000), "no page over the shell's cap");
     await page.close();

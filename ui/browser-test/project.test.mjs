@@ -7,19 +7,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, openPage, projectInfo, repo, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
-const unexpected = (problems) =>
-  problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
 
-const PROJECT = {
-  root: "/home/me/work/sample-project",
-  data_dir: "/home/me/.local/share/aibuddy",
-  settings_files: [],
-  settings_problems: [],
-  event_version: 1,
-};
+const PROJECT = projectInfo();
 
 const STATUS = {
   project: PROJECT.root,
@@ -96,7 +88,6 @@ describe("project flow in Chromium with mocked IPC", () => {
   let base;
   browserSuite(shots, (s) => ({ browser, base } = s));
 
-  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
   const focused = (page) => page.evaluate(() => document.activeElement?.getAttribute("data-testid"));
 
   async function welcomeThenPick(page) {
@@ -137,12 +128,12 @@ describe("project flow in Chromium with mocked IPC", () => {
     await page.locator('[data-testid="provider-select"]').focus();
     await page.keyboard.press("ArrowDown");
     await page.locator('[data-testid="provider-select"]').selectOption("anthropic");
-    await page.waitForFunction(() => window.__ipcCalls.includes("choose_provider"));
+    await waitForCall(page, "choose_provider");
     assert.deepEqual((await argsOf(page, "choose_provider")).at(-1), { provider: "anthropic", model: null });
     await page.locator('[data-testid="prompt"]').focus();
     await page.keyboard.type("list the files");
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
+    await waitForCall(page, "start_run");
     const [start] = await argsOf(page, "start_run");
     assert.equal(start.provider, "anthropic");
     assert.deepEqual(unexpected(problems), []);

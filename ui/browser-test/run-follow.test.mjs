@@ -10,12 +10,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { browserSuite, callCount, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected } from "./harness.mjs";
 
 const shots = join(repo, "target/ui-screenshots");
 const RUN = "run_01JFOLLOW";
 const RESPONSES = {
-  project_info: { resolve: { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 } },
+  project_info: { resolve: projectInfo() },
   list_tools: { resolve: [] },
   list_history: { resolve: [] },
   list_runs: { resolve: [] },
@@ -39,19 +39,11 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
   let base;
   browserSuite(shots, (s) => ({ browser, base } = s));
 
-  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
+  const emit = runEmitter(RUN);
   /** Pixels between the bottom of the conversation and what is in view. */
   const gap = (page) => page.locator('[data-testid="messages"]').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
 
-  async function startRun(page) {
-    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
-    const box = page.locator('[data-testid="prompt"]');
-    await box.click();
-    await box.type("Tidy the build");
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
-    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-6", presentation: "native" });
-  }
+  const startRun = (page) => startRunAs(page, RUN, "Tidy the build");
 
   it("shows the context meter per step, warns past the threshold, and is honest about an unknown window", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES);
@@ -180,7 +172,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     const dynamic = `{ list_runs: () => (window.__terminalRun ? [${JSON.stringify(TERMINAL_RUN)}] : []) }`;
     const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
     await page.locator('[data-testid="runs-empty"]').waitFor();
-    const listed = () => page.evaluate(() => window.__ipcCalls.filter((c) => c === "list_runs").length);
+    const listed = () => callCount(page, "list_runs");
     assert.ok((await listed()) >= 1, "listed at start");
     // `aibuddy run` in a terminal stores a run: this window gets no event for it.
     await page.evaluate(() => (window.__terminalRun = true));
@@ -193,6 +185,40 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     await page.close();
   });
 
+  it("opens a run still running in a terminal as view only, leaving New run and the list usable", async () => {
+    const RUNNING = {
+      run_id: "run_01JELSEWHERE", title: "long refactor", provider: "anthropic", model: "claude", status: "running",
+      started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 1,
+    };
+    const DETAIL = {
+      run_id: RUNNING.run_id, title: RUNNING.title, provider: "anthropic", model: "claude", presentation: "native", status: "running",
+      stage: null, error_message: null, started_at: RUNNING.started_at, finished_at_ms: null,
+      usage: { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null, steps: 1, tool_calls: 1,
+      messages: [
+        { seq: 1, role: "user", text: "long refactor", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "Running the tests.", tool_calls: [{ tool_call_id: "call_t", tool: "execute", input: { command: "cargo test" } }], result: null, usage: null },
+      ],
+    };
+    const { page, problems } = await openPage(browser, base, { ...RESPONSES, list_runs: { resolve: [RUNNING] }, show_run: { resolve: DETAIL } });
+    await page.locator('[data-testid="run-item"][data-id="run_01JELSEWHERE"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
+    assert.equal(await page.locator('[data-testid="run-phase"]').textContent(), "running elsewhere (view only)");
+    assert.equal(await page.locator('[data-testid="run-phase"] .spinner').count(), 0);
+    assert.equal(await page.locator('[data-testid="run-stop"]').isDisabled(), true);
+    assert.equal(await page.locator('[data-testid="run-new"]').isDisabled(), false);
+    await page.locator('[data-testid="prompt"]').fill("and then?");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), true);
+    await page.keyboard.press("Enter");
+    // New run: a fresh conversation that sends.
+    await page.locator('[data-testid="run-new"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="idle"]').waitFor();
+    await page.locator('[data-testid="prompt"]').fill("something else");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), false);
+    assert.deepEqual(await callCount(page, "continue_run"), 0);
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("reads the runs list again while the conversation stays shown", async () => {
     const TERMINAL_RUN = {
       run_id: "run_01JPOLLED", title: "started while the window watched", provider: "anthropic", model: "claude", status: "running",
@@ -201,7 +227,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     const dynamic = `{ list_runs: () => (window.__terminalRun ? [${JSON.stringify(TERMINAL_RUN)}] : []) }`;
     const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
     await page.locator('[data-testid="runs-empty"]').waitFor();
-    const listed = () => page.evaluate(() => window.__ipcCalls.filter((c) => c === "list_runs").length);
+    const listed = () => callCount(page, "list_runs");
     // No tab switch, no event: the poll (every 2 s) finds the run.
     await page.evaluate(() => (window.__terminalRun = true));
     await page.locator('[data-testid="run-item"][data-id="run_01JPOLLED"]').waitFor({ timeout: 6_000 });

@@ -6,26 +6,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
-/**
- * xterm.js writes its renderer CSS into <style> elements; the CSP blocks them (and the browser
- * reports each block) and lib/csp-styles.ts mirrors them into constructed stylesheets. Those reports
- * are expected; anything else on the console fails the test.
- */
-const unexpected = (problems) =>
-  problems.filter((p) => !/^console: Applying inline style violates the following Content Security Policy directive 'style-src 'self''/.test(p));
 const RUN = "run_01JDESKTOP";
 
-const PROJECT = {
-  root: "/home/me/work/sample-project",
-  data_dir: "/home/me/.local/share/aibuddy",
-  settings_files: [],
-  settings_problems: [],
-  event_version: 1,
-};
+const PROJECT = projectInfo();
 const RUNS = [
   { run_id: "run_00OLDER", title: "Explain the build script", status: "completed", started_at: "2026-11-30T09:12:00.000Z", provider: "anthropic", model: "claude-sonnet-4-5", steps: 3, tool_calls: 2 },
 ];
@@ -57,24 +44,10 @@ describe("run view in Chromium with mocked IPC and run events", () => {
   let base;
   browserSuite(shots, (s) => ({ browser, base } = s));
 
-  const emit = (page, event) => page.evaluate((payload) => window.__emit("run-event", payload), { run_id: RUN, event });
-  const argsOf = (page, cmd) => page.evaluate((c) => window.__ipcArgs.filter((a) => a.cmd === c).map((a) => a.args), cmd);
+  const emit = runEmitter(RUN);
   const shot = async (page, name) => writeFileSync(join(shots, name), await page.screenshot());
 
-  async function startRun(page, prompt) {
-    await page.locator('[data-testid="run-view"]').waitFor({ timeout: 10_000 });
-    await page.locator('[data-testid="run-item"]').first().waitFor({ timeout: 10_000 });
-    const box = page.locator('[data-testid="prompt"]');
-    await box.click();
-    await box.type(prompt.split("\n")[0]);
-    if (prompt.includes("\n")) {
-      await page.keyboard.press("Shift+Enter");
-      await box.type(prompt.split("\n").slice(1).join("\n"));
-    }
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(() => window.__ipcCalls.includes("start_run"));
-    await emit(page, { type: "run_started", run_id: RUN, provider: "anthropic", model: "claude-sonnet-4-5", presentation: "native" });
-  }
+  const startRun = (page, prompt) => startRunAs(page, RUN, prompt, { model: "claude-sonnet-4-5", waitForRuns: true });
 
   it("streams Markdown, shows an execute card with live terminal output, approves by keyboard and answers a question", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
@@ -207,6 +180,52 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
 
+  it("an approval the shell did not receive is asked again, and answered again from the keyboard", async () => {
+    // answer_confirm fails once (the IPC refused it), then the shell takes the answer.
+    const flaky = `{ answer_confirm: () => { window.__answers = (window.__answers ?? 0) + 1; if (window.__answers === 1) throw { code: "ipc", stage: null, message: "the answer could not be delivered" }; return true; } }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "light", flaky);
+    await startRun(page, "Write the notes");
+    const request = { call_id: "call_w", tool: "write_file", risk: "writes", digest: "d", target: "notes.md", scope: ["project"], consequence: "creates notes.md", diff: null };
+    await emit(page, { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: { path: "notes.md" } });
+    await emit(page, { type: "confirm_request", tool_call_id: "call_w", request });
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_w"]');
+    await dialog.waitFor();
+    await page.keyboard.press("a");
+    await page.locator('[data-testid="notice"]', { hasText: "Could not send the answer: the answer could not be delivered" }).waitFor();
+    // Asked again, with live buttons and the keyboard shortcuts.
+    await dialog.waitFor();
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_w"]').getAttribute("data-status"), "waiting_approval");
+    assert.equal(await dialog.locator('[data-testid="approval-approve"]').isDisabled(), false);
+    await page.keyboard.press("a");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [
+      { callId: "call_w", approve: true },
+      { callId: "call_w", approve: true },
+    ]);
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_w"]').getAttribute("data-status"), "running");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
+  it("a click on the backdrop keeps the keyboard in the approval dialog: Esc rejects the call, not the run", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Remove the cache");
+    const request = { call_id: "call_x", tool: "delete_path", risk: "high_impact", digest: "d", target: ".cache", scope: ["project"], consequence: "deletes 3 files", diff: null };
+    await emit(page, { type: "tool_call", tool_call_id: "call_x", tool: "delete_path", input: { path: ".cache" } });
+    await emit(page, { type: "confirm_request", tool_call_id: "call_x", request });
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_x"]');
+    await dialog.waitFor();
+    // The person clicks beside the dialog (on the dimmed backdrop), then presses Esc.
+    await page.mouse.click(8, 8);
+    assert.equal(await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement)), true, "focus stays in the dialog");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_x", approve: false }]);
+    assert.deepEqual(await argsOf(page, "stop_run"), []);
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("Esc stops the run; closing the approval dialog rejects; the dark theme follows the OS", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "dark");
     await startRun(page, "Delete the build outputs");
@@ -228,7 +247,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.deepEqual(await argsOf(page, "stop_run"), []);
     // Esc outside a dialog stops the run.
     await page.keyboard.press("Escape");
-    await page.waitForFunction(() => window.__ipcCalls.includes("stop_run"));
+    await waitForCall(page, "stop_run");
     assert.deepEqual(await argsOf(page, "stop_run"), [{ runId: RUN }]);
     assert.deepEqual(problems, []);
     await page.close();

@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, openPage, repo } from "./harness.mjs";
+import { argsOf, browserSuite, callsOf, openPage, projectInfo, repo, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const USER = "/home/me/.local/share/aibuddy/settings.json";
@@ -37,7 +37,7 @@ const PAGES = {
   trust: "trusted",
 };
 
-const PROJECT = { root: "/home/me/work/sample-project", data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1 };
+const PROJECT = projectInfo();
 
 const DYNAMIC = `{
   set_setting: (args) => {
@@ -104,7 +104,7 @@ describe("settings pages in Chromium with mocked IPC", () => {
     await page.locator('[data-testid="auto-on"]').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="settings-notice"]')?.textContent?.includes("stays trusted"));
 
-    const args = await page.evaluate(() => window.__ipcArgs.filter((a) => ["set_setting", "set_provider_key", "put_mcp_server"].includes(a.cmd)));
+    const args = await callsOf(page, ["set_setting", "set_provider_key", "put_mcp_server"]);
     assert.deepEqual(
       args.map((a) => [a.cmd, a.args.level ?? null, a.args.path ?? a.args.name]),
       [
@@ -124,8 +124,8 @@ describe("settings pages in Chromium with mocked IPC", () => {
     await page.locator('[data-testid="mcp-command"]').fill("npx");
     await page.locator('[data-testid="mcp-args"]').fill("-y\n@modelcontextprotocol/server-memory");
     await page.locator('[data-testid="mcp-save"]').click();
-    await page.waitForFunction(() => window.__ipcCalls.includes("put_mcp_server"));
-    const put = await page.evaluate(() => window.__ipcArgs.find((a) => a.cmd === "put_mcp_server").args);
+    await waitForCall(page, "put_mcp_server");
+    const [put] = await argsOf(page, "put_mcp_server");
     assert.deepEqual(put, { level: "user", name: "memory", entry: { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"] } });
     writeFileSync(join(shots, "settings-mcp.png"), await page.screenshot());
     assert.deepEqual(problems, []);

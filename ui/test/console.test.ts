@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Api } from "../src/api";
+import { ApiError, type Api } from "../src/api";
 import type { CallResult } from "../src/bindings/CallResult";
 import type { Event } from "../src/bindings/Event";
 import { createConsole } from "../src/view/console";
@@ -146,6 +146,44 @@ describe("call console", () => {
     expect(s.cancels).toEqual(["call_9"]);
     expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("cancelled");
     expect(stop.disabled).toBe(true);
+  });
+
+  it("lets the person answer again when the answer could not be sent, and logs a refused stop", async () => {
+    const s = scriptedApi([
+      { type: "tool_started", call_id: "call_1", tool: "write_file", input: {} },
+      { type: "confirm_requested", call_id: "call_1", request: REQUEST },
+    ]);
+    let fail = true;
+    const api = {
+      ...s.api,
+      answerConfirm: async (id: string, approve: boolean) => {
+        if (fail) throw new ApiError({ code: "ipc", stage: null, message: "not delivered" });
+        return s.api.answerConfirm(id, approve);
+      },
+      cancelCall: async () => {
+        throw new ApiError({ code: "project", stage: null, message: "no project is open" });
+      },
+    };
+    const c = createConsole(api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    (host.querySelector('[data-testid="console-stop"]') as HTMLButtonElement).click();
+    await flush();
+    (host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement).click();
+    await flush();
+    await flush();
+    const log = () => [...host.querySelectorAll('[data-testid="call-log"] li')].map((li) => li.textContent);
+    expect(log()).toEqual(["Started write_file", "Could not stop the call: no project is open", "Could not send the answer: not delivered"]);
+    const approve = host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement;
+    expect(approve.disabled).toBe(false);
+    fail = false;
+    approve.click();
+    await flush();
+    await flush();
+    expect(s.answers).toEqual([["call_1", true]]);
+    expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("ok");
   });
 
   it("cannot run when no tool is active", () => {

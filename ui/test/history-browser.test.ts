@@ -3,7 +3,7 @@ import type { CallRecordView } from "../src/bindings/CallRecordView";
 import type { HistoryItem } from "../src/bindings/HistoryItem";
 import type { HistoryPageQuery } from "../src/bindings/HistoryPageQuery";
 import { emptyForm, localTimeMs, queryOf } from "../src/run/history-filters";
-import { applyUpdates, mergeNewer, newCallsText, runningIds } from "../src/run/history-live";
+import { applyUpdates, mergeNewer, newCallsText, runningIds, stillMatches } from "../src/run/history-live";
 import type { RawOutputApi } from "../src/run/raw-output";
 import { ApiError } from "../src/api";
 import { createHistoryBrowser, formatDuration } from "../src/view/history";
@@ -250,6 +250,25 @@ describe("history that stays current (pure)", () => {
       ["a", "ok", 5],
       ["b", "ok", 900],
     ]);
+  });
+
+  it("drops an updated row that no longer matches the status or stage filter shown, as a fresh load would", () => {
+    const rows = [r("a", "running", null), r("b", "running", null), r("c", "running", null)];
+    const running = { ...emptyForm(), status: "running" };
+    const out = applyUpdates(rows, [r("a", "ok", 900), r("b", "running", null)], (x) => stillMatches(x, running));
+    expect(out.map((x) => [x.tool_call_id, x.status])).toEqual([
+      ["b", "running"],
+      ["c", "running"],
+    ]);
+    // Without a status filter the finished row stays, with its new status.
+    const any = applyUpdates(rows, [r("a", "ok", 900)], (x) => stillMatches(x, emptyForm()));
+    expect(any.map((x) => [x.tool_call_id, x.status])).toEqual([
+      ["a", "ok"],
+      ["b", "running"],
+      ["c", "running"],
+    ]);
+    expect(stillMatches({ ...r("a", "error"), stage: "Execution" }, { ...emptyForm(), stage: "Execution" })).toBe(true);
+    expect(stillMatches({ ...r("a", "error"), stage: "Execution" }, { ...emptyForm(), stage: "Authorization" })).toBe(false);
   });
 
   it("puts newer calls on top of what is loaded, or starts over when a page does not reach it", () => {

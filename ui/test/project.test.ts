@@ -7,6 +7,7 @@ import type { ProjectInfo } from "../src/bindings/ProjectInfo";
 import type { ProviderList } from "../src/bindings/ProviderList";
 import type { RecentProject } from "../src/bindings/RecentProject";
 import type { TrustPrompt } from "../src/bindings/TrustPrompt";
+import ProviderPicker from "../src/components/ProviderPicker.svelte";
 import TrustDialog from "../src/components/TrustDialog.svelte";
 import Welcome from "../src/components/Welcome.svelte";
 import type { ProjectApi } from "../src/project/api";
@@ -264,5 +265,38 @@ describe("welcome view", () => {
     expect(forgotten).toEqual(["/w/gone"]);
     expect(opened).toEqual(["/w/a"]);
     unmount(c);
+  });
+});
+
+describe("provider picker", () => {
+  it("says when the shell could not remember the choice, instead of swallowing it", async () => {
+    let fail = true;
+    const s = scripted({
+      chooseProvider: async () => {
+        if (fail) throw new ApiError({ code: "project", stage: null, message: "cannot write the project's state" });
+      },
+    });
+    const target = document.createElement("div");
+    document.body.append(target);
+    const store = new ProviderChoiceStore();
+    const picker = mount(ProviderPicker, { target, props: { api: s.api, store } });
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    const model = target.querySelector<HTMLInputElement>('[data-testid="provider-model"]');
+    expect(model).not.toBeNull();
+    if (model) model.value = "claude-opus-4-6";
+    model?.dispatchEvent(new Event("input", { bubbles: true }));
+    model?.dispatchEvent(new Event("change", { bubbles: true }));
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    expect(target.querySelector('[data-testid="provider-not-remembered"]')?.textContent).toBe("used for the next run, not remembered: cannot write the project's state");
+    expect(store.choice?.model).toBe("claude-opus-4-6");
+    fail = false;
+    model?.dispatchEvent(new Event("change", { bubbles: true }));
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    expect(target.querySelector('[data-testid="provider-not-remembered"]')).toBeNull();
+    unmount(picker);
+    target.remove();
   });
 });

@@ -3,6 +3,7 @@ import { ApiError } from "../src/api";
 import type { AskUserAnswer, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
 import type { RunApi } from "../src/run/api";
 import { RunController } from "../src/run/controller.svelte";
+import { isActive } from "../src/run/state";
 import { OutputBus } from "../src/run/output-bus";
 
 /** A scripted shell: records commands; the test plays `run-event`s through `emit`. */
@@ -123,6 +124,118 @@ describe("run controller", () => {
     shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });
     await c.send("and now this");
     expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
+  });
+
+  it("asks again when an approval could not be sent, and says when the shell did not take it", async () => {
+    const shell = fakeShell();
+    let answer: () => Promise<boolean> = async () => {
+      throw new ApiError({ code: "ipc", stage: null, message: "the window lost its project" });
+    };
+    const c = new RunController({ ...shell.api, answerConfirm: (id, ok) => (shell.calls.push(["answer_confirm", [id, ok]]), answer()) }, () => 0);
+    await c.connect();
+    const sending = c.send("write it");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    const request = { call_id: "c1", tool: "write_file", risk: "writes" as const, digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null };
+    shell.emit("r1", { type: "tool_call", tool_call_id: "c1", tool: "write_file", input: { path: "a.txt" } });
+    shell.emit("r1", { type: "confirm_request", tool_call_id: "c1", request });
+    const card = () => c.state.items.find((it) => it.kind === "tool");
+    const notices = () => c.state.items.flatMap((it) => (it.kind === "notice" ? [[it.tone, it.text]] : []));
+
+    // The command fails: the shell never got the answer, the call still waits: asked again.
+    await c.answerConfirm("c1", true);
+    expect(notices()).toEqual([["error", "Could not send the answer: the window lost its project"]]);
+    expect(c.state.confirms).toEqual([request]);
+    expect(card()?.kind === "tool" && card()?.card.status).toBe("waiting_approval");
+
+    // The shell answers false (the confirmation ended meanwhile): said; nothing is asked again.
+    answer = async () => false;
+    await c.answerConfirm("c1", false);
+    expect(notices().at(-1)).toEqual(["warn", "The rejection was not taken: the confirmation is no longer open."]);
+    expect(c.state.confirms).toEqual([]);
+
+    // A failure after the call's result arrived asks nothing again.
+    shell.emit("r1", { type: "confirm_request", tool_call_id: "c1", request });
+    answer = async () => {
+      throw new ApiError({ code: "ipc", stage: null, message: "gone" });
+    };
+    const late = c.answerConfirm("c1", true);
+    shell.emit("r1", { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "created a.txt", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] });
+    await late;
+    expect(c.state.confirms).toEqual([]);
+    expect(card()?.kind === "tool" && card()?.card.status).toBe("ok");
+    expect(shell.calls.filter(([cmd]) => cmd === "answer_confirm").length).toBe(3);
+  });
+
+  it("asks a question and an MCP form again when the answer could not be sent", async () => {
+    const shell = fakeShell();
+    let fail = true;
+    const c = new RunController(
+      {
+        ...shell.api,
+        answerAskUser: async (id, answer) => {
+          shell.calls.push(["answer_ask_user", [id, answer]]);
+          if (fail) throw new ApiError({ code: "ipc", stage: null, message: "not delivered" });
+          return true;
+        },
+      },
+      () => 0,
+    );
+    await c.connect();
+    const sending = c.send("ask me");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    shell.emit("r1", { type: "tool_call", tool_call_id: "q1", tool: "ask_user", input: { question: "Which?" } });
+    shell.emit("r1", { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: false });
+    shell.emit("r1", { type: "elicitation", elicitation_id: "e1", server: "everything", message: "Who?", schema: { type: "object" } });
+    await c.answerQuestion("q1", { kind: "answer", selected: ["a"], text: null });
+    expect(c.state.questions.map((q) => q.tool_call_id)).toEqual(["q1"]);
+    await c.answerElicitation("e1", { kind: "declined" });
+    expect(c.state.elicitations.map((e) => e.elicitation_id)).toEqual(["e1"]);
+    const errors = c.state.items.flatMap((it) => (it.kind === "notice" && it.tone === "error" ? [it.text] : []));
+    expect(errors).toEqual(["Could not send the answer: not delivered", "Could not send the answer: not delivered"]);
+
+    fail = false;
+    await c.answerQuestion("q1", { kind: "answer", selected: ["b"], text: null });
+    await c.answerElicitation("e1", { kind: "declined" });
+    expect(c.state.questions).toEqual([]);
+    expect(c.state.elicitations).toEqual([]);
+    expect(shell.calls.filter(([cmd]) => cmd === "answer_ask_user").length).toBe(4);
+  });
+
+  it("opens a run still running elsewhere as view only: nothing waits on it, New run and the list stay usable", async () => {
+    const shell = fakeShell();
+    const api: RunApi = {
+      ...shell.api,
+      showRun: async (id) => ({ ...(await shell.api.showRun("old")), run_id: id, status: "running" }),
+      cancelCall: async () => false,
+    };
+    const c = new RunController(api, () => 0);
+    await c.connect();
+    await c.open("r_terminal");
+    expect(c.state.runId).toBe("r_terminal");
+    expect(c.state.phase).toBe("elsewhere");
+    expect(isActive(c.state)).toBe(false);
+    expect(c.state.items.at(-1)).toMatchObject({ kind: "notice", tone: "info" });
+    // Nothing is continued or stopped from here.
+    await c.send("and then?");
+    await c.stop();
+    expect(shell.calls).toEqual([]);
+    // A card's own Stop reaches a shell that does not run that call: said, not swallowed.
+    await c.stopCall("c9");
+    expect(c.state.items.at(-1)).toEqual({
+      kind: "notice",
+      key: expect.any(String),
+      tone: "warn",
+      text: "The call was not stopped: it is not running in this window (it ended, or it runs elsewhere).",
+    });
+    // Another run opens, and New run starts over.
+    await c.open("r_other");
+    expect(c.state.runId).toBe("r_other");
+    c.newRun();
+    expect(c.state.phase).toBe("idle");
   });
 
   it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {

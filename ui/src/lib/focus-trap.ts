@@ -1,5 +1,7 @@
-// Svelte action for modal dialogs: focus moves into the dialog, Tab cycles inside it, and focus
-// returns to where it was when the dialog closes.
+// Svelte action for modal dialogs: focus moves into the dialog, Tab cycles inside it, focus that
+// leaves it for nothing (a click on the backdrop or on the page behind) comes back, so the dialog's
+// keys (Esc = reject or cancel, its shortcuts) keep reaching it and never the view behind (where
+// Esc stops the run), and focus returns to where it was when the dialog closes.
 
 const FOCUSABLE =
   'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
@@ -27,10 +29,24 @@ export function focusTrap(node: HTMLElement) {
       first.focus();
     }
   };
+  // Focus leaving for nothing focusable lands on <body>: put it back on the element it left. (A
+  // window switch keeps document.activeElement, so that is left alone.)
+  const onFocusOut = (event: FocusEvent) => {
+    const left = event.target as HTMLElement | null;
+    const to = event.relatedTarget as Node | null;
+    if (to !== null && node.contains(to)) return;
+    queueMicrotask(() => {
+      const now = document.activeElement;
+      if (!node.isConnected || (now !== null && now !== document.body)) return;
+      (left && left.isConnected && node.contains(left) ? left : initial).focus();
+    });
+  };
   node.addEventListener("keydown", onKey);
+  node.addEventListener("focusout", onFocusOut);
   return {
     destroy() {
       node.removeEventListener("keydown", onKey);
+      node.removeEventListener("focusout", onFocusOut);
       if (previous && document.contains(previous)) previous.focus();
     },
   };

@@ -15,6 +15,9 @@ import {
   applyRunEvent,
   emptyRun,
   isActive,
+  reopenConfirm,
+  reopenElicitation,
+  reopenQuestion,
   replay,
   type RunViewState,
 } from "./state";
@@ -89,7 +92,7 @@ export class RunController {
   /** Sends a prompt: a new run, or a continuation of the open, finished run. */
   async send(prompt: string): Promise<void> {
     const text = prompt.trim();
-    if (text === "" || isActive(this.state) || this.busy) return;
+    if (text === "" || isActive(this.state) || this.busy || this.state.phase === "elsewhere") return;
     this.busy = true;
     const continuing = this.state.runId;
     if (continuing === null) this.output.clear();
@@ -124,28 +127,40 @@ export class RunController {
 
   async stopCall(callId: string): Promise<void> {
     try {
-      await this.api.cancelCall(callId);
+      const stopped = await this.api.cancelCall(callId);
+      if (!stopped) this.state = addNotice(this.state, "The call was not stopped: it is not running in this window (it ended, or it runs elsewhere).", "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not stop the call: ${toCommandError(error).message}`, "error");
     }
   }
 
+  /**
+   * Sends the person's decision on a confirmation. The shell answering `false` (no such
+   * confirmation is open any more: it was decided or ended meanwhile) is said, not swallowed; a
+   * failed command leaves the call waiting in the shell, so the dialog is shown again to answer.
+   */
   async answerConfirm(callId: string, approve: boolean): Promise<void> {
+    const request = this.state.confirms.find((r) => r.call_id === callId);
     this.state = answeredConfirm(this.state, callId, approve);
     try {
-      await this.api.answerConfirm(callId, approve);
+      const accepted = await this.api.answerConfirm(callId, approve);
+      if (!accepted) this.state = addNotice(this.state, `The ${approve ? "approval" : "rejection"} was not taken: the confirmation is no longer open.`, "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      if (request) this.state = reopenConfirm(this.state, request);
     }
   }
 
+  /** Sends an answer to a question; a failed command asks it again (the call still waits). */
   async answerQuestion(toolCallId: string, answer: AskUserAnswer): Promise<void> {
+    const question = this.state.questions.find((q) => q.tool_call_id === toolCallId);
     this.state = answeredQuestion(this.state, toolCallId);
     try {
       const accepted = await this.api.answerAskUser(toolCallId, answer);
       if (!accepted) this.state = addNotice(this.state, "The answer was not accepted (the question is no longer open or the answer does not fit it).", "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      if (question) this.state = reopenQuestion(this.state, question);
     }
   }
 
@@ -165,6 +180,8 @@ export class RunController {
         : addNotice(this.state, `The form of ${server} was no longer open: the answer was not sent.`, "warn");
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      // The server's form still waits in the shell: shown again.
+      if (request) this.state = reopenElicitation(this.state, request);
     }
   }
 
@@ -181,6 +198,17 @@ export class RunController {
       const detail = await this.api.showRun(runId);
       this.output.clear();
       const state = replay(detailEvents(detail), this.now());
+      // This window's own active run is always the one shown (open and newRun refuse while it
+      // runs), so a stored run that says "running" is driven elsewhere: view only, never a run
+      // this view waits on (its spinner and Stop would never end, the list and New run locked).
+      if (detail.status === "running") {
+        this.state = addNotice(
+          { ...state, runId: detail.run_id, phase: "elsewhere" },
+          "This run is still running elsewhere (a terminal or another window): shown as stored when opened. Open it again from the list for newer steps.",
+          "info",
+        );
+        return;
+      }
       this.state = { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
     } catch (error) {
       this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");

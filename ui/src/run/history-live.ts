@@ -2,6 +2,7 @@
 // state, and newer calls put on top of what is loaded. HistoryBrowser.svelte polls the shell's
 // `history_head` while the History tab is open and applies these.
 import type { HistoryItem } from "../bindings/HistoryItem";
+import type { HistoryForm } from "./history-filters";
 
 /** How often the open History tab asks whether something new was stored (ms). */
 export const POLL_MS = 1500;
@@ -34,19 +35,33 @@ function same(a: HistoryItem, b: HistoryItem): boolean {
 }
 
 /**
- * `rows` with each row of `updated` (by id) replaced by its new state; the same array when nothing
- * changed (so an idle probe re-renders nothing).
+ * Whether a row, as stored now, still belongs to a list filtered by `form` (as a fresh load would
+ * list it). Only what a call changes as it finishes is checked: its status and stage (its tool,
+ * run and start never change, and the text it is searched by only grows).
  */
-export function applyUpdates(rows: HistoryItem[], updated: readonly HistoryItem[]): HistoryItem[] {
+export function stillMatches(row: HistoryItem, form: HistoryForm): boolean {
+  return (form.status === "" || row.status === form.status) && (form.stage === "" || row.stage === form.stage);
+}
+
+/**
+ * `rows` with each row of `updated` (by id) replaced by its new state, and left out when that state
+ * no longer passes `keep` (a running call that finished under the filter "running"); the same
+ * array when nothing changed (so an idle probe re-renders nothing).
+ */
+export function applyUpdates(rows: HistoryItem[], updated: readonly HistoryItem[], keep: (row: HistoryItem) => boolean = () => true): HistoryItem[] {
   if (updated.length === 0) return rows;
   const byId = new Map(updated.map((u) => [u.tool_call_id, u]));
   let changed = false;
-  const out = rows.map((r) => {
+  const out: HistoryItem[] = [];
+  for (const r of rows) {
     const u = byId.get(r.tool_call_id);
-    if (u === undefined || same(r, u)) return r;
+    if (u === undefined || same(r, u)) {
+      out.push(r);
+      continue;
+    }
     changed = true;
-    return u;
-  });
+    if (keep(u)) out.push(u);
+  }
   return changed ? out : rows;
 }
 

@@ -38,7 +38,12 @@ export type ConversationItem =
   | { kind: "tool"; key: string; card: ToolCard }
   | { kind: "notice"; key: string; text: string; tone: "info" | "warn" | "error" };
 
-export type RunPhase = "idle" | "starting" | "running" | RunStatus;
+/**
+ * `elsewhere`: a stored run opened from the list while it is still running in another process
+ * (`aibuddy run` in a terminal, another window) or left `running` by one that died: shown as stored,
+ * view only; this window gets none of its events and cannot stop or continue it.
+ */
+export type RunPhase = "idle" | "starting" | "running" | "elsewhere" | RunStatus;
 
 /** An MCP server's form waiting for the person (the `elicitation` run event without its tag). */
 export type ElicitationRequest = Omit<Extract<RunEvent, { type: "elicitation" }>, "type">;
@@ -257,6 +262,38 @@ export function answeredConfirm(state: RunViewState, callId: string, approved = 
   return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status } : c));
 }
 
+/**
+ * The answer to a confirmation never reached the shell (the command failed): the call still waits
+ * for one, so its request is asked again and its card waits again. Nothing changes when the run
+ * is over or the call already has its result (only a card answered here, by `answeredConfirm`, and
+ * still without the shell's result goes back).
+ */
+export function reopenConfirm(state: RunViewState, request: ConfirmRequest): RunViewState {
+  if (!isActive(state) || state.confirms.some((r) => r.call_id === request.call_id)) return state;
+  const item = state.items.find((it) => it.kind === "tool" && it.card.id === request.call_id);
+  const card = item?.kind === "tool" ? item.card : null;
+  if (card === null || card.model !== null || (card.status !== "running" && card.status !== "rejected")) return state;
+  const next = updateCard(state, request.call_id, (c) => ({ ...c, status: "waiting_approval" }));
+  return { ...next, confirms: [request, ...next.confirms] };
+}
+
+/**
+ * The answer to a question never reached the shell: it is asked again while the run goes on and
+ * the asking call has no result yet.
+ */
+export function reopenQuestion(state: RunViewState, question: AskUserQuestion): RunViewState {
+  if (!isActive(state) || state.questions.some((q) => q.tool_call_id === question.tool_call_id)) return state;
+  const item = state.items.find((it) => it.kind === "tool" && it.card.id === question.tool_call_id);
+  if (item?.kind === "tool" && item.card.model !== null) return state;
+  return { ...state, questions: [question, ...state.questions] };
+}
+
+/** The answer to an MCP server's form never reached the shell: it is shown again while the run goes on. */
+export function reopenElicitation(state: RunViewState, request: ElicitationRequest): RunViewState {
+  if (!isActive(state) || state.elicitations.some((e) => e.elicitation_id === request.elicitation_id)) return state;
+  return { ...state, elicitations: [request, ...state.elicitations] };
+}
+
 export function answeredQuestion(state: RunViewState, toolCallId: string): RunViewState {
   return { ...state, questions: state.questions.filter((q) => q.tool_call_id !== toolCallId) };
 }
@@ -295,6 +332,8 @@ export function phaseLabel(phase: RunPhase): string {
       return "starting…";
     case "max_steps":
       return "stopped at the step limit";
+    case "elsewhere":
+      return "running elsewhere (view only)";
     default:
       return phase;
   }
