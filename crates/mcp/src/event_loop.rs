@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServerConfig;
 use crate::connection::{Ended, Wiring, child_exit, exit_or, pending_broken, with_exit};
 use crate::handler::{ConnEvent, Handler};
+use crate::listing::list_tools_bounded;
 use crate::manager::STABLE_CONNECTION;
-use crate::shared::{Shared, tidy};
+use crate::shared::Shared;
 use crate::status::ServerState;
 
 /// What the loop waits for next.
@@ -106,10 +107,10 @@ impl<'a> Session<'a> {
     /// `list_changed` arrived meanwhile (list again).
     async fn list(&mut self, shutdown: &CancellationToken) -> Result<bool, Ended> {
         let (peer, timeout) = (self.peer.clone(), self.connect_timeout);
+        let max_bytes = self.shared.options.max_message_bytes;
         let listing = async move {
-            match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-                Ok(Ok(tools)) => Ok(tools),
-                Ok(Err(e)) => Err(format!("tools/list failed: {}", tidy(&e))),
+            match tokio::time::timeout(timeout, list_tools_bounded(&peer, max_bytes)).await {
+                Ok(listed) => listed,
                 Err(_) => Err(format!(
                     "no answer to tools/list within {}s",
                     timeout.as_secs_f64()
