@@ -294,3 +294,49 @@ async fn a_tool_listed_later_never_takes_over_another_servers_name() {
     );
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_elicitation_with_no_call_in_flight_is_declined_without_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.jsonl");
+    let broker = FixedBroker::new(aibuddy_mcp::ElicitationResponse::Accept(
+        serde_json::Map::from_iter([("token".to_owned(), json!("sk-secret"))]),
+    ));
+    let manager = start_with_broker(
+        vec![fixture(
+            "idle",
+            &["--elicit-when-idle", "--record", rec.to_str().unwrap()],
+        )],
+        broker.clone(),
+    );
+    wait_connected(&manager, "idle", UP).await;
+    let deadline = Instant::now() + UP;
+    let answer = loop {
+        if let Some(a) = recorded(&rec)
+            .into_iter()
+            .find(|m| m["fixture"] == "idle_elicit_answer")
+        {
+            break a["answer"].clone();
+        }
+        assert!(Instant::now() < deadline, "the fixture got no answer");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(answer["result"]["action"], "decline", "{answer}");
+    assert!(
+        broker.seen.lock().unwrap().is_empty(),
+        "the person was asked"
+    );
+    // During a call, the same server's request still reaches the person.
+    let result = manager
+        .call(
+            "mcp__idle__elicit",
+            json!({}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(result.text().contains("accept"), "{result:?}");
+    assert_eq!(broker.seen.lock().unwrap().len(), 1);
+    manager.shutdown().await;
+}
