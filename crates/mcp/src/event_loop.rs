@@ -10,6 +10,7 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::cut_text;
 use crate::config::ServerConfig;
 use crate::connection::{Ended, Wiring, child_exit, exit_or, pending_broken, with_exit};
 use crate::handler::{ConnEvent, Handler};
@@ -49,11 +50,13 @@ impl<'a> Session<'a> {
     ) -> Self {
         let peer = running.peer().clone();
         let info = peer.peer_info();
-        let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
+        // The server's own words, shown in `mcp status`: cut.
+        let protocol_version = (info.as_ref())
+            .map(|i| cut_text(&i.protocol_version.to_string(), 64, "protocol version"));
         let server_info = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref())
-            .map(|s| format!("{} {}", s.name, s.version));
+            .map(|s| cut_text(&format!("{} {}", s.name, s.version), 256, "server name"));
         Session {
             shared,
             name: &config.name,

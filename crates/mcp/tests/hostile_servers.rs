@@ -340,3 +340,16 @@ async fn an_elicitation_with_no_call_in_flight_is_declined_without_asking() {
     assert_eq!(broker.seen.lock().unwrap().len(), 1);
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_long_server_name_is_cut_in_the_status() {
+    let manager = start(vec![fixture("fx", &["--long-server-info"])]);
+    wait_connected(&manager, "fx", UP).await;
+    let info = status_of(&manager, "fx").server_info.unwrap();
+    assert!(info.starts_with("nnnn"), "{info}");
+    assert!(
+        info.ends_with("[... server name cut at 256 of 100006 characters]"),
+        "{info}"
+    );
+    manager.shutdown().await;
+}
