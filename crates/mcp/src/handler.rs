@@ -255,7 +255,12 @@ impl ClientHandler for Handler {
         let schema = serde_json::to_value(&requested_schema).unwrap_or(Value::Null);
         let request = ElicitationRequest {
             server: self.server.clone(),
-            message,
+            // Shown to the person: cut, as a server's error message is.
+            message: crate::catalog::cut_text(
+                &message,
+                crate::error::MAX_SERVER_MESSAGE_CHARS,
+                "message",
+            ),
             defaults: schema_defaults(&schema),
             schema: schema.clone(),
         };

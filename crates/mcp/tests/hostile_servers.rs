@@ -353,3 +353,64 @@ async fn a_long_server_name_is_cut_in_the_status() {
     );
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_answer_with_the_wrong_id_is_ignored_and_the_call_times_out() {
+    let mut config = fixture("fx", &["--hostile-tools"]);
+    config.timeouts.call = Duration::from_secs(2);
+    let manager = start(vec![config]);
+    wait_connected(&manager, "fx", UP).await;
+    let started = Instant::now();
+    let err = manager
+        .call(
+            "mcp__fx__wrong_id",
+            json!({}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpError::Timeout { .. }), "{err:?}");
+    assert_eq!(err.stage(), McpStage::Execution);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    // The server still answers pings: it stays connected and its tools work.
+    let result = manager
+        .call(
+            "mcp__fx__echo",
+            json!({"message": "still here"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "echo: still here");
+    assert_eq!(status_of(&manager, "fx").state, ServerState::Connected);
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_megabyte_elicitation_message_is_cut_before_the_person_sees_it() {
+    let broker = FixedBroker::new(aibuddy_mcp::ElicitationResponse::Decline);
+    let manager = start_with_broker(vec![fixture("fx", &["--hostile-tools"])], broker.clone());
+    wait_connected(&manager, "fx", UP).await;
+    let result = manager
+        .call(
+            "mcp__fx__big_elicit",
+            json!({}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(result.text().contains("decline"), "{result:?}");
+    let seen = broker.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(
+        seen[0]
+            .message
+            .ends_with("[... message cut at 4096 of 1048576 characters]"),
+        "{}",
+        seen[0].message.len()
+    );
+    manager.shutdown().await;
+}
