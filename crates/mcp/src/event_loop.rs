@@ -19,6 +19,12 @@ use crate::manager::STABLE_CONNECTION;
 use crate::shared::Shared;
 use crate::status::ServerState;
 
+/// Fewest time between the starts of two listings of one server: a sustained storm of
+/// `list_changed` (a hostile or broken server) costs one listing (and one catalog rebuild) per
+/// interval, not one per round trip. The first listing and a re-listing after a quiet spell are
+/// not delayed.
+pub(crate) const MIN_RELIST_INTERVAL: Duration = Duration::from_millis(250);
+
 /// What the loop waits for next.
 enum Step {
     /// `list_changed`: list again.
@@ -88,8 +94,18 @@ impl<'a> Session<'a> {
         mut service_done: JoinHandle<impl Sized>,
     ) -> Ended {
         let mut pending_list = true;
+        let mut last_listing: Option<Instant> = None;
         loop {
             if pending_list {
+                let wait = last_listing.map_or(Duration::ZERO, |at| {
+                    MIN_RELIST_INTERVAL.saturating_sub(at.elapsed())
+                });
+                if !wait.is_zero()
+                    && let Some(ended) = self.pause(wait, shutdown).await
+                {
+                    return ended;
+                }
+                last_listing = Some(Instant::now());
                 match self.list(shutdown).await {
                     Ok(again) => pending_list = again,
                     Err(ended) => return ended,
@@ -102,6 +118,31 @@ impl<'a> Session<'a> {
                 Step::ListAgain => pending_list = true,
                 Step::Nothing => {}
                 Step::End(ended) => return ended,
+            }
+        }
+    }
+
+    /// Waits `wait` before a re-listing; more `list_changed` meanwhile change nothing (a listing
+    /// is pending already). Ends early on shutdown or a broken connection.
+    async fn pause(&mut self, wait: Duration, shutdown: &CancellationToken) -> Option<Ended> {
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => return None,
+                _ = shutdown.cancelled() => return Some(Ended::Shutdown),
+                event = self.wiring.events.recv() => match event {
+                    Some(ConnEvent::ToolsChanged) => {}
+                    Some(ConnEvent::Broken(reason)) => {
+                        let reason = exit_or(reason, &mut self.wiring.process).await;
+                        return Some(self.failed(reason));
+                    }
+                    // The sender is kept by this session: not reached, but never a busy loop.
+                    None => {
+                        (&mut sleep).await;
+                        return None;
+                    }
+                },
             }
         }
     }

@@ -414,3 +414,32 @@ async fn a_megabyte_elicitation_message_is_cut_before_the_person_sees_it() {
     );
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_sustained_list_changed_storm_costs_one_listing_per_interval() {
+    let manager = start(vec![fixture("storm", &["--chaos"])]);
+    wait_connected(&manager, "storm", UP).await;
+    let started = Instant::now();
+    // One notification every 2 ms for about 3 s (at least 1,500 notifications).
+    let result = manager
+        .call(
+            "mcp__storm__flood",
+            json!({"count": 1500, "kind": "list_changed_paced"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "flooded 1500 list_changed_paced");
+    let storm = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let refreshed = status_of(&manager, "storm").tools_refreshed;
+    // One listing per 250 ms at most, plus the one after the storm.
+    let bound = (storm.as_millis() / 250) as u32 + 3;
+    assert!(
+        (1..=bound).contains(&refreshed),
+        "{refreshed} listings in {storm:?} (at most {bound})"
+    );
+    assert!(manager.entry("mcp__storm__echo").is_some());
+    manager.shutdown().await;
+}
