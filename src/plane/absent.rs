@@ -45,9 +45,8 @@ impl CapabilityPlane {
                 config: tools::mcp::config_key(&server),
                 source: Source::Mcp(server.clone()),
                 exposure: Exposure::Absent,
-                absent_reason: Some(format!(
-                    "Discovery: left out because its input schema cannot be used: {reason}"
-                )),
+                // The reason names what is unusable: the schema, the name, a duplicate.
+                absent_reason: Some(format!("Discovery: left out, unusable: {reason}")),
                 risk: Risk::HighImpact,
                 description: String::new(),
                 display_name: format!("MCP: {server}"),

@@ -213,17 +213,7 @@ impl ToolHandler for McpToolHandler {
             .await
             .map_err(ToolError::from)?;
         if result.is_error {
-            let text = result.text();
-            return Err(ToolError::execution(
-                "tool_reported_error",
-                format!(
-                    "`{}` on MCP server `{}` reported an error: {}",
-                    self.tool,
-                    self.server,
-                    if text.is_empty() { "(no text)" } else { &text }
-                ),
-            )
-            .with_details(json!({"content": result.content})));
+            return Err(reported_error(&result));
         }
         Ok(RawOutput::json(json!({
             "server": result.server,
@@ -240,6 +230,23 @@ impl ToolHandler for McpToolHandler {
     fn model(&self, _args: &Value, raw: &RawOutput) -> String {
         model_text(&raw.value)
     }
+}
+
+/// A result the server marked `isError` as an Execution-stage error. Its text is bounded as a
+/// result's is ([`MODEL_MAX_CHARS`], head and tail): the message reaches the model and the
+/// client; the whole content stays in the details, which are stored. Pure.
+pub fn reported_error(result: &aibuddy_mcp::McpCallResult) -> ToolError {
+    let text = bound_text(result.text(), MODEL_MAX_CHARS);
+    ToolError::execution(
+        "tool_reported_error",
+        format!(
+            "`{}` on MCP server `{}` reported an error: {}",
+            result.tool,
+            result.server,
+            if text.is_empty() { "(no text)" } else { &text }
+        ),
+    )
+    .with_details(json!({"content": result.content}))
 }
 
 /// Most characters of one text block (or of the structured content) in the client projection.
@@ -457,5 +464,44 @@ mod tests {
         let small = json!({"server": "s", "tool": "t", "content": [{"type": "text", "text": "hi"}],
                            "structured_content": {"a": 1}});
         assert_eq!(client_value(&small), small);
+    }
+
+    #[test]
+    fn a_reported_error_is_bounded_for_the_model_and_kept_whole_in_the_details() {
+        let big = "E".repeat(2_000_000);
+        let result = aibuddy_mcp::McpCallResult {
+            server: "s".into(),
+            tool: "t".into(),
+            content: vec![json!({"type": "text", "text": big})],
+            structured_content: None,
+            is_error: true,
+        };
+        let err = reported_error(&result);
+        assert_eq!(err.stage, crate::contract::Stage::Execution);
+        assert_eq!(err.code, "tool_reported_error");
+        assert!(
+            err.model_text().chars().count() < MODEL_MAX_CHARS + 500,
+            "{}",
+            err.model_text().len()
+        );
+        assert!(
+            err.message.contains("characters omitted"),
+            "{}",
+            &err.message[..80]
+        );
+        let details = err.details.unwrap();
+        assert_eq!(
+            details["content"][0]["text"].as_str().map(str::len),
+            Some(2_000_000)
+        );
+        let empty = aibuddy_mcp::McpCallResult {
+            content: vec![],
+            ..result
+        };
+        assert!(
+            reported_error(&empty)
+                .message
+                .ends_with("reported an error: (no text)")
+        );
     }
 }

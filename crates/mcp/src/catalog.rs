@@ -83,7 +83,87 @@ pub fn compile_input_schema(schema: &Value) -> Result<jsonschema::Validator, Str
         }
         None => return Err("input schema has no top-level \"type\": \"object\"".into()),
     }
-    jsonschema::validator_for(schema).map_err(|e| format!("input schema does not compile: {e}"))
+    jsonschema::options()
+        .with_retriever(Offline)
+        .build(schema)
+        .map_err(|e| format!("input schema does not compile: {e}"))
+}
+
+/// Resolves no external `$ref` (`http:`, `file:`, ...): a server's schema must never make the
+/// client reach the network or read a file. Explicit, so a feature of `jsonschema` enabled
+/// elsewhere in the build (`resolve-http`, `resolve-file`) cannot turn fetching on.
+struct Offline;
+
+impl jsonschema::Retrieve for Offline {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!(
+            "external $ref `{}` is not resolved (schemas must be self-contained)",
+            uri.as_str()
+        )
+        .into())
+    }
+}
+
+/// Longest tool name kept (the MCP spec: names SHOULD be 1 to 128 characters). A longer one is
+/// rejected; it would fill every confirmation and listing that names the tool.
+pub const MAX_TOOL_NAME_CHARS: usize = 128;
+/// Longest description the model and the `tool_search` index get; the rest is cut with a note.
+/// Every active tool's description goes into every model request, so one server must not be able
+/// to fill the context with it (Claude Code cuts at the same length).
+pub const MAX_DESCRIPTION_CHARS: usize = 2_048;
+/// Longest title kept; the rest is cut.
+pub const MAX_TITLE_CHARS: usize = 256;
+/// Largest input (or output) schema accepted, as JSON bytes. An active tool's schema goes into
+/// every model request; real servers' schemas are a few KiB.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// Cuts `text` to `max` characters; a cut text ends with a note giving the full length. Pure.
+pub fn cut_text(text: &str, max: usize, what: &str) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max).collect();
+    out.push_str(&format!(" [... {what} cut at {max} of {total} characters]"));
+    out
+}
+
+/// Why a tool's name cannot be used, if it cannot: too long, or it holds control characters,
+/// bidirectional overrides or line separators (they would redraw or hide what a person reads
+/// wherever the exact name is shown). Pure.
+pub fn name_problem(name: &str) -> Option<String> {
+    let chars = name.chars().count();
+    if chars > MAX_TOOL_NAME_CHARS {
+        return Some(format!(
+            "tool name is {chars} characters, more than {MAX_TOOL_NAME_CHARS}"
+        ));
+    }
+    if name.chars().any(aibuddy_common::term::is_unsafe) {
+        return Some(
+            "tool name has control characters, bidirectional overrides or line separators".into(),
+        );
+    }
+    None
+}
+
+/// The name as a [`RejectedTool`] keeps it: at most [`MAX_TOOL_NAME_CHARS`] characters. Pure.
+fn shown_name(name: &str) -> String {
+    if name.chars().count() <= MAX_TOOL_NAME_CHARS {
+        return name.to_owned();
+    }
+    let mut out: String = name.chars().take(MAX_TOOL_NAME_CHARS).collect();
+    out.push_str("...");
+    out
+}
+
+/// Why a schema is too large, if it is. Pure.
+fn schema_size_problem(schema: &serde_json::Map<String, Value>, which: &str) -> Option<String> {
+    let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    (size > MAX_SCHEMA_BYTES)
+        .then(|| format!("{which} schema is {size} bytes, more than {MAX_SCHEMA_BYTES}"))
 }
 
 /// The catalog of all connected servers, its name map, and the rejected tools.
@@ -134,6 +214,16 @@ pub fn apply_tool_filters(
 /// name. Only the servers in `trusted` (configured `trustAnnotations: true`) may lower their
 /// tools' risk through annotations (see [`crate::risk`]). Pure.
 pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<String>) -> Catalog {
+    build_catalog_keeping(servers, trusted, &NameMap::default())
+}
+
+/// [`build_catalog`], where every tool named in `previous` keeps its qualified name
+/// ([`NameMap::build_keeping`]): a tool listed later never takes over a name in use. Pure.
+pub fn build_catalog_keeping(
+    servers: &BTreeMap<String, Vec<Tool>>,
+    trusted: &BTreeSet<String>,
+    previous: &NameMap,
+) -> Catalog {
     struct Accepted<'a> {
         server: &'a str,
         tool: &'a Tool,
@@ -154,11 +244,30 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<S
                 });
                 continue;
             }
+            if let Some(reason) = name_problem(name) {
+                rejected.push(RejectedTool {
+                    server: server.clone(),
+                    tool: shown_name(name),
+                    reason,
+                });
+                continue;
+            }
             if !seen.insert(name) {
                 rejected.push(RejectedTool {
                     server: server.clone(),
                     tool: name.into(),
                     reason: "duplicate tool name on this server; the first one is kept".into(),
+                });
+                continue;
+            }
+            let too_large = schema_size_problem(&tool.input_schema, "input").or_else(|| {
+                (tool.output_schema.as_deref()).and_then(|s| schema_size_problem(s, "output"))
+            });
+            if let Some(reason) = too_large {
+                rejected.push(RejectedTool {
+                    server: server.clone(),
+                    tool: name.into(),
+                    reason,
                 });
                 continue;
             }
@@ -178,7 +287,10 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<S
             }
         }
     }
-    let names = NameMap::build(accepted.iter().map(|a| (a.server, a.tool.name.as_ref())));
+    let names = NameMap::build_keeping(
+        accepted.iter().map(|a| (a.server, a.tool.name.as_ref())),
+        previous,
+    );
     let mut entries: Vec<McpToolEntry> = accepted
         .into_iter()
         .filter_map(|a| {
@@ -187,12 +299,14 @@ pub fn build_catalog(servers: &BTreeMap<String, Vec<Tool>>, trusted: &BTreeSet<S
                 server: a.server.to_owned(),
                 name: a.tool.name.to_string(),
                 qualified_name,
-                title: a
-                    .tool
-                    .title
-                    .clone()
-                    .or_else(|| a.tool.annotations.as_ref().and_then(|x| x.title.clone())),
-                description: a.tool.description.as_deref().unwrap_or_default().to_owned(),
+                title: (a.tool.title.as_deref())
+                    .or_else(|| a.tool.annotations.as_ref().and_then(|x| x.title.as_deref()))
+                    .map(|t| cut_text(t, MAX_TITLE_CHARS, "title")),
+                description: cut_text(
+                    a.tool.description.as_deref().unwrap_or_default(),
+                    MAX_DESCRIPTION_CHARS,
+                    "description",
+                ),
                 input_schema: a.schema,
                 output_schema: a
                     .tool
@@ -312,5 +426,91 @@ mod tests {
             (origin.server.as_str(), origin.tool.as_str()),
             ("a b", "read.it")
         );
+    }
+
+    #[test]
+    fn hostile_names_big_schemas_and_long_texts_are_bounded() {
+        let mut verbose = tool("verbose", json!({"type": "object"}));
+        verbose.description = Some("d".repeat(MAX_DESCRIPTION_CHARS + 1).into());
+        verbose.title = Some("t".repeat(MAX_TITLE_CHARS * 10));
+        let mut at_bound = tool("at_bound", json!({"type": "object"}));
+        at_bound.description = Some("é".repeat(MAX_DESCRIPTION_CHARS).into());
+        let props: serde_json::Map<String, Value> = (0..MAX_SCHEMA_BYTES / 10)
+            .map(|i| (format!("p{i}"), json!({})))
+            .collect();
+        let mut big_output = tool("big_output", json!({"type": "object"}));
+        big_output.output_schema = Some(Arc::new(
+            json!({"type": "object", "properties": props.clone()})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ));
+        let servers = BTreeMap::from([(
+            "s".to_owned(),
+            vec![
+                verbose,
+                at_bound,
+                big_output,
+                tool(
+                    "n".repeat(MAX_TOOL_NAME_CHARS).as_str(),
+                    json!({"type": "object"}),
+                ),
+                tool(
+                    &"n".repeat(MAX_TOOL_NAME_CHARS + 1),
+                    json!({"type": "object"}),
+                ),
+                tool("bell\u{7}", json!({"type": "object"})),
+                tool("rtl\u{202e}", json!({"type": "object"})),
+                tool("big_input", json!({"type": "object", "properties": props})),
+                tool(
+                    "remote",
+                    json!({"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/x"}}}),
+                ),
+            ],
+        )]);
+        let catalog = build_catalog(&servers, &BTreeSet::new());
+        let kept: BTreeMap<&str, &McpToolEntry> = catalog
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e))
+            .collect();
+        let description = &kept["verbose"].description;
+        assert!(description.starts_with(&"d".repeat(MAX_DESCRIPTION_CHARS)));
+        assert!(description.ends_with("[... description cut at 2048 of 2049 characters]"));
+        assert_eq!(
+            kept["verbose"].title.as_deref().map(|t| t.chars().count()),
+            Some(MAX_TITLE_CHARS + " [... title cut at 256 of 2560 characters]".len())
+        );
+        assert_eq!(
+            kept["at_bound"].description.chars().count(),
+            MAX_DESCRIPTION_CHARS
+        );
+        assert!(kept.contains_key("n".repeat(MAX_TOOL_NAME_CHARS).as_str()));
+        let reasons: BTreeMap<&str, &str> = catalog
+            .rejected
+            .iter()
+            .map(|r| (r.tool.as_str(), r.reason.as_str()))
+            .collect();
+        let long_shown = format!("{}...", "n".repeat(MAX_TOOL_NAME_CHARS));
+        assert_eq!(
+            reasons.get(long_shown.as_str()).copied(),
+            Some("tool name is 129 characters, more than 128")
+        );
+        assert!(reasons["bell\u{7}"].contains("control characters"));
+        assert!(reasons["rtl\u{202e}"].contains("bidirectional"));
+        assert!(
+            reasons["big_input"].starts_with("input schema is "),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons["big_output"].starts_with("output schema is "),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons["remote"].contains("does not compile"),
+            "{reasons:?}"
+        );
+        assert!(reasons["remote"].contains("not resolved"), "{reasons:?}");
+        assert_eq!(catalog.entries.len(), 3, "{reasons:?}");
     }
 }

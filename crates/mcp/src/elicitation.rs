@@ -14,7 +14,9 @@
 //! flight on the asking server. Several calls in flight there for the same key: the oldest one's
 //! broker. For different keys (two runs calling the same server at once) nobody can tell whose
 //! call asked: the request is declined rather than shown to the wrong person. No caller named:
-//! the host's broker (`McpHandlers::elicitation`).
+//! the host's broker (`McpHandlers::elicitation`). No call in flight on the asking server at all:
+//! the request is declined without asking anyone (a server may only ask in the course of a call
+//! it was given; an idle server popping up a form, "enter your token", is refused).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -104,6 +106,8 @@ pub(crate) struct Callers {
 
 /// Where one elicitation request goes. Pure outcome of [`Callers::route`].
 pub(crate) enum Route {
+    /// No call is in flight on the server: nobody is asked, the request is declined.
+    Idle,
     /// No call in flight on the server names a caller: the host's broker.
     Host,
     Caller(Arc<dyn ElicitationBroker>),
@@ -145,6 +149,7 @@ impl Callers {
                     caller: Some(c), ..
                 }),
             ) => Route::Caller(c.broker.clone()),
+            (_, None) => Route::Idle,
             (0 | 1, _) => Route::Host,
             _ => Route::Ambiguous(keys),
         }
@@ -177,6 +182,13 @@ pub(crate) struct RoutedElicitation {
 impl ElicitationBroker for RoutedElicitation {
     async fn elicit(&self, request: ElicitationRequest) -> ElicitationResponse {
         match self.callers.route(&request.server) {
+            Route::Idle => {
+                tracing::warn!(
+                    server = %request.server,
+                    "elicitation declined: no call is in flight on this server"
+                );
+                ElicitationResponse::Decline
+            }
             Route::Host => self.host.elicit(request).await,
             Route::Caller(broker) => broker.elicit(request).await,
             Route::Ambiguous(keys) => {
@@ -283,7 +295,11 @@ mod tests {
             host: Arc::new(Named("host")),
             callers: callers.clone(),
         };
-        assert_eq!(asked(&routed, "a").await, by("host"), "nothing in flight");
+        assert_eq!(
+            asked(&routed, "a").await,
+            ElicitationResponse::Decline,
+            "nothing in flight: declined, nobody asked"
+        );
         let run1 = callers.enter("a", caller("run1", "run1-call1"));
         let run2 = callers.enter("b", caller("run2", "run2-call1"));
         assert_eq!(asked(&routed, "a").await, by("run1-call1"));
@@ -304,6 +320,7 @@ mod tests {
         assert_eq!(asked(&routed, "a").await, by("host"));
         drop((anon, run2));
         assert!(callers.calls.lock().unwrap().is_empty());
+        assert_eq!(asked(&routed, "a").await, ElicitationResponse::Decline);
     }
 
     #[tokio::test]

@@ -9,6 +9,10 @@ pub use aibuddy_common::Stage;
 /// belongs to Discovery, Parameters or Execution.
 pub type McpStage = Stage;
 
+/// Longest error message (or cancel reason) of a server kept in an [`McpError`]; the rest is
+/// cut with a note, so a megabyte error text reaches neither the model nor a log whole.
+pub const MAX_SERVER_MESSAGE_CHARS: usize = 4_096;
+
 /// A failed MCP call or lookup.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

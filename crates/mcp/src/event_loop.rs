@@ -10,12 +10,20 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::cut_text;
 use crate::config::ServerConfig;
 use crate::connection::{Ended, Wiring, child_exit, exit_or, pending_broken, with_exit};
 use crate::handler::{ConnEvent, Handler};
+use crate::listing::list_tools_bounded;
 use crate::manager::STABLE_CONNECTION;
-use crate::shared::{Shared, tidy};
+use crate::shared::Shared;
 use crate::status::ServerState;
+
+/// Fewest time between the starts of two listings of one server: a sustained storm of
+/// `list_changed` (a hostile or broken server) costs one listing (and one catalog rebuild) per
+/// interval, not one per round trip. The first listing and a re-listing after a quiet spell are
+/// not delayed.
+pub(crate) const MIN_RELIST_INTERVAL: Duration = Duration::from_millis(250);
 
 /// What the loop waits for next.
 enum Step {
@@ -48,11 +56,13 @@ impl<'a> Session<'a> {
     ) -> Self {
         let peer = running.peer().clone();
         let info = peer.peer_info();
-        let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
+        // The server's own words, shown in `mcp status`: cut.
+        let protocol_version = (info.as_ref())
+            .map(|i| cut_text(&i.protocol_version.to_string(), 64, "protocol version"));
         let server_info = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref())
-            .map(|s| format!("{} {}", s.name, s.version));
+            .map(|s| cut_text(&format!("{} {}", s.name, s.version), 256, "server name"));
         Session {
             shared,
             name: &config.name,
@@ -84,8 +94,18 @@ impl<'a> Session<'a> {
         mut service_done: JoinHandle<impl Sized>,
     ) -> Ended {
         let mut pending_list = true;
+        let mut last_listing: Option<Instant> = None;
         loop {
             if pending_list {
+                let wait = last_listing.map_or(Duration::ZERO, |at| {
+                    MIN_RELIST_INTERVAL.saturating_sub(at.elapsed())
+                });
+                if !wait.is_zero()
+                    && let Some(ended) = self.pause(wait, shutdown).await
+                {
+                    return ended;
+                }
+                last_listing = Some(Instant::now());
                 match self.list(shutdown).await {
                     Ok(again) => pending_list = again,
                     Err(ended) => return ended,
@@ -102,14 +122,39 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Waits `wait` before a re-listing; more `list_changed` meanwhile change nothing (a listing
+    /// is pending already). Ends early on shutdown or a broken connection.
+    async fn pause(&mut self, wait: Duration, shutdown: &CancellationToken) -> Option<Ended> {
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => return None,
+                _ = shutdown.cancelled() => return Some(Ended::Shutdown),
+                event = self.wiring.events.recv() => match event {
+                    Some(ConnEvent::ToolsChanged) => {}
+                    Some(ConnEvent::Broken(reason)) => {
+                        let reason = exit_or(reason, &mut self.wiring.process).await;
+                        return Some(self.failed(reason));
+                    }
+                    // The sender is kept by this session: not reached, but never a busy loop.
+                    None => {
+                        (&mut sleep).await;
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+
     /// One `tools/list` under the connect timeout, published when it succeeds. Returns whether a
     /// `list_changed` arrived meanwhile (list again).
     async fn list(&mut self, shutdown: &CancellationToken) -> Result<bool, Ended> {
         let (peer, timeout) = (self.peer.clone(), self.connect_timeout);
+        let max_bytes = self.shared.options.max_message_bytes;
         let listing = async move {
-            match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-                Ok(Ok(tools)) => Ok(tools),
-                Ok(Err(e)) => Err(format!("tools/list failed: {}", tidy(&e))),
+            match tokio::time::timeout(timeout, list_tools_bounded(&peer, max_bytes)).await {
+                Ok(listed) => listed,
                 Err(_) => Err(format!(
                     "no answer to tools/list within {}s",
                     timeout.as_secs_f64()

@@ -43,6 +43,19 @@ pub struct McpProgress {
     pub message: Option<String>,
 }
 
+/// Longest progress message relayed (the rest is cut with a note): a progress event goes to the
+/// client (the window, the terminal) and at 20 a second a megabyte message would flood it.
+pub const MAX_PROGRESS_MESSAGE_CHARS: usize = 1_000;
+/// Longest server log message relayed to the client's log (the rest is cut with a note): at 20
+/// a second a megabyte message would fill the log file.
+pub const MAX_LOG_MESSAGE_CHARS: usize = 4_096;
+
+/// A server log message's data as one bounded text: its JSON (which escapes the control
+/// characters of a string), cut. Pure.
+pub(crate) fn log_text(data: &Value) -> String {
+    crate::catalog::cut_text(&data.to_string(), MAX_LOG_MESSAGE_CHARS, "log message")
+}
+
 /// Where a call's progress goes.
 pub type ProgressSink = Arc<dyn Fn(McpProgress) + Send + Sync>;
 
@@ -145,7 +158,8 @@ impl ProgressRoutes {
             tool,
             progress: params.progress,
             total: params.total,
-            message: params.message.clone(),
+            message: (params.message.as_deref())
+                .map(|m| crate::catalog::cut_text(m, MAX_PROGRESS_MESSAGE_CHARS, "message")),
         });
         true
     }
@@ -241,7 +255,12 @@ impl ClientHandler for Handler {
         let schema = serde_json::to_value(&requested_schema).unwrap_or(Value::Null);
         let request = ElicitationRequest {
             server: self.server.clone(),
-            message,
+            // Shown to the person: cut, as a server's error message is.
+            message: crate::catalog::cut_text(
+                &message,
+                crate::error::MAX_SERVER_MESSAGE_CHARS,
+                "message",
+            ),
             defaults: schema_defaults(&schema),
             schema: schema.clone(),
         };
@@ -278,7 +297,7 @@ impl ClientHandler for Handler {
             return;
         }
         let server = &self.server;
-        let data = &params.data;
+        let data = log_text(&params.data);
         match params.level {
             LoggingLevel::Debug => tracing::debug!(server, %data, "mcp server log"),
             LoggingLevel::Info | LoggingLevel::Notice => {
@@ -368,5 +387,52 @@ mod tests {
         let budget = LogBudget::default();
         let taken = (0..1_000).filter(|_| budget.take()).count();
         assert_eq!(taken, LOG_MESSAGES_PER_SECOND as usize);
+    }
+
+    #[test]
+    fn a_huge_progress_message_is_cut() {
+        let routes = ProgressRoutes::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink_seen = seen.clone();
+        routes.insert(
+            ProgressToken(NumberOrString::Number(1)),
+            ProgressRoute {
+                server: "s".into(),
+                tool: "t".into(),
+                sink: Arc::new(move |p| sink_seen.lock().unwrap().push(p.message)),
+                cancel: CancellationToken::new(),
+            },
+        );
+        let mut big = params(1, 1.0);
+        big.message = Some("m".repeat(1_000_000));
+        assert!(routes.deliver("s", &big));
+        let mut small = params(1, 2.0);
+        small.message = Some("step 2".into());
+        assert!(routes.deliver("s", &small));
+        let seen = seen.lock().unwrap().clone();
+        let first = seen[0].as_deref().unwrap();
+        assert!(first.starts_with(&"m".repeat(MAX_PROGRESS_MESSAGE_CHARS)));
+        assert!(
+            first.ends_with("[... message cut at 1000 of 1000000 characters]"),
+            "{}",
+            &first[990..]
+        );
+        assert_eq!(seen[1].as_deref(), Some("step 2"));
+    }
+
+    #[test]
+    fn server_log_data_is_bounded_text() {
+        assert_eq!(
+            log_text(&serde_json::json!("a\u{1b}[2K")),
+            r#""a\u001b[2K""#
+        );
+        assert_eq!(log_text(&serde_json::json!({"a": 1})), r#"{"a":1}"#);
+        let big = log_text(&Value::String("x".repeat(100_000)));
+        assert!(
+            big.chars().count() < MAX_LOG_MESSAGE_CHARS + 100,
+            "{}",
+            big.len()
+        );
+        assert!(big.ends_with("[... log message cut at 4096 of 100002 characters]"));
     }
 }

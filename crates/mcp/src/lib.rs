@@ -37,6 +37,7 @@ pub mod error;
 mod event_loop;
 mod handler;
 mod legacy;
+pub mod listing;
 pub mod manager;
 pub mod names;
 pub mod oauth;

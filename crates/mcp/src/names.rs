@@ -95,6 +95,18 @@ pub struct NameMap {
 impl NameMap {
     /// Builds the map for every (server, tool) pair given, in any order.
     pub fn build<'a>(origins: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self::build_keeping(origins, &NameMap::default())
+    }
+
+    /// Like [`NameMap::build`], but every origin that `previous` named keeps its name: a tool
+    /// that appears later (a `list_changed`, a server that connects later) and collides after
+    /// sanitising gets the hash suffix, so it can never take over a name the model already uses
+    /// for another tool (possibly another server's). Origins new to the map are then named in
+    /// (server, tool) order as `build` does.
+    pub fn build_keeping<'a>(
+        origins: impl IntoIterator<Item = (&'a str, &'a str)>,
+        previous: &NameMap,
+    ) -> Self {
         let mut sorted: Vec<ToolOrigin> = origins
             .into_iter()
             .map(|(server, tool)| ToolOrigin {
@@ -105,7 +117,16 @@ impl NameMap {
         sorted.sort();
         sorted.dedup();
         let mut map = NameMap::default();
-        for origin in sorted {
+        let (kept, new): (Vec<ToolOrigin>, Vec<ToolOrigin>) = sorted
+            .into_iter()
+            .partition(|o| previous.by_origin.contains_key(o));
+        for origin in kept {
+            if let Some(name) = previous.by_origin.get(&origin) {
+                map.by_name.insert(name.clone(), origin.clone());
+                map.by_origin.insert(origin, name.clone());
+            }
+        }
+        for origin in new {
             let preferred = qualified_name(&origin.server, &origin.tool);
             let mut name = preferred.clone();
             if map.by_name.contains_key(&name) {
@@ -259,5 +280,30 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 4);
+    }
+
+    #[test]
+    fn a_later_colliding_tool_never_takes_over_a_name_in_use() {
+        // `mcp__a__b__c` belongs to server `a__b`'s tool `c`; then server `a` lists `b__c`,
+        // which sorts first and would take the plain name in a fresh build.
+        let before = NameMap::build([("a__b", "c")]);
+        assert_eq!(before.qualified("a__b", "c"), Some("mcp__a__b__c"));
+        let after = NameMap::build_keeping([("a__b", "c"), ("a", "b__c")], &before);
+        assert_eq!(after.qualified("a__b", "c"), Some("mcp__a__b__c"));
+        let stolen = after.resolve("mcp__a__b__c").unwrap();
+        assert_eq!(
+            (stolen.server.as_str(), stolen.tool.as_str()),
+            ("a__b", "c")
+        );
+        let newcomer = after.qualified("a", "b__c").unwrap();
+        assert_ne!(newcomer, "mcp__a__b__c");
+        assert!(is_valid_name(newcomer), "{newcomer}");
+        assert_eq!(after.len(), 2);
+        // A fresh build (a new process) still follows the (server, tool) order.
+        let fresh = NameMap::build([("a__b", "c"), ("a", "b__c")]);
+        assert_eq!(fresh.qualified("a", "b__c"), Some("mcp__a__b__c"));
+        // A name whose tool is gone is free again.
+        let later = NameMap::build_keeping([("a", "b__c")], &after);
+        assert_eq!(later.qualified("a", "b__c"), Some(newcomer));
     }
 }

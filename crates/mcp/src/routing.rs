@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::McpError;
+use crate::catalog::cut_text;
+use crate::error::{MAX_SERVER_MESSAGE_CHARS, McpError};
 use crate::handler::{ConnEvent, ProgressRoute, ProgressRoutes, ProgressSink};
 use crate::options::McpCallResult;
 use crate::shared::{Live, Shared, tidy};
@@ -197,8 +198,13 @@ fn answered(
             server,
             message: format!("unexpected response type to tools/call {tool}"),
         }),
+        // The server's text: cut, so a megabyte error message does not reach the model whole.
         Err(ServiceError::McpError(e)) => Err(McpError::Server {
-            message: live.redactor.apply(&e.message),
+            message: cut_text(
+                &live.redactor.apply(&e.message),
+                MAX_SERVER_MESSAGE_CHARS,
+                "message",
+            ),
             server,
             tool,
             code: e.code.0,
@@ -207,7 +213,9 @@ fn answered(
         Err(ServiceError::Cancelled { reason }) => Err(McpError::Protocol {
             message: live.redactor.apply(&format!(
                 "the server cancelled {tool} itself{}",
-                reason.map(|r| format!(": {r}")).unwrap_or_default()
+                reason
+                    .map(|r| format!(": {}", cut_text(&r, MAX_SERVER_MESSAGE_CHARS, "reason")))
+                    .unwrap_or_default()
             )),
             server,
         }),

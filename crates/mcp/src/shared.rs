@@ -9,7 +9,7 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
-use crate::catalog::{Catalog, apply_tool_filters, build_catalog};
+use crate::catalog::{Catalog, apply_tool_filters, build_catalog_keeping};
 use crate::config::ServerConfig;
 use crate::config::ToolFilter;
 use crate::elicitation::{Callers, ElicitationBroker};
@@ -77,7 +77,8 @@ impl Shared {
                     .map(|(name, s)| (name.clone(), s.config.tools.clone()))
                     .collect();
                 let (listed, filtered) = apply_tool_filters(listed, &filters);
-                let mut catalog = build_catalog(&listed, &trusted);
+                let previous = self.catalog();
+                let mut catalog = build_catalog_keeping(&listed, &trusted, &previous.names);
                 catalog.filtered = filtered;
                 *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
             }
