@@ -236,3 +236,52 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
         "{read:?}"
     );
 }
+
+/// Peak resident memory of this process, in KiB.
+fn peak_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wall_of_wildcard_ignore_patterns_in_every_folder_is_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // Wildcard patterns (each one a regex): 2,000 in the root (within the budget, applied) and
+    // ~1 MiB (25,000) in each of 8 folders (not applied: their files are shown).
+    let pattern = |i: usize| format!("**/*a{i}*b*c*d*e*f*g*h*/**/x{i}?[a-z]*\n");
+    let mut wall = String::new();
+    let mut i = 0;
+    while wall.len() < (1 << 20) - 100 {
+        wall.push_str(&pattern(i));
+        i += 1;
+    }
+    let mut in_budget = String::from("*.log\n");
+    in_budget.extend((0..2_000).map(pattern));
+    put(root, ".gitignore", &in_budget);
+    put(root, "hidden.log", "TODO\n");
+    for d in 0..8 {
+        put(root, &format!("d{d}/.gitignore"), &wall);
+        put(root, &format!("d{d}/kept.rs"), "// TODO\n");
+    }
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
+    let before = peak_kib();
+    let out = sb
+        .glob(
+            GlobRequest {
+                pattern: "*".into(),
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.entries.len(), 8, "{out:?}");
+    assert!(!out.entries.contains(&"hidden.log".to_string()));
+    let grown_mib = peak_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 400, "the walk took {grown_mib} MiB");
+}

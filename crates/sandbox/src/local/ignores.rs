@@ -17,6 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::Scoped;
@@ -25,6 +26,12 @@ use crate::error::SandboxError;
 
 /// Bytes read of one ignore file; the rest is ignored.
 pub const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+
+/// Patterns compiled for one call, all ignore files together: each pattern becomes a regex, and a
+/// project with a 1 MiB `.gitignore` of wildcard patterns in every folder would otherwise take
+/// gigabytes and minutes. An ignore file that does not fit in what is left is not applied (its
+/// files are shown) and a warning is logged.
+pub const MAX_IGNORE_PATTERNS: usize = 10_000;
 
 /// The rules one directory's own files define.
 #[derive(Debug, Default)]
@@ -42,6 +49,8 @@ pub struct IgnoreRules {
     root: PathBuf,
     dir: Dir,
     chains: Mutex<HashMap<PathBuf, Chain>>,
+    /// Patterns that may still be compiled in this call (see [`MAX_IGNORE_PATTERNS`]).
+    budget: AtomicUsize,
 }
 
 impl std::fmt::Debug for IgnoreRules {
@@ -62,6 +71,7 @@ impl IgnoreRules {
             root: s.root.clone(),
             dir,
             chains: Mutex::new(HashMap::new()),
+            budget: AtomicUsize::new(MAX_IGNORE_PATTERNS),
         })
     }
 
@@ -176,9 +186,27 @@ impl IgnoreRules {
         }
         let text = String::from_utf8_lossy(&bytes);
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let patterns: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        let granted = self
+            .budget
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(patterns.len())
+            });
+        if granted.is_err() {
+            tracing::warn!(
+                path = %shown,
+                patterns = patterns.len(),
+                max = MAX_IGNORE_PATTERNS,
+                "too many ignore patterns in this project; this ignore file is not applied"
+            );
+            return None;
+        }
         let mut builder = GitignoreBuilder::new(self.root.join(d));
         let mut any = false;
-        for line in text.lines() {
+        for line in patterns {
             if builder.add_line(None, line).is_ok() {
                 any = true;
             }
