@@ -285,3 +285,49 @@ async fn a_wall_of_wildcard_ignore_patterns_in_every_folder_is_bounded() {
     let grown_mib = peak_kib().saturating_sub(before) / 1024;
     assert!(grown_mib < 400, "the walk took {grown_mib} MiB");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_over_a_huge_project_file_does_not_load_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // 192 MiB, sparse (no disk), above edit_max_bytes (16 MiB) and below the 1 GiB bound.
+    let big = std::fs::File::create(root.join("huge.bin")).unwrap();
+    big.set_len(192 << 20).unwrap();
+    drop(big);
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
+    let before = peak_kib();
+    let req = WriteRequest {
+        path: "huge.bin".into(),
+        content: "small now\n".into(),
+        expect: None,
+    };
+    let plan = sb.preview_write(req.clone(), c()).await.unwrap();
+    assert_eq!(
+        (plan.existing, plan.diff.is_none()),
+        (
+            Some(FileStats {
+                bytes: 192 << 20,
+                lines: 1
+            }),
+            true
+        )
+    );
+    let fp = plan.fingerprint.unwrap();
+    let out = sb
+        .write(
+            WriteRequest {
+                expect: Some(Expected::Content(fp)),
+                ..req
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.previous.map(|p| p.bytes), Some(192 << 20));
+    assert_eq!(
+        std::fs::read(root.join("huge.bin")).unwrap(),
+        b"small now\n"
+    );
+    let grown_mib = peak_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 100, "writing took {grown_mib} MiB");
+}
