@@ -23,6 +23,9 @@ pub struct Limits {
     pub read_count_tail_bytes: u64,
     /// Children counted when ls summarises an ignored folder.
     pub ls_summary_children: u64,
+    /// Bytes grep buffers for one line (with its context): a file with a longer line is not
+    /// searched and is reported unreadable, so one huge line cannot take the app's memory.
+    pub grep_line_bytes: usize,
 }
 
 impl Default for Limits {
@@ -37,6 +40,7 @@ impl Default for Limits {
             edit_max_bytes: 16 * 1024 * 1024,
             read_count_tail_bytes: 64 * 1024 * 1024,
             ls_summary_children: 10_000,
+            grep_line_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -115,14 +115,58 @@ pub fn trim_eol(bytes: &[u8]) -> &[u8] {
 
 /// FNV-1a over the bytes; stable across runs and processes.
 pub fn fingerprint(bytes: &[u8]) -> Fingerprint {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    let mut f = Fingerprinter::default();
+    f.update(bytes);
+    f.finish()
+}
+
+/// [`fingerprint`] and [`stats`] computed chunk by chunk, so a large file need not be in memory.
+#[derive(Debug, Clone, Copy)]
+pub struct Fingerprinter {
+    hash: u64,
+    len: u64,
+    newlines: u64,
+    last: Option<u8>,
+}
+
+impl Default for Fingerprinter {
+    fn default() -> Self {
+        Fingerprinter {
+            hash: 0xcbf2_9ce4_8422_2325,
+            len: 0,
+            newlines: 0,
+            last: None,
+        }
     }
-    Fingerprint {
-        len: bytes.len() as u64,
-        hash,
+}
+
+impl Fingerprinter {
+    pub fn update(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.hash ^= u64::from(*b);
+            self.hash = self.hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.len += bytes.len() as u64;
+        self.newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        if let Some(b) = bytes.last() {
+            self.last = Some(*b);
+        }
+    }
+
+    pub fn finish(&self) -> Fingerprint {
+        Fingerprint {
+            len: self.len,
+            hash: self.hash,
+        }
+    }
+
+    /// The [`stats`] of everything given to [`Fingerprinter::update`].
+    pub fn stats(&self) -> FileStats {
+        let partial = matches!(self.last, Some(b) if b != b'\n');
+        FileStats {
+            bytes: self.len,
+            lines: self.newlines + u64::from(partial),
+        }
     }
 }
 
@@ -146,6 +190,22 @@ pub fn stats(bytes: &[u8]) -> FileStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunked_fingerprint_and_stats_equal_the_whole() {
+        for text in ["", "a", "a\n", "a\nb", "\n\n", "x\ny\nzz"] {
+            for split in 0..=text.len() {
+                let mut f = Fingerprinter::default();
+                f.update(&text.as_bytes()[..split]);
+                f.update(&text.as_bytes()[split..]);
+                assert_eq!(
+                    (f.finish(), f.stats()),
+                    (fingerprint(text.as_bytes()), stats(text.as_bytes())),
+                    "{text:?} split at {split}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn images_are_recognised_with_dimensions() {

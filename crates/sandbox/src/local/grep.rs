@@ -105,13 +105,13 @@ pub fn grep(
         unreadable_total: AtomicU64::new(0),
     };
     if start.is_file {
-        let mut searchers = Searchers::new(req.context);
+        let mut searchers = Searchers::new(req.context, s.limits.grep_line_bytes);
         shared.search_file(&start.rel, &mut searchers);
     } else {
-        walker(s, &start).build_parallel().run(|| {
+        walker(s, &start)?.build_parallel().run(|| {
             let shared = &shared;
             let start = &start;
-            let mut searchers = Searchers::new(req.context);
+            let mut searchers = Searchers::new(req.context, s.limits.grep_line_bytes);
             Box::new(move |entry| {
                 if shared.cancel.is_cancelled() {
                     return WalkState::Quit;
@@ -155,16 +155,20 @@ struct Searchers {
 }
 
 impl Searchers {
-    fn new(context: u32) -> Self {
+    /// `line_bytes`: the most the line buffer may grow to (ripgrep's is unbounded, growing to the
+    /// longest line); a longer line fails that file's search, reported as unreadable.
+    fn new(context: u32, line_bytes: usize) -> Self {
         let collect = SearcherBuilder::new()
             .line_number(true)
             .before_context(context as usize)
             .after_context(context as usize)
             .binary_detection(BinaryDetection::quit(0))
+            .heap_limit(Some(line_bytes))
             .build();
         let count = SearcherBuilder::new()
             .line_number(false)
             .binary_detection(BinaryDetection::quit(0))
+            .heap_limit(Some(line_bytes))
             .build();
         Searchers { collect, count }
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
-use super::walk::ancestor_ignores;
+use super::ignores::IgnoreRules;
 use crate::api::{EntryKind, IgnoredSummary, ListEntry, ListRequest, Listing};
 use crate::bounded::BoundedSmallest;
 use crate::error::SandboxError;
@@ -47,8 +47,10 @@ pub fn list(
         .dir
         .read_dir(&here)
         .map_err(|e| SandboxError::from_io("list", shown, e))?;
-    // Ignore rules that apply to the children: the ancestors' and this directory's own.
-    let ignores = ancestor_ignores(s, &canon.join("_"));
+    // Ignore rules that apply to the children: the ancestors' and this directory's own, read
+    // through the root `Dir`. Beneath an ignored directory every child directory is ignored.
+    let ignores = IgnoreRules::new(s)?;
+    let here_ignored = ignores.is_dir_or_parent_ignored(&canon);
     let mut kept: BoundedSmallest<Vec<u8>, ListEntry> = BoundedSmallest::new(limit);
     for entry in read {
         if cancel.is_cancelled() {
@@ -111,7 +113,7 @@ pub fn list(
         if ft.is_dir() {
             let reason = if ALWAYS_SUMMARISED.contains(&item.name.as_str()) {
                 Some(item.name.clone())
-            } else if is_ignored(s, &ignores, &child) {
+            } else if here_ignored || ignores.is_ignored(&child, true) {
                 Some("gitignored".to_string())
             } else {
                 None
@@ -132,13 +134,6 @@ pub fn list(
         path: scope::display(&canon),
         entries,
         omitted,
-    })
-}
-
-fn is_ignored(s: &Scoped, ignores: &[ignore::gitignore::Gitignore], child: &Path) -> bool {
-    let abs = s.root.join(child);
-    ignores.iter().any(|gi| {
-        abs.starts_with(gi.path()) && gi.matched_path_or_any_parents(&abs, true).is_ignore()
     })
 }
 

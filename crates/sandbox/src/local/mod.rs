@@ -13,6 +13,7 @@
 mod edit;
 pub(crate) mod fsio;
 mod grep;
+mod ignores;
 mod list;
 mod read;
 mod walk;

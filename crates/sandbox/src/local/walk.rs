@@ -2,21 +2,20 @@
 //!
 //! Confinement of walks: the start is resolved through the root `Dir` (canonicalised beneath
 //! the root, so a symlinked start that leads out is an Escape); the walker never follows
-//! symlinks (`follow_links(false)`) and reads no ignore files above the root (`parents(false)`,
-//! no global gitignore); the ignore files of the root and of the directories between the root
-//! and the start are read through the `Dir` and applied as a filter. Files are opened through
+//! symlinks (`follow_links(false)`) and reads no ignore file itself: the rules of the root and of
+//! every directory down to each entry are read through the `Dir` (`ignores`) and applied as a
+//! filter, none above the root, no global gitignore. Files are opened through
 //! the `Dir` (grep), and the entries glob returns are re-checked through it, so a directory
 //! swapped for an outside symlink mid-walk yields neither contents nor names.
 
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
+use super::ignores::IgnoreRules;
 use crate::api::{GlobOutcome, GlobRequest};
 use crate::bounded::BoundedSmallest;
 use crate::error::SandboxError;
@@ -64,77 +63,36 @@ pub fn resolve_start(s: &Scoped, given: Option<&str>) -> Result<Start, SandboxEr
     })
 }
 
-/// Ignore rules of the root and of each directory between the root and `start` (exclusive),
-/// read through the scoped `Dir`.
-pub fn ancestor_ignores(s: &Scoped, start: &Path) -> Vec<Gitignore> {
-    let mut dirs = vec![PathBuf::new()];
-    let mut acc = PathBuf::new();
-    let comps: Vec<_> = start.components().collect();
-    for c in comps.iter().take(comps.len().saturating_sub(1)) {
-        acc.push(c);
-        dirs.push(acc.clone());
-    }
-    if start.as_os_str().is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for d in dirs {
-        let mut builder = GitignoreBuilder::new(s.root.join(&d));
-        let mut any = false;
-        let mut names = vec![d.join(".gitignore"), d.join(".ignore")];
-        if d.as_os_str().is_empty() {
-            names.push(PathBuf::from(".git/info/exclude"));
-        }
-        for name in names {
-            let Ok(mut f) = s.dir.open(&name) else {
-                continue;
-            };
-            let mut text = String::new();
-            if (&mut f).take(1 << 20).read_to_string(&mut text).is_err() {
-                continue;
-            }
-            for line in text.lines() {
-                if builder.add_line(None, line).is_ok() {
-                    any = true;
-                }
-            }
-        }
-        if any {
-            match builder.build() {
-                Ok(gi) => out.push(gi),
-                Err(e) => tracing::debug!(error = %e, "ignoring a broken ignore file"),
-            }
-        }
-    }
-    out
-}
-
 /// The walker every search uses: gitignore-aware, hidden files skipped (as ripgrep and fd),
-/// `.gitignore` honoured outside git repositories too, never following symlinks.
-pub fn walker(s: &Scoped, start: &Start) -> WalkBuilder {
+/// `.gitignore` honoured outside git repositories too, never following symlinks. The ignore
+/// files are read by [`IgnoreRules`] through the root `Dir` (the crate's own loader, which opens
+/// them by absolute path, is off), from the root down, so a search started in a subfolder
+/// honours the rules above it and finds nothing beneath an ignored folder.
+pub fn walker(s: &Scoped, start: &Start) -> Result<WalkBuilder, SandboxError> {
     let mut b = WalkBuilder::new(&start.abs);
     b.follow_links(false)
         .hidden(true)
         .parents(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
+        .ignore(false)
+        .git_ignore(false)
+        .git_exclude(false)
         .git_global(false)
         .require_git(false)
         .threads(s.threads);
-    let ancestors = ancestor_ignores(s, &start.rel);
-    if !ancestors.is_empty() {
-        b.filter_entry(move |entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !ancestors.iter().any(|gi| {
-                entry.path().starts_with(gi.path())
-                    && gi
-                        .matched_path_or_any_parents(entry.path(), is_dir)
-                        .is_ignore()
-            })
-        });
-    }
-    b
+    let rules = IgnoreRules::new(s)?;
+    let start_ignored = rules.is_dir_or_parent_ignored(&start.rel);
+    let root = s.root.clone();
+    b.filter_entry(move |entry| {
+        if start_ignored {
+            return false;
+        }
+        let Ok(rel) = entry.path().strip_prefix(&root) else {
+            return false;
+        };
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        !rules.is_ignored(rel, is_dir)
+    });
+    Ok(b)
 }
 
 /// A glob as fd and ripgrep's `-g` read it: without a `/` it matches the file name at any
@@ -194,7 +152,7 @@ pub fn glob(
             k.offer(start.rel.clone(), start.rel.clone());
         }
     } else {
-        walker(s, &start).build_parallel().run(|| {
+        walker(s, &start)?.build_parallel().run(|| {
             Box::new(|entry| {
                 if cancel.is_cancelled() {
                     return WalkState::Quit;

@@ -4,16 +4,18 @@
 //! then read back and compared (Verification).
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions, PermissionsExt};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
-use super::fsio::{check_regular, read_whole};
-use crate::api::{Expected, FileStats, Verified, WriteOutcome, WritePlan, WriteRequest};
+use super::fsio::{CancelReader, check_regular, identity, open_regular, read_error, read_whole};
+use crate::api::{
+    Expected, FileStats, Fingerprint, Verified, WriteOutcome, WritePlan, WriteRequest,
+};
 use crate::error::SandboxError;
 use crate::scope;
-use crate::text::{fingerprint, stats};
+use crate::text::{Fingerprinter, fingerprint, stats};
 
 /// The parent directory and file name of a relative target.
 fn split(rel: &Path, given: &str) -> Result<(PathBuf, PathBuf), SandboxError> {
@@ -35,11 +37,20 @@ fn split(rel: &Path, given: &str) -> Result<(PathBuf, PathBuf), SandboxError> {
     Ok((parent, name))
 }
 
-/// The state of an existing target inside an opened parent.
+/// The state of an existing target inside an opened parent. Only a file of at most
+/// `edit_max_bytes` is held in memory (for the diff); a larger one is streamed through
+/// [`Fingerprinter`] in chunks, so writing over a huge project file costs no more memory than a
+/// chunk.
 pub struct Existing {
-    pub bytes: Vec<u8>,
+    /// The content, when at most `edit_max_bytes`.
+    pub bytes: Option<Vec<u8>>,
+    pub fingerprint: Fingerprint,
+    pub stats: FileStats,
     pub permissions: Permissions,
 }
+
+/// Largest existing file a write replaces (it is streamed, never loaded whole).
+pub const MAX_REPLACED_BYTES: u64 = 1 << 30;
 
 /// Read the current target (if any). Refuses symlinks, directories and special files.
 pub fn existing(
@@ -65,15 +76,52 @@ pub fn existing(
         });
     }
     check_regular(&meta.file_type(), given)?;
-    let (bytes, meta) = read_whole(
-        parent,
-        name,
-        given,
-        s.limits.edit_max_bytes.max(1 << 30),
+    let keep = s.limits.edit_max_bytes;
+    if meta.len() <= keep {
+        let (bytes, meta) = read_whole(parent, name, given, keep, cancel)?;
+        return Ok(Some(Existing {
+            fingerprint: fingerprint(&bytes),
+            stats: stats(&bytes),
+            bytes: Some(bytes),
+            permissions: meta.permissions(),
+        }));
+    }
+    let max = keep.max(MAX_REPLACED_BYTES);
+    let (file, meta) = open_regular(parent, name, given)?;
+    if meta.len() > max {
+        return Err(SandboxError::TooLarge {
+            path: given.to_string(),
+            size: meta.len(),
+            max,
+        });
+    }
+    let mut f = Fingerprinter::default();
+    let mut reader = CancelReader {
+        inner: (&file).take(max + 1),
         cancel,
-    )?;
+    };
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = reader
+            .read(&mut chunk)
+            .map_err(|e| read_error("read", given, cancel, e))?;
+        if n == 0 {
+            break;
+        }
+        f.update(&chunk[..n]);
+    }
+    let after = file
+        .metadata()
+        .map_err(|e| SandboxError::from_io("stat", given, e))?;
+    if f.stats().bytes != meta.len() || identity(&after) != identity(&meta) {
+        return Err(SandboxError::Changed {
+            path: given.to_string(),
+        });
+    }
     Ok(Some(Existing {
-        bytes,
+        bytes: None,
+        fingerprint: f.finish(),
+        stats: f.stats(),
         permissions: meta.permissions(),
     }))
 }
@@ -123,10 +171,11 @@ pub fn preview(
     let path = scope::display(&rel);
     let old_text = match &current {
         None => Some(String::new()),
-        Some(c) if c.bytes.len() as u64 <= s.limits.edit_max_bytes => {
-            std::str::from_utf8(&c.bytes).ok().map(str::to_string)
-        }
-        Some(_) => None,
+        Some(c) => c
+            .bytes
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .map(str::to_string),
     };
     let diff = old_text
         .filter(|_| req.content.len() as u64 <= s.limits.edit_max_bytes)
@@ -134,10 +183,10 @@ pub fn preview(
     Ok(WritePlan {
         diff,
         path,
-        existing: current.as_ref().map(|c| stats(&c.bytes)),
+        existing: current.as_ref().map(|c| c.stats),
         new: stats(req.content.as_bytes()),
         creates_dirs,
-        fingerprint: current.as_ref().map(|c| fingerprint(&c.bytes)),
+        fingerprint: current.as_ref().map(|c| c.fingerprint),
     })
 }
 
@@ -233,7 +282,7 @@ pub fn replace(
         let again = existing(s, &parent, &name, given, cancel)?;
         let same = match (&current, &again) {
             (None, None) => true,
-            (Some(a), Some(b)) => a.bytes == b.bytes,
+            (Some(a), Some(b)) => a.bytes == b.bytes && a.fingerprint == b.fingerprint,
             _ => false,
         };
         if !same {
@@ -276,7 +325,7 @@ pub fn replace(
         });
     }
     Ok(Replaced {
-        previous: current.as_ref().map(|c| stats(&c.bytes)),
+        previous: current.as_ref().map(|c| c.stats),
         mode: meta.permissions().mode() & 0o7777,
         compared: back.len() as u64,
     })
@@ -290,7 +339,7 @@ fn check_expectation(
     let ok = match (expect, current) {
         (None, _) => true,
         (Some(Expected::Absent), None) => true,
-        (Some(Expected::Content(fp)), Some(c)) => fingerprint(&c.bytes) == fp,
+        (Some(Expected::Content(fp)), Some(c)) => c.fingerprint == fp,
         _ => false,
     };
     if ok {

@@ -1,0 +1,333 @@
+//! A hostile project folder against the walks: ignore files (`.gitignore`, `.ignore`,
+//! `.git/info/exclude`) that are fifos, symlinks leading out or a `.git` file naming a directory
+//! elsewhere must neither hang ls, glob or grep nor be read outside the root; a huge line must not
+//! be buffered whole by grep.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy_sandbox::*;
+use ops_support::{c, put};
+use pretty_assertions::assert_eq;
+
+mod ops_support;
+
+/// A project `root` beside an `outside` folder (both under one temp dir).
+fn layout() -> (tempfile::TempDir, std::path::PathBuf, Arc<dyn Sandbox>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+    put(&root, "src/keep.rs", "// TODO keep\n");
+    put(&root, "sub/deep/also.rs", "// TODO also\n");
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(&root)).unwrap();
+    (tmp, root, sb)
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+/// Runs `walks_finish` on its own runtime and does not wait for a worker that is still blocked
+/// (a hung open would otherwise keep the test from ever reporting).
+fn walks_finish_bounded(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(20), walks_finish(sb)).await });
+    rt.shutdown_background();
+    out.expect("a walk hung on an ignore file")
+}
+
+/// ls, glob and grep from the root and from `sub`: they must see the project's files.
+async fn walks_finish(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64) {
+    let listing = sb.list(ListRequest::default(), c()).await.unwrap();
+    let sub = sb
+        .list(
+            ListRequest {
+                path: Some("sub/deep".into()),
+                limit: None,
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert!(sub.entries.iter().any(|e| e.name == "also.rs"), "{sub:?}");
+    let glob = sb
+        .glob(
+            GlobRequest {
+                pattern: "*.rs".into(),
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    let grep = sb
+        .grep(
+            GrepRequest {
+                pattern: "TODO".into(),
+                path: Some("sub".into()),
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    (
+        listing.entries.into_iter().map(|e| e.name).collect(),
+        glob.entries,
+        grep.total_matches,
+    )
+}
+
+#[test]
+fn a_fifo_as_ignore_file_never_hangs_a_walk() {
+    for name in [
+        ".gitignore",
+        ".ignore",
+        "sub/.gitignore",
+        ".git/info/exclude",
+    ] {
+        let (_tmp, root, sb) = layout();
+        std::fs::create_dir_all(root.join(name).parent().unwrap()).unwrap();
+        mkfifo(&root.join(name));
+        let (_, glob, grep) = walks_finish_bounded(&sb);
+        assert_eq!(
+            (glob, grep),
+            (vec!["src/keep.rs".into(), "sub/deep/also.rs".into()], 1),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn ignore_rules_outside_the_root_are_never_read() {
+    // Each hostile layout points an ignore file at an outside file that would hide every `.rs`
+    // file: if it were read, glob would find nothing.
+    let cases: &[&str] = &["gitignore-link", "ignore-link", "git-dir-link", "git-file"];
+    for case in cases {
+        let (tmp, root, sb) = layout();
+        let outside = tmp.path().join("outside");
+        put(&outside, "rules", "*.rs\n");
+        put(&outside, "gitdir/info/exclude", "*.rs\n");
+        put(
+            &outside,
+            "gitdir/commondir",
+            outside.join("gitdir").to_str().unwrap(),
+        );
+        match *case {
+            "gitignore-link" => symlink(outside.join("rules"), root.join(".gitignore")).unwrap(),
+            "ignore-link" => symlink("../outside/rules", root.join("sub/.ignore")).unwrap(),
+            "git-dir-link" => symlink(outside.join("gitdir"), root.join(".git")).unwrap(),
+            "git-file" => put(
+                &root,
+                ".git",
+                format!("gitdir: {}\n", outside.join("gitdir").display()),
+            ),
+            _ => unreachable!(),
+        }
+        let (_, glob, grep) = walks_finish_bounded(&sb);
+        assert_eq!(
+            (glob, grep),
+            (vec!["src/keep.rs".into(), "sub/deep/also.rs".into()], 1),
+            "{case}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
+    let (_tmp, root, sb) = layout();
+    put(&root, ".gitignore", "\u{feff}gen/\n*.log\n");
+    put(&root, "sub/.gitignore", "skip.rs\n");
+    put(&root, "sub/.ignore", "!skip.rs\nhidden_by_ignore.rs\n");
+    put(&root, ".git/info/exclude", "excluded.rs\n");
+    put(&root, "gen/x.rs", "// TODO gen\n");
+    put(&root, "a.log", "TODO\n");
+    put(&root, "sub/skip.rs", "// TODO skip\n");
+    put(&root, "sub/hidden_by_ignore.rs", "// TODO h\n");
+    put(&root, "sub/deep/excluded.rs", "// TODO x\n");
+    let (names, glob, grep) = walks_finish(&sb).await;
+    assert_eq!(
+        glob,
+        vec!["src/keep.rs", "sub/deep/also.rs", "sub/skip.rs"],
+        "`.ignore` wins over `.gitignore`, the deeper level over the root"
+    );
+    assert_eq!(grep, 2);
+    assert!(names.contains(&"gen".to_string()), "{names:?}");
+    let listing = sb.list(ListRequest::default(), c()).await.unwrap();
+    let gen_dir = listing.entries.iter().find(|e| e.name == "gen").unwrap();
+    assert_eq!(
+        gen_dir.ignored.as_ref().map(|i| i.reason.as_str()),
+        Some("gitignored")
+    );
+    // A search started inside an ignored folder finds nothing, as before.
+    let out = sb
+        .glob(
+            GlobRequest {
+                pattern: "*.rs".into(),
+                path: Some("gen".into()),
+                limit: None,
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.entries, Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // One 4 MiB line (no newline, no NUL: not binary) with the needle at its very end.
+    let mut long = vec![b'a'; 4 << 20];
+    long.extend_from_slice(b"needle");
+    put(root, "min.js", &long);
+    put(root, "small.txt", "needle\n");
+    let mut settings = SandboxSettings::new(root);
+    settings.limits.grep_line_bytes = 1 << 20;
+    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    for mode in [GrepMode::Content, GrepMode::Count] {
+        let out = sb
+            .grep(
+                GrepRequest {
+                    pattern: "needle".into(),
+                    mode,
+                    ..Default::default()
+                },
+                c(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.total_files, out.total_matches, out.unreadable_total),
+            (1, 1, 1),
+            "{mode:?}: {out:?}"
+        );
+        assert!(out.unreadable[0].starts_with("min.js: "), "{out:?}");
+    }
+    // read_file still shows the line, cut.
+    let read = sb
+        .read(
+            ReadRequest {
+                path: "min.js".into(),
+                offset: None,
+                limit: None,
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&read.content, ReadContent::Text { cut_lines: 1, .. }),
+        "{read:?}"
+    );
+}
+
+/// Peak resident memory of this process, in KiB.
+fn peak_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wall_of_wildcard_ignore_patterns_in_every_folder_is_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // Wildcard patterns (each one a regex): 2,000 in the root (within the budget, applied) and
+    // ~1 MiB (25,000) in each of 8 folders (not applied: their files are shown).
+    let pattern = |i: usize| format!("**/*a{i}*b*c*d*e*f*g*h*/**/x{i}?[a-z]*\n");
+    let mut wall = String::new();
+    let mut i = 0;
+    while wall.len() < (1 << 20) - 100 {
+        wall.push_str(&pattern(i));
+        i += 1;
+    }
+    let mut in_budget = String::from("*.log\n");
+    in_budget.extend((0..2_000).map(pattern));
+    put(root, ".gitignore", &in_budget);
+    put(root, "hidden.log", "TODO\n");
+    for d in 0..8 {
+        put(root, &format!("d{d}/.gitignore"), &wall);
+        put(root, &format!("d{d}/kept.rs"), "// TODO\n");
+    }
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
+    let before = peak_kib();
+    let out = sb
+        .glob(
+            GlobRequest {
+                pattern: "*".into(),
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.entries.len(), 8, "{out:?}");
+    assert!(!out.entries.contains(&"hidden.log".to_string()));
+    let grown_mib = peak_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 400, "the walk took {grown_mib} MiB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_over_a_huge_project_file_does_not_load_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // 192 MiB, sparse (no disk), above edit_max_bytes (16 MiB) and below the 1 GiB bound.
+    let big = std::fs::File::create(root.join("huge.bin")).unwrap();
+    big.set_len(192 << 20).unwrap();
+    drop(big);
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
+    let before = peak_kib();
+    let req = WriteRequest {
+        path: "huge.bin".into(),
+        content: "small now\n".into(),
+        expect: None,
+    };
+    let plan = sb.preview_write(req.clone(), c()).await.unwrap();
+    assert_eq!(
+        (plan.existing, plan.diff.is_none()),
+        (
+            Some(FileStats {
+                bytes: 192 << 20,
+                lines: 1
+            }),
+            true
+        )
+    );
+    let fp = plan.fingerprint.unwrap();
+    let out = sb
+        .write(
+            WriteRequest {
+                expect: Some(Expected::Content(fp)),
+                ..req
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.previous.map(|p| p.bytes), Some(192 << 20));
+    assert_eq!(
+        std::fs::read(root.join("huge.bin")).unwrap(),
+        b"small now\n"
+    );
+    let grown_mib = peak_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 100, "writing took {grown_mib} MiB");
+}
