@@ -151,6 +151,10 @@ pub(crate) async fn events<P: StreamParser>(
 ) -> Result<EventStream, ProviderError> {
     if is_json(&resp) {
         let v = read_json(resp, &cancel).await?;
+        // An error object with a success status (some proxies) is the error, not an answer.
+        if let Some(e) = crate::wire::error_in_body(&v) {
+            return Err(e);
+        }
         return Ok(ready_stream(from_json(&v)?));
     }
     let (tx, mut rx) = mpsc::channel(64);

@@ -130,7 +130,22 @@ impl HttpProvider {
         let body = self.body(req, false)?;
         let resp = http::send(&self.client, &self.url(), self.headers()?, &body, cancel).await?;
         let v = http::read_json(resp, cancel).await?;
+        if let Some(e) = crate::wire::error_in_body(&v) {
+            return Err(e);
+        }
         Ok(http::ready_stream(chat::events_from_response(&v)?))
+    }
+}
+
+/// A non-streamed answer must carry its content (`content` / `output`): a JSON body without it
+/// is not an empty answer.
+fn require_array(v: &Value, key: &str) -> Result<(), ProviderError> {
+    if v.get(key).is_some_and(Value::is_array) {
+        Ok(())
+    } else {
+        Err(ProviderError::Protocol(format!(
+            "the JSON response has no `{key}` array"
+        )))
     }
 }
 
@@ -185,7 +200,10 @@ impl Provider for HttpProvider {
                 http::events(
                     resp,
                     anthropic::Parser::new(),
-                    |v| Ok(anthropic::events_from_response(v)),
+                    |v| {
+                        require_array(v, "content")?;
+                        Ok(anthropic::events_from_response(v))
+                    },
                     cancel,
                 )
                 .await
@@ -194,7 +212,10 @@ impl Provider for HttpProvider {
                 http::events(
                     resp,
                     responses::Parser::new(),
-                    |v| Ok(responses::events_from_response(v)),
+                    |v| {
+                        require_array(v, "output")?;
+                        Ok(responses::events_from_response(v))
+                    },
                     cancel,
                 )
                 .await

@@ -18,6 +18,9 @@ pub enum Chunk {
     },
     /// `: text` (an SSE comment, what some servers send as keep-alive).
     Comment(String),
+    /// Bytes sent as they are, in one write (a line split across TCP reads, CRLF line ends, a
+    /// body cut mid-event).
+    Raw(String),
     Sleep(Duration),
     /// Send nothing more and keep the connection open until the client goes away.
     Stall,

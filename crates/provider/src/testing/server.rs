@@ -426,6 +426,7 @@ async fn play(chunks: Vec<Chunk>, tx: mpsc::Sender<Bytes>, state: Arc<Mutex<Stat
                 s
             }
             Chunk::Comment(t) => format!(": {t}\n\n"),
+            Chunk::Raw(t) => t,
             Chunk::Sleep(d) => {
                 tokio::select! {
                     _ = tokio::time::sleep(d) => continue,

@@ -5,9 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::responses::arguments_string;
 use super::usage::{CHAT, usage_of};
-use super::{StreamParser, parse_arguments, parse_json, str_field};
+use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
-use crate::error::{ProviderError, TransportKind, bounded};
+use crate::error::{ProviderError, TransportKind};
 use crate::event::{ProviderEvent, StopReason, Usage};
 use crate::model::{CallKind, ContentBlock, Message, RawContent, Role, result_text};
 use crate::request::ModelRequest;
@@ -120,15 +120,48 @@ pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
-            input: parse_arguments(
-                c.pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
+            input: parse_arguments(&arguments_text(c.pointer("/function/arguments"))),
             kind: CallKind::Function,
         });
     }
     out
+}
+
+/// A call's `function.arguments` as text. The API sends a string; some compatible servers send
+/// the object itself.
+fn arguments_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A fresh call id for a server that sent none: unique per response (`nonce`) and per call, so
+/// the ids of one run never repeat (the store keys a run's calls by id).
+fn generated_id(nonce: u64, slot: usize) -> String {
+    format!("call_{nonce:016x}_{slot}")
+}
+
+/// Gives every tool call of a non-streamed message an id when the server left it out (or sent
+/// the same one twice), in the message itself so that the stored raw message and the results
+/// agree.
+fn fill_missing_ids(msg: &mut Value) {
+    let Some(calls) = msg.get_mut("tool_calls").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let nonce = fastrand::u64(..);
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in calls.iter_mut().enumerate() {
+        let id = str_field(c, "id").to_string();
+        if id.is_empty() || !seen.insert(id) {
+            let fresh = generated_id(nonce, i);
+            seen.insert(fresh.clone());
+            if let Some(o) = c.as_object_mut() {
+                o.insert("id".into(), Value::String(fresh));
+            }
+        }
+    }
 }
 
 fn finish_reason(s: &str) -> StopReason {
@@ -144,6 +177,11 @@ struct Call {
     id: String,
     name: String,
     args: String,
+    /// Whether `id` came from the server (not generated).
+    server_id: bool,
+    /// Provider extras on the call (Gemini's `extra_content.google.thought_signature`, which it
+    /// wants back on the next request).
+    extra_content: Option<Value>,
 }
 
 /// SSE parser for Chat Completions streams.
@@ -152,6 +190,10 @@ pub struct Parser {
     started: bool,
     text: String,
     calls: Vec<Call>,
+    /// The server's `index` of a tool-call delta -> position in `calls`.
+    slots: std::collections::HashMap<u64, usize>,
+    /// Makes generated call ids unique (see [`generated_id`]).
+    nonce: u64,
     usage: Usage,
     finish: Option<String>,
     done: bool,
@@ -159,7 +201,34 @@ pub struct Parser {
 
 impl Parser {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            nonce: fastrand::u64(..),
+            ..Self::default()
+        }
+    }
+
+    /// Which call a tool-call delta continues, `None` for a new one. Servers differ: OpenAI
+    /// numbers calls with `index` and sends `id` and `name` only on a call's first delta; Gemini
+    /// sends no `index`; Ollama sends `index: 0` for every call, each with its own `id`.
+    fn slot_of(&self, tc: &Value) -> Option<usize> {
+        let id = str_field(tc, "id");
+        let same_call = |slot: usize| {
+            let c = &self.calls[slot];
+            id.is_empty() || !c.server_id || c.id == id
+        };
+        if let Some(index) = tc.get("index").and_then(Value::as_u64) {
+            return self.slots.get(&index).copied().filter(|s| same_call(*s));
+        }
+        if !id.is_empty() {
+            return self.calls.iter().position(|c| c.server_id && c.id == id);
+        }
+        // Neither index nor id: a continuation of the last call, unless it names a new one.
+        let last = self.calls.len().checked_sub(1)?;
+        let named = tc
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        (!named || self.calls[last].name.is_empty()).then_some(last)
     }
 
     fn finish(&mut self) -> Vec<ProviderEvent> {
@@ -174,8 +243,12 @@ impl Parser {
                 name: c.name.clone(),
                 input: parse_arguments(&c.args),
             });
-            calls.push(json!({"id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.args}}));
+            let mut call = json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.args}});
+            if let Some(x) = &c.extra_content {
+                call["extra_content"] = x.clone();
+            }
+            calls.push(call);
         }
         if !calls.is_empty() {
             raw["tool_calls"] = Value::Array(calls);
@@ -209,14 +282,8 @@ impl StreamParser for Parser {
             return Ok(self.finish());
         }
         let v = parse_json(data)?;
-        if let Some(e) = v.get("error") {
-            return Err(ProviderError::Stream {
-                error_type: bounded(match str_field(e, "type") {
-                    "" => "error",
-                    t => t,
-                }),
-                message: bounded(str_field(e, "message")),
-            });
+        if let Some(e) = error_in_body(&v) {
+            return Err(e);
         }
         let mut out = Vec::new();
         if !self.started {
@@ -245,41 +312,51 @@ impl StreamParser for Parser {
             .into_iter()
             .flatten()
         {
-            let index = tc
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(self.calls.len() as u64) as usize;
-            if index > self.calls.len() {
-                return Err(ProviderError::Protocol("tool call index skipped".into()));
+            let slot = match self.slot_of(tc) {
+                Some(slot) => slot,
+                None => {
+                    let slot = self.calls.len();
+                    let (id, server_id) = match str_field(tc, "id") {
+                        "" => (generated_id(self.nonce, slot), false),
+                        id => (id.to_string(), true),
+                    };
+                    let name = tc
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    self.calls.push(Call {
+                        id: id.clone(),
+                        name: name.to_string(),
+                        args: String::new(),
+                        server_id,
+                        extra_content: None,
+                    });
+                    out.push(ProviderEvent::ToolCallStart {
+                        id,
+                        name: name.to_string(),
+                        kind: CallKind::Function,
+                    });
+                    slot
+                }
+            };
+            if let Some(index) = tc.get("index").and_then(Value::as_u64) {
+                self.slots.insert(index, slot);
             }
-            if index == self.calls.len() {
-                let id = match str_field(tc, "id") {
-                    "" => format!("call_{index}"),
-                    id => id.to_string(),
-                };
-                let name = tc
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.calls.push(Call {
-                    id: id.clone(),
-                    name: name.to_string(),
-                    args: String::new(),
-                });
-                out.push(ProviderEvent::ToolCallStart {
-                    id,
-                    name: name.to_string(),
-                    kind: CallKind::Function,
-                });
-            }
-            let call = &mut self.calls[index];
-            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str)
-                && !a.is_empty()
+            let call = &mut self.calls[slot];
+            if call.name.is_empty()
+                && let Some(n) = tc.pointer("/function/name").and_then(Value::as_str)
             {
-                call.args.push_str(a);
+                call.name = n.to_string();
+            }
+            if let Some(x) = tc.get("extra_content").filter(|x| !x.is_null()) {
+                call.extra_content = Some(x.clone());
+            }
+            let a = arguments_text(tc.pointer("/function/arguments"));
+            if !a.is_empty() {
+                call.args.push_str(&a);
                 out.push(ProviderEvent::ToolCallArgsDelta {
                     id: call.id.clone(),
-                    delta: a.to_string(),
+                    delta: a,
                 });
             }
         }
@@ -310,10 +387,11 @@ impl StreamParser for Parser {
 /// Converts a non-streamed Chat Completions response into the events a stream would give; the
 /// message object is kept exactly as received.
 pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderError> {
-    let msg = v
+    let mut msg = v
         .pointer("/choices/0/message")
         .cloned()
         .ok_or_else(|| ProviderError::Protocol("response has no choices[0].message".into()))?;
+    fill_missing_ids(&mut msg);
     let content = parse_message(&msg);
     let mut out = vec![ProviderEvent::MessageStart {
         id: v.get("id").and_then(Value::as_str).map(str::to_string),
