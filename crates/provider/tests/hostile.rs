@@ -450,3 +450,56 @@ async fn unused_responses_events_and_a_body_cut_mid_event() {
         assert!(err.is_retryable());
     }
 }
+
+/// Error events without the usual fields still say what happened (never an empty message), on
+/// every format: Responses `response.failed` with `"error": null`, an Anthropic `error` event
+/// without a message, and a Chat Completions `event: error` whose data is plain text.
+#[tokio::test]
+async fn error_events_without_the_usual_fields_still_say_what_happened() {
+    let cases = [
+        (
+            ProviderKind::OpenAiResponses,
+            Chunk::event(
+                "response.failed",
+                json!({"type": "response.failed", "response": {"id": "r", "status": "failed", "error": null}}),
+            ),
+            "\"status\":\"failed\"",
+        ),
+        (
+            ProviderKind::Anthropic,
+            Chunk::event(
+                "error",
+                json!({"type": "error", "error": {"type": "api_error", "details": "upstream reset"}}),
+            ),
+            "upstream reset",
+        ),
+        (
+            ProviderKind::OpenAiChat,
+            Chunk::Event {
+                name: Some("error".into()),
+                data: "model crashed: out of memory".into(),
+            },
+            "model crashed: out of memory",
+        ),
+    ];
+    for (kind, event, says) in cases {
+        let server = common::server().await;
+        server.push(Reply::Stream {
+            chunks: vec![event],
+            served: None,
+        });
+        let p = provider(&server, kind, Presentation::ActiveTools);
+        let err = stream_error(&p, kind).await;
+        match &err {
+            ProviderError::Stream {
+                error_type,
+                message,
+            } => {
+                assert!(!error_type.is_empty(), "{kind:?}: {err:?}");
+                assert!(message.contains(says), "{kind:?}: {err:?}");
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        assert_eq!(err.stage(), Stage::Execution);
+    }
+}

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::usage::{ANTHROPIC, usage_of};
-use super::{StreamParser, parse_arguments, parse_json, str_field};
+use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
@@ -318,10 +318,11 @@ impl StreamParser for Parser {
             }
             "message_stop" => out.extend(self.finish()),
             "error" => {
-                return Err(ProviderError::Stream {
-                    error_type: bounded(str_field(v.get("error").unwrap_or(&v), "type")),
-                    message: bounded(str_field(v.get("error").unwrap_or(&v), "message")),
-                });
+                // Without the usual fields, the event's own text says what happened.
+                return Err(error_in_body(&v).unwrap_or_else(|| ProviderError::Stream {
+                    error_type: "error".into(),
+                    message: bounded(data),
+                }));
             }
             _ => {}
         }

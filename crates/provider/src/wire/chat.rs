@@ -7,7 +7,7 @@ use super::responses::arguments_string;
 use super::usage::{CHAT, usage_of};
 use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
-use crate::error::{ProviderError, TransportKind};
+use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
 use crate::model::{CallKind, ContentBlock, Message, RawContent, Role, result_text};
 use crate::request::ModelRequest;
@@ -274,16 +274,28 @@ impl Parser {
 }
 
 impl StreamParser for Parser {
-    fn on_event(&mut self, _event: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+    fn on_event(&mut self, event: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
         if self.done {
             return Ok(Vec::new());
         }
         if data.trim() == "[DONE]" {
             return Ok(self.finish());
         }
-        let v = parse_json(data)?;
+        // Some servers name an error event (`event: error`) whose data is any JSON or text.
+        let error_event = || ProviderError::Stream {
+            error_type: "error".into(),
+            message: bounded(data),
+        };
+        let v = match parse_json(data) {
+            Ok(v) => v,
+            Err(_) if event == "error" => return Err(error_event()),
+            Err(e) => return Err(e),
+        };
         if let Some(e) = error_in_body(&v) {
             return Err(e);
+        }
+        if event == "error" {
+            return Err(error_event());
         }
         let mut out = Vec::new();
         if !self.started {

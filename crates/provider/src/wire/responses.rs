@@ -346,15 +346,22 @@ impl StreamParser for Parser {
             "response.failed" | "error" => {
                 let e = v
                     .pointer("/response/error")
-                    .or_else(|| v.get("error"))
+                    .filter(|e| !e.is_null())
+                    .or_else(|| v.get("error").filter(|e| !e.is_null()))
                     .unwrap_or(&v);
-                let code = match str_field(e, "code") {
-                    "" => str_field(e, "type"),
-                    c => c,
+                let code = match (str_field(e, "code"), str_field(e, "type")) {
+                    ("", "" | "error" | "response.failed") => "error",
+                    ("", t) => t,
+                    (c, _) => c,
+                };
+                // Without a message (`"error": null`), the event's own text says what happened.
+                let message = match str_field(e, "message") {
+                    "" => data,
+                    m => m,
                 };
                 return Err(ProviderError::Stream {
                     error_type: bounded(code),
-                    message: bounded(str_field(e, "message")),
+                    message: bounded(message),
                 });
             }
             _ => {}
