@@ -1,11 +1,14 @@
-//! Call ids as compatible servers send them, through a whole run over real HTTP: ids numbered
-//! per response (`"0"` in every step of one run, as some servers do), the same id twice in one
-//! message, and ids with characters no stored id may hold. The run completes, every call is
-//! stored and answered, and the model gets back the ids of the message it was replayed.
+//! What compatible servers send, through a whole run over real HTTP.
+//!
+//! Call ids: numbered per response (`"0"` in every step of one run, as some servers do), the same
+//! id twice in one message, and ids with characters no stored id may hold. The run completes,
+//! every call is stored and answered, and the model gets back the ids of the message it was
+//! replayed. Keep-alives: a stream that sends nothing but pings is bounded and retried.
 
 mod agent_common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_common::*;
 use aibuddy::agent::{RunEvent, RunStart, RunStatus};
@@ -103,4 +106,70 @@ async fn call_ids_reused_within_a_run_are_made_unique() {
     assert_eq!(call_ids, vec!["0", "0-2", "0-3", "bad_id___-2"]);
     assert_eq!(result_ids, call_ids);
     h.server.assert_clean();
+}
+
+/// A stream of nothing but pings re-arms the idle timer forever: the keep-alive bound ends the
+/// attempt, it is retried, and the run completes with the retry's answer.
+async fn pings_forever_are_bounded(kind: ProviderKind) {
+    let h = harness(kind, None).await;
+    let ping = match kind {
+        ProviderKind::Anthropic => Chunk::event("ping", json!({"type": "ping"})),
+        _ => Chunk::Comment("keep-alive".into()),
+    };
+    let mut chunks = vec![match kind {
+        ProviderKind::Anthropic => Chunk::event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m", "content": [], "usage": {"input_tokens": 1}}}),
+        ),
+        _ => Chunk::data(
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}).to_string(),
+        ),
+    }];
+    // Two minutes of pings, one every 20 ms.
+    for _ in 0..6000 {
+        chunks.push(ping.clone());
+        chunks.push(Chunk::Sleep(Duration::from_millis(20)));
+    }
+    h.server.push(Reply::Stream {
+        chunks,
+        served: None,
+    });
+    h.push(Turn::text("Answered after the retry."));
+    let mut opts = fast_options();
+    opts.keepalive_timeout = Duration::from_millis(600);
+    let events = sink();
+    let agent = h.agent(Arc::new(ApproveAll), opts);
+    let run = agent.run(
+        RunStart {
+            prompt: "hi".into(),
+            ..RunStart::default()
+        },
+        CancellationToken::new(),
+        events.clone(),
+    );
+    let out = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("a stream of pings must not hold the run")
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert!(
+        events
+            .events()
+            .iter()
+            .any(|e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("keep-alive"))),
+        "{:?}",
+        events.events()
+    );
+    assert_eq!(text_of(&events.events()), "Answered after the retry.");
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_forever_are_bounded_anthropic() {
+    pings_forever_are_bounded(ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_forever_are_bounded_chat() {
+    pings_forever_are_bounded(ProviderKind::OpenAiChat).await;
 }
