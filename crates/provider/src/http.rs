@@ -100,6 +100,9 @@ pub(crate) async fn error_from_response(
 /// Pure: the provider's error type and message from an error body.
 pub fn error_fields(body: &[u8]) -> (Option<String>, String) {
     let text = String::from_utf8_lossy(body);
+    if text.trim().is_empty() {
+        return (None, "(empty response body)".into());
+    }
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return (None, bounded(text.trim()));
     };
@@ -119,11 +122,15 @@ pub fn error_fields(body: &[u8]) -> (Option<String>, String) {
     (ty, msg)
 }
 
-fn is_json(resp: &reqwest::Response) -> bool {
+fn content_type(resp: &reqwest::Response) -> Option<String> {
     resp.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
+        .map(|v| v.trim().to_ascii_lowercase())
+}
+
+fn is_json(resp: &reqwest::Response) -> bool {
+    content_type(resp).is_some_and(|v| v.starts_with("application/json"))
 }
 
 /// Reads a non-streamed JSON response body.
@@ -149,6 +156,13 @@ pub(crate) async fn events<P: StreamParser>(
     from_json: fn(&Value) -> Result<Vec<ProviderEvent>, ProviderError>,
     cancel: CancellationToken,
 ) -> Result<EventStream, ProviderError> {
+    // A web page where an event stream belongs: a base URL that names a site, not the API.
+    if let Some(ct) = content_type(&resp).filter(|ct| ct.starts_with("text/html")) {
+        return Err(ProviderError::Protocol(format!(
+            "the provider answered with a web page ({}), not an event stream; check the base URL",
+            bounded(&ct)
+        )));
+    }
     if is_json(&resp) {
         let v = read_json(resp, &cancel).await?;
         // An error object with a success status (some proxies) is the error, not an answer.

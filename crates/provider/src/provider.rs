@@ -155,7 +155,12 @@ fn streaming_refused(e: &ProviderError) -> bool {
         ProviderError::Http {
             status, message, ..
         } if (400..600).contains(status) && *status != 429 => {
-            message.to_ascii_lowercase().contains("stream")
+            // "upstream" (a proxy's 502/503: "upstream connect error") says nothing about
+            // streaming.
+            message
+                .to_ascii_lowercase()
+                .replace("upstream", "")
+                .contains("stream")
         }
         _ => false,
     }

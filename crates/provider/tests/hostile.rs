@@ -503,3 +503,93 @@ async fn error_events_without_the_usual_fields_still_say_what_happened() {
         assert_eq!(err.stage(), Stage::Execution);
     }
 }
+
+fn body(status: u16, content_type: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    Reply::Body {
+        status,
+        content_type: content_type.into(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: body.into(),
+    }
+}
+
+/// HTTP errors without a JSON body: a proxy's HTML page (with `retry-after` as an HTTP date in
+/// the past) keeps its status and retry class, an empty body says so, and a 200 HTML page where
+/// a stream belongs (a base URL naming a web site) is a Projection error that names it, not a
+/// connection failure retried five times.
+#[tokio::test]
+async fn error_bodies_that_are_not_json() {
+    for kind in KINDS {
+        let server = common::server().await;
+        server.push(body(
+            502,
+            "text/html; charset=utf-8",
+            &[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")],
+            "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        ));
+        server.push(body(503, "text/plain", &[], ""));
+        server.push(body(
+            200,
+            "text/html",
+            &[],
+            "<!doctype html><title>Welcome</title>",
+        ));
+        let p = provider(&server, kind, Presentation::ActiveTools);
+        let err = stream_error(&p, kind).await;
+        match &err {
+            ProviderError::Http {
+                status: 502,
+                message,
+                retry_after,
+                ..
+            } => {
+                assert!(message.contains("502 Bad Gateway"), "{kind:?}: {message}");
+                assert_eq!(*retry_after, Some(Duration::ZERO));
+            }
+            other => panic!("{kind:?}: {other:?}"),
+        }
+        assert!(err.is_retryable());
+        let err = stream_error(&p, kind).await;
+        assert!(
+            matches!(&err, ProviderError::Http { status: 503, message, .. } if message == "(empty response body)"),
+            "{kind:?}: {err:?}"
+        );
+        let err = stream_error(&p, kind).await;
+        assert!(
+            matches!(&err, ProviderError::Protocol(m) if m.contains("text/html")),
+            "{kind:?}: {err:?}"
+        );
+        assert!(!err.is_retryable());
+        assert_eq!(err.stage(), Stage::Projection);
+    }
+}
+
+/// A proxy's "upstream" failure is not the server refusing to stream: the error stays the
+/// retryable 503 and the route keeps streaming (only a refusal switches Chat Completions to
+/// unstreamed requests).
+#[tokio::test]
+async fn an_upstream_failure_is_not_a_streaming_refusal() {
+    let server = common::server().await;
+    server.push(body(
+        503,
+        "text/plain",
+        &[],
+        "upstream connect error or disconnect/reset before headers",
+    ));
+    server.push(id_less_call_stream("a.txt"));
+    let p = provider(&server, CHAT, Presentation::ActiveTools);
+    let err = stream_error(&p, CHAT).await;
+    assert!(
+        matches!(&err, ProviderError::Http { status: 503, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+    let (_, msg) = step(&p, &ask(CHAT)).await;
+    assert_eq!(calls(&msg).len(), 1);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs.iter().all(|r| r.body["stream"] == json!(true)));
+}

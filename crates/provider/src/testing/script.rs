@@ -60,6 +60,13 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         body: Value,
     },
+    /// Any status, content type and body text (an HTML page from a proxy, an empty body).
+    Body {
+        status: u16,
+        content_type: String,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
 }
 
 /// A tool call in a scripted turn.

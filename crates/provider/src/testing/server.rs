@@ -392,6 +392,12 @@ async fn handle(
                 .into(),
         ),
         Some(Reply::Json { body, .. }) => full(200, &[], "application/json", body.to_string()),
+        Some(Reply::Body {
+            status,
+            content_type,
+            headers,
+            body,
+        }) => full(status, &headers, &content_type, body),
         Some(Reply::Error {
             status,
             headers,
