@@ -180,6 +180,52 @@ pub(crate) async fn events<P: StreamParser>(
 
 type Tx = mpsc::Sender<Result<ProviderEvent, ProviderError>>;
 
+/// Decodes body bytes as UTF-8 piece by piece, lossily: a sequence split between two chunks is
+/// decoded whole, an invalid byte becomes U+FFFD. (The SSE parser keeps an invalid byte pending
+/// for ever and parses nothing after it: one bad byte from a server would wedge the stream.)
+#[derive(Default)]
+struct LossyUtf8 {
+    pending: Vec<u8>,
+}
+
+impl LossyUtf8 {
+    fn push(&mut self, chunk: &[u8]) -> Bytes {
+        self.pending.extend_from_slice(chunk);
+        let mut out = String::new();
+        let mut start = 0;
+        while start < self.pending.len() {
+            match std::str::from_utf8(&self.pending[start..]) {
+                Ok(s) => {
+                    out.push_str(s);
+                    start = self.pending.len();
+                }
+                Err(e) => {
+                    let valid = start + e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.pending[start..valid]));
+                    match e.error_len() {
+                        Some(bad) => {
+                            out.push(char::REPLACEMENT_CHARACTER);
+                            start = valid + bad;
+                        }
+                        // An incomplete sequence at the end: wait for the next chunk.
+                        None => {
+                            start = valid;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.pending.drain(..start);
+        Bytes::from(out)
+    }
+
+    fn finish(&mut self) -> Bytes {
+        let rest = std::mem::take(&mut self.pending);
+        Bytes::from(String::from_utf8_lossy(&rest).into_owned())
+    }
+}
+
 /// Sends one item unless the run was cancelled or the consumer went away; `false` means stop.
 async fn emit(
     tx: &Tx,
@@ -208,6 +254,7 @@ async fn drive<P: StreamParser>(
     let mut sse = brx.eventsource();
     let mut btx = Some(btx);
     let mut total = 0usize;
+    let mut utf8 = LossyUtf8::default();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -234,11 +281,17 @@ async fn drive<P: StreamParser>(
                     return;
                 }
                 if let Some(b) = &btx {
-                    let _ = b.unbounded_send(Ok(bytes));
+                    let _ = b.unbounded_send(Ok(utf8.push(&bytes)));
                 }
                 false
             }
             None => {
+                if let Some(b) = &btx {
+                    let rest = utf8.finish();
+                    if !rest.is_empty() {
+                        let _ = b.unbounded_send(Ok(rest));
+                    }
+                }
                 btx = None;
                 true
             }

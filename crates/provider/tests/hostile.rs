@@ -593,3 +593,36 @@ async fn an_upstream_failure_is_not_a_streaming_refusal() {
     assert_eq!(reqs.len(), 2);
     assert!(reqs.iter().all(|r| r.body["stream"] == json!(true)));
 }
+
+/// Bytes that are not UTF-8 inside a streamed text (a local server cutting a character between
+/// tokens) become U+FFFD; the rest of the stream, a character split between two reads included,
+/// is read as usual.
+#[tokio::test]
+async fn invalid_utf8_in_a_stream_does_not_wedge_it() {
+    let server = common::server().await;
+    let mut bad =
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff\xfe byte \xe2\x82"
+            .to_vec();
+    bad.extend_from_slice(b"\"}}]}\n\n");
+    let euro = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" \u{20ac}5\"}}]}\n\n";
+    let (e1, e2) = euro.as_bytes().split_at(euro.find('\u{20ac}').unwrap() + 1);
+    server.push(Reply::Stream {
+        chunks: vec![
+            Chunk::Bytes(bad),
+            Chunk::Sleep(Duration::from_millis(30)),
+            Chunk::Bytes(e1.to_vec()),
+            Chunk::Sleep(Duration::from_millis(30)),
+            Chunk::Bytes(e2.to_vec()),
+            chunk(json!({}), json!("stop")),
+            Chunk::data("[DONE]"),
+        ],
+        served: None,
+    });
+    let p = provider(&server, CHAT, Presentation::ActiveTools);
+    let (events, msg) = step(&p, &ask(CHAT)).await;
+    assert_eq!(
+        text_of(&events),
+        "bad \u{fffd}\u{fffd} byte \u{fffd} \u{20ac}5"
+    );
+    assert_eq!(msg.text(), text_of(&events));
+}

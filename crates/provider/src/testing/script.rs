@@ -21,6 +21,8 @@ pub enum Chunk {
     /// Bytes sent as they are, in one write (a line split across TCP reads, CRLF line ends, a
     /// body cut mid-event).
     Raw(String),
+    /// Bytes that need not be UTF-8, in one write.
+    Bytes(Vec<u8>),
     Sleep(Duration),
     /// Send nothing more and keep the connection open until the client goes away.
     Stall,

@@ -433,6 +433,13 @@ async fn play(chunks: Vec<Chunk>, tx: mpsc::Sender<Bytes>, state: Arc<Mutex<Stat
             }
             Chunk::Comment(t) => format!(": {t}\n\n"),
             Chunk::Raw(t) => t,
+            Chunk::Bytes(b) => {
+                if tx.send(Bytes::from(b)).await.is_err() {
+                    lock(&state).disconnects += 1;
+                    return;
+                }
+                continue;
+            }
             Chunk::Sleep(d) => {
                 tokio::select! {
                     _ = tokio::time::sleep(d) => continue,
