@@ -626,3 +626,35 @@ async fn invalid_utf8_in_a_stream_does_not_wedge_it() {
     );
     assert_eq!(msg.text(), text_of(&events));
 }
+
+/// `content` as an array of parts (Mistral's reasoning models stream `thinking` and `text`
+/// parts), streamed and unstreamed: the text parts are the answer.
+#[tokio::test]
+async fn chat_content_as_an_array_of_parts() {
+    let server = common::server().await;
+    server.push(Reply::Stream {
+        chunks: vec![
+            chunk(json!({"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]}]}), Value::Null),
+            chunk(json!({"content": [{"type": "text", "text": "The answer"}]}), Value::Null),
+            chunk(json!({"content": " is 4."}), json!("stop")),
+            Chunk::data("[DONE]"),
+        ],
+        served: None,
+    });
+    server.push(Reply::Json {
+        body: json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": [{"type": "thinking", "thinking": []}, {"type": "text", "text": "Unstreamed."}]}}]}),
+        served: None,
+    });
+    let p = provider(&server, CHAT, Presentation::ActiveTools);
+    let (events, msg) = step(&p, &ask(CHAT)).await;
+    assert_eq!(
+        (text_of(&events).as_str(), msg.text().as_str()),
+        ("The answer is 4.", "The answer is 4.")
+    );
+    let (events, msg) = step(&p, &ask(CHAT)).await;
+    assert_eq!(
+        (text_of(&events).as_str(), msg.text().as_str()),
+        ("Unstreamed.", "Unstreamed.")
+    );
+}

@@ -101,11 +101,9 @@ fn assistant_message(m: &Message) -> Value {
 /// The neutral view of one assistant message object.
 pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
     let mut out = Vec::new();
-    let text = str_field(msg, "content");
+    let text = content_text(msg.get("content"));
     if !text.is_empty() {
-        out.push(ContentBlock::Text {
-            text: text.to_string(),
-        });
+        out.push(ContentBlock::Text { text });
     }
     for c in msg
         .get("tool_calls")
@@ -125,6 +123,20 @@ pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
         });
     }
     out
+}
+
+/// A message's `content` as text: a string, or (Mistral's reasoning models, some proxies) an
+/// array of parts whose `text` parts are the answer (`thinking` and other parts are not).
+fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| matches!(str_field(p, "type"), "text" | "output_text"))
+            .map(|p| str_field(p, "text"))
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// A call's `function.arguments` as text. The API sends a string; some compatible servers send
@@ -310,13 +322,10 @@ impl StreamParser for Parser {
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(out);
         };
-        if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
-            && !t.is_empty()
-        {
-            self.text.push_str(t);
-            out.push(ProviderEvent::TextDelta {
-                text: t.to_string(),
-            });
+        let t = content_text(choice.pointer("/delta/content"));
+        if !t.is_empty() {
+            self.text.push_str(&t);
+            out.push(ProviderEvent::TextDelta { text: t });
         }
         for tc in choice
             .pointer("/delta/tool_calls")
