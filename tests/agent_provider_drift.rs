@@ -13,6 +13,7 @@ use std::time::Duration;
 use agent_common::*;
 use aibuddy::agent::{RunEvent, RunStart, RunStatus};
 use aibuddy::confirm::ApproveAll;
+use aibuddy::contract::Stage;
 use aibuddy::events::CallStatus;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::{Chunk, Reply, Turn};
@@ -172,4 +173,71 @@ async fn pings_forever_are_bounded_anthropic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pings_forever_are_bounded_chat() {
     pings_forever_are_bounded(ProviderKind::OpenAiChat).await;
+}
+
+/// Tool-call arguments cut off mid-JSON (`finish_reason: "length"`, many small deltas): the call
+/// is answered with a Parameters error, nothing runs, the run goes on to the model's next answer,
+/// and the next request carries that error as the call's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_cut_mid_json_are_a_parameters_error_and_the_run_goes_on() {
+    let kind = ProviderKind::OpenAiChat;
+    let h = harness(kind, None).await;
+    let args = "{\"path\": \"notes.txt\", \"offset\": 1";
+    let mut chunks = vec![Chunk::data(
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_cut", "type": "function", "function": {"name": "read_file", "arguments": ""}}]}, "finish_reason": null}]}).to_string(),
+    )];
+    for piece in args.as_bytes().chunks(3) {
+        let piece = String::from_utf8_lossy(piece).into_owned();
+        chunks.push(Chunk::data(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "finish_reason": null}]}).to_string(),
+        ));
+    }
+    chunks.push(Chunk::data(
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string(),
+    ));
+    chunks.push(Chunk::data("[DONE]"));
+    h.server.push(Reply::Stream {
+        chunks,
+        served: None,
+    });
+    h.push(Turn::text("I will retry with complete arguments."));
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), fast_options())
+        .run(
+            RunStart {
+                prompt: "read notes".into(),
+                ..RunStart::default()
+            },
+            CancellationToken::new(),
+            events.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let stored = format!("{}:call_cut", out.run_id);
+    assert!(
+        events.events().iter().any(|e| matches!(e,
+            RunEvent::ToolResult { tool_call_id, status: CallStatus::Error, stage: Some(stage), .. }
+                if *tool_call_id == stored && *stage == Stage::Parameters)),
+        "{:?}",
+        events.events()
+    );
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 2);
+    let tool_msg = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert_eq!(tool_msg["tool_call_id"], "call_cut");
+    assert!(
+        !tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("alpha-content")
+    );
+    h.server.assert_clean();
 }
