@@ -658,3 +658,51 @@ async fn chat_content_as_an_array_of_parts() {
         ("Unstreamed.", "Unstreamed.")
     );
 }
+
+/// A refusal is the model's answer: streamed in its own field (Chat `delta.refusal`, Responses
+/// `response.refusal.delta` and a `refusal` content part), it is shown and kept, not dropped as
+/// an empty answer.
+#[tokio::test]
+async fn a_refusal_is_shown_not_dropped() {
+    let says = "I can't help with that.";
+    let server = common::server().await;
+    server.push(Reply::Stream {
+        chunks: vec![
+            chunk(
+                json!({"role": "assistant", "content": null, "refusal": "I can't "}),
+                Value::Null,
+            ),
+            chunk(json!({"refusal": "help with that."}), json!("stop")),
+            Chunk::data("[DONE]"),
+        ],
+        served: None,
+    });
+    let p = provider(&server, CHAT, Presentation::ActiveTools);
+    let (events, msg) = step(&p, &ask(CHAT)).await;
+    assert_eq!(
+        (text_of(&events).as_str(), msg.text().as_str()),
+        (says, says)
+    );
+
+    let kind = ProviderKind::OpenAiResponses;
+    let server = common::server().await;
+    let item = json!({"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+        "content": [{"type": "refusal", "refusal": says}]});
+    server.push(Reply::Stream {
+        chunks: vec![
+            Chunk::event("response.created", json!({"type": "response.created", "response": {"id": "r"}})),
+            Chunk::event("response.output_item.added", json!({"type": "response.output_item.added", "item": {"type": "message", "id": "m1", "content": []}})),
+            Chunk::event("response.refusal.delta", json!({"type": "response.refusal.delta", "item_id": "m1", "delta": says})),
+            Chunk::event("response.refusal.done", json!({"type": "response.refusal.done", "item_id": "m1", "refusal": says})),
+            Chunk::event("response.output_item.done", json!({"type": "response.output_item.done", "item": item})),
+            Chunk::event("response.completed", json!({"type": "response.completed", "response": {"id": "r", "output": [item]}})),
+        ],
+        served: None,
+    });
+    let p = provider(&server, kind, Presentation::ActiveTools);
+    let (events, msg) = step(&p, &ask(kind)).await;
+    assert_eq!(
+        (text_of(&events).as_str(), msg.text().as_str()),
+        (says, says)
+    );
+}

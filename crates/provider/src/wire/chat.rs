@@ -101,7 +101,10 @@ fn assistant_message(m: &Message) -> Value {
 /// The neutral view of one assistant message object.
 pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
     let mut out = Vec::new();
-    let text = content_text(msg.get("content"));
+    let mut text = content_text(msg.get("content"));
+    if let Some(r) = msg.get("refusal").and_then(Value::as_str) {
+        text.push_str(r);
+    }
     if !text.is_empty() {
         out.push(ContentBlock::Text { text });
     }
@@ -322,7 +325,11 @@ impl StreamParser for Parser {
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(out);
         };
-        let t = content_text(choice.pointer("/delta/content"));
+        let mut t = content_text(choice.pointer("/delta/content"));
+        // OpenAI streams a refusal in its own field; it is the model's answer too.
+        if let Some(r) = choice.pointer("/delta/refusal").and_then(Value::as_str) {
+            t.push_str(r);
+        }
         if !t.is_empty() {
             self.text.push_str(&t);
             out.push(ProviderEvent::TextDelta { text: t });
