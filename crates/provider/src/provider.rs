@@ -39,6 +39,9 @@ pub struct HttpProvider {
     client: reqwest::Client,
     /// Chat Completions only: send unstreamed (configured, or learnt from a failure).
     unstreamed: AtomicBool,
+    /// Chat Completions only: the server wants `max_completion_tokens`, not `max_tokens`
+    /// (OpenAI's newer models refuse the old name; learnt from that refusal).
+    completion_tokens: AtomicBool,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -70,6 +73,7 @@ impl HttpProvider {
             key,
             client,
             unstreamed,
+            completion_tokens: AtomicBool::new(false),
         })
     }
 
@@ -118,7 +122,16 @@ impl HttpProvider {
         match self.route.kind {
             ProviderKind::Anthropic => anthropic::build_request(req, stream),
             ProviderKind::OpenAiResponses => responses::build_request(req, stream),
-            ProviderKind::OpenAiChat => chat::build_request(req, stream),
+            ProviderKind::OpenAiChat => {
+                let mut body = chat::build_request(req, stream)?;
+                if self.completion_tokens.load(Ordering::Relaxed)
+                    && let Some(o) = body.as_object_mut()
+                    && let Some(n) = o.remove("max_tokens")
+                {
+                    o.insert("max_completion_tokens".into(), n);
+                }
+                Ok(body)
+            }
         }
     }
 
@@ -147,6 +160,13 @@ fn require_array(v: &Value, key: &str) -> Result<(), ProviderError> {
             "the JSON response has no `{key}` array"
         )))
     }
+}
+
+/// A 400 that asks for `max_completion_tokens` instead of `max_tokens` ("Unsupported parameter:
+/// 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.").
+fn wants_completion_tokens(e: &ProviderError) -> bool {
+    matches!(e, ProviderError::Http { status: 400, message, .. }
+        if message.contains("max_completion_tokens"))
 }
 
 /// A failure that says the endpoint cannot stream (with tools): llama.cpp, some proxies.
@@ -179,6 +199,26 @@ impl Provider for HttpProvider {
     }
 
     async fn stream(
+        &self,
+        req: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        match self.stream_once(req, cancel.clone()).await {
+            Err(e)
+                if self.route.kind == ProviderKind::OpenAiChat
+                    && wants_completion_tokens(&e)
+                    && !self.completion_tokens.swap(true, Ordering::Relaxed) =>
+            {
+                tracing::warn!(provider = %self.route.name, "max_tokens refused; sending max_completion_tokens");
+                self.stream_once(req, cancel).await
+            }
+            r => r,
+        }
+    }
+}
+
+impl HttpProvider {
+    async fn stream_once(
         &self,
         req: &ModelRequest,
         cancel: CancellationToken,

@@ -706,3 +706,35 @@ async fn a_refusal_is_shown_not_dropped() {
         (says, says)
     );
 }
+
+/// OpenAI's newer models refuse `max_tokens` on Chat Completions and ask for
+/// `max_completion_tokens`: the request is sent again once with the new name, and the route keeps
+/// using it (other servers keep getting `max_tokens`).
+#[tokio::test]
+async fn chat_max_completion_tokens_when_max_tokens_is_refused() {
+    let server = common::server().await;
+    server.push(Reply::Error {
+        status: 400,
+        headers: vec![],
+        body: json!({"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}),
+    });
+    server.push(aibuddy_provider::testing::Turn::text("first").reply(CHAT));
+    server.push(aibuddy_provider::testing::Turn::text("second").reply(CHAT));
+    let p = provider(&server, CHAT, Presentation::ActiveTools);
+    let (events, _) = step(&p, &ask(CHAT)).await;
+    assert_eq!(text_of(&events), "first");
+    let (events, _) = step(&p, &ask(CHAT)).await;
+    assert_eq!(text_of(&events), "second");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].body["max_tokens"], json!(1024));
+    for r in &reqs[1..] {
+        assert_eq!(r.body["max_completion_tokens"], json!(1024));
+        assert!(r.body.get("max_tokens").is_none());
+    }
+    assert_eq!(
+        p.request_body(&ask(CHAT)).unwrap()["max_completion_tokens"],
+        json!(1024)
+    );
+    server.assert_clean();
+}
