@@ -58,6 +58,8 @@ pub use events::{CollectingRunSink, NullRunSink, RunEvent, RunEventSink};
 pub const DEFAULT_MAX_STEPS: u32 = 100;
 /// Default idle timeout of one streamed step.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default bound on a stream that sends only keep-alives (ten idle timeouts).
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Tunables of the loop (settings feed these; the defaults are the issue's).
 #[derive(Debug, Clone)]
@@ -66,6 +68,10 @@ pub struct AgentOptions {
     pub max_steps: u32,
     /// A step whose stream yields nothing (not even a ping) for this long is aborted and retried.
     pub idle_timeout: Duration,
+    /// A step whose stream sends only keep-alives (pings, SSE comments, bytes that complete no
+    /// event) for this long, with no text, call or usage, is aborted and retried like a stall:
+    /// pings re-arm the idle timer, so without this bound such a stream would never end.
+    pub keepalive_timeout: Duration,
     /// Retries of a failed or stalled step.
     pub backoff: BackoffPolicy,
     /// `max_tokens` of each request.
@@ -79,6 +85,7 @@ impl Default for AgentOptions {
         Self {
             max_steps: DEFAULT_MAX_STEPS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
             backoff: BackoffPolicy::default(),
             max_tokens: 8192,
             compaction: CompactionOptions::default(),

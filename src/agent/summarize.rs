@@ -48,6 +48,8 @@ pub enum SummaryError {
     Provider(#[source] ProviderError),
     #[error("the summary stream sent nothing for {} s (idle timeout)", .0.as_secs_f64())]
     Stalled(Duration),
+    #[error("the summary stream sent only keep-alives for {} s", .0.as_secs_f64())]
+    KeptAlive(Duration),
     #[error("the provider returned an empty summary (Projection stage)")]
     Empty,
 }
@@ -152,6 +154,9 @@ pub async fn complete_text(
     };
     let mut text = String::new();
     let mut usage = Usage::default();
+    // Pings re-arm the idle timer: a stream of nothing else is bounded separately (as a run step).
+    let keepalive = idle.saturating_mul(10);
+    let mut progress = tokio::time::Instant::now();
     loop {
         let next = tokio::select! {
             biased;
@@ -159,6 +164,13 @@ pub async fn complete_text(
             _ = tokio::time::sleep(idle) => return Err(SummaryError::Stalled(idle)),
             n = stream.next() => n,
         };
+        match &next {
+            Some(Ok(ProviderEvent::Ping)) if progress.elapsed() >= keepalive => {
+                return Err(SummaryError::KeptAlive(keepalive));
+            }
+            Some(Ok(ProviderEvent::Ping)) => {}
+            _ => progress = tokio::time::Instant::now(),
+        }
         match next {
             None => {
                 return Err(SummaryError::Provider(ProviderError::Transport {

@@ -140,6 +140,8 @@ enum AttemptError {
     Provider(ProviderError),
     /// The idle timer expired.
     Stalled,
+    /// Only keep-alives for the keep-alive timeout.
+    KeptAlive,
 }
 
 impl AttemptError {
@@ -147,18 +149,22 @@ impl AttemptError {
     fn as_provider(&self) -> ProviderError {
         match self {
             AttemptError::Provider(e) => clone_error(e),
-            AttemptError::Stalled => ProviderError::Transport {
+            AttemptError::Stalled | AttemptError::KeptAlive => ProviderError::Transport {
                 kind: TransportKind::Timeout,
             },
         }
     }
 
-    fn reason(&self, idle: Duration) -> String {
+    fn reason(&self, cx: &StepContext<'_>) -> String {
         match self {
             AttemptError::Provider(e) => e.to_string(),
             AttemptError::Stalled => format!(
                 "the stream sent nothing for {} s (idle timeout)",
-                idle.as_secs_f64()
+                cx.idle.as_secs_f64()
+            ),
+            AttemptError::KeptAlive => format!(
+                "the stream sent only keep-alives for {} s (keep-alive timeout)",
+                cx.keepalive.as_secs_f64()
             ),
         }
     }
@@ -206,6 +212,8 @@ pub enum StepEnd {
 pub struct StepContext<'a> {
     pub provider: &'a dyn Provider,
     pub idle: Duration,
+    /// See `AgentOptions::keepalive_timeout`.
+    pub keepalive: Duration,
     pub backoff: BackoffPolicy,
     pub step: u32,
     pub cancel: &'a CancellationToken,
@@ -239,13 +247,13 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
         };
         aborted.push(usage);
         let decision = cx.backoff.decide(attempt, &err.as_provider(), jitter());
-        let reason = err.reason(cx.idle);
+        let reason = err.reason(cx);
         let delay = match decision {
             RetryDecision::RetryAfter(d) => d,
             RetryDecision::GiveUp => {
                 let error = match err {
                     AttemptError::Provider(e) => e,
-                    AttemptError::Stalled => ProviderError::Transport {
+                    AttemptError::Stalled | AttemptError::KeptAlive => ProviderError::Transport {
                         kind: TransportKind::Timeout,
                     },
                 };
@@ -291,6 +299,8 @@ async fn one_attempt(
             Err(e) => return Err(AttemptError::Provider(e)),
         },
     };
+    // When the stream last carried something other than a keep-alive.
+    let mut progress = Instant::now();
     loop {
         let next = tokio::select! {
             biased;
@@ -299,6 +309,14 @@ async fn one_attempt(
             n = stream.next() => n,
         };
         cx.watchdog.touch();
+        match &next {
+            Some(Ok(ProviderEvent::Ping)) => {
+                if progress.elapsed() >= cx.keepalive {
+                    return Err(AttemptError::KeptAlive);
+                }
+            }
+            _ => progress = Instant::now(),
+        }
         match next {
             None => {
                 return Err(AttemptError::Provider(ProviderError::Transport {

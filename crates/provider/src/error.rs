@@ -132,6 +132,10 @@ impl ProviderError {
 }
 
 fn retryable_type(t: &str) -> bool {
+    // A numeric code in a stream error (OpenRouter: `{"error":{"code":502,...}}`) is an HTTP status.
+    if let Ok(status) = t.parse::<u16>() {
+        return status == 408 || status == 429 || status >= 500;
+    }
     matches!(
         t,
         "overloaded_error"

@@ -100,6 +100,9 @@ pub(crate) async fn error_from_response(
 /// Pure: the provider's error type and message from an error body.
 pub fn error_fields(body: &[u8]) -> (Option<String>, String) {
     let text = String::from_utf8_lossy(body);
+    if text.trim().is_empty() {
+        return (None, "(empty response body)".into());
+    }
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return (None, bounded(text.trim()));
     };
@@ -119,11 +122,15 @@ pub fn error_fields(body: &[u8]) -> (Option<String>, String) {
     (ty, msg)
 }
 
-fn is_json(resp: &reqwest::Response) -> bool {
+fn content_type(resp: &reqwest::Response) -> Option<String> {
     resp.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
+        .map(|v| v.trim().to_ascii_lowercase())
+}
+
+fn is_json(resp: &reqwest::Response) -> bool {
+    content_type(resp).is_some_and(|v| v.starts_with("application/json"))
 }
 
 /// Reads a non-streamed JSON response body.
@@ -149,8 +156,19 @@ pub(crate) async fn events<P: StreamParser>(
     from_json: fn(&Value) -> Result<Vec<ProviderEvent>, ProviderError>,
     cancel: CancellationToken,
 ) -> Result<EventStream, ProviderError> {
+    // A web page where an event stream belongs: a base URL that names a site, not the API.
+    if let Some(ct) = content_type(&resp).filter(|ct| ct.starts_with("text/html")) {
+        return Err(ProviderError::Protocol(format!(
+            "the provider answered with a web page ({}), not an event stream; check the base URL",
+            bounded(&ct)
+        )));
+    }
     if is_json(&resp) {
         let v = read_json(resp, &cancel).await?;
+        // An error object with a success status (some proxies) is the error, not an answer.
+        if let Some(e) = crate::wire::error_in_body(&v) {
+            return Err(e);
+        }
         return Ok(ready_stream(from_json(&v)?));
     }
     let (tx, mut rx) = mpsc::channel(64);
@@ -161,6 +179,52 @@ pub(crate) async fn events<P: StreamParser>(
 }
 
 type Tx = mpsc::Sender<Result<ProviderEvent, ProviderError>>;
+
+/// Decodes body bytes as UTF-8 piece by piece, lossily: a sequence split between two chunks is
+/// decoded whole, an invalid byte becomes U+FFFD. (The SSE parser keeps an invalid byte pending
+/// for ever and parses nothing after it: one bad byte from a server would wedge the stream.)
+#[derive(Default)]
+struct LossyUtf8 {
+    pending: Vec<u8>,
+}
+
+impl LossyUtf8 {
+    fn push(&mut self, chunk: &[u8]) -> Bytes {
+        self.pending.extend_from_slice(chunk);
+        let mut out = String::new();
+        let mut start = 0;
+        while start < self.pending.len() {
+            match std::str::from_utf8(&self.pending[start..]) {
+                Ok(s) => {
+                    out.push_str(s);
+                    start = self.pending.len();
+                }
+                Err(e) => {
+                    let valid = start + e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.pending[start..valid]));
+                    match e.error_len() {
+                        Some(bad) => {
+                            out.push(char::REPLACEMENT_CHARACTER);
+                            start = valid + bad;
+                        }
+                        // An incomplete sequence at the end: wait for the next chunk.
+                        None => {
+                            start = valid;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.pending.drain(..start);
+        Bytes::from(out)
+    }
+
+    fn finish(&mut self) -> Bytes {
+        let rest = std::mem::take(&mut self.pending);
+        Bytes::from(String::from_utf8_lossy(&rest).into_owned())
+    }
+}
 
 /// Sends one item unless the run was cancelled or the consumer went away; `false` means stop.
 async fn emit(
@@ -190,6 +254,7 @@ async fn drive<P: StreamParser>(
     let mut sse = brx.eventsource();
     let mut btx = Some(btx);
     let mut total = 0usize;
+    let mut utf8 = LossyUtf8::default();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -216,11 +281,17 @@ async fn drive<P: StreamParser>(
                     return;
                 }
                 if let Some(b) = &btx {
-                    let _ = b.unbounded_send(Ok(bytes));
+                    let _ = b.unbounded_send(Ok(utf8.push(&bytes)));
                 }
                 false
             }
             None => {
+                if let Some(b) = &btx {
+                    let rest = utf8.finish();
+                    if !rest.is_empty() {
+                        let _ = b.unbounded_send(Ok(rest));
+                    }
+                }
                 btx = None;
                 true
             }

@@ -132,6 +132,63 @@ impl Message {
         })
     }
 
+    /// Gives the `n`-th tool call of this message (in [`Message::tool_calls`] order) the id
+    /// `new_id`, in the parsed view and in the provider's raw blocks alike, so the call and its
+    /// result keep matching when the message is replayed. For servers whose ids cannot be used
+    /// as they are (missing, repeated within a run). Returns whether the call exists.
+    pub fn rename_tool_call(&mut self, n: usize, new_id: &str) -> bool {
+        let Some(ContentBlock::ToolUse { id, .. }) = self
+            .content
+            .iter_mut()
+            .filter(|b| matches!(b, ContentBlock::ToolUse { .. }))
+            .nth(n)
+        else {
+            return false;
+        };
+        *id = new_id.to_string();
+        let Some(raw) = &mut self.raw else {
+            return true;
+        };
+        let ty = |b: &Value| {
+            b.get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let slot: Option<(&mut Value, &str)> = match raw.format {
+            ProviderKind::OpenAiChat => raw
+                .blocks
+                .first_mut()
+                .and_then(|m| m.get_mut("tool_calls"))
+                .and_then(Value::as_array_mut)
+                .and_then(|calls| calls.get_mut(n))
+                .map(|c| (c, "id")),
+            ProviderKind::Anthropic => raw
+                .blocks
+                .iter_mut()
+                .filter(|b| ty(b) == "tool_use")
+                .nth(n)
+                .map(|b| (b, "id")),
+            ProviderKind::OpenAiResponses => raw
+                .blocks
+                .iter_mut()
+                .filter(|b| {
+                    let t = ty(b);
+                    t == "function_call"
+                        || (t == "tool_search_call"
+                            && b.get("execution").and_then(Value::as_str) == Some("client"))
+                })
+                .nth(n)
+                .map(|b| (b, "call_id")),
+        };
+        if let Some((block, key)) = slot
+            && let Some(o) = block.as_object_mut()
+        {
+            o.insert(key.into(), Value::String(new_id.to_string()));
+        }
+        true
+    }
+
     /// The concatenated text of this message.
     pub fn text(&self) -> String {
         self.content

@@ -39,6 +39,9 @@ pub struct HttpProvider {
     client: reqwest::Client,
     /// Chat Completions only: send unstreamed (configured, or learnt from a failure).
     unstreamed: AtomicBool,
+    /// Chat Completions only: the server wants `max_completion_tokens`, not `max_tokens`
+    /// (OpenAI's newer models refuse the old name; learnt from that refusal).
+    completion_tokens: AtomicBool,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -70,6 +73,7 @@ impl HttpProvider {
             key,
             client,
             unstreamed,
+            completion_tokens: AtomicBool::new(false),
         })
     }
 
@@ -118,7 +122,16 @@ impl HttpProvider {
         match self.route.kind {
             ProviderKind::Anthropic => anthropic::build_request(req, stream),
             ProviderKind::OpenAiResponses => responses::build_request(req, stream),
-            ProviderKind::OpenAiChat => chat::build_request(req, stream),
+            ProviderKind::OpenAiChat => {
+                let mut body = chat::build_request(req, stream)?;
+                if self.completion_tokens.load(Ordering::Relaxed)
+                    && let Some(o) = body.as_object_mut()
+                    && let Some(n) = o.remove("max_tokens")
+                {
+                    o.insert("max_completion_tokens".into(), n);
+                }
+                Ok(body)
+            }
         }
     }
 
@@ -130,8 +143,30 @@ impl HttpProvider {
         let body = self.body(req, false)?;
         let resp = http::send(&self.client, &self.url(), self.headers()?, &body, cancel).await?;
         let v = http::read_json(resp, cancel).await?;
+        if let Some(e) = crate::wire::error_in_body(&v) {
+            return Err(e);
+        }
         Ok(http::ready_stream(chat::events_from_response(&v)?))
     }
+}
+
+/// A non-streamed answer must carry its content (`content` / `output`): a JSON body without it
+/// is not an empty answer.
+fn require_array(v: &Value, key: &str) -> Result<(), ProviderError> {
+    if v.get(key).is_some_and(Value::is_array) {
+        Ok(())
+    } else {
+        Err(ProviderError::Protocol(format!(
+            "the JSON response has no `{key}` array"
+        )))
+    }
+}
+
+/// A 400 that asks for `max_completion_tokens` instead of `max_tokens` ("Unsupported parameter:
+/// 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.").
+fn wants_completion_tokens(e: &ProviderError) -> bool {
+    matches!(e, ProviderError::Http { status: 400, message, .. }
+        if message.contains("max_completion_tokens"))
 }
 
 /// A failure that says the endpoint cannot stream (with tools): llama.cpp, some proxies.
@@ -140,7 +175,12 @@ fn streaming_refused(e: &ProviderError) -> bool {
         ProviderError::Http {
             status, message, ..
         } if (400..600).contains(status) && *status != 429 => {
-            message.to_ascii_lowercase().contains("stream")
+            // "upstream" (a proxy's 502/503: "upstream connect error") says nothing about
+            // streaming.
+            message
+                .to_ascii_lowercase()
+                .replace("upstream", "")
+                .contains("stream")
         }
         _ => false,
     }
@@ -159,6 +199,26 @@ impl Provider for HttpProvider {
     }
 
     async fn stream(
+        &self,
+        req: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, ProviderError> {
+        match self.stream_once(req, cancel.clone()).await {
+            Err(e)
+                if self.route.kind == ProviderKind::OpenAiChat
+                    && wants_completion_tokens(&e)
+                    && !self.completion_tokens.swap(true, Ordering::Relaxed) =>
+            {
+                tracing::warn!(provider = %self.route.name, "max_tokens refused; sending max_completion_tokens");
+                self.stream_once(req, cancel).await
+            }
+            r => r,
+        }
+    }
+}
+
+impl HttpProvider {
+    async fn stream_once(
         &self,
         req: &ModelRequest,
         cancel: CancellationToken,
@@ -185,7 +245,10 @@ impl Provider for HttpProvider {
                 http::events(
                     resp,
                     anthropic::Parser::new(),
-                    |v| Ok(anthropic::events_from_response(v)),
+                    |v| {
+                        require_array(v, "content")?;
+                        Ok(anthropic::events_from_response(v))
+                    },
                     cancel,
                 )
                 .await
@@ -194,7 +257,10 @@ impl Provider for HttpProvider {
                 http::events(
                     resp,
                     responses::Parser::new(),
-                    |v| Ok(responses::events_from_response(v)),
+                    |v| {
+                        require_array(v, "output")?;
+                        Ok(responses::events_from_response(v))
+                    },
                     cancel,
                 )
                 .await

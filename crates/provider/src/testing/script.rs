@@ -18,6 +18,11 @@ pub enum Chunk {
     },
     /// `: text` (an SSE comment, what some servers send as keep-alive).
     Comment(String),
+    /// Bytes sent as they are, in one write (a line split across TCP reads, CRLF line ends, a
+    /// body cut mid-event).
+    Raw(String),
+    /// Bytes that need not be UTF-8, in one write.
+    Bytes(Vec<u8>),
     Sleep(Duration),
     /// Send nothing more and keep the connection open until the client goes away.
     Stall,
@@ -56,6 +61,13 @@ pub enum Reply {
         status: u16,
         headers: Vec<(String, String)>,
         body: Value,
+    },
+    /// Any status, content type and body text (an HTML page from a proxy, an empty body).
+    Body {
+        status: u16,
+        content_type: String,
+        headers: Vec<(String, String)>,
+        body: String,
     },
 }
 

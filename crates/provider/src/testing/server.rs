@@ -392,6 +392,12 @@ async fn handle(
                 .into(),
         ),
         Some(Reply::Json { body, .. }) => full(200, &[], "application/json", body.to_string()),
+        Some(Reply::Body {
+            status,
+            content_type,
+            headers,
+            body,
+        }) => full(status, &headers, &content_type, body),
         Some(Reply::Error {
             status,
             headers,
@@ -426,6 +432,14 @@ async fn play(chunks: Vec<Chunk>, tx: mpsc::Sender<Bytes>, state: Arc<Mutex<Stat
                 s
             }
             Chunk::Comment(t) => format!(": {t}\n\n"),
+            Chunk::Raw(t) => t,
+            Chunk::Bytes(b) => {
+                if tx.send(Bytes::from(b)).await.is_err() {
+                    lock(&state).disconnects += 1;
+                    return;
+                }
+                continue;
+            }
             Chunk::Sleep(d) => {
                 tokio::select! {
                     _ = tokio::time::sleep(d) => continue,

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::usage::{ANTHROPIC, usage_of};
-use super::{StreamParser, parse_arguments, parse_json, str_field};
+use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
@@ -146,6 +146,9 @@ struct Block {
 #[derive(Default)]
 pub struct Parser {
     blocks: Vec<Block>,
+    /// The server's block `index` -> position in `blocks` (compatible servers do not always
+    /// number blocks 0, 1, 2, ...: a skipped or reused index starts a new block).
+    positions: std::collections::HashMap<u64, usize>,
     usage: Usage,
     stop: Option<StopReason>,
     done: bool,
@@ -157,7 +160,11 @@ impl Parser {
     }
 
     fn block_mut(&mut self, v: &Value) -> Result<&mut Block, ProviderError> {
-        let i = v.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX) as usize;
+        // No `index` at all: the block that started last.
+        let i = match v.get("index").and_then(Value::as_u64) {
+            Some(i) => self.positions.get(&i).copied().unwrap_or(usize::MAX),
+            None => self.blocks.len().wrapping_sub(1),
+        };
         self.blocks
             .get_mut(i)
             .ok_or_else(|| ProviderError::Protocol("delta for an unknown content block".into()))
@@ -165,6 +172,12 @@ impl Parser {
 
     fn finish(&mut self) -> Vec<ProviderEvent> {
         self.done = true;
+        // A tool block whose `content_block_stop` never came still gets the input it streamed.
+        for b in &mut self.blocks {
+            if !b.json.is_empty() && b.raw.get("input").is_some() {
+                b.raw["input"] = parse_arguments(&b.json);
+            }
+        }
         let blocks: Vec<Value> = self.blocks.drain(..).map(|b| b.raw).collect();
         let content = blocks.iter().filter_map(parse_block).collect();
         let message = Message {
@@ -236,12 +249,8 @@ impl StreamParser for Parser {
                 let i = v
                     .get("index")
                     .and_then(Value::as_u64)
-                    .unwrap_or(self.blocks.len() as u64) as usize;
-                if i != self.blocks.len() {
-                    return Err(ProviderError::Protocol(
-                        "content blocks out of order".into(),
-                    ));
-                }
+                    .unwrap_or(self.blocks.len() as u64);
+                self.positions.insert(i, self.blocks.len());
                 self.blocks.push(Block {
                     raw,
                     json: String::new(),
@@ -309,10 +318,11 @@ impl StreamParser for Parser {
             }
             "message_stop" => out.extend(self.finish()),
             "error" => {
-                return Err(ProviderError::Stream {
-                    error_type: bounded(str_field(v.get("error").unwrap_or(&v), "type")),
-                    message: bounded(str_field(v.get("error").unwrap_or(&v), "message")),
-                });
+                // Without the usual fields, the event's own text says what happened.
+                return Err(error_in_body(&v).unwrap_or_else(|| ProviderError::Stream {
+                    error_type: "error".into(),
+                    message: bounded(data),
+                }));
             }
             _ => {}
         }

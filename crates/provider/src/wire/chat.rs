@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::responses::arguments_string;
 use super::usage::{CHAT, usage_of};
-use super::{StreamParser, parse_arguments, parse_json, str_field};
+use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
 use crate::config::ProviderKind;
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
@@ -101,11 +101,12 @@ fn assistant_message(m: &Message) -> Value {
 /// The neutral view of one assistant message object.
 pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
     let mut out = Vec::new();
-    let text = str_field(msg, "content");
+    let mut text = content_text(msg.get("content"));
+    if let Some(r) = msg.get("refusal").and_then(Value::as_str) {
+        text.push_str(r);
+    }
     if !text.is_empty() {
-        out.push(ContentBlock::Text {
-            text: text.to_string(),
-        });
+        out.push(ContentBlock::Text { text });
     }
     for c in msg
         .get("tool_calls")
@@ -120,15 +121,62 @@ pub fn parse_message(msg: &Value) -> Vec<ContentBlock> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
-            input: parse_arguments(
-                c.pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
+            input: parse_arguments(&arguments_text(c.pointer("/function/arguments"))),
             kind: CallKind::Function,
         });
     }
     out
+}
+
+/// A message's `content` as text: a string, or (Mistral's reasoning models, some proxies) an
+/// array of parts whose `text` parts are the answer (`thinking` and other parts are not).
+fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| matches!(str_field(p, "type"), "text" | "output_text"))
+            .map(|p| str_field(p, "text"))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// A call's `function.arguments` as text. The API sends a string; some compatible servers send
+/// the object itself.
+fn arguments_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A fresh call id for a server that sent none: unique per response (`nonce`) and per call, so
+/// the ids of one run never repeat (the store keys a run's calls by id).
+fn generated_id(nonce: u64, slot: usize) -> String {
+    format!("call_{nonce:016x}_{slot}")
+}
+
+/// Gives every tool call of a non-streamed message an id when the server left it out (or sent
+/// the same one twice), in the message itself so that the stored raw message and the results
+/// agree.
+fn fill_missing_ids(msg: &mut Value) {
+    let Some(calls) = msg.get_mut("tool_calls").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let nonce = fastrand::u64(..);
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in calls.iter_mut().enumerate() {
+        let id = str_field(c, "id").to_string();
+        if id.is_empty() || !seen.insert(id) {
+            let fresh = generated_id(nonce, i);
+            seen.insert(fresh.clone());
+            if let Some(o) = c.as_object_mut() {
+                o.insert("id".into(), Value::String(fresh));
+            }
+        }
+    }
 }
 
 fn finish_reason(s: &str) -> StopReason {
@@ -144,6 +192,11 @@ struct Call {
     id: String,
     name: String,
     args: String,
+    /// Whether `id` came from the server (not generated).
+    server_id: bool,
+    /// Provider extras on the call (Gemini's `extra_content.google.thought_signature`, which it
+    /// wants back on the next request).
+    extra_content: Option<Value>,
 }
 
 /// SSE parser for Chat Completions streams.
@@ -152,6 +205,10 @@ pub struct Parser {
     started: bool,
     text: String,
     calls: Vec<Call>,
+    /// The server's `index` of a tool-call delta -> position in `calls`.
+    slots: std::collections::HashMap<u64, usize>,
+    /// Makes generated call ids unique (see [`generated_id`]).
+    nonce: u64,
     usage: Usage,
     finish: Option<String>,
     done: bool,
@@ -159,7 +216,34 @@ pub struct Parser {
 
 impl Parser {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            nonce: fastrand::u64(..),
+            ..Self::default()
+        }
+    }
+
+    /// Which call a tool-call delta continues, `None` for a new one. Servers differ: OpenAI
+    /// numbers calls with `index` and sends `id` and `name` only on a call's first delta; Gemini
+    /// sends no `index`; Ollama sends `index: 0` for every call, each with its own `id`.
+    fn slot_of(&self, tc: &Value) -> Option<usize> {
+        let id = str_field(tc, "id");
+        let same_call = |slot: usize| {
+            let c = &self.calls[slot];
+            id.is_empty() || !c.server_id || c.id == id
+        };
+        if let Some(index) = tc.get("index").and_then(Value::as_u64) {
+            return self.slots.get(&index).copied().filter(|s| same_call(*s));
+        }
+        if !id.is_empty() {
+            return self.calls.iter().position(|c| c.server_id && c.id == id);
+        }
+        // Neither index nor id: a continuation of the last call, unless it names a new one.
+        let last = self.calls.len().checked_sub(1)?;
+        let named = tc
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        (!named || self.calls[last].name.is_empty()).then_some(last)
     }
 
     fn finish(&mut self) -> Vec<ProviderEvent> {
@@ -174,8 +258,12 @@ impl Parser {
                 name: c.name.clone(),
                 input: parse_arguments(&c.args),
             });
-            calls.push(json!({"id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.args}}));
+            let mut call = json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.args}});
+            if let Some(x) = &c.extra_content {
+                call["extra_content"] = x.clone();
+            }
+            calls.push(call);
         }
         if !calls.is_empty() {
             raw["tool_calls"] = Value::Array(calls);
@@ -201,22 +289,28 @@ impl Parser {
 }
 
 impl StreamParser for Parser {
-    fn on_event(&mut self, _event: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
+    fn on_event(&mut self, event: &str, data: &str) -> Result<Vec<ProviderEvent>, ProviderError> {
         if self.done {
             return Ok(Vec::new());
         }
         if data.trim() == "[DONE]" {
             return Ok(self.finish());
         }
-        let v = parse_json(data)?;
-        if let Some(e) = v.get("error") {
-            return Err(ProviderError::Stream {
-                error_type: bounded(match str_field(e, "type") {
-                    "" => "error",
-                    t => t,
-                }),
-                message: bounded(str_field(e, "message")),
-            });
+        // Some servers name an error event (`event: error`) whose data is any JSON or text.
+        let error_event = || ProviderError::Stream {
+            error_type: "error".into(),
+            message: bounded(data),
+        };
+        let v = match parse_json(data) {
+            Ok(v) => v,
+            Err(_) if event == "error" => return Err(error_event()),
+            Err(e) => return Err(e),
+        };
+        if let Some(e) = error_in_body(&v) {
+            return Err(e);
+        }
+        if event == "error" {
+            return Err(error_event());
         }
         let mut out = Vec::new();
         if !self.started {
@@ -231,13 +325,14 @@ impl StreamParser for Parser {
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(out);
         };
-        if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str)
-            && !t.is_empty()
-        {
-            self.text.push_str(t);
-            out.push(ProviderEvent::TextDelta {
-                text: t.to_string(),
-            });
+        let mut t = content_text(choice.pointer("/delta/content"));
+        // OpenAI streams a refusal in its own field; it is the model's answer too.
+        if let Some(r) = choice.pointer("/delta/refusal").and_then(Value::as_str) {
+            t.push_str(r);
+        }
+        if !t.is_empty() {
+            self.text.push_str(&t);
+            out.push(ProviderEvent::TextDelta { text: t });
         }
         for tc in choice
             .pointer("/delta/tool_calls")
@@ -245,41 +340,51 @@ impl StreamParser for Parser {
             .into_iter()
             .flatten()
         {
-            let index = tc
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(self.calls.len() as u64) as usize;
-            if index > self.calls.len() {
-                return Err(ProviderError::Protocol("tool call index skipped".into()));
+            let slot = match self.slot_of(tc) {
+                Some(slot) => slot,
+                None => {
+                    let slot = self.calls.len();
+                    let (id, server_id) = match str_field(tc, "id") {
+                        "" => (generated_id(self.nonce, slot), false),
+                        id => (id.to_string(), true),
+                    };
+                    let name = tc
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    self.calls.push(Call {
+                        id: id.clone(),
+                        name: name.to_string(),
+                        args: String::new(),
+                        server_id,
+                        extra_content: None,
+                    });
+                    out.push(ProviderEvent::ToolCallStart {
+                        id,
+                        name: name.to_string(),
+                        kind: CallKind::Function,
+                    });
+                    slot
+                }
+            };
+            if let Some(index) = tc.get("index").and_then(Value::as_u64) {
+                self.slots.insert(index, slot);
             }
-            if index == self.calls.len() {
-                let id = match str_field(tc, "id") {
-                    "" => format!("call_{index}"),
-                    id => id.to_string(),
-                };
-                let name = tc
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.calls.push(Call {
-                    id: id.clone(),
-                    name: name.to_string(),
-                    args: String::new(),
-                });
-                out.push(ProviderEvent::ToolCallStart {
-                    id,
-                    name: name.to_string(),
-                    kind: CallKind::Function,
-                });
-            }
-            let call = &mut self.calls[index];
-            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str)
-                && !a.is_empty()
+            let call = &mut self.calls[slot];
+            if call.name.is_empty()
+                && let Some(n) = tc.pointer("/function/name").and_then(Value::as_str)
             {
-                call.args.push_str(a);
+                call.name = n.to_string();
+            }
+            if let Some(x) = tc.get("extra_content").filter(|x| !x.is_null()) {
+                call.extra_content = Some(x.clone());
+            }
+            let a = arguments_text(tc.pointer("/function/arguments"));
+            if !a.is_empty() {
+                call.args.push_str(&a);
                 out.push(ProviderEvent::ToolCallArgsDelta {
                     id: call.id.clone(),
-                    delta: a.to_string(),
+                    delta: a,
                 });
             }
         }
@@ -310,10 +415,11 @@ impl StreamParser for Parser {
 /// Converts a non-streamed Chat Completions response into the events a stream would give; the
 /// message object is kept exactly as received.
 pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderError> {
-    let msg = v
+    let mut msg = v
         .pointer("/choices/0/message")
         .cloned()
         .ok_or_else(|| ProviderError::Protocol("response has no choices[0].message".into()))?;
+    fill_missing_ids(&mut msg);
     let content = parse_message(&msg);
     let mut out = vec![ProviderEvent::MessageStart {
         id: v.get("id").and_then(Value::as_str).map(str::to_string),

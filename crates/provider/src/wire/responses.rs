@@ -177,9 +177,15 @@ pub fn parse_item(item: &Value) -> Vec<ContentBlock> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|c| str_field(c, "type") == "output_text")
-            .map(|c| ContentBlock::Text {
-                text: str_field(c, "text").to_string(),
+            .filter_map(|c| match str_field(c, "type") {
+                "output_text" => Some(ContentBlock::Text {
+                    text: str_field(c, "text").to_string(),
+                }),
+                // A refusal is the model's answer too: shown, not dropped.
+                "refusal" => Some(ContentBlock::Text {
+                    text: str_field(c, "refusal").to_string(),
+                }),
+                _ => None,
             })
             .collect(),
         "function_call" => vec![ContentBlock::ToolUse {
@@ -305,9 +311,11 @@ impl StreamParser for Parser {
                     _ => {}
                 }
             }
-            "response.output_text.delta" => out.push(ProviderEvent::TextDelta {
-                text: str_field(&v, "delta").to_string(),
-            }),
+            "response.output_text.delta" | "response.refusal.delta" => {
+                out.push(ProviderEvent::TextDelta {
+                    text: str_field(&v, "delta").to_string(),
+                })
+            }
             "response.function_call_arguments.delta" => {
                 if let Some(id) = self.call_ids.get(str_field(&v, "item_id")) {
                     out.push(ProviderEvent::ToolCallArgsDelta {
@@ -346,15 +354,22 @@ impl StreamParser for Parser {
             "response.failed" | "error" => {
                 let e = v
                     .pointer("/response/error")
-                    .or_else(|| v.get("error"))
+                    .filter(|e| !e.is_null())
+                    .or_else(|| v.get("error").filter(|e| !e.is_null()))
                     .unwrap_or(&v);
-                let code = match str_field(e, "code") {
-                    "" => str_field(e, "type"),
-                    c => c,
+                let code = match (str_field(e, "code"), str_field(e, "type")) {
+                    ("", "" | "error" | "response.failed") => "error",
+                    ("", t) => t,
+                    (c, _) => c,
+                };
+                // Without a message (`"error": null`), the event's own text says what happened.
+                let message = match str_field(e, "message") {
+                    "" => data,
+                    m => m,
                 };
                 return Err(ProviderError::Stream {
                     error_type: bounded(code),
-                    message: bounded(str_field(e, "message")),
+                    message: bounded(message),
                 });
             }
             _ => {}
