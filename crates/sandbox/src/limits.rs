@@ -26,6 +26,10 @@ pub struct Limits {
     /// Bytes grep buffers for one line (with its context): a file with a longer line is not
     /// searched and is reported unreadable, so one huge line cannot take the app's memory.
     pub grep_line_bytes: usize,
+    /// Bytes of line text one read returns at most (whatever `limit` asks): the slice stops after
+    /// the line that reaches it and says where the next one starts, so `limit: 100000` of long
+    /// lines cannot take hundreds of MB of memory or of the model's context.
+    pub read_max_bytes: usize,
 }
 
 impl Default for Limits {
@@ -41,6 +45,7 @@ impl Default for Limits {
             read_count_tail_bytes: 64 * 1024 * 1024,
             ls_summary_children: 10_000,
             grep_line_bytes: 16 * 1024 * 1024,
+            read_max_bytes: 256 * 1024,
         }
     }
 }

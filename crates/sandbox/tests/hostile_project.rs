@@ -331,3 +331,48 @@ async fn writing_over_a_huge_project_file_does_not_load_it() {
     let grown_mib = peak_kib().saturating_sub(before) / 1024;
     assert!(grown_mib < 100, "writing took {grown_mib} MiB");
 }
+
+/// `limit: 100000` over a file of long lines returns at most `read_max_bytes` of text (plus the
+/// line that reaches it) and says where the next slice starts; consecutive reads cover the file
+/// exactly once.
+#[tokio::test]
+async fn one_read_of_many_long_lines_is_bounded_in_bytes() {
+    let (_tmp, root, sb) = layout();
+    let line = "x".repeat(1999);
+    let text: String = (0..5000).map(|i| format!("{i:>5}{line}\n")).collect();
+    std::fs::write(root.join("wide.txt"), &text).unwrap();
+    let bound = Limits::default().read_max_bytes;
+    let mut offset = 1u64;
+    let mut seen = 0u64;
+    let mut reads = 0;
+    loop {
+        let out = sb
+            .read(
+                ReadRequest {
+                    path: "wide.txt".into(),
+                    offset: Some(offset),
+                    limit: Some(100_000),
+                },
+                c(),
+            )
+            .await
+            .unwrap();
+        let ReadContent::Text {
+            lines, more_after, ..
+        } = out.content
+        else {
+            panic!("text expected");
+        };
+        let bytes: usize = lines.iter().map(|l| l.text.len()).sum();
+        assert!(bytes < bound + 2004, "{bytes} bytes in one read");
+        assert_eq!(lines.first().map(|l| l.number), Some(offset));
+        seen += lines.len() as u64;
+        reads += 1;
+        offset += lines.len() as u64;
+        if !more_after {
+            break;
+        }
+    }
+    assert_eq!(seen, 5000);
+    assert!(reads >= 5000 * 2004 / (bound + 2004), "{reads} reads");
+}

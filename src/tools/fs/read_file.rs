@@ -26,7 +26,7 @@ pub struct ReadArgs {
 #[async_trait]
 impl FsTool for ReadFile {
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a text file with line numbers. Returns up to `limit` lines (default 2000) from line `offset` (1-based); lines longer than 2000 characters are cut with a marker. Binary files and images are described, not dumped. The result says how to read the next slice.";
+    const DESCRIPTION: &'static str = "Read a text file with line numbers. Returns up to `limit` lines (default 2000) from line `offset` (1-based), at most 256 KiB of text per call; lines longer than 2000 characters are cut with a marker. Binary files and images are described, not dumped. The result says how to read the next slice.";
     const RISK: Risk = Risk::ReadOnly;
     type Args = ReadArgs;
     type Output = ReadOutcome;

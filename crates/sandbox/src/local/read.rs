@@ -65,6 +65,7 @@ pub fn read(
     let mut consumed: u64 = 0;
     let mut cut_lines = 0;
     let mut lossy = false;
+    let mut kept_bytes: usize = 0;
     let end = offset.saturating_add(limit);
     let io = |e| read_error("read", &req.path, cancel, e);
     while number + 1 < end {
@@ -86,11 +87,15 @@ pub fn read(
             if cut_chars > 0 {
                 cut_lines += 1;
             }
+            kept_bytes = kept_bytes.saturating_add(text.len());
             lines.push(Line {
                 number,
                 text,
                 cut_chars,
             });
+            if kept_bytes >= s.limits.read_max_bytes {
+                break;
+            }
         }
     }
     let more_after = !reader.fill_buf().map_err(io)?.is_empty();
