@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
-import type { AskUserAnswer, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
+import type { AskUserAnswer, RunDetail, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
 import type { RunApi } from "../src/run/api";
 import { RunController } from "../src/run/controller.svelte";
 import { isActive } from "../src/run/state";
@@ -241,7 +241,7 @@ describe("run controller", () => {
   it("a view-only run read again shows its new steps, then the finished view when it ends", async () => {
     const shell = fakeShell();
     const base = await shell.api.showRun("old");
-    let detail = { ...base, run_id: "r_terminal", status: "running" as const };
+    let detail: RunDetail = { ...base, run_id: "r_terminal", status: "running" };
     let reads = 0;
     const api: RunApi = { ...shell.api, showRun: async () => (reads++, detail) };
     const c = new RunController(api, () => 0);
