@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { argsOf, browserSuite, openPage, projectInfo, repo, unexpected, waitForCall } from "./harness.mjs";
+import { argsOf, browserSuite, callCount, emitRunEvent, openPage, projectInfo, repo, startRun, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
@@ -149,6 +149,72 @@ describe("project flow in Chromium with mocked IPC", () => {
     assert.deepEqual(await argsOf(page, "distrust_project"), [{ digest: "9f2c" }]);
     assert.deepEqual(await argsOf(page, "trust_project"), []);
     assert.equal(await page.locator('[data-testid="trust-badge"]').textContent(), "Not trusted");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
+  it("a trust status that cannot be read is said in a banner with Retry; nothing shows the project trusted meanwhile", async () => {
+    const dynamic = `{
+      project_info: () => (${JSON.stringify(PROJECT)}),
+      trust_status: () => {
+        if (!window.__trustReadable) throw { code: "project", stage: "Discovery", message: "cannot read .aibuddy/settings.json: permission denied" };
+        return { ask: false, applied: "trusted", status: { ...${JSON.stringify(STATUS)}, state: "trusted" } };
+      },
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const banner = page.locator('[data-testid="trust-error"]');
+    await banner.waitFor({ timeout: 10_000 });
+    assert.match(await banner.textContent(), /permission denied/);
+    assert.match(await banner.textContent(), /shown as not trusted/);
+    assert.equal(await banner.getAttribute("role"), "alert");
+    assert.equal(await page.locator('[data-testid="trust-badge"]').count(), 0);
+    assert.equal(await page.locator('[data-testid="trust-dialog"]').count(), 0);
+    // Not blocking: the conversation is usable under it.
+    assert.equal(await page.locator('[data-testid="prompt"]').isEditable(), true);
+    writeFileSync(join(shots, "trust-status-error.png"), await page.screenshot());
+    await page.evaluate(() => (window.__trustReadable = true));
+    await page.locator('[data-testid="trust-retry"]').click();
+    await banner.waitFor({ state: "detached", timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="trust-badge"]').textContent(), "Trusted");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
+  it("switching project while this window's run is in progress asks to stop it first; a switch that happens anyway labels the dropped run", async () => {
+    const OTHER = projectInfo("/home/me/work/api");
+    const dynamic = `{
+      project_info: () => (${JSON.stringify(PROJECT)}),
+      trust_status: () => ({ ask: false, applied: "trusted", status: { ...${JSON.stringify(STATUS)}, state: "trusted" } }),
+      pick_project: () => (${JSON.stringify(OTHER)}),
+      stop_run: () => null,
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    await startRun(page, "run_01PICKED", "refactor everything");
+    await page.locator('[data-testid="run-phase"][data-phase="running"]').waitFor({ timeout: 10_000 });
+    await page.keyboard.press("Control+o");
+    const refusal = page.locator('[data-testid="project-error"]');
+    await refusal.waitFor({ timeout: 10_000 });
+    assert.match(await refusal.textContent(), /run is in progress.*stop it first/);
+    assert.equal(await callCount(page, "pick_project"), 0, "the shell is not asked (it refuses while a run is in progress)");
+    assert.equal(await page.locator('[data-testid="project-path"]').textContent(), PROJECT.root);
+    await page.locator('[data-testid="project-error-stop"]').click();
+    await waitForCall(page, "stop_run");
+    assert.deepEqual(await argsOf(page, "stop_run"), [{ runId: "run_01PICKED" }]);
+
+    // The shell switched anyway (work that slipped in is stopped with the old project): the run
+    // is not shown as a run of the new project.
+    await page.evaluate((info) => window.__emit("project-changed", info), OTHER);
+    await page.locator('[data-testid="project-path"]', { hasText: OTHER.root }).waitFor({ timeout: 10_000 });
+    const notice = page.locator('[data-testid="notice"]');
+    await notice.waitFor({ timeout: 10_000 });
+    assert.equal(await notice.textContent(), "Run run_01PICKED of the previous project was stopped when this project opened.");
+    assert.equal(await page.locator('[data-testid="run-phase"]').getAttribute("data-phase"), "idle");
+    await emitRunEvent(page, "run_01PICKED", { type: "text_delta", text: "late text of the old run" });
+    await emitRunEvent(page, "run_01PICKED", { type: "run_finished", run_id: "run_01PICKED", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    assert.equal(await page.locator('[data-testid="msg-assistant"]').count(), 0);
+    // Nothing active now: Ctrl+O asks the shell.
+    await page.keyboard.press("Control+o");
+    await waitForCall(page, "pick_project");
     assert.deepEqual(unexpected(problems), []);
     await page.close();
   });

@@ -239,4 +239,63 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     assert.deepEqual(problems, []);
     await page.close();
   });
+
+  it("a view-only run updates itself while shown: new steps appear, and it becomes the finished view when it ends", async () => {
+    const RUNNING = {
+      run_id: "run_01JWATCHED", title: "terminal run", provider: "anthropic", model: "claude", status: "running",
+      started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 1,
+    };
+    const first = [
+      { seq: 1, role: "user", text: "terminal run", tool_calls: [], result: null, usage: null },
+      { seq: 2, role: "assistant", text: "Running the tests.", tool_calls: [{ tool_call_id: "call_t", tool: "execute", input: { command: "cargo test" } }], result: null, usage: null },
+    ];
+    const later = [
+      { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "call_t", tool: "execute", status: "ok", stage: null, error_message: null, model: "ok", compacted: false }, usage: null },
+      { seq: 4, role: "assistant", text: "Reading the report.", tool_calls: [{ tool_call_id: "call_r", tool: "read_file", input: { path: "report.txt" } }], result: null, usage: null },
+    ];
+    const detail = {
+      run_id: RUNNING.run_id, title: RUNNING.title, provider: "anthropic", model: "claude", presentation: "native", status: "running",
+      stage: null, error_message: null, started_at: RUNNING.started_at, finished_at_ms: null,
+      usage: { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null, steps: 1, tool_calls: 1,
+      messages: first,
+    };
+    const dynamic = `{
+      list_runs: () => [${JSON.stringify(RUNNING)}],
+      show_run: () => {
+        const d = ${JSON.stringify(detail)};
+        if (window.__step >= 1) d.messages = d.messages.concat(${JSON.stringify(later)});
+        if (window.__step >= 2) d.status = "completed";
+        return d;
+      },
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    await page.locator('[data-testid="run-item"][data-id="run_01JWATCHED"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
+    const cards = page.locator('[data-testid="tool-card"]');
+    assert.equal(await cards.count(), 1);
+    // Hidden behind another tab, it is not read again.
+    await page.keyboard.press("Alt+3");
+    const reads = await callCount(page, "show_run");
+    await page.evaluate(() => (window.__step = 1));
+    await page.waitForTimeout(4_500);
+    assert.equal(await callCount(page, "show_run"), reads, "no reads while the conversation is hidden");
+    // Shown: the terminal's new step appears without opening it again.
+    await page.keyboard.press("Alt+1");
+    await page.locator('[data-testid="tool-card"][data-id="call_r"]').waitFor({ timeout: 6_000 });
+    assert.equal(await page.locator('[data-testid="run-phase"]').getAttribute("data-phase"), "elsewhere");
+    assert.deepEqual((await page.locator('[data-testid="msg-assistant"]').allTextContents()).map((t) => t.trim()), ["Running the tests.", "Reading the report."]);
+    // It ends: the normal finished view, which can be continued.
+    await page.evaluate(() => (window.__step = 2));
+    await page.locator('[data-testid="run-phase"][data-phase="completed"]').waitFor({ timeout: 6_000 });
+    assert.equal(await page.locator('[data-testid="notice"]').count(), 0);
+    await page.locator('[data-testid="prompt"]').fill("and then?");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').textContent(), "Continue");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), false);
+    // Finished: no more reads.
+    const done = await callCount(page, "show_run");
+    await page.waitForTimeout(4_500);
+    assert.equal(await callCount(page, "show_run"), done);
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
 });

@@ -202,6 +202,71 @@ describe("project controller", () => {
   });
 });
 
+describe("project controller: trust status failures and switches", () => {
+  const TRUSTED: TrustPrompt = { ...PROMPT, ask: false, applied: "trusted", status: { ...PROMPT.status, state: "trusted" } };
+
+  it("a failed trust_status is kept to show (with retry), nothing trusted meanwhile; a retry clears it", async () => {
+    let fail = true;
+    const s = scripted({
+      trustStatus: async () => {
+        if (fail) throw new ApiError({ code: "project", stage: "Discovery", message: "settings.json: permission denied" });
+        return TRUSTED;
+      },
+    });
+    const c = new ProjectController(s.api);
+    await c.connect(info("/w/p"), false);
+    expect(c.trustLoadError).toBe("settings.json: permission denied");
+    expect(c.trust).toBeNull();
+    expect(c.dialogOpen).toBe(false);
+    fail = false;
+    await c.loadTrust();
+    expect(c.trustLoadError).toBeNull();
+    expect(c.trust?.status.state).toBe("trusted");
+  });
+
+  it("a switch forgets the previous project's trust at once; a late answer about it is ignored", async () => {
+    let answer: (p: TrustPrompt) => void = () => {};
+    let calls = 0;
+    const s = scripted({
+      trustStatus: () => {
+        calls += 1;
+        if (calls === 1) return Promise.resolve(TRUSTED);
+        return new Promise<TrustPrompt>((r) => (answer = r));
+      },
+    });
+    const c = new ProjectController(s.api);
+    await c.connect(info("/w/p"), false);
+    expect(c.trust?.status.state).toBe("trusted");
+    const switching = c.changed(info("/w/other"));
+    // The new project's status is not read yet: nothing says it is trusted.
+    expect(c.trust).toBeNull();
+    const late = answer;
+    const second = c.changed(info("/w/third"));
+    late(TRUSTED);
+    await switching;
+    expect(c.trust).toBeNull();
+    answer({ ...PROMPT, status: { ...PROMPT.status, project: "/w/third" } });
+    await second;
+    expect(c.trust?.status.project).toBe("/w/third");
+  });
+
+  it("a switch the window knows the shell refuses (its run in progress) is said without asking the shell", async () => {
+    const s = scripted();
+    let blocked: string | null = "A run is in progress in this project: stop it first, then open another project.";
+    const c = new ProjectController(s.api, () => undefined, () => blocked);
+    await c.connect(info("/w/p"), false);
+    await c.pick();
+    await c.open("/w/other");
+    expect(s.calls).toEqual([]);
+    expect(c.error).toContain("stop it first");
+    expect(c.info?.root).toBe("/w/p");
+    blocked = null;
+    await c.open("/w/other");
+    expect(c.error).toBeNull();
+    expect(c.info?.root).toBe("/w/other");
+  });
+});
+
 let host: HTMLElement;
 beforeEach(() => {
   document.body.innerHTML = "<button id=before>before</button><div id=host></div>";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
-import type { AskUserAnswer, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
+import type { AskUserAnswer, RunDetail, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
 import type { RunApi } from "../src/run/api";
 import { RunController } from "../src/run/controller.svelte";
 import { isActive } from "../src/run/state";
@@ -236,6 +236,88 @@ describe("run controller", () => {
     expect(c.state.runId).toBe("r_other");
     c.newRun();
     expect(c.state.phase).toBe("idle");
+  });
+
+  it("a view-only run read again shows its new steps, then the finished view when it ends", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    let detail: RunDetail = { ...base, run_id: "r_terminal", status: "running" };
+    let reads = 0;
+    const api: RunApi = { ...shell.api, showRun: async () => (reads++, detail) };
+    const c = new RunController(api, () => 0);
+    await c.open("r_terminal");
+    const cards = () => c.state.items.filter((i) => i.kind === "tool").length;
+    expect(cards()).toBe(1);
+    // Unchanged: nothing replaced.
+    const before = c.state;
+    await c.refreshElsewhere();
+    expect(c.state).toBe(before);
+    // A new step stored by the terminal's run.
+    detail = {
+      ...detail,
+      messages: [
+        ...detail.messages,
+        { seq: 4, role: "assistant", text: "more", tool_calls: [{ tool_call_id: "c10", tool: "read_file", input: { path: "a.txt" } }], result: null, usage: null },
+      ],
+    };
+    await c.refreshElsewhere();
+    expect(c.state.phase).toBe("elsewhere");
+    expect(cards()).toBe(2);
+    expect(c.state.items.filter((i) => i.kind === "assistant").map((i) => (i.kind === "assistant" ? i.text : ""))).toEqual(["old answer", "more"]);
+    // It ends: the normal finished view, which can be continued.
+    detail = { ...detail, status: "completed" };
+    await c.refreshElsewhere();
+    expect(c.state.phase).toBe("completed");
+    expect(c.state.items.some((i) => i.kind === "notice")).toBe(false);
+    const n = reads;
+    await c.refreshElsewhere();
+    expect(reads).toBe(n);
+    await c.send("and then?");
+    expect(shell.calls).toEqual([["continue_run", ["r_terminal", "and then?"]]]);
+  });
+
+  it("a read of a view-only run that answers after another run opened changes nothing", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    let release: () => void = () => {};
+    let slow = false;
+    const api: RunApi = {
+      ...shell.api,
+      showRun: async (id) => {
+        if (slow) await new Promise<void>((r) => (release = r));
+        return { ...base, run_id: id, status: id === "r_terminal" ? ("completed" as const) : ("running" as const) };
+      },
+    };
+    const c = new RunController(api, () => 0);
+    await c.open("r_elsewhere");
+    slow = true;
+    const reading = c.refreshElsewhere();
+    c.newRun();
+    release();
+    await reading;
+    expect(c.state.phase).toBe("idle");
+    expect(c.state.items).toEqual([]);
+  });
+
+  it("a project switch drops a run still shown as active here, saying it belonged to the previous project", async () => {
+    const shell = fakeShell();
+    const c = new RunController(shell.api, () => 0, new OutputBus(() => {}));
+    await c.connect();
+    const sending = c.send("go");
+    shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
+    shell.resolveStart("r1");
+    await sending;
+    expect(isActive(c.state)).toBe(true);
+    c.projectChanged();
+    expect(isActive(c.state)).toBe(false);
+    expect(c.state.runId).toBeNull();
+    expect(c.state.items).toEqual([{ kind: "notice", key: expect.any(String), tone: "warn", text: "Run r1 of the previous project was stopped when this project opened." }]);
+    // Its late events do not come back into this view.
+    shell.emit("r1", { type: "text_delta", text: "late" });
+    expect(c.state.items.length).toBe(1);
+    // Without an active run, a switch is a plain new conversation.
+    c.projectChanged();
+    expect(c.state.items).toEqual([]);
   });
 
   it("answers an MCP form through answer_ask_user by its elicitation id, closing it and saying what was sent", async () => {

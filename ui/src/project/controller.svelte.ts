@@ -19,6 +19,11 @@ export class ProjectController {
   /** The last failure of an action (open, trust), shown where the person acted. */
   error: string | null = $state(null);
   trustError: string | null = $state(null);
+  /** Why the trust status could not be read (shown as a banner with a retry); the project is
+   * then shown as not trusted (no badge, no dialog) until a read succeeds. */
+  trustLoadError: string | null = $state(null);
+  /** Why a switch is refused right now (e.g. this window's run is in progress), or null. */
+  private readonly switchBlocked: () => string | null;
   /** Changes on every project change: views keyed on it start over. */
   generation = $state(0);
   private unsubscribe: Array<() => void> = [];
@@ -27,8 +32,10 @@ export class ProjectController {
   constructor(
     private readonly api: ProjectApi,
     onChanged: () => void = () => undefined,
+    switchBlocked: () => string | null = () => null,
   ) {
     this.onChanged = onChanged;
+    this.switchBlocked = switchBlocked;
   }
 
   /** Subscribes to the shell's events and loads the trust prompt and the recent list. */
@@ -57,21 +64,30 @@ export class ProjectController {
   }
 
   async loadTrust(): Promise<void> {
+    const generation = this.generation;
     if (this.info === null) {
       this.trust = null;
+      this.trustLoadError = null;
       this.dialogOpen = false;
       return;
     }
     try {
-      this.showPrompt(await this.api.trustStatus());
-    } catch {
+      const prompt = await this.api.trustStatus();
+      // A switch meanwhile: this answer is about the previous project.
+      if (generation !== this.generation) return;
+      this.showPrompt(prompt);
+    } catch (error) {
+      if (generation !== this.generation) return;
       this.trust = null;
+      this.dialogOpen = false;
+      this.trustLoadError = toCommandError(error).message;
     }
   }
 
   showPrompt(prompt: TrustPrompt): void {
     this.trust = prompt;
     this.trustError = null;
+    this.trustLoadError = null;
     if (shouldOpenDialog(prompt)) this.dialogOpen = true;
   }
 
@@ -81,13 +97,19 @@ export class ProjectController {
     this.info = info;
     this.none = info === null;
     this.generation += 1;
-    if (!same) this.dialogOpen = false;
+    if (!same) {
+      // Nothing of the previous project's trust is shown for this one until its own is read.
+      this.dialogOpen = false;
+      this.trust = null;
+      this.trustLoadError = null;
+    }
     this.onChanged();
     await Promise.all([this.loadRecent(), this.loadTrust()]);
   }
 
   async pick(): Promise<void> {
-    this.error = null;
+    this.error = this.switchBlocked();
+    if (this.error !== null) return;
     try {
       const info = await this.api.pickProject();
       if (info !== null) await this.changed(info);
@@ -97,7 +119,8 @@ export class ProjectController {
   }
 
   async open(path: string): Promise<void> {
-    this.error = null;
+    this.error = this.switchBlocked();
+    if (this.error !== null) return;
     try {
       await this.changed(await this.api.openRecent(path));
     } catch (error) {

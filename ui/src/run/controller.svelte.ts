@@ -3,7 +3,7 @@
 // output bus, and sends the person's answers back by id. Decisions are the shell's.
 import { toCommandError } from "../api";
 import type { HumanAnswer } from "../bindings/HumanAnswer";
-import { type AskUserAnswer, detailEvents, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
+import { type AskUserAnswer, detailEvents, type RunDetail, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
 import type { RunApi } from "./api";
 import { OutputBus } from "./output-bus";
 import {
@@ -25,6 +25,8 @@ import {
 /** Events of runs not (yet) adopted are kept briefly, in case start_run resolves after them. */
 const MAX_ORPHAN_EVENTS = 2000;
 
+const ELSEWHERE_NOTICE = "This run is still running elsewhere (a terminal or another window): view only. New steps appear here while it runs.";
+
 export class RunController {
   // Raw (not deeply proxied): the reducer replaces it immutably on every event.
   state: RunViewState = $state.raw(emptyRun());
@@ -35,6 +37,9 @@ export class RunController {
   readonly output: OutputBus;
   private orphans = new Map<string, RunEvent[]>();
   private unlisten: (() => void) | null = null;
+  /** The stored run last read for the "running elsewhere" view, to skip unchanged reads. */
+  private elsewhereSeen = "";
+  private refreshing = false;
 
   constructor(
     private readonly api: RunApi,
@@ -201,17 +206,61 @@ export class RunController {
       // This window's own active run is always the one shown (open and newRun refuse while it
       // runs), so a stored run that says "running" is driven elsewhere: view only, never a run
       // this view waits on (its spinner and Stop would never end, the list and New run locked).
-      if (detail.status === "running") {
-        this.state = addNotice(
-          { ...state, runId: detail.run_id, phase: "elsewhere" },
-          "This run is still running elsewhere (a terminal or another window): shown as stored when opened. Open it again from the list for newer steps.",
-          "info",
-        );
-        return;
-      }
-      this.state = { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
+      this.elsewhereSeen = JSON.stringify(detail);
+      this.state = this.shown(detail, state);
     } catch (error) {
       this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");
+    }
+  }
+
+  /** A stored run as shown: view only while it still runs elsewhere, else as it ended. */
+  private shown(detail: RunDetail, state: RunViewState): RunViewState {
+    if (detail.status === "running") {
+      return addNotice({ ...state, runId: detail.run_id, phase: "elsewhere" }, ELSEWHERE_NOTICE, "info");
+    }
+    return { ...state, runId: detail.run_id, phase: detail.status ?? state.phase };
+  }
+
+  /**
+   * Reads a run shown "view only" (running elsewhere) again: its new steps and cards appear, and
+   * when it has ended it becomes the normal finished view (which can be continued). The run view
+   * calls this every few seconds while it is shown and the window is visible. Nothing happens
+   * unless such a run is shown, nor when the person opened something else meanwhile; a failed
+   * read keeps what is shown (the next tick tries again).
+   */
+  async refreshElsewhere(): Promise<void> {
+    const id = this.state.runId;
+    if (id === null || this.state.phase !== "elsewhere" || this.refreshing) return;
+    this.refreshing = true;
+    try {
+      const detail = await this.api.showRun(id);
+      if (this.state.runId !== id || this.state.phase !== "elsewhere") return;
+      const seen = JSON.stringify(detail);
+      if (seen === this.elsewhereSeen) return;
+      this.elsewhereSeen = seen;
+      this.state = this.shown(detail, replay(detailEvents(detail), this.now()));
+      if (this.state.phase !== "elsewhere") void this.loadRuns();
+    } catch {
+      // Shown as last read; the next tick tries again.
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /**
+   * Another project is open (the shell switched): the conversation starts over. The shell refuses a
+   * switch while this window's run is in progress and stops any that slipped in before the old
+   * project closed, so a run still shown as active here belonged to the previous project: it is
+   * dropped with a note saying so (its late events no longer reach this view).
+   */
+  projectChanged(): void {
+    const wasActive = isActive(this.state);
+    const previous = this.state.runId;
+    this.output.clear();
+    this.state = emptyRun();
+    if (wasActive) {
+      const which = previous === null ? "The run" : `Run ${previous}`;
+      this.state = addNotice(this.state, `${which} of the previous project was stopped when this project opened.`, "warn");
     }
   }
 

@@ -40,8 +40,9 @@ export type ConversationItem =
 
 /**
  * `elsewhere`: a stored run opened from the list while it is still running in another process
- * (`aibuddy run` in a terminal, another window) or left `running` by one that died: shown as stored,
- * view only; this window gets none of its events and cannot stop or continue it.
+ * (`aibuddy run` in a terminal, another window) or left `running` by one that died: shown as stored and
+ * read again while shown (RunController.refreshElsewhere), view only; this window gets none of
+ * its events and cannot stop or continue it until it has ended.
  */
 export type RunPhase = "idle" | "starting" | "running" | "elsewhere" | RunStatus;
 
