@@ -121,7 +121,7 @@ describe("run controller", () => {
       ["answer_ask_user", ["q1", { kind: "answer", selected: ["a"], text: null }]],
       ["stop_run", "r1"],
     ]);
-    shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null });
     await c.send("and now this");
     expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
   });

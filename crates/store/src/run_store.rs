@@ -130,6 +130,7 @@ impl Store {
                 end.status,
                 end.stage.as_deref(),
                 end.error_message.as_deref(),
+                end.stop_reason.as_deref(),
                 now_ms(),
             )
         })
