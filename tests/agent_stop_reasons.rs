@@ -157,4 +157,5 @@ async fn a_turn_that_stays_paused_ends_flagged_after_five_continuations() {
     assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("pause_turn"));
     // The first step and five continuations.
     assert_eq!(h.server.requests().len(), 6);
+    h.server.assert_clean();
 }
