@@ -34,6 +34,7 @@ function fakeShell() {
         status: "interrupted",
         stage: null,
         error_message: null,
+        stop_reason: null,
         started_at: "2026-11-30T00:00:00.000Z",
         finished_at_ms: null,
         usage,
