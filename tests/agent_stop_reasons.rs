@@ -53,7 +53,10 @@ async fn flag(h: &Harness, out: &RunOutcome, events: &[RunEvent]) -> Option<Stri
     assert_eq!(*status, out.status);
     assert_eq!(*stop_reason, out.stop_reason, "event and outcome differ");
     let stored = h.store().get_run(&out.run_id).await.unwrap().unwrap();
-    assert_eq!(stored.stop_reason, out.stop_reason, "stored run and outcome differ");
+    assert_eq!(
+        stored.stop_reason, out.stop_reason,
+        "stored run and outcome differ"
+    );
     out.stop_reason.clone()
 }
 
@@ -114,12 +117,19 @@ async fn an_unknown_reason_is_kept_verbatim_without_control_characters() {
         let h = harness(kind, None).await;
         h.push(Turn::text("Partial").stopping(word));
         let (out, events) = run(&h, "hi").await;
-        assert_eq!(flag(&h, &out, &events).await.as_deref(), Some(word), "{kind:?}");
+        assert_eq!(
+            flag(&h, &out, &events).await.as_deref(),
+            Some(word),
+            "{kind:?}"
+        );
     }
     let h = harness(ProviderKind::Anthropic, None).await;
     h.push(Turn::text("x").stopping("odd\u{1b}[2J\nreason"));
     let (out, events) = run(&h, "hi").await;
-    assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("odd[2Jreason"));
+    assert_eq!(
+        flag(&h, &out, &events).await.as_deref(),
+        Some("odd[2Jreason")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -260,8 +260,11 @@ async fn human_output_streams_text_and_a_card() {
 async fn a_cut_or_refused_answer_is_flagged() {
     let f = chat_fx().await;
     let k = ProviderKind::OpenAiChat;
-    f.server
-        .push(Turn::text("The first half of it").stopping("length").reply(k));
+    f.server.push(
+        Turn::text("The first half of it")
+            .stopping("length")
+            .reply(k),
+    );
     let (code, out, err) = f.run(&["run", "write a lot"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("The first half of it"), "{out}");
@@ -270,8 +273,11 @@ async fn a_cut_or_refused_answer_is_flagged() {
         "{err}"
     );
 
-    f.server
-        .push(Turn::text("I can't help with that.").stopping("content_filter").reply(k));
+    f.server.push(
+        Turn::text("I can't help with that.")
+            .stopping("content_filter")
+            .reply(k),
+    );
     let (code, ev, err) = f.events(&["run", "bad", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(finished(&ev)["stop_reason"], "content_filter");

@@ -3,9 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use aibuddy_provider::{
-    Message, ModelRequest, Presentation, StopReason, Usage as ProviderUsage,
-};
+use aibuddy_provider::{Message, ModelRequest, Presentation, StopReason, Usage as ProviderUsage};
 use aibuddy_store::{
     CallStatus as StoredStatus, Conversation, MessageRole, NewMessage, NewRun, RequestedCall,
     RunEnd, RunStatus, Store, StoreError, Usage,

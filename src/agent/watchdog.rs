@@ -15,8 +15,7 @@ use std::time::Duration;
 use aibuddy_provider::error::TransportKind;
 use aibuddy_provider::retry::{RetryDecision, jitter};
 use aibuddy_provider::{
-    BackoffPolicy, Message, ModelRequest, Provider, ProviderError, ProviderEvent, StopReason,
-    Usage,
+    BackoffPolicy, Message, ModelRequest, Provider, ProviderError, ProviderEvent, StopReason, Usage,
 };
 use futures::StreamExt;
 use tokio::time::Instant;

@@ -51,9 +51,21 @@ async fn stop_reasons_on_each_route() {
         (Anthropic, "refusal", StopReason::Refusal),
         (Anthropic, "pause_turn", StopReason::PauseTurn),
         (Anthropic, "stop_sequence", StopReason::EndTurn),
-        (Anthropic, "new_reason", StopReason::Other("new_reason".into())),
-        (OpenAiChat, "content_filter", StopReason::Other("content_filter".into())),
-        (OpenAiResponses, "content_filter", StopReason::Other("content_filter".into())),
+        (
+            Anthropic,
+            "new_reason",
+            StopReason::Other("new_reason".into()),
+        ),
+        (
+            OpenAiChat,
+            "content_filter",
+            StopReason::Other("content_filter".into()),
+        ),
+        (
+            OpenAiResponses,
+            "content_filter",
+            StopReason::Other("content_filter".into()),
+        ),
     ];
     for (kind, word, expected) in cases {
         let server = server().await;

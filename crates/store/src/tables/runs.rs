@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::iso;
 use crate::error::{Result, StoreError};
-use crate::run_types::{RunListRow, RunRecord, RunStatus, Usage};
+use crate::run_types::{RunEnd, RunListRow, RunRecord, RunStatus, Usage};
 
 pub(crate) const MIGRATION_V1: &str = "
 CREATE TABLE runs (
@@ -171,10 +171,7 @@ pub fn finish(
     conn: &Connection,
     run_id: &str,
     owner: &str,
-    status: RunStatus,
-    stage: Option<&str>,
-    error_message: Option<&str>,
-    stop_reason: Option<&str>,
+    end: &RunEnd,
     now_ms: i64,
 ) -> Result<()> {
     let n = conn
@@ -186,11 +183,11 @@ pub fn finish(
         .execute(params![
             run_id,
             owner,
-            status.as_str(),
-            stage,
-            error_message,
+            end.status.as_str(),
+            end.stage,
+            end.error_message,
             now_ms,
-            stop_reason
+            end.stop_reason
         ])?;
     if n == 1 {
         Ok(())

@@ -294,7 +294,10 @@ mod tests {
             stop_note("r1", "max_tokens"),
             "aibuddy: run r1: the model's answer was cut at its output limit (max_tokens)"
         );
-        assert_eq!(stop_note("r1", "refusal"), "aibuddy: run r1: the model refused");
+        assert_eq!(
+            stop_note("r1", "refusal"),
+            "aibuddy: run r1: the model refused"
+        );
         assert_eq!(
             stop_note("r1", "odd\u{1b}[2J"),
             "aibuddy: run r1: the model stopped for a reason other than finishing: odd\\e[2J"
