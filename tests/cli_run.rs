@@ -254,6 +254,48 @@ async fn human_output_streams_text_and_a_card() {
     assert!(err.contains(":toolu_h1 ok"), "{err}");
 }
 
+/// An answer cut at the output limit or refused says so: a line on stderr, `stop_reason` in the
+/// `--json` `run_finished` event and in `runs show`; a finished answer has neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_or_refused_answer_is_flagged() {
+    let f = chat_fx().await;
+    let k = ProviderKind::OpenAiChat;
+    f.server.push(
+        Turn::text("The first half of it")
+            .stopping("length")
+            .reply(k),
+    );
+    let (code, out, err) = f.run(&["run", "write a lot"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("The first half of it"), "{out}");
+    assert!(
+        err.contains("the model's answer was cut at its output limit (max_tokens)"),
+        "{err}"
+    );
+
+    f.server.push(
+        Turn::text("I can't help with that.")
+            .stopping("content_filter")
+            .reply(k),
+    );
+    let (code, ev, err) = f.events(&["run", "bad", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finished(&ev)["stop_reason"], "content_filter");
+    let run_id = finished(&ev)["run_id"].as_str().unwrap().to_string();
+    let (_, shown, _) = f.run(&["runs", "show", &run_id]).await;
+    assert!(shown.contains("stop reason: content_filter"), "{shown}");
+
+    f.server.push(Turn::text("Done.").reply(k));
+    let (code, ev, err) = f.events(&["run", "hi", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finished(&ev)["stop_reason"], Value::Null);
+    f.server.push(Turn::text("Done again.").reply(k));
+    let (code, _, err) = f.run(&["run", "hi again"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("the model"), "{err}");
+    f.server.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_provider_or_a_missing_prompt_is_a_usage_error() {
     let f = anthropic_fx().await;

@@ -103,6 +103,9 @@ pub struct RunDetail {
     /// The failure stage of an `error` end.
     pub stage: Option<String>,
     pub error_message: Option<String>,
+    /// Why the last answer is not a finished one (`max_tokens`, `refusal`, `pause_turn`, or the
+    /// provider's word); null when the model finished normally.
+    pub stop_reason: Option<String>,
     pub started_at: String,
     pub finished_at_ms: Option<i64>,
     pub usage: Usage,
@@ -196,6 +199,7 @@ impl From<&Conversation> for RunDetail {
             status: r.status,
             stage: r.stage.clone(),
             error_message: r.error_message.clone(),
+            stop_reason: r.stop_reason.clone(),
             started_at: r.started_at.clone(),
             finished_at_ms: r.finished_at_ms,
             usage: r.usage,

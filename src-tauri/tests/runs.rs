@@ -67,6 +67,7 @@ fn a_run_calls_execute_completes_and_is_listed_and_shown() {
 
     let shown = invoke(&f.window, "show_run", json!({ "runId": run_id })).unwrap();
     assert_eq!(shown["status"], json!("completed"), "{shown}");
+    assert_eq!(shown["stop_reason"], Value::Null, "{shown}");
     // The context meter a run only viewed shows: the last step's usage against the window of
     // the route it would continue on.
     let meter = &shown["meter"];
@@ -100,8 +101,9 @@ fn a_run_calls_execute_completes_and_is_listed_and_shown() {
     );
     assert_eq!(messages[3]["text"], json!("It printed 42."));
 
-    // Continued with a new prompt: same run, a new answer, the protocol checked again.
-    f.push(Turn::text("Still 42."));
+    // Continued with a new prompt: same run, a new answer (cut at the model's output limit:
+    // Chat `length`), the protocol checked again.
+    f.push(Turn::text("Still 42.").stopping("length"));
     let cont = invoke(
         &f.window,
         "continue_run",
@@ -121,6 +123,11 @@ fn a_run_calls_execute_completes_and_is_listed_and_shown() {
     }
     let shown = invoke(&f.window, "show_run", json!({ "runId": run_id })).unwrap();
     assert_eq!(shown["messages"].as_array().unwrap().len(), 6, "{shown}");
+    // The cut answer is flagged on the live event and on the stored run.
+    let last = f.events_of(&run_id).last().cloned().unwrap_or_default();
+    assert_eq!(last["type"], json!("run_finished"), "{last}");
+    assert_eq!(last["stop_reason"], json!("max_tokens"), "{last}");
+    assert_eq!(shown["stop_reason"], json!("max_tokens"), "{shown}");
     f.server.assert_clean();
 }
 

@@ -30,6 +30,7 @@ fn run() -> RunRecord {
         project_root: None,
         owner: None,
         scoped_call_ids: false,
+        stop_reason: None,
     }
 }
 

@@ -119,6 +119,11 @@ pub enum RunEvent {
         status: aibuddy_store::RunStatus,
         stage: Option<Stage>,
         usage: aibuddy_store::Usage,
+        /// Set when the run ended on an answer the model did not finish normally: `max_tokens`
+        /// (cut at its output limit), `refusal` (the model refused), `pause_turn` (still paused
+        /// after the automatic continuations), or the provider's own word for any other reason
+        /// (verbatim, control characters removed, at most 64 characters). `null` otherwise.
+        stop_reason: Option<String>,
     },
 }
 

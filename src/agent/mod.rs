@@ -158,6 +158,11 @@ pub struct RunOutcome {
     pub usage: aibuddy_store::Usage,
     /// Model steps answered in this invocation.
     pub steps: u32,
+    /// Why the last step stopped when the run ended on an answer that is not "the model
+    /// finished": `max_tokens` (cut at its output limit), `refusal`, `pause_turn` (still paused
+    /// after the automatic continuations), or the provider's own word for another reason.
+    /// `None` otherwise.
+    pub stop_reason: Option<String>,
 }
 
 /// Failures that prevent a run from starting or being recorded (a run that started and failed

@@ -109,6 +109,7 @@ mod tests {
             project_root: None,
             owner: None,
             scoped_call_ids: true,
+            stop_reason: None,
         }
     }
 

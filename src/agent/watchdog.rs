@@ -15,7 +15,7 @@ use std::time::Duration;
 use aibuddy_provider::error::TransportKind;
 use aibuddy_provider::retry::{RetryDecision, jitter};
 use aibuddy_provider::{
-    BackoffPolicy, Message, ModelRequest, Provider, ProviderError, ProviderEvent, Usage,
+    BackoffPolicy, Message, ModelRequest, Provider, ProviderError, ProviderEvent, StopReason, Usage,
 };
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -200,8 +200,13 @@ fn clone_error(e: &ProviderError) -> ProviderError {
 /// How a step ended.
 #[derive(Debug)]
 pub enum StepEnd {
-    /// The complete assistant message.
-    Done { message: Message, usage: Usage },
+    /// The complete assistant message, and why the model stopped (`end_turn` when the stream
+    /// named no reason).
+    Done {
+        message: Message,
+        usage: Usage,
+        stop: StopReason,
+    },
     /// Stopped by the person; the text streamed so far in the last attempt.
     Cancelled { partial_text: String },
     /// A failure that is not retried (or retries ran out).
@@ -231,9 +236,19 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
     loop {
         let mut partial = String::new();
         let mut usage = Usage::default();
-        let result = one_attempt(cx, req, &mut partial, &mut usage).await;
+        let mut stop = StopReason::EndTurn;
+        let result = one_attempt(cx, req, &mut partial, &mut usage, &mut stop).await;
         let err = match result {
-            Ok(Some(message)) => return (StepEnd::Done { message, usage }, aborted),
+            Ok(Some(message)) => {
+                return (
+                    StepEnd::Done {
+                        message,
+                        usage,
+                        stop,
+                    },
+                    aborted,
+                );
+            }
             Ok(None) => {
                 aborted.push(usage);
                 return (
@@ -284,6 +299,7 @@ async fn one_attempt(
     req: &ModelRequest,
     partial: &mut String,
     usage: &mut Usage,
+    stop: &mut StopReason,
 ) -> Result<Option<Message>, AttemptError> {
     // The step's own token: aborting a stalled stream closes its connection without ending the run.
     let step_cancel = cx.cancel.child_token();
@@ -331,13 +347,13 @@ async fn one_attempt(
                     cx.events.emit(RunEvent::TextDelta { text });
                 }
                 ProviderEvent::Usage(u) => usage.merge_max(u),
+                ProviderEvent::Stop(reason) => *stop = reason,
                 ProviderEvent::MessageEnd { message } => return Ok(Some(message)),
                 ProviderEvent::MessageStart { .. }
                 | ProviderEvent::ToolCallStart { .. }
                 | ProviderEvent::ToolCallArgsDelta { .. }
                 | ProviderEvent::ToolCallEnd { .. }
-                | ProviderEvent::Ping
-                | ProviderEvent::Stop(_) => {}
+                | ProviderEvent::Ping => {}
             },
         }
     }

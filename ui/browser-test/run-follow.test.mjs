@@ -192,7 +192,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     };
     const DETAIL = {
       run_id: RUNNING.run_id, title: RUNNING.title, provider: "anthropic", model: "claude", presentation: "native", status: "running",
-      stage: null, error_message: null, started_at: RUNNING.started_at, finished_at_ms: null,
+      stage: null, error_message: null, stop_reason: null, started_at: RUNNING.started_at, finished_at_ms: null,
       usage: { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null, steps: 1, tool_calls: 1,
       messages: [
         { seq: 1, role: "user", text: "long refactor", tool_calls: [], result: null, usage: null },

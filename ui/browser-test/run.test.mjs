@@ -172,7 +172,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     ]);
 
     await emit(page, { type: "text_delta", text: "Done: `--top N` is parsed and the tests pass." });
-    await emit(page, { type: "run_finished", run_id: RUN, status: "completed", stage: null, usage: { input_tokens: 12_400, output_tokens: 860, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    await emit(page, { type: "run_finished", run_id: RUN, status: "completed", stage: null, usage: { input_tokens: 12_400, output_tokens: 860, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null });
     await page.locator('[data-testid="run-phase"][data-phase="completed"]').waitFor();
     assert.equal(await page.locator('[data-testid="prompt-send"]').textContent(), "Continue");
     await shot(page, "run-finished.png");

@@ -75,7 +75,7 @@ describe("elicitation queue", () => {
     expect(s.elicitations.map((e) => e.elicitation_id)).toEqual(["e1", "e2"]);
     s = answeredElicitation(s, "e1");
     expect(s.elicitations.map((e) => e.elicitation_id)).toEqual(["e2"]);
-    s = play([{ type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } }], s);
+    s = play([{ type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null }], s);
     expect(s.elicitations).toEqual([]);
   });
 });

@@ -34,6 +34,7 @@ function fakeShell() {
         status: "interrupted",
         stage: null,
         error_message: null,
+        stop_reason: null,
         started_at: "2026-11-30T00:00:00.000Z",
         finished_at_ms: null,
         usage,
@@ -121,7 +122,7 @@ describe("run controller", () => {
       ["answer_ask_user", ["q1", { kind: "answer", selected: ["a"], text: null }]],
       ["stop_run", "r1"],
     ]);
-    shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 } });
+    shell.emit("r1", { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null });
     await c.send("and now this");
     expect(shell.calls.at(-1)).toEqual(["continue_run", ["r1", "and now this"]]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
-import type { RunEvent } from "../src/provisional/run-types";
+import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
 import {
   addPrompt,
   answeredConfirm,
@@ -9,6 +9,7 @@ import {
   isActive,
   replay,
   type RunViewState,
+  stopReasonNote,
   toolKind,
   toolTarget,
   utf8Length,
@@ -90,13 +91,55 @@ describe("run state reducer", () => {
       { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" },
       { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: {} },
       { type: "confirm_request", tool_call_id: "call_w", request: REQUEST },
-      { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 5, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 } },
+      { type: "run_finished", run_id: "r1", status: "cancelled", stage: null, usage: { input_tokens: 5, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null },
     ]);
     expect(s.phase).toBe("cancelled");
     expect(isActive(s)).toBe(false);
     expect(s.confirms).toEqual([]);
     expect(s.items[0]?.kind === "tool" && s.items[0].card.status).toBe("cancelled");
     expect(s.usage?.input_tokens).toBe(5);
+  });
+
+  it("says under the answer when the model did not finish it (cut, refused, paused, other)", () => {
+    const USAGE = { input_tokens: 5, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0 };
+    const finish = (stop_reason: string | null) =>
+      play([
+        { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" },
+        { type: "text_delta", text: "The first half" },
+        { type: "run_finished", run_id: "r1", status: "completed", stage: null, usage: USAGE, stop_reason },
+      ]);
+    const notices = (s: RunViewState) => s.items.filter((it) => it.kind === "notice").map((it) => (it.kind === "notice" ? [it.text, it.tone] : []));
+    expect(notices(finish("max_tokens"))).toEqual([["The model's answer was cut at its output limit (max_tokens).", "warn"]]);
+    expect(notices(finish("refusal"))).toEqual([["The model refused.", "warn"]]);
+    expect(notices(finish("content_filter"))).toEqual([["The model stopped for a reason other than finishing: content_filter.", "warn"]]);
+    expect(stopReasonNote("pause_turn")).toContain("pause_turn");
+    expect(notices(finish(null))).toEqual([]);
+    expect(finish("max_tokens").phase).toBe("completed");
+    // The flag comes after the answer it is about.
+    expect(finish("max_tokens").items.map((it) => it.kind)).toEqual(["assistant", "notice"]);
+  });
+
+  it("a stored run shows its stop reason like a live one", () => {
+    const detail: RunDetail = {
+      run_id: "r1",
+      title: null,
+      provider: "p",
+      model: "m",
+      presentation: "native",
+      status: "completed",
+      stage: null,
+      error_message: null,
+      stop_reason: "max_tokens",
+      started_at: "2026-01-01T00:00:00.000Z",
+      finished_at_ms: 1,
+      usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 },
+      meter: null,
+      steps: 1,
+      tool_calls: 0,
+      messages: [{ seq: 1, role: "assistant", text: "cut", tool_calls: [], result: null, usage: null }],
+    };
+    const s = replay(detailEvents(detail), 0);
+    expect(s.items.at(-1)).toMatchObject({ kind: "notice", tone: "warn", text: "The model's answer was cut at its output limit (max_tokens)." });
   });
 
   it("ignores events for unknown calls and duplicate tool calls", () => {

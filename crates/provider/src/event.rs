@@ -31,9 +31,36 @@ impl Usage {
 pub enum StopReason {
     EndTurn,
     ToolUse,
+    /// The answer reached its output limit (Anthropic `max_tokens`, Chat `length`, Responses
+    /// `incomplete` with `max_output_tokens`).
     MaxTokens,
-    /// Refusal, content filter, pause, or anything else, with the provider's word for it.
+    /// The model declined to answer (Anthropic `refusal`).
+    Refusal,
+    /// Anthropic `pause_turn`: the server paused a long turn; sending the conversation back
+    /// (the paused assistant content last) lets it continue.
+    PauseTurn,
+    /// Content filter or anything else, with the provider's word for it.
     Other(String),
+}
+
+impl StopReason {
+    /// The reason in one word: `end_turn`, `tool_use`, `max_tokens`, `refusal`, `pause_turn`, or
+    /// the provider's own word for any other reason (verbatim).
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::Refusal => "refusal",
+            StopReason::PauseTurn => "pause_turn",
+            StopReason::Other(s) => s,
+        }
+    }
+
+    /// The model finished on its own (its answer is complete, or it asked for tools).
+    pub fn is_normal(&self) -> bool {
+        matches!(self, StopReason::EndTurn | StopReason::ToolUse)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

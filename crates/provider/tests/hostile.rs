@@ -683,6 +683,11 @@ async fn a_refusal_is_shown_not_dropped() {
         (text_of(&events).as_str(), msg.text().as_str()),
         (says, says)
     );
+    // It finishes as `stop`, but it is a refusal: the step says so.
+    assert!(
+        events.contains(&ProviderEvent::Stop(aibuddy_provider::StopReason::Refusal)),
+        "{events:?}"
+    );
 
     let kind = ProviderKind::OpenAiResponses;
     let server = common::server().await;
@@ -704,6 +709,10 @@ async fn a_refusal_is_shown_not_dropped() {
     assert_eq!(
         (text_of(&events).as_str(), msg.text().as_str()),
         (says, says)
+    );
+    assert!(
+        events.contains(&ProviderEvent::Stop(aibuddy_provider::StopReason::Refusal)),
+        "{events:?}"
     );
 }
 

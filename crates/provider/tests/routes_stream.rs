@@ -39,6 +39,55 @@ async fn text_only_on_each_route() {
     }
 }
 
+/// Each format's word for why the model stopped becomes the same `StopReason`; unknown words are
+/// kept verbatim.
+#[tokio::test]
+async fn stop_reasons_on_each_route() {
+    use aibuddy_provider::ProviderKind::{Anthropic, OpenAiChat, OpenAiResponses};
+    let cases = [
+        (Anthropic, "max_tokens", StopReason::MaxTokens),
+        (OpenAiChat, "length", StopReason::MaxTokens),
+        (OpenAiResponses, "max_output_tokens", StopReason::MaxTokens),
+        (Anthropic, "refusal", StopReason::Refusal),
+        (Anthropic, "pause_turn", StopReason::PauseTurn),
+        (Anthropic, "stop_sequence", StopReason::EndTurn),
+        (
+            Anthropic,
+            "new_reason",
+            StopReason::Other("new_reason".into()),
+        ),
+        (
+            OpenAiChat,
+            "content_filter",
+            StopReason::Other("content_filter".into()),
+        ),
+        (
+            OpenAiResponses,
+            "content_filter",
+            StopReason::Other("content_filter".into()),
+        ),
+    ];
+    for (kind, word, expected) in cases {
+        let server = server().await;
+        server.push(Turn::text("Partial answ").stopping(word).reply(kind));
+        let p = provider(&server, kind, Presentation::ActiveTools);
+        let req = request(
+            kind,
+            Presentation::ActiveTools,
+            vec![Message::user_text("hi")],
+        );
+        let (events, msg) = step(&p, &req).await;
+        assert_eq!(msg.text(), "Partial answ", "{kind:?} {word}");
+        let stops: Vec<&ProviderEvent> = events
+            .iter()
+            .filter(|e| matches!(e, ProviderEvent::Stop(_)))
+            .collect();
+        assert_eq!(stops, [&ProviderEvent::Stop(expected)], "{kind:?} {word}");
+    }
+    assert_eq!(StopReason::MaxTokens.as_str(), "max_tokens");
+    assert_eq!(StopReason::Other("x y".into()).as_str(), "x y");
+}
+
 #[tokio::test]
 async fn one_tool_call_then_result_round_trip_on_each_route() {
     for kind in KINDS {

@@ -86,6 +86,7 @@ fn conversation(messages: Vec<MessageRecord>, summaries: Vec<SummaryRecord>) -> 
             project_root: None,
             owner: None,
             scoped_call_ids: false,
+            stop_reason: None,
         },
         messages,
         summaries,

@@ -11,6 +11,7 @@
 //! | 5 | `runs.scoped_call_ids`: calls of new runs are stored under `<run_id>:<provider id>` |
 //! | 6 | history browser: `(started_at, seq)` and `stage` indexes; `tool_calls_fts` rebuilt with `model_projection` |
 //! | 7 | history per project: `tool_calls.project_id` (the run's, by trigger) + `(project_id, started_at, seq)` index |
+//! | 8 | `runs.stop_reason`: a run that ended on an answer cut at the output limit, refused, or otherwise not finished normally |
 //!
 //! Never edit a released version: append a new one.
 
@@ -55,11 +56,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(tables::runs::MIGRATION_V5),
         M::up(crate::history_query::MIGRATION_V6),
         M::up(crate::history_scope::MIGRATION_V7),
+        M::up(tables::runs::MIGRATION_V8),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 7;
+pub const LATEST_VERSION: usize = 8;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

@@ -123,15 +123,7 @@ impl Store {
         }
         let (run, owner) = (run_id.to_string(), self.instance_id().to_string());
         self.write(Durability::Power, move |conn| {
-            runs::finish(
-                conn,
-                &run,
-                &owner,
-                end.status,
-                end.stage.as_deref(),
-                end.error_message.as_deref(),
-                now_ms(),
-            )
+            runs::finish(conn, &run, &owner, &end, now_ms())
         })
         .await
     }

@@ -152,6 +152,10 @@ pub struct RunRecord {
     /// Calls of this run are stored under run-scoped ids (`<run_id>:<provider id>`, schema 5);
     /// `false` for runs stored before (their calls keep the provider's ids).
     pub scoped_call_ids: bool,
+    /// Why the model's last step stopped, when the run ended on an answer the model did not
+    /// finish normally (`max_tokens`, `refusal`, `pause_turn`, or the provider's own word;
+    /// schema 8). `None` otherwise, while running, and for runs stored before.
+    pub stop_reason: Option<String>,
 }
 
 impl RunRecord {
@@ -187,6 +191,8 @@ pub struct RunEnd {
     pub status: RunStatus,
     pub stage: Option<String>,
     pub error_message: Option<String>,
+    /// See [`RunRecord::stop_reason`].
+    pub stop_reason: Option<String>,
 }
 
 /// A tool call the model requested in an assistant message (ids parsed by the provider code).

@@ -170,6 +170,7 @@ async fn kill_9_mid_run_leaves_it_interrupted_consistent_and_resumable() {
                     status: RunStatus::Completed,
                     stage: None,
                     error_message: None,
+                    stop_reason: None,
                 },
             )
             .await

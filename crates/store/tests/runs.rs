@@ -158,12 +158,14 @@ async fn a_conversation_round_trips_in_order_with_exact_content_and_counters() {
                 status: RunStatus::Completed,
                 stage: None,
                 error_message: None,
+                stop_reason: Some("max_tokens".into()),
             },
         )
         .await
         .unwrap();
     let done = store.get_run(&run).await.unwrap().unwrap();
     assert_eq!(done.status, Some(RunStatus::Completed));
+    assert_eq!(done.stop_reason.as_deref(), Some("max_tokens"));
     assert!(done.finished_at_ms.is_some());
     // A finished run takes no more messages and cannot finish again.
     let err = store
@@ -178,6 +180,7 @@ async fn a_conversation_round_trips_in_order_with_exact_content_and_counters() {
                 status: RunStatus::Error,
                 stage: Some("Execution".into()),
                 error_message: Some("x".into()),
+                stop_reason: None,
             },
         )
         .await

@@ -15,7 +15,12 @@ presentation: string | null, status: RunStatus | null,
 /**
  * The failure stage of an `error` end.
  */
-stage: string | null, error_message: string | null, started_at: string, finished_at_ms: number | null, usage: Usage, 
+stage: string | null, error_message: string | null, 
+/**
+ * Why the last answer is not a finished one (`max_tokens`, `refusal`, `pause_turn`, or the
+ * provider's word); null when the model finished normally.
+ */
+stop_reason: string | null, started_at: string, finished_at_ms: number | null, usage: Usage, 
 /**
  * The context meter's numbers as a continued run would show them first (the last step's
  * usage against the window of the route it continues on); null when no usage can be trusted

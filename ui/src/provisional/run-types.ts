@@ -61,7 +61,7 @@ export function detailEvents(detail: RunDetail): RunEvent[] {
     }
   }
   if (detail.status !== null && detail.status !== "running") {
-    events.push({ type: "run_finished", run_id: detail.run_id, status: detail.status, stage: (detail.stage as ShellStage | null) ?? null, usage: detail.usage });
+    events.push({ type: "run_finished", run_id: detail.run_id, status: detail.status, stage: (detail.stage as ShellStage | null) ?? null, usage: detail.usage, stop_reason: detail.stop_reason ?? null });
   }
   // The context meter as a continued run would first show it (absent when no usage is trusted).
   if (detail.meter) events.push(detail.meter);

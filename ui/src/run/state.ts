@@ -146,6 +146,23 @@ export function addNotice(state: RunViewState, text: string, tone: "info" | "war
   return push(state, { kind: "notice", text, tone }, "n");
 }
 
+/**
+ * What the view says when a run ended on an answer the model did not finish normally (the
+ * `stop_reason` of `run_finished`); unknown reasons are shown as the provider's word.
+ */
+export function stopReasonNote(reason: string): string {
+  switch (reason) {
+    case "max_tokens":
+      return "The model's answer was cut at its output limit (max_tokens).";
+    case "refusal":
+      return "The model refused.";
+    case "pause_turn":
+      return "The model's turn is still paused after the automatic continuations (pause_turn); continue the run to resume it.";
+    default:
+      return `The model stopped for a reason other than finishing: ${reason}.`;
+  }
+}
+
 /** Applies one run event. Unknown or out-of-order events never throw; they change nothing. */
 export function applyRunEvent(state: RunViewState, event: RunEvent, now: number): RunViewState {
   switch (event.type) {
@@ -236,9 +253,10 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
           ? { ...it, card: { ...it.card, status: "cancelled" as const } }
           : it,
       );
+      // An answer cut, refused or otherwise not finished says so under it.
+      const flagged = event.stop_reason ? push({ ...state, items }, { kind: "notice", text: stopReasonNote(event.stop_reason), tone: "warn" }, "n") : { ...state, items };
       return {
-        ...state,
-        items,
+        ...flagged,
         runId: event.run_id,
         phase: event.status,
         stage: event.stage,

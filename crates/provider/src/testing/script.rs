@@ -92,6 +92,11 @@ pub struct Turn {
     /// The reply to a side request (a conversation summary), not a turn of the conversation:
     /// it is never replayed, so the replay check does not expect it back.
     pub aside: bool,
+    /// The stop reason in the format's own word, instead of the normal one: Anthropic
+    /// `stop_reason` (`max_tokens`, `refusal`, `pause_turn`, ...), Chat `finish_reason`
+    /// (`length`, ...), Responses `response.incomplete` with this `incomplete_details.reason`
+    /// (`max_output_tokens`, ...).
+    pub stop: Option<String>,
 }
 
 impl Turn {
@@ -134,6 +139,12 @@ impl Turn {
 
     pub fn with_pings(mut self) -> Self {
         self.pings = true;
+        self
+    }
+
+    /// Ends the turn with `reason` (see [`Turn::stop`]).
+    pub fn stopping(mut self, reason: &str) -> Self {
+        self.stop = Some(reason.to_string());
         self
     }
 
@@ -221,10 +232,10 @@ impl Turn {
             );
             index += 1;
         }
-        let stop = if self.calls.is_empty() {
-            "end_turn"
-        } else {
-            "tool_use"
+        let stop = match (&self.stop, self.calls.is_empty()) {
+            (Some(s), _) => s.as_str(),
+            (None, true) => "end_turn",
+            (None, false) => "tool_use",
         };
         c.push(Chunk::event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}})));
         c.push(Chunk::event(
@@ -284,7 +295,11 @@ impl Turn {
             ));
             items.push(item);
         }
-        c.push(Chunk::event("response.completed", json!({"type": "response.completed", "response": {"id": "resp_fake", "status": "completed", "output": items, "usage": {"input_tokens": 10, "output_tokens": 20, "input_tokens_details": {"cached_tokens": 0}}}})));
+        let usage = json!({"input_tokens": 10, "output_tokens": 20, "input_tokens_details": {"cached_tokens": 0}});
+        match &self.stop {
+            Some(reason) => c.push(Chunk::event("response.incomplete", json!({"type": "response.incomplete", "response": {"id": "resp_fake", "status": "incomplete", "incomplete_details": {"reason": reason}, "output": items, "usage": usage}}))),
+            None => c.push(Chunk::event("response.completed", json!({"type": "response.completed", "response": {"id": "resp_fake", "status": "completed", "output": items, "usage": usage}}))),
+        }
         (c, Value::Array(items))
     }
 
@@ -318,10 +333,10 @@ impl Turn {
             }
             calls.push(json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": args}}));
         }
-        let finish = if self.calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
+        let finish = match (&self.stop, self.calls.is_empty()) {
+            (Some(s), _) => s.as_str(),
+            (None, true) => "stop",
+            (None, false) => "tool_calls",
         };
         c.push(chunk(json!({}), json!(finish)));
         c.push(Chunk::data(json!({"id": "chatcmpl-fake", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 20}}).to_string()));
@@ -336,10 +351,10 @@ impl Turn {
     /// The non-streamed Chat Completions reply (`stream: false`).
     pub fn chat_json(&self) -> Reply {
         let (_, served) = self.chat();
-        let finish = if self.calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
+        let finish = match (&self.stop, self.calls.is_empty()) {
+            (Some(s), _) => s.as_str(),
+            (None, true) => "stop",
+            (None, false) => "tool_calls",
         };
         Reply::Json {
             body: json!({"id": "chatcmpl-fake", "object": "chat.completion", "choices": [{"index": 0, "message": served, "finish_reason": finish}], "usage": {"prompt_tokens": 10, "completion_tokens": 20}}),

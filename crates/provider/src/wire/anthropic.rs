@@ -201,6 +201,8 @@ pub(crate) fn stop_reason(s: &str) -> StopReason {
         "end_turn" | "stop_sequence" => StopReason::EndTurn,
         "tool_use" => StopReason::ToolUse,
         "max_tokens" => StopReason::MaxTokens,
+        "refusal" => StopReason::Refusal,
+        "pause_turn" => StopReason::PauseTurn,
         other => StopReason::Other(other.to_string()),
     }
 }

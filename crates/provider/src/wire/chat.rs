@@ -179,6 +179,15 @@ fn fill_missing_ids(msg: &mut Value) {
     }
 }
 
+/// OpenAI finishes a refusal as `stop`, with the text in `refusal`: that is a refusal.
+fn refusal_or(stop: StopReason, refused: bool) -> StopReason {
+    if refused && stop == StopReason::EndTurn {
+        StopReason::Refusal
+    } else {
+        stop
+    }
+}
+
 fn finish_reason(s: &str) -> StopReason {
     match s {
         "stop" => StopReason::EndTurn,
@@ -211,6 +220,8 @@ pub struct Parser {
     nonce: u64,
     usage: Usage,
     finish: Option<String>,
+    /// The model answered with a `refusal` (it finishes as `stop`): the step ends as a refusal.
+    refused: bool,
     done: bool,
 }
 
@@ -273,6 +284,7 @@ impl Parser {
             None if !self.calls.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,
         };
+        let stop = refusal_or(stop, self.refused);
         let message = Message {
             role: Role::Assistant,
             content: parse_message(&raw),
@@ -328,6 +340,7 @@ impl StreamParser for Parser {
         let mut t = content_text(choice.pointer("/delta/content"));
         // OpenAI streams a refusal in its own field; it is the model's answer too.
         if let Some(r) = choice.pointer("/delta/refusal").and_then(Value::as_str) {
+            self.refused |= !r.is_empty();
             t.push_str(r);
         }
         if !t.is_empty() {
@@ -460,6 +473,11 @@ pub fn events_from_response(v: &Value) -> Result<Vec<ProviderEvent>, ProviderErr
         None if has_calls => StopReason::ToolUse,
         None => StopReason::EndTurn,
     };
+    let refused = v
+        .pointer("/choices/0/message/refusal")
+        .and_then(Value::as_str)
+        .is_some_and(|r| !r.is_empty());
+    let stop = refusal_or(stop, refused);
     out.push(ProviderEvent::Usage(usage_of(v.get("usage"), &CHAT)));
     out.push(ProviderEvent::Stop(stop));
     out.push(ProviderEvent::MessageEnd {

@@ -244,12 +244,20 @@ impl Parser {
             self.items = out.clone();
         }
         let content: Vec<ContentBlock> = self.items.iter().flat_map(parse_item).collect();
+        let refused = self.items.iter().any(|i| {
+            i.get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|p| str_field(p, "type") == "refusal"))
+        });
         let stop = stop.unwrap_or_else(|| {
             if content
                 .iter()
                 .any(|c| matches!(c, ContentBlock::ToolUse { .. }))
             {
                 StopReason::ToolUse
+            } else if refused {
+                // A `refusal` content part: the model declined (the response still `completed`).
+                StopReason::Refusal
             } else {
                 StopReason::EndTurn
             }

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::iso;
 use crate::error::{Result, StoreError};
-use crate::run_types::{RunListRow, RunRecord, RunStatus, Usage};
+use crate::run_types::{RunEnd, RunListRow, RunRecord, RunStatus, Usage};
 
 pub(crate) const MIGRATION_V1: &str = "
 CREATE TABLE runs (
@@ -50,6 +50,13 @@ CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
 /// were stored with (`scoped_call_ids = 0`), so their data stays as it is.
 pub(crate) const MIGRATION_V5: &str = "
 ALTER TABLE runs ADD COLUMN scoped_call_ids INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Version 8: why the model's last step stopped when a run ended on an answer the model did not
+/// finish normally (`max_tokens`, `refusal`, `pause_turn`, or the provider's word); NULL otherwise
+/// and for runs stored before.
+pub(crate) const MIGRATION_V8: &str = "
+ALTER TABLE runs ADD COLUMN stop_reason TEXT;
 ";
 
 /// Creates the run row if it does not exist yet (the first call of a run creates it).
@@ -164,23 +171,23 @@ pub fn finish(
     conn: &Connection,
     run_id: &str,
     owner: &str,
-    status: RunStatus,
-    stage: Option<&str>,
-    error_message: Option<&str>,
+    end: &RunEnd,
     now_ms: i64,
 ) -> Result<()> {
     let n = conn
         .prepare_cached(
-            "UPDATE runs SET status = ?3, stage = ?4, error_message = ?5, finished_at = ?6
+            "UPDATE runs SET status = ?3, stage = ?4, error_message = ?5, finished_at = ?6,
+                stop_reason = ?7
              WHERE run_id = ?1 AND status = 'running' AND owner = ?2",
         )?
         .execute(params![
             run_id,
             owner,
-            status.as_str(),
-            stage,
-            error_message,
-            now_ms
+            end.status.as_str(),
+            end.stage,
+            end.error_message,
+            now_ms,
+            end.stop_reason
         ])?;
     if n == 1 {
         Ok(())
@@ -194,7 +201,7 @@ pub fn take_over(conn: &Connection, run_id: &str, owner: &str, owner_dead: bool)
     let n = conn
         .prepare_cached(
             "UPDATE runs SET status = 'running', owner = ?2, stage = NULL, error_message = NULL,
-                finished_at = NULL
+                finished_at = NULL, stop_reason = NULL
              WHERE run_id = ?1 AND status IS NOT NULL AND (status != 'running' OR ?3)",
         )?
         .execute(params![run_id, owner, owner_dead])?;
@@ -274,12 +281,13 @@ fn record_from_row(r: &Row<'_>) -> Result<RunRecord> {
         project_root: r.get(16)?,
         owner: r.get(17)?,
         scoped_call_ids: r.get(19)?,
+        stop_reason: r.get(20)?,
     })
 }
 
 pub fn get(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>> {
     let sql = format!(
-        "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids FROM runs r
+        "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids, r.stop_reason FROM runs r
          LEFT JOIN projects p ON p.project_id = r.project_id WHERE r.run_id = ?1",
         iso!("r.started_at")
     );

@@ -139,6 +139,22 @@ impl RunEventSink for PrintSink {
     }
 }
 
+/// The line that says why a run's last answer is not a finished one (`stop_reason` of the
+/// outcome); the reason is the provider's word, escaped for the terminal.
+pub fn stop_note(run_id: &str, stop_reason: &str) -> String {
+    let what = match stop_reason {
+        "max_tokens" => "the model's answer was cut at its output limit (max_tokens)".to_string(),
+        "refusal" => "the model refused".to_string(),
+        "pause_turn" => {
+            "the model's turn is still paused after the automatic continuations (pause_turn); \
+             continue the run to resume it"
+                .to_string()
+        }
+        other => format!("the model stopped for a reason other than finishing: {other}"),
+    };
+    format!("aibuddy: run {}: {}", term::line(run_id), term::line(&what))
+}
+
 /// A run that could not start: the message names the stage.
 fn fail(stage: Stage, message: &str, code: u8) -> ExitCode {
     eprintln!("aibuddy: {} (stage {stage})", term::block(message));
@@ -242,6 +258,9 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     };
     if !args.json {
         println!();
+        if let Some(reason) = &outcome.stop_reason {
+            eprintln!("{}", stop_note(&outcome.run_id, reason));
+        }
         if outcome.status != RunStatus::Completed {
             eprintln!(
                 "aibuddy: run {} {}{}{}",
@@ -268,6 +287,22 @@ mod tests {
     use super::*;
     use aibuddy::events::CallStatus;
     use serde_json::json;
+
+    #[test]
+    fn a_stop_note_names_the_reason_and_escapes_unknown_ones() {
+        assert_eq!(
+            stop_note("r1", "max_tokens"),
+            "aibuddy: run r1: the model's answer was cut at its output limit (max_tokens)"
+        );
+        assert_eq!(
+            stop_note("r1", "refusal"),
+            "aibuddy: run r1: the model refused"
+        );
+        assert_eq!(
+            stop_note("r1", "odd\u{1b}[2J"),
+            "aibuddy: run r1: the model stopped for a reason other than finishing: odd\\e[2J"
+        );
+    }
 
     #[test]
     fn a_tool_card_escapes_the_tool_and_target() {

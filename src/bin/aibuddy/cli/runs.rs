@@ -173,6 +173,9 @@ pub fn render(c: &Conversation) -> String {
             term::line(e)
         ));
     }
+    if let Some(reason) = &r.stop_reason {
+        s.push_str(&format!("stop reason: {}\n", term::line(reason)));
+    }
     for sum in &c.summaries {
         s.push_str(&format!(
             "\n── summary of messages {}..{} (the next requests send it instead; the originals \
