@@ -138,7 +138,7 @@ impl Default for ExecSettings {
             env_include: Vec::new(),
             env_exclude: Vec::new(),
             expose_credentials: Vec::new(),
-            max_processes: aibuddy_exec::DEFAULT_MAX_PROCESSES,
+            max_processes: aibuddy_sandbox::aibuddy_exec::DEFAULT_MAX_PROCESSES,
         }
     }
 }
