@@ -342,8 +342,14 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 impl Watch {
     /// Counts the processes of the namespace (this init's fresh `/proc`, the init included) and
     /// SIGKILLs everything when there are more than the cap, saying so on the command's stderr.
+    /// Once past the cap, every later check kills again (a fork bomb races a single `kill(-1)`).
     fn check(&mut self) {
-        if self.tripped || self.last.is_some_and(|t| t.elapsed() < WATCH_EVERY) {
+        if self.tripped {
+            // SAFETY: SIGKILL to every process of the namespace but this init.
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            return;
+        }
+        if self.last.is_some_and(|t| t.elapsed() < WATCH_EVERY) {
             return;
         }
         self.last = Some(std::time::Instant::now());

@@ -211,3 +211,48 @@ async fn the_namespace_path_caps_processes_whoever_runs_the_app() {
     assert!(start.elapsed() < Duration::from_secs(15));
     support::assert_group_gone(out.pgid);
 }
+
+/// As root (CI) the kernel would let a fork bomb run to the timeout: the counting init stops it
+/// at once. (Not run for other users: `RLIMIT_NPROC` covers them, tested through the helper.)
+#[tokio::test]
+async fn as_root_a_fork_bomb_is_killed_at_the_cap_long_before_its_timeout() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let project = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut req = aibuddy_exec::ExecRequest::new("b(){ b|b& }; b; sleep 10", project.path());
+    req.max_processes = 64;
+    req.timeout = Duration::from_secs(5);
+    let rec = support::Recorder::new();
+    let start = Instant::now();
+    let out = aibuddy_exec::run(req, tokio_util::sync::CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
+    if !matches!(
+        out.confinement,
+        aibuddy_exec::Confinement::Namespaces {
+            landlock_abi: Some(_),
+            ..
+        }
+    ) {
+        eprintln!("skipped: no namespace path with the init here");
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&rec.stream(aibuddy_exec::Stream::Stderr)).into_owned();
+    assert!(stderr.contains("exceeded its process cap (64"), "{stderr}");
+    assert!(!out.timed_out);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    support::assert_group_gone(out.pgid);
+    assert!(
+        std::process::Command::new("true")
+            .status()
+            .unwrap()
+            .success()
+    );
+}
