@@ -43,12 +43,15 @@ pub(crate) struct Plan {
 }
 
 /// Tasks (threads included, as `RLIMIT_NPROC` counts them) whose real user is ours, from
-/// `/proc/*/status`. Racy by nature (processes come and go); 0 when `/proc` is unreadable.
+/// `/proc/*/status`. Racy by nature (processes come and go); when `/proc` is unreadable the
+/// count is unknown and the cap cannot be placed above it: `u64::MAX` (the limit stays the
+/// person's own, clamped to the hard limit).
 pub(crate) fn user_tasks() -> u64 {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() }.to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        tracing::warn!("/proc unreadable: no process cap on the Landlock-only path");
+        return u64::MAX;
     };
     let mut total = 0u64;
     for entry in entries.flatten() {
