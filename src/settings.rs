@@ -11,7 +11,7 @@
 //!   "confirm": { "auto_approve_writes": false },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
-//!                "expose_credentials": [] },
+//!                "expose_credentials": [], "max_processes": 4096 },
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
 //!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null }
 //! }
@@ -123,6 +123,9 @@ pub struct ExecSettings {
     pub env_exclude: Vec<String>,
     /// credential locations a command may read, e.g. `~/.aws`
     pub expose_credentials: Vec<String>,
+    /// Processes (and threads) a command may have at once (`RLIMIT_NPROC`, 1 to 4,194,304); a
+    /// fork beyond it fails. Not enforced by the kernel when the app runs as root.
+    pub max_processes: u32,
 }
 
 impl Default for ExecSettings {
@@ -135,6 +138,7 @@ impl Default for ExecSettings {
             env_include: Vec::new(),
             env_exclude: Vec::new(),
             expose_credentials: Vec::new(),
+            max_processes: aibuddy_sandbox::aibuddy_exec::DEFAULT_MAX_PROCESSES,
         }
     }
 }

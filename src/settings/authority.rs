@@ -19,6 +19,7 @@
 //! | `exec.env_include` | widens when non-empty; `[]` narrows |
 //! | `exec.expose_credentials` | widens when non-empty; `[]` narrows |
 //! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
+//! | `exec.max_processes` | widens when above the user level (a command may start more processes); lower narrows |
 //! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
 //! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
@@ -126,6 +127,10 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "env_include") => non_empty_list(value),
         ("exec", "expose_credentials") => non_empty_list(value),
         ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
+        ("exec", "max_processes") => match value.as_u64() {
+            Some(n) if n <= u64::from(user.exec.max_processes) => Effect::Narrows,
+            _ => Effect::Widens,
+        },
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
         // How long a search waits for MCP servers: no authority involved.
         ("tool_search", "connect_wait_ms") => Effect::Neutral,
@@ -355,6 +360,20 @@ mod tests {
                 &u
             ),
             Some(Effect::Widens)
+        );
+    }
+
+    #[test]
+    fn max_processes_widens_only_above_the_user_level() {
+        assert_eq!(eff("exec", "max_processes", json!(4097)), Effect::Widens);
+        assert_eq!(eff("exec", "max_processes", json!(4096)), Effect::Narrows);
+        assert_eq!(eff("exec", "max_processes", json!(64)), Effect::Narrows);
+        let mut u = user();
+        u.exec.max_processes = 100;
+        assert!(
+            effect("exec", "max_processes", &json!(200), &u)
+                .unwrap()
+                .widens()
         );
     }
 

@@ -201,6 +201,7 @@ pub fn build_request(
         .map(|r| resolve_root(r, project_root, home))
         .collect();
     req.network_allowed = settings.network;
+    req.max_processes = settings.max_processes;
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
     req.home = home.map(Path::to_path_buf);

@@ -11,7 +11,9 @@
 //!    `TMPDIR` and the writable roots, no TCP when the network is off) plus the ABI 6 scopes
 //!    (signals and abstract Unix sockets stay inside the sandbox), best-effort on older kernels;
 //! 2. closes every descriptor above stderr except its control and report pipes (both close on exec);
-//! 3. forks `/bin/sh -c <command>` in its own session and group;
+//! 3. forks `/bin/sh -c <command>` in its own session and group, with `RLIMIT_NPROC` set to the
+//!    request's `max_processes` (the user namespace is the command's own, so its processes are
+//!    counted apart from the person's; the init counts too);
 //! 4. reads the control pipe: `T` sends SIGTERM to the command's group, `K` SIGKILLs everything in
 //!    the namespace, end of file (the app is gone, even by `kill -9`) SIGKILLs everything too;
 //! 5. when the shell ends, SIGKILLs and reaps whatever is left in the namespace, reports the shell's
@@ -45,6 +47,13 @@ pub(crate) struct InitSpec {
     pub(crate) control_fd: RawFd,
     /// Write end of the report pipe.
     pub(crate) report_fd: RawFd,
+    /// `RLIMIT_NPROC` of the shell (counted in this user namespace); `None` = inherited.
+    #[serde(default)]
+    pub(crate) max_processes: Option<u64>,
+    /// The app runs as root, for which the kernel never enforces `RLIMIT_NPROC`: the init counts
+    /// the namespace's processes itself and kills the command when they exceed `max_processes`.
+    #[serde(default)]
+    pub(crate) count_processes: bool,
 }
 
 /// Call first thing in a binary's `main`: when the process was started as the init program it
@@ -121,8 +130,17 @@ pub fn init_main(spec_json: &str) -> i32 {
     let Ok(cmd) = CString::new(spec.command) else {
         return 125;
     };
+    let nproc = spec.max_processes.map(clamped_nproc);
+    let watch = spec
+        .max_processes
+        .filter(|_| spec.count_processes)
+        .map(|cap| Watch {
+            cap,
+            last: None,
+            tripped: false,
+        });
     // SAFETY: single-threaded; the child only calls async-signal-safe functions before execv.
-    unsafe { supervise(&cmd, fds) }
+    unsafe { supervise(&cmd, fds, nproc, watch) }
 }
 
 #[cfg(target_os = "linux")]
@@ -186,7 +204,12 @@ const REAP_TICK_MS: libc::c_int = 100;
 /// sees it. The shell's end is therefore watched through a pidfd, with a periodic reap as the last
 /// resort (kernels without `pidfd_open`), and SIGCHLD is reset to its default disposition first
 /// (an ignored SIGCHLD inherited from the app would auto-reap the shell and lose its status).
-unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
+unsafe fn supervise(
+    cmd: &CString,
+    fds: Fds,
+    nproc: Option<libc::rlimit>,
+    mut watch: Option<Watch>,
+) -> i32 {
     unsafe {
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -209,6 +232,12 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::setsid();
+            if let Some(limit) = nproc
+                && libc::setrlimit(libc::RLIMIT_NPROC, &limit) == -1
+            {
+                // The cap could not be applied: the command does not run uncapped.
+                libc::_exit(126);
+            }
             libc::execv(sh.as_ptr(), argv.as_ptr());
             libc::_exit(127);
         }
@@ -262,6 +291,9 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
                 while libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
             }
             reap(child, &mut main_status);
+            if let Some(w) = watch.as_mut() {
+                w.check();
+            }
         }
         if pidfd >= 0 {
             libc::close(pidfd);
@@ -293,6 +325,80 @@ unsafe fn supervise(cmd: &CString, fds: Fds) -> i32 {
         } else {
             libc::WEXITSTATUS(status)
         }
+    }
+}
+
+/// The process cap kept by counting, for an app running as root (the kernel exempts uid 0 from
+/// `RLIMIT_NPROC`, even inside a user namespace without capabilities).
+struct Watch {
+    cap: u64,
+    last: Option<std::time::Instant>,
+    tripped: bool,
+}
+
+/// How often at most the init counts the namespace's processes.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl Watch {
+    /// Counts the processes of the namespace (this init's fresh `/proc`, the init included) and
+    /// SIGKILLs everything when there are more than the cap, saying so on the command's stderr.
+    /// Once past the cap, every later check kills again (a fork bomb races a single `kill(-1)`).
+    fn check(&mut self) {
+        if self.tripped {
+            // SAFETY: SIGKILL to every process of the namespace but this init.
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            return;
+        }
+        if self.last.is_some_and(|t| t.elapsed() < WATCH_EVERY) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let count = entries
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .as_encoded_bytes()
+                    .iter()
+                    .all(u8::is_ascii_digit)
+            })
+            .take(
+                usize::try_from(self.cap)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(1),
+            )
+            .count() as u64;
+        if count > self.cap {
+            self.tripped = true;
+            let msg = format!(
+                "aibuddy: the command exceeded its process cap ({}, exec.max_processes) and was killed\n",
+                self.cap
+            );
+            // SAFETY: writing our buffer to stderr (the command's stderr pipe), then SIGKILL to
+            // every process of the namespace but this init.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::kill(-1, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The `RLIMIT_NPROC` for a cap: `cap`, but never above the current hard limit (an unprivileged
+/// process cannot raise it, and a lower limit the person set stays).
+pub(crate) fn clamped_nproc(cap: u64) -> libc::rlimit {
+    let mut cur = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit fills a struct we own.
+    unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut cur) };
+    let n = cap.min(cur.rlim_max);
+    libc::rlimit {
+        rlim_cur: n,
+        rlim_max: n,
     }
 }
 

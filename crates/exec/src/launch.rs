@@ -169,6 +169,9 @@ pub(crate) fn spawn_landlock(
         landlock_fd: prepared.as_ref().map(|p| p.fd.as_raw_fd()),
         report_fd: report_write.as_raw_fd(),
         env_block: supervisor::env_block(),
+        nproc: crate::init::clamped_nproc(
+            supervisor::user_tasks().saturating_add(u64::from(req.max_processes)),
+        ),
     };
     let mut cmd = base_command(Path::new("/bin/sh"), req, wiring);
     cmd.arg("-c").arg(&req.command);
@@ -313,6 +316,9 @@ pub(crate) fn spawn_bwrap(
                 network_allowed: req.network_allowed,
                 control_fd: control_read.as_raw_fd(),
                 report_fd: report_write.as_raw_fd(),
+                max_processes: Some(u64::from(req.max_processes)),
+                // SAFETY: getuid cannot fail.
+                count_processes: unsafe { libc::getuid() } == 0,
             };
             let spec = serde_json::to_string(&spec).map_err(|e| ExecError::Prepare {
                 what: "the init spec",
@@ -332,9 +338,18 @@ pub(crate) fn spawn_bwrap(
         keep.first().copied().unwrap_or(-1),
         keep.get(1).copied().unwrap_or(-1),
     ];
-    // SAFETY: only async-signal-safe system calls (setsid, close_range, fcntl).
+    // Without the init nothing sets the cap inside: bubblewrap gets the person's task count plus
+    // the cap (the user namespace's own count is then bounded by it too). With the init, this
+    // outer bound would let the person's other programs eat into the command's allowance (the
+    // kernel checks every ancestor namespace's count against its creator's limit): not set.
+    let nproc = init.is_none().then(|| {
+        crate::init::clamped_nproc(
+            supervisor::user_tasks().saturating_add(u64::from(req.max_processes)),
+        )
+    });
+    // SAFETY: only async-signal-safe system calls (setsid, setrlimit, close_range, fcntl).
     unsafe {
-        cmd.pre_exec(move || supervisor::isolate_for_exec(keep_fds));
+        cmd.pre_exec(move || supervisor::isolate_for_exec(keep_fds, nproc));
     }
     let spawned = cmd.spawn();
     let child = spawned.map_err(ExecError::Spawn)?;

@@ -53,9 +53,9 @@ pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
-    DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_SPOOL_CAP, DEFAULT_TAIL_BYTES,
-    DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_LIVE_INTERVAL, MAX_LIVE_MAX_BYTES, MAX_TIMEOUT,
-    NamespacePolicy, timeout_from_ms,
+    DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_MAX_PROCESSES, DEFAULT_SPOOL_CAP,
+    DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_LIVE_INTERVAL,
+    MAX_LIVE_MAX_BYTES, MAX_MAX_PROCESSES, MAX_TIMEOUT, NamespacePolicy, timeout_from_ms,
 };
 pub use sink::{ExecSink, NullSink, Stream};
 

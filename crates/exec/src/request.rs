@@ -31,6 +31,11 @@ pub const MAX_LIVE_INTERVAL: Duration = Duration::from_secs(1);
 /// Largest `live_max_bytes` a request may ask for.
 pub const MAX_LIVE_MAX_BYTES: usize = 1024 * 1024;
 
+/// Default cap on the processes (and threads) a command may have at once (`RLIMIT_NPROC`).
+pub const DEFAULT_MAX_PROCESSES: u32 = 4096;
+/// Largest `max_processes` a request may ask for (the kernel's largest `pid_max`).
+pub const MAX_MAX_PROCESSES: u32 = 4 * 1024 * 1024;
+
 /// Whether the child runs under kernel confinement (Landlock on Linux).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -138,6 +143,17 @@ pub struct ExecRequest {
     /// delivers every read as it comes).
     #[serde(default = "default_live_max_bytes")]
     pub live_max_bytes: usize,
+    /// Processes (and threads) the command may have at once, applied as `RLIMIT_NPROC` before the
+    /// shell starts (default 4096, between 1 and 4,194,304). Namespace path: counted inside the
+    /// command's own user namespace (the init included); Landlock-only path: the person's count
+    /// of processes when the command starts plus this. A fork fails with `EAGAIN` beyond it. Not
+    /// enforced by the kernel for root (see the crate README).
+    #[serde(default = "default_max_processes")]
+    pub max_processes: u32,
+}
+
+fn default_max_processes() -> u32 {
+    DEFAULT_MAX_PROCESSES
 }
 
 fn default_live_interval() -> Duration {
@@ -173,6 +189,7 @@ impl ExecRequest {
             init_program: None,
             live_interval: DEFAULT_LIVE_INTERVAL,
             live_max_bytes: DEFAULT_LIVE_MAX_BYTES,
+            max_processes: DEFAULT_MAX_PROCESSES,
         }
     }
 
@@ -205,6 +222,12 @@ impl ExecRequest {
                 MAX_LIVE_MAX_BYTES,
                 self.live_interval.as_millis(),
                 self.live_max_bytes
+            )));
+        }
+        if self.max_processes == 0 || self.max_processes > MAX_MAX_PROCESSES {
+            return Err(ExecError::InvalidRequest(format!(
+                "max_processes must be between 1 and {MAX_MAX_PROCESSES}, got {}",
+                self.max_processes
             )));
         }
         if !self.cwd.is_absolute() {
@@ -283,6 +306,13 @@ mod tests {
         assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
         r.live_max_bytes = 0;
         assert!(r.validate().is_ok(), "zero turns coalescing off");
+        r.max_processes = 0;
+        let err = r.validate().unwrap_err();
+        assert_eq!(err.stage(), crate::ErrorStage::Parameters);
+        r.max_processes = MAX_MAX_PROCESSES + 1;
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.max_processes = 1;
+        assert!(r.validate().is_ok());
     }
 
     #[test]
@@ -291,7 +321,9 @@ mod tests {
         let o = v.as_object_mut().unwrap();
         o.remove("live_interval");
         o.remove("live_max_bytes");
+        o.remove("max_processes");
         let r: ExecRequest = serde_json::from_value(v).unwrap();
+        assert_eq!(r.max_processes, DEFAULT_MAX_PROCESSES);
         assert_eq!(r.live_interval, DEFAULT_LIVE_INTERVAL);
         assert_eq!(r.live_max_bytes, DEFAULT_LIVE_MAX_BYTES);
     }

@@ -37,6 +37,49 @@ pub(crate) struct Plan {
     /// The app's initial environment block `[start, end)` (what `/proc/<pid>/environ` shows):
     /// S overwrites its copy, so the command cannot read the app's secrets through `/proc/$PPID`.
     pub(crate) env_block: Option<(usize, usize)>,
+    /// `RLIMIT_NPROC` of C: the person's current count of tasks plus the request's cap (the
+    /// kernel counts every task of the real user system-wide on this path).
+    pub(crate) nproc: libc::rlimit,
+}
+
+/// Tasks (threads included, as `RLIMIT_NPROC` counts them) whose real user is ours, from
+/// `/proc/*/status`. Racy by nature (processes come and go); when `/proc` is unreadable the
+/// count is unknown and the cap cannot be placed above it: `u64::MAX` (the limit stays the
+/// person's own, clamped to the hard limit).
+pub(crate) fn user_tasks() -> u64 {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() }.to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        tracing::warn!("/proc unreadable: no process cap on the Landlock-only path");
+        return u64::MAX;
+    };
+    let mut total = 0u64;
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .as_encoded_bytes()
+            .iter()
+            .all(u8::is_ascii_digit)
+        {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let mut real_uid = None;
+        let mut threads = 1u64;
+        for line in status.lines() {
+            if let Some(rest) = line.strip_prefix("Uid:") {
+                real_uid = rest.split_whitespace().next().map(str::to_owned);
+            } else if let Some(rest) = line.strip_prefix("Threads:") {
+                threads = rest.trim().parse().unwrap_or(1);
+            }
+        }
+        if real_uid.as_deref() == Some(uid.as_str()) {
+            total = total.saturating_add(threads);
+        }
+    }
+    total
 }
 
 /// The current process's environment block as `/proc/self/stat` gives it (fields 50 and 51).
@@ -80,13 +123,23 @@ pub(crate) unsafe fn cloexec_all_but(keep: [RawFd; 2]) {
 }
 
 /// `pre_exec` of the namespace path: own session (so the app's drop guard can kill bubblewrap's
-/// group) and no inherited descriptor but `keep` (the init's pipes).
+/// group), `nproc` as `RLIMIT_NPROC` (without the init only: the person's tasks plus the cap;
+/// the init sets the cap itself inside the user namespace, where the count starts afresh) and no
+/// inherited descriptor but `keep` (the init's pipes).
 ///
 /// # Safety
 /// Only from a `pre_exec` closure.
-pub(crate) unsafe fn isolate_for_exec(keep: [RawFd; 2]) -> io::Result<()> {
+pub(crate) unsafe fn isolate_for_exec(
+    keep: [RawFd; 2],
+    nproc: Option<libc::rlimit>,
+) -> io::Result<()> {
     unsafe {
         if libc::setsid() == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(limit) = nproc
+            && libc::setrlimit(libc::RLIMIT_NPROC, &limit) == -1
+        {
             return Err(io::Error::last_os_error());
         }
         cloexec_all_but(keep);
@@ -140,6 +193,10 @@ pub(crate) unsafe fn pre_exec(plan: Plan) -> io::Result<()> {
             libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // The process cap, before the shell starts (S keeps the app's limit).
+            if libc::setrlimit(libc::RLIMIT_NPROC, &plan.nproc) == -1 {
+                return Err(io::Error::last_os_error());
+            }
             cloexec_all_but([-1, -1]);
             return Ok(());
         }

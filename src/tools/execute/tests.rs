@@ -60,6 +60,7 @@ fn request_from_settings_and_arguments() {
         writable_roots: vec!["~/.cargo".into(), "build-cache".into(), "/opt/x".into()],
         env_include: vec!["NPM_TOKEN".into()],
         network: false,
+        max_processes: 100,
         ..ExecSettings::default()
     };
     let req = build_request(
@@ -74,6 +75,11 @@ fn request_from_settings_and_arguments() {
     assert_eq!(req.heartbeat_interval, Duration::from_secs(30));
     assert_eq!(req.cwd, root);
     assert!(!req.network_allowed);
+    assert_eq!(req.max_processes, 100);
+    assert_eq!(
+        ExecSettings::default().max_processes,
+        aibuddy_sandbox::aibuddy_exec::DEFAULT_MAX_PROCESSES
+    );
     assert_eq!(
         req.writable_roots,
         vec![

@@ -59,6 +59,7 @@ export function fieldMeaning(field: string): string {
   if (field.startsWith("confirm.auto_approve_writes")) return "writes and edits happen without asking you";
   if (field.startsWith("exec.env_include") || field.startsWith("exec.env_exclude")) return "more of your environment reaches commands";
   if (field.startsWith("exec.expose_credentials")) return "credentials reach commands";
+  if (field.startsWith("exec.max_processes")) return "commands may start more processes";
   if (field.startsWith("tools.")) return "tools you did not enable become available";
   if (field.startsWith("providers")) return "the project chooses the model provider";
   if (field.startsWith("sandbox")) return "commands and files run elsewhere";
