@@ -17,6 +17,10 @@
 //! the host's broker (`McpHandlers::elicitation`). No call in flight on the asking server at all:
 //! the request is declined without asking anyone (a server may only ask in the course of a call
 //! it was given; an idle server popping up a form, "enter your token", is refused).
+//!
+//! **How often.** One call may ask at most [`MAX_PER_CALL`] times; further requests during that
+//! call are declined without asking anyone, so a server cannot keep the person in an endless
+//! series of forms (each one needs an answer, and a decline just brings the next).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,7 +99,12 @@ struct InFlight {
     seq: u64,
     server: String,
     caller: Option<CallerElicitation>,
+    /// Requests routed to someone during this call.
+    asked: u32,
 }
+
+/// Elicitation requests one call may put to the person; later ones are declined.
+pub const MAX_PER_CALL: u32 = 5;
 
 /// The callers of the calls in flight, per server (see the module docs).
 #[derive(Default)]
@@ -113,6 +122,8 @@ pub(crate) enum Route {
     Caller(Arc<dyn ElicitationBroker>),
     /// Calls of different callers (or a caller and an anonymous call) are in flight there.
     Ambiguous(Vec<String>),
+    /// The call it belongs to already asked [`MAX_PER_CALL`] times.
+    TooMany,
 }
 
 impl Callers {
@@ -126,6 +137,7 @@ impl Callers {
                 seq,
                 server: server.to_owned(),
                 caller,
+                asked: 0,
             });
         CallerGuard {
             callers: self.clone(),
@@ -133,8 +145,26 @@ impl Callers {
         }
     }
 
+    /// Where a request of `server` goes; a request that reaches someone counts against the call
+    /// it belongs to (the oldest in flight on the server).
     pub fn route(&self, server: &str) -> Route {
-        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let route = Self::decide(&calls, server);
+        if matches!(route, Route::Host | Route::Caller(_))
+            && let Some(call) = calls
+                .iter_mut()
+                .filter(|c| c.server == server)
+                .min_by_key(|c| c.seq)
+        {
+            if call.asked >= MAX_PER_CALL {
+                return Route::TooMany;
+            }
+            call.asked += 1;
+        }
+        route
+    }
+
+    fn decide(calls: &[InFlight], server: &str) -> Route {
         let here: Vec<&InFlight> = calls.iter().filter(|c| c.server == server).collect();
         let mut keys: Vec<String> = here
             .iter()
@@ -197,6 +227,14 @@ impl ElicitationBroker for RoutedElicitation {
                     callers = keys.len(),
                     "elicitation declined: calls of several callers are in flight on this server, \
                 so whose call asked is unknown"
+                );
+                ElicitationResponse::Decline
+            }
+            Route::TooMany => {
+                tracing::warn!(
+                    server = %request.server,
+                    max = MAX_PER_CALL,
+                    "elicitation declined: this call already asked the person its allowance"
                 );
                 ElicitationResponse::Decline
             }
@@ -321,6 +359,29 @@ mod tests {
         drop((anon, run2));
         assert!(callers.calls.lock().unwrap().is_empty());
         assert_eq!(asked(&routed, "a").await, ElicitationResponse::Decline);
+    }
+
+    #[tokio::test]
+    async fn one_call_asks_at_most_its_allowance_the_next_call_starts_afresh() {
+        let callers = Arc::new(Callers::default());
+        let routed = RoutedElicitation {
+            host: Arc::new(Named("host")),
+            callers: callers.clone(),
+        };
+        let call = callers.enter("a", caller("run1", "run1-call1"));
+        for _ in 0..MAX_PER_CALL {
+            assert_eq!(asked(&routed, "a").await, by("run1-call1"));
+        }
+        for _ in 0..3 {
+            assert_eq!(asked(&routed, "a").await, ElicitationResponse::Decline);
+        }
+        // Another server's call is not affected.
+        let other = callers.enter("b", caller("run1", "run1-call2"));
+        assert_eq!(asked(&routed, "b").await, by("run1-call2"));
+        drop((call, other));
+        let next = callers.enter("a", None);
+        assert_eq!(asked(&routed, "a").await, by("host"));
+        drop(next);
     }
 
     #[tokio::test]
