@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::*;
-use ops_support::{c, put};
+use ops_support::{c, put, read_req};
 use pretty_assertions::assert_eq;
 
 mod ops_support;
@@ -220,17 +220,7 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
         assert!(out.unreadable[0].starts_with("min.js: "), "{out:?}");
     }
     // read_file still shows the line, cut.
-    let read = sb
-        .read(
-            ReadRequest {
-                path: "min.js".into(),
-                offset: None,
-                limit: None,
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let read = sb.read(read_req("min.js", None, None), c()).await.unwrap();
     assert!(
         matches!(&read.content, ReadContent::Text { cut_lines: 1, .. }),
         "{read:?}"
@@ -347,14 +337,7 @@ async fn one_read_of_many_long_lines_is_bounded_in_bytes() {
     let mut reads = 0;
     loop {
         let out = sb
-            .read(
-                ReadRequest {
-                    path: "wide.txt".into(),
-                    offset: Some(offset),
-                    limit: Some(100_000),
-                },
-                c(),
-            )
+            .read(read_req("wide.txt", Some(offset), Some(100_000)), c())
             .await
             .unwrap();
         let ReadContent::Text {
