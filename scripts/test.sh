@@ -12,6 +12,23 @@ for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/test-package.sh scri
   fi
 done
 
+# Disk first: a linker that runs out of space dies with SIGBUS ("ld terminated with signal 7"),
+# which names nothing; the free space printed here (and checked below) says what happened.
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+mkdir -p "$target_dir"
+step "disk: free space where the build goes"
+df -h "$target_dir" || true
+free_kib="$(df -Pk "$target_dir" 2>/dev/null | awk 'NR==2 {print $4}')"
+# A cold run writes about 15 GiB (target/ and fuzz/target); warn early rather than die mid-link.
+if [ -n "$free_kib" ] && [ "$free_kib" -lt $((16 * 1024 * 1024)) ]; then
+  echo "test.sh: warning: only $((free_kib / 1024)) MiB free under $target_dir; a cold build needs about 15 GiB" >&2
+fi
+
+# CI builds once from a fresh clone: incremental state is never reused there and costs disk and time.
+if [ "${CI:-}" = true ] && [ -z "${CARGO_INCREMENTAL:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
