@@ -9,7 +9,7 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
-use crate::catalog::{Catalog, apply_tool_filters, build_catalog_keeping};
+use crate::catalog::{Catalog, apply_tool_filters, rebuild_catalog};
 use crate::config::ServerConfig;
 use crate::config::ToolFilter;
 use crate::elicitation::{Callers, ElicitationBroker};
@@ -78,7 +78,7 @@ impl Shared {
                     .collect();
                 let (listed, filtered) = apply_tool_filters(listed, &filters);
                 let previous = self.catalog();
-                let mut catalog = build_catalog_keeping(&listed, &trusted, &previous.names);
+                let mut catalog = rebuild_catalog(&listed, &trusted, &previous);
                 catalog.filtered = filtered;
                 *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
             }
