@@ -126,9 +126,28 @@ impl Shared {
     }
 
     /// Why a qualified name is not in the catalog: its server is down (Execution: a missing
-    /// dependency, worth retrying later) or the name is simply unknown (Discovery).
+    /// dependency, worth retrying later) or the name is simply unknown (Discovery). The server
+    /// is the name's owner when the session gave the name out ([`Catalog::given_names`]);
+    /// otherwise, a server that is down and whose names start like this one.
     pub fn unknown_tool(&self, qualified_name: &str) -> McpError {
+        // The catalog's lock is released before the slots' is taken (`update` takes them the
+        // other way round).
+        let catalog = self.catalog();
+        let owner = catalog.given_names.resolve(qualified_name);
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(owner) = owner {
+            return match slots.get(&owner.server) {
+                Some(slot) if slot.config.enabled && slot.state != ServerState::Connected => {
+                    McpError::ServerUnavailable {
+                        server: owner.server.clone(),
+                        reason: describe_state(&owner.server, &slot.state),
+                    }
+                }
+                _ => McpError::UnknownTool {
+                    name: qualified_name.to_owned(),
+                },
+            };
+        }
         let down = slots.iter().find(|(name, slot)| {
             slot.config.enabled
                 && slot.state != ServerState::Connected

@@ -397,6 +397,55 @@ async fn a_name_stays_with_its_server_while_the_server_is_down() {
 }
 
 #[tokio::test]
+async fn a_call_by_name_while_servers_are_down_names_the_names_owner() {
+    // Both `a` and `a__b` are down; `mcp__a__b__echo` starts like names of either, and belongs
+    // to `a__b`.
+    let mut options = fast_options();
+    options.backoff = aibuddy_mcp::Backoff {
+        base: Duration::from_secs(120),
+        max: Duration::from_secs(120),
+    };
+    let manager = aibuddy_mcp::McpManager::start(
+        vec![fixture("a", &[]), fixture("a__b", &[])],
+        aibuddy_mcp::McpHandlers::default(),
+        options,
+    );
+    for server in ["a", "a__b"] {
+        wait_connected(&manager, server, UP).await;
+    }
+    for server in ["a", "a__b"] {
+        let crashed = manager
+            .call(
+                &format!("mcp__{server}__crash"),
+                json!({}),
+                CancellationToken::new(),
+                None,
+            )
+            .await;
+        assert!(crashed.is_err(), "{crashed:?}");
+        wait_failed(&manager, server, UP).await;
+    }
+    for (name, owner) in [("mcp__a__b__echo", "a__b"), ("mcp__a__echo", "a")] {
+        let err = manager
+            .call(name, json!({}), CancellationToken::new(), None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.stage(), McpStage::Execution, "{err:?}");
+        assert!(
+            matches!(err, McpError::ServerUnavailable { ref server, .. } if server == owner),
+            "{name}: {err:?}"
+        );
+    }
+    // A name never given out is still unknown.
+    let err = manager
+        .call("mcp__zz__echo", json!({}), CancellationToken::new(), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpError::UnknownTool { .. }), "{err:?}");
+    manager.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_elicitation_with_no_call_in_flight_is_declined_without_asking() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("rec.jsonl");
