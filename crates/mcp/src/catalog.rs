@@ -2,12 +2,13 @@
 //! qualified name, schema and risk. Building it is pure; tools whose input schema cannot be used
 //! are left out with a Discovery-stage reason while their siblings stay.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::config::ToolFilter;
 use crate::names::NameMap;
@@ -162,8 +163,46 @@ fn shown_name(name: &str) -> String {
 /// Why a schema is too large, if it is. Pure.
 fn schema_size_problem(schema: &serde_json::Map<String, Value>, which: &str) -> Option<String> {
     let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    size_problem(size, which)
+}
+
+fn size_problem(size: usize, which: &str) -> Option<String> {
     (size > MAX_SCHEMA_BYTES)
         .then(|| format!("{which} schema is {size} bytes, more than {MAX_SCHEMA_BYTES}"))
+}
+
+/// The input schemas a catalog compiled (or found unusable), by server and tool, each with the
+/// SHA-256 of the schema's JSON. The next rebuild takes a schema from here when its server still
+/// lists the tool with the same JSON, and compiles only the others; what the new catalog does not
+/// list is dropped with the old catalog. With thousands of tools, compiling is most of the cost
+/// of a rebuild, and a `list_changed` of one server rebuilds the whole catalog.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaCache {
+    by_tool: HashMap<(String, String), CachedSchema>,
+}
+
+#[derive(Debug, Clone)]
+struct CachedSchema {
+    hash: [u8; 32],
+    compiled: Result<Arc<jsonschema::Validator>, String>,
+}
+
+impl SchemaCache {
+    /// How many schemas are kept.
+    pub fn len(&self) -> usize {
+        self.by_tool.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_tool.is_empty()
+    }
+
+    fn get(&self, server: &str, tool: &str, hash: &[u8; 32]) -> Option<&CachedSchema> {
+        // Keyed by owned strings; a lookup builds the key (cheap next to hashing the schema).
+        self.by_tool
+            .get(&(server.to_owned(), tool.to_owned()))
+            .filter(|c| &c.hash == hash)
+    }
 }
 
 /// The catalog of all connected servers, its name map, and the rejected tools.
@@ -171,6 +210,15 @@ fn schema_size_problem(schema: &serde_json::Map<String, Value>, which: &str) -> 
 pub struct Catalog {
     pub entries: Vec<McpToolEntry>,
     pub names: NameMap,
+    /// Every qualified name given out by this catalog and the ones it was rebuilt from
+    /// ([`rebuild_catalog`]), with its owner, including tools of servers that are down now: a
+    /// name given to one tool is never given to another for the life of the manager.
+    pub given_names: NameMap,
+    /// This catalog's compiled input schemas, reused by the next [`rebuild_catalog`].
+    pub schemas: SchemaCache,
+    /// How many input schemas this build compiled; the others came from the previous catalog
+    /// (a debug metric).
+    pub schemas_compiled: usize,
     pub rejected: Vec<RejectedTool>,
     /// Tools left out by their server's `tools` allow/deny lists (reason
     /// [`crate::config::tool_filter::DENIED`] or [`crate::config::tool_filter::NOT_ALLOWED`]).
@@ -224,14 +272,44 @@ pub fn build_catalog_keeping(
     trusted: &BTreeSet<String>,
     previous: &NameMap,
 ) -> Catalog {
+    build_from(servers, trusted, previous.clone(), &SchemaCache::default())
+}
+
+/// The catalog that follows `previous` (the manager's rebuild on every connect, disconnect and
+/// `list_changed`). Names: every name `previous` or any catalog before it gave out stays with
+/// its tool, even while the tool's server is down ([`Catalog::given_names`]); a tool listed
+/// meanwhile by another server that maps to the same name gets another one. Schemas: an input
+/// schema whose tool and JSON are unchanged is taken compiled from `previous`
+/// ([`SchemaCache`]). Pure.
+pub fn rebuild_catalog(
+    servers: &BTreeMap<String, Vec<Tool>>,
+    trusted: &BTreeSet<String>,
+    previous: &Catalog,
+) -> Catalog {
+    build_from(
+        servers,
+        trusted,
+        previous.given_names.clone(),
+        &previous.schemas,
+    )
+}
+
+fn build_from(
+    servers: &BTreeMap<String, Vec<Tool>>,
+    trusted: &BTreeSet<String>,
+    mut given_names: NameMap,
+    cache: &SchemaCache,
+) -> Catalog {
     struct Accepted<'a> {
         server: &'a str,
         tool: &'a Tool,
         schema: Value,
-        validator: jsonschema::Validator,
+        validator: Arc<jsonschema::Validator>,
     }
     let mut accepted = Vec::new();
     let mut rejected = Vec::new();
+    let mut schemas = SchemaCache::default();
+    let mut schemas_compiled = 0usize;
     for (server, tools) in servers {
         let mut seen = HashSet::new();
         for tool in tools {
@@ -260,7 +338,13 @@ pub fn build_catalog_keeping(
                 });
                 continue;
             }
-            let too_large = schema_size_problem(&tool.input_schema, "input").or_else(|| {
+            let input_json = serde_json::to_vec(&*tool.input_schema).unwrap_or_default();
+            let input_size = if input_json.is_empty() {
+                usize::MAX
+            } else {
+                input_json.len()
+            };
+            let too_large = size_problem(input_size, "input").or_else(|| {
                 (tool.output_schema.as_deref()).and_then(|s| schema_size_problem(s, "output"))
             });
             if let Some(reason) = too_large {
@@ -272,7 +356,22 @@ pub fn build_catalog_keeping(
                 continue;
             }
             let schema = Value::Object((*tool.input_schema).clone());
-            match compile_input_schema(&schema) {
+            let hash: [u8; 32] = Sha256::digest(&input_json).into();
+            let compiled = match cache.get(server, name, &hash) {
+                Some(cached) => cached.compiled.clone(),
+                None => {
+                    schemas_compiled += 1;
+                    compile_input_schema(&schema).map(Arc::new)
+                }
+            };
+            schemas.by_tool.insert(
+                (server.clone(), name.to_owned()),
+                CachedSchema {
+                    hash,
+                    compiled: compiled.clone(),
+                },
+            );
+            match compiled {
                 Ok(validator) => accepted.push(Accepted {
                     server,
                     tool,
@@ -289,8 +388,18 @@ pub fn build_catalog_keeping(
     }
     let names = NameMap::build_keeping(
         accepted.iter().map(|a| (a.server, a.tool.name.as_ref())),
-        previous,
+        &given_names,
     );
+    given_names.remember(&names);
+    let live: BTreeSet<String> = servers.keys().cloned().collect();
+    given_names.trim(&names, &live);
+    if schemas_compiled > 0 {
+        tracing::debug!(
+            compiled = schemas_compiled,
+            reused = schemas.len().saturating_sub(schemas_compiled),
+            "MCP catalog rebuilt"
+        );
+    }
     let mut entries: Vec<McpToolEntry> = accepted
         .into_iter()
         .filter_map(|a| {
@@ -317,7 +426,7 @@ pub fn build_catalog_keeping(
                     a.tool.annotations.as_ref(),
                     trusted.contains(a.server),
                 ),
-                validator: Arc::new(a.validator),
+                validator: a.validator,
             })
         })
         .collect();
@@ -325,6 +434,9 @@ pub fn build_catalog_keeping(
     Catalog {
         entries,
         names,
+        given_names,
+        schemas,
+        schemas_compiled,
         rejected,
         filtered: Vec::new(),
     }
@@ -425,6 +537,94 @@ mod tests {
         assert_eq!(
             (origin.server.as_str(), origin.tool.as_str()),
             ("a b", "read.it")
+        );
+    }
+
+    /// `n` tools on server `s`, each with a schema of a few properties (like real servers').
+    fn many_tools(n: usize) -> Vec<Tool> {
+        (0..n)
+            .map(|i| {
+                tool(
+                    &format!("t{i}"),
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "minLength": 1, "pattern": "^[^\\u0000]*$"},
+                            "limit": {"type": "integer", "minimum": 0, "maximum": i},
+                            "mode": {"enum": ["a", "b", "c"]},
+                            "tags": {"type": "array", "items": {"type": "string"}}
+                        },
+                        "required": ["path"],
+                        "additionalProperties": false
+                    }),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rebuild_compiles_only_new_or_changed_schemas() {
+        let mut servers = BTreeMap::from([
+            ("s".to_owned(), many_tools(3)),
+            (
+                "bad".to_owned(),
+                vec![tool("broken", json!({"type": "string"}))],
+            ),
+        ]);
+        let first = rebuild_catalog(&servers, &BTreeSet::new(), &Catalog::default());
+        assert_eq!(first.schemas_compiled, 4);
+        assert_eq!(first.entries.len(), 3);
+        // Nothing changed: nothing is compiled, the rejected schema stays rejected.
+        let same = rebuild_catalog(&servers, &BTreeSet::new(), &first);
+        assert_eq!(same.schemas_compiled, 0);
+        assert_eq!(same.entries, first.entries);
+        assert_eq!(same.rejected, first.rejected);
+        assert!(Arc::ptr_eq(
+            &same.entries[0].validator,
+            &first.entries[0].validator
+        ));
+        // One schema changes (same tool name): that one is compiled, and checks the new schema.
+        servers.get_mut("s").unwrap()[1] = tool(
+            "t1",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        );
+        let changed = rebuild_catalog(&servers, &BTreeSet::new(), &same);
+        assert_eq!(changed.schemas_compiled, 1);
+        let t1 = changed.entries.iter().find(|e| e.name == "t1").unwrap();
+        assert!(t1.check_arguments(&json!({"n": 1})).is_ok());
+        assert!(t1.check_arguments(&json!({"path": "x"})).is_err());
+        // A tool that is gone leaves the cache; listed again, it is compiled again.
+        let t2 = servers.get_mut("s").unwrap().pop().unwrap();
+        let fewer = rebuild_catalog(&servers, &BTreeSet::new(), &changed);
+        assert_eq!((fewer.schemas_compiled, fewer.schemas.len()), (0, 3));
+        servers.get_mut("s").unwrap().push(t2);
+        let again = rebuild_catalog(&servers, &BTreeSet::new(), &fewer);
+        assert_eq!(again.schemas_compiled, 1);
+        // The same schema under another server is that server's own entry.
+        servers.insert("s2".to_owned(), many_tools(1));
+        let other = rebuild_catalog(&servers, &BTreeSet::new(), &again);
+        assert_eq!(other.schemas_compiled, 1);
+    }
+
+    /// Ten thousand tools: a first build against a rebuild with unchanged schemas. Prints the
+    /// times and their ratio (`cargo test -p aibuddy-mcp --lib rebuild_of_ten_thousand --
+    /// --nocapture`); asserts only what is compiled, never a time.
+    #[test]
+    fn rebuild_of_ten_thousand_tools_reuses_every_schema() {
+        let servers = BTreeMap::from([("s".to_owned(), many_tools(10_000))]);
+        let started = std::time::Instant::now();
+        let first = rebuild_catalog(&servers, &BTreeSet::new(), &Catalog::default());
+        let cold = started.elapsed();
+        let started = std::time::Instant::now();
+        let again = rebuild_catalog(&servers, &BTreeSet::new(), &first);
+        let warm = started.elapsed();
+        assert_eq!(first.schemas_compiled, 10_000);
+        assert_eq!(again.schemas_compiled, 0);
+        assert_eq!(again.entries.len(), 10_000);
+        println!(
+            "catalog of 10000 tools: build compiling every schema {cold:?}, rebuild with the \
+             cache {warm:?} ({:.1}x)",
+            cold.as_secs_f64() / warm.as_secs_f64().max(1e-9)
         );
     }
 

@@ -12,6 +12,9 @@ use sha2::{Digest, Sha256};
 pub const PREFIX: &str = "mcp__";
 /// The longest name providers accept.
 pub const MAX_NAME_LEN: usize = 64;
+/// Most names a session's ledger ([`NameMap::remember`]) holds before it forgets the old names
+/// of connected servers ([`NameMap::trim`]).
+pub const MAX_REMEMBERED_NAMES: usize = 100_000;
 /// Hex characters of the hash suffix (`_` + this many) used for long or colliding names.
 const HASH_LEN: usize = 8;
 
@@ -98,11 +101,14 @@ impl NameMap {
         Self::build_keeping(origins, &NameMap::default())
     }
 
-    /// Like [`NameMap::build`], but every origin that `previous` named keeps its name: a tool
-    /// that appears later (a `list_changed`, a server that connects later) and collides after
-    /// sanitising gets the hash suffix, so it can never take over a name the model already uses
+    /// Like [`NameMap::build`], but every origin that `previous` named keeps its name, and no
+    /// name of `previous` is given to another origin, even when its own origin is not in
+    /// `origins` (its server is down or restarting): a tool that appears later (a
+    /// `list_changed`, a server that connects later) and collides after sanitising gets the hash
+    /// suffix, so it can never take over a name the model, or a stored approval, already uses
     /// for another tool (possibly another server's). Origins new to the map are then named in
-    /// (server, tool) order as `build` does.
+    /// (server, tool) order as `build` does. Give it the session's record of every name given
+    /// out ([`NameMap::remember`]) so that holds for the life of the host.
     pub fn build_keeping<'a>(
         origins: impl IntoIterator<Item = (&'a str, &'a str)>,
         previous: &NameMap,
@@ -128,13 +134,16 @@ impl NameMap {
         }
         for origin in new {
             let preferred = qualified_name(&origin.server, &origin.tool);
+            // `origin` is not in `previous`, so a name `previous` holds is another origin's.
+            let taken =
+                |name: &str| map.by_name.contains_key(name) || previous.by_name.contains_key(name);
             let mut name = preferred.clone();
-            if map.by_name.contains_key(&name) {
+            if taken(&name) {
                 name = with_hash_suffix(&preferred, &origin.server, &origin.tool);
                 // A second-level clash would need a SHA-256 prefix collision on top of a name
                 // clash; still, never hand out one name twice.
                 let mut n = 1u32;
-                while map.by_name.contains_key(&name) {
+                while taken(&name) {
                     let salted = format!("{}#{n}", origin.tool);
                     name = with_hash_suffix(&preferred, &origin.server, &salted);
                     n += 1;
@@ -144,6 +153,49 @@ impl NameMap {
             map.by_origin.insert(origin, name);
         }
         map
+    }
+
+    /// Adds every name of `current` to this record of the names given out so far (the
+    /// session's ledger, handed to [`NameMap::build_keeping`] as `previous`). An origin keeps the
+    /// name it has; a name recorded for another origin is moved (only a `current` not built
+    /// from this record can disagree with it).
+    pub fn remember(&mut self, current: &NameMap) {
+        for (origin, name) in &current.by_origin {
+            if self.by_origin.get(origin) == Some(name) {
+                continue;
+            }
+            if let Some(old_name) = self.by_origin.remove(origin) {
+                self.by_name.remove(&old_name);
+            }
+            if let Some(old_origin) = self.by_name.insert(name.clone(), origin.clone()) {
+                self.by_origin.remove(&old_origin);
+            }
+            self.by_origin.insert(origin.clone(), name.clone());
+        }
+    }
+
+    /// Bounds a ledger: past [`MAX_REMEMBERED_NAMES`], forgets the names of tools that their
+    /// server, connected now (in `live`), no longer lists (not in `current`). A server that is
+    /// down keeps every name it had; only a live server churning through new tool names can
+    /// fill the ledger, and it loses only its own old names.
+    pub fn trim(&mut self, current: &NameMap, live: &std::collections::BTreeSet<String>) {
+        if self.by_origin.len() <= MAX_REMEMBERED_NAMES {
+            return;
+        }
+        let before = self.by_origin.len();
+        let by_name = &mut self.by_name;
+        self.by_origin.retain(|origin, name| {
+            let keep = !live.contains(&origin.server) || current.by_origin.contains_key(origin);
+            if !keep {
+                by_name.remove(name.as_str());
+            }
+            keep
+        });
+        tracing::debug!(
+            before,
+            after = self.by_origin.len(),
+            "MCP qualified-name ledger trimmed"
+        );
     }
 
     /// The exact server and tool behind a qualified name.
@@ -302,8 +354,72 @@ mod tests {
         // A fresh build (a new process) still follows the (server, tool) order.
         let fresh = NameMap::build([("a__b", "c"), ("a", "b__c")]);
         assert_eq!(fresh.qualified("a", "b__c"), Some("mcp__a__b__c"));
-        // A name whose tool is gone is free again.
+        // The newcomer keeps its name when the other tool is gone.
         let later = NameMap::build_keeping([("a", "b__c")], &after);
         assert_eq!(later.qualified("a", "b__c"), Some(newcomer));
+    }
+
+    #[test]
+    fn a_name_stays_with_its_server_while_the_server_is_down() {
+        // Server `a__b` owns `mcp__a__b__c`, then goes down: its tools leave the catalog.
+        let mut ledger = NameMap::default();
+        let up = NameMap::build_keeping([("a__b", "c")], &ledger);
+        ledger.remember(&up);
+        let down = NameMap::build_keeping(std::iter::empty(), &ledger);
+        ledger.remember(&down);
+        assert!(down.is_empty());
+        // Server `a` lists `b__c` meanwhile: same qualified name, and it sorts first.
+        let taker = NameMap::build_keeping([("a", "b__c")], &ledger);
+        ledger.remember(&taker);
+        let other = taker.qualified("a", "b__c").unwrap();
+        assert_ne!(other, "mcp__a__b__c");
+        assert!(taker.resolve("mcp__a__b__c").is_none());
+        assert!(is_valid_name(other), "{other}");
+        // `a__b` comes back and gets its old name; `a`'s tool keeps its own.
+        let back = NameMap::build_keeping([("a", "b__c"), ("a__b", "c")], &ledger);
+        ledger.remember(&back);
+        assert_eq!(back.qualified("a__b", "c"), Some("mcp__a__b__c"));
+        assert_eq!(back.qualified("a", "b__c"), Some(other));
+        let owner = back.resolve("mcp__a__b__c").unwrap();
+        assert_eq!((owner.server.as_str(), owner.tool.as_str()), ("a__b", "c"));
+    }
+
+    #[test]
+    fn remember_keeps_the_ledger_one_to_one() {
+        let mut ledger = NameMap::build([("s", "a_b")]);
+        // A map not built from the ledger gives the name to another origin: it moves.
+        ledger.remember(&NameMap::build([("s", "a.b")]));
+        assert_eq!(ledger.qualified("s", "a.b"), Some("mcp__s__a_b"));
+        assert_eq!(ledger.qualified("s", "a_b"), None);
+        ledger.remember(&NameMap::build([("s", "a_b")]));
+        assert_eq!((ledger.len(), ledger.by_origin.len()), (1, 1));
+        assert_eq!(ledger.qualified("s", "a_b"), Some("mcp__s__a_b"));
+        assert_eq!(ledger.qualified("s", "a.b"), None);
+    }
+
+    #[test]
+    fn the_ledger_is_bounded_by_forgetting_live_servers_old_names() {
+        let mut ledger = NameMap::default();
+        // Server `down` named one tool and went away; `churn` lists ever new names.
+        ledger.remember(&NameMap::build([("down", "keep")]));
+        let names: Vec<String> = (0..=MAX_REMEMBERED_NAMES)
+            .map(|i| format!("t{i}"))
+            .collect();
+        ledger.remember(&NameMap::build(names.iter().map(|n| ("churn", n.as_str()))));
+        let current = NameMap::build_keeping([("churn", "now")], &ledger);
+        ledger.remember(&current);
+        let live = std::collections::BTreeSet::from(["churn".to_owned()]);
+        ledger.trim(&current, &live);
+        assert_eq!(ledger.len(), 2);
+        assert_eq!(ledger.qualified("down", "keep"), Some("mcp__down__keep"));
+        assert_eq!(ledger.qualified("churn", "now"), Some("mcp__churn__now"));
+        // Under the bound nothing is forgotten.
+        let mut small = NameMap::build([("s", "a"), ("s", "b")]);
+        small.trim(&NameMap::build([("s", "a")]), &live_of("s"));
+        assert_eq!(small.len(), 2);
+    }
+
+    fn live_of(server: &str) -> std::collections::BTreeSet<String> {
+        std::collections::BTreeSet::from([server.to_owned()])
     }
 }

@@ -9,7 +9,7 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
-use crate::catalog::{Catalog, apply_tool_filters, build_catalog_keeping};
+use crate::catalog::{Catalog, apply_tool_filters, rebuild_catalog};
 use crate::config::ServerConfig;
 use crate::config::ToolFilter;
 use crate::elicitation::{Callers, ElicitationBroker};
@@ -78,7 +78,7 @@ impl Shared {
                     .collect();
                 let (listed, filtered) = apply_tool_filters(listed, &filters);
                 let previous = self.catalog();
-                let mut catalog = build_catalog_keeping(&listed, &trusted, &previous.names);
+                let mut catalog = rebuild_catalog(&listed, &trusted, &previous);
                 catalog.filtered = filtered;
                 *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
             }
@@ -126,9 +126,28 @@ impl Shared {
     }
 
     /// Why a qualified name is not in the catalog: its server is down (Execution: a missing
-    /// dependency, worth retrying later) or the name is simply unknown (Discovery).
+    /// dependency, worth retrying later) or the name is simply unknown (Discovery). The server
+    /// is the name's owner when the session gave the name out ([`Catalog::given_names`]);
+    /// otherwise, a server that is down and whose names start like this one.
     pub fn unknown_tool(&self, qualified_name: &str) -> McpError {
+        // The catalog's lock is released before the slots' is taken (`update` takes them the
+        // other way round).
+        let catalog = self.catalog();
+        let owner = catalog.given_names.resolve(qualified_name);
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(owner) = owner {
+            return match slots.get(&owner.server) {
+                Some(slot) if slot.config.enabled && slot.state != ServerState::Connected => {
+                    McpError::ServerUnavailable {
+                        server: owner.server.clone(),
+                        reason: describe_state(&owner.server, &slot.state),
+                    }
+                }
+                _ => McpError::UnknownTool {
+                    name: qualified_name.to_owned(),
+                },
+            };
+        }
         let down = slots.iter().find(|(name, slot)| {
             slot.config.enabled
                 && slot.state != ServerState::Connected

@@ -296,6 +296,156 @@ async fn a_tool_listed_later_never_takes_over_another_servers_name() {
 }
 
 #[tokio::test]
+async fn a_name_stays_with_its_server_while_the_server_is_down() {
+    // `mcp__a__b__echo` is server `a__b`'s echo. `a__b` crashes and waits a long backoff (its
+    // tools leave the catalog); meanwhile server `a` registers `b__echo`, whose qualified name
+    // is the same after sanitising and which sorts first.
+    let mut options = fast_options();
+    options.backoff = aibuddy_mcp::Backoff {
+        base: Duration::from_secs(120),
+        max: Duration::from_secs(120),
+    };
+    let manager = aibuddy_mcp::McpManager::start(
+        vec![fixture("a", &[]), fixture("a__b", &[])],
+        aibuddy_mcp::McpHandlers::default(),
+        options,
+    );
+    wait_connected(&manager, "a", UP).await;
+    wait_connected(&manager, "a__b", UP).await;
+    let owner = |manager: &aibuddy_mcp::McpManager, qualified: &str| {
+        manager
+            .catalog()
+            .into_iter()
+            .find(|e| e.qualified_name == qualified)
+            .map(|e| (e.server, e.name))
+    };
+    assert_eq!(
+        owner(&manager, "mcp__a__b__echo"),
+        Some(("a__b".into(), "echo".into()))
+    );
+    let crashed = manager
+        .call(
+            "mcp__a__b__crash",
+            json!({}),
+            CancellationToken::new(),
+            None,
+        )
+        .await;
+    assert!(crashed.is_err(), "{crashed:?}");
+    wait_failed(&manager, "a__b", UP).await;
+    assert!(manager.catalog().iter().all(|e| e.server == "a"));
+
+    manager
+        .call(
+            "mcp__a__add_tool",
+            json!({"name": "b__echo"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + UP;
+    let newcomer = loop {
+        if let Some(e) = manager.catalog().into_iter().find(|e| e.name == "b__echo") {
+            break e.qualified_name;
+        }
+        assert!(Instant::now() < deadline, "b__echo never listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(newcomer, "mcp__a__b__echo");
+    assert_eq!(owner(&manager, "mcp__a__b__echo"), None);
+    // A call by the old name does not reach `a`: its owner is down.
+    let err = manager
+        .call(
+            "mcp__a__b__echo",
+            json!({"message": "hi"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, McpError::ServerUnavailable { ref server, .. } if server == "a__b"),
+        "{err:?}"
+    );
+
+    // `a__b` comes back (woken before its backoff ends) and gets its old name back.
+    assert!(manager.reconnect("a__b"));
+    wait_connected(&manager, "a__b", UP).await;
+    assert_eq!(
+        owner(&manager, "mcp__a__b__echo"),
+        Some(("a__b".into(), "echo".into()))
+    );
+    assert_eq!(
+        owner(&manager, &newcomer),
+        Some(("a".into(), "b__echo".into()))
+    );
+    let result = manager
+        .call(
+            "mcp__a__b__echo",
+            json!({"message": "hi"}),
+            CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (result.server.as_str(), result.text().as_str()),
+        ("a__b", "echo: hi")
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_by_name_while_servers_are_down_names_the_names_owner() {
+    // Both `a` and `a__b` are down; `mcp__a__b__echo` starts like names of either, and belongs
+    // to `a__b`.
+    let mut options = fast_options();
+    options.backoff = aibuddy_mcp::Backoff {
+        base: Duration::from_secs(120),
+        max: Duration::from_secs(120),
+    };
+    let manager = aibuddy_mcp::McpManager::start(
+        vec![fixture("a", &[]), fixture("a__b", &[])],
+        aibuddy_mcp::McpHandlers::default(),
+        options,
+    );
+    for server in ["a", "a__b"] {
+        wait_connected(&manager, server, UP).await;
+    }
+    for server in ["a", "a__b"] {
+        let crashed = manager
+            .call(
+                &format!("mcp__{server}__crash"),
+                json!({}),
+                CancellationToken::new(),
+                None,
+            )
+            .await;
+        assert!(crashed.is_err(), "{crashed:?}");
+        wait_failed(&manager, server, UP).await;
+    }
+    for (name, owner) in [("mcp__a__b__echo", "a__b"), ("mcp__a__echo", "a")] {
+        let err = manager
+            .call(name, json!({}), CancellationToken::new(), None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.stage(), McpStage::Execution, "{err:?}");
+        assert!(
+            matches!(err, McpError::ServerUnavailable { ref server, .. } if server == owner),
+            "{name}: {err:?}"
+        );
+    }
+    // A name never given out is still unknown.
+    let err = manager
+        .call("mcp__zz__echo", json!({}), CancellationToken::new(), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpError::UnknownTool { .. }), "{err:?}");
+    manager.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_elicitation_with_no_call_in_flight_is_declined_without_asking() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("rec.jsonl");

@@ -107,8 +107,6 @@ pub(crate) fn plane_options() -> PlaneOptions {
     }
 }
 
-/// Print a value as pretty JSON on stdout. serde escapes C0 controls in strings; the C1 controls,
-/// DEL and bidi overrides it leaves raw become `\uXXXX` escapes too (same JSON value).
 /// The result is already delivered; lets background precompaction finish before the process
 /// exits. Ctrl-C (`stop`) cancels it, and the original projection stays.
 pub(crate) async fn settle_precompaction(app: &App, stop: &tokio_util::sync::CancellationToken) {
@@ -123,6 +121,10 @@ pub(crate) async fn settle_precompaction(app: &App, stop: &tokio_util::sync::Can
     }
 }
 
+/// Print a value as pretty JSON on stdout: every `--json` output of the CLI goes through here
+/// (`run --json` events through [`aibuddy_common::term::json`] too). serde escapes C0 controls
+/// in strings; the C1 controls (U+0080..U+009F: 0x9B is a CSI on some terminals), DEL, line
+/// separators and bidi controls it leaves raw become `\uXXXX` escapes too (same JSON value).
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     match serde_json::to_string_pretty(value) {
         Ok(s) => {
