@@ -356,3 +356,80 @@ async fn an_answer_given_on_the_confirm_event_is_accepted() {
         h.server.assert_clean();
     }
 }
+
+/// A call with no usable name (empty, blank, control characters only) does not fail the run: it
+/// gets an error result the model can read, under its own id, like an unknown name, and the next
+/// request answers it (the fake server checks the pairing in each format).
+async fn a_call_without_a_name_is_answered_and_the_run_goes_on(kind: ProviderKind) {
+    let nameless = ["", "  \t", "\u{1b}\u{7}"];
+    let h = harness(kind, None).await;
+    let mut turn = Turn::text("Calling.");
+    for (i, name) in nameless.iter().enumerate() {
+        turn = turn.call(&format!("call_nn{i}"), name, json!({}));
+    }
+    h.push(turn.call("call_nr", "read_file", json!({"path": "notes.txt"})));
+    h.push(Turn::text("Done."));
+    let events = sink();
+    let out = h
+        .agent(Arc::new(ApproveAll), fast_options())
+        .run(start("go"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{kind:?} {out:?}");
+    assert_eq!(out.steps, 2, "{kind:?}");
+    let ev = events.events();
+    for i in 0..nameless.len() {
+        let id = format!(":call_nn{i}");
+        let result = ev.iter().find_map(|e| match e {
+            RunEvent::ToolResult {
+                tool_call_id,
+                status,
+                stage,
+                model,
+                ..
+            } if tool_call_id.ends_with(&id) => Some((*status, *stage, model.clone())),
+            _ => None,
+        });
+        let (status, stage, model) =
+            result.unwrap_or_else(|| panic!("{kind:?}: no result event for {id}: {ev:?}"));
+        assert_eq!(
+            (status, stage),
+            (CallStatus::Error, Some(Stage::Discovery)),
+            "{kind:?}"
+        );
+        assert!(model.contains("had no name"), "{kind:?}: {model}");
+        assert!(model.contains("read_file"), "lists the tools: {model}");
+        // Stored under its call id.
+        let stored = h
+            .store()
+            .get_call(&format!("{}{id}", out.run_id))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{kind:?}: {id} not stored"));
+        assert_eq!(stored.stage.as_deref(), Some("Discovery"), "{kind:?}");
+    }
+    // The named call beside them ran, and the next request carries every answer.
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 2, "{kind:?}");
+    assert!(reqs[1].raw_body.contains("alpha-content"), "{kind:?}");
+    assert_eq!(
+        reqs[1].raw_body.matches("had no name").count(),
+        nameless.len(),
+        "{kind:?}: {}",
+        reqs[1].raw_body
+    );
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_anthropic() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::Anthropic).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_chat() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::OpenAiChat).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_responses() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::OpenAiResponses).await;
+}
