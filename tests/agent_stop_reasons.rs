@@ -169,3 +169,69 @@ async fn a_turn_that_stays_paused_ends_flagged_after_five_continuations() {
     assert_eq!(h.server.requests().len(), 6);
     h.server.assert_clean();
 }
+
+/// The last message of a recorded Anthropic request: its role and its first text.
+fn last_message(req: &aibuddy_provider::testing::RecordedRequest) -> (String, String) {
+    let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or_default();
+    let text = match &last["content"] {
+        Value::String(s) => s.clone(),
+        c => c[0]["text"].as_str().unwrap_or_default().to_string(),
+    };
+    (last["role"].as_str().unwrap_or_default().to_string(), text)
+}
+
+async fn continue_run(h: &Harness, run_id: &str) -> RunOutcome {
+    h.agent(Arc::new(ApproveAll), fast_options())
+        .run(
+            RunStart {
+                continue_run: Some(run_id.to_string()),
+                ..RunStart::default()
+            },
+            CancellationToken::new(),
+            sink(),
+        )
+        .await
+        .unwrap()
+}
+
+/// Continuing a run that ended still paused resends the conversation as it is (the paused
+/// content last, as the API asks), without the "Continue." a finished answer gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuing_a_paused_run_resends_the_conversation_as_is() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    for i in 0..6 {
+        h.push(Turn::text(&format!("still working {i}")).stopping("pause_turn"));
+    }
+    let (out, events) = run(&h, "research this").await;
+    assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("pause_turn"));
+    h.push(Turn::text("Here is what I found."));
+    let again = continue_run(&h, &out.run_id).await;
+    assert_eq!(again.status, RunStatus::Completed, "{again:?}");
+    assert_eq!(again.stop_reason, None);
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 7);
+    assert_eq!(
+        last_message(&reqs[6]),
+        ("assistant".to_string(), "still working 5".to_string()),
+        "{}",
+        reqs[6].raw_body
+    );
+    h.server.assert_clean();
+
+    // A run whose model finished (here: cut at its limit) is continued with "Continue.".
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.push(Turn::text("The first half").stopping("max_tokens"));
+    let (out, _) = run(&h, "write a lot").await;
+    h.push(Turn::text("The second half."));
+    let again = continue_run(&h, &out.run_id).await;
+    assert_eq!(again.status, RunStatus::Completed, "{again:?}");
+    let reqs = h.server.requests();
+    assert_eq!(
+        last_message(&reqs[1]),
+        ("user".to_string(), "Continue.".to_string()),
+        "{}",
+        reqs[1].raw_body
+    );
+    h.server.assert_clean();
+}
