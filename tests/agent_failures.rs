@@ -433,3 +433,78 @@ async fn a_call_without_a_name_is_answered_chat() {
 async fn a_call_without_a_name_is_answered_responses() {
     a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::OpenAiResponses).await;
 }
+
+/// A provider (or proxy) that streams a token every so often and never ends: the step's
+/// wall-clock cap ends it (not retried), the run ends `error` at Execution with a reason, and the
+/// text streamed so far is kept in the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_trickle_ends_at_the_step_time_limit_with_its_text_kept() {
+    use aibuddy_provider::testing::Chunk;
+    let h = harness(ProviderKind::Anthropic, None).await;
+    let mut chunks = vec![
+        Chunk::event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_t", "type": "message",
+                "role": "assistant", "content": [], "model": "fake", "stop_reason": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        Chunk::event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    // Each token well within the idle timeout; together far past the step limit.
+    for _ in 0..600 {
+        chunks.push(Chunk::event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "tok "}}),
+        ));
+        chunks.push(Chunk::Sleep(Duration::from_millis(100)));
+    }
+    h.server.push(Reply::Stream {
+        chunks,
+        served: None,
+    });
+    let mut opts = fast_options();
+    opts.step_timeout = Duration::from_millis(1500);
+    let events = sink();
+    let started = Instant::now();
+    let out = h
+        .agent(Arc::new(ApproveAll), opts)
+        .run(start("tell me"), CancellationToken::new(), events.clone())
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the cap ended it: {out:?} {:?}",
+        events.events()
+    );
+    assert_eq!(out.status, RunStatus::Error, "{out:?}");
+    assert_eq!(out.stage, Some(Stage::Execution), "{out:?}");
+    let reason = out.error.clone().unwrap_or_default();
+    assert!(reason.contains("step time limit"), "{reason}");
+    assert_eq!(h.server.requests().len(), 1, "not retried");
+    // What was streamed is kept: shown live, and stored as the model's (partial) answer.
+    let streamed = text_of(&events.events());
+    assert!(streamed.starts_with("tok tok "), "{streamed:?}");
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, vec!["user", "assistant"]);
+    assert!(
+        conv.messages[1].content.contains(streamed.trim_end()),
+        "{}",
+        conv.messages[1].content
+    );
+    let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, Some(RunStatus::Error));
+    assert_eq!(run.stage.as_deref(), Some("Execution"));
+    assert!(
+        run.error_message
+            .as_deref()
+            .is_some_and(|m| m.contains("step time limit")),
+        "{run:?}"
+    );
+    h.server.assert_clean();
+}
