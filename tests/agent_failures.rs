@@ -369,15 +369,9 @@ async fn a_call_without_a_name_is_answered_and_the_run_goes_on(kind: ProviderKin
     }
     h.push(turn.call("call_nr", "read_file", json!({"path": "notes.txt"})));
     h.push(Turn::text("Done."));
-    let events = sink();
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(start("go"), CancellationToken::new(), events.clone())
-        .await
-        .unwrap();
+    let (out, ev) = h.run_prompt("go").await;
     assert_eq!(out.status, RunStatus::Completed, "{kind:?} {out:?}");
     assert_eq!(out.steps, 2, "{kind:?}");
-    let ev = events.events();
     for i in 0..nameless.len() {
         let id = format!(":call_nn{i}");
         let result = ev.iter().find_map(|e| match e {
@@ -469,17 +463,11 @@ async fn an_endless_trickle_ends_at_the_step_time_limit_with_its_text_kept() {
     });
     let mut opts = fast_options();
     opts.step_timeout = Duration::from_millis(1500);
-    let events = sink();
     let started = Instant::now();
-    let out = h
-        .agent(Arc::new(ApproveAll), opts)
-        .run(start("tell me"), CancellationToken::new(), events.clone())
-        .await
-        .unwrap();
+    let (out, events) = h.run_with(new_run("tell me"), opts).await;
     assert!(
         started.elapsed() < Duration::from_secs(30),
-        "the cap ended it: {out:?} {:?}",
-        events.events()
+        "the cap ended it: {out:?} {events:?}"
     );
     assert_eq!(out.status, RunStatus::Error, "{out:?}");
     assert_eq!(out.stage, Some(Stage::Execution), "{out:?}");
@@ -487,7 +475,7 @@ async fn an_endless_trickle_ends_at_the_step_time_limit_with_its_text_kept() {
     assert!(reason.contains("step time limit"), "{reason}");
     assert_eq!(h.server.requests().len(), 1, "not retried");
     // What was streamed is kept: shown live, and stored as the model's (partial) answer.
-    let streamed = text_of(&events.events());
+    let streamed = text_of(&events);
     assert!(streamed.starts_with("tok tok "), "{streamed:?}");
     let conv = h.store().conversation(&out.run_id).await.unwrap();
     let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
