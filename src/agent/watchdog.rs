@@ -6,9 +6,9 @@
 //! retryable transport failure. A step has a wall-clock bound too (`StepContext::step_timeout`,
 //! from its first request to its last event, retries included): past it the step ends
 //! [`StepEnd::OverTime`] with the text of the attempt in progress, never retried (a stream that
-//! trickles tokens forever re-arms both other timers). Retries follow the provider crate's [`BackoffPolicy`]
-//! (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry` event; other
-//! failures end the step with the provider's error.
+//! trickles tokens forever re-arms both other timers). Retries follow the provider crate's
+//! [`BackoffPolicy`] (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry`
+//! event; other failures end the step with the provider's error.
 
 use crate::human::PersonWaits;
 use std::sync::atomic::{AtomicUsize, Ordering};
