@@ -356,3 +356,143 @@ async fn an_answer_given_on_the_confirm_event_is_accepted() {
         h.server.assert_clean();
     }
 }
+
+/// A call with no usable name (empty, blank, control characters only) does not fail the run: it
+/// gets an error result the model can read, under its own id, like an unknown name, and the next
+/// request answers it (the fake server checks the pairing in each format).
+async fn a_call_without_a_name_is_answered_and_the_run_goes_on(kind: ProviderKind) {
+    let nameless = ["", "  \t", "\u{1b}\u{7}"];
+    let h = harness(kind, None).await;
+    let mut turn = Turn::text("Calling.");
+    for (i, name) in nameless.iter().enumerate() {
+        turn = turn.call(&format!("call_nn{i}"), name, json!({}));
+    }
+    h.push(turn.call("call_nr", "read_file", json!({"path": "notes.txt"})));
+    h.push(Turn::text("Done."));
+    let (out, ev) = h.run_prompt("go").await;
+    assert_eq!(out.status, RunStatus::Completed, "{kind:?} {out:?}");
+    assert_eq!(out.steps, 2, "{kind:?}");
+    for i in 0..nameless.len() {
+        let id = format!(":call_nn{i}");
+        let result = ev.iter().find_map(|e| match e {
+            RunEvent::ToolResult {
+                tool_call_id,
+                status,
+                stage,
+                model,
+                ..
+            } if tool_call_id.ends_with(&id) => Some((*status, *stage, model.clone())),
+            _ => None,
+        });
+        let (status, stage, model) =
+            result.unwrap_or_else(|| panic!("{kind:?}: no result event for {id}: {ev:?}"));
+        assert_eq!(
+            (status, stage),
+            (CallStatus::Error, Some(Stage::Discovery)),
+            "{kind:?}"
+        );
+        assert!(model.contains("had no name"), "{kind:?}: {model}");
+        assert!(model.contains("read_file"), "lists the tools: {model}");
+        // Stored under its call id.
+        let stored = h
+            .store()
+            .get_call(&format!("{}{id}", out.run_id))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{kind:?}: {id} not stored"));
+        assert_eq!(stored.stage.as_deref(), Some("Discovery"), "{kind:?}");
+    }
+    // The named call beside them ran, and the next request carries every answer.
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 2, "{kind:?}");
+    assert!(reqs[1].raw_body.contains("alpha-content"), "{kind:?}");
+    assert_eq!(
+        reqs[1].raw_body.matches("had no name").count(),
+        nameless.len(),
+        "{kind:?}: {}",
+        reqs[1].raw_body
+    );
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_anthropic() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::Anthropic).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_chat() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::OpenAiChat).await;
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_name_is_answered_responses() {
+    a_call_without_a_name_is_answered_and_the_run_goes_on(ProviderKind::OpenAiResponses).await;
+}
+
+/// A provider (or proxy) that streams a token every so often and never ends: the step's
+/// wall-clock cap ends it (not retried), the run ends `error` at Execution with a reason, and the
+/// text streamed so far is kept in the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_trickle_ends_at_the_step_time_limit_with_its_text_kept() {
+    use aibuddy_provider::testing::Chunk;
+    let h = harness(ProviderKind::Anthropic, None).await;
+    let mut chunks = vec![
+        Chunk::event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_t", "type": "message",
+                "role": "assistant", "content": [], "model": "fake", "stop_reason": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        Chunk::event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    // Each token well within the idle timeout; together far past the step limit.
+    for _ in 0..600 {
+        chunks.push(Chunk::event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "tok "}}),
+        ));
+        chunks.push(Chunk::Sleep(Duration::from_millis(100)));
+    }
+    h.server.push(Reply::Stream {
+        chunks,
+        served: None,
+    });
+    let mut opts = fast_options();
+    opts.step_timeout = Duration::from_millis(1500);
+    let started = Instant::now();
+    let (out, events) = h.run_with(new_run("tell me"), opts).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the cap ended it: {out:?} {events:?}"
+    );
+    assert_eq!(out.status, RunStatus::Error, "{out:?}");
+    assert_eq!(out.stage, Some(Stage::Execution), "{out:?}");
+    let reason = out.error.clone().unwrap_or_default();
+    assert!(reason.contains("step time limit"), "{reason}");
+    assert_eq!(h.server.requests().len(), 1, "not retried");
+    // What was streamed is kept: shown live, and stored as the model's (partial) answer.
+    let streamed = text_of(&events);
+    assert!(streamed.starts_with("tok tok "), "{streamed:?}");
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, vec!["user", "assistant"]);
+    assert!(
+        conv.messages[1].content.contains(streamed.trim_end()),
+        "{}",
+        conv.messages[1].content
+    );
+    let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, Some(RunStatus::Error));
+    assert_eq!(run.stage.as_deref(), Some("Execution"));
+    assert!(
+        run.error_message
+            .as_deref()
+            .is_some_and(|m| m.contains("step time limit")),
+        "{run:?}"
+    );
+    h.server.assert_clean();
+}

@@ -7,18 +7,15 @@
 
 mod agent_common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_common::*;
-use aibuddy::agent::{RunEvent, RunStart, RunStatus};
-use aibuddy::confirm::ApproveAll;
+use aibuddy::agent::{RunEvent, RunStatus};
 use aibuddy::contract::Stage;
 use aibuddy::events::CallStatus;
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::{Chunk, Reply, Turn};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 fn calls_reply(calls: &[(&str, &str)]) -> Reply {
     let chunk = |delta: Value, finish: Value| {
@@ -54,22 +51,9 @@ async fn call_ids_reused_within_a_run_are_made_unique() {
         .push(calls_reply(&[("0", "b.txt"), ("0", "notes.txt")]));
     h.server.push(calls_reply(&[("bad id/..", "b.txt")]));
     h.push(Turn::text("Done."));
-    let events = sink();
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            RunStart {
-                prompt: "read the files".into(),
-                ..RunStart::default()
-            },
-            CancellationToken::new(),
-            events.clone(),
-        )
-        .await
-        .unwrap();
+    let (out, events) = h.run_prompt("read the files").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let ok: Vec<String> = events
-        .events()
         .iter()
         .filter_map(|e| match e {
             RunEvent::ToolResult {
@@ -138,30 +122,18 @@ async fn pings_forever_are_bounded(kind: ProviderKind) {
     h.push(Turn::text("Answered after the retry."));
     let mut opts = fast_options();
     opts.keepalive_timeout = Duration::from_millis(600);
-    let events = sink();
-    let agent = h.agent(Arc::new(ApproveAll), opts);
-    let run = agent.run(
-        RunStart {
-            prompt: "hi".into(),
-            ..RunStart::default()
-        },
-        CancellationToken::new(),
-        events.clone(),
-    );
-    let out = tokio::time::timeout(Duration::from_secs(30), run)
+    let run = h.run_with(new_run("hi"), opts);
+    let (out, events) = tokio::time::timeout(Duration::from_secs(30), run)
         .await
-        .expect("a stream of pings must not hold the run")
-        .unwrap();
+        .expect("a stream of pings must not hold the run");
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert!(
         events
-            .events()
             .iter()
             .any(|e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("keep-alive"))),
-        "{:?}",
-        events.events()
+        "{events:?}"
     );
-    assert_eq!(text_of(&events.events()), "Answered after the retry.");
+    assert_eq!(text_of(&events), "Answered after the retry.");
     h.server.assert_clean();
 }
 
@@ -201,27 +173,14 @@ async fn arguments_cut_mid_json_are_a_parameters_error_and_the_run_goes_on() {
         served: None,
     });
     h.push(Turn::text("I will retry with complete arguments."));
-    let events = sink();
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            RunStart {
-                prompt: "read notes".into(),
-                ..RunStart::default()
-            },
-            CancellationToken::new(),
-            events.clone(),
-        )
-        .await
-        .unwrap();
+    let (out, events) = h.run_prompt("read notes").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let stored = format!("{}:call_cut", out.run_id);
     assert!(
-        events.events().iter().any(|e| matches!(e,
+        events.iter().any(|e| matches!(e,
             RunEvent::ToolResult { tool_call_id, status: CallStatus::Error, stage: Some(stage), .. }
                 if *tool_call_id == stored && *stage == Stage::Parameters)),
-        "{:?}",
-        events.events()
+        "{events:?}"
     );
     let reqs = h.server.requests();
     assert_eq!(reqs.len(), 2);

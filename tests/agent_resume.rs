@@ -84,19 +84,7 @@ async fn interrupted_then_continued(kind: ProviderKind, marker: &str) {
     h.push(Turn::text(
         "The command was interrupted; I will not rerun it.",
     ));
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            RunStart {
-                prompt: String::new(),
-                continue_run: Some(run_id.clone()),
-                ..RunStart::default()
-            },
-            CancellationToken::new(),
-            sink(),
-        )
-        .await
-        .unwrap();
+    let (out, _) = h.continue_run(&run_id, "").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(out.run_id, run_id);
     let reqs = h.server.requests();

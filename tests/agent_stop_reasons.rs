@@ -7,38 +7,17 @@
 
 mod agent_common;
 
-use std::sync::Arc;
-
 use agent_common::*;
-use aibuddy::agent::{RunEvent, RunOutcome, RunStart, RunStatus};
-use aibuddy::confirm::ApproveAll;
+use aibuddy::agent::{RunEvent, RunOutcome, RunStatus};
 use aibuddy_provider::ProviderKind;
 use aibuddy_provider::testing::Turn;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 const KINDS: [ProviderKind; 3] = [
     ProviderKind::Anthropic,
     ProviderKind::OpenAiResponses,
     ProviderKind::OpenAiChat,
 ];
-
-async fn run(h: &Harness, prompt: &str) -> (RunOutcome, Vec<RunEvent>) {
-    let events = sink();
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            RunStart {
-                prompt: prompt.into(),
-                ..RunStart::default()
-            },
-            CancellationToken::new(),
-            events.clone(),
-        )
-        .await
-        .unwrap();
-    (out, events.events())
-}
 
 /// The flag on the outcome, the last event and the stored run (all three must agree).
 async fn flag(h: &Harness, out: &RunOutcome, events: &[RunEvent]) -> Option<String> {
@@ -74,7 +53,7 @@ async fn an_answer_cut_at_the_output_limit_is_flagged_in_every_format() {
     for kind in KINDS {
         let h = harness(kind, None).await;
         h.push(Turn::text("The first half of a long ans").stopping(limit_word(kind)));
-        let (out, events) = run(&h, "write a lot").await;
+        let (out, events) = h.run_prompt("write a lot").await;
         assert_eq!(out.status, RunStatus::Completed, "{kind:?}: {out:?}");
         assert_eq!(
             flag(&h, &out, &events).await.as_deref(),
@@ -92,7 +71,7 @@ async fn a_finished_answer_has_no_flag() {
     for kind in KINDS {
         let h = harness(kind, None).await;
         h.push(Turn::text("All done."));
-        let (out, events) = run(&h, "hi").await;
+        let (out, events) = h.run_prompt("hi").await;
         assert_eq!(out.status, RunStatus::Completed, "{kind:?}");
         assert_eq!(flag(&h, &out, &events).await, None, "{kind:?}");
     }
@@ -102,7 +81,7 @@ async fn a_finished_answer_has_no_flag() {
 async fn a_refusal_is_flagged() {
     let h = harness(ProviderKind::Anthropic, None).await;
     h.push(Turn::text("I can't help with that.").stopping("refusal"));
-    let (out, events) = run(&h, "do something bad").await;
+    let (out, events) = h.run_prompt("do something bad").await;
     assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("refusal"));
 }
@@ -116,7 +95,7 @@ async fn an_unknown_reason_is_kept_verbatim_without_control_characters() {
     ] {
         let h = harness(kind, None).await;
         h.push(Turn::text("Partial").stopping(word));
-        let (out, events) = run(&h, "hi").await;
+        let (out, events) = h.run_prompt("hi").await;
         assert_eq!(
             flag(&h, &out, &events).await.as_deref(),
             Some(word),
@@ -125,7 +104,7 @@ async fn an_unknown_reason_is_kept_verbatim_without_control_characters() {
     }
     let h = harness(ProviderKind::Anthropic, None).await;
     h.push(Turn::text("x").stopping("odd\u{1b}[2J\nreason"));
-    let (out, events) = run(&h, "hi").await;
+    let (out, events) = h.run_prompt("hi").await;
     assert_eq!(
         flag(&h, &out, &events).await.as_deref(),
         Some("odd[2Jreason")
@@ -138,7 +117,7 @@ async fn a_paused_turn_is_continued_with_the_paused_content_sent_back() {
     h.server.check_replay(true);
     h.push(Turn::text("Searching the web...").stopping("pause_turn"));
     h.push(Turn::text("Here is what I found."));
-    let (out, events) = run(&h, "research this").await;
+    let (out, events) = h.run_prompt("research this").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(out.steps, 2);
     assert_eq!(flag(&h, &out, &events).await, None);
@@ -162,10 +141,62 @@ async fn a_turn_that_stays_paused_ends_flagged_after_five_continuations() {
     for i in 0..7 {
         h.push(Turn::text(&format!("still working {i}")).stopping("pause_turn"));
     }
-    let (out, events) = run(&h, "research this").await;
+    let (out, events) = h.run_prompt("research this").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("pause_turn"));
     // The first step and five continuations.
     assert_eq!(h.server.requests().len(), 6);
+    h.server.assert_clean();
+}
+
+/// The last message of a recorded Anthropic request: its role and its first text.
+fn last_message(req: &aibuddy_provider::testing::RecordedRequest) -> (String, String) {
+    let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or_default();
+    let text = match &last["content"] {
+        Value::String(s) => s.clone(),
+        c => c[0]["text"].as_str().unwrap_or_default().to_string(),
+    };
+    (last["role"].as_str().unwrap_or_default().to_string(), text)
+}
+
+/// Continuing a run that ended still paused resends the conversation as it is (the paused
+/// content last, as the API asks), without the "Continue." a finished answer gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuing_a_paused_run_resends_the_conversation_as_is() {
+    let h = harness(ProviderKind::Anthropic, None).await;
+    for i in 0..6 {
+        h.push(Turn::text(&format!("still working {i}")).stopping("pause_turn"));
+    }
+    let (out, events) = h.run_prompt("research this").await;
+    assert_eq!(flag(&h, &out, &events).await.as_deref(), Some("pause_turn"));
+    h.push(Turn::text("Here is what I found."));
+    let (again, _) = h.continue_run(&out.run_id, "").await;
+    assert_eq!(again.status, RunStatus::Completed, "{again:?}");
+    assert_eq!(again.stop_reason, None);
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 7);
+    assert_eq!(
+        last_message(&reqs[6]),
+        ("assistant".to_string(), "still working 5".to_string()),
+        "{}",
+        reqs[6].raw_body
+    );
+    h.server.assert_clean();
+
+    // A run whose model finished (here: cut at its limit) is continued with "Continue.".
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.push(Turn::text("The first half").stopping("max_tokens"));
+    let (out, _) = h.run_prompt("write a lot").await;
+    h.push(Turn::text("The second half."));
+    let (again, _) = h.continue_run(&out.run_id, "").await;
+    assert_eq!(again.status, RunStatus::Completed, "{again:?}");
+    let reqs = h.server.requests();
+    assert_eq!(
+        last_message(&reqs[1]),
+        ("user".to_string(), "Continue.".to_string()),
+        "{}",
+        reqs[1].raw_body
+    );
     h.server.assert_clean();
 }

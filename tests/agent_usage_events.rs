@@ -9,19 +9,12 @@ mod agent_common;
 use std::sync::Arc;
 
 use agent_common::*;
-use aibuddy::agent::{RunEvent, RunStart, RunStatus};
+use aibuddy::agent::{RunEvent, RunStatus};
 use aibuddy::confirm::ApproveAll;
 use aibuddy_provider::testing::Turn;
 use aibuddy_provider::{ApiKey, HttpProvider, ProviderKind, Route};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn start(prompt: &str) -> RunStart {
-    RunStart {
-        prompt: prompt.into(),
-        ..RunStart::default()
-    }
-}
 
 /// The fake provider's counts for every step, with `window` and the default threshold.
 fn fake_step(window: u64, known: bool) -> RunEvent {
@@ -53,19 +46,9 @@ async fn one_event_per_step(kind: ProviderKind) {
     let h = harness(kind, None).await;
     h.push(Turn::text("Reading it.").call("call_u1", "read_file", json!({"path": "notes.txt"})));
     h.push(Turn::text("It says alpha."));
-    let events = sink();
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            start("what is in notes.txt?"),
-            CancellationToken::new(),
-            events.clone(),
-        )
-        .await
-        .unwrap();
+    let (out, ev) = h.run_prompt("what is in notes.txt?").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(out.steps, 2);
-    let ev = events.events();
     // The harness's route names a 200,000-token window (a setting, as far as the table goes).
     assert_eq!(usages(&ev), vec![&fake_step(200_000, true); 2], "{ev:?}");
     // After the step's text and before its calls run; the second after the final answer.
@@ -121,7 +104,7 @@ async fn an_unknown_window_is_said_to_be_unknown() {
     );
     let events = sink();
     let out = agent
-        .run(start("hi"), CancellationToken::new(), events.clone())
+        .run(new_run("hi"), CancellationToken::new(), events.clone())
         .await
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -144,30 +127,12 @@ async fn an_unknown_window_is_said_to_be_unknown() {
 async fn continued_run_starts_from_its_last_step(kind: ProviderKind) {
     let h = harness(kind, None).await;
     h.push(Turn::text("First answer."));
-    let out = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(start("first"), CancellationToken::new(), sink())
-        .await
-        .unwrap();
+    let (out, _) = h.run_prompt("first").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
 
     h.push(Turn::text("Second answer."));
-    let events = sink();
-    let again = h
-        .agent(Arc::new(ApproveAll), fast_options())
-        .run(
-            RunStart {
-                prompt: "and again".into(),
-                continue_run: Some(out.run_id.clone()),
-                ..RunStart::default()
-            },
-            CancellationToken::new(),
-            events.clone(),
-        )
-        .await
-        .unwrap();
+    let (again, ev) = h.continue_run(&out.run_id, "and again").await;
     assert_eq!(again.status, RunStatus::Completed, "{again:?}");
-    let ev = events.events();
     assert!(matches!(&ev[0], RunEvent::RunStarted { run_id, .. } if *run_id == out.run_id));
     // The stored step's counts before anything streams, then the new step's.
     assert_eq!(ev[1], fake_step(200_000, true), "{ev:?}");

@@ -61,6 +61,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Default bound on a stream that sends only keep-alives (ten idle timeouts).
 pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(900);
 
+/// Default bound on the wall-clock time of one step's model response (all its attempts).
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
 /// Tunables of the loop (settings feed these; the defaults are the issue's).
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -72,6 +75,12 @@ pub struct AgentOptions {
     /// event) for this long, with no text, call or usage, is aborted and retried like a stall:
     /// pings re-arm the idle timer, so without this bound such a stream would never end.
     pub keepalive_timeout: Duration,
+    /// The longest a step's model response may take, from its first request to its last event,
+    /// retries and their waits included (tool calls are not counted). A stream that keeps
+    /// trickling text forever re-arms both timers above; this bound ends it: the step is not
+    /// retried, the text streamed so far is kept as the model's answer and the run ends `error`
+    /// at Execution.
+    pub step_timeout: Duration,
     /// Retries of a failed or stalled step.
     pub backoff: BackoffPolicy,
     /// `max_tokens` of each request.
@@ -86,6 +95,7 @@ impl Default for AgentOptions {
             max_steps: DEFAULT_MAX_STEPS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            step_timeout: DEFAULT_STEP_TIMEOUT,
             backoff: BackoffPolicy::default(),
             max_tokens: 8192,
             compaction: CompactionOptions::default(),

@@ -3,9 +3,12 @@
 //! The idle timer is re-armed by every provider event (pings and SSE comments included) and by
 //! tool heartbeats ([`IdleWatchdog::touch`]). When it expires during a stream, the stream is
 //! aborted (its connection closed through the step's child token) and the step is retried like a
-//! retryable transport failure. Retries follow the provider crate's [`BackoffPolicy`]
-//! (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry` event; other
-//! failures end the step with the provider's error.
+//! retryable transport failure. A step has a wall-clock bound too (`StepContext::step_timeout`,
+//! from its first request to its last event, retries included): past it the step ends
+//! [`StepEnd::OverTime`] with the text of the attempt in progress, never retried (a stream that
+//! trickles tokens forever re-arms both other timers). Retries follow the provider crate's
+//! [`BackoffPolicy`] (429/5xx/overloaded/resets, `retry-after`), each one reported as a `retry`
+//! event; other failures end the step with the provider's error.
 
 use crate::human::PersonWaits;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +145,8 @@ enum AttemptError {
     Stalled,
     /// Only keep-alives for the keep-alive timeout.
     KeptAlive,
+    /// The step's wall-clock bound passed (never retried).
+    OverTime,
 }
 
 impl AttemptError {
@@ -149,9 +154,11 @@ impl AttemptError {
     fn as_provider(&self) -> ProviderError {
         match self {
             AttemptError::Provider(e) => clone_error(e),
-            AttemptError::Stalled | AttemptError::KeptAlive => ProviderError::Transport {
-                kind: TransportKind::Timeout,
-            },
+            AttemptError::Stalled | AttemptError::KeptAlive | AttemptError::OverTime => {
+                ProviderError::Transport {
+                    kind: TransportKind::Timeout,
+                }
+            }
         }
     }
 
@@ -166,6 +173,7 @@ impl AttemptError {
                 "the stream sent only keep-alives for {} s (keep-alive timeout)",
                 cx.keepalive.as_secs_f64()
             ),
+            AttemptError::OverTime => over_time_reason(cx.step_timeout),
         }
     }
 }
@@ -211,6 +219,17 @@ pub enum StepEnd {
     Cancelled { partial_text: String },
     /// A failure that is not retried (or retries ran out).
     Failed { error: ProviderError },
+    /// The step's wall-clock bound passed (`StepContext::step_timeout`): the text streamed so far
+    /// in the attempt in progress (an Execution failure, [`over_time_reason`]).
+    OverTime { partial_text: String },
+}
+
+/// Why a step ended [`StepEnd::OverTime`].
+pub fn over_time_reason(limit: Duration) -> String {
+    format!(
+        "the model's response passed the step time limit of {} s (step timeout)",
+        limit.as_secs_f64()
+    )
 }
 
 /// What one step needs besides the request.
@@ -219,6 +238,8 @@ pub struct StepContext<'a> {
     pub idle: Duration,
     /// See `AgentOptions::keepalive_timeout`.
     pub keepalive: Duration,
+    /// See `AgentOptions::step_timeout`.
+    pub step_timeout: Duration,
     pub backoff: BackoffPolicy,
     pub step: u32,
     pub cancel: &'a CancellationToken,
@@ -233,11 +254,16 @@ pub type AbortedUsage = Vec<Usage>;
 pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, AbortedUsage) {
     let mut aborted = Vec::new();
     let mut attempt = 1u32;
+    // Saturating: a huge configured bound means "no bound", never an overflow.
+    let deadline = Instant::now()
+        .checked_add(cx.step_timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+    let over_time = |partial_text: String| StepEnd::OverTime { partial_text };
     loop {
         let mut partial = String::new();
         let mut usage = Usage::default();
         let mut stop = StopReason::EndTurn;
-        let result = one_attempt(cx, req, &mut partial, &mut usage, &mut stop).await;
+        let result = one_attempt(cx, req, deadline, &mut partial, &mut usage, &mut stop).await;
         let err = match result {
             Ok(Some(message)) => {
                 return (
@@ -258,6 +284,16 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
                     aborted,
                 );
             }
+            Err(AttemptError::OverTime) => {
+                aborted.push(usage);
+                tracing::warn!(
+                    step = cx.step,
+                    attempt,
+                    limit_s = cx.step_timeout.as_secs_f64(),
+                    "step ended at its time limit"
+                );
+                return (over_time(partial), aborted);
+            }
             Err(e) => e,
         };
         aborted.push(usage);
@@ -268,9 +304,11 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
             RetryDecision::GiveUp => {
                 let error = match err {
                     AttemptError::Provider(e) => e,
-                    AttemptError::Stalled | AttemptError::KeptAlive => ProviderError::Transport {
-                        kind: TransportKind::Timeout,
-                    },
+                    AttemptError::Stalled | AttemptError::KeptAlive | AttemptError::OverTime => {
+                        ProviderError::Transport {
+                            kind: TransportKind::Timeout,
+                        }
+                    }
                 };
                 return (StepEnd::Failed { error }, aborted);
             }
@@ -287,6 +325,7 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
             _ = cx.cancel.cancelled() => {
                 return (StepEnd::Cancelled { partial_text: String::new() }, aborted);
             }
+            _ = tokio::time::sleep_until(deadline) => return (over_time(String::new()), aborted),
             _ = tokio::time::sleep(delay) => {}
         }
         attempt += 1;
@@ -297,6 +336,7 @@ pub async fn stream_step(cx: &StepContext<'_>, req: &ModelRequest) -> (StepEnd, 
 async fn one_attempt(
     cx: &StepContext<'_>,
     req: &ModelRequest,
+    deadline: Instant,
     partial: &mut String,
     usage: &mut Usage,
     stop: &mut StopReason,
@@ -308,6 +348,7 @@ async fn one_attempt(
     let mut stream = tokio::select! {
         biased;
         _ = cx.cancel.cancelled() => return Ok(None),
+        _ = tokio::time::sleep_until(deadline) => return Err(AttemptError::OverTime),
         _ = cx.watchdog.expired() => return Err(AttemptError::Stalled),
         s = cx.provider.stream(req, step_cancel.clone()) => match s {
             Ok(s) => s,
@@ -321,6 +362,7 @@ async fn one_attempt(
         let next = tokio::select! {
             biased;
             _ = cx.cancel.cancelled() => return Ok(None),
+            _ = tokio::time::sleep_until(deadline) => return Err(AttemptError::OverTime),
             _ = cx.watchdog.expired() => return Err(AttemptError::Stalled),
             n = stream.next() => n,
         };

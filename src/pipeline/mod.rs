@@ -90,6 +90,20 @@ pub struct Runner {
     pub sandbox_kind: String,
 }
 
+/// Whether a model's call names no tool at all: empty, or only whitespace and control
+/// characters. Such a call fails at Discovery with its own message (the model is told to call a
+/// listed tool), like an unknown name; the run goes on.
+pub fn has_no_name(name: &str) -> bool {
+    name.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+/// The active tools of a run, sorted and comma-separated (for Discovery errors).
+fn active_names(toolset: &ToolSet) -> String {
+    let mut active: Vec<&str> = toolset.active().map(|t| t.name.as_str()).collect();
+    active.sort_unstable();
+    active.join(", ")
+}
+
 /// A new sortable call id.
 pub fn new_call_id() -> String {
     format!("call_{}", ulid::Ulid::new().to_string().to_lowercase())
@@ -269,6 +283,15 @@ impl Runner {
             error,
         };
         // Discovery
+        if has_no_name(&req.name) {
+            return Err(err(ToolError::discovery(
+                "missing_tool_name",
+                format!(
+                    "the tool call had no name; call one of the listed tools: {}",
+                    active_names(toolset)
+                ),
+            )));
+        }
         match toolset.get(&req.name) {
             Some(l) if l.exposure == Exposure::Active => {}
             Some(l) if l.exposure == Exposure::Deferred => {
@@ -293,14 +316,12 @@ impl Runner {
                 )));
             }
             None => {
-                let mut active: Vec<&str> = toolset.active().map(|t| t.name.as_str()).collect();
-                active.sort_unstable();
                 return Err(err(ToolError::discovery(
                     "unknown_tool",
                     format!(
                         "there is no tool `{}` in this run; active tools: {}",
                         req.name,
-                        active.join(", ")
+                        active_names(toolset)
                     ),
                 )));
             }

@@ -6,13 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aibuddy::agent::{Agent, AgentOptions, CollectingRunSink, RunEvent};
+use aibuddy::agent::{Agent, AgentOptions, CollectingRunSink, RunEvent, RunOutcome, RunStart};
 use aibuddy::app::{App, AppOptions};
+use aibuddy::confirm::ApproveAll;
 use aibuddy::confirm::ConfirmBroker;
 use aibuddy::discovery::Exposure;
 use aibuddy_provider::testing::{FakeServer, RecordedRequest};
 use aibuddy_provider::{ApiKey, BaseUrlFrom, HttpProvider, Presentation, ProviderKind, Route};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 pub const KEY: &str = "sk-test-agent-SECRET-0123456789";
 
@@ -137,6 +139,36 @@ impl Harness {
         Agent::new(self.app.clone(), Arc::new(provider), broker, options)
     }
 
+    /// Runs `start` to its end against the fake provider (the replies pushed before), every
+    /// confirmation approved: the outcome and the run's events.
+    pub async fn run_with(
+        &self,
+        start: RunStart,
+        options: AgentOptions,
+    ) -> (RunOutcome, Vec<RunEvent>) {
+        let events = sink();
+        let out = self
+            .agent(Arc::new(ApproveAll), options)
+            .run(start, CancellationToken::new(), events.clone())
+            .await
+            .unwrap();
+        (out, events.events())
+    }
+
+    /// [`Harness::run_with`] a new run of `prompt` with [`fast_options`].
+    pub async fn run_prompt(&self, prompt: &str) -> (RunOutcome, Vec<RunEvent>) {
+        self.run_with(new_run(prompt), fast_options()).await
+    }
+
+    /// [`Harness::run_with`] continuing `run_id` with `prompt` (empty: none) and [`fast_options`].
+    pub async fn continue_run(&self, run_id: &str, prompt: &str) -> (RunOutcome, Vec<RunEvent>) {
+        let start = RunStart {
+            continue_run: Some(run_id.to_string()),
+            ..new_run(prompt)
+        };
+        self.run_with(start, fast_options()).await
+    }
+
     pub fn push(&self, turn: aibuddy_provider::testing::Turn) {
         self.server.push(turn.reply(self.kind));
     }
@@ -187,6 +219,14 @@ pub fn text_of(events: &[RunEvent]) -> String {
             _ => None,
         })
         .collect()
+}
+
+/// A new run of `prompt`.
+pub fn new_run(prompt: &str) -> RunStart {
+    RunStart {
+        prompt: prompt.into(),
+        ..RunStart::default()
+    }
 }
 
 pub fn sink() -> Arc<CollectingRunSink> {
