@@ -260,6 +260,13 @@ describe("project controller: trust status failures and switches", () => {
     expect(s.calls).toEqual([]);
     expect(c.error).toContain("stop it first");
     expect(c.info?.root).toBe("/w/p");
+    // The run ends: the refusal goes at once, before any other action.
+    blocked = null;
+    expect(c.error).toBeNull();
+    // The window says nothing blocks any more: a later run does not bring the refusal back.
+    c.unblocked();
+    blocked = "A run is in progress in this project: stop it first, then open another project.";
+    expect(c.error).toBeNull();
     blocked = null;
     await c.open("/w/other");
     expect(c.error).toBeNull();
