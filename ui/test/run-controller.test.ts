@@ -277,6 +277,29 @@ describe("run controller", () => {
     expect(shell.calls).toEqual([["continue_run", ["r_terminal", "and then?"]]]);
   });
 
+  it("a view-only run whose process died turns interrupted with a note, and is not read again", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    let detail: RunDetail = { ...base, run_id: "r_dead", status: "running" };
+    let reads = 0;
+    const api: RunApi = { ...shell.api, showRun: async () => (reads++, detail) };
+    const c = new RunController(api, () => 0);
+    await c.open("r_dead");
+    expect(c.state.phase).toBe("elsewhere");
+    // The shell found its owner gone and marked it interrupted (what the store has stays).
+    detail = { ...detail, status: "interrupted" };
+    await c.refreshElsewhere();
+    expect(c.state.phase).toBe("interrupted");
+    const notes = c.state.items.filter((i) => i.kind === "notice").map((i) => (i.kind === "notice" ? i.text : ""));
+    expect(notes).toEqual(["The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here."]);
+    expect(c.state.items.some((i) => i.kind === "assistant")).toBe(true);
+    const n = reads;
+    await c.refreshElsewhere();
+    expect(reads).toBe(n);
+    await c.send("go on");
+    expect(shell.calls).toEqual([["continue_run", ["r_dead", "go on"]]]);
+  });
+
   it("a read of a view-only run that answers after another run opened changes nothing", async () => {
     const shell = fakeShell();
     const base = await shell.api.showRun("old");

@@ -27,6 +27,8 @@ const MAX_ORPHAN_EVENTS = 2000;
 
 const ELSEWHERE_NOTICE = "This run is still running elsewhere (a terminal or another window): view only. New steps appear here while it runs.";
 
+const INTERRUPTED_NOTICE = "The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here.";
+
 export class RunController {
   // Raw (not deeply proxied): the reducer replaces it immutably on every event.
   state: RunViewState = $state.raw(emptyRun());
@@ -239,6 +241,8 @@ export class RunController {
       if (seen === this.elsewhereSeen) return;
       this.elsewhereSeen = seen;
       this.state = this.shown(detail, replay(detailEvents(detail), this.now()));
+      // The shell marks a run whose process is gone (crashed, killed) interrupted when it reads it.
+      if (this.state.phase === "interrupted") this.state = addNotice(this.state, INTERRUPTED_NOTICE, "warn");
       if (this.state.phase !== "elsewhere") void this.loadRuns();
     } catch {
       // Shown as last read; the next tick tries again.
