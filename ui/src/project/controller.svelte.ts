@@ -147,12 +147,15 @@ export class ProjectController {
     }
   }
 
+  /** Removes a recent entry; a refusal is said where the person acted (the entry stays listed). */
   async forget(path: string): Promise<void> {
+    this.failure = null;
     try {
       await this.api.forgetRecent(path);
-    } finally {
-      await this.loadRecent();
+    } catch (error) {
+      this.failure = `Could not remove ${path} from the recent projects: ${toCommandError(error).message}`;
     }
+    await this.loadRecent();
   }
 
   reviewTrust(): void {
