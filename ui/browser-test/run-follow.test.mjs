@@ -299,7 +299,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     await page.close();
   });
 
-  it("a view-only run whose process died becomes interrupted with a note, its open call ended, and is read no more", async () => {
+  it("a view-only run says when a read fails; once its process died it becomes interrupted with a note, its open call ended, and is read no more", async () => {
     const RUNNING = {
       run_id: "run_01JDEAD", title: "killed terminal run", provider: "anthropic", model: "claude", status: "running",
       started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 1,
@@ -316,13 +316,25 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     // As the shell answers once the run's process is gone (its instance lock free): interrupted.
     const dynamic = `{
       list_runs: () => [{ ...${JSON.stringify(RUNNING)}, status: window.__dead ? "interrupted" : "running" }],
-      show_run: () => ({ ...${JSON.stringify(detail)}, status: window.__dead ? "interrupted" : "running" }),
+      show_run: () => {
+        if (window.__failing) throw { code: "project", stage: null, message: "database is locked" };
+        return { ...${JSON.stringify(detail)}, status: window.__dead ? "interrupted" : "running" };
+      },
     }`;
     const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
     await page.locator('[data-testid="run-item"][data-id="run_01JDEAD"]').click();
     await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
-    await page.evaluate(() => (window.__dead = true));
+    // A read that fails: what is shown stays, said to be possibly out of date.
+    await page.evaluate(() => (window.__failing = true));
+    const stale = page.locator('[data-testid="elsewhere-stale"]');
+    await stale.waitFor({ timeout: 6_000 });
+    assert.equal(await stale.textContent(), "Possibly out of date: this run could not be read again (database is locked). Retrying.");
+    await page.evaluate(() => {
+      window.__failing = false;
+      window.__dead = true;
+    });
     await page.locator('[data-testid="run-phase"][data-phase="interrupted"]').waitFor({ timeout: 6_000 });
+    assert.equal(await stale.count(), 0);
     assert.deepEqual(await page.locator('[data-testid="notice"]').allTextContents(), [
       "The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here.",
     ]);
