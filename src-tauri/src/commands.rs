@@ -6,6 +6,7 @@ use std::sync::Arc;
 use aibuddy::agent::RunStart;
 use aibuddy::discovery::ToolListing;
 use aibuddy::events::Event;
+use aibuddy_store::RunStatus;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 
@@ -174,11 +175,31 @@ pub async fn list_runs(
 ) -> Result<Vec<RunSummary>, CommandError> {
     let limit = limit.unwrap_or(DEFAULT_RUNS_LIMIT).clamp(1, MAX_RUNS_LIMIT);
     let project = state.project()?;
-    let rows = store(&project)?
-        .list_runs(limit, before.as_deref())
-        .await
-        .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
+    let store = store(&project)?;
+    let list = || async {
+        store
+            .list_runs(limit, before.as_deref())
+            .await
+            .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))
+    };
+    let mut rows = list().await?;
+    if rows.iter().any(|r| r.status == RunStatus::Running) && recover_dead_runs(store).await {
+        rows = list().await?;
+    }
     Ok(rows.into_iter().map(RunSummary::from).collect())
+}
+
+/// Marks the runs of processes that died since the app opened the store `interrupted` (a run
+/// left `running` by a crashed or killed `aibuddy run` or window: its owner's instance lock is
+/// free). True when one was marked. A failure is logged: the runs are then shown as stored.
+async fn recover_dead_runs(store: &aibuddy_store::Store) -> bool {
+    match store.recover_runs().await {
+        Ok(marked) => !marked.is_empty(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not check whether running runs are still alive");
+            false
+        }
+    }
 }
 
 /// One stored run: its status and usage, and its conversation (text, tool calls, results with
@@ -194,12 +215,16 @@ pub async fn show_run(
         .get_run(&run_id)
         .await
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
-    if exists.is_none_or(|r| r.status.is_none()) {
+    let Some(status) = exists.and_then(|r| r.status) else {
         return Err(CommandError {
             code: ErrorCode::Run,
             stage: Some(aibuddy::contract::Stage::Parameters),
             message: format!("there is no agent run `{run_id}`"),
         });
+    };
+    // A run still `running` whose process is gone is shown as interrupted, not as running forever.
+    if status == RunStatus::Running {
+        recover_dead_runs(store).await;
     }
     let conversation = store
         .conversation(&run_id)

@@ -5,8 +5,8 @@
 //! only whether one is set.
 //!
 //! The person is trusted, so the window may write either level; it may write only the fields the
-//! pages edit ([`editable`]): providers, writable roots, network, environment policy and
-//! auto-approve. The window keeps the settings it was opened with; a write applies when the
+//! pages edit ([`editable`]): providers, writable roots, network, environment policy, the process
+//! cap and auto-approve. The window keeps the settings it was opened with; a write applies when the
 //! project is opened again (the CLI reads it at its next command).
 
 use std::path::Path;
@@ -104,7 +104,12 @@ pub fn editable(path: &[String]) -> bool {
         [section, name] if section == "providers" => !name.trim().is_empty(),
         [section, field] if section == "exec" => matches!(
             field.as_str(),
-            "writable_roots" | "network" | "env_include" | "env_exclude" | "expose_credentials"
+            "writable_roots"
+                | "network"
+                | "env_include"
+                | "env_exclude"
+                | "expose_credentials"
+                | "max_processes"
         ),
         [section, field] => section == "confirm" && field == "auto_approve_writes",
         _ => false,
@@ -400,6 +405,7 @@ mod tests {
     fn only_the_pages_fields_are_editable() {
         assert!(editable(&p(&["providers", "local"])));
         assert!(editable(&p(&["exec", "network"])));
+        assert!(editable(&p(&["exec", "max_processes"])));
         assert!(editable(&p(&["confirm", "auto_approve_writes"])));
         assert!(!editable(&p(&["providers", " "])));
         assert!(!editable(&p(&["exec", "heartbeat_secs"])));

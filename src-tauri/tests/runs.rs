@@ -293,3 +293,71 @@ fn bad_starts_are_typed_errors() {
     assert!(f.server.requests().is_empty());
     assert!(!f.app.state::<ShellState>().project().unwrap().runs.busy());
 }
+
+/// A run left `running` by another process: shown (and listed) as running while that process
+/// lives (it holds its instance lock), as interrupted once it is gone (the lock is free), with
+/// what the store has: the window stops waiting on it. Checked through `show_run` first, then
+/// (another run) through `list_runs` first.
+#[test]
+fn a_run_of_a_dead_process_is_shown_interrupted_and_one_of_a_live_process_running() {
+    use aibuddy_store::{NewMessage, NewRun, Store};
+    let f = fixture();
+    let root = {
+        let project = f.app.state::<ShellState>().project().unwrap();
+        let persistence = project.app.persistence.as_ref().unwrap();
+        persistence.store.paths().root().to_path_buf()
+    };
+    // Another process on the same data directory (a second store instance: its own instance id
+    // and lock file, exactly what `aibuddy run` in a terminal holds).
+    let terminal_run = |prompt: &str| {
+        let other = Store::open(&root).unwrap();
+        let run = tauri::async_runtime::block_on(async {
+            let run = other
+                .create_run(NewRun {
+                    run_id: None,
+                    title: Some("from a terminal".into()),
+                    provider: "local".into(),
+                    model: "qwen3:8b".into(),
+                    presentation: "native".into(),
+                    project_root: Some(f.root.display().to_string()),
+                })
+                .await
+                .unwrap();
+            other
+                .append_message(&run, NewMessage::user_text(prompt))
+                .await
+                .unwrap();
+            run
+        });
+        (other, run)
+    };
+    let listed = |run_id: &str| {
+        let runs = invoke(&f.window, "list_runs", json!({})).unwrap();
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["run_id"] == json!(run_id))
+            .map(|r| r["status"].clone())
+            .unwrap()
+    };
+    let shown = |run_id: &str| invoke(&f.window, "show_run", json!({ "runId": run_id })).unwrap();
+
+    let (other, first) = terminal_run("count the files");
+    assert_eq!(shown(&first)["status"], json!("running"));
+    assert_eq!(listed(&first), json!("running"));
+    // The terminal's process dies (its lock is released, as by the kernel on exit or kill -9).
+    drop(other);
+    let detail = shown(&first);
+    assert_eq!(detail["status"], json!("interrupted"), "{detail}");
+    assert!(
+        detail.to_string().contains("count the files"),
+        "what the store has is shown: {detail}"
+    );
+    assert_eq!(listed(&first), json!("interrupted"));
+
+    let (other, second) = terminal_run("list the tests");
+    assert_eq!(listed(&second), json!("running"));
+    drop(other);
+    assert_eq!(listed(&second), json!("interrupted"));
+    assert_eq!(shown(&second)["status"], json!("interrupted"));
+}

@@ -146,6 +146,77 @@ fn a_refused_value_comes_back_located_and_nothing_is_written() {
 }
 
 #[test]
+fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_applied() {
+    let f = fixture(None);
+    let set = |level: &str, value: Value| {
+        invoke(
+            &f,
+            "set_setting",
+            json!({"level": level, "path": ["exec", "max_processes"], "value": value}),
+        )
+        .unwrap()
+    };
+    let written = set("user", json!(100));
+    assert_eq!(written["problems"], json!([]), "{written}");
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["user"]["exec"]["max_processes"], json!(100));
+    assert_eq!(
+        aibuddy::settings::load(&f.data, &f.project)
+            .settings
+            .exec
+            .max_processes,
+        100
+    );
+
+    // Lower at the project level: narrows, applies untrusted.
+    assert_eq!(set("project", json!(50))["problems"], json!([]));
+    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    assert_eq!(loaded.settings.exec.max_processes, 50);
+    assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["project"]["exec"]["max_processes"], json!(50));
+
+    // Higher at the project level: written (the person wrote it) but it widens, so an untrusted
+    // project keeps the user level's cap.
+    assert_eq!(set("project", json!(200))["problems"], json!([]));
+    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    assert_eq!(loaded.settings.exec.max_processes, 100);
+    let widening: Vec<_> = loaded.widening.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(widening, vec!["exec.max_processes"]);
+
+    // Out of range: refused on the field, nothing written.
+    let project_file = f.project.join(".aibuddy/settings.json");
+    let before = std::fs::read_to_string(&project_file).unwrap();
+    for bad in [json!(0), json!(4_194_305), json!(-1), json!("64")] {
+        let out = set("project", bad.clone());
+        assert_eq!(out["written"], Value::Null, "{bad}: {out}");
+        assert_eq!(
+            out["problems"][0]["field"],
+            json!("exec.max_processes"),
+            "{bad}: {out}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&project_file).unwrap(), before);
+    // Unset: the user level's value applies again.
+    assert_eq!(
+        invoke(
+            &f,
+            "set_setting",
+            json!({"level": "project", "path": ["exec", "max_processes"], "value": null}),
+        )
+        .unwrap()["problems"],
+        json!([])
+    );
+    assert_eq!(
+        aibuddy::settings::load(&f.data, &f.project)
+            .settings
+            .exec
+            .max_processes,
+        100
+    );
+}
+
+#[test]
 fn a_provider_key_goes_to_the_keyring_and_never_comes_back() {
     let f = fixture(None);
     let name = format!("aibuddy-desktop-test-{}", std::process::id());

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use aibuddy_common::located::{self, DecodeError, Entry, Position, Problem, object};
+use aibuddy_sandbox::aibuddy_exec::{DEFAULT_MAX_PROCESSES, MAX_MAX_PROCESSES};
 use serde_json::{Map, Value};
 
 use super::{SANDBOX_KINDS, Settings, SettingsProblem};
@@ -179,6 +180,15 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
             if !v.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) =>
         {
             Some("must be a share of the context window in (0, 1]; using the default 0.8".into())
+        }
+        ("exec", "max_processes", Value::Number(n))
+            if !n
+                .as_u64()
+                .is_some_and(|v| (1..=u64::from(MAX_MAX_PROCESSES)).contains(&v)) =>
+        {
+            Some(format!(
+                "must be between 1 and {MAX_MAX_PROCESSES} processes; using the default {DEFAULT_MAX_PROCESSES}"
+            ))
         }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
             Some("at least one turn is kept; using the default 2".into())

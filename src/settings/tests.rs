@@ -233,3 +233,33 @@ fn agent_compaction_settings_parse_and_bad_values_fall_back() {
         ]
     );
 }
+
+#[test]
+fn max_processes_out_of_range_falls_back_to_the_default() {
+    let ok = layer_texts(&[("u.json".into(), r#"{"exec": {"max_processes": 64}}"#.into())]);
+    assert!(ok.problems.is_empty(), "{:?}", ok.problems);
+    assert_eq!(ok.settings.exec.max_processes, 64);
+    for bad in ["0", "4194305", "4294967295"] {
+        let text = format!("{{\n  \"exec\": {{\n    \"max_processes\": {bad}\n  }}\n}}");
+        let l = layer_texts(&[("u.json".into(), text)]);
+        assert_eq!(
+            l.settings.exec.max_processes,
+            ExecSettings::default().max_processes,
+            "{bad}"
+        );
+        let fields: Vec<(&str, Option<u32>, &str)> = l
+            .problems
+            .iter()
+            .map(|p| (p.field.as_str(), p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![(
+                "exec.max_processes",
+                Some(3),
+                "must be between 1 and 4194304 processes; using the default 4096"
+            )],
+            "{bad}"
+        );
+    }
+}

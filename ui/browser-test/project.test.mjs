@@ -180,6 +180,44 @@ describe("project flow in Chromium with mocked IPC", () => {
     await page.close();
   });
 
+  it("the stop-it-first notice goes as soon as the run ends; the next switch then asks the shell", async () => {
+    const OTHER = projectInfo("/home/me/work/api");
+    const dynamic = `{
+      project_info: () => (${JSON.stringify(PROJECT)}),
+      trust_status: () => ({ ask: false, applied: "trusted", status: { ...${JSON.stringify(STATUS)}, state: "trusted" } }),
+      pick_project: () => (${JSON.stringify(OTHER)}),
+      stop_run: () => null,
+      start_run: (() => { let n = 0; return () => ({ run_id: "run_0" + ++n }); })(),
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const usage = { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 };
+    await startRun(page, "run_01", "refactor everything");
+    await page.locator('[data-testid="run-phase"][data-phase="running"]').waitFor({ timeout: 10_000 });
+    await page.keyboard.press("Control+o");
+    const refusal = page.locator('[data-testid="project-error"]');
+    await refusal.waitFor({ timeout: 10_000 });
+    assert.match(await refusal.textContent(), /run is in progress.*stop it first/);
+    // Stopped: the run ends (as the shell reports it) and the notice goes by itself.
+    await page.locator('[data-testid="project-error-stop"]').click();
+    await waitForCall(page, "stop_run");
+    await emitRunEvent(page, "run_01", { type: "run_finished", run_id: "run_01", status: "cancelled", stage: null, usage });
+    await refusal.waitFor({ state: "detached", timeout: 10_000 });
+    // A later run does not bring the old notice back.
+    await page.locator('[data-testid="run-new"]').click();
+    await startRun(page, "run_02", "something else");
+    await page.locator('[data-testid="run-phase"][data-phase="running"]').waitFor({ timeout: 10_000 });
+    assert.equal(await refusal.count(), 0);
+    await emitRunEvent(page, "run_02", { type: "run_finished", run_id: "run_02", status: "completed", stage: null, usage });
+    await page.locator('[data-testid="run-phase"][data-phase="completed"]').waitFor({ timeout: 10_000 });
+    // Nothing active: Ctrl+O asks the shell and the project switches, nothing reopened.
+    assert.equal(await callCount(page, "pick_project"), 0);
+    await page.keyboard.press("Control+o");
+    await waitForCall(page, "pick_project");
+    await page.locator('[data-testid="project-path"]', { hasText: OTHER.root }).waitFor({ timeout: 10_000 });
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("switching project while this window's run is in progress asks to stop it first; a switch that happens anyway labels the dropped run", async () => {
     const OTHER = projectInfo("/home/me/work/api");
     const dynamic = `{

@@ -298,4 +298,52 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     assert.deepEqual(unexpected(problems), []);
     await page.close();
   });
+
+  it("a view-only run says when a read fails; once its process died it becomes interrupted with a note, its open call ended, and is read no more", async () => {
+    const RUNNING = {
+      run_id: "run_01JDEAD", title: "killed terminal run", provider: "anthropic", model: "claude", status: "running",
+      started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 1,
+    };
+    const detail = {
+      run_id: RUNNING.run_id, title: RUNNING.title, provider: "anthropic", model: "claude", presentation: "native", status: "running",
+      stage: null, error_message: null, started_at: RUNNING.started_at, finished_at_ms: null,
+      usage: { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null, steps: 1, tool_calls: 1,
+      messages: [
+        { seq: 1, role: "user", text: "killed terminal run", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "Building.", tool_calls: [{ tool_call_id: "call_b", tool: "execute", input: { command: "make" } }], result: null, usage: null },
+      ],
+    };
+    // As the shell answers once the run's process is gone (its instance lock free): interrupted.
+    const dynamic = `{
+      list_runs: () => [{ ...${JSON.stringify(RUNNING)}, status: window.__dead ? "interrupted" : "running" }],
+      show_run: () => {
+        if (window.__failing) throw { code: "project", stage: null, message: "database is locked" };
+        return { ...${JSON.stringify(detail)}, status: window.__dead ? "interrupted" : "running" };
+      },
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    await page.locator('[data-testid="run-item"][data-id="run_01JDEAD"]').click();
+    await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
+    // A read that fails: what is shown stays, said to be possibly out of date.
+    await page.evaluate(() => (window.__failing = true));
+    const stale = page.locator('[data-testid="elsewhere-stale"]');
+    await stale.waitFor({ timeout: 6_000 });
+    assert.equal(await stale.textContent(), "Possibly out of date: this run could not be read again (database is locked). Retrying.");
+    await page.evaluate(() => {
+      window.__failing = false;
+      window.__dead = true;
+    });
+    await page.locator('[data-testid="run-phase"][data-phase="interrupted"]').waitFor({ timeout: 6_000 });
+    assert.equal(await stale.count(), 0);
+    assert.deepEqual(await page.locator('[data-testid="notice"]').allTextContents(), [
+      "The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here.",
+    ]);
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_b"]').getAttribute("data-status"), "cancelled");
+    assert.equal(await page.locator('[data-testid="prompt-send"]').textContent(), "Continue");
+    const reads = await callCount(page, "show_run");
+    await page.waitForTimeout(4_500);
+    assert.equal(await callCount(page, "show_run"), reads, "not read again once it is known to have ended");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
 });

@@ -1,7 +1,7 @@
 // The settings pages in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): a provider
 // entry saved at the user level, its key sent to the keyring command and never shown back, a
 // refused writable root shown on its field as `tools check` prints it, the project level picked
-// from the keyboard, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
+// from the keyboard, the process cap saved, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -21,7 +21,7 @@ const PAGES = {
   },
   user: {
     providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" }, local: { kind: "openai-chat", model: "qwen3:8b", base_url: "http://127.0.0.1:11434/v1" } },
-    exec: { network: true },
+    exec: { network: true, max_processes: 1024 },
   },
   project: { exec: { writable_roots: ["~/.cargo"] }, confirm: { auto_approve_writes: false } },
   problems: [{ file: PROJECT_FILE, line: 3, column: 23, field: "exec.writable_roots", message: "`~/.cargo` does not exist; ignored" }],
@@ -101,6 +101,11 @@ describe("settings pages in Chromium with mocked IPC", () => {
     assert.ok(rootProblems.includes(`${PROJECT_FILE}:3:23: \`exec.writable_roots\`: \`/\` contains the data directory; ignored`), rootProblems.join("\n"));
     await page.evaluate(() => document.querySelector(".settings-body")?.scrollTo(0, 0));
     writeFileSync(join(shots, "settings.png"), await page.screenshot());
+    // The process cap: empty at the project level (the user level's 1024 applies), saved as a number.
+    assert.equal(await page.locator("#f-max_processes").inputValue(), "");
+    await page.locator("#f-max_processes").fill("512");
+    await page.locator("#f-max_processes").press("Enter");
+    await page.waitForFunction(() => window.__ipcArgs.some((a) => a.cmd === "set_setting" && a.args.path[1] === "max_processes"));
     await page.locator('[data-testid="auto-on"]').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="settings-notice"]')?.textContent?.includes("stays trusted"));
 
@@ -111,10 +116,12 @@ describe("settings pages in Chromium with mocked IPC", () => {
         ["set_provider_key", null, "local"],
         ["set_setting", "user", ["providers", "local"]],
         ["set_setting", "project", ["exec", "writable_roots"]],
+        ["set_setting", "project", ["exec", "max_processes"]],
         ["set_setting", "project", ["confirm", "auto_approve_writes"]],
       ],
     );
     assert.deepEqual(args[1].args.value, { kind: "openai-chat", model: "qwen3:14b", base_url: "http://127.0.0.1:11434/v1" });
+    assert.equal(args[3].args.value, 512);
 
     // MCP servers: names from a project file are text; a new server goes to the user level.
     await page.locator('[data-testid="settings-tab-mcp"]').click();

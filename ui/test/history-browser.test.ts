@@ -349,7 +349,7 @@ describe("history that stays current (component)", () => {
     view.element.remove();
   });
 
-  it("an empty list takes the first call in; a failed probe changes nothing", async () => {
+  it("an empty list takes the first call in; a failed probe changes nothing but says the list may be out of date", async () => {
     const live = liveApi(0);
     let fail = false;
     const api: RawOutputApi = {
@@ -366,12 +366,18 @@ describe("history that stays current (component)", () => {
     const id = live.add();
     fail = true;
     await view.poll();
+    await settleAll();
     expect(rowIds(view)).toEqual([]);
     expect(view.element.querySelector('[data-testid="hb-error"]')).toBeNull();
+    // The list kept may be out of date: said, not silently shown as current.
+    expect(view.element.querySelector('[data-testid="hb-stale"]')?.textContent).toBe(
+      "Possibly out of date: checking for new calls failed (call store: busy). Retrying.",
+    );
     fail = false;
     await view.poll();
     await settleAll();
     expect(rowIds(view)).toEqual([id]);
+    expect(view.element.querySelector('[data-testid="hb-stale"]')).toBeNull();
     expect(live.probes.at(-1)?.since).toBeNull();
     view.destroy();
     view.element.remove();

@@ -250,6 +250,23 @@ describe("project controller: trust status failures and switches", () => {
     expect(c.trust?.status.project).toBe("/w/third");
   });
 
+  it("a recent entry the shell could not forget is said, not an unhandled rejection; the list is read again", async () => {
+    let reads = 0;
+    const s = scripted({
+      forgetRecent: async () => {
+        throw new ApiError({ code: "project", stage: "Execution", message: "recent.json is read-only" });
+      },
+      listRecent: async () => (reads++, [recent("/w/old", { missing: true })]),
+    });
+    const c = new ProjectController(s.api);
+    await c.connect(null, true);
+    const before = reads;
+    await expect(c.forget("/w/old")).resolves.toBeUndefined();
+    expect(c.error).toBe("Could not remove /w/old from the recent projects: recent.json is read-only");
+    expect(reads).toBe(before + 1);
+    expect(c.recent.map((r) => r.path)).toEqual(["/w/old"]);
+  });
+
   it("a switch the window knows the shell refuses (its run in progress) is said without asking the shell", async () => {
     const s = scripted();
     let blocked: string | null = "A run is in progress in this project: stop it first, then open another project.";
@@ -260,6 +277,13 @@ describe("project controller: trust status failures and switches", () => {
     expect(s.calls).toEqual([]);
     expect(c.error).toContain("stop it first");
     expect(c.info?.root).toBe("/w/p");
+    // The run ends: the refusal goes at once, before any other action.
+    blocked = null;
+    expect(c.error).toBeNull();
+    // The window says nothing blocks any more: a later run does not bring the refusal back.
+    c.unblocked();
+    blocked = "A run is in progress in this project: stop it first, then open another project.";
+    expect(c.error).toBeNull();
     blocked = null;
     await c.open("/w/other");
     expect(c.error).toBeNull();

@@ -277,6 +277,59 @@ describe("run controller", () => {
     expect(shell.calls).toEqual([["continue_run", ["r_terminal", "and then?"]]]);
   });
 
+  it("a view-only run whose process died turns interrupted with a note, and is not read again", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    let detail: RunDetail = { ...base, run_id: "r_dead", status: "running" };
+    let reads = 0;
+    const api: RunApi = { ...shell.api, showRun: async () => (reads++, detail) };
+    const c = new RunController(api, () => 0);
+    await c.open("r_dead");
+    expect(c.state.phase).toBe("elsewhere");
+    // The shell found its owner gone and marked it interrupted (what the store has stays).
+    detail = { ...detail, status: "interrupted" };
+    await c.refreshElsewhere();
+    expect(c.state.phase).toBe("interrupted");
+    const notes = c.state.items.filter((i) => i.kind === "notice").map((i) => (i.kind === "notice" ? i.text : ""));
+    expect(notes).toEqual(["The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here."]);
+    expect(c.state.items.some((i) => i.kind === "assistant")).toBe(true);
+    const n = reads;
+    await c.refreshElsewhere();
+    expect(reads).toBe(n);
+    await c.send("go on");
+    expect(shell.calls).toEqual([["continue_run", ["r_dead", "go on"]]]);
+  });
+
+  it("a failed read of a view-only run keeps what is shown and says it may be out of date until a read succeeds", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    let fail = false;
+    const api: RunApi = {
+      ...shell.api,
+      showRun: async () => {
+        if (fail) throw new ApiError({ code: "project", stage: null, message: "database is locked" });
+        return { ...base, run_id: "r_t", status: "running" as const };
+      },
+    };
+    const c = new RunController(api, () => 0);
+    await c.open("r_t");
+    const shown = c.state;
+    fail = true;
+    await c.refreshElsewhere();
+    expect(c.state).toBe(shown);
+    expect(c.elsewhereError).toBe("database is locked");
+    fail = false;
+    await c.refreshElsewhere();
+    expect(c.elsewhereError).toBeNull();
+    fail = true;
+    await c.refreshElsewhere();
+    expect(c.elsewhereError).toBe("database is locked");
+    // Another run opened: the old failure is not shown for it.
+    fail = false;
+    await c.open("r_t2");
+    expect(c.elsewhereError).toBeNull();
+  });
+
   it("a read of a view-only run that answers after another run opened changes nothing", async () => {
     const shell = fakeShell();
     const base = await shell.api.showRun("old");

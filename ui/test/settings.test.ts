@@ -198,6 +198,33 @@ describe("settings panel", () => {
     expect(calls[1]).toEqual({ cmd: "set_setting", args: ["project", ["exec", "network"], false] });
   });
 
+  it("shows the process cap of a level, checks it before sending, saves and unsets it", async () => {
+    const calls: Call[] = [];
+    await open({ pages: pages({ user: { exec: { max_processes: 512 } } }) }, calls);
+    await click('[data-testid="settings-tab-exec"]');
+    const input = () => q("#f-max_processes") as HTMLInputElement;
+    expect(input().value).toBe("512");
+    expect(q('[data-testid="field-max_processes"]').textContent).toContain("Default 4096");
+    // Not a whole number in range: said on the field, nothing sent.
+    for (const bad of ["0", "4194305", "12.5", "-3", "lots"]) {
+      await type("#f-max_processes", bad);
+      await click('[data-testid="save-max_processes"]');
+      expect(q('[data-testid="max_processes-invalid"]').textContent).toBe("Enter a whole number from 1 to 4,194,304.");
+    }
+    expect(calls).toEqual([]);
+    await type("#f-max_processes", " 256 ");
+    await click('[data-testid="save-max_processes"]');
+    expect(calls[0]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "max_processes"], 256] });
+    expect(root.querySelector('[data-testid="max_processes-invalid"]')).toBeNull();
+    await click('[data-testid="unset-max_processes"]');
+    expect(calls[1]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "max_processes"], undefined] });
+    // The project level has none: empty, Unset disabled.
+    await click('[data-testid="level-project"]');
+    expect(input().value).toBe("");
+    expect((q('[data-testid="unset-max_processes"]') as HTMLButtonElement).disabled).toBe(true);
+    expect(q('[data-testid="field-max_processes"]').textContent).toContain("Not set at this level.");
+  });
+
   it("adds an MCP server from the form and removes one at its own level", async () => {
     const calls: Call[] = [];
     await open({ pages: pages() }, calls);

@@ -16,8 +16,15 @@ export class ProjectController {
   recent: RecentProject[] = $state([]);
   trust: TrustPrompt | null = $state(null);
   dialogOpen = $state(false);
-  /** The last failure of an action (open, trust), shown where the person acted. */
-  error: string | null = $state(null);
+  /** The last failure of an action (open, pick), shown where the person acted; a refusal because
+   * this window's run is in progress lasts only while it is (see `blocked`). */
+  get error(): string | null {
+    return this.blocked ? this.switchBlocked() : this.failure;
+  }
+  private failure: string | null = $state(null);
+  /** The last switch was refused for this window's work in progress: the notice is
+   * `switchBlocked()` itself, so it goes away as soon as nothing blocks any more. */
+  private blocked = $state(false);
   trustError: string | null = $state(null);
   /** Why the trust status could not be read (shown as a banner with a retry); the project is
    * then shown as not trusted (no badge, no dialog) until a read succeeds. */
@@ -107,34 +114,48 @@ export class ProjectController {
     await Promise.all([this.loadRecent(), this.loadTrust()]);
   }
 
+  /** Nothing blocks a switch any more (the window calls this when its run ends): a later run
+   * does not bring the old refusal back. */
+  unblocked(): void {
+    this.blocked = false;
+  }
+
+  /** Clears the last failure; true (and the refusal shown) when a switch is refused right now. */
+  private refusedNow(): boolean {
+    this.failure = null;
+    this.blocked = this.switchBlocked() !== null;
+    return this.blocked;
+  }
+
   async pick(): Promise<void> {
-    this.error = this.switchBlocked();
-    if (this.error !== null) return;
+    if (this.refusedNow()) return;
     try {
       const info = await this.api.pickProject();
       if (info !== null) await this.changed(info);
     } catch (error) {
-      this.error = toCommandError(error).message;
+      this.failure = toCommandError(error).message;
     }
   }
 
   async open(path: string): Promise<void> {
-    this.error = this.switchBlocked();
-    if (this.error !== null) return;
+    if (this.refusedNow()) return;
     try {
       await this.changed(await this.api.openRecent(path));
     } catch (error) {
-      this.error = toCommandError(error).message;
+      this.failure = toCommandError(error).message;
       await this.loadRecent();
     }
   }
 
+  /** Removes a recent entry; a refusal is said where the person acted (the entry stays listed). */
   async forget(path: string): Promise<void> {
+    this.failure = null;
     try {
       await this.api.forgetRecent(path);
-    } finally {
-      await this.loadRecent();
+    } catch (error) {
+      this.failure = `Could not remove ${path} from the recent projects: ${toCommandError(error).message}`;
     }
+    await this.loadRecent();
   }
 
   reviewTrust(): void {

@@ -27,6 +27,8 @@ const MAX_ORPHAN_EVENTS = 2000;
 
 const ELSEWHERE_NOTICE = "This run is still running elsewhere (a terminal or another window): view only. New steps appear here while it runs.";
 
+const INTERRUPTED_NOTICE = "The process that was running this run ended before it finished (it crashed or was stopped): shown as stored, interrupted. Continue resumes it here.";
+
 export class RunController {
   // Raw (not deeply proxied): the reducer replaces it immutably on every event.
   state: RunViewState = $state.raw(emptyRun());
@@ -34,6 +36,9 @@ export class RunController {
   runsError: string | null = $state(null);
   busy = $state(false);
   eventsError: string | null = $state(null);
+  /** Why the last read of the run shown view only failed (what is shown may be out of date), or
+   * null; cleared by the next read that succeeds or when another run is shown. */
+  elsewhereError: string | null = $state(null);
   readonly output: OutputBus;
   private orphans = new Map<string, RunEvent[]>();
   private unlisten: (() => void) | null = null;
@@ -199,6 +204,7 @@ export class RunController {
 
   async open(runId: string): Promise<void> {
     if (isActive(this.state)) return;
+    this.elsewhereError = null;
     try {
       const detail = await this.api.showRun(runId);
       this.output.clear();
@@ -235,13 +241,17 @@ export class RunController {
     try {
       const detail = await this.api.showRun(id);
       if (this.state.runId !== id || this.state.phase !== "elsewhere") return;
+      this.elsewhereError = null;
       const seen = JSON.stringify(detail);
       if (seen === this.elsewhereSeen) return;
       this.elsewhereSeen = seen;
       this.state = this.shown(detail, replay(detailEvents(detail), this.now()));
+      // The shell marks a run whose process is gone (crashed, killed) interrupted when it reads it.
+      if (this.state.phase === "interrupted") this.state = addNotice(this.state, INTERRUPTED_NOTICE, "warn");
       if (this.state.phase !== "elsewhere") void this.loadRuns();
-    } catch {
-      // Shown as last read; the next tick tries again.
+    } catch (error) {
+      // Shown as last read, said to be possibly out of date; the next tick tries again.
+      if (this.state.runId === id && this.state.phase === "elsewhere") this.elsewhereError = toCommandError(error).message;
     } finally {
       this.refreshing = false;
     }

@@ -186,3 +186,17 @@ export function providerEntry(kind: string, model: string, baseUrl: string, orig
   }
   return entry;
 }
+
+/** `exec.max_processes` bounds, as the loader checks them (`src/settings/parse.rs`). */
+export const MAX_PROCESSES_LIMIT = 4_194_304;
+export const MAX_PROCESSES_DEFAULT = 4096;
+
+/** The process cap typed in its field: a whole number from 1 to the limit, or why not. */
+export function parseProcessCap(text: string): { value: number } | { error: string } {
+  const t = text.trim();
+  const n = /^[0-9]+$/.test(t) ? Number(t) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_PROCESSES_LIMIT) {
+    return { error: `Enter a whole number from 1 to ${MAX_PROCESSES_LIMIT.toLocaleString("en-US")}.` };
+  }
+  return { value: n };
+}
