@@ -289,3 +289,182 @@ async fn non_utf8_names_are_listed_and_found_without_panics() {
         .unwrap();
     assert_eq!(out.entries, vec!["caf\u{fffd}.txt"]);
 }
+
+/// The files ripgrep lists in `root` (`rg --files`, no ignore file above the root or global one),
+/// or `None` when `rg` is not installed.
+fn rg_files(root: &std::path::Path) -> Option<Vec<String>> {
+    let out = std::process::Command::new("rg")
+        .args(["--files", "--no-ignore-parent", "--no-ignore-global"])
+        .current_dir(root)
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "rg failed: {out:?}");
+    let mut files: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim_start_matches("./").to_string())
+        .collect();
+    files.sort();
+    Some(files)
+}
+
+/// glob `*` and grep (files with a match of `.`, every file has one) over the whole project.
+async fn walked(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>) {
+    let glob = sb
+        .glob(
+            GlobRequest {
+                pattern: "*".into(),
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    let grep = sb
+        .grep(
+            GrepRequest {
+                pattern: ".".into(),
+                mode: GrepMode::FilesWithMatches,
+                ..Default::default()
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    (glob.entries, grep.files)
+}
+
+/// Builds `files` (path, content) under a fresh project and checks that glob and grep list
+/// exactly `expected`, and that ripgrep lists the same (when installed).
+async fn walks_match_ripgrep(files: &[(&str, &str)], expected: &[&str]) -> tempfile::TempDir {
+    let (tmp, sb) = project();
+    for (path, content) in files {
+        put(tmp.path(), path, content);
+    }
+    let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    let (glob, grep) = walked(&sb).await;
+    assert_eq!(glob, expected, "glob");
+    assert_eq!(grep, expected, "grep");
+    match rg_files(tmp.path()) {
+        Some(rg) => assert_eq!(rg, expected, "rg --files"),
+        None => eprintln!("rg not installed: not compared with ripgrep"),
+    }
+    tmp
+}
+
+#[tokio::test]
+async fn a_nested_repository_stops_the_outer_git_rules_as_in_ripgrep() {
+    let tmp = walks_match_ripgrep(
+        &[
+            (".git/HEAD", "ref: refs/heads/main\n"),
+            (".git/info/exclude", "excluded.rs\n"),
+            (".gitignore", "*.log\nbuild/\n"),
+            (".ignore", "*.gen\n"),
+            ("a.log", "x\n"),
+            ("excluded.rs", "x\n"),
+            ("src/main.rs", "x\n"),
+            ("build/out.rs", "x\n"),
+            ("gen.gen", "x\n"),
+            // A nested repository (a `.git` directory): its own rules, not the outer ones.
+            ("vendor/lib/.git/HEAD", "ref: refs/heads/main\n"),
+            ("vendor/lib/.git/info/exclude", "secret.txt\n"),
+            ("vendor/lib/.gitignore", "*.tmp\n"),
+            ("vendor/lib/x.log", "x\n"),
+            ("vendor/lib/excluded.rs", "x\n"),
+            ("vendor/lib/build/y.rs", "x\n"),
+            ("vendor/lib/z.tmp", "x\n"),
+            ("vendor/lib/secret.txt", "x\n"),
+            ("vendor/lib/deep/w.log", "x\n"),
+            ("vendor/lib/deep/v.tmp", "x\n"),
+            // `.ignore` files apply across the boundary.
+            ("vendor/lib/code.gen", "x\n"),
+            // Beside it, not a repository: the outer rules apply.
+            ("vendor/plain/x.log", "x\n"),
+            ("vendor/plain/keep.rs", "x\n"),
+        ],
+        &[
+            "src/main.rs",
+            "vendor/lib/build/y.rs",
+            "vendor/lib/deep/w.log",
+            "vendor/lib/excluded.rs",
+            "vendor/lib/x.log",
+            "vendor/plain/keep.rs",
+        ],
+    )
+    .await;
+    // ls inside the nested repository does not call its `build` gitignored; outside it does.
+    let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(tmp.path())).unwrap();
+    let ignored = |path: &'static str| {
+        let sb = Arc::clone(&sb);
+        async move {
+            let out = sb
+                .list(
+                    ListRequest {
+                        path: Some(path.into()),
+                        limit: None,
+                    },
+                    c(),
+                )
+                .await
+                .unwrap();
+            let build = out.entries.iter().find(|e| e.name == "build").unwrap();
+            build.ignored.as_ref().map(|i| i.reason.clone())
+        }
+    };
+    assert_eq!(ignored(".").await, Some("gitignored".into()));
+    assert_eq!(ignored("vendor/lib").await, None);
+    // A search started inside the nested repository uses its rules only.
+    let out = sb
+        .glob(
+            GlobRequest {
+                pattern: "*".into(),
+                path: Some("vendor/lib/deep".into()),
+                limit: None,
+            },
+            c(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.entries, vec!["vendor/lib/deep/w.log"]);
+}
+
+#[tokio::test]
+async fn a_git_file_starts_a_repository_and_an_ignored_repository_stays_ignored() {
+    walks_match_ripgrep(
+        &[
+            (".git/HEAD", "ref: refs/heads/main\n"),
+            (".gitignore", "*.log\nignored_repo/\n"),
+            // A submodule's `.git` file (its gitdir is never followed).
+            ("sub/mod/.git", "gitdir: ../../.git/modules/mod\n"),
+            ("sub/mod/x.log", "x\n"),
+            ("sub/other/x.log", "x\n"),
+            ("sub/other/keep.rs", "x\n"),
+            // The outer rules still decide about the nested repository's own folder.
+            ("ignored_repo/.git/HEAD", "ref: refs/heads/main\n"),
+            ("ignored_repo/a.rs", "x\n"),
+        ],
+        &["sub/mod/x.log", "sub/other/keep.rs"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn repositories_nested_twice_use_the_nearest_repository_rules() {
+    walks_match_ripgrep(
+        &[
+            (".git/HEAD", "ref: refs/heads/main\n"),
+            (".gitignore", "*.md\n"),
+            ("a/.git/HEAD", "ref: refs/heads/main\n"),
+            ("a/.gitignore", "*.rs\n"),
+            ("a/c.rs", "x\n"),
+            ("a/n.md", "x\n"),
+            ("a/b/.git/HEAD", "ref: refs/heads/main\n"),
+            ("a/b/c.rs", "x\n"),
+            ("a/b/n.md", "x\n"),
+            ("a/b/d/e.rs", "x\n"),
+            ("top.md", "x\n"),
+        ],
+        &["a/b/c.rs", "a/b/d/e.rs", "a/b/n.md", "a/n.md"],
+    )
+    .await;
+}
