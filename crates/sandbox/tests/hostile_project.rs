@@ -217,7 +217,14 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
             (1, 1, 1),
             "{mode:?}: {out:?}"
         );
-        assert!(out.unreadable[0].starts_with("min.js: "), "{out:?}");
+        assert_eq!(
+            out.unreadable,
+            vec![
+                "Execution: a line in min.js is longer than 1 MiB (grep_line_bytes); this file \
+                 was skipped, the others were searched (read_file shows the line cut)"
+            ],
+            "{mode:?}"
+        );
     }
     // read_file still shows the line, cut.
     let read = sb.read(read_req("min.js", None, None), c()).await.unwrap();
@@ -225,6 +232,50 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
         matches!(&read.content, ReadContent::Text { cut_lines: 1, .. }),
         "{read:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_past_a_small_bound_skips_that_file_in_our_words_and_searches_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let mut long = vec![b'x'; 300 << 10];
+    long.extend_from_slice(b"needle\n");
+    put(root, "src/x.min.js", &long);
+    put(root, "src/a.js", "needle\n");
+    put(root, "src/z.js", "// needle\n");
+    let mut settings = SandboxSettings::new(root);
+    settings.limits.grep_line_bytes = 4 << 10;
+    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    let said = "Execution: a line in src/x.min.js is longer than 4 KiB (grep_line_bytes); this \
+                file was skipped, the others were searched (read_file shows the line cut)";
+    for path in ["src", "src/x.min.js"] {
+        let out = sb
+            .grep(
+                GrepRequest {
+                    pattern: "needle".into(),
+                    path: Some(path.into()),
+                    mode: GrepMode::FilesWithMatches,
+                    ..Default::default()
+                },
+                c(),
+            )
+            .await
+            .unwrap();
+        let found: Vec<&str> = if path == "src" {
+            vec!["src/a.js", "src/z.js"]
+        } else {
+            vec![]
+        };
+        assert_eq!(
+            (out.files, out.unreadable, out.unreadable_total),
+            (
+                found.into_iter().map(String::from).collect(),
+                vec![said.to_string()],
+                1
+            ),
+            "{path}"
+        );
+    }
 }
 
 /// Peak resident memory of this process, in KiB.
