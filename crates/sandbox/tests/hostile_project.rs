@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::*;
-use ops_support::{c, put, read_req};
+use ops_support::{c, glob_req, grep_req, ls_req, put, put_all, read_req};
 use pretty_assertions::assert_eq;
 
 mod ops_support;
@@ -53,33 +53,14 @@ fn walks_finish_bounded(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64
 /// ls, glob and grep from the root and from `sub`: they must see the project's files.
 async fn walks_finish(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64) {
     let listing = sb.list(ListRequest::default(), c()).await.unwrap();
-    let sub = sb
-        .list(
-            ListRequest {
-                path: Some("sub/deep".into()),
-                limit: None,
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let sub = sb.list(ls_req(Some("sub/deep")), c()).await.unwrap();
     assert!(sub.entries.iter().any(|e| e.name == "also.rs"), "{sub:?}");
-    let glob = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.rs".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let glob = sb.glob(glob_req("*.rs", None, None), c()).await.unwrap();
     let grep = sb
         .grep(
             GrepRequest {
-                pattern: "TODO".into(),
                 path: Some("sub".into()),
-                ..Default::default()
+                ..grep_req("TODO")
             },
             c(),
         )
@@ -150,15 +131,20 @@ fn ignore_rules_outside_the_root_are_never_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
     let (_tmp, root, sb) = layout();
-    put(&root, ".gitignore", "\u{feff}gen/\n*.log\n");
-    put(&root, "sub/.gitignore", "skip.rs\n");
-    put(&root, "sub/.ignore", "!skip.rs\nhidden_by_ignore.rs\n");
-    put(&root, ".git/info/exclude", "excluded.rs\n");
-    put(&root, "gen/x.rs", "// TODO gen\n");
-    put(&root, "a.log", "TODO\n");
-    put(&root, "sub/skip.rs", "// TODO skip\n");
-    put(&root, "sub/hidden_by_ignore.rs", "// TODO h\n");
-    put(&root, "sub/deep/excluded.rs", "// TODO x\n");
+    put_all(
+        &root,
+        &[
+            (".gitignore", "\u{feff}gen/\n*.log\n"),
+            ("sub/.gitignore", "skip.rs\n"),
+            ("sub/.ignore", "!skip.rs\nhidden_by_ignore.rs\n"),
+            (".git/info/exclude", "excluded.rs\n"),
+            ("gen/x.rs", "// TODO gen\n"),
+            ("a.log", "TODO\n"),
+            ("sub/skip.rs", "// TODO skip\n"),
+            ("sub/hidden_by_ignore.rs", "// TODO h\n"),
+            ("sub/deep/excluded.rs", "// TODO x\n"),
+        ],
+    );
     let (names, glob, grep) = walks_finish(&sb).await;
     assert_eq!(
         glob,
@@ -175,14 +161,7 @@ async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
     );
     // A search started inside an ignored folder finds nothing, as before.
     let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.rs".into(),
-                path: Some("gen".into()),
-                limit: None,
-            },
-            c(),
-        )
+        .glob(glob_req("*.rs", Some("gen"), None), c())
         .await
         .unwrap();
     assert_eq!(out.entries, Vec::<String>::new());
@@ -204,9 +183,8 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
         let out = sb
             .grep(
                 GrepRequest {
-                    pattern: "needle".into(),
                     mode,
-                    ..Default::default()
+                    ..grep_req("needle")
                 },
                 c(),
             )
@@ -252,10 +230,9 @@ async fn a_line_past_a_small_bound_skips_that_file_in_our_words_and_searches_the
         let out = sb
             .grep(
                 GrepRequest {
-                    pattern: "needle".into(),
                     path: Some(path.into()),
                     mode: GrepMode::FilesWithMatches,
-                    ..Default::default()
+                    ..grep_req("needle")
                 },
                 c(),
             )
@@ -311,16 +288,7 @@ async fn a_wall_of_wildcard_ignore_patterns_in_every_folder_is_bounded() {
     }
     let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
     let before = peak_kib();
-    let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let out = sb.glob(glob_req("*", None, None), c()).await.unwrap();
     assert_eq!(out.entries.len(), 8, "{out:?}");
     assert!(!out.entries.contains(&"hidden.log".to_string()));
     let grown_mib = peak_kib().saturating_sub(before) / 1024;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use aibuddy_sandbox::*;
-use ops_support::{c, gitignored_project, project, put};
+use ops_support::{c, gitignored_project, glob_req, grep_req, ls_req, project, put, put_all};
 use pretty_assertions::assert_eq;
 
 mod ops_support;
@@ -12,16 +12,7 @@ mod ops_support;
 #[tokio::test]
 async fn glob_is_gitignore_aware_ordered_and_bounded() {
     let (_tmp, sb) = gitignored_project();
-    let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.rs".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let out = sb.glob(glob_req("*.rs", None, None), c()).await.unwrap();
     assert_eq!(
         out,
         GlobOutcome {
@@ -35,41 +26,19 @@ async fn glob_is_gitignore_aware_ordered_and_bounded() {
         }
     );
     let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "src/*.rs".into(),
-                ..Default::default()
-            },
-            c(),
-        )
+        .glob(glob_req("src/*.rs", None, None), c())
         .await
         .unwrap();
     assert_eq!(out.entries, vec!["src/a.rs", "src/b.rs"]);
     let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "**/*.rs".into(),
-                path: Some("src".into()),
-                limit: Some(2),
-            },
-            c(),
-        )
+        .glob(glob_req("**/*.rs", Some("src"), Some(2)), c())
         .await
         .unwrap();
     assert_eq!(
         (out.path.as_str(), out.entries.clone(), out.omitted),
         ("src", vec!["src/a.rs".into(), "src/b.rs".into()], 1)
     );
-    let err = sb
-        .glob(
-            GlobRequest {
-                pattern: "a[".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap_err();
+    let err = sb.glob(glob_req("a[", None, None), c()).await.unwrap_err();
     assert_eq!(
         (err.code(), err.stage()),
         ("invalid_argument", Stage::Parameters)
@@ -83,11 +52,7 @@ async fn grep_modes_context_case_glob_and_bounds() {
         let sb = Arc::clone(&sb);
         async move { sb.grep(req, c()).await.unwrap() }
     };
-    let out = grep(GrepRequest {
-        pattern: "TODO".into(),
-        ..Default::default()
-    })
-    .await;
+    let out = grep(grep_req("TODO")).await;
     let found: Vec<_> = out
         .matches
         .iter()
@@ -111,18 +76,16 @@ async fn grep_modes_context_case_glob_and_bounds() {
     );
 
     let out = grep(GrepRequest {
-        pattern: "todo".into(),
         case_insensitive: true,
-        ..Default::default()
+        ..grep_req("todo")
     })
     .await;
     assert_eq!(out.total_matches, 4, "{out:?}");
 
     let out = grep(GrepRequest {
-        pattern: "todo".into(),
         case_insensitive: true,
         limit: Some(2),
-        ..Default::default()
+        ..grep_req("todo")
     })
     .await;
     assert_eq!((out.matches.len(), out.omitted), (2, 2));
@@ -132,19 +95,17 @@ async fn grep_modes_context_case_glob_and_bounds() {
     );
 
     let out = grep(GrepRequest {
-        pattern: "todo".into(),
         case_insensitive: true,
         mode: GrepMode::FilesWithMatches,
-        ..Default::default()
+        ..grep_req("todo")
     })
     .await;
     assert_eq!(out.files, vec!["README.md", "src/a.rs", "src/b.rs"]);
     let out = grep(GrepRequest {
-        pattern: "todo".into(),
         case_insensitive: true,
         mode: GrepMode::Count,
         glob: Some("*.rs".into()),
-        ..Default::default()
+        ..grep_req("todo")
     })
     .await;
     assert_eq!(
@@ -162,9 +123,8 @@ async fn grep_modes_context_case_glob_and_bounds() {
     );
 
     let out = grep(GrepRequest {
-        pattern: "TODO three".into(),
         context: 1,
-        ..Default::default()
+        ..grep_req("TODO three")
     })
     .await;
     assert_eq!(
@@ -183,30 +143,19 @@ async fn grep_modes_context_case_glob_and_bounds() {
     // A search started in a subfolder still honours the root's .gitignore.
     put(tmp.path(), "target/x.rs", "TODO in target\n");
     let out = grep(GrepRequest {
-        pattern: "TODO".into(),
         path: Some("target".into()),
-        ..Default::default()
+        ..grep_req("TODO")
     })
     .await;
     assert_eq!(out.total_matches, 0, "{out:?}");
     // An explicit file is searched.
     let out = grep(GrepRequest {
-        pattern: "TODO".into(),
         path: Some("src/a.rs".into()),
-        ..Default::default()
+        ..grep_req("TODO")
     })
     .await;
     assert_eq!(out.total_matches, 1);
-    let err = sb
-        .grep(
-            GrepRequest {
-                pattern: "(".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap_err();
+    let err = sb.grep(grep_req("("), c()).await.unwrap_err();
     assert_eq!(
         (err.code(), err.stage()),
         ("invalid_argument", Stage::Parameters)
@@ -266,27 +215,9 @@ async fn non_utf8_names_are_listed_and_found_without_panics() {
     std::fs::write(tmp.path().join(name), "needle\n").unwrap();
     let out = sb.list(ListRequest::default(), c()).await.unwrap();
     assert_eq!(out.entries[0].name, "caf\u{fffd}.txt");
-    let out = sb
-        .grep(
-            GrepRequest {
-                pattern: "needle".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let out = sb.grep(grep_req("needle"), c()).await.unwrap();
     assert_eq!(out.total_matches, 1);
-    let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.txt".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let out = sb.glob(glob_req("*.txt", None, None), c()).await.unwrap();
     assert_eq!(out.entries, vec!["caf\u{fffd}.txt"]);
 }
 
@@ -310,22 +241,12 @@ fn rg_files(root: &std::path::Path) -> Option<Vec<String>> {
 
 /// glob `*` and grep (files with a match of `.`, every file has one) over the whole project.
 async fn walked(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>) {
-    let glob = sb
-        .glob(
-            GlobRequest {
-                pattern: "*".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let glob = sb.glob(glob_req("*", None, None), c()).await.unwrap();
     let grep = sb
         .grep(
             GrepRequest {
-                pattern: ".".into(),
                 mode: GrepMode::FilesWithMatches,
-                ..Default::default()
+                ..grep_req(".")
             },
             c(),
         )
@@ -338,9 +259,7 @@ async fn walked(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>) {
 /// exactly `expected`, and that ripgrep lists the same (when installed).
 async fn walks_match_ripgrep(files: &[(&str, &str)], expected: &[&str]) -> tempfile::TempDir {
     let (tmp, sb) = project();
-    for (path, content) in files {
-        put(tmp.path(), path, content);
-    }
+    put_all(tmp.path(), files);
     let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     let (glob, grep) = walked(&sb).await;
     assert_eq!(glob, expected, "glob");
@@ -397,16 +316,7 @@ async fn a_nested_repository_stops_the_outer_git_rules_as_in_ripgrep() {
     let ignored = |path: &'static str| {
         let sb = Arc::clone(&sb);
         async move {
-            let out = sb
-                .list(
-                    ListRequest {
-                        path: Some(path.into()),
-                        limit: None,
-                    },
-                    c(),
-                )
-                .await
-                .unwrap();
+            let out = sb.list(ls_req(Some(path)), c()).await.unwrap();
             let build = out.entries.iter().find(|e| e.name == "build").unwrap();
             build.ignored.as_ref().map(|i| i.reason.clone())
         }
@@ -415,14 +325,7 @@ async fn a_nested_repository_stops_the_outer_git_rules_as_in_ripgrep() {
     assert_eq!(ignored("vendor/lib").await, None);
     // A search started inside the nested repository uses its rules only.
     let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*".into(),
-                path: Some("vendor/lib/deep".into()),
-                limit: None,
-            },
-            c(),
-        )
+        .glob(glob_req("*", Some("vendor/lib/deep"), None), c())
         .await
         .unwrap();
     assert_eq!(out.entries, vec!["vendor/lib/deep/w.log"]);
