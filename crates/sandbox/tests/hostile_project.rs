@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::*;
-use ops_support::{c, glob_req, grep_req, ls_req, put, put_all, read_req};
+use ops_support::{c, glob_req, grep_req, ls_req, project_with_line_bound, put, put_all, read_req};
 use pretty_assertions::assert_eq;
 
 mod ops_support;
@@ -169,16 +169,11 @@ async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
     // One 4 MiB line (no newline, no NUL: not binary) with the needle at its very end.
     let mut long = vec![b'a'; 4 << 20];
     long.extend_from_slice(b"needle");
-    put(root, "min.js", &long);
-    put(root, "small.txt", "needle\n");
-    let mut settings = SandboxSettings::new(root);
-    settings.limits.grep_line_bytes = 1 << 20;
-    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    let (_tmp, sb) =
+        project_with_line_bound(&[("min.js", &long), ("small.txt", b"needle\n")], 1 << 20);
     for mode in [GrepMode::Content, GrepMode::Count] {
         let out = sb
             .grep(
@@ -214,16 +209,14 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_past_a_small_bound_skips_that_file_in_our_words_and_searches_the_rest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
     let mut long = vec![b'x'; 300 << 10];
     long.extend_from_slice(b"needle\n");
-    put(root, "src/x.min.js", &long);
-    put(root, "src/a.js", "needle\n");
-    put(root, "src/z.js", "// needle\n");
-    let mut settings = SandboxSettings::new(root);
-    settings.limits.grep_line_bytes = 4 << 10;
-    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    let files: &[(&str, &[u8])] = &[
+        ("src/x.min.js", &long),
+        ("src/a.js", b"needle\n"),
+        ("src/z.js", b"// needle\n"),
+    ];
+    let (_tmp, sb) = project_with_line_bound(files, 4 << 10);
     let said = "Execution: a line in src/x.min.js is longer than 4 KiB (grep_line_bytes); this \
                 file was skipped, the others were searched (read_file shows the line cut)";
     for path in ["src", "src/x.min.js"] {

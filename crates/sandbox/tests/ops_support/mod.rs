@@ -31,6 +31,21 @@ pub fn read_req(path: &str, offset: Option<u64>, limit: Option<u64>) -> ReadRequ
     }
 }
 
+/// A project of `files` (path, bytes) whose sandbox has `grep_line_bytes` as its line bound.
+pub fn project_with_line_bound(
+    files: &[(&str, &[u8])],
+    grep_line_bytes: usize,
+) -> (tempfile::TempDir, Arc<dyn Sandbox>) {
+    let tmp = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        put(tmp.path(), path, content);
+    }
+    let mut settings = SandboxSettings::new(tmp.path());
+    settings.limits.grep_line_bytes = grep_line_bytes;
+    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    (tmp, sb)
+}
+
 /// A glob request: `pattern` from `path` (the root when `None`), at most `limit` entries.
 pub fn glob_req(pattern: &str, path: Option<&str>, limit: Option<usize>) -> GlobRequest {
     GlobRequest {
