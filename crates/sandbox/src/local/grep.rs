@@ -48,6 +48,8 @@ struct Shared<'a> {
     binary_files: AtomicU64,
     unreadable: Mutex<Vec<String>>,
     unreadable_total: AtomicU64,
+    /// The search is of one file (not a walk): nothing else is searched.
+    one_file: bool,
 }
 
 pub fn grep(
@@ -103,6 +105,7 @@ pub fn grep(
         binary_files: AtomicU64::new(0),
         unreadable: Mutex::new(Vec::new()),
         unreadable_total: AtomicU64::new(0),
+        one_file: start.is_file,
     };
     if start.is_file {
         let mut searchers = Searchers::new(req.context, s.limits.grep_line_bytes);
@@ -285,7 +288,11 @@ impl Shared<'_> {
                 self.unreadable(format!("{shown}: {e}"));
             } else {
                 tracing::debug!(path = %shown, error = %e, "grep skipped a file with a line past grep_line_bytes");
-                self.unreadable(line_too_long(shown, self.s.limits.grep_line_bytes));
+                self.unreadable(line_too_long(
+                    shown,
+                    self.s.limits.grep_line_bytes,
+                    self.one_file,
+                ));
             }
             return false;
         }
@@ -333,10 +340,15 @@ impl Shared<'_> {
 
 /// What grep reports for a file with a line longer than `limit` bytes (`shown` is the
 /// project-relative name; the tool's projection escapes it like every other name).
-fn line_too_long(shown: &str, limit: usize) -> String {
+fn line_too_long(shown: &str, limit: usize, one_file: bool) -> String {
+    let rest = if one_file {
+        "this file was not searched"
+    } else {
+        "this file was skipped, the others were searched"
+    };
     format!(
-        "{}: a line in {shown} is longer than {} (grep_line_bytes); this file was skipped, the \
-         others were searched (read_file shows the line cut)",
+        "{}: a line in {shown} is longer than {} (grep_line_bytes); {rest} (read_file shows the \
+         line cut)",
         Stage::Execution.as_str(),
         size_words(limit)
     )
