@@ -329,3 +329,53 @@ fn corrupt_trust_records_mean_untrusted_and_are_reported_never_overwritten() {
     assert!(matches!(err, TrustError::Records { .. }), "{err}");
     assert_eq!(std::fs::read_to_string(&records).unwrap(), "{ not json");
 }
+
+#[test]
+fn a_utf8_byte_order_mark_is_accepted_in_every_settings_and_mcp_file() {
+    // Notepad and a few Windows tools start UTF-8 files with U+FEFF; none of these is invalid.
+    let f = fx();
+    let bom = |v: serde_json::Value| format!("\u{feff}{v:#}\n");
+    f.user_settings(&bom(json!({"exec": {"heartbeat_secs": 9}})));
+    f.project_settings(&bom(json!({"exec": {"default_timeout_ms": 5000}})));
+    std::fs::write(
+        f.data.join("mcp.json"),
+        bom(json!({"mcpServers": {"mine": {"command": "true"}}})),
+    )
+    .unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/mcp.json"),
+        bom(json!({"mcpServers": {"theirs": {"command": "true"}}})),
+    )
+    .unwrap();
+    f.grant_now();
+    let cfg = trust::load_project(&f.project, &f.data);
+    assert_eq!(cfg.status.state, TrustState::Trusted);
+    assert_eq!(cfg.settings.problems, vec![], "settings problems");
+    assert_eq!(
+        (
+            cfg.settings.settings.exec.heartbeat_secs,
+            cfg.settings.settings.exec.default_timeout_ms
+        ),
+        (9, 5000)
+    );
+    assert!(cfg.mcp.errors.is_empty(), "{:?}", cfg.mcp.errors);
+    let mut names: Vec<&str> = cfg.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["mine", "theirs"]);
+    // An edit of a settings file keeps its mark and what the file said.
+    aibuddy::settings::edit::set_setting(
+        &f.project,
+        &f.data,
+        aibuddy::settings::edit::Level::User,
+        &["exec", "network"],
+        Some(&json!(false)),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(f.data.join("settings.json")).unwrap();
+    assert!(text.starts_with("\u{feff}{"), "{text:?}");
+    let edited: serde_json::Value = serde_json::from_str(&text['\u{feff}'.len_utf8()..]).unwrap();
+    assert_eq!(
+        edited,
+        json!({"exec": {"heartbeat_secs": 9, "network": false}})
+    );
+}

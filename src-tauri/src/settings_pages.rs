@@ -14,6 +14,7 @@ use std::path::Path;
 use aibuddy::settings::edit::{self, ConfigFile, EditError, Level, Written};
 use aibuddy::settings::{SettingsProblem, edit::mcp_problem};
 use aibuddy::trust::{FileContent, TrustState};
+use aibuddy_common::located;
 use aibuddy_provider::keys::{ApiKey, KeyError, KeyStore, keyring_get};
 use serde::Serialize;
 use serde_json::Value;
@@ -123,7 +124,9 @@ pub const PAGE_SECTIONS: &[&str] = &["providers", "exec", "confirm"];
 fn as_json(content: &FileContent) -> Value {
     match content {
         FileContent::Absent => Value::Object(Default::default()),
-        FileContent::Present(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        FileContent::Present(text) => {
+            serde_json::from_str(located::strip_bom(text)).unwrap_or(Value::Null)
+        }
         FileContent::Refused(_) => Value::Null,
     }
 }
@@ -413,5 +416,16 @@ mod tests {
         assert!(!editable(&p(&["exec"])));
         assert!(!editable(&p(&["providers", "a", "model"])));
         assert!(valid_entry_name("local-2.x") && !valid_entry_name("a/b") && !valid_entry_name(""));
+    }
+
+    #[test]
+    fn a_settings_file_starting_with_a_byte_order_mark_is_shown() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("settings.json");
+        std::fs::write(&path, "\u{feff}{\"exec\": {\"network\": false}}\n").unwrap();
+        assert_eq!(
+            read_json(&path),
+            serde_json::json!({"exec": {"network": false}})
+        );
     }
 }

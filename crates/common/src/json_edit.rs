@@ -89,8 +89,15 @@ fn position_of(text: &str, path: &[&str]) -> Option<Position> {
 }
 
 /// Apply `edit` at `path` (object keys, outermost first) to `text`, returning the new text. An
-/// empty or whitespace-only text is an empty object. See the module documentation.
+/// empty or whitespace-only text is an empty object. A leading byte order mark is kept as it is
+/// (and not taken for content). See the module documentation.
 pub fn edit(text: &str, path: &[&str], edit: Edit<'_>) -> Result<String, EditError> {
+    let body = located::strip_bom(text);
+    let bom = &text[..text.len() - body.len()];
+    edit_body(body, path, edit).map(|out| format!("{bom}{out}"))
+}
+
+fn edit_body(text: &str, path: &[&str], edit: Edit<'_>) -> Result<String, EditError> {
     let Some((last, parents)) = path.split_last() else {
         return Err(EditError::EmptyPath);
     };

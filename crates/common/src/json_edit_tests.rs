@@ -103,3 +103,21 @@ fn a_duplicate_key_that_would_shadow_the_edit_is_refused() {
     let err = edit(text, &["exec", "network"], Edit::Set(&json!(false))).unwrap_err();
     assert!(matches!(err, EditError::Unverified { .. }), "{err:?}");
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_kept_and_not_taken_for_content() {
+    let with_bom = format!("\u{feff}{FILE}");
+    let out = edit(&with_bom, &["exec", "network"], Edit::Set(&json!(false))).unwrap();
+    assert_eq!(
+        out,
+        with_bom.replace("\"network\": true", "\"network\": false")
+    );
+    // Removing what is absent changes nothing, mark included.
+    let out = edit(&with_bom, &["nope", "x"], Edit::Remove).unwrap();
+    assert_eq!(out, with_bom);
+    // A mark alone is an empty file.
+    let out = edit("\u{feff}", &["exec", "network"], Edit::Set(&json!(true))).unwrap();
+    assert!(out.starts_with('\u{feff}'), "{out:?}");
+    let v: Value = serde_json::from_str(located::strip_bom(&out)).unwrap();
+    assert_eq!(v, json!({"exec": {"network": true}}));
+}

@@ -86,8 +86,19 @@ pub struct Document<'a> {
     root: ast::Value<'a>,
 }
 
-/// Parses `text` as strict JSON (no comments, no trailing commas).
+/// The byte order mark some editors (Notepad, a few Windows tools) put at the start of a UTF-8
+/// file. It is not JSON, so [`parse`] leaves it out.
+pub const BOM: char = '\u{feff}';
+
+/// `text` without a leading [`BOM`] (every configuration reader goes through this).
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix(BOM).unwrap_or(text)
+}
+
+/// Parses `text` as strict JSON (no comments, no trailing commas). A leading UTF-8 byte order
+/// mark is accepted and left out; positions count from the character after it (as editors show).
 pub fn parse(text: &str) -> Result<Document<'_>, SyntaxError> {
+    let text = strip_bom(text);
     if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
         return Err(SyntaxError {
             position: Position {

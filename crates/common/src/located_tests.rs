@@ -133,3 +133,17 @@ fn find_follows_keys_and_indexes_and_stops_outside() {
     assert!(doc.root().find(&path.child("d")).is_none());
     assert_eq!(path.skip(2).to_string(), "[1].c");
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_left_out_and_not_counted_in_positions() {
+    let text = "{\"exec\":\n  {\"heartbeat_secs\": \"x\"}}";
+    let field = FieldPath::default().child("exec").child("heartbeat_secs");
+    let place = |text: &str| parse(text).unwrap().root().find(&field).map(|(_, at)| at);
+    assert_eq!(place(&format!("\u{feff}{text}")), place(text));
+    assert!(place(text).is_some());
+    let err = parse("\u{feff}{,}").unwrap_err();
+    assert_eq!(err.position, parse("{,}").unwrap_err().position);
+    // Only a leading mark: one inside the text is still not JSON.
+    assert!(parse("{}\u{feff}").is_err());
+    assert!(parse("\u{feff}\u{feff}{}").is_err());
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aibuddy_sandbox::*;
-use ops_support::{c, put, read_req};
+use ops_support::{c, glob_req, grep_req, ls_req, project_with_line_bound, put, put_all, read_req};
 use pretty_assertions::assert_eq;
 
 mod ops_support;
@@ -53,33 +53,14 @@ fn walks_finish_bounded(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64
 /// ls, glob and grep from the root and from `sub`: they must see the project's files.
 async fn walks_finish(sb: &Arc<dyn Sandbox>) -> (Vec<String>, Vec<String>, u64) {
     let listing = sb.list(ListRequest::default(), c()).await.unwrap();
-    let sub = sb
-        .list(
-            ListRequest {
-                path: Some("sub/deep".into()),
-                limit: None,
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let sub = sb.list(ls_req(Some("sub/deep")), c()).await.unwrap();
     assert!(sub.entries.iter().any(|e| e.name == "also.rs"), "{sub:?}");
-    let glob = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.rs".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let glob = sb.glob(glob_req("*.rs", None, None), c()).await.unwrap();
     let grep = sb
         .grep(
             GrepRequest {
-                pattern: "TODO".into(),
                 path: Some("sub".into()),
-                ..Default::default()
+                ..grep_req("TODO")
             },
             c(),
         )
@@ -150,15 +131,20 @@ fn ignore_rules_outside_the_root_are_never_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
     let (_tmp, root, sb) = layout();
-    put(&root, ".gitignore", "\u{feff}gen/\n*.log\n");
-    put(&root, "sub/.gitignore", "skip.rs\n");
-    put(&root, "sub/.ignore", "!skip.rs\nhidden_by_ignore.rs\n");
-    put(&root, ".git/info/exclude", "excluded.rs\n");
-    put(&root, "gen/x.rs", "// TODO gen\n");
-    put(&root, "a.log", "TODO\n");
-    put(&root, "sub/skip.rs", "// TODO skip\n");
-    put(&root, "sub/hidden_by_ignore.rs", "// TODO h\n");
-    put(&root, "sub/deep/excluded.rs", "// TODO x\n");
+    put_all(
+        &root,
+        &[
+            (".gitignore", "\u{feff}gen/\n*.log\n"),
+            ("sub/.gitignore", "skip.rs\n"),
+            ("sub/.ignore", "!skip.rs\nhidden_by_ignore.rs\n"),
+            (".git/info/exclude", "excluded.rs\n"),
+            ("gen/x.rs", "// TODO gen\n"),
+            ("a.log", "TODO\n"),
+            ("sub/skip.rs", "// TODO skip\n"),
+            ("sub/hidden_by_ignore.rs", "// TODO h\n"),
+            ("sub/deep/excluded.rs", "// TODO x\n"),
+        ],
+    );
     let (names, glob, grep) = walks_finish(&sb).await;
     assert_eq!(
         glob,
@@ -175,14 +161,7 @@ async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
     );
     // A search started inside an ignored folder finds nothing, as before.
     let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*.rs".into(),
-                path: Some("gen".into()),
-                limit: None,
-            },
-            c(),
-        )
+        .glob(glob_req("*.rs", Some("gen"), None), c())
         .await
         .unwrap();
     assert_eq!(out.entries, Vec::<String>::new());
@@ -190,23 +169,17 @@ async fn ignore_rules_inside_the_root_still_apply_at_every_level() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
     // One 4 MiB line (no newline, no NUL: not binary) with the needle at its very end.
     let mut long = vec![b'a'; 4 << 20];
     long.extend_from_slice(b"needle");
-    put(root, "min.js", &long);
-    put(root, "small.txt", "needle\n");
-    let mut settings = SandboxSettings::new(root);
-    settings.limits.grep_line_bytes = 1 << 20;
-    let sb = create_sandbox(SandboxKind::Local, &settings).unwrap();
+    let (_tmp, sb) =
+        project_with_line_bound(&[("min.js", &long), ("small.txt", b"needle\n")], 1 << 20);
     for mode in [GrepMode::Content, GrepMode::Count] {
         let out = sb
             .grep(
                 GrepRequest {
-                    pattern: "needle".into(),
                     mode,
-                    ..Default::default()
+                    ..grep_req("needle")
                 },
                 c(),
             )
@@ -217,7 +190,14 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
             (1, 1, 1),
             "{mode:?}: {out:?}"
         );
-        assert!(out.unreadable[0].starts_with("min.js: "), "{out:?}");
+        assert_eq!(
+            out.unreadable,
+            vec![
+                "Execution: a line in min.js is longer than 1 MiB (grep_line_bytes); this file \
+                 was skipped, the others were searched (read_file shows the line cut)"
+            ],
+            "{mode:?}"
+        );
     }
     // read_file still shows the line, cut.
     let read = sb.read(read_req("min.js", None, None), c()).await.unwrap();
@@ -225,6 +205,54 @@ async fn a_line_longer_than_the_bound_is_not_buffered_by_grep() {
         matches!(&read.content, ReadContent::Text { cut_lines: 1, .. }),
         "{read:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_past_a_small_bound_skips_that_file_in_our_words_and_searches_the_rest() {
+    let mut long = vec![b'x'; 300 << 10];
+    long.extend_from_slice(b"needle\n");
+    let files: &[(&str, &[u8])] = &[
+        ("src/x.min.js", &long),
+        ("src/a.js", b"needle\n"),
+        ("src/z.js", b"// needle\n"),
+    ];
+    let (_tmp, sb) = project_with_line_bound(files, 4 << 10);
+    let said = |rest: &str| {
+        format!(
+            "Execution: a line in src/x.min.js is longer than 4 KiB (grep_line_bytes); {rest} \
+             (read_file shows the line cut)"
+        )
+    };
+    for (path, rest) in [
+        ("src", "this file was skipped, the others were searched"),
+        ("src/x.min.js", "this file was not searched"),
+    ] {
+        let out = sb
+            .grep(
+                GrepRequest {
+                    path: Some(path.into()),
+                    mode: GrepMode::FilesWithMatches,
+                    ..grep_req("needle")
+                },
+                c(),
+            )
+            .await
+            .unwrap();
+        let found: Vec<&str> = if path == "src" {
+            vec!["src/a.js", "src/z.js"]
+        } else {
+            vec![]
+        };
+        assert_eq!(
+            (out.files, out.unreadable, out.unreadable_total),
+            (
+                found.into_iter().map(String::from).collect(),
+                vec![said(rest)],
+                1
+            ),
+            "{path}"
+        );
+    }
 }
 
 /// Peak resident memory of this process, in KiB.
@@ -260,16 +288,7 @@ async fn a_wall_of_wildcard_ignore_patterns_in_every_folder_is_bounded() {
     }
     let sb = create_sandbox(SandboxKind::Local, &SandboxSettings::new(root)).unwrap();
     let before = peak_kib();
-    let out = sb
-        .glob(
-            GlobRequest {
-                pattern: "*".into(),
-                ..Default::default()
-            },
-            c(),
-        )
-        .await
-        .unwrap();
+    let out = sb.glob(glob_req("*", None, None), c()).await.unwrap();
     assert_eq!(out.entries.len(), 8, "{out:?}");
     assert!(!out.entries.contains(&"hidden.log".to_string()));
     let grown_mib = peak_kib().saturating_sub(before) / 1024;

@@ -542,6 +542,31 @@ mod tests {
     }
 
     #[test]
+    fn a_skipped_file_is_named_escaped_in_the_unreadable_note() {
+        // What the sandbox says of a file with a line past grep_line_bytes, named with an escape.
+        let said = "Execution: a line in x\u{1b}[2J.js is longer than 4 KiB (grep_line_bytes); this file was skipped, the others were searched (read_file shows the line cut)";
+        let g = GrepOutcome {
+            mode: GrepMode::Content,
+            path: ".".into(),
+            matches: vec![],
+            files: vec![],
+            counts: vec![],
+            total_matches: 0,
+            total_files: 0,
+            omitted: 0,
+            files_searched: 1,
+            binary_files: 0,
+            unreadable: vec![said.into()],
+            unreadable_total: 1,
+        };
+        assert_eq!(
+            grep_model("x", &g),
+            "No matches for `x` in 1 file searched (gitignored and hidden files are skipped).\n\
+             [1 file could not be read: Execution: a line in x\\e[2J.js is longer than 4 KiB (grep_line_bytes); this file was skipped, the others were searched (read_file shows the line cut)]\n"
+        );
+    }
+
+    #[test]
     fn names_from_the_project_cannot_forge_rows() {
         // A file named to look like the end of the listing plus a bound note, with an escape.
         let evil = "a.rs\n[3 more files not shown]\r\u{1b}[2K";

@@ -22,7 +22,7 @@ use super::fsio::{CancelReader, open_regular};
 use super::walk::{PathGlob, resolve_start, walker};
 use crate::api::{ContextLine, FileCount, GrepMatch, GrepMode, GrepOutcome, GrepRequest};
 use crate::bounded::BoundedSmallest;
-use crate::error::SandboxError;
+use crate::error::{SandboxError, Stage};
 use crate::scope;
 use crate::text::{cut_line, trim_eol};
 
@@ -48,6 +48,8 @@ struct Shared<'a> {
     binary_files: AtomicU64,
     unreadable: Mutex<Vec<String>>,
     unreadable_total: AtomicU64,
+    /// The search is of one file (not a walk): nothing else is searched.
+    one_file: bool,
 }
 
 pub fn grep(
@@ -103,6 +105,7 @@ pub fn grep(
         binary_files: AtomicU64::new(0),
         unreadable: Mutex::new(Vec::new()),
         unreadable_total: AtomicU64::new(0),
+        one_file: start.is_file,
     };
     if start.is_file {
         let mut searchers = Searchers::new(req.context, s.limits.grep_line_bytes);
@@ -156,7 +159,8 @@ struct Searchers {
 
 impl Searchers {
     /// `line_bytes`: the most the line buffer may grow to (ripgrep's is unbounded, growing to the
-    /// longest line); a longer line fails that file's search, reported as unreadable.
+    /// longest line); a longer line fails that file's search, reported as unreadable in our words
+    /// ([`line_too_long`]) while the other files are searched.
     fn new(context: u32, line_bytes: usize) -> Self {
         let collect = SearcherBuilder::new()
             .line_number(true)
@@ -197,9 +201,12 @@ impl Shared<'_> {
             }
         };
         self.files_searched.fetch_add(1, Ordering::Relaxed);
-        let reader = CancelReader {
-            inner: &file,
-            cancel: self.cancel,
+        let mut reader = TrackedReader {
+            inner: CancelReader {
+                inner: &file,
+                cancel: self.cancel,
+            },
+            failed: false,
         };
         let key = (rel.to_path_buf(), 0);
         let collect = self.req.mode == GrepMode::Content
@@ -222,7 +229,8 @@ impl Shared<'_> {
             };
             let result = searchers
                 .collect
-                .search_reader(&self.matcher, reader, &mut sink);
+                .search_reader(&self.matcher, &mut reader, &mut sink);
+            let result = result.map_err(|e| (e, reader.failed));
             if self.done_reading(&shown, result, sink.binary, sink.count) {
                 let kept = sink.matches.len() as u64;
                 if let Ok(mut rows) = self.rows.lock() {
@@ -241,7 +249,8 @@ impl Shared<'_> {
             };
             let result = searchers
                 .count
-                .search_reader(&self.matcher, reader, &mut sink);
+                .search_reader(&self.matcher, &mut reader, &mut sink);
+            let result = result.map_err(|e| (e, reader.failed));
             if self.done_reading(&shown, result, sink.binary, sink.count)
                 && let Ok(mut rows) = self.rows.lock()
             {
@@ -260,17 +269,30 @@ impl Shared<'_> {
         }
     }
 
-    /// Record the file's totals; true when it matched and its rows should be offered.
+    /// Record the file's totals; true when it matched and its rows should be offered. A failed
+    /// search comes with whether the file's reads failed: if they did not, the error is the
+    /// searcher's own, its line buffer reaching `grep_line_bytes` (the only error it makes with
+    /// sinks that never fail), and is told in our words; the other files are still searched.
     fn done_reading(
         &self,
         shown: &str,
-        result: Result<(), std::io::Error>,
+        result: Result<(), (std::io::Error, bool)>,
         binary: bool,
         count: u64,
     ) -> bool {
-        if let Err(e) = result {
-            if !self.cancel.is_cancelled() {
+        if let Err((e, read_failed)) = result {
+            if self.cancel.is_cancelled() {
+                return false;
+            }
+            if read_failed {
                 self.unreadable(format!("{shown}: {e}"));
+            } else {
+                tracing::debug!(path = %shown, error = %e, "grep skipped a file with a line past grep_line_bytes");
+                self.unreadable(line_too_long(
+                    shown,
+                    self.s.limits.grep_line_bytes,
+                    self.one_file,
+                ));
             }
             return false;
         }
@@ -313,6 +335,55 @@ impl Shared<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// What grep reports for a file with a line longer than `limit` bytes (`shown` is the
+/// project-relative name; the tool's projection escapes it like every other name).
+fn line_too_long(shown: &str, limit: usize, one_file: bool) -> String {
+    let rest = if one_file {
+        "this file was not searched"
+    } else {
+        "this file was skipped, the others were searched"
+    };
+    format!(
+        "{}: a line in {shown} is longer than {} (grep_line_bytes); {rest} (read_file shows the \
+         line cut)",
+        Stage::Execution.as_str(),
+        size_words(limit)
+    )
+}
+
+/// `n` bytes in the largest binary unit that divides it exactly ("16 MiB", "512 KiB", "1000 bytes").
+fn size_words(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= KIB && n.is_multiple_of(KIB) {
+        format!("{} KiB", n / KIB)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// The file's reader, remembering whether a read failed (to tell the reader's errors from the
+/// searcher's own).
+struct TrackedReader<R> {
+    inner: R,
+    failed: bool,
+}
+
+impl<R: std::io::Read> std::io::Read for TrackedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let out = self.inner.read(buf);
+        if out
+            .as_ref()
+            .is_err_and(|e| e.kind() != std::io::ErrorKind::Interrupted)
+        {
+            self.failed = true;
+        }
+        out
     }
 }
 

@@ -10,6 +10,14 @@
 //! Precedence is ripgrep's: the nearest `.ignore` that has an opinion wins, then the nearest
 //! `.gitignore`, then `.git/info/exclude`. Rules are loaded once per directory and cached for
 //! the call.
+//!
+//! Nested repositories are ripgrep's too: a directory holding a `.git` (a directory, or a file
+//! as in a submodule or worktree; a symlink does not count and is never followed) starts a
+//! repository of its own. Beneath it the `.gitignore` files and `.git/info/exclude` of the
+//! directories above it no longer apply, its own do (its `.git/info/exclude` is read only when
+//! `.git` is a directory in the project: a `.git` file's `gitdir:` line is never followed);
+//! `.ignore` files keep applying across the boundary. Unlike ripgrep, `.gitignore` applies
+//! outside any repository as well (`require_git(false)`).
 
 use cap_std::fs::Dir;
 use ignore::Match;
@@ -39,11 +47,26 @@ struct Level {
     ignore: Option<Gitignore>,
     git: Option<Gitignore>,
     exclude: Option<Gitignore>,
+    /// The directory holds a `.git`: the git rules of the levels above stop here.
+    repo_root: bool,
 }
 
-/// The levels that apply to a directory's children, shallowest first (levels without rules are
-/// left out).
+impl Level {
+    /// A level that changes nothing for the directories below (left out of chains).
+    fn is_inert(&self) -> bool {
+        self.ignore.is_none() && self.git.is_none() && self.exclude.is_none() && !self.repo_root
+    }
+}
+
+/// The levels that apply to a directory's children, shallowest first (levels without rules that
+/// start no repository are left out).
 type Chain = Arc<Vec<Arc<Level>>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GitEntry {
+    Dir,
+    File,
+}
 
 pub struct IgnoreRules {
     root: PathBuf,
@@ -81,22 +104,28 @@ impl IgnoreRules {
         let chain = self.chain(parent);
         let abs = self.root.join(rel);
         let (mut ignore, mut git, mut exclude) = (Match::None, Match::None, Match::None);
+        // Deepest level first; once a repository's root is passed, the git rules of the levels
+        // above it (an outer repository's) no longer apply.
+        let mut outside_repo = false;
         for level in chain.iter().rev() {
             if ignore.is_none()
                 && let Some(gi) = &level.ignore
             {
                 ignore = gi.matched(&abs, is_dir).map(|_| ());
             }
-            if git.is_none()
+            if !outside_repo
+                && git.is_none()
                 && let Some(gi) = &level.git
             {
                 git = gi.matched(&abs, is_dir).map(|_| ());
             }
-            if exclude.is_none()
+            if !outside_repo
+                && exclude.is_none()
                 && let Some(gi) = &level.exclude
             {
                 exclude = gi.matched(&abs, is_dir).map(|_| ());
             }
+            outside_repo = outside_repo || level.repo_root;
         }
         let decided = ignore.or(git).or(exclude);
         decided.is_ignore()
@@ -134,8 +163,7 @@ impl IgnoreRules {
         }
         for d in missing.into_iter().rev() {
             let level = self.load(&d);
-            let chain = if level.ignore.is_none() && level.git.is_none() && level.exclude.is_none()
-            {
+            let chain = if level.is_inert() {
                 base
             } else {
                 let mut v = (*base).clone();
@@ -155,15 +183,31 @@ impl IgnoreRules {
     }
 
     fn load(&self, d: &Path) -> Level {
-        let is_root = d.as_os_str().is_empty();
+        let git = self.git_entry(d);
         Level {
             ignore: self.file(d, &d.join(".ignore")),
             git: self.file(d, &d.join(".gitignore")),
-            exclude: if is_root {
-                self.file(d, Path::new(".git/info/exclude"))
+            // The root's exclude file applies even when `.git` was not seen (as before); a nested
+            // repository's only when its `.git` is a directory.
+            exclude: if d.as_os_str().is_empty() || git == Some(GitEntry::Dir) {
+                self.file(d, &d.join(".git/info/exclude"))
             } else {
                 None
             },
+            repo_root: git.is_some(),
+        }
+    }
+
+    /// What `d/.git` is, looked at without following a symlink (a symlink, a fifo and the like
+    /// start no repository).
+    fn git_entry(&self, d: &Path) -> Option<GitEntry> {
+        let meta = self.dir.symlink_metadata(d.join(".git")).ok()?;
+        if meta.is_dir() {
+            Some(GitEntry::Dir)
+        } else if meta.is_file() {
+            Some(GitEntry::File)
+        } else {
+            None
         }
     }
 
