@@ -14,6 +14,9 @@ export class ProjectController {
   /** Load finished and no project is open: show the welcome view. */
   none = $state(false);
   recent: RecentProject[] = $state([]);
+  /** Why the recent list could not be read (the welcome view says so, with a retry); the list
+   * last read, if any, stays shown. Null once a read succeeds. */
+  recentError: string | null = $state(null);
   trust: TrustPrompt | null = $state(null);
   dialogOpen = $state(false);
   /** The last failure of an action (open, pick), shown where the person acted; a refusal because
@@ -65,8 +68,9 @@ export class ProjectController {
   async loadRecent(): Promise<void> {
     try {
       this.recent = await this.api.listRecent();
-    } catch {
-      this.recent = [];
+      this.recentError = null;
+    } catch (error) {
+      this.recentError = toCommandError(error).message;
     }
   }
 
