@@ -223,8 +223,10 @@ pub async fn show_run(
         });
     };
     // A run still `running` whose process is gone is shown as interrupted, not as running forever.
+    // Its calls follow: a call its dead process left `running` becomes interrupted too.
     if status == RunStatus::Running {
         recover_dead_runs(store).await;
+        crate::history_browser::recover_dead_calls(store).await;
     }
     let conversation = store
         .conversation(&run_id)

@@ -126,7 +126,11 @@ fn store_error(error: StoreError) -> CommandError {
 
 /// Stored calls, newest first.
 pub async fn list(store: &Store, filter: HistoryFilter) -> Result<Vec<HistoryEntry>, CommandError> {
-    let rows = store.history(filter).await.map_err(store_error)?;
+    let read = || async { store.history(filter.clone()).await.map_err(store_error) };
+    let mut rows = read().await?;
+    if crate::history_browser::recovered_any(store, rows.iter().map(|r| r.status)).await {
+        rows = read().await?;
+    }
     Ok(rows.into_iter().map(HistoryEntry::from).collect())
 }
 
@@ -137,11 +141,17 @@ pub async fn show(
     offset: Option<u64>,
     limit: Option<u64>,
 ) -> Result<CallDetail, CommandError> {
-    let rec = store
-        .get_call(tool_call_id)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| store_error(StoreError::CallNotFound(tool_call_id.to_string())))?;
+    let read = || async {
+        store
+            .get_call(tool_call_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| store_error(StoreError::CallNotFound(tool_call_id.to_string())))
+    };
+    let mut rec = read().await?;
+    if crate::history_browser::recovered_any(store, std::iter::once(rec.status)).await {
+        rec = read().await?;
+    }
     let limit = limit
         .unwrap_or(DEFAULT_SLICE_BYTES)
         .clamp(1, MAX_SLICE_BYTES);

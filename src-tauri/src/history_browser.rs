@@ -268,16 +268,40 @@ pub(crate) async fn record(store: &Store, tool_call_id: &str) -> Result<CallReco
         .ok_or_else(|| store_error(StoreError::CallNotFound(tool_call_id.to_string())))
 }
 
+/// Marks the calls left `running` by processes that died since the app opened the store
+/// `interrupted` (`Store::recover_calls`: the owner's instance lock is free), so a list never shows
+/// a dead process's call as running until the next start. True when one was marked. A failure is
+/// logged: the calls are then shown as stored.
+pub(crate) async fn recover_dead_calls(store: &Store) -> bool {
+    match store.recover_calls().await {
+        Ok(marked) => !marked.is_empty(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not check whether running calls are still alive");
+            false
+        }
+    }
+}
+
+/// True when a row says `running` and recovery marked a call of a dead process: read again.
+pub(crate) async fn recovered_any(
+    store: &Store,
+    mut statuses: impl Iterator<Item = CallStatus>,
+) -> bool {
+    statuses.any(|s| s == CallStatus::Running) && recover_dead_calls(store).await
+}
+
 /// One page of the calls of the project `project_root`, newest first.
 pub async fn page(
     store: &Store,
     project_root: &str,
     q: HistoryPageQuery,
 ) -> Result<HistoryPageView, CommandError> {
-    let page = store
-        .history_page(query_of(q, project_root)?)
-        .await
-        .map_err(store_error)?;
+    let query = query_of(q, project_root)?;
+    let read = || async { store.history_page(query.clone()).await.map_err(store_error) };
+    let mut page = read().await?;
+    if recovered_any(store, page.rows.iter().map(|r| r.status)).await {
+        page = read().await?;
+    }
     Ok(HistoryPageView {
         rows: page.rows.into_iter().map(item_of).collect(),
         next: page.next.map(cursor_text),
@@ -295,10 +319,17 @@ pub async fn head(
     watch: Vec<String>,
 ) -> Result<HistoryHeadView, CommandError> {
     let since = since.map(parse_cursor).transpose()?;
-    let head = store
-        .history_head(query_of(q, project_root)?, since, watch)
-        .await
-        .map_err(store_error)?;
+    let query = query_of(q, project_root)?;
+    let read = || async {
+        store
+            .history_head(query.clone(), since, watch.clone())
+            .await
+            .map_err(store_error)
+    };
+    let mut head = read().await?;
+    if recovered_any(store, head.rows.iter().map(|r| r.status)).await {
+        head = read().await?;
+    }
     Ok(HistoryHeadView {
         newer: u32::try_from(head.newer).unwrap_or(u32::MAX),
         rows: head.rows.into_iter().map(item_of).collect(),
@@ -346,7 +377,10 @@ pub async fn detail(
     tool_call_id: &str,
 ) -> Result<CallRecordView, CommandError> {
     ensure_visible(store, project_root, tool_call_id).await?;
-    let rec = record(store, tool_call_id).await?;
+    let mut rec = record(store, tool_call_id).await?;
+    if recovered_any(store, std::iter::once(rec.status)).await {
+        rec = record(store, tool_call_id).await?;
+    }
     let row = HistoryRow {
         tool_call_id: rec.tool_call_id.clone(),
         run_id: rec.run_id.clone(),

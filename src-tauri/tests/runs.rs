@@ -361,3 +361,102 @@ fn a_run_of_a_dead_process_is_shown_interrupted_and_one_of_a_live_process_runnin
     assert_eq!(listed(&second), json!("interrupted"));
     assert_eq!(shown(&second)["status"], json!("interrupted"));
 }
+
+/// Tool calls left `running` by another process follow it as its run does: shown running in the
+/// History tab while it lives, interrupted (with the output it spooled) once it is gone, whichever
+/// read comes first after its death: the tab's probe of watched rows (`history_head`), a page
+/// (`history_page`), a call's detail (`call_record`), the older `list_history` and `show_call`.
+#[test]
+fn calls_of_a_dead_process_are_shown_interrupted_in_history_and_a_live_ones_running() {
+    use aibuddy_store::{CallStart, Store};
+    let f = fixture();
+    let (data, root) = {
+        let project = f.app.state::<ShellState>().project().unwrap();
+        let persistence = project.app.persistence.as_ref().unwrap();
+        (
+            persistence.store.paths().root().to_path_buf(),
+            project.app.project_root.display().to_string(),
+        )
+    };
+    // A call begun by another process on the same data directory (`aibuddy call` in a terminal).
+    let terminal_call = |id: &str| {
+        let other = Store::open(&data).unwrap();
+        tauri::async_runtime::block_on(other.begin_call(CallStart {
+            tool_call_id: id.into(),
+            run_id: "run_terminal".into(),
+            project_root: Some(root.clone()),
+            tool: "execute".into(),
+            config: "execute".into(),
+            input: r#"{"command":"sleep 100"}"#.into(),
+            started_at_ms: None,
+        }))
+        .unwrap();
+        other.spool(id).unwrap().append(b"partial line").unwrap();
+        other
+    };
+    let in_page = |id: &str| {
+        let page = invoke(&f.window, "history_page", json!({})).unwrap();
+        page["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tool_call_id"] == json!(id))
+            .map(|r| r["status"].clone())
+            .unwrap_or_else(|| panic!("{id} not listed: {page}"))
+    };
+    let watched = |id: &str| {
+        let head = invoke(&f.window, "history_head", json!({ "watch": [id] })).unwrap();
+        head["rows"][0]["status"].clone()
+    };
+    let detail = |id: &str| invoke(&f.window, "call_record", json!({ "toolCallId": id })).unwrap();
+    let legacy = |id: &str| {
+        let list = invoke(&f.window, "list_history", json!({})).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tool_call_id"] == json!(id))
+            .map(|r| r["status"].clone())
+            .unwrap()
+    };
+    let shown = |id: &str| invoke(&f.window, "show_call", json!({ "toolCallId": id })).unwrap();
+
+    let live = terminal_call("call_live");
+    assert_eq!(watched("call_live"), json!("running"));
+    assert_eq!(in_page("call_live"), json!("running"));
+    assert_eq!(detail("call_live")["item"]["status"], json!("running"));
+
+    // Its process dies (its instance lock is released): the probe of watched rows says so.
+    drop(live);
+    assert_eq!(watched("call_live"), json!("interrupted"));
+    assert_eq!(in_page("call_live"), json!("interrupted"));
+    let rec = detail("call_live");
+    assert_eq!(rec["item"]["status"], json!("interrupted"), "{rec}");
+    assert_eq!(rec["item"]["stage"], json!("Execution"), "{rec}");
+    assert_eq!(
+        rec["raw_partial"],
+        json!(true),
+        "the spooled output is kept: {rec}"
+    );
+
+    // The same through each other read first.
+    let other = terminal_call("call_paged");
+    drop(other);
+    assert_eq!(in_page("call_paged"), json!("interrupted"));
+    let other = terminal_call("call_detail");
+    drop(other);
+    assert_eq!(
+        detail("call_detail")["item"]["status"],
+        json!("interrupted")
+    );
+    let other = terminal_call("call_legacy");
+    drop(other);
+    assert_eq!(legacy("call_legacy"), json!("interrupted"));
+    let other = terminal_call("call_shown");
+    drop(other);
+    let call = shown("call_shown");
+    assert_eq!(call["entry"]["status"], json!("interrupted"), "{call}");
+    assert!(
+        call["raw_text"].as_str().unwrap().contains("partial line"),
+        "{call}"
+    );
+}

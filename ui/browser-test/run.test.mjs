@@ -252,4 +252,26 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.deepEqual(problems, []);
     await page.close();
   });
+  it("a call the model sent without a tool name says '(no name)' on its card, styled as missing", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Look around");
+    await emit(page, { type: "tool_call", tool_call_id: "call_named", tool: "read_file", input: { path: "a.txt" } });
+    await emit(page, { type: "tool_result", tool_call_id: "call_named", status: "ok", stage: null, model: "a", duration_ms: 3 });
+    await emit(page, { type: "tool_call", tool_call_id: "call_nameless", tool: "", input: {} });
+    await emit(page, { type: "tool_result", tool_call_id: "call_nameless", status: "error", stage: "Discovery", model: "a tool call must name a tool", duration_ms: 0 });
+    const nameless = page.locator('[data-testid="tool-card"][data-id="call_nameless"] [data-testid="tool-name"]');
+    const named = page.locator('[data-testid="tool-card"][data-id="call_named"] [data-testid="tool-name"]');
+    await nameless.waitFor();
+    assert.equal(await nameless.textContent(), "(no name)");
+    assert.equal(await named.textContent(), "read_file");
+    const look = (l) => l.evaluate((el) => { const s = getComputedStyle(el); return { style: s.fontStyle, color: s.color, width: el.getBoundingClientRect().width }; });
+    const [missing, real] = [await look(nameless), await look(named)];
+    assert.equal(missing.style, "italic");
+    assert.equal(real.style, "normal");
+    assert.notEqual(missing.color, real.color, "the placeholder is muted, not shown as a name");
+    assert.ok(missing.width > 0, "the placeholder takes room on the card");
+    await shot(page, "tool-card-no-name.png");
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
 });

@@ -3,7 +3,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Api } from "../src/api";
 import { ApiError } from "../src/api";
 import { mountApp } from "../src/app";
+import type { CallResult } from "../src/bindings/CallResult";
 import type { ProjectInfo } from "../src/bindings/ProjectInfo";
+import type { TrustPrompt } from "../src/bindings/TrustPrompt";
+import type { ProjectApi } from "../src/project/api";
+import { ProjectController } from "../src/project/controller.svelte";
 import type { ToolListing } from "../src/bindings/ToolListing";
 import { TOOLS, listing } from "./fixtures";
 
@@ -171,5 +175,96 @@ describe("mountApp", () => {
     expect(ipc).toContain("history_page");
     expect(ipc).toContain("history_facets");
     expect(root.querySelector('[data-testid="call-result"]')).toBeNull();
+  });
+});
+
+const TRUSTED: TrustPrompt = {
+  ask: false,
+  applied: "trusted",
+  status: { project: PROJECT.root, state: "trusted", digest: "d1", problems: [], grants: { servers: [], settings: [] } },
+};
+
+describe("a project switch while a console call runs", () => {
+  /** A project API whose folder dialog answers with `pick` (or throws it); records its calls. */
+  function projectApi(pick: () => Promise<ProjectInfo | null>) {
+    const calls: string[] = [];
+    const api: ProjectApi = {
+      pickProject: async () => (calls.push("pick"), pick()),
+      openRecent: async () => PROJECT,
+      listRecent: async () => [],
+      forgetRecent: async () => true,
+      trustStatus: async () => TRUSTED,
+      trustProject: async () => {
+        throw new Error("no trust expected");
+      },
+      distrustProject: async () => {
+        throw new Error("no trust expected");
+      },
+      listProviders: async () => ({ providers: [], default: null, chosen: null, chosen_model: null }),
+      chooseProvider: async () => undefined,
+      onProjectChanged: async () => () => undefined,
+      onTrustChanged: async () => () => undefined,
+    };
+    return { api, calls };
+  }
+
+  it("is refused while the call runs, with Stop the call, and the notice goes once the call has ended", async () => {
+    mockHistoryIpc();
+    let finish: (r: CallResult) => void = () => undefined;
+    let callRunning = false;
+    const cancelled: string[] = [];
+    const api: Api = {
+      ...fakeApi(TOOLS),
+      callTool: (_tool, _args, onEvent) => {
+        callRunning = true;
+        onEvent({ type: "tool_started", call_id: "c1", tool: "ls" } as never);
+        return new Promise<CallResult>((r) => (finish = (result) => ((callRunning = false), r(result))));
+      },
+      cancelCall: async (id) => (cancelled.push(id), true),
+    };
+    // As the shell does: a switch is refused with `busy` while a call runs.
+    const projects = projectApi(async () => {
+      if (callRunning) throw new ApiError({ code: "busy", stage: null, message: "a tool call is running in the open project: stop it first, then open another project" });
+      return null;
+    });
+    const app = mountApp(root, api, null, projects.api);
+    await app.ready;
+    root.querySelector<HTMLButtonElement>('[data-testid="console-run"]')?.click();
+    await settle();
+    root.querySelector<HTMLButtonElement>('[data-testid="project-pick"]')?.click();
+    await settle();
+    const notice = () => root.querySelector('[data-testid="project-error"]');
+    expect(notice()?.textContent).toContain("A tool call is running in this project: stop it first");
+    expect(projects.calls).toEqual([]);
+    root.querySelector<HTMLButtonElement>('[data-testid="project-error-stop-call"]')?.click();
+    await settle();
+    expect(cancelled).toEqual(["c1"]);
+    // The call ends (as the shell reports it): the notice goes by itself.
+    finish({ tool_call_id: "c1", tool: "ls", status: "cancelled", stage: "Execution", model: "stopped", duration_ms: 5 } as unknown as CallResult);
+    for (let i = 0; i < 3; i++) await settle();
+    expect(notice()).toBeNull();
+    // Nothing runs: the next switch asks the shell.
+    root.querySelector<HTMLButtonElement>('[data-testid="project-pick"]')?.click();
+    await settle();
+    expect(projects.calls).toEqual(["pick"]);
+    expect(notice()).toBeNull();
+  });
+
+  it("a busy refusal of the shell lasts until the window says the work ended; another failure stays", async () => {
+    let refusal = new ApiError({ code: "busy", stage: null, message: "a tool call is running in the open project: stop it first, then open another project" });
+    const projects = projectApi(async () => {
+      throw refusal;
+    });
+    const place = new ProjectController(projects.api);
+    await place.connect(PROJECT, false);
+    await place.pick();
+    expect(place.error).toBe("a tool call is running in the open project: stop it first, then open another project");
+    // The call ended (App calls this when its run or console call is no longer in progress).
+    place.unblocked();
+    expect(place.error).toBeNull();
+    refusal = new ApiError({ code: "project", stage: "Parameters", message: "not a directory" });
+    await place.pick();
+    place.unblocked();
+    expect(place.error).toBe("not a directory");
   });
 });

@@ -357,6 +357,63 @@ describe("welcome view", () => {
   });
 });
 
+describe("welcome view's recent list", () => {
+  it("says a failed read with Retry, keeps the list last read, and clears the notice once a read succeeds", async () => {
+    let fail = true;
+    let reads = 0;
+    const s = scripted({
+      listRecent: async () => {
+        reads += 1;
+        if (fail) throw new ApiError({ code: "internal", stage: null, message: "cannot read desktop-recent-projects.json" });
+        return [recent("/w/a")];
+      },
+    });
+    const place = new ProjectController(s.api);
+    await place.connect(null, true);
+    expect(place.recent).toEqual([]);
+    expect(place.recentError).toBe("cannot read desktop-recent-projects.json");
+    const c = mount(Welcome, {
+      target: host,
+      props: {
+        get recent() {
+          return place.recent;
+        },
+        get recentError() {
+          return place.recentError;
+        },
+        onpick: () => undefined,
+        onopen: () => undefined,
+        onforget: () => undefined,
+        onretry: () => void place.loadRecent(),
+      },
+    });
+    flushSync();
+    const notice = () => host.querySelector('[data-testid="recent-error"]');
+    expect(notice()?.textContent).toContain("The recent projects could not be read (cannot read desktop-recent-projects.json).");
+    // Retry reads again; still failing, the notice stays.
+    (host.querySelector('[data-testid="recent-retry"]') as HTMLButtonElement).click();
+    await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    expect(reads).toBe(2);
+    expect(notice()).not.toBeNull();
+    // It succeeds: the list is shown, the notice goes.
+    fail = false;
+    (host.querySelector('[data-testid="recent-retry"]') as HTMLButtonElement).click();
+    await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    expect(notice()).toBeNull();
+    expect([...host.querySelectorAll('[data-testid="recent-open"]')].map((b) => b.getAttribute("data-path"))).toEqual(["/w/a"]);
+    // A later failure keeps the list last read, said as possibly out of date.
+    fail = true;
+    await place.loadRecent();
+    flushSync();
+    expect(place.recent.map((r) => r.path)).toEqual(["/w/a"]);
+    expect(notice()?.textContent).toContain("Possibly out of date: the recent projects could not be read");
+    expect(host.querySelectorAll('[data-testid="recent-open"]').length).toBe(1);
+    unmount(c);
+  });
+});
+
 describe("provider picker", () => {
   it("says when the shell could not remember the choice, instead of swallowing it", async () => {
     let fail = true;

@@ -169,6 +169,30 @@ impl Store {
         .await
     }
 
+    /// Marks the `running` tool calls of processes that died since this `Store` opened
+    /// `interrupted`, with the output they spooled (the start-up recovery of calls run again, on
+    /// the same instance-lock liveness test as `recover_runs`); calls of live processes, this one
+    /// included, are left alone. A long-lived process (the desktop app) calls it before showing
+    /// calls that say `running`. Returns the ids marked.
+    pub async fn recover_calls(&self) -> Result<Vec<String>> {
+        // A read first: the usual answer (every owner alive) takes no write lock.
+        let any_dead = self
+            .read(|conn, paths| {
+                Ok(tool_calls::running_owners(conn)?
+                    .iter()
+                    .any(|owner| recovery::owner_is_dead(paths, owner.as_deref())))
+            })
+            .await?;
+        if !any_dead {
+            return Ok(Vec::new());
+        }
+        let paths = self.paths().clone();
+        self.write(Durability::Power, move |conn| {
+            recovery::interrupt_dead_calls(conn, &paths)
+        })
+        .await
+    }
+
     pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
         let run = run_id.to_string();
         self.read(move |conn, _| runs::get(conn, &run)).await

@@ -97,3 +97,47 @@ async fn running_calls_of_a_live_process_are_left_alone() {
         CallStatus::Ok
     );
 }
+
+/// A long-lived process (the desktop app) sees the calls of a process that died after it opened
+/// the store: `recover_calls` marks them `interrupted` (spooled output kept) once the owner's lock
+/// is free, and leaves its own and a live process's running calls alone.
+#[tokio::test]
+async fn recover_calls_marks_calls_of_a_process_that_died_later_and_only_those() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Store::open(dir.path()).unwrap();
+    app.begin_call(start("mine")).await.unwrap();
+    let terminal = Store::open(dir.path()).unwrap();
+    terminal.begin_call(start("theirs")).await.unwrap();
+    terminal
+        .spool("theirs")
+        .unwrap()
+        .append(b"half done")
+        .unwrap();
+    let status = |id: &'static str| {
+        let app = app.clone();
+        async move { app.get_call(id).await.unwrap().unwrap().status }
+    };
+
+    // The terminal's process is alive: nothing is marked.
+    assert!(app.recover_calls().await.unwrap().is_empty());
+    assert_eq!(status("theirs").await, CallStatus::Running);
+
+    // It dies (its instance lock is released).
+    drop(terminal);
+    assert_eq!(app.recover_calls().await.unwrap(), ["theirs"]);
+    let theirs = app.get_call("theirs").await.unwrap().unwrap();
+    assert_eq!(theirs.status, CallStatus::Interrupted);
+    assert_eq!(theirs.stage.as_deref(), Some("Execution"));
+    assert!(theirs.raw_output_partial);
+    assert_eq!(
+        app.read_raw_slice("theirs", 0, 100).await.unwrap().bytes,
+        b"half done"
+    );
+    // This process's own running call is not touched, and a second pass marks nothing.
+    assert_eq!(status("mine").await, CallStatus::Running);
+    assert!(app.recover_calls().await.unwrap().is_empty());
+    app.finish_call(CallFinish::new("mine", CallStatus::Ok))
+        .await
+        .unwrap();
+    assert_eq!(status("mine").await, CallStatus::Ok);
+}

@@ -14,6 +14,9 @@ export class ProjectController {
   /** Load finished and no project is open: show the welcome view. */
   none = $state(false);
   recent: RecentProject[] = $state([]);
+  /** Why the recent list could not be read (the welcome view says so, with a retry); the list
+   * last read, if any, stays shown. Null once a read succeeds. */
+  recentError: string | null = $state(null);
   trust: TrustPrompt | null = $state(null);
   dialogOpen = $state(false);
   /** The last failure of an action (open, pick), shown where the person acted; a refusal because
@@ -22,6 +25,9 @@ export class ProjectController {
     return this.blocked ? this.switchBlocked() : this.failure;
   }
   private failure: string | null = $state(null);
+  /** `failure` is the shell's `busy` refusal (work of this project in progress: a run, a console
+   * call): like `blocked`, it lasts only until the window says that work ended (`unblocked`). */
+  private failureBusy = false;
   /** The last switch was refused for this window's work in progress: the notice is
    * `switchBlocked()` itself, so it goes away as soon as nothing blocks any more. */
   private blocked = $state(false);
@@ -65,8 +71,9 @@ export class ProjectController {
   async loadRecent(): Promise<void> {
     try {
       this.recent = await this.api.listRecent();
-    } catch {
-      this.recent = [];
+      this.recentError = null;
+    } catch (error) {
+      this.recentError = toCommandError(error).message;
     }
   }
 
@@ -114,15 +121,27 @@ export class ProjectController {
     await Promise.all([this.loadRecent(), this.loadTrust()]);
   }
 
-  /** Nothing blocks a switch any more (the window calls this when its run ends): a later run
-   * does not bring the old refusal back. */
+  /** Nothing blocks a switch any more (the window calls this when its run or console call ends):
+   * a later one does not bring the old refusal back, and a `busy` refusal of the shell goes too. */
   unblocked(): void {
     this.blocked = false;
+    if (this.failureBusy) {
+      this.failure = null;
+      this.failureBusy = false;
+    }
+  }
+
+  /** Shows why an open or pick failed; a `busy` refusal follows the live state (`unblocked`). */
+  private failed(error: unknown): void {
+    const e = toCommandError(error);
+    this.failure = e.message;
+    this.failureBusy = e.code === "busy";
   }
 
   /** Clears the last failure; true (and the refusal shown) when a switch is refused right now. */
   private refusedNow(): boolean {
     this.failure = null;
+    this.failureBusy = false;
     this.blocked = this.switchBlocked() !== null;
     return this.blocked;
   }
@@ -133,7 +152,7 @@ export class ProjectController {
       const info = await this.api.pickProject();
       if (info !== null) await this.changed(info);
     } catch (error) {
-      this.failure = toCommandError(error).message;
+      this.failed(error);
     }
   }
 
@@ -142,7 +161,7 @@ export class ProjectController {
     try {
       await this.changed(await this.api.openRecent(path));
     } catch (error) {
-      this.failure = toCommandError(error).message;
+      this.failed(error);
       await this.loadRecent();
     }
   }
@@ -150,6 +169,7 @@ export class ProjectController {
   /** Removes a recent entry; a refusal is said where the person acted (the entry stays listed). */
   async forget(path: string): Promise<void> {
     this.failure = null;
+    this.failureBusy = false;
     try {
       await this.api.forgetRecent(path);
     } catch (error) {
