@@ -119,12 +119,19 @@ impl McpManager {
 
     /// The catalog entry behind a qualified name.
     pub fn entry(&self, qualified_name: &str) -> Option<McpToolEntry> {
-        self.shared
-            .catalog()
-            .entries
-            .iter()
-            .find(|e| e.qualified_name == qualified_name)
-            .cloned()
+        self.shared.catalog().entry(qualified_name).cloned()
+    }
+
+    /// The qualified name this manager gave to `tool` on `server`, also when the tool is left out
+    /// now (its schema became unusable) or its server is down; the default name
+    /// ([`crate::names::qualified_name`]) when it never gave one (a tool never usable, or left out
+    /// by the server's allow/deny lists). A collision can give a tool another name than the
+    /// default, so rows about a tool show this one.
+    pub fn qualified_name(&self, server: &str, tool: &str) -> String {
+        match self.shared.catalog().given_name(server, tool) {
+            Some(name) => name.to_owned(),
+            None => crate::names::qualified_name(server, tool),
+        }
     }
 
     /// One status per configured server, sorted by name.
