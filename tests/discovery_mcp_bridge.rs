@@ -420,3 +420,82 @@ fn the_cli_rejects_an_untrusted_read_only_tool_without_yes() {
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
     assert!(stdout.contains("echo: from the cli"), "{stdout}");
 }
+
+/// `tools list` names a left-out MCP tool by the name it was given: server `a`'s `b__echo`
+/// collides with server `a__b`'s `echo` (`mcp__a__b__echo`) and gets another name; when its
+/// schema then becomes unusable, its absent row carries that name, not the default one, which
+/// is `a__b`'s working echo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_left_out_tool_is_listed_under_the_name_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(root.join(".aibuddy")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let fx = fixture_server().to_string_lossy().into_owned();
+    std::fs::write(
+        data.join("mcp.json"),
+        json!({"mcpServers": {
+            "a": {"command": "python3", "args": [fx]},
+            "a__b": {"command": "python3", "args": [fx]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let app = App::open(AppOptions {
+        project: root,
+        data_dir: data,
+    })
+    .await
+    .unwrap();
+    wait_until(&app, "both servers listed", |rows| {
+        rows.iter().any(|r| r.name == "mcp__a__echo")
+            && rows.iter().any(|r| r.name == "mcp__a__b__echo")
+    })
+    .await;
+    let of_a = |rows: &[ToolListing]| -> Vec<ToolListing> {
+        rows.iter()
+            .filter(|r| {
+                r.source == Source::Mcp("a".into()) && r.name.starts_with("mcp__a__b__echo")
+            })
+            .cloned()
+            .collect()
+    };
+    let out = call(
+        &app,
+        "run_1",
+        "mcp__a__add_tool",
+        json!({"name": "b__echo"}),
+    )
+    .await;
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    wait_until(&app, "b__echo listed", |rows| !of_a(rows).is_empty()).await;
+    let given = of_a(&app.tools_list())[0].name.clone();
+    assert_ne!(given, "mcp__a__b__echo");
+
+    let out = call(
+        &app,
+        "run_1",
+        "mcp__a__add_tool",
+        json!({"name": "b__echo", "schema": {"type": "string"}}),
+    )
+    .await;
+    assert_eq!(out.status, CallStatus::Ok, "{out:?}");
+    wait_until(&app, "b__echo left out", |rows| {
+        of_a(rows).iter().any(|r| r.exposure == Exposure::Absent)
+    })
+    .await;
+    let rows = of_a(&app.tools_list());
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].name, given);
+    assert_eq!(rows[0].exposure, Exposure::Absent);
+    assert!(
+        (rows[0].absent_reason.as_deref()).is_some_and(|r| r.starts_with("Discovery: left out")),
+        "{rows:?}"
+    );
+    // `mcp__a__b__echo` is still `a__b`'s echo alone.
+    let all = app.tools_list();
+    let echo: Vec<&ToolListing> = all.iter().filter(|r| r.name == "mcp__a__b__echo").collect();
+    assert_eq!(echo.len(), 1, "{echo:?}");
+    assert_eq!(echo[0].source, Source::Mcp("a__b".into()));
+}

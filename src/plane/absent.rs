@@ -26,14 +26,14 @@ impl CapabilityPlane {
                 for r in &s.rejected_tools {
                     rejected.push((
                         r.server.clone(),
-                        aibuddy_mcp::names::qualified_name(&r.server, &r.tool),
+                        m.qualified_name(&r.server, &r.tool),
                         r.reason.clone(),
                     ));
                 }
                 for f in &s.filtered_tools {
                     filtered.push((
                         f.server.clone(),
-                        aibuddy_mcp::names::qualified_name(&f.server, &f.tool),
+                        m.qualified_name(&f.server, &f.tool),
                         f.reason.clone(),
                     ));
                 }

@@ -225,6 +225,30 @@ pub struct Catalog {
     pub filtered: Vec<RejectedTool>,
 }
 
+impl Catalog {
+    /// The entry behind a qualified name: the name map (a hash lookup) says whether this catalog
+    /// gave the name out, and a binary search of the entries (sorted by qualified name) finds it.
+    /// A call binds through this on every call, so it must not scan thousands of entries.
+    pub fn entry(&self, qualified_name: &str) -> Option<&McpToolEntry> {
+        self.names.resolve(qualified_name)?;
+        match (self.entries).binary_search_by(|e| e.qualified_name.as_str().cmp(qualified_name)) {
+            Ok(i) => self.entries.get(i),
+            // Entries not in order (a catalog assembled by hand): the slow way.
+            Err(_) => self
+                .entries
+                .iter()
+                .find(|e| e.qualified_name == qualified_name),
+        }
+    }
+
+    /// The qualified name this catalog, or one it was rebuilt from, gave to `tool` on `server`
+    /// ([`Catalog::given_names`]), even when the tool is left out now (its schema became unusable,
+    /// its server is down); `None` when no name was ever given to it.
+    pub fn given_name(&self, server: &str, tool: &str) -> Option<&str> {
+        (self.names.qualified(server, tool)).or_else(|| self.given_names.qualified(server, tool))
+    }
+}
+
 /// Splits each server's listed tools by its filter: the kept tools, and the left-out ones with
 /// their reason. Servers without a filter keep everything. Pure.
 pub fn apply_tool_filters(

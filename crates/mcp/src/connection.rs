@@ -92,6 +92,7 @@ pub(crate) async fn run_connection(
     shared: &Arc<Shared>,
     config: &ServerConfig,
     redactor: &Redactor,
+    generation: u64,
     shutdown: &CancellationToken,
 ) -> Ended {
     if let Some(gate) = &shared.options.before_spawn
@@ -115,7 +116,7 @@ pub(crate) async fn run_connection(
         }
     };
     let service_cancel = running.cancellation_token();
-    let mut session = Session::new(shared, config, &running, wiring);
+    let mut session = Session::new(shared, config, generation, &running, wiring);
     let service_done = tokio::spawn(running.waiting());
     let outcome = session.run(shutdown, service_done).await;
     service_cancel.cancel();

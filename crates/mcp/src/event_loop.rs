@@ -38,6 +38,8 @@ enum Step {
 pub(crate) struct Session<'a> {
     shared: &'a Arc<Shared>,
     name: &'a str,
+    /// The supervisor this connection runs under ([`Shared::update_as`]).
+    generation: u64,
     connect_timeout: Duration,
     peer: Peer<RoleClient>,
     protocol_version: Option<String>,
@@ -51,6 +53,7 @@ impl<'a> Session<'a> {
     pub fn new(
         shared: &'a Arc<Shared>,
         config: &'a ServerConfig,
+        generation: u64,
         running: &RunningService<RoleClient, Handler>,
         wiring: Wiring,
     ) -> Self {
@@ -66,6 +69,7 @@ impl<'a> Session<'a> {
         Session {
             shared,
             name: &config.name,
+            generation,
             connect_timeout: config.timeouts.connect,
             peer,
             protocol_version,
@@ -204,20 +208,21 @@ impl<'a> Session<'a> {
         let broken = (self.wiring.process.as_ref().map(|p| p.broken.clone()))
             .or_else(|| self.wiring.broken.clone());
         let auth = self.wiring.auth.clone();
-        self.shared.update(self.name, true, move |slot| {
-            slot.tools = tools;
-            if !first {
-                slot.tools_refreshed += 1;
-                return;
-            }
-            slot.state = ServerState::Connected;
-            slot.protocol_version = pv;
-            slot.server_info = si;
-            slot.events = Some(ev);
-            slot.peer = Some(pr);
-            slot.broken = broken;
-            slot.auth = auth;
-        });
+        self.shared
+            .update_as(self.name, self.generation, true, move |slot| {
+                slot.tools = tools;
+                if !first {
+                    slot.tools_refreshed += 1;
+                    return;
+                }
+                slot.state = ServerState::Connected;
+                slot.protocol_version = pv;
+                slot.server_info = si;
+                slot.events = Some(ev);
+                slot.peer = Some(pr);
+                slot.broken = broken;
+                slot.auth = auth;
+            });
     }
 
     /// Waits for the next thing that happens to a connected server.

@@ -21,7 +21,7 @@ use crate::redact::Redactor;
 use crate::routing;
 use crate::shared::{Shared, Slot};
 use crate::status::{ServerState, ServerStatus};
-use crate::supervisor::supervise;
+use crate::supervisor::{disconnected, supervise};
 
 /// A connection that lasted this long resets the reconnect backoff; shorter ones keep climbing it,
 /// so a server that crashes right after connecting is not restarted every second forever.
@@ -74,6 +74,7 @@ impl McpManager {
                     peer: None,
                     events: None,
                     wake: Arc::new(tokio::sync::Notify::new()),
+                    generation: 0,
                 },
             );
         }
@@ -101,7 +102,7 @@ impl McpManager {
             .into_iter()
             .map(|name| {
                 let token = shutdown.child_token();
-                let task = tokio::spawn(supervise(shared.clone(), name.clone(), token.clone()));
+                let task = tokio::spawn(supervise(shared.clone(), name.clone(), 0, token.clone()));
                 (name, (token, task))
             })
             .collect();
@@ -119,12 +120,19 @@ impl McpManager {
 
     /// The catalog entry behind a qualified name.
     pub fn entry(&self, qualified_name: &str) -> Option<McpToolEntry> {
-        self.shared
-            .catalog()
-            .entries
-            .iter()
-            .find(|e| e.qualified_name == qualified_name)
-            .cloned()
+        self.shared.catalog().entry(qualified_name).cloned()
+    }
+
+    /// The qualified name this manager gave to `tool` on `server`, also when the tool is left out
+    /// now (its schema became unusable) or its server is down; the default name
+    /// ([`crate::names::qualified_name`]) when it never gave one (a tool never usable, or left out
+    /// by the server's allow/deny lists). A collision can give a tool another name than the
+    /// default, so rows about a tool show this one.
+    pub fn qualified_name(&self, server: &str, tool: &str) -> String {
+        match self.shared.catalog().given_name(server, tool) {
+            Some(name) => name.to_owned(),
+            None => crate::names::qualified_name(server, tool),
+        }
     }
 
     /// One status per configured server, sorted by name.
@@ -282,11 +290,19 @@ impl McpManager {
             token.cancel();
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
-        self.shared.set_state(name, ServerState::Connecting);
+        // The slot passes to the new supervisor: whatever the old one (or a racing restart's)
+        // still writes is ignored from here on. Its connection's tools leave the catalog now.
+        let mut generation = 0;
+        self.shared.update(name, true, |slot| {
+            disconnected(slot, ServerState::Connecting);
+            slot.generation += 1;
+            generation = slot.generation;
+        });
         let token = self.shutdown.child_token();
         let task = tokio::spawn(supervise(
             self.shared.clone(),
             name.to_owned(),
+            generation,
             token.clone(),
         ));
         if let Some((stale, task)) = self

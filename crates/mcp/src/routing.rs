@@ -34,11 +34,7 @@ struct Bound {
 /// Finds the tool and checks the arguments (pure but for reading the catalog).
 fn bind(shared: &Shared, qualified_name: &str, args: Value) -> Result<Bound, McpError> {
     let catalog = shared.catalog();
-    let Some(entry) = catalog
-        .entries
-        .iter()
-        .find(|e| e.qualified_name == qualified_name)
-    else {
+    let Some(entry) = catalog.entry(qualified_name) else {
         return Err(shared.unknown_tool(qualified_name));
     };
     let invalid = |message: String| McpError::InvalidArguments {
@@ -334,5 +330,103 @@ async fn send_cancelled(peer: &Peer<RoleClient>, request_id: RequestId, reason: 
     let params = CancelledNotificationParam::new(Some(request_id), Some(reason.to_owned()));
     if let Err(e) = peer.notify_cancelled(params).await {
         tracing::debug!("could not send notifications/cancelled: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::RwLock;
+
+    use rmcp::model::Tool;
+    use serde_json::json;
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::catalog::build_catalog;
+    use crate::elicitation::{Callers, DeclineElicitation};
+    use crate::options::McpOptions;
+
+    fn shared_with(servers: &BTreeMap<String, Vec<Tool>>) -> Shared {
+        let options = McpOptions::default();
+        Shared {
+            slots: RwLock::new(BTreeMap::new()),
+            catalog: RwLock::new(Arc::new(build_catalog(servers, &BTreeSet::new()))),
+            changes: watch::channel(0u64).0,
+            progress: Arc::new(ProgressRoutes::new(options.progress_interval)),
+            options,
+            broker: Arc::new(DeclineElicitation),
+            callers: Arc::new(Callers::default()),
+        }
+    }
+
+    fn tools(n: usize) -> Vec<Tool> {
+        (0..n)
+            .map(|i| {
+                let Value::Object(schema) = json!({
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}},
+                    "required": ["x"]
+                }) else {
+                    unreachable!("a JSON object")
+                };
+                Tool::new(format!("t{i:05}"), "a tool", Arc::new(schema))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bind_finds_every_tool_and_keeps_its_errors() {
+        let servers = BTreeMap::from([("a".to_owned(), tools(50)), ("b".to_owned(), tools(50))]);
+        let shared = shared_with(&servers);
+        for entry in &shared.catalog().entries {
+            let bound = bind(&shared, &entry.qualified_name, json!({"x": 1})).unwrap();
+            assert_eq!(
+                (bound.server.as_str(), bound.tool.as_str()),
+                (entry.server.as_str(), entry.name.as_str())
+            );
+        }
+        let unknown = bind(&shared, "mcp__a__t99999", json!({})).err();
+        assert!(
+            matches!(unknown, Some(McpError::UnknownTool { ref name }) if name == "mcp__a__t99999"),
+            "{unknown:?}"
+        );
+        let invalid = bind(&shared, "mcp__b__t00007", json!({"x": "one"})).err();
+        assert!(
+            matches!(invalid, Some(McpError::InvalidArguments { ref tool, .. }) if tool == "mcp__b__t00007"),
+            "{invalid:?}"
+        );
+    }
+
+    /// A call's bind with 10,000 tools: through the name map against the scan of every entry
+    /// it replaced. Prints both and their ratio (`cargo test -p aibuddy-mcp --lib
+    /// bind_with_ten_thousand -- --nocapture`); asserts only that both find the same entries.
+    #[test]
+    fn bind_with_ten_thousand_tools_uses_the_name_map() {
+        let shared = shared_with(&BTreeMap::from([("s".to_owned(), tools(10_000))]));
+        let catalog = shared.catalog();
+        let names: Vec<String> = (catalog.entries.iter().step_by(10))
+            .map(|e| e.qualified_name.clone())
+            .collect();
+        let started = std::time::Instant::now();
+        let mut scanned = 0usize;
+        for name in &names {
+            let found = catalog.entries.iter().find(|e| &e.qualified_name == name);
+            scanned += usize::from(found.is_some());
+        }
+        let scan = started.elapsed();
+        let started = std::time::Instant::now();
+        let mut bound = 0usize;
+        for name in &names {
+            bound += usize::from(bind(&shared, name, json!({"x": 1})).is_ok());
+        }
+        let by_map = started.elapsed();
+        assert_eq!((scanned, bound), (names.len(), names.len()));
+        println!(
+            "bind of {} calls among 10000 tools: scanning the entries {scan:?}, through the name \
+             map (with the argument check) {by_map:?} ({:.1}x)",
+            names.len(),
+            scan.as_secs_f64() / by_map.as_secs_f64().max(1e-9)
+        );
     }
 }

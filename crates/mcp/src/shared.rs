@@ -40,6 +40,11 @@ pub(crate) struct Slot {
     /// Wakes the supervisor of a server waiting for a login or a backoff to connect again now
     /// ([`crate::McpManager::reconnect`]).
     pub wake: Arc<tokio::sync::Notify>,
+    /// Which supervisor owns this slot: [`crate::McpManager::restart`] counts it up before it
+    /// starts a new one, and a supervisor writes only while the slot is still its own
+    /// ([`Shared::update_as`]), so an old supervisor ending late (a restart that did not wait
+    /// it out, two restarts racing) cannot overwrite the new connection's state and tools.
+    pub generation: u64,
 }
 
 pub(crate) struct Shared {
@@ -86,8 +91,42 @@ impl Shared {
         self.changes.send_modify(|generation| *generation += 1);
     }
 
-    pub fn set_state(&self, server: &str, state: ServerState) {
-        self.update(server, false, |slot| slot.state = state);
+    /// [`Shared::update`] by the supervisor of `generation`: ignored (and the catalog not
+    /// rebuilt) once the slot belongs to a newer supervisor. Whether it was applied.
+    pub fn update_as(
+        &self,
+        server: &str,
+        generation: u64,
+        tools_changed: bool,
+        f: impl FnOnce(&mut Slot),
+    ) -> bool {
+        let current = {
+            let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+            slots.get(server).map(|s| s.generation)
+        };
+        if current != Some(generation) {
+            tracing::debug!(
+                server,
+                generation,
+                ?current,
+                "a replaced supervisor's update is ignored"
+            );
+            return false;
+        }
+        let mut applied = false;
+        self.update(server, tools_changed, |slot| {
+            // Checked again under the write lock: a restart may have come in between.
+            if slot.generation == generation {
+                f(slot);
+                applied = true;
+            }
+        });
+        applied
+    }
+
+    /// [`Shared::set_state`] by the supervisor of `generation` ([`Shared::update_as`]).
+    pub fn set_state_as(&self, server: &str, generation: u64, state: ServerState) {
+        self.update_as(server, generation, false, |slot| slot.state = state);
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {

@@ -11,7 +11,7 @@ use crate::shared::{Shared, Slot};
 use crate::status::ServerState;
 
 /// The slot of a server whose connection ended: no peer, no tools, `state`.
-fn disconnected(slot: &mut Slot, state: ServerState) {
+pub(crate) fn disconnected(slot: &mut Slot, state: ServerState) {
     slot.state = state;
     slot.peer = None;
     slot.events = None;
@@ -20,8 +20,14 @@ fn disconnected(slot: &mut Slot, state: ServerState) {
     slot.tools.clear();
 }
 
-/// Runs server `name` until `shutdown`.
-pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: CancellationToken) {
+/// Runs server `name` until `shutdown`, as the slot's supervisor of `generation` (every write
+/// to the slot goes through [`Shared::update_as`]).
+pub(crate) async fn supervise(
+    shared: Arc<Shared>,
+    name: String,
+    generation: u64,
+    shutdown: CancellationToken,
+) {
     let (config, redactor, wake) = {
         let slots = shared.slots.read().unwrap_or_else(PoisonError::into_inner);
         match slots.get(&name) {
@@ -37,18 +43,18 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
     let mut attempt: u32 = 0;
     loop {
         let (reason, was_stable) =
-            match run_connection(&shared, &config, &redactor, &shutdown).await {
+            match run_connection(&shared, &config, &redactor, generation, &shutdown).await {
                 Ended::Shutdown => {
                     let state = ServerState::Failed {
                         reason: "client shut down".into(),
                         retry_in_ms: None,
                     };
-                    shared.update(&name, true, |slot| disconnected(slot, state));
+                    shared.update_as(&name, generation, true, |slot| disconnected(slot, state));
                     return;
                 }
                 Ended::NeedsLogin => {
                     tracing::info!(server = %name, "MCP server needs login");
-                    shared.update(&name, true, |slot| {
+                    shared.update_as(&name, generation, true, |slot| {
                         disconnected(slot, ServerState::NeedsLogin)
                     });
                     // Not retried: a login is what changes it (then `McpManager::reconnect`).
@@ -57,7 +63,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
                         _ = wake.notified() => {}
                     }
                     attempt = 0;
-                    shared.set_state(&name, ServerState::Connecting);
+                    shared.set_state_as(&name, generation, ServerState::Connecting);
                     continue;
                 }
                 Ended::Failed { reason, was_stable } => (reason, was_stable),
@@ -75,12 +81,12 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
             reason: reason.clone(),
             retry_in_ms: Some(retry_in_ms),
         };
-        shared.update(&name, true, |slot| disconnected(slot, state));
+        shared.update_as(&name, generation, true, |slot| disconnected(slot, state));
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = wake.notified() => {}
             _ = shutdown.cancelled() => {
-                shared.set_state(&name, ServerState::Failed { reason, retry_in_ms: None });
+                shared.set_state_as(&name, generation, ServerState::Failed { reason, retry_in_ms: None });
                 return;
             }
         }
@@ -88,6 +94,6 @@ pub(crate) async fn supervise(shared: Arc<Shared>, name: String, shutdown: Cance
             attempt,
             last_reason: reason,
         };
-        shared.set_state(&name, state);
+        shared.set_state_as(&name, generation, state);
     }
 }

@@ -296,6 +296,56 @@ async fn a_tool_listed_later_never_takes_over_another_servers_name() {
 }
 
 #[tokio::test]
+async fn a_left_out_tool_is_named_by_the_name_it_was_given() {
+    // Server `a` registers `b__echo`, which collides with `a__b`'s echo and gets another name;
+    // then its schema becomes unusable: it is left out, under the name it was given, not the
+    // default one (`mcp__a__b__echo`, the name of `a__b`'s working echo).
+    let manager = start(vec![fixture("a", &[]), fixture("a__b", &[])]);
+    wait_connected(&manager, "a", UP).await;
+    wait_connected(&manager, "a__b", UP).await;
+    let add = |schema: Option<serde_json::Value>| {
+        let mut args = json!({"name": "b__echo"});
+        if let Some(schema) = schema {
+            args["schema"] = schema;
+        }
+        manager.call("mcp__a__add_tool", args, CancellationToken::new(), None)
+    };
+    add(None).await.unwrap();
+    let deadline = Instant::now() + UP;
+    let given = loop {
+        if let Some(e) = manager.catalog().into_iter().find(|e| e.name == "b__echo") {
+            break e.qualified_name;
+        }
+        assert!(Instant::now() < deadline, "b__echo never listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(given, "mcp__a__b__echo");
+    assert_eq!(manager.qualified_name("a", "b__echo"), given);
+    add(Some(json!({"type": "string"}))).await.unwrap();
+    let left_out = |manager: &aibuddy_mcp::McpManager| {
+        manager
+            .status()
+            .into_iter()
+            .find(|s| s.server == "a")
+            .is_some_and(|s| s.rejected_tools.iter().any(|r| r.tool == "b__echo"))
+    };
+    let deadline = Instant::now() + UP;
+    while !left_out(&manager) {
+        assert!(Instant::now() < deadline, "b__echo never left out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(manager.catalog().iter().all(|e| e.name != "b__echo"));
+    assert_eq!(manager.qualified_name("a", "b__echo"), given);
+    // Names never given: the default.
+    assert_eq!(
+        manager.qualified_name("a", "never.listed"),
+        "mcp__a__never_listed"
+    );
+    assert_eq!(manager.qualified_name("a__b", "echo"), "mcp__a__b__echo");
+    manager.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_name_stays_with_its_server_while_the_server_is_down() {
     // `mcp__a__b__echo` is server `a__b`'s echo. `a__b` crashes and waits a long backoff (its
     // tools leave the catalog); meanwhile server `a` registers `b__echo`, whose qualified name
