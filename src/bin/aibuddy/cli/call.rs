@@ -319,6 +319,9 @@ mod tests {
         LazySummarizer {
             parts: std::sync::Mutex::new(Some((route, None))),
             model: None,
+            limits: aibuddy::agent::summarize::SummaryLimits::of(
+                &aibuddy::agent::AgentOptions::default(),
+            ),
             built: tokio::sync::OnceCell::new(),
         }
     }
