@@ -13,7 +13,8 @@
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
 //!                "expose_credentials": [], "max_processes": 4096 },
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
-//!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null }
+//!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null,
+//!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -175,7 +176,19 @@ pub struct AgentSettings {
     /// The model that writes summaries (conversation compaction and the `summarize`
     /// precompaction strategy), on the run's provider. Unset: the run's model.
     pub summary_model: Option<String>,
+    /// The longest a step's model response may take (seconds, retries included; also bounds a
+    /// compaction summary). 1 s to 24 h ([`MAX_AGENT_TIMEOUT_SECS`]); default 30 min.
+    pub step_timeout_secs: u64,
+    /// How long a step's stream may send only keep-alives (seconds) before it counts as stalled.
+    /// 1 s to 24 h; default 15 min.
+    pub keepalive_timeout_secs: u64,
+    /// How long a step's stream may send nothing at all (seconds) before it counts as stalled.
+    /// 1 s to 24 h; default 90 s.
+    pub idle_timeout_secs: u64,
 }
+
+/// Largest value of the `agent.*_timeout_secs` settings (24 h); the smallest is 1 s.
+pub const MAX_AGENT_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
 impl Default for AgentSettings {
     fn default() -> Self {
@@ -183,6 +196,9 @@ impl Default for AgentSettings {
             compaction_threshold: 0.8,
             keep_recent_turns: 2,
             summary_model: None,
+            step_timeout_secs: crate::agent::DEFAULT_STEP_TIMEOUT.as_secs(),
+            keepalive_timeout_secs: crate::agent::DEFAULT_KEEPALIVE_TIMEOUT.as_secs(),
+            idle_timeout_secs: crate::agent::DEFAULT_IDLE_TIMEOUT.as_secs(),
         }
     }
 }
@@ -200,7 +216,7 @@ pub struct Settings {
     /// Model providers for agent runs (`aibuddy run`): `default` plus named entries.
     #[ts(type = "Record<string, unknown>")]
     pub providers: aibuddy_provider::ProvidersConfig,
-    /// Agent runs: compaction threshold, turns kept, summary model.
+    /// Agent runs: compaction threshold, turns kept, summary model, time limits of a step.
     pub agent: AgentSettings,
 }
 

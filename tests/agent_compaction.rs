@@ -232,6 +232,75 @@ async fn stop_during_summarization_chat() {
     stop_during_summarization(ProviderKind::OpenAiChat).await;
 }
 
+/// A provider that trickles the compaction summary forever (a token every 100 ms, never
+/// finished) no longer holds the run: the summary is bounded by the step time limit, the run ends
+/// `error` at Execution saying so, and everything stored before (the prompt, three steps and their
+/// results) is kept; no summary is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickling_summary_ends_the_run_at_the_step_time_limit() {
+    use aibuddy::contract::Stage;
+    use aibuddy_provider::testing::Reply;
+    let h = harness(ProviderKind::Anthropic, None).await;
+    h.server.summaries_start_with(SUMMARY_MARKER);
+    for (i, file) in ["notes.txt", "b.txt", "notes.txt"].iter().enumerate() {
+        h.push(Turn::text("Reading.").call(
+            &format!("call_r{i}"),
+            "read_file",
+            json!({"path": file}),
+        ));
+    }
+    h.server.push(Reply::anthropic_trickle(
+        "tok ",
+        600,
+        Duration::from_millis(100),
+    ));
+    let mut options = compacting_options();
+    options.step_timeout = Duration::from_millis(1500);
+    let started = std::time::Instant::now();
+    let (out, events) = tokio::time::timeout(
+        Duration::from_secs(30),
+        h.run_with(start("read three"), options),
+    )
+    .await
+    .expect("the step time limit ends a trickling summary");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status, RunStatus::Error, "{out:?}");
+    assert_eq!(out.stage, Some(Stage::Execution), "{out:?}");
+    assert_eq!(
+        out.error.as_deref(),
+        Some(
+            "conversation compaction failed: the summary passed the step time limit of 1.5 s \
+             (step timeout); nothing was summarized"
+        )
+    );
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 4, "no step sent after the failed summary");
+    assert!(reqs[3].raw_body.contains("summarize the earlier part"));
+    let conv = h.store().conversation(&out.run_id).await.unwrap();
+    assert!(conv.summaries.is_empty());
+    let roles: Vec<&str> = conv.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        vec![
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool"
+        ]
+    );
+    assert_eq!(conv.run.status, Some(RunStatus::Error));
+    assert_eq!(conv.run.stage.as_deref(), Some("Execution"));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, RunEvent::Compaction { .. }))
+    );
+    h.server.assert_clean();
+}
+
 /// The precompaction `Summarizer` backed by the provider: one tool-less request with the summary
 /// model, the summary returned when smaller, refused when not (the original then stays), and a
 /// stalled summary stopped promptly by its token.

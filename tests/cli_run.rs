@@ -531,3 +531,49 @@ async fn a_tiny_context_window_compacts_and_runs_show_keeps_the_originals() {
     assert_eq!(conv["messages"].as_array().unwrap().len(), 8);
     assert_eq!(conv["summaries"].as_array().unwrap().len(), 1);
 }
+
+/// `agent.step_timeout_secs` from the person's settings file bounds `aibuddy run`: a provider
+/// trickling a token every 100 ms for a minute ends at the 1 s limit, the run `error` at
+/// Execution with the reason, the text streamed so far kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_step_time_limit_ends_a_trickling_run() {
+    use aibuddy_provider::testing::Reply;
+    let f = fx(|_| {
+        json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}},
+            "agent": {"step_timeout_secs": 1}})
+    })
+    .await;
+    f.server.expect_key(KEY);
+    f.server.push(Reply::anthropic_trickle(
+        "tok ",
+        600,
+        std::time::Duration::from_millis(100),
+    ));
+    let mut cmd = support::aibuddy_cmd(&f.project, &f.data);
+    cmd.args(["run", "tell me"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", f.server.anthropic_base())
+        .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
+    let child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), child)
+        .await
+        .expect("the 1 s step limit from settings.json ends the run")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stderr.contains(
+            "error, stage Execution: the model's response passed the step time limit of 1 s \
+             (step timeout); the text streamed so far is kept"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.starts_with("tok tok "), "{stdout}");
+    assert_eq!(f.server.requests().len(), 1, "not retried");
+    f.server.assert_clean();
+}

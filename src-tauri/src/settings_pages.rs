@@ -6,7 +6,7 @@
 //!
 //! The person is trusted, so the window may write either level; it may write only the fields the
 //! pages edit ([`editable`]): providers, writable roots, network, environment policy, the process
-//! cap and auto-approve. The window keeps the settings it was opened with; a write applies when the
+//! cap, auto-approve and the agent's time limits (`agent.*_timeout_secs`). The window keeps the settings it was opened with; a write applies when the
 //! project is opened again (the CLI reads it at its next command).
 
 use std::path::Path;
@@ -98,8 +98,8 @@ pub struct SettingsWrite {
     pub problems: Vec<SettingsProblem>,
 }
 
-/// The settings keys the pages may write (pure): a provider entry or `providers.default`, and the
-/// fields of the exec, confirm pages.
+/// The settings keys the pages may write (pure): a provider entry or `providers.default`, the
+/// fields of the exec, confirm pages, and the agent's time limits.
 pub fn editable(path: &[String]) -> bool {
     match path {
         [section, name] if section == "providers" => !name.trim().is_empty(),
@@ -112,6 +112,10 @@ pub fn editable(path: &[String]) -> bool {
                 | "expose_credentials"
                 | "max_processes"
         ),
+        [section, field] if section == "agent" => matches!(
+            field.as_str(),
+            "step_timeout_secs" | "keepalive_timeout_secs" | "idle_timeout_secs"
+        ),
         [section, field] => section == "confirm" && field == "auto_approve_writes",
         _ => false,
     }
@@ -119,7 +123,7 @@ pub fn editable(path: &[String]) -> bool {
 
 /// The sections of a settings file the pages show. Others stay in the file and out of the
 /// window (`sandbox.daytona` / `sandbox.e2b` may hold keys).
-pub const PAGE_SECTIONS: &[&str] = &["providers", "exec", "confirm"];
+pub const PAGE_SECTIONS: &[&str] = &["providers", "exec", "confirm", "agent"];
 
 fn as_json(content: &FileContent) -> Value {
     match content {
@@ -409,6 +413,10 @@ mod tests {
         assert!(editable(&p(&["providers", "local"])));
         assert!(editable(&p(&["exec", "network"])));
         assert!(editable(&p(&["exec", "max_processes"])));
+        assert!(editable(&p(&["agent", "step_timeout_secs"])));
+        assert!(editable(&p(&["agent", "keepalive_timeout_secs"])));
+        assert!(editable(&p(&["agent", "idle_timeout_secs"])));
+        assert!(!editable(&p(&["agent", "summary_model"])));
         assert!(editable(&p(&["confirm", "auto_approve_writes"])));
         assert!(!editable(&p(&["providers", " "])));
         assert!(!editable(&p(&["exec", "heartbeat_secs"])));

@@ -216,6 +216,82 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
     );
 }
 
+/// The agent's time limits, written from the window: shown back, applied to the run options the
+/// desktop builds (`AgentOptions::from_settings`), a project value above the user level not
+/// applied untrusted, out-of-range values refused with nothing written.
+#[test]
+fn agent_time_limits_round_trip_and_a_longer_project_value_is_not_applied() {
+    use aibuddy::agent::AgentOptions;
+    let f = fixture(None);
+    let set = |level: &str, field: &str, value: Value| {
+        invoke(
+            &f,
+            "set_setting",
+            json!({"level": level, "path": ["agent", field], "value": value}),
+        )
+        .unwrap()
+    };
+    let limits = || {
+        let o = AgentOptions::from_settings(&aibuddy::settings::load(&f.data, &f.project).settings);
+        (
+            o.step_timeout.as_secs(),
+            o.keepalive_timeout.as_secs(),
+            o.idle_timeout.as_secs(),
+        )
+    };
+    assert_eq!(limits(), (1800, 900, 90), "the defaults");
+    for (field, value) in [
+        ("step_timeout_secs", 600),
+        ("keepalive_timeout_secs", 300),
+        ("idle_timeout_secs", 45),
+    ] {
+        let written = set("user", field, json!(value));
+        assert_eq!(written["problems"], json!([]), "{written}");
+    }
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(
+        pages["user"]["agent"],
+        json!({"step_timeout_secs": 600, "keepalive_timeout_secs": 300, "idle_timeout_secs": 45})
+    );
+    assert_eq!(limits(), (600, 300, 45));
+
+    // Shorter at the project level: narrows, applies untrusted.
+    assert_eq!(
+        set("project", "step_timeout_secs", json!(60))["problems"],
+        json!([])
+    );
+    assert_eq!(limits(), (60, 300, 45));
+    // Longer: written (the person wrote it), but it widens: the user level's limit stays.
+    assert_eq!(
+        set("project", "step_timeout_secs", json!(3600))["problems"],
+        json!([])
+    );
+    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let widening: Vec<_> = loaded.widening.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(widening, vec!["agent.step_timeout_secs"]);
+    assert_eq!(limits(), (600, 300, 45));
+
+    // Out of range or not a whole number of seconds: refused on the field, nothing written.
+    let project_file = f.project.join(".aibuddy/settings.json");
+    let before = std::fs::read_to_string(&project_file).unwrap();
+    for bad in [json!(0), json!(86_401), json!(-5), json!(1.5), json!("60")] {
+        let out = set("project", "idle_timeout_secs", bad.clone());
+        assert_eq!(out["written"], Value::Null, "{bad}: {out}");
+        assert_eq!(
+            out["problems"][0]["field"],
+            json!("agent.idle_timeout_secs"),
+            "{bad}: {out}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&project_file).unwrap(), before);
+    // Unset at the user level: the default applies again.
+    assert_eq!(
+        set("user", "idle_timeout_secs", Value::Null)["problems"],
+        json!([])
+    );
+    assert_eq!(limits(), (600, 300, 90));
+}
+
 #[test]
 fn a_provider_key_goes_to_the_keyring_and_never_comes_back() {
     let f = fixture(None);

@@ -14,12 +14,12 @@ use super::compaction::{
 };
 use super::events::{RunEvent, RunEventSink};
 use super::summarize::{
-    CONVERSATION_INSTRUCTION, SUMMARY_MAX_TOKENS, SummaryError, complete_text, summary_request,
-    transcript,
+    CONVERSATION_INSTRUCTION, SUMMARY_MAX_TOKENS, SummaryError, SummaryLimits, complete_text,
+    summary_request, transcript,
 };
 
 /// What the compaction check did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Compacted {
     /// Under the threshold, or nothing to cut.
     No,
@@ -27,6 +27,9 @@ pub(crate) enum Compacted {
     Yes,
     /// The run was stopped during summarization.
     Cancelled,
+    /// The summary passed the step time limit: the run ends `error` at Execution with this
+    /// reason (nothing was written; the stored conversation stays whole).
+    OverTime(String),
 }
 
 fn u64_of(v: i64) -> u64 {
@@ -80,7 +83,8 @@ impl Agent {
     }
 
     /// Compacts the stored conversation when `req` (the next request as built) would pass the
-    /// threshold. A failed summary leaves the conversation as it is (logged; the step goes on).
+    /// threshold. A failed summary leaves the conversation as it is (logged; the step goes on),
+    /// except one past the step time limit, which ends the run ([`Compacted::OverTime`]).
     pub(crate) async fn maybe_compact(
         &self,
         store: &Store,
@@ -140,12 +144,16 @@ impl Agent {
             self.provider.as_ref(),
             &request,
             cancel,
-            self.options.idle_timeout,
+            SummaryLimits::of(&self.options),
         )
         .await
         {
             Ok(r) => r,
             Err(SummaryError::Cancelled) => return Compacted::Cancelled,
+            Err(e @ SummaryError::OverTime(_)) => {
+                tracing::warn!(run = %run_id, "compaction ended the run: {e}");
+                return Compacted::OverTime(format!("conversation compaction failed: {e}"));
+            }
             Err(e) => {
                 tracing::warn!(run = %run_id, "compaction failed, the conversation stays whole: {e}");
                 return Compacted::No;

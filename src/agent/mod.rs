@@ -104,10 +104,17 @@ impl Default for AgentOptions {
 }
 
 impl AgentOptions {
-    /// The defaults with the settings' `agent.*` keys applied.
+    /// The defaults with the settings' `agent.*` keys applied (compaction, and the time limits
+    /// `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs`).
     pub fn from_settings(settings: &crate::settings::Settings) -> Self {
         let a = &settings.agent;
+        // The loader keeps these in 1 s ..= 24 h; the clamp only guards a hand-built `Settings`.
+        let secs =
+            |v: u64| Duration::from_secs(v.clamp(1, crate::settings::MAX_AGENT_TIMEOUT_SECS));
         Self {
+            idle_timeout: secs(a.idle_timeout_secs),
+            keepalive_timeout: secs(a.keepalive_timeout_secs),
+            step_timeout: secs(a.step_timeout_secs),
             compaction: CompactionOptions {
                 threshold: a.compaction_threshold,
                 keep_recent_turns: a.keep_recent_turns.max(1) as usize,
@@ -231,12 +238,14 @@ impl Agent {
         options: AgentOptions,
     ) -> Self {
         if let Some(p) = &app.persistence {
-            p.compactor
-                .set_summarizer(Arc::new(summarize::ProviderSummarizer::new(
+            p.compactor.set_summarizer(Arc::new(
+                summarize::ProviderSummarizer::new(
                     provider.clone(),
                     options.compaction.summary_model.clone(),
                     options.idle_timeout,
-                )));
+                )
+                .with_limits(summarize::SummaryLimits::of(&options)),
+            ));
         }
         Self {
             app,

@@ -4,7 +4,9 @@
 //! A summary request is an ordinary, tool-less request to the same provider (model: the
 //! `agent.summary_model` setting, else the run's model) with a summarization instruction; the
 //! text it streams is collected, never shown as assistant text. It is cancellable (the run's
-//! token, or the compactor's) and bounded by an idle timeout like a step.
+//! token, or the compactor's) and bounded like a step ([`SummaryLimits`]): an idle timeout, a
+//! keep-alive bound, and the step time limit (`agent.step_timeout_secs`) on its whole duration, so
+//! a provider trickling text forever during compaction ends at that limit.
 
 use std::time::Duration;
 
@@ -52,6 +54,43 @@ pub enum SummaryError {
     KeptAlive(Duration),
     #[error("the provider returned an empty summary (Projection stage)")]
     Empty,
+    /// The whole summary took longer than the step time limit (Execution stage).
+    #[error(
+        "the summary passed the step time limit of {} s (step timeout); nothing was summarized",
+        .0.as_secs_f64()
+    )]
+    OverTime(Duration),
+}
+
+/// The time limits of a summary request: those of a run step (`AgentOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryLimits {
+    /// The stream sent nothing at all for this long: stalled.
+    pub idle: Duration,
+    /// The stream sent only keep-alives for this long: stalled.
+    pub keepalive: Duration,
+    /// The whole request, from its start to its last event.
+    pub total: Duration,
+}
+
+impl SummaryLimits {
+    /// The limits of a run's steps.
+    pub fn of(options: &super::AgentOptions) -> Self {
+        Self {
+            idle: options.idle_timeout,
+            keepalive: options.keepalive_timeout,
+            total: options.step_timeout,
+        }
+    }
+
+    /// `idle`, ten times it for keep-alives, and the default step time limit.
+    pub fn from_idle(idle: Duration) -> Self {
+        Self {
+            idle,
+            keepalive: idle.saturating_mul(10),
+            total: super::DEFAULT_STEP_TIMEOUT,
+        }
+    }
 }
 
 fn bounded(text: &str, max: usize) -> String {
@@ -133,18 +172,26 @@ pub fn summary_request(
 }
 
 /// Streams `req` and returns its text and usage. Stops promptly on `cancel`; a stream silent for
-/// `idle` fails (no retry: a failed compaction leaves the conversation as it is).
+/// `limits.idle`, sending only keep-alives for `limits.keepalive`, or still going after
+/// `limits.total` fails (no retry).
 pub async fn complete_text(
     provider: &dyn Provider,
     req: &ModelRequest,
     cancel: &CancellationToken,
-    idle: Duration,
+    limits: SummaryLimits,
 ) -> Result<(String, Usage), SummaryError> {
+    let SummaryLimits {
+        idle,
+        keepalive,
+        total,
+    } = limits;
+    let deadline = tokio::time::Instant::now() + total;
     let token = cancel.child_token();
     let _abort_on_exit = token.clone().drop_guard();
     let mut stream = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(SummaryError::Cancelled),
+        _ = tokio::time::sleep_until(deadline) => return Err(SummaryError::OverTime(total)),
         _ = tokio::time::sleep(idle) => return Err(SummaryError::Stalled(idle)),
         s = provider.stream(req, token.clone()) => match s {
             Ok(s) => s,
@@ -154,13 +201,14 @@ pub async fn complete_text(
     };
     let mut text = String::new();
     let mut usage = Usage::default();
-    // Pings re-arm the idle timer: a stream of nothing else is bounded separately (as a run step).
-    let keepalive = idle.saturating_mul(10);
+    // Pings re-arm the idle timer: a stream of nothing else is bounded separately (as a run step),
+    // and a stream that trickles text forever by `total`.
     let mut progress = tokio::time::Instant::now();
     loop {
         let next = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(SummaryError::Cancelled),
+            _ = tokio::time::sleep_until(deadline) => return Err(SummaryError::OverTime(total)),
             _ = tokio::time::sleep(idle) => return Err(SummaryError::Stalled(idle)),
             n = stream.next() => n,
         };
@@ -199,18 +247,25 @@ pub async fn complete_text(
 pub struct ProviderSummarizer {
     provider: Arc<dyn Provider>,
     model: String,
-    idle: Duration,
+    limits: SummaryLimits,
 }
 
 impl ProviderSummarizer {
     /// `model`: the summary model (`agent.summary_model`), else the provider's route model.
+    /// Limits: [`SummaryLimits::from_idle`] (see [`Self::with_limits`]).
     pub fn new(provider: Arc<dyn Provider>, model: Option<String>, idle: Duration) -> Self {
         let model = model.unwrap_or_else(|| provider.route().model.clone());
         Self {
             provider,
             model,
-            idle,
+            limits: SummaryLimits::from_idle(idle),
         }
+    }
+
+    /// The same summarizer under `limits` (a run's: [`SummaryLimits::of`]).
+    pub fn with_limits(mut self, limits: SummaryLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     pub fn model(&self) -> &str {
@@ -231,9 +286,10 @@ impl Summarizer for ProviderSummarizer {
         );
         let max = u32::try_from(req.max_tokens).unwrap_or(u32::MAX);
         let request = summary_request(&self.model, RESULT_INSTRUCTION, text, max);
-        let (summary, _usage) = complete_text(self.provider.as_ref(), &request, cancel, self.idle)
-            .await
-            .map_err(|e| SummarizeError(e.to_string()))?;
+        let (summary, _usage) =
+            complete_text(self.provider.as_ref(), &request, cancel, self.limits)
+                .await
+                .map_err(|e| SummarizeError(e.to_string()))?;
         if summary.len() >= req.text.len() {
             return Err(SummarizeError(
                 "the summary is not smaller than the output; the original stays".into(),
@@ -269,13 +325,16 @@ pub fn install_configured_summarizer(
             return false;
         }
     };
-    persistence
-        .compactor
-        .set_summarizer(Arc::new(ProviderSummarizer::new(
+    persistence.compactor.set_summarizer(Arc::new(
+        ProviderSummarizer::new(
             provider,
             settings.agent.summary_model.clone(),
             super::DEFAULT_IDLE_TIMEOUT,
-        )));
+        )
+        .with_limits(SummaryLimits::of(&super::AgentOptions::from_settings(
+            settings,
+        ))),
+    ));
     true
 }
 

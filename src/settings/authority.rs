@@ -24,6 +24,7 @@
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
 //! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
 //! | `agent.compaction_threshold`, `agent.keep_recent_turns` | neutral: when older turns are summarized, not what a run may do |
+//! | `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs` | widen when above the user level (a run could hold the model, and the person's money, longer); lower narrows |
 //! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
 
 use serde_json::Value;
@@ -100,6 +101,14 @@ fn turns_on(v: &Value, user_on: bool) -> Effect {
     }
 }
 
+/// A limit: no higher than the user level's narrows, anything else widens.
+fn at_most(v: &Value, user: u64) -> Effect {
+    match v.as_u64() {
+        Some(n) if n <= user => Effect::Narrows,
+        _ => Effect::Widens,
+    }
+}
+
 fn differs(v: &Value, user: &Value) -> Effect {
     if v == user {
         Effect::Neutral
@@ -127,14 +136,14 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "env_include") => non_empty_list(value),
         ("exec", "expose_credentials") => non_empty_list(value),
         ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
-        ("exec", "max_processes") => match value.as_u64() {
-            Some(n) if n <= u64::from(user.exec.max_processes) => Effect::Narrows,
-            _ => Effect::Widens,
-        },
+        ("exec", "max_processes") => at_most(value, u64::from(user.exec.max_processes)),
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
         // How long a search waits for MCP servers: no authority involved.
         ("tool_search", "connect_wait_ms") => Effect::Neutral,
         ("agent", "compaction_threshold") | ("agent", "keep_recent_turns") => Effect::Neutral,
+        ("agent", "step_timeout_secs") => at_most(value, user.agent.step_timeout_secs),
+        ("agent", "keepalive_timeout_secs") => at_most(value, user.agent.keepalive_timeout_secs),
+        ("agent", "idle_timeout_secs") => at_most(value, user.agent.idle_timeout_secs),
         ("agent", "summary_model") => differs(
             value,
             &user
@@ -375,6 +384,31 @@ mod tests {
                 .unwrap()
                 .widens()
         );
+    }
+
+    #[test]
+    fn agent_time_limits_widen_only_above_the_user_level() {
+        for field in [
+            "step_timeout_secs",
+            "keepalive_timeout_secs",
+            "idle_timeout_secs",
+        ] {
+            let mut u = user();
+            u.agent.step_timeout_secs = 100;
+            u.agent.keepalive_timeout_secs = 100;
+            u.agent.idle_timeout_secs = 100;
+            let e = |v: u64| effect("agent", field, &json!(v), &u).unwrap();
+            assert_eq!(
+                (e(1), e(100), e(101), e(86_400)),
+                (
+                    Effect::Narrows,
+                    Effect::Narrows,
+                    Effect::Widens,
+                    Effect::Widens
+                ),
+                "{field}"
+            );
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use aibuddy_common::located::{self, DecodeError, Entry, Position, Problem, objec
 use aibuddy_sandbox::aibuddy_exec::{DEFAULT_MAX_PROCESSES, MAX_MAX_PROCESSES};
 use serde_json::{Map, Value};
 
-use super::{SANDBOX_KINDS, Settings, SettingsProblem};
+use super::{AgentSettings, MAX_AGENT_TIMEOUT_SECS, SANDBOX_KINDS, Settings, SettingsProblem};
 
 /// A file's fields that decoded, and where each was given.
 #[derive(Debug, Default)]
@@ -188,6 +188,24 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
         {
             Some(format!(
                 "must be between 1 and {MAX_MAX_PROCESSES} processes; using the default {DEFAULT_MAX_PROCESSES}"
+            ))
+        }
+        (
+            "agent",
+            key @ ("step_timeout_secs" | "keepalive_timeout_secs" | "idle_timeout_secs"),
+            Value::Number(n),
+        ) if !n
+            .as_u64()
+            .is_some_and(|v| (1..=MAX_AGENT_TIMEOUT_SECS).contains(&v)) =>
+        {
+            let d = AgentSettings::default();
+            let default = match key {
+                "step_timeout_secs" => d.step_timeout_secs,
+                "keepalive_timeout_secs" => d.keepalive_timeout_secs,
+                _ => d.idle_timeout_secs,
+            };
+            Some(format!(
+                "must be between 1 and {MAX_AGENT_TIMEOUT_SECS} seconds (24 h); using the default {default}"
             ))
         }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {

@@ -263,3 +263,122 @@ fn max_processes_out_of_range_falls_back_to_the_default() {
         );
     }
 }
+
+#[test]
+fn agent_time_limits_parse_and_out_of_range_values_fall_back() {
+    let ok = layer_texts(&[(
+        "u.json".into(),
+        r#"{"agent": {"step_timeout_secs": 1, "keepalive_timeout_secs": 86400, "idle_timeout_secs": 30}}"#
+            .into(),
+    )]);
+    assert!(ok.problems.is_empty(), "{:?}", ok.problems);
+    let a = &ok.settings.agent;
+    assert_eq!(
+        (
+            a.step_timeout_secs,
+            a.keepalive_timeout_secs,
+            a.idle_timeout_secs
+        ),
+        (1, 86_400, 30)
+    );
+    let options = crate::agent::AgentOptions::from_settings(&ok.settings);
+    assert_eq!(
+        (
+            options.step_timeout,
+            options.keepalive_timeout,
+            options.idle_timeout
+        ),
+        (
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(86_400),
+            std::time::Duration::from_secs(30)
+        )
+    );
+    let bad = "{\n  \"agent\": {\n    \"step_timeout_secs\": 0,\n    \"keepalive_timeout_secs\": 86401,\n    \"idle_timeout_secs\": 1.5\n  }\n}";
+    let l = layer_texts(&[("u.json".into(), bad.into())]);
+    assert_eq!(l.settings.agent, AgentSettings::default());
+    let got: Vec<(&str, Option<u32>, &str)> = l
+        .problems
+        .iter()
+        .map(|p| (p.field.as_str(), p.line, p.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "agent.step_timeout_secs",
+                Some(3),
+                "must be between 1 and 86400 seconds (24 h); using the default 1800"
+            ),
+            (
+                "agent.keepalive_timeout_secs",
+                Some(4),
+                "must be between 1 and 86400 seconds (24 h); using the default 900"
+            ),
+            (
+                "agent.idle_timeout_secs",
+                Some(5),
+                "wrong type: found a number, expected u64; using the default"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_untrusted_project_may_shorten_the_agent_time_limits_but_not_lengthen_them() {
+    let user = SettingsText {
+        file: "u.json".into(),
+        text: r#"{"agent": {"step_timeout_secs": 600}}"#.into(),
+    };
+    let load = |project: &str| {
+        layer(
+            Some(&user),
+            Some(&SettingsText {
+                file: "p.json".into(),
+                text: project.into(),
+            }),
+            &LayerContext {
+                project_root: Path::new("/nonexistent-project"),
+                home: None,
+                project_trusted: false,
+                user_trusted: true,
+                data_dir: None,
+                canonicalize: &crate::settings::real_path,
+            },
+        )
+    };
+    let shorter = load(r#"{"agent": {"step_timeout_secs": 60, "idle_timeout_secs": 10}}"#);
+    assert!(shorter.widening.is_empty(), "{:?}", shorter.widening);
+    assert_eq!(shorter.settings.agent.step_timeout_secs, 60);
+    assert_eq!(shorter.settings.agent.idle_timeout_secs, 10);
+    let longer = load(
+        r#"{"agent": {"step_timeout_secs": 601, "keepalive_timeout_secs": 901, "idle_timeout_secs": 91}}"#,
+    );
+    let a = &longer.settings.agent;
+    assert_eq!(
+        (
+            a.step_timeout_secs,
+            a.keepalive_timeout_secs,
+            a.idle_timeout_secs
+        ),
+        (600, 900, 90),
+        "the user level's limits stay"
+    );
+    let widening: Vec<&str> = longer.widening.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(
+        widening,
+        vec![
+            "agent.idle_timeout_secs",
+            "agent.keepalive_timeout_secs",
+            "agent.step_timeout_secs"
+        ]
+    );
+    assert!(
+        longer
+            .problems
+            .iter()
+            .all(|p| p.message == UNTRUSTED_IGNORED),
+        "{:?}",
+        longer.problems
+    );
+}

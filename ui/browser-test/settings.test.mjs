@@ -1,7 +1,7 @@
 // The settings pages in the BUILT UI (headless Chromium, mocked IPC, the app's CSP): a provider
 // entry saved at the user level, its key sent to the keyring command and never shown back, a
 // refused writable root shown on its field as `tools check` prints it, the project level picked
-// from the keyboard, the process cap saved, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
+// from the keyboard, the process cap and the step time limit saved, an MCP server added. Screenshot: target/e2e-screenshots/settings.png.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -22,6 +22,7 @@ const PAGES = {
   user: {
     providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" }, local: { kind: "openai-chat", model: "qwen3:8b", base_url: "http://127.0.0.1:11434/v1" } },
     exec: { network: true, max_processes: 1024 },
+    agent: { idle_timeout_secs: 120 },
   },
   project: { exec: { writable_roots: ["~/.cargo"] }, confirm: { auto_approve_writes: false } },
   problems: [{ file: PROJECT_FILE, line: 3, column: 23, field: "exec.writable_roots", message: "`~/.cargo` does not exist; ignored" }],
@@ -83,6 +84,20 @@ describe("settings pages in Chromium with mocked IPC", () => {
     await page.locator('[data-testid="settings-notice"]').waitFor();
     assert.match(await page.locator('[data-testid="settings-notice"]').textContent(), /Saved to .*settings\.json\. .*opened again/);
 
+    // The time limits of a model response (user level): unset ones show their default, a value
+    // typed in minutes is said back and saved in seconds.
+    assert.equal(await page.locator("#f-idle_timeout_secs").inputValue(), "120");
+    assert.equal(await page.locator("#f-step_timeout_secs").inputValue(), "");
+    assert.equal(await page.locator("#f-step_timeout_secs").getAttribute("placeholder"), "1800 (default)");
+    assert.equal(await page.locator('[data-testid="step_timeout_secs-as-time"]').textContent(), "default: 30 min");
+    await page.locator("#f-step_timeout_secs").fill("0");
+    await page.locator("#f-step_timeout_secs").press("Enter");
+    await page.locator('[data-testid="step_timeout_secs-invalid"]').waitFor();
+    await page.locator("#f-step_timeout_secs").fill("20 min");
+    assert.equal(await page.locator('[data-testid="step_timeout_secs-as-time"]').textContent(), "= 20 min");
+    await page.locator("#f-step_timeout_secs").press("Enter");
+    await page.waitForFunction(() => window.__ipcArgs.some((a) => a.cmd === "set_setting" && a.args.path[1] === "step_timeout_secs"));
+
     // Commands and approvals, at the project level picked from the keyboard.
     await page.locator('[data-testid="settings-tab-providers"]').focus();
     await page.keyboard.press("ArrowDown");
@@ -115,13 +130,15 @@ describe("settings pages in Chromium with mocked IPC", () => {
       [
         ["set_provider_key", null, "local"],
         ["set_setting", "user", ["providers", "local"]],
+        ["set_setting", "user", ["agent", "step_timeout_secs"]],
         ["set_setting", "project", ["exec", "writable_roots"]],
         ["set_setting", "project", ["exec", "max_processes"]],
         ["set_setting", "project", ["confirm", "auto_approve_writes"]],
       ],
     );
     assert.deepEqual(args[1].args.value, { kind: "openai-chat", model: "qwen3:14b", base_url: "http://127.0.0.1:11434/v1" });
-    assert.equal(args[3].args.value, 512);
+    assert.equal(args[2].args.value, 1200);
+    assert.equal(args[4].args.value, 512);
 
     // MCP servers: names from a project file are text; a new server goes to the user level.
     await page.locator('[data-testid="settings-tab-mcp"]').click();

@@ -13,7 +13,9 @@ import type { SettingsApi } from "../src/settings/api";
 import {
   linesToMap,
   mcpEntryOf,
+  formatSeconds,
   mcpFormOf,
+  parseTimeLimit,
   problemText,
   problemsFor,
   providerEntry,
@@ -78,6 +80,14 @@ describe("settings model", () => {
     const rows = providerRows(pages({ project: { providers: { cloud: { model: "m" } } } }));
     expect(rows.map((r) => `${r.level}/${r.name}/${r.isDefault}`)).toEqual(["project/cloud/false", "user/local/true"]);
     expect(providerEntry("", " m ", "", { context_window: 8 })).toEqual({ model: "m", context_window: 8 });
+  });
+
+  it("reads a time limit in seconds, minutes or hours, within 1 s to 24 h, and says it back", () => {
+    expect(["90", " 90 s ", "30 min", "30m", "2 h", "24 hours", "1"].map(parseTimeLimit)).toEqual([90, 90, 1800, 1800, 7200, 86_400, 1].map((value) => ({ value })));
+    for (const bad of ["0", "86401", "25 h", "1.5", "-3", "10 days", "lots", "", "1e3"]) {
+      expect(parseTimeLimit(bad), bad).toHaveProperty("error");
+    }
+    expect([90, 59, 1800, 3600, 5400, 86_400].map(formatSeconds)).toEqual(["1 min 30 s", "59 s", "30 min", "1 h", "1 h 30 min", "24 h"]);
   });
 
   it("says where a write went, when it applies and what it did to trust", () => {
@@ -223,6 +233,49 @@ describe("settings panel", () => {
     expect(input().value).toBe("");
     expect((q('[data-testid="unset-max_processes"]') as HTMLButtonElement).disabled).toBe(true);
     expect(q('[data-testid="field-max_processes"]').textContent).toContain("Not set at this level.");
+  });
+
+  it("shows the agent's time limits of a level with the default as placeholder, checks, saves and unsets them", async () => {
+    const calls: Call[] = [];
+    await open({ pages: pages({ user: { agent: { step_timeout_secs: 600 } }, problems: [problem("agent.idle_timeout_secs")] }) }, calls);
+    const input = (f: string) => q(`#f-${f}`) as HTMLInputElement;
+    // On the providers page (the model settings), in seconds with the unit said.
+    expect(input("step_timeout_secs").value).toBe("600");
+    expect(q('[data-testid="step_timeout_secs-as-time"]').textContent).toBe("= 10 min");
+    expect(input("keepalive_timeout_secs").value).toBe("");
+    expect(input("keepalive_timeout_secs").placeholder).toBe("900 (default)");
+    expect(q('[data-testid="keepalive_timeout_secs-as-time"]').textContent).toBe("default: 15 min");
+    expect(input("idle_timeout_secs").placeholder).toBe("90 (default)");
+    expect(q('[data-testid="field-step_timeout_secs"]').textContent).toContain("(seconds)");
+    expect(q('[data-testid="field-step_timeout_secs"]').textContent).toContain("Default 1800 s (30 min)");
+    expect(q('[data-testid="field-idle_timeout_secs"] [data-testid="field-problem"]').textContent).toContain("`agent.idle_timeout_secs`");
+    // Out of range or not a time: said on the field, nothing sent.
+    for (const bad of ["0", "86401", "25 h", "1.5", "soon"]) {
+      await type("#f-step_timeout_secs", bad);
+      await click('[data-testid="save-step_timeout_secs"]');
+      expect(q('[data-testid="step_timeout_secs-invalid"]').textContent).toContain("from 1 to 86,400 (24 h)");
+    }
+    expect(calls).toEqual([]);
+    await type("#f-step_timeout_secs", "45 min");
+    expect(q('[data-testid="step_timeout_secs-as-time"]').textContent).toBe("= 45 min");
+    await click('[data-testid="save-step_timeout_secs"]');
+    expect(calls[0]).toEqual({ cmd: "set_setting", args: ["user", ["agent", "step_timeout_secs"], 2700] });
+    expect(root.querySelector('[data-testid="step_timeout_secs-invalid"]')).toBeNull();
+    // Enter saves too.
+    await type("#f-idle_timeout_secs", "120");
+    input("idle_timeout_secs").dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    await settle();
+    expect(calls[1]).toEqual({ cmd: "set_setting", args: ["user", ["agent", "idle_timeout_secs"], 120] });
+    await click('[data-testid="unset-step_timeout_secs"]');
+    expect(calls[2]).toEqual({ cmd: "set_setting", args: ["user", ["agent", "step_timeout_secs"], undefined] });
+    // The project level has none: empty, Unset disabled, written there when picked.
+    await click('[data-testid="level-project"]');
+    expect(input("step_timeout_secs").value).toBe("");
+    expect((q('[data-testid="unset-step_timeout_secs"]') as HTMLButtonElement).disabled).toBe(true);
+    expect(q('[data-testid="field-step_timeout_secs"]').textContent).toContain("Not set at this level.");
+    await type("#f-step_timeout_secs", "60");
+    await click('[data-testid="save-step_timeout_secs"]');
+    expect(calls[3]).toEqual({ cmd: "set_setting", args: ["project", ["agent", "step_timeout_secs"], 60] });
   });
 
   it("adds an MCP server from the form and removes one at its own level", async () => {

@@ -200,3 +200,38 @@ export function parseProcessCap(text: string): { value: number } | { error: stri
   }
   return { value: n };
 }
+
+/** The agent's time limits (`agent.*_timeout_secs`), bounds and defaults as the loader checks
+ * them (`src/settings/parse.rs`, `src/agent/mod.rs`). */
+export const TIME_LIMIT_MAX_SECS = 86_400;
+export const TIME_LIMITS = [
+  { field: "step_timeout_secs", label: "Step time limit", defaultSecs: 1800, hint: "The longest one model response may take, retries included (a compaction summary too); past it the run ends with an error and the text streamed so far is kept." },
+  { field: "keepalive_timeout_secs", label: "Keep-alive limit", defaultSecs: 900, hint: "How long a response may send only keep-alives, with no text or tool call, before it counts as stalled and is retried." },
+  { field: "idle_timeout_secs", label: "Idle limit", defaultSecs: 90, hint: "How long a response may send nothing at all before it counts as stalled and is retried." },
+] as const;
+
+/** Seconds as the person reads them: `90 s`, `30 min`, `1 h 30 min`, `2 h 0 min 5 s`. */
+export function formatSeconds(secs: number): string {
+  const h = Math.floor(secs / 3600);
+  const m = Math.floor((secs % 3600) / 60);
+  const s = secs % 60;
+  if (h === 0 && m === 0) return `${s} s`;
+  const parts = h > 0 ? [`${h} h`, `${m} min`] : [`${m} min`];
+  if (s > 0) parts.push(`${s} s`);
+  else if (h > 0 && m === 0) parts.pop();
+  return parts.join(" ");
+}
+
+const UNIT_SECS: Record<string, number> = { "": 1, s: 1, sec: 1, secs: 1, second: 1, seconds: 1, m: 60, min: 60, mins: 60, minute: 60, minutes: 60, h: 3600, hour: 3600, hours: 3600 };
+
+/** A time limit typed in its field: a whole number of seconds, or of minutes or hours with the
+ * unit given (`90`, `90 s`, `30 min`, `2 h`), from 1 s to 24 h; or why not. */
+export function parseTimeLimit(text: string): { value: number } | { error: string } {
+  const m = /^([0-9]+)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = m ? UNIT_SECS[(m[2] ?? "").toLowerCase()] : undefined;
+  const n = m && unit !== undefined ? Number(m[1]) * unit : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > TIME_LIMIT_MAX_SECS) {
+    return { error: "Enter a whole number of seconds from 1 to 86,400 (24 h), or minutes or hours with the unit (30 min, 2 h)." };
+  }
+  return { value: n };
+}

@@ -71,6 +71,39 @@ pub enum Reply {
     },
 }
 
+impl Reply {
+    /// An Anthropic stream that sends `token` `count` times, one every `every`, and never
+    /// finishes the message: each token arrives well within an idle timeout, so only a cap on the
+    /// whole response ends it early (a provider or proxy trickling forever).
+    pub fn anthropic_trickle(token: &str, count: usize, every: Duration) -> Reply {
+        let mut chunks = vec![
+            Chunk::event(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_trickle",
+                    "type": "message", "role": "assistant", "content": [], "model": "fake",
+                    "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            ),
+            Chunk::event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}),
+            ),
+        ];
+        for _ in 0..count {
+            chunks.push(Chunk::event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": token}}),
+            ));
+            chunks.push(Chunk::Sleep(every));
+        }
+        Reply::Stream {
+            chunks,
+            served: None,
+        }
+    }
+}
+
 /// A tool call in a scripted turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptCall {

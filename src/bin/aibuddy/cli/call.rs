@@ -245,6 +245,9 @@ fn install_lazy_summarizer(app: &aibuddy::app::App) {
         .set_summarizer(Arc::new(LazySummarizer {
             parts: std::sync::Mutex::new(Some((route, key))),
             model: settings.agent.summary_model.clone(),
+            limits: aibuddy::agent::summarize::SummaryLimits::of(
+                &aibuddy::agent::AgentOptions::from_settings(settings),
+            ),
             built: tokio::sync::OnceCell::new(),
         }));
 }
@@ -253,6 +256,8 @@ fn install_lazy_summarizer(app: &aibuddy::app::App) {
 struct LazySummarizer {
     parts: std::sync::Mutex<Option<(aibuddy_provider::Route, Option<aibuddy_provider::ApiKey>)>>,
     model: Option<String>,
+    /// The time limits of a run's step (`agent.*_timeout_secs`).
+    limits: aibuddy::agent::summarize::SummaryLimits,
     built: tokio::sync::OnceCell<Option<aibuddy::agent::summarize::ProviderSummarizer>>,
 }
 
@@ -260,11 +265,14 @@ impl LazySummarizer {
     fn build(&self) -> Option<aibuddy::agent::summarize::ProviderSummarizer> {
         let (route, key) = self.parts.lock().ok()?.take()?;
         match aibuddy_provider::HttpProvider::new(route, key) {
-            Ok(p) => Some(aibuddy::agent::summarize::ProviderSummarizer::new(
-                Arc::new(p),
-                self.model.clone(),
-                aibuddy::agent::DEFAULT_IDLE_TIMEOUT,
-            )),
+            Ok(p) => Some(
+                aibuddy::agent::summarize::ProviderSummarizer::new(
+                    Arc::new(p),
+                    self.model.clone(),
+                    aibuddy::agent::DEFAULT_IDLE_TIMEOUT,
+                )
+                .with_limits(self.limits),
+            ),
             Err(e) => {
                 tracing::debug!("no provider-backed summarizer for calls: {e}");
                 None
@@ -311,6 +319,9 @@ mod tests {
         LazySummarizer {
             parts: std::sync::Mutex::new(Some((route, None))),
             model: None,
+            limits: aibuddy::agent::summarize::SummaryLimits::of(
+                &aibuddy::agent::AgentOptions::default(),
+            ),
             built: tokio::sync::OnceCell::new(),
         }
     }
