@@ -1,9 +1,10 @@
 //! API keys: a type that never prints, and a store over the environment and the OS keyring.
 //!
-//! Backend choice (see `docs/providers.md`): on Linux the keyring crate's `linux-native` store
-//! (kernel keyutils) is used: it needs no D-Bus session or Secret Service daemon, so it works on
-//! headless Debian; its entries live in the user's persistent keyring (kernel-managed expiry, days
-//! by default) and the session keyring. Where keyutils is unavailable (e.g. a container whose
+//! Backend choice (see `docs/providers.md`): on Linux kernel keyutils (`keys_linux`): it needs no
+//! D-Bus session or Secret Service daemon, so it works on headless Debian; entries live in the
+//! user keyring (the same from every thread and process of the person) and the persistent keyring
+//! (kernel-managed expiry, days by default); entries of earlier versions (the keyring crate's
+//! session-keyring store) are still read. Where keyutils is unavailable (e.g. a container whose
 //! seccomp profile blocks `keyctl`), the store reports [`KeyError::Unavailable`] and the
 //! environment variables remain the way to provide a key.
 
@@ -135,6 +136,9 @@ impl KeyStore {
 
     /// Stores a key in the keyring under `name` (for `aibuddy auth set NAME`).
     pub fn set(&self, name: &str, key: &ApiKey) -> Result<(), KeyError> {
+        #[cfg(target_os = "linux")]
+        return crate::keys_linux::set(KEYRING_SERVICE, name, key.expose());
+        #[cfg(not(target_os = "linux"))]
         match entry(name)?.set_password(key.expose()) {
             Ok(()) => Ok(()),
             // keyutils reports a denied `add_key` (blocked syscall, no session keyring) as NoEntry.
@@ -145,6 +149,9 @@ impl KeyStore {
 
     /// Removes the keyring entry `name`; `Ok(false)` when there was none.
     pub fn delete(&self, name: &str) -> Result<bool, KeyError> {
+        #[cfg(target_os = "linux")]
+        return crate::keys_linux::delete(KEYRING_SERVICE, name);
+        #[cfg(not(target_os = "linux"))]
         match entry(name)?.delete_credential() {
             Ok(()) => Ok(true),
             Err(keyring::Error::NoEntry) => Ok(false),
@@ -153,10 +160,12 @@ impl KeyStore {
     }
 }
 
+#[cfg(not(target_os = "linux"))]
 fn entry(name: &str) -> Result<keyring::Entry, KeyError> {
     entry_in(KEYRING_SERVICE, name)
 }
 
+#[cfg(not(target_os = "linux"))]
 fn entry_in(service: &str, account: &str) -> Result<keyring::Entry, KeyError> {
     keyring::Entry::new(service, account).map_err(map_err)
 }
@@ -167,6 +176,9 @@ pub const MCP_TOKEN_SERVICE: &str = "aibuddy-mcp";
 /// Another secret in the same OS keyring as provider keys (MCP OAuth credentials), under
 /// (`service`, `account`); `Ok(None)` when absent. Errors never carry the secret.
 pub fn secret_get(service: &str, account: &str) -> Result<Option<String>, KeyError> {
+    #[cfg(target_os = "linux")]
+    return crate::keys_linux::get(service, account);
+    #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.get_password() {
         Ok(v) => Ok(Some(v)),
         Err(keyring::Error::NoEntry) => Ok(None),
@@ -179,6 +191,9 @@ pub fn secret_set(service: &str, account: &str, value: &str) -> Result<(), KeyEr
     if value.is_empty() {
         return Err(KeyError::Empty);
     }
+    #[cfg(target_os = "linux")]
+    return crate::keys_linux::set(service, account, value);
+    #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.set_password(value) {
         Ok(()) => Ok(()),
         Err(keyring::Error::NoEntry) => Err(KeyError::Unavailable),
@@ -188,6 +203,9 @@ pub fn secret_set(service: &str, account: &str, value: &str) -> Result<(), KeyEr
 
 /// Removes the secret under (`service`, `account`); `Ok(false)` when there was none.
 pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
+    #[cfg(target_os = "linux")]
+    return crate::keys_linux::delete(service, account);
+    #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.delete_credential() {
         Ok(()) => Ok(true),
         Err(keyring::Error::NoEntry) => Ok(false),
@@ -197,6 +215,9 @@ pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
 
 /// `Ok(None)` when the keyring has no entry for `name`.
 pub fn keyring_get(name: &str) -> Result<Option<ApiKey>, KeyError> {
+    #[cfg(target_os = "linux")]
+    return Ok(crate::keys_linux::get(KEYRING_SERVICE, name)?.and_then(ApiKey::new));
+    #[cfg(not(target_os = "linux"))]
     match entry(name)?.get_password() {
         Ok(v) => Ok(ApiKey::new(v)),
         Err(keyring::Error::NoEntry) => Ok(None),
@@ -204,6 +225,7 @@ pub fn keyring_get(name: &str) -> Result<Option<ApiKey>, KeyError> {
     }
 }
 
+#[cfg(not(target_os = "linux"))]
 fn map_err(e: keyring::Error) -> KeyError {
     // Never format `e`: `BadEncoding` carries the stored bytes.
     match e {

@@ -15,6 +15,8 @@ pub mod error;
 pub mod event;
 pub mod http;
 pub mod keys;
+#[cfg(target_os = "linux")]
+mod keys_linux;
 pub mod model;
 pub mod provider;
 pub mod request;
