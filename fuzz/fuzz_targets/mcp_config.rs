@@ -26,7 +26,9 @@ fn check(file: &Path, scope: ConfigScope, body: &str) -> aibuddy_mcp::LoadedConf
         assert_eq!(e.file, file);
         assert!(!e.message.is_empty());
     }
-    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(body) else {
+    // A leading UTF-8 BOM is accepted (editors on Windows write one); serde_json refuses it.
+    let json = body.strip_prefix('\u{feff}').unwrap_or(body);
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(json) else {
         assert!(loaded.servers.is_empty());
         return loaded;
     };
