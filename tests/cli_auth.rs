@@ -109,7 +109,11 @@ fn set_without_a_keyring_says_so_and_points_at_the_environment() {
         aibuddy_provider::KeyStore::new().delete(&name).unwrap();
         return;
     }
-    // No keyring (this container: keyutils denied): exit 1 with a clear message.
+    // No keyring (a container where keyutils is denied): exit 1 with a clear message.
+    assert!(
+        !aibuddy_provider::keys::keyring_usable(),
+        "the keyring works here but `auth set` failed: {e}"
+    );
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("keyring is not available"), "{e}");
     assert!(

@@ -213,6 +213,16 @@ pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
     }
 }
 
+/// Whether the OS keyring takes entries on this machine, probed below the store (Linux: the
+/// keyutils syscalls; elsewhere assumed). Tests use it to accept a refused keyring only where the
+/// platform refuses, so a broken store cannot pass as an absent one.
+pub fn keyring_usable() -> bool {
+    #[cfg(target_os = "linux")]
+    return crate::keys_linux::usable();
+    #[cfg(not(target_os = "linux"))]
+    true
+}
+
 /// `Ok(None)` when the keyring has no entry for `name`.
 pub fn keyring_get(name: &str) -> Result<Option<ApiKey>, KeyError> {
     #[cfg(target_os = "linux")]
@@ -324,7 +334,10 @@ mod tests {
                 assert_eq!(secret_delete(MCP_TOKEN_SERVICE, &account), Ok(true));
                 assert_eq!(secret_get(MCP_TOKEN_SERVICE, &account), Ok(None));
             }
-            Err(e) => assert_eq!(e, KeyError::Unavailable, "unexpected keyring failure"),
+            Err(e) => {
+                assert!(!keyring_usable(), "the keyring works here: {e:?}");
+                assert_eq!(e, KeyError::Unavailable, "unexpected keyring failure");
+            }
         }
         assert_eq!(
             secret_set(MCP_TOKEN_SERVICE, &account, ""),
@@ -347,6 +360,7 @@ mod tests {
                 assert_eq!(keyring_get(&name), Ok(None));
             }
             Err(e) => {
+                assert!(!keyring_usable(), "the keyring works here: {e:?}");
                 assert_eq!(e, KeyError::Unavailable, "unexpected keyring failure");
                 assert!(!e.to_string().contains("sk-keyring-test"));
             }

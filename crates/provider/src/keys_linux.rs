@@ -6,22 +6,21 @@
 //! its own, and a key stored from it was invisible to the app's other threads (measured: the
 //! desktop stored a provider key from a command thread and a read from another thread found
 //! nothing in about 1 run of 15). Here entries live in the *user* keyring (`@u`, one per user,
-//! the same from every thread and process of that user) with the user's own permissions on the
-//! key (possession, which depends on the thread, is not needed), and are also linked into the
-//! user's persistent keyring when the thread may, as the keyring crate does, so they outlive a
-//! logout for the kernel's persistent-keyring expiry. Entries stored by earlier versions (found
-//! through the keyring crate's session path) are still read and deleted.
+//! the same from every thread and process of that user), and every operation first links `@u`
+//! into the calling thread's session keyring, so whichever session keyring a thread has, it
+//! *possesses* `@u` and the keys in it. The keys keep the kernel's default permissions (their
+//! owner may only view them without possessing them): a process of the person that does not
+//! reach `@u` from its own keyrings cannot read them. They are also linked into the user's
+//! persistent keyring when the thread may, as the keyring crate does, so they outlive a logout
+//! for the kernel's persistent-keyring expiry. Entries stored by earlier versions (found through
+//! the keyring crate's session path) are still read and deleted.
 //!
 //! The description is the keyring crate's (`keyring-rs:<account>@<service>`), so both paths name
 //! the same entry.
 
-use linux_keyutils::{Key, KeyError as KuError, KeyPermissions, KeyRing, KeyRingIdentifier};
+use linux_keyutils::{Key, KeyError as KuError, KeyRing, KeyRingIdentifier};
 
 use crate::keys::KeyError;
-
-/// View, read, write, search, link and set-attributes for the possessor and for the user who owns
-/// the key (the same person; other users get nothing).
-const PERMS: u32 = 0x3f3f_0000;
 
 /// At most this many stale copies are removed by one delete (a loop bound, not a real count).
 const MAX_COPIES: usize = 8;
@@ -32,6 +31,12 @@ fn description(service: &str, account: &str) -> String {
 
 fn user_ring() -> Result<KeyRing, KeyError> {
     let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(map_err)?;
+    // Possession: `@u` linked into this thread's session keyring (already there when that is the
+    // user-session keyring; a thread with an anonymous session keyring of its own gets the link).
+    let session = KeyRing::from_special_id(KeyRingIdentifier::Session, false).map_err(map_err)?;
+    if let Err(e) = session.link_keyring_id(KeyRingIdentifier::User) {
+        tracing::debug!(error = ?e, "could not link the user keyring into the session keyring");
+    }
     // Best effort: links the persistent keyring into `@u` (so searches of `@u` see it) and resets
     // its expiry. Refused in some containers; the user keyring alone still works.
     let _ = KeyRing::get_persistent(KeyRingIdentifier::User);
@@ -88,6 +93,22 @@ fn read(key: Key) -> Result<Option<String>, KeyError> {
     }
 }
 
+/// Whether kernel keyutils takes a key at all here, probed with the syscalls alone (below this
+/// store): a container whose seccomp profile blocks `keyctl` says no.
+pub(crate) fn usable() -> bool {
+    let Ok(ring) = KeyRing::from_special_id(KeyRingIdentifier::User, true) else {
+        return false;
+    };
+    let desc = format!("aibuddy-probe-{}", std::process::id());
+    match ring.add_key(&desc, b"probe") {
+        Ok(key) => {
+            let _ = key.invalidate();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// The secret stored under (`service`, `account`); `Ok(None)` when there is none.
 pub(crate) fn get(service: &str, account: &str) -> Result<Option<String>, KeyError> {
     let desc = description(service, account);
@@ -111,10 +132,6 @@ pub(crate) fn set(service: &str, account: &str, secret: &str) -> Result<(), KeyE
     // keyring, an earlier version's session entry) would shadow or outlive it, so they go first.
     remove_all(service, account)?;
     let key = ring.add_key(&desc, secret.as_bytes()).map_err(map_err)?;
-    if let Err(e) = key.set_perms(KeyPermissions::from_u32(PERMS)) {
-        let _ = key.invalidate();
-        return Err(map_err(e));
-    }
     if let Some(p) = persistent_ring() {
         // Best effort, as in the keyring crate: outlives a logout when linked.
         let _ = p.link_key(key);
@@ -186,7 +203,11 @@ mod tests {
         match writer.join().expect("writer thread") {
             Ok(()) => {}
             Err(e) => {
-                // Containers that refuse keyutils: the typed error, nothing else to check.
+                // Only where the platform refuses keyutils: the typed error, nothing else to check.
+                assert!(
+                    !usable(),
+                    "keyutils works here but the store refused: {e:?}"
+                );
                 assert_eq!(e, KeyError::Unavailable);
                 return;
             }
@@ -223,6 +244,36 @@ mod tests {
         assert_eq!(deleter.join().expect("deleter thread"), Ok(true));
         assert_eq!(get("aibuddy-test", &account), Ok(None));
         assert_eq!(delete("aibuddy-test", &account), Ok(false));
+    }
+
+    /// The key grants nothing beyond the kernel's defaults: a thread of the same person that has
+    /// its own session keyring and never linked `@u` into it (what a command given a fresh session
+    /// keyring would be) finds nothing.
+    #[test]
+    fn a_thread_that_does_not_possess_the_user_keyring_cannot_read_a_key() {
+        let account = format!("aibuddy-possession-{}", std::process::id());
+        if let Err(e) = set("aibuddy-test", &account, "sk-possession") {
+            assert!(
+                !usable(),
+                "keyutils works here but the store refused: {e:?}"
+            );
+            return;
+        }
+        let desc = description("aibuddy-test", &account);
+        let outsider = std::thread::spawn(move || {
+            KeyRing::from_special_id(KeyRingIdentifier::Session, true)
+                .map_err(|e| format!("{e:?}"))?;
+            let ring = KeyRing::from_special_id(KeyRingIdentifier::User, false)
+                .map_err(|e| format!("{e:?}"))?;
+            Ok::<bool, String>(ring.search(&desc).is_ok())
+        });
+        let found = outsider.join().expect("outsider thread");
+        assert_eq!(
+            found,
+            Ok(false),
+            "found without possessing the user keyring"
+        );
+        assert_eq!(delete("aibuddy-test", &account), Ok(true));
     }
 
     /// An entry written by the keyring crate's own store (earlier versions) is still read and
