@@ -137,16 +137,20 @@ impl McpManager {
 
     /// One status per configured server, sorted by name.
     pub fn status(&self) -> Vec<ServerStatus> {
-        let catalog = self.shared.catalog();
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for entry in &catalog.entries {
-            *counts.entry(entry.server.as_str()).or_default() += 1;
-        }
+        // Slots first, then the catalog under their read lock: `Shared::update` writes a slot's
+        // state and the rebuilt catalog under the slots' write lock, so the pair read here is one
+        // moment's (read the other way round, a server that had just connected showed
+        // `connected` with the catalog of before: 0 tools).
         let slots = self
             .shared
             .slots
             .read()
             .unwrap_or_else(PoisonError::into_inner);
+        let catalog = self.shared.catalog();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for entry in &catalog.entries {
+            *counts.entry(entry.server.as_str()).or_default() += 1;
+        }
         slots
             .iter()
             .map(|(name, slot)| ServerStatus {
