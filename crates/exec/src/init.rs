@@ -238,6 +238,11 @@ unsafe fn supervise(
                 // The cap could not be applied: the command does not run uncapped.
                 libc::_exit(126);
             }
+            // No key store for commands (the person's keys are readable by any of their
+            // processes that may call keyctl): refused, or the command does not run.
+            if crate::keyfilter::install().is_err() {
+                libc::_exit(126);
+            }
             libc::execv(sh.as_ptr(), argv.as_ptr());
             libc::_exit(127);
         }

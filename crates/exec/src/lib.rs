@@ -31,6 +31,7 @@ mod env;
 mod error;
 pub mod hide;
 mod init;
+mod keyfilter;
 mod launch;
 mod outcome;
 mod process_group;
