@@ -1,0 +1,54 @@
+//! aibuddy-netproxy: the only way out of a command's network namespace.
+//!
+//! - [`policy`] (pure): `exec.network`'s allow and deny entries (`host`, `*.suffix`, `*`, an IP
+//!   literal, each with an optional `:port`; deny wins), the decision for a host and port, and the
+//!   check of the addresses a name resolved to (loopback, private, link-local... only when an entry
+//!   names the host: DNS rebinding is decided on addresses, not names).
+//! - [`server`] (I/O, tokio): one proxy per command, on a Unix socket (bridged into the command's
+//!   network namespace by the exec init) or on a loopback TCP port (the Landlock-only path).
+//!   It speaks HTTP `CONNECT`, absolute-form HTTP requests (`GET http://host/...`) and SOCKS5
+//!   (`CONNECT` only), resolves names itself and connects only to addresses it checked.
+//! - [`log`]: every decision and refused connection, aggregated per host, port and verdict,
+//!   returned when the proxy stops (stored with the call).
+//! - [`Decider`]: asked about a host on no list. [`Refuse`] is the non-interactive answer.
+
+pub mod log;
+pub mod policy;
+pub mod server;
+
+pub use log::{NetEvent, NetReport, Protocol};
+pub use policy::{DEFAULT_ALLOW, Entry, EntryError, Policy, Verdict, is_public};
+pub use server::{Proxy, ProxyConfig};
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A host on neither list, asked about once per command (the answer is kept for the command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    pub host: String,
+    pub port: u16,
+}
+
+/// What a [`Decider`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// This host and port, for the rest of this command.
+    Allow,
+    Deny,
+}
+
+/// Decides about hosts on no list (the core implements it: refuse, or ask the person).
+pub trait Decider: Send + Sync + 'static {
+    fn decide(&self, ask: Ask) -> Pin<Box<dyn Future<Output = Answer> + Send + 'static>>;
+}
+
+/// The non-interactive decider: every unlisted host is refused.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Refuse;
+
+impl Decider for Refuse {
+    fn decide(&self, _ask: Ask) -> Pin<Box<dyn Future<Output = Answer> + Send + 'static>> {
+        Box::pin(async { Answer::Deny })
+    }
+}

@@ -1,0 +1,553 @@
+//! The proxy server of one command (tokio).
+//!
+//! One listener (a Unix socket, or a loopback TCP port for the Landlock-only path); each
+//! connection is sniffed: a first byte `0x05` is SOCKS5, anything else an HTTP request head
+//! (at most [`MAX_HEAD`] bytes). Only two HTTP forms are served: `CONNECT host:port` (a tunnel)
+//! and absolute-form requests (`GET http://host[:port]/path`, any method), forwarded in
+//! origin-form with the proxy's hop-by-hop headers removed and `Connection: close`. SOCKS5 serves
+//! `CONNECT` with no authentication (names resolved here, `socks5h`); `BIND` and
+//! `UDP ASSOCIATE` are refused. Every connection is decided ([`crate::policy`]), resolved here,
+//! connected only to checked addresses, and recorded ([`crate::log`]). A refusal is an HTTP 403
+//! (body: `aibuddy: refused connection to host:port (reason)`) or SOCKS5 reply 2.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::log::{Log, NetEvent, Protocol};
+use crate::policy::{Policy, Verdict, normalize_host};
+use crate::{Answer, Ask, Decider};
+
+/// Largest HTTP request head the proxy reads.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// How long name resolution and each connection attempt may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Buffer of each direction of a tunnel.
+const COPY_BUF: usize = 256 * 1024;
+
+/// What a proxy enforces and whom it asks.
+#[derive(Clone)]
+pub struct ProxyConfig {
+    pub policy: Policy,
+    pub decider: Arc<dyn Decider>,
+}
+
+struct Shared {
+    policy: Policy,
+    decider: Arc<dyn Decider>,
+    log: Log,
+    answers: Mutex<HashMap<(String, u16), Answer>>,
+    stop: CancellationToken,
+}
+
+/// A running proxy; [`Proxy::stop`] ends it and every connection and returns its decisions.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl Proxy {
+    fn shared(cfg: ProxyConfig) -> Arc<Shared> {
+        Arc::new(Shared {
+            policy: cfg.policy,
+            decider: cfg.decider,
+            log: Log::new(),
+            answers: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// Listens on a new Unix socket at `path` (call inside a tokio runtime).
+    pub fn serve_unix(path: &Path, cfg: ProxyConfig) -> std::io::Result<Proxy> {
+        let std = std::os::unix::net::UnixListener::bind(path)?;
+        std.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(std)?;
+        let shared = Self::shared(cfg);
+        let sh = shared.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = sh.stop.cancelled() => break,
+                    r = listener.accept() => match r {
+                        Ok((s, _)) => spawn_conn(s, sh.clone()),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "proxy accept failed");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    },
+                }
+            }
+        });
+        Ok(Proxy { shared, accept })
+    }
+
+    /// Listens on `127.0.0.1:<free port>` (call inside a tokio runtime); returns the port.
+    pub fn serve_tcp_loopback(cfg: ProxyConfig) -> std::io::Result<(Proxy, u16)> {
+        let std = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std.set_nonblocking(true)?;
+        let port = std.local_addr()?.port();
+        let listener = tokio::net::TcpListener::from_std(std)?;
+        let shared = Self::shared(cfg);
+        let sh = shared.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = sh.stop.cancelled() => break,
+                    r = listener.accept() => match r {
+                        Ok((s, _)) => {
+                            let _ = s.set_nodelay(true);
+                            spawn_conn(s, sh.clone())
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "proxy accept failed");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    },
+                }
+            }
+        });
+        Ok((Proxy { shared, accept }, port))
+    }
+
+    /// The decisions so far and how many distinct ones did not fit.
+    pub fn events(&self) -> (Vec<NetEvent>, u64) {
+        self.shared.log.snapshot()
+    }
+
+    /// Stops listening, ends every connection, returns the decisions.
+    pub fn stop(self) -> (Vec<NetEvent>, u64) {
+        self.shared.stop.cancel();
+        self.accept.abort();
+        self.shared.log.snapshot()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+        self.accept.abort();
+    }
+}
+
+fn spawn_conn<S>(s: S, sh: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let stop = sh.stop.clone();
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            r = handle(s, sh) => if let Err(e) = r {
+                tracing::debug!(error = %e, "proxy connection ended");
+            },
+        }
+    });
+}
+
+/// A client stream with the bytes read ahead of what was parsed.
+struct Conn<S> {
+    s: S,
+    pending: Vec<u8>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    async fn fill(&mut self) -> std::io::Result<usize> {
+        let mut tmp = [0u8; 8192];
+        let n = self.s.read(&mut tmp).await?;
+        self.pending.extend_from_slice(&tmp[..n]);
+        Ok(n)
+    }
+
+    async fn take(&mut self, n: usize) -> std::io::Result<Vec<u8>> {
+        while self.pending.len() < n {
+            if self.fill().await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        Ok(self.pending.drain(..n).collect())
+    }
+}
+
+async fn handle<S>(s: S, sh: Arc<Shared>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let mut c = Conn {
+        s,
+        pending: Vec::new(),
+    };
+    if c.fill().await? == 0 {
+        return Ok(());
+    }
+    if c.pending[0] == 0x05 {
+        socks5(c, &sh).await
+    } else {
+        http(c, &sh).await
+    }
+}
+
+/// A refusal: its text for the person and the model.
+struct Refused(String);
+
+/// Decides, resolves and checks `host:port`; records a refusal. Returns the addresses to try and
+/// the deciding rule.
+async fn admit(
+    sh: &Shared,
+    host: &str,
+    port: u16,
+    proto: Protocol,
+) -> Result<(Vec<SocketAddr>, String), Refused> {
+    let refuse = |rule: Option<String>, reason: String| {
+        sh.log
+            .record(host, port, proto, false, rule, Some(reason.clone()));
+        Refused(reason)
+    };
+    let (rule, names_host) = match sh.policy.verdict(host, port) {
+        Verdict::Denied { rule } => {
+            return Err(refuse(
+                Some(format!("deny: {rule}")),
+                format!("denied by the exec.network.deny entry `{rule}`"),
+            ));
+        }
+        Verdict::Allowed { rule, names_host } => (rule, names_host),
+        Verdict::NotListed => {
+            let key = (host.to_string(), port);
+            let cached = sh
+                .answers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .copied();
+            let answer = match cached {
+                Some(a) => a,
+                None => {
+                    let a = sh
+                        .decider
+                        .decide(Ask {
+                            host: host.to_string(),
+                            port,
+                        })
+                        .await;
+                    sh.answers
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(key, a);
+                    a
+                }
+            };
+            match answer {
+                Answer::Allow => ("asked".to_string(), true),
+                Answer::Deny => {
+                    return Err(refuse(None, "not on exec.network.allow".to_string()));
+                }
+            }
+        }
+    };
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => {
+            match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port))).await
+            {
+                Ok(Ok(a)) => a.collect(),
+                Ok(Err(_)) | Err(_) => {
+                    return Err(refuse(Some(rule), "the name did not resolve".to_string()));
+                }
+            }
+        }
+    };
+    match sh.policy.usable(names_host, &addrs) {
+        Ok(ok) => Ok((ok, rule)),
+        Err(ip) => Err(refuse(
+            Some(rule),
+            format!(
+                "resolves to a non-public address ({ip}); only an exec.network.allow entry naming \
+                 the host (`{host}:{port}`) allows that"
+            ),
+        )),
+    }
+}
+
+/// Connects to the first address that answers; records the connection.
+async fn connect(
+    sh: &Shared,
+    host: &str,
+    port: u16,
+    proto: Protocol,
+    addrs: &[SocketAddr],
+    rule: String,
+) -> std::io::Result<TcpStream> {
+    let mut last = std::io::Error::other("no address");
+    for a in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
+            Ok(Ok(s)) => {
+                let _ = s.set_nodelay(true);
+                sh.log.record(host, port, proto, true, Some(rule), None);
+                return Ok(s);
+            }
+            Ok(Err(e)) => last = e,
+            Err(_) => last = std::io::ErrorKind::TimedOut.into(),
+        }
+    }
+    sh.log.record(
+        host,
+        port,
+        proto,
+        true,
+        Some(rule),
+        Some(format!("connection failed: {last}")),
+    );
+    Err(last)
+}
+
+async fn tunnel<S>(mut c: Conn<S>, mut up: TcpStream) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if !c.pending.is_empty() {
+        up.write_all(&c.pending).await?;
+        c.pending.clear();
+    }
+    tokio::io::copy_bidirectional_with_sizes(&mut c.s, &mut up, COPY_BUF, COPY_BUF).await?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------ HTTP
+
+fn find_head_end(b: &[u8]) -> Option<usize> {
+    b.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+}
+
+/// `host:port`, `[v6]:port` or `host` (with `default` port).
+pub(crate) fn split_authority(auth: &str, default: Option<u16>) -> Option<(String, u16)> {
+    let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
+    let (host, port) = if let Some(rest) = auth.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        match after.strip_prefix(':') {
+            Some(p) => (h, Some(p)),
+            None if after.is_empty() => (h, None),
+            None => return None,
+        }
+    } else {
+        match auth.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (auth, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0)?,
+        None => default?,
+    };
+    let host = normalize_host(host);
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// `http://authority/path?q` -> (host, port, origin-form target).
+pub(crate) fn split_absolute(url: &str) -> Option<(String, u16, String)> {
+    let lower = url.get(..7)?.to_ascii_lowercase();
+    if lower != "http://" {
+        return None;
+    }
+    let rest = &url[7..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (auth, path) = rest.split_at(end);
+    let (host, port) = split_authority(auth, Some(80))?;
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('/') => p.to_string(),
+        p => format!("/{p}"),
+    };
+    Some((host, port, path))
+}
+
+async fn respond<S: AsyncWrite + Unpin>(s: &mut S, status: &str, body: &str) {
+    let msg = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = s.write_all(msg.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+async fn http<S>(mut c: Conn<S>, sh: &Shared) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let end = loop {
+        if let Some(end) = find_head_end(&c.pending) {
+            break end;
+        }
+        if c.pending.len() > MAX_HEAD {
+            respond(&mut c.s, "431 Request Header Fields Too Large", "aibuddy: request head too large\n").await;
+            return Ok(());
+        }
+        if c.fill().await? == 0 {
+            return Ok(());
+        }
+    };
+    let head: Vec<u8> = c.pending.drain(..end).collect();
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = head.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut parts = first.split(' ');
+    let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(t), Some(v)) if !m.is_empty() => (m, t, v),
+        _ => {
+            respond(&mut c.s, "400 Bad Request", "aibuddy: not an HTTP proxy request\n").await;
+            return Ok(());
+        }
+    };
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let Some((host, port)) = split_authority(target, None) else {
+            respond(&mut c.s, "400 Bad Request", "aibuddy: CONNECT needs host:port\n").await;
+            return Ok(());
+        };
+        let (addrs, rule) = match admit(sh, &host, port, Protocol::Connect).await {
+            Ok(x) => x,
+            Err(Refused(reason)) => {
+                let body = format!("aibuddy: refused connection to {host}:{port} ({reason})\n");
+                respond(&mut c.s, "403 Forbidden", &body).await;
+                return Ok(());
+            }
+        };
+        let up = match connect(sh, &host, port, Protocol::Connect, &addrs, rule).await {
+            Ok(up) => up,
+            Err(e) => {
+                respond(&mut c.s, "502 Bad Gateway", &format!("aibuddy: {host}:{port}: {e}\n")).await;
+                return Ok(());
+            }
+        };
+        c.s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await?;
+        return tunnel(c, up).await;
+    }
+    let Some((host, port, path)) = split_absolute(target) else {
+        respond(
+            &mut c.s,
+            "400 Bad Request",
+            "aibuddy: the proxy serves CONNECT host:port and http:// absolute-form requests\n",
+        )
+        .await;
+        return Ok(());
+    };
+    let (addrs, rule) = match admit(sh, &host, port, Protocol::Http).await {
+        Ok(x) => x,
+        Err(Refused(reason)) => {
+            let body = format!("aibuddy: refused connection to {host}:{port} ({reason})\n");
+            respond(&mut c.s, "403 Forbidden", &body).await;
+            return Ok(());
+        }
+    };
+    let mut up = match connect(sh, &host, port, Protocol::Http, &addrs, rule).await {
+        Ok(up) => up,
+        Err(e) => {
+            respond(&mut c.s, "502 Bad Gateway", &format!("aibuddy: {host}:{port}: {e}\n")).await;
+            return Ok(());
+        }
+    };
+    let mut out = format!("{method} {path} {version}\r\n");
+    for line in lines.filter(|l| !l.is_empty()) {
+        let name = line.split(':').next().unwrap_or_default().trim();
+        if ["proxy-connection", "proxy-authorization", "connection", "keep-alive"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+        {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    up.write_all(out.as_bytes()).await?;
+    tunnel(c, up).await
+}
+
+// ------------------------------------------------------------------ SOCKS5
+
+async fn socks5<S>(mut c: Conn<S>, sh: &Shared) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let hello = c.take(2).await?;
+    let methods = c.take(usize::from(hello[1])).await?;
+    if !methods.contains(&0) {
+        c.s.write_all(&[5, 0xff]).await?;
+        return Ok(());
+    }
+    c.s.write_all(&[5, 0]).await?;
+    let req = c.take(4).await?;
+    let host = match req[3] {
+        1 => {
+            let a = c.take(4).await?;
+            IpAddr::from([a[0], a[1], a[2], a[3]]).to_string()
+        }
+        3 => {
+            let n = c.take(1).await?[0];
+            let name = c.take(usize::from(n)).await?;
+            normalize_host(&String::from_utf8_lossy(&name))
+        }
+        4 => {
+            let a = c.take(16).await?;
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&a);
+            IpAddr::from(b).to_string()
+        }
+        _ => {
+            c.s.write_all(&[5, 8, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+            return Ok(());
+        }
+    };
+    let p = c.take(2).await?;
+    let port = u16::from_be_bytes([p[0], p[1]]);
+    if req[1] != 1 {
+        // BIND and UDP ASSOCIATE: not supported.
+        c.s.write_all(&[5, 7, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+        return Ok(());
+    }
+    let (addrs, rule) = match admit(sh, &host, port, Protocol::Socks5).await {
+        Ok(x) => x,
+        Err(Refused(_)) => {
+            c.s.write_all(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+            return Ok(());
+        }
+    };
+    let up = match connect(sh, &host, port, Protocol::Socks5, &addrs, rule).await {
+        Ok(up) => up,
+        Err(_) => {
+            c.s.write_all(&[5, 5, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+            return Ok(());
+        }
+    };
+    c.s.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+    tunnel(c, up).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities_and_absolute_targets() {
+        assert_eq!(split_authority("crates.io:443", None), Some(("crates.io".into(), 443)));
+        assert_eq!(split_authority("[::1]:80", None), Some(("::1".into(), 80)));
+        assert_eq!(split_authority("x.org", None), None);
+        assert_eq!(split_authority("u:p@X.org", Some(80)), Some(("x.org".into(), 80)));
+        assert_eq!(
+            split_absolute("http://Example.com:8080/a?b"),
+            Some(("example.com".into(), 8080, "/a?b".into()))
+        );
+        assert_eq!(
+            split_absolute("http://example.com"),
+            Some(("example.com".into(), 80, "/".into()))
+        );
+        assert_eq!(split_absolute("https://example.com/"), None);
+        assert_eq!(split_absolute("/relative"), None);
+    }
+}
