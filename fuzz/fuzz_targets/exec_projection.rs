@@ -90,6 +90,7 @@ fuzz_target!(|data: &[u8]| {
         confinement: Confinement::Disabled,
         env_dropped: vec![],
         pgid: 1,
+        network: None,
     };
 
     let m = model_text(&outcome);

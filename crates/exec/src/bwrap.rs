@@ -1,8 +1,8 @@
 //! The namespace launch path through bubblewrap (`bwrap`): the host probe (once, cached) and the
 //! argument plan (pure).
 //!
-//! Each command gets its own user, PID, IPC and mount namespaces (and a network namespace with
-//! nothing in it when the network is off), `--die-with-parent`, `--new-session`, no capabilities,
+//! Each command gets its own user, PID, IPC, mount and network namespaces (the network one holds
+//! only its own loopback; egress goes through the proxy bridged in by the init), `--die-with-parent`, `--new-session`, no capabilities,
 //! no nested user namespaces, a fresh `/proc` (only the command's tree is visible) and `/dev`.
 //! Mounts, in order (later ones win):
 //!
@@ -42,7 +42,7 @@ fn run_probe() -> Result<PathBuf, String> {
         .find(|p| p.is_file())
         .ok_or_else(|| "bubblewrap (bwrap) is not installed".to_string())?;
     let out = std::process::Command::new(&bwrap)
-        .args(namespace_flags(false, true))
+        .args(namespace_flags(true))
         .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
         .args(["--tmpfs", "/tmp", "--", "/bin/true"])
         .env_clear()
@@ -64,7 +64,7 @@ fn run_probe() -> Result<PathBuf, String> {
 }
 
 /// The namespace and process flags (no mounts).
-fn namespace_flags(network_allowed: bool, as_pid_1: bool) -> Vec<&'static str> {
+fn namespace_flags(as_pid_1: bool) -> Vec<&'static str> {
     let mut f = vec![
         "--unshare-user",
         "--unshare-pid",
@@ -76,9 +76,10 @@ fn namespace_flags(network_allowed: bool, as_pid_1: bool) -> Vec<&'static str> {
         "--die-with-parent",
         "--new-session",
     ];
-    if !network_allowed {
-        f.push("--unshare-net");
-    }
+    // Always a network namespace of its own: host loopback ports, host sockets bound in the
+    // network namespace and the host's `/proc/net` are out of reach; egress, when allowed, goes
+    // through the proxy bridged in by the init (`netbridge`).
+    f.push("--unshare-net");
     if as_pid_1 {
         f.push("--as-pid-1");
     }
@@ -100,14 +101,13 @@ pub(crate) struct MountPlan {
     pub(crate) keep_read_only: Vec<PathBuf>,
     /// Paths hidden (resolved, existing, visible in the sandbox).
     pub(crate) hidden: Vec<(PathBuf, HideKind)>,
-    pub(crate) network_allowed: bool,
     /// The init program runs as PID 1 (`--as-pid-1`); otherwise bubblewrap's own reaper does.
     pub(crate) as_pid_1: bool,
 }
 
 /// The bubblewrap arguments up to (not including) `--` and the program.
 pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
-    let mut a: Vec<OsString> = namespace_flags(plan.network_allowed, plan.as_pid_1)
+    let mut a: Vec<OsString> = namespace_flags(plan.as_pid_1)
         .into_iter()
         .map(OsString::from)
         .collect();
@@ -184,7 +184,6 @@ mod tests {
                 ("/home/u/.ssh".into(), HideKind::Dir),
                 ("/home/u/.netrc".into(), HideKind::File),
             ],
-            network_allowed: false,
             as_pid_1: true,
         }
     }
@@ -232,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn network_off_adds_a_network_namespace_and_pid_1_is_optional() {
+    fn every_command_gets_a_network_namespace_and_pid_1_is_optional() {
         let a = args(&plan());
         for f in [
             "--unshare-user",
@@ -248,10 +247,9 @@ mod tests {
         }
         pos(&a, &["--cap-drop", "ALL"]);
         let mut p = plan();
-        p.network_allowed = true;
         p.as_pid_1 = false;
         let a = args(&p);
-        assert!(!a.contains(&OsString::from("--unshare-net")));
+        assert!(a.contains(&OsString::from("--unshare-net")));
         assert!(!a.contains(&OsString::from("--as-pid-1")));
     }
 }

@@ -9,6 +9,9 @@
 //! - network off (request `network_allowed = false`, ABI >= 4): TCP `connect` and `bind` are denied.
 //!   Landlock does not cover UDP or Unix sockets: on the Landlock-only path this is a TCP switch,
 //!   documented as such (the namespace path adds an empty network namespace);
+//! - network on with the proxy on the Landlock-only path (`proxy_port`, ABI >= 4): TCP `connect`
+//!   only to the proxy's loopback port (`bind` stays free, so dev servers run; UDP is not
+//!   covered, and the scope line says so);
 //! - ABI >= 6: signals and abstract Unix sockets are scoped to the sandbox (no `kill` of, or
 //!   `connect` to, anything outside it).
 //!
@@ -143,10 +146,11 @@ const DEVICES: [&str; 8] = [
 pub(crate) fn build(
     writable: &[PathBuf],
     network_allowed: bool,
+    proxy_port: Option<u16>,
 ) -> Result<(landlock::RulesetCreated, Confinement), String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
-        path_beneath_rules,
+        ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        Scope, path_beneath_rules,
     };
 
     let Some((abi, network)) = landlock_abi() else {
@@ -161,10 +165,14 @@ pub(crate) fn build(
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(fs_abi))
         .map_err(err)?;
+    // Network on with a proxy (Landlock-only path): TCP connect only to the proxy's port.
+    let proxy_only = proxy_port.filter(|_| network_allowed && network);
     if deny_net {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(err)?;
+    } else if proxy_only.is_some() {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(err)?;
     }
     let scopes = abi >= 6;
     if scopes {
@@ -186,6 +194,11 @@ pub(crate) fn build(
             DEVICES.iter().map(Path::new).filter(|p| p.exists()),
             AccessFs::from_file(fs_abi),
         ))
+        .map_err(err)?
+        .add_rules(
+            proxy_only
+                .map(|port| Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))),
+        )
         .map_err(err)?;
     Ok((
         created,
@@ -200,8 +213,12 @@ pub(crate) fn build(
 
 /// Builds the ruleset for the Landlock-only path, as an fd the forked child enforces.
 #[cfg(target_os = "linux")]
-pub(crate) fn prepare(writable: &[PathBuf], network_allowed: bool) -> Result<Prepared, String> {
-    let (created, applied) = build(writable, network_allowed)?;
+pub(crate) fn prepare(
+    writable: &[PathBuf],
+    network_allowed: bool,
+    proxy_port: Option<u16>,
+) -> Result<Prepared, String> {
+    let (created, applied) = build(writable, network_allowed, proxy_port)?;
     let fd: Option<OwnedFd> = created.into();
     let fd = fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())?;
     Ok(Prepared { fd, applied })
@@ -216,7 +233,11 @@ pub(crate) fn landlock_abi() -> Option<(u8, bool)> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn prepare(_writable: &[PathBuf], _network_allowed: bool) -> Result<Prepared, String> {
+pub(crate) fn prepare(
+    _writable: &[PathBuf],
+    _network_allowed: bool,
+    _proxy_port: Option<u16>,
+) -> Result<Prepared, String> {
     Err("kernel confinement is implemented with Landlock, which is Linux-only".into())
 }
 

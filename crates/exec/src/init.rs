@@ -54,6 +54,9 @@ pub(crate) struct InitSpec {
     /// the namespace's processes itself and kills the command when they exceed `max_processes`.
     #[serde(default)]
     pub(crate) count_processes: bool,
+    /// The network bridge to serve inside the namespace (`netbridge`); `None`: no network.
+    #[serde(default)]
+    pub(crate) net_bridge: Option<crate::netbridge::BridgeSpec>,
 }
 
 /// Call first thing in a binary's `main`: when the process was started as the init program it
@@ -127,6 +130,11 @@ pub fn init_main(spec_json: &str) -> i32 {
         libc::fcntl(fds.control, libc::F_SETFD, libc::FD_CLOEXEC);
         libc::fcntl(fds.report, libc::F_SETFD, libc::FD_CLOEXEC);
     }
+    // Bound before the fork (connections queue), served after it (see `netbridge`).
+    let bridge = spec
+        .net_bridge
+        .as_ref()
+        .and_then(crate::netbridge::listen);
     let Ok(cmd) = CString::new(spec.command) else {
         return 125;
     };
@@ -140,14 +148,15 @@ pub fn init_main(spec_json: &str) -> i32 {
             tripped: false,
         });
     // SAFETY: single-threaded; the child only calls async-signal-safe functions before execv.
-    unsafe { supervise(&cmd, fds, nproc, watch) }
+    unsafe { supervise(&cmd, fds, nproc, watch, bridge) }
 }
 
 #[cfg(target_os = "linux")]
 fn apply_landlock(spec: &InitSpec) -> u8 {
     let mut writable = vec![PathBuf::from("/dev/shm")];
     writable.extend(spec.writable.iter().cloned());
-    match crate::confine::build(&writable, spec.network_allowed) {
+    // The network namespace holds only the command's own loopback: TCP is not restricted here.
+    match crate::confine::build(&writable, spec.network_allowed, None) {
         Ok((created, crate::Confinement::Landlock { abi, .. })) => match created.restrict_self() {
             Ok(_) => abi,
             Err(e) => {
@@ -209,6 +218,7 @@ unsafe fn supervise(
     fds: Fds,
     nproc: Option<libc::rlimit>,
     mut watch: Option<Watch>,
+    bridge: Option<crate::netbridge::Bridge>,
 ) -> i32 {
     unsafe {
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
@@ -245,6 +255,9 @@ unsafe fn supervise(
             }
             libc::execv(sh.as_ptr(), argv.as_ptr());
             libc::_exit(127);
+        }
+        if let Some(bridge) = bridge {
+            bridge.start();
         }
         let pidfd = libc::syscall(libc::SYS_pidfd_open, child, 0) as libc::c_int;
         let mut main_status: Option<libc::c_int> = None;

@@ -138,6 +138,8 @@ pub(crate) struct Launched {
 pub(crate) struct Wiring {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) tmpdir: PathBuf,
+    /// The proxy bridge the init serves (namespace path; see `netwire`).
+    pub(crate) bridge: Option<crate::netbridge::BridgeSpec>,
 }
 
 fn base_command(program: &Path, req: &ExecRequest, wiring: &Wiring) -> tokio::process::Command {
@@ -284,6 +286,10 @@ pub(crate) fn spawn_bwrap(
     // (a HOME under /tmp, say) would otherwise vanish with the private tmpfs. Read-only, like the
     // rest of the host.
     keep_read_only.extend(exposed_under(&req.exposed_credentials, &masked));
+    // The proxy's socket directory (under the host /tmp), read-only: connecting needs no write.
+    if let Some(dir) = wiring.bridge.as_ref().and_then(|b| b.socket.parent()) {
+        keep_read_only.push(dir.to_path_buf());
+    }
     let plan = MountPlan {
         cwd: req.cwd.clone(),
         writable: writable.to_vec(),
@@ -291,7 +297,6 @@ pub(crate) fn spawn_bwrap(
         keep_read_only,
         hidden: hidden_paths(req, &masked, &binds),
         masked,
-        network_allowed: req.network_allowed,
         as_pid_1: init.is_some(),
     };
     let mut cmd = base_command(bwrap_path, req, wiring);
@@ -319,6 +324,7 @@ pub(crate) fn spawn_bwrap(
                 max_processes: Some(u64::from(req.max_processes)),
                 // SAFETY: getuid cannot fail.
                 count_processes: unsafe { libc::getuid() } == 0,
+                net_bridge: wiring.bridge.clone(),
             };
             let spec = serde_json::to_string(&spec).map_err(|e| ExecError::Prepare {
                 what: "the init spec",

@@ -33,6 +33,8 @@ pub mod hide;
 mod init;
 mod keyfilter;
 mod launch;
+mod netbridge;
+mod netwire;
 mod outcome;
 mod process_group;
 mod projection;
@@ -44,6 +46,9 @@ mod sink;
 mod supervisor;
 pub mod tmpdir;
 
+/// The allow-list proxy crate (policy, decider, report types).
+pub use aibuddy_netproxy as netproxy;
+pub use netwire::PROXY_VARS;
 pub use confine::{confinement_support, landlock_support, prewarm_probes};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{EnvDecision, decide as env_decide, filter_env};

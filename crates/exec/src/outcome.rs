@@ -150,6 +150,10 @@ pub struct ExecOutcome {
     /// Landlock path, bubblewrap's own group on the namespace path (whose whole tree is gone when
     /// `run` returns).
     pub pgid: i32,
+    /// How the command reached the network and every decision of its proxy (absent in outcomes
+    /// stored before the proxy existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<aibuddy_netproxy::NetReport>,
 }
 
 impl ExecOutcome {

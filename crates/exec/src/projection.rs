@@ -374,6 +374,7 @@ mod tests {
             confinement: Confinement::Disabled,
             env_dropped: vec![],
             pgid: 1,
+            network: None,
         }
     }
 

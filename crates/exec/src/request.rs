@@ -105,8 +105,13 @@ pub struct ExecRequest {
     pub env: EnvPolicy,
     /// Extra writable roots under confinement (caches such as `~/.cargo`).
     pub writable_roots: Vec<PathBuf>,
-    /// Outbound network allowed; `false` denies TCP bind/connect via Landlock (ABI >= 4).
+    /// Outbound network allowed, through the allow-list proxy only (see `netwire`); `false`: no
+    /// egress at all (an empty network namespace; Landlock denies TCP bind/connect on the
+    /// fallback path).
     pub network_allowed: bool,
+    /// The proxy's lists when the network is allowed; `None`: every public host (`*`).
+    #[serde(default)]
+    pub network_policy: Option<aibuddy_netproxy::Policy>,
     /// Confinement policy.
     pub confine: ConfinePolicy,
     /// File receiving the raw combined output (stdout and stderr interleaved as read); `None` = no spool.
@@ -177,6 +182,7 @@ impl ExecRequest {
             env: EnvPolicy::default(),
             writable_roots: Vec::new(),
             network_allowed: true,
+            network_policy: None,
             confine: ConfinePolicy::BestEffort,
             spool_path: None,
             spool_cap: DEFAULT_SPOOL_CAP,

@@ -14,6 +14,7 @@ use crate::confine;
 use crate::env::filter_env;
 use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
+use crate::netwire::{Net, Route};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, kill_tree, wait_group_gone};
 use crate::pump::{LiveConfig, Pump};
@@ -64,12 +65,18 @@ pub(crate) async fn run(
     // The host temp dir exists only on the Landlock path; in the namespaces TMPDIR is a private
     // tmpfs that vanishes with them.
     let mut host_tmp = None;
+    let mut kept_env = kept_env;
+    let net;
     let (launched, mut confinement) = match path {
         LaunchPath::Namespaces { bwrap, init } => {
+            let n = Net::start(&req, Route::Namespaces { init: init.is_ok() }, sink.as_ref())?;
+            n.apply_env(&mut kept_env);
             let wiring = Wiring {
                 env: kept_env,
                 tmpdir: sandbox_tmpdir(),
+                bridge: n.bridge.clone(),
             };
+            net = n;
             if let Err(reason) = &init {
                 tracing::warn!(%reason, "no init program: namespaces without the inner Landlock layer");
             }
@@ -84,9 +91,13 @@ pub(crate) async fn run(
             })?;
             let mut writable = vec![req.cwd.clone(), tmp.path().to_path_buf()];
             writable.extend(writable_roots.iter().cloned());
+            let tcp_rules = req.confine != ConfinePolicy::Off
+                && confine::landlock_abi().is_some_and(|(_, tcp)| tcp);
+            let mut n = Net::start(&req, Route::Landlock { tcp_rules }, sink.as_ref())?;
+            n.apply_env(&mut kept_env);
             let (prepared, confinement) = match req.confine {
                 ConfinePolicy::Off => (None, Confinement::Disabled),
-                policy => match confine::prepare(&writable, req.network_allowed) {
+                policy => match confine::prepare(&writable, req.network_allowed, n.landlock_port) {
                     Ok(mut p) => {
                         if let Confinement::Landlock {
                             no_namespaces: n, ..
@@ -102,13 +113,16 @@ pub(crate) async fn run(
                     }
                     Err(reason) => {
                         tracing::warn!(%reason, "running without confinement");
+                        n.unenforced();
                         (None, Confinement::Unavailable { reason })
                     }
                 },
             };
+            net = n;
             let wiring = Wiring {
                 env: kept_env,
                 tmpdir: tmp.path().to_path_buf(),
+                bridge: None,
             };
             host_tmp = Some(tmp);
             (spawn_landlock(&req, &wiring, prepared)?, Some(confinement))
@@ -290,6 +304,7 @@ pub(crate) async fn run(
         confinement,
         env_dropped,
         pgid,
+        network: Some(net.finish()),
     })
 }
 

@@ -37,6 +37,11 @@ pub trait ExecSink: Send + Sync {
     }
     /// The command is still running (every `heartbeat_interval`).
     fn heartbeat(&self);
+    /// Who decides about a host on neither network list; `None`: refused
+    /// (`aibuddy_netproxy::Refuse`).
+    fn network_decider(&self) -> Option<std::sync::Arc<dyn aibuddy_netproxy::Decider>> {
+        None
+    }
 }
 
 /// A sink that discards everything.

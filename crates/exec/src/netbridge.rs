@@ -1,0 +1,155 @@
+//! The network bridge inside a command's network namespace, run by the init (PID 1).
+//!
+//! Every command on the namespace path has its own network namespace: only its own loopback, no
+//! host interface, no host loopback port, no host `/proc/net`. Its one way out is the proxy of
+//! the app (`aibuddy_netproxy`), listening on a Unix socket whose directory is bound read-only
+//! into the sandbox. The init listens on `127.0.0.1:`[`BRIDGE_PORT`] inside the namespace
+//! (bringing `lo` up first if bubblewrap did not) and forwards each connection to that socket:
+//! one thread per direction, blocking reads and writes, half-closes passed on. The listener is
+//! created before the shell is forked (connections queue in its backlog) and served by threads
+//! started after the fork, so the forked child never inherits a lock held by another thread.
+//! Landlock (ABI <= 7) does not restrict connecting to a path Unix socket, and the socket lies
+//! under a directory readable by the ruleset; `tests/netproxy.rs` checks it.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The port of the proxy inside the namespace (the namespace is the command's own).
+pub(crate) const BRIDGE_PORT: u16 = 3128;
+
+/// Size of each direction's copy buffer.
+const BUF: usize = 256 * 1024;
+
+/// What the init bridges (part of the init spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct BridgeSpec {
+    pub(crate) port: u16,
+    /// The proxy's Unix socket, at the same path inside the sandbox as on the host.
+    pub(crate) socket: PathBuf,
+}
+
+/// A bound listener, not yet served.
+pub(crate) struct Bridge {
+    listener: TcpListener,
+    socket: PathBuf,
+}
+
+/// Binds `127.0.0.1:port` inside the namespace. `None` (said on stderr, the command's) when it
+/// cannot: the command then has no network.
+pub(crate) fn listen(spec: &BridgeSpec) -> Option<Bridge> {
+    let bind = || TcpListener::bind(("127.0.0.1", spec.port));
+    let listener = match bind() {
+        Ok(l) => Ok(l),
+        Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {
+            loopback_up();
+            bind()
+        }
+        Err(e) => Err(e),
+    };
+    match listener {
+        Ok(listener) => Some(Bridge {
+            listener,
+            socket: spec.socket.clone(),
+        }),
+        Err(e) => {
+            let msg = format!("aibuddy: the network bridge could not listen: {e}; no network\n");
+            // SAFETY: writing our buffer to stderr.
+            unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+            None
+        }
+    }
+}
+
+/// Sets `lo` up (bubblewrap normally did; needs no capability it did not keep otherwise, so a
+/// failure is ignored and the bind reports it).
+fn loopback_up() {
+    #[repr(C)]
+    struct IfReq {
+        name: [libc::c_char; libc::IFNAMSIZ],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    // SAFETY: a datagram socket for the interface ioctls, and a zeroed request we own.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return;
+        }
+        let mut req: IfReq = std::mem::zeroed();
+        for (d, s) in req.name.iter_mut().zip(b"lo\0") {
+            *d = *s as libc::c_char;
+        }
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) == 0 {
+            req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            libc::ioctl(fd, libc::SIOCSIFFLAGS, &req);
+        }
+        libc::close(fd);
+    }
+}
+
+impl Bridge {
+    /// Serves connections on threads of this process until it exits.
+    pub(crate) fn start(self) {
+        let Bridge { listener, socket } = self;
+        let spawned = std::thread::Builder::new()
+            .name("aibuddy-netbridge".into())
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(client) = conn else { continue };
+                    let socket = socket.clone();
+                    let _ = std::thread::Builder::new()
+                        .stack_size(128 * 1024)
+                        .spawn(move || serve(client, &socket));
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "network bridge thread not started");
+        }
+    }
+}
+
+fn serve(client: TcpStream, socket: &Path) {
+    let Ok(up) = UnixStream::connect(socket) else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let (Ok(client_w), Ok(up_w)) = (client.try_clone(), up.try_clone()) else {
+        return;
+    };
+    let upward = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(move || {
+            pump(client, up_w, |s: &UnixStream| s.shutdown(Shutdown::Write));
+        });
+    pump(up, client_w, |s: &TcpStream| s.shutdown(Shutdown::Write));
+    if let Ok(t) = upward {
+        let _ = t.join();
+    }
+}
+
+/// Copies `from` into `to` until end of file or an error, then half-closes `to`.
+fn pump<R: Read, W: Write>(
+    mut from: R,
+    mut to: W,
+    close: impl Fn(&W) -> std::io::Result<()>,
+) {
+    let mut buf = vec![0u8; BUF];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    let _ = close(&to);
+}
