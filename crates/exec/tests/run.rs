@@ -286,7 +286,11 @@ async fn network_off_denies_tcp_connect() {
         let on = run(r, CancellationToken::new(), rec_on.clone())
             .await
             .unwrap();
-        assert!(String::from_utf8_lossy(&rec_on.stream(Stream::Stdout)).contains("connected"));
+        // Network on: host loopback ports are out of reach too (issue 22; only the proxy).
+        assert!(
+            String::from_utf8_lossy(&rec_on.stream(Stream::Stdout)).contains("refused"),
+            "{path:?}"
+        );
         let mut r = req(&cmd, project.path());
         r.network_allowed = false;
         r.namespaces = path;
