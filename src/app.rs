@@ -116,7 +116,7 @@ pub fn host_caps(services: &Services) -> HostCaps {
             });
             host.exec_confinement = caps.exec.then(|| {
                 let support = aibuddy_sandbox::aibuddy_exec::confinement_support();
-                if services.settings.exec.network {
+                if services.settings.exec.network.is_on() {
                     support.label()
                 } else {
                     format!("{} (network off)", support.label())

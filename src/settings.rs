@@ -9,7 +9,8 @@
 //!                "disabled": [] },
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
-//!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
+//!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30,
+//!                "network": true,   // or false, or {"allow": ["crates.io", "*.example.com", "localhost:5173"], "deny": [...]}
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
 //!                "expose_credentials": [], "max_processes": 4096 },
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
@@ -30,6 +31,7 @@
 mod authority;
 pub mod edit;
 mod layer;
+mod network;
 mod parse;
 mod roots;
 
@@ -40,6 +42,7 @@ use serde_json::{Map, Value};
 use ts_rs::TS;
 
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
+pub use network::NetworkSetting;
 pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
@@ -114,8 +117,13 @@ pub struct ConfirmSettings {
 pub struct ExecSettings {
     pub default_timeout_ms: u64,
     pub heartbeat_secs: u64,
-    /// Outbound network for commands (enforced with Landlock network rules where supported).
-    pub network: bool,
+    /// Outbound network for commands, always through the allow-list proxy: `false` (none),
+    /// `true` (the package registries of Rust, Node, Python, Go and Debian: see
+    /// `aibuddy_netproxy::DEFAULT_ALLOW`), or `{"allow": [...], "deny": [...]}` (`host`,
+    /// `*.suffix`, `*`, an IP address, optional `:port`; deny wins; `*` is every public host,
+    /// never loopback or private addresses unless an entry names them, e.g. `localhost:5173`).
+    #[ts(type = "boolean | { allow?: string[], deny?: string[] }")]
+    pub network: NetworkSetting,
     /// Extra writable roots for commands (e.g. `~/.cargo`), shown in the confirm scope.
     pub writable_roots: Vec<String>,
     /// Environment variables passed even though their names look secret.
@@ -134,7 +142,7 @@ impl Default for ExecSettings {
         Self {
             default_timeout_ms: 120_000,
             heartbeat_secs: 30,
-            network: true,
+            network: NetworkSetting::Registries,
             writable_roots: Vec::new(),
             env_include: Vec::new(),
             env_exclude: Vec::new(),

@@ -14,7 +14,7 @@
 //! | `sandbox.kind` | widens when it differs from the user level (commands and files would go elsewhere) |
 //! | `sandbox.daytona`, `sandbox.e2b` | widen when they differ from the user level (where a remote sandbox runs, with what credentials) |
 //! | `confirm.auto_approve_writes` | widens when `true` and the user level is `false` |
-//! | `exec.network` | widens when `true` and the user level is `false` |
+//! | `exec.network` | narrows when `false`, or when every allow entry is covered by one of the user level's (`*` covers public names only, never `localhost` or private addresses) and every user-level deny entry is kept; otherwise widens: untrusted, the covered allow entries and the union of both deny lists apply |
 //! | `exec.writable_roots` | widens when non-empty (after resolution); `[]` narrows |
 //! | `exec.env_include` | widens when non-empty; `[]` narrows |
 //! | `exec.expose_credentials` | widens when non-empty; `[]` narrows |
@@ -131,7 +131,7 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         }
         ("sandbox", "e2b") => differs(value, user.sandbox.e2b.as_ref().unwrap_or(&Value::Null)),
         ("confirm", "auto_approve_writes") => turns_on(value, user.confirm.auto_approve_writes),
-        ("exec", "network") => turns_on(value, user.exec.network),
+        ("exec", "network") => super::network::effect(value, &user.exec.network),
         ("exec", "writable_roots") => non_empty_list(value),
         ("exec", "env_include") => non_empty_list(value),
         ("exec", "expose_credentials") => non_empty_list(value),
@@ -176,7 +176,7 @@ mod tests {
 
     fn user() -> Settings {
         let mut s = Settings::default();
-        s.exec.network = false;
+        s.exec.network = super::super::NetworkSetting::Off;
         s.exec.env_exclude = vec!["DB_URL".into()];
         s.tools.disabled = vec!["execute".into()];
         s

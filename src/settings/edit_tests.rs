@@ -42,7 +42,7 @@ fn a_user_setting_is_written_and_the_cli_loader_reads_it_with_the_rest_kept() {
     let text = std::fs::read_to_string(d.data.join("settings.json")).unwrap();
     assert!(text.starts_with("{\n  \"exec\": {\n    \"heartbeat_secs\": 15,\n    \"network\": false\n  },\n  \"x-editor\": {\"theme\": \"dark\"}"), "{text}");
     let loaded = crate::settings::load(&d.data, &d.project);
-    assert!(!loaded.settings.exec.network);
+    assert!(!loaded.settings.exec.network.is_on());
     assert_eq!(loaded.settings.exec.heartbeat_secs, 15);
     // The unknown section is the loader's problem as before, not the editor's.
     assert!(loaded.problems.iter().any(|p| p.field == "x-editor"));
@@ -213,6 +213,7 @@ fn a_project_write_keeps_the_trust_of_a_project_trusted_just_before() {
             .settings
             .exec
             .network
+            .is_on()
     );
     // An MCP server added at the project level: same rule.
     let entry = json!({"command": "true"});

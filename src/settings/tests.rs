@@ -44,7 +44,7 @@ fn project_overrides_user_field_by_field() {
     ]);
     assert!(l.problems.is_empty(), "{:?}", l.problems);
     assert_eq!(l.settings.exec.heartbeat_secs, 7);
-    assert!(!l.settings.exec.network);
+    assert!(!l.settings.exec.network.is_on());
     assert!(l.settings.confirm.auto_approve_writes);
 }
 
@@ -80,9 +80,9 @@ fn wrong_type_never_quotes_the_value() {
     }
     assert_eq!(
         l.problems[0].message,
-        "wrong type: found a string, expected a boolean; using the default"
+        "wrong type: found a string, expected a boolean or an object with `allow` and `deny` lists; using the default"
     );
-    assert!(l.settings.exec.network);
+    assert!(l.settings.exec.network.is_on());
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn every_problem_is_reported_with_line_and_column() {
     );
     assert_eq!(
         l.problems[0].to_string(),
-        "p.json:2:12: `exec.network`: wrong type: found a number, expected a boolean; using the default"
+        "p.json:2:12: `exec.network`: wrong type: found a number, expected a boolean or an object with `allow` and `deny` lists; using the default"
     );
     assert_eq!(
         l.problems[3].message,

@@ -200,7 +200,8 @@ pub fn build_request(
         .iter()
         .map(|r| resolve_root(r, project_root, home))
         .collect();
-    req.network_allowed = settings.network;
+    req.network_allowed = settings.network.is_on();
+    req.network_policy = settings.network.policy();
     req.max_processes = settings.max_processes;
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
@@ -236,6 +237,10 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         Termination::Signaled { signal } => (None, Some(signal)),
     };
     let model = model_text(outcome);
+    let mut model_text = model.text;
+    if let Some(lines) = network_lines(outcome) {
+        model_text.push_str(&lines);
+    }
     json!({
         "command": args.command,
         "description": args.description,
@@ -258,9 +263,51 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "confinement_label": outcome.confinement.label(),
         "writable_roots": req.writable_roots,
         "network_allowed": req.network_allowed,
+        "network": outcome.network,
         "env_dropped": outcome.env_dropped,
-        "model": model.text,
+        "model": model_text,
     })
+}
+
+/// Refused hosts shown to the model at most.
+const MAX_REFUSAL_LINES: usize = 20;
+
+/// The model's lines about refused connections: which host, why, and how the person can allow
+/// it (`None` when nothing was refused). Host names come from the command: escaped as one line.
+pub fn network_lines(outcome: &ExecOutcome) -> Option<String> {
+    use aibuddy_common::term::line as safe;
+    let net = outcome.network.as_ref()?;
+    let refused: Vec<_> = net.refused().collect();
+    if refused.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for e in refused.iter().take(MAX_REFUSAL_LINES) {
+        let host = safe(&e.host);
+        let reason = safe(e.reason.as_deref().unwrap_or("refused"));
+        let how = if e.rule.as_deref().is_some_and(|r| r.starts_with("deny: ")) {
+            "the person can remove the entry from exec.network.deny in settings.json"
+        } else {
+            "the person can add it to exec.network.allow in settings.json"
+        };
+        let times = if e.connections > 1 {
+            format!(", {} connections", e.connections)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\nnetwork: refused connection to {host}:{} ({reason}{times}); {how}",
+            e.port
+        ));
+    }
+    if refused.len() > MAX_REFUSAL_LINES || net.events_dropped > 0 {
+        out.push_str(&format!(
+            "\nnetwork: ... {} more refused or unrecorded hosts",
+            refused.len().saturating_sub(MAX_REFUSAL_LINES) as u64 + net.events_dropped
+        ));
+    }
+    out.push('\n');
+    Some(out)
 }
 
 /// A cancelled or timed-out command as an Execution-stage error (`cancelled`, `timed_out`) that
@@ -320,6 +367,7 @@ pub fn client_projection(raw: &Value) -> Value {
         ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
+        "network": field("network"),
     })
 }
 

@@ -28,9 +28,13 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
                  system read-only, credentials and the data directory hidden, private /tmp and /run; \
                  writes only in {roots}; network {}",
                 if req.network_allowed {
-                    "allowed"
+                    format!(
+                        "only through the allow-list proxy ({}; other hosts refused; own network \
+                         namespace: no host loopback ports or sockets)",
+                        policy_text(req)
+                    )
                 } else {
-                    "off (no network namespace access at all)"
+                    "off (no network namespace access at all)".to_string()
                 }
             )
         }
@@ -52,10 +56,20 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
                     ""
                 },
                 match (req.network_allowed, network) {
-                    (true, _) => "allowed",
+                    (true, true) => format!(
+                        "through the allow-list proxy ({}); Landlock allows TCP connect only to the \
+                         proxy's port; UDP and Unix sockets are not covered",
+                        policy_text(req)
+                    ),
+                    (true, false) => format!(
+                        "through the allow-list proxy ({}), NOT enforced: this kernel cannot \
+                         restrict TCP",
+                        policy_text(req)
+                    ),
                     (false, true) =>
-                        "off (TCP connect/bind denied; UDP and Unix sockets are not covered)",
-                    (false, false) => "requested off but this kernel cannot enforce it",
+                        "off (TCP connect/bind denied; UDP and Unix sockets are not covered)"
+                            .to_string(),
+                    (false, false) => "requested off but this kernel cannot enforce it".to_string(),
                 }
             )
         }
@@ -63,6 +77,14 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
             format!("confinement: NONE ({reason}); the command can write wherever the app user can")
         }
         Confinement::Disabled => "confinement: disabled".to_string(),
+    }
+}
+
+/// The proxy's lists for a scope line.
+fn policy_text(req: &ExecRequest) -> String {
+    match &req.network_policy {
+        Some(p) => p.describe(),
+        None => "allow: *".to_string(),
     }
 }
 

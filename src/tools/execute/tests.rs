@@ -59,7 +59,7 @@ fn request_from_settings_and_arguments() {
     let settings = ExecSettings {
         writable_roots: vec!["~/.cargo".into(), "build-cache".into(), "/opt/x".into()],
         env_include: vec!["NPM_TOKEN".into()],
-        network: false,
+        network: crate::settings::NetworkSetting::Off,
         max_processes: 100,
         ..ExecSettings::default()
     };
