@@ -42,8 +42,8 @@ use serde_json::{Map, Value};
 use ts_rs::TS;
 
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
-pub use network::NetworkSetting;
 pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
+pub use network::NetworkSetting;
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
 };

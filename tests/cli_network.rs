@@ -55,7 +55,15 @@ fn call_execute_reaches_only_listed_hosts_and_names_the_refused_one() {
     let (code, out, err) = aibuddy(
         p.path(),
         d.path(),
-        &["call", "execute", &args, "--yes", "--json", "--id", "call-net-1"],
+        &[
+            "call",
+            "execute",
+            &args,
+            "--yes",
+            "--json",
+            "--id",
+            "call-net-1",
+        ],
     );
     assert_eq!(code, 0, "{out}\n{err}");
     let v: Value = serde_json::from_str(&out).expect("one JSON result");
@@ -82,7 +90,9 @@ fn call_execute_reaches_only_listed_hosts_and_names_the_refused_one() {
         "{net}"
     );
     assert!(
-        events.iter().any(|e| e["port"] == port && e["allowed"] == true),
+        events
+            .iter()
+            .any(|e| e["port"] == port && e["allowed"] == true),
         "{net}"
     );
 }

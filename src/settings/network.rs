@@ -142,13 +142,12 @@ pub(crate) fn effect(value: &Value, user: &NetworkSetting) -> Effect {
     }
     let (pa, pd) = project.lists();
     let (ua, ud) = user.lists();
-    let parse = |l: &[String]| -> Vec<Entry> { l.iter().filter_map(|s| Entry::parse(s).ok()).collect() };
+    let parse =
+        |l: &[String]| -> Vec<Entry> { l.iter().filter_map(|s| Entry::parse(s).ok()).collect() };
     let user_allow = parse(&ua);
     let covered: Vec<String> = pa
         .iter()
-        .filter(|s| {
-            Entry::parse(s).is_ok_and(|e| user_allow.iter().any(|u| e.covered_by(u)))
-        })
+        .filter(|s| Entry::parse(s).is_ok_and(|e| user_allow.iter().any(|u| e.covered_by(u))))
         .cloned()
         .collect();
     let keeps_deny = ud.iter().all(|d| pd.contains(d));
@@ -171,13 +170,22 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_bad_ones_say_why() {
-        for v in [json!(true), json!(false), json!({"allow": ["*"], "deny": ["x.org"]}), json!({"deny": []})] {
+        for v in [
+            json!(true),
+            json!(false),
+            json!({"allow": ["*"], "deny": ["x.org"]}),
+            json!({"deny": []}),
+        ] {
             let s: NetworkSetting = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(serde_json::to_value(&s).unwrap(), v);
         }
         let e = serde_json::from_value::<NetworkSetting>(json!({"allow": ["a"], "nope": 1}));
         assert!(e.unwrap_err().to_string().contains("unknown field `nope`"));
-        assert!(invalid(&json!({"allow": ["exa mple.com"]})).unwrap().contains("not a network entry"));
+        assert!(
+            invalid(&json!({"allow": ["exa mple.com"]}))
+                .unwrap()
+                .contains("not a network entry")
+        );
         assert_eq!(invalid(&json!(true)), None);
         assert_eq!(
             user(json!({"deny": ["x.org"]})).lists().0.len(),
@@ -193,9 +201,21 @@ mod tests {
             (json!(false), json!(true), Effect::Narrows),
             (json!(true), json!(false), Effect::Widens),
             (json!(true), json!(true), Effect::Narrows),
-            (json!({"allow": ["crates.io"]}), json!(true), Effect::Narrows),
-            (json!({"allow": ["a.example.com"]}), json!({"allow": ["*.example.com"]}), Effect::Narrows),
-            (json!({"allow": ["example.com"]}), json!({"allow": ["*"]}), Effect::Narrows),
+            (
+                json!({"allow": ["crates.io"]}),
+                json!(true),
+                Effect::Narrows,
+            ),
+            (
+                json!({"allow": ["a.example.com"]}),
+                json!({"allow": ["*.example.com"]}),
+                Effect::Narrows,
+            ),
+            (
+                json!({"allow": ["example.com"]}),
+                json!({"allow": ["*"]}),
+                Effect::Narrows,
+            ),
             (
                 json!({"allow": ["localhost:5173", "crates.io"]}),
                 json!({"allow": ["*"]}),
@@ -219,7 +239,11 @@ mod tests {
             ),
         ];
         for (project, u, want) in cases {
-            assert_eq!(effect(&project, &user(u.clone())), want, "{project} over {u}");
+            assert_eq!(
+                effect(&project, &user(u.clone())),
+                want,
+                "{project} over {u}"
+            );
         }
     }
 }

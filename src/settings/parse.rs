@@ -181,7 +181,9 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
         {
             Some("must be a share of the context window in (0, 1]; using the default 0.8".into())
         }
-        ("exec", "network", v) if super::network::invalid(v).is_some() => super::network::invalid(v),
+        ("exec", "network", v) if super::network::invalid(v).is_some() => {
+            super::network::invalid(v)
+        }
         ("exec", "max_processes", Value::Number(n))
             if !n
                 .as_u64()

@@ -36,7 +36,11 @@ fn server(big: usize) -> u16 {
                     }
                 }
                 let line = String::from_utf8_lossy(&got);
-                let n = if line.contains(" /big ") { body.len() } else { 0 };
+                let n = if line.contains(" /big ") {
+                    body.len()
+                } else {
+                    0
+                };
                 let head =
                     format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n");
                 let _ = s.write_all(head.as_bytes());
@@ -109,8 +113,15 @@ async fn main() {
     // Interleaved: direct, proxy, direct, proxy... one command per kind per pair.
     for _ in 0..rounds {
         d_big.extend(times(&direct(&curl_loop(port, "/big", 1, false))));
-        p_big.extend(times(&proxied(&curl_loop(port, "/big", 1, true), port).await));
-        d_small.extend(times(&direct(&curl_loop(port, "/small", setup_rounds, false))));
+        p_big.extend(times(
+            &proxied(&curl_loop(port, "/big", 1, true), port).await,
+        ));
+        d_small.extend(times(&direct(&curl_loop(
+            port,
+            "/small",
+            setup_rounds,
+            false,
+        ))));
         p_small.extend(times(
             &proxied(&curl_loop(port, "/small", setup_rounds, true), port).await,
         ));
@@ -123,7 +134,10 @@ async fn main() {
     let ratio = pb / db;
     let extra_ms = (ps - ds) * 1e3;
     let mark = |ok: bool| if ok { "PASS" } else { "MISS" };
-    println!("netproxy bench: {mb} MB download, {rounds} rounds; set-up {} requests", rounds * setup_rounds);
+    println!(
+        "netproxy bench: {mb} MB download, {rounds} rounds; set-up {} requests",
+        rounds * setup_rounds
+    );
     println!(
         "  download  direct {:.1} ms ({:.0} MB/s)  proxy {:.1} ms ({:.0} MB/s)  ratio {ratio:.2}x (goal <= 1.10x) {}",
         db * 1e3,

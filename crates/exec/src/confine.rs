@@ -149,8 +149,8 @@ pub(crate) fn build(
     proxy_port: Option<u16>,
 ) -> Result<(landlock::RulesetCreated, Confinement), String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        Scope, path_beneath_rules,
+        ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+        path_beneath_rules,
     };
 
     let Some((abi, network)) = landlock_abi() else {
@@ -183,23 +183,23 @@ pub(crate) fn build(
     for root in writable.iter().filter(|p| !p.exists()) {
         tracing::warn!(root = %root.display(), "writable root does not exist; skipped");
     }
-    let created = ruleset
-        .create()
-        .map_err(err)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(fs_abi)))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(writable, AccessFs::from_all(fs_abi)))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(
-            DEVICES.iter().map(Path::new).filter(|p| p.exists()),
-            AccessFs::from_file(fs_abi),
-        ))
-        .map_err(err)?
-        .add_rules(
-            proxy_only
-                .map(|port| Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))),
-        )
-        .map_err(err)?;
+    let created =
+        ruleset
+            .create()
+            .map_err(err)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(fs_abi)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(writable, AccessFs::from_all(fs_abi)))
+            .map_err(err)?
+            .add_rules(path_beneath_rules(
+                DEVICES.iter().map(Path::new).filter(|p| p.exists()),
+                AccessFs::from_file(fs_abi),
+            ))
+            .map_err(err)?
+            .add_rules(proxy_only.map(|port| {
+                Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))
+            }))
+            .map_err(err)?;
     Ok((
         created,
         Confinement::Landlock {

@@ -131,10 +131,7 @@ pub fn init_main(spec_json: &str) -> i32 {
         libc::fcntl(fds.report, libc::F_SETFD, libc::FD_CLOEXEC);
     }
     // Bound before the fork (connections queue), served after it (see `netbridge`).
-    let bridge = spec
-        .net_bridge
-        .as_ref()
-        .and_then(crate::netbridge::listen);
+    let bridge = spec.net_bridge.as_ref().and_then(crate::netbridge::listen);
     let Ok(cmd) = CString::new(spec.command) else {
         return 125;
     };

@@ -48,12 +48,12 @@ pub mod tmpdir;
 
 /// The allow-list proxy crate (policy, decider, report types).
 pub use aibuddy_netproxy as netproxy;
-pub use netwire::PROXY_VARS;
 pub use confine::{confinement_support, landlock_support, prewarm_probes};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{EnvDecision, decide as env_decide, filter_env};
 pub use error::{ErrorStage, ExecError};
 pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
+pub use netwire::PROXY_VARS;
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};

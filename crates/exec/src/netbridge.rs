@@ -133,11 +133,7 @@ fn serve(client: TcpStream, socket: &Path) {
 }
 
 /// Copies `from` into `to` until end of file or an error, then half-closes `to`.
-fn pump<R: Read, W: Write>(
-    mut from: R,
-    mut to: W,
-    close: impl Fn(&W) -> std::io::Result<()>,
-) {
+fn pump<R: Read, W: Write>(mut from: R, mut to: W, close: impl Fn(&W) -> std::io::Result<()>) {
     let mut buf = vec![0u8; BUF];
     loop {
         match from.read(&mut buf) {

@@ -98,8 +98,8 @@ impl Net {
         };
         match route {
             Route::Namespaces { init: false } => {
-                net.mode = "off: no init program to bridge the proxy into the network namespace"
-                    .into();
+                net.mode =
+                    "off: no init program to bridge the proxy into the network namespace".into();
             }
             Route::Namespaces { init: true } => {
                 let dir = tempfile::Builder::new()

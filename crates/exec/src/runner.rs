@@ -69,7 +69,11 @@ pub(crate) async fn run(
     let net;
     let (launched, mut confinement) = match path {
         LaunchPath::Namespaces { bwrap, init } => {
-            let n = Net::start(&req, Route::Namespaces { init: init.is_ok() }, sink.as_ref())?;
+            let n = Net::start(
+                &req,
+                Route::Namespaces { init: init.is_ok() },
+                sink.as_ref(),
+            )?;
             n.apply_env(&mut kept_env);
             let wiring = Wiring {
                 env: kept_env,

@@ -103,7 +103,10 @@ async fn proc_net_tcp_shows_no_host_listener() {
     .await;
     let needle = format!(":{port:04X} ");
     assert!(text.contains("local_address"), "{text}");
-    assert!(!text.contains(&needle), "host listener {port} visible:\n{text}");
+    assert!(
+        !text.contains(&needle),
+        "host listener {port} visible:\n{text}"
+    );
 }
 
 #[tokio::test]
@@ -186,13 +189,8 @@ async fn a_name_resolving_to_loopback_is_refused_under_the_wildcard() {
         curl("127.0.0.1", port, true)
     );
     for path in PATHS {
-        let (out, text) = run_text(req(
-            &cmd,
-            project.path(),
-            path,
-            Some(policy(&["*"], &[])),
-        ))
-        .await;
+        let (out, text) =
+            run_text(req(&cmd, project.path(), path, Some(policy(&["*"], &[])))).await;
         assert!(!text.contains("registry-ok"), "{path:?}: {text}");
         assert!(text.contains("non-public address"), "{path:?}: {text}");
         assert_eq!(out.network.unwrap().refused().count(), 2);

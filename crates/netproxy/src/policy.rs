@@ -114,12 +114,13 @@ impl Entry {
             });
         }
         let (host, port) = if let Some(rest) = t.strip_prefix('[') {
-            let (inner, after) = rest
-                .split_once(']')
-                .ok_or_else(|| bad("unclosed `[`"))?;
+            let (inner, after) = rest.split_once(']').ok_or_else(|| bad("unclosed `[`"))?;
             let port = match after {
                 "" => None,
-                p => Some(p.strip_prefix(':').ok_or_else(|| bad("expected `:port` after `]`"))?),
+                p => Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad("expected `:port` after `]`"))?,
+                ),
             };
             (inner, port)
         } else {
@@ -180,7 +181,9 @@ impl Entry {
             Pattern::Any => true,
             Pattern::Exact(name) => name == host,
             Pattern::Suffix(s) => under(host, s),
-            Pattern::Ip(ip) => host.parse::<IpAddr>().is_ok_and(|h| canonical(h) == canonical(*ip)),
+            Pattern::Ip(ip) => host
+                .parse::<IpAddr>()
+                .is_ok_and(|h| canonical(h) == canonical(*ip)),
         }
     }
 
@@ -358,7 +361,11 @@ impl Policy {
 
     /// Step 4: the resolved addresses the proxy may connect to, or the first refused one when
     /// none is left.
-    pub fn usable(&self, names_host: bool, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, IpAddr> {
+    pub fn usable(
+        &self,
+        names_host: bool,
+        addrs: &[SocketAddr],
+    ) -> Result<Vec<SocketAddr>, IpAddr> {
         let denied = |a: &SocketAddr| {
             self.deny.iter().any(|e| {
                 matches!(e.pattern, Pattern::Ip(_))
@@ -383,7 +390,10 @@ impl Policy {
             if l.is_empty() {
                 "(none)".to_string()
             } else {
-                l.iter().map(|e| e.text.as_str()).collect::<Vec<_>>().join(", ")
+                l.iter()
+                    .map(|e| e.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         if self.deny.is_empty() {
@@ -415,7 +425,13 @@ mod tests {
     #[test]
     fn the_decision_table() {
         let p = policy(
-            &["crates.io", "*.npmjs.org", "localhost:5173", "*", "10.0.0.5:8080"],
+            &[
+                "crates.io",
+                "*.npmjs.org",
+                "localhost:5173",
+                "*",
+                "10.0.0.5:8080",
+            ],
             &["evil.npmjs.org", "*:25", "bad.example"],
         );
         let cases: &[(&str, u16, Verdict)] = &[
@@ -423,9 +439,27 @@ mod tests {
             ("CRATES.IO.", 443, allowed("crates.io", true)),
             ("registry.npmjs.org", 443, allowed("*.npmjs.org", true)),
             ("npmjs.org", 443, allowed("*", false)),
-            ("evil.npmjs.org", 443, Verdict::Denied { rule: "evil.npmjs.org".into() }),
-            ("crates.io", 25, Verdict::Denied { rule: "*:25".into() }),
-            ("bad.example", 80, Verdict::Denied { rule: "bad.example".into() }),
+            (
+                "evil.npmjs.org",
+                443,
+                Verdict::Denied {
+                    rule: "evil.npmjs.org".into(),
+                },
+            ),
+            (
+                "crates.io",
+                25,
+                Verdict::Denied {
+                    rule: "*:25".into(),
+                },
+            ),
+            (
+                "bad.example",
+                80,
+                Verdict::Denied {
+                    rule: "bad.example".into(),
+                },
+            ),
             ("localhost", 5173, allowed("localhost:5173", true)),
             ("localhost", 5174, allowed("*", false)),
             ("10.0.0.5", 8080, allowed("10.0.0.5:8080", true)),
@@ -448,7 +482,10 @@ mod tests {
             p.usable(false, &[a("127.0.0.1:443")]),
             Err("127.0.0.1".parse().unwrap())
         );
-        assert_eq!(p.usable(false, &[a("[::ffff:10.1.2.3]:443")]).is_err(), true);
+        assert_eq!(
+            p.usable(false, &[a("[::ffff:10.1.2.3]:443")]).is_err(),
+            true
+        );
         assert_eq!(
             p.usable(false, &[a("10.0.0.1:443"), a("93.184.216.34:443")]),
             Ok(vec![a("93.184.216.34:443")])
@@ -465,23 +502,62 @@ mod tests {
     #[test]
     fn public_and_non_public_ranges() {
         for ip in [
-            "127.0.0.1", "10.1.1.1", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-            "0.0.0.0", "255.255.255.255", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1",
-            "::ffff:127.0.0.1", "::ffff:192.168.0.1", "64:ff9b::7f00:1", "2002:7f00:1::",
+            "127.0.0.1",
+            "10.1.1.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:192.168.0.1",
+            "64:ff9b::7f00:1",
+            "2002:7f00:1::",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
+        for ip in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
     }
 
     #[test]
     fn entries_parse_or_say_why() {
-        for ok in ["crates.io", "crates.io:443", "*.example.com", "*", "*:443", "10.0.0.1", "[::1]:3000", "::1", "localhost:5173"] {
+        for ok in [
+            "crates.io",
+            "crates.io:443",
+            "*.example.com",
+            "*",
+            "*:443",
+            "10.0.0.1",
+            "[::1]:3000",
+            "::1",
+            "localhost:5173",
+        ] {
             assert!(Entry::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "exa mple.com", "crates.io:0", "crates.io:99999", "*.", "**.x", "[::1", "http://x", "a..b"] {
+        for bad in [
+            "",
+            "exa mple.com",
+            "crates.io:0",
+            "crates.io:99999",
+            "*.",
+            "**.x",
+            "[::1",
+            "http://x",
+            "a..b",
+        ] {
             assert!(Entry::parse(bad).is_err(), "{bad}");
         }
         let e: Entry = serde_json::from_str("\"*.crates.io:443\"").unwrap();

@@ -385,7 +385,12 @@ where
             break end;
         }
         if c.pending.len() > MAX_HEAD {
-            respond(&mut c.s, "431 Request Header Fields Too Large", "aibuddy: request head too large\n").await;
+            respond(
+                &mut c.s,
+                "431 Request Header Fields Too Large",
+                "aibuddy: request head too large\n",
+            )
+            .await;
             return Ok(());
         }
         if c.fill().await? == 0 {
@@ -400,13 +405,23 @@ where
     let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
         (Some(m), Some(t), Some(v)) if !m.is_empty() => (m, t, v),
         _ => {
-            respond(&mut c.s, "400 Bad Request", "aibuddy: not an HTTP proxy request\n").await;
+            respond(
+                &mut c.s,
+                "400 Bad Request",
+                "aibuddy: not an HTTP proxy request\n",
+            )
+            .await;
             return Ok(());
         }
     };
     if method.eq_ignore_ascii_case("CONNECT") {
         let Some((host, port)) = split_authority(target, None) else {
-            respond(&mut c.s, "400 Bad Request", "aibuddy: CONNECT needs host:port\n").await;
+            respond(
+                &mut c.s,
+                "400 Bad Request",
+                "aibuddy: CONNECT needs host:port\n",
+            )
+            .await;
             return Ok(());
         };
         let (addrs, rule) = match admit(sh, &host, port, Protocol::Connect).await {
@@ -420,7 +435,12 @@ where
         let up = match connect(sh, &host, port, Protocol::Connect, &addrs, rule).await {
             Ok(up) => up,
             Err(e) => {
-                respond(&mut c.s, "502 Bad Gateway", &format!("aibuddy: {host}:{port}: {e}\n")).await;
+                respond(
+                    &mut c.s,
+                    "502 Bad Gateway",
+                    &format!("aibuddy: {host}:{port}: {e}\n"),
+                )
+                .await;
                 return Ok(());
             }
         };
@@ -448,16 +468,26 @@ where
     let mut up = match connect(sh, &host, port, Protocol::Http, &addrs, rule).await {
         Ok(up) => up,
         Err(e) => {
-            respond(&mut c.s, "502 Bad Gateway", &format!("aibuddy: {host}:{port}: {e}\n")).await;
+            respond(
+                &mut c.s,
+                "502 Bad Gateway",
+                &format!("aibuddy: {host}:{port}: {e}\n"),
+            )
+            .await;
             return Ok(());
         }
     };
     let mut out = format!("{method} {path} {version}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim();
-        if ["proxy-connection", "proxy-authorization", "connection", "keep-alive"]
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h))
+        if [
+            "proxy-connection",
+            "proxy-authorization",
+            "connection",
+            "keep-alive",
+        ]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
         {
             continue;
         }
@@ -535,10 +565,16 @@ mod tests {
 
     #[test]
     fn authorities_and_absolute_targets() {
-        assert_eq!(split_authority("crates.io:443", None), Some(("crates.io".into(), 443)));
+        assert_eq!(
+            split_authority("crates.io:443", None),
+            Some(("crates.io".into(), 443))
+        );
         assert_eq!(split_authority("[::1]:80", None), Some(("::1".into(), 80)));
         assert_eq!(split_authority("x.org", None), None);
-        assert_eq!(split_authority("u:p@X.org", Some(80)), Some(("x.org".into(), 80)));
+        assert_eq!(
+            split_authority("u:p@X.org", Some(80)),
+            Some(("x.org".into(), 80))
+        );
         assert_eq!(
             split_absolute("http://Example.com:8080/a?b"),
             Some(("example.com".into(), 8080, "/a?b".into()))
