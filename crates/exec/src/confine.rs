@@ -183,23 +183,24 @@ pub(crate) fn build(
     for root in writable.iter().filter(|p| !p.exists()) {
         tracing::warn!(root = %root.display(), "writable root does not exist; skipped");
     }
-    let created =
-        ruleset
-            .create()
-            .map_err(err)?
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(fs_abi)))
-            .map_err(err)?
-            .add_rules(path_beneath_rules(writable, AccessFs::from_all(fs_abi)))
-            .map_err(err)?
-            .add_rules(path_beneath_rules(
-                DEVICES.iter().map(Path::new).filter(|p| p.exists()),
-                AccessFs::from_file(fs_abi),
-            ))
-            .map_err(err)?
-            .add_rules(proxy_only.map(|port| {
-                Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))
-            }))
-            .map_err(err)?;
+    let created = ruleset
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(fs_abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(fs_abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            DEVICES.iter().map(Path::new).filter(|p| p.exists()),
+            AccessFs::from_file(fs_abi),
+        ))
+        .map_err(err)?;
+    let created = match proxy_only {
+        Some(port) => created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(err)?,
+        None => created,
+    };
     Ok((
         created,
         Confinement::Landlock {
