@@ -63,7 +63,7 @@ fn narrowing_fields_apply_at_once_and_widening_ones_wait_for_trust() {
     let cfg = trust::load_project(&f.project, &f.data);
     assert_eq!(cfg.status.state, TrustState::Untrusted);
     let s = &cfg.settings.settings;
-    assert!(!s.exec.network, "network stays off");
+    assert!(!s.exec.network.is_on(), "network stays off");
     assert_eq!(
         s.exec.env_exclude,
         vec!["DB_URL"],
@@ -114,7 +114,7 @@ fn narrowing_fields_apply_at_once_and_widening_ones_wait_for_trust() {
     let cfg = trust::load_project(&f.project, &f.data);
     assert_eq!(cfg.status.state, TrustState::Trusted);
     let s = &cfg.settings.settings;
-    assert!(s.exec.network);
+    assert!(s.exec.network.is_on());
     assert!(s.exec.env_exclude.is_empty());
     assert_eq!(s.exec.expose_credentials, vec!["~/.aws"]);
     assert_eq!(s.sandbox.kind, "e2b");

@@ -189,6 +189,55 @@ mod tests {
     }
 
     #[test]
+    fn the_network_line_names_the_proxy_its_lists_and_what_the_fallback_misses() {
+        let mut req = ExecRequest::new("make", "/proj");
+        let (policy, _) = aibuddy_sandbox::aibuddy_exec::netproxy::Policy::from_lists(
+            &["crates.io".into(), "localhost:5173".into()],
+            &["evil.example".into()],
+        );
+        req.network_policy = Some(policy);
+        let ns = expected_confinement(
+            &req,
+            &Confinement::Namespaces {
+                landlock_abi: Some(7),
+                network_isolated: false,
+                scopes: true,
+            },
+        );
+        assert!(
+            ns.ends_with(
+                "network only through the allow-list proxy (allow: crates.io, localhost:5173; deny: \
+                 evil.example; other hosts refused; own network namespace: no host loopback ports or \
+                 sockets)"
+            ),
+            "{ns}"
+        );
+        let landlock = |req: &ExecRequest, network| {
+            expected_confinement(
+                req,
+                &Confinement::Landlock {
+                    abi: 7,
+                    network,
+                    scopes: true,
+                    no_namespaces: Some("x".into()),
+                },
+            )
+        };
+        assert!(
+            landlock(&req, true).ends_with(
+                "network through the allow-list proxy (allow: crates.io, localhost:5173; deny: \
+                 evil.example); Landlock allows TCP connect only to the proxy's port; UDP and Unix \
+                 sockets are not covered"
+            ),
+            "{}",
+            landlock(&req, true)
+        );
+        assert!(landlock(&req, false).contains("NOT enforced"));
+        req.network_policy = None;
+        assert!(landlock(&req, true).contains("(allow: *)"));
+    }
+
+    #[test]
     fn the_fallback_is_named_in_the_scope_when_a_request_turns_namespaces_off() {
         let mut req = ExecRequest::new("make", "/proj");
         let support = Confinement::Namespaces {

@@ -595,3 +595,61 @@ async fn display_cut_agrees_with_the_model_text() {
     );
     assert!(model.contains(&format!("[... {omitted} bytes omitted ...]")));
 }
+
+#[test]
+fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
+    use aibuddy_sandbox::aibuddy_exec::netproxy::{NetEvent, NetReport, Protocol};
+    use aibuddy_sandbox::aibuddy_exec::{Confinement, StreamStats};
+    let event = |host: &str, allowed: bool, rule: Option<&str>, reason: &str, n: u32| NetEvent {
+        host: host.into(),
+        port: 443,
+        protocol: Protocol::Connect,
+        allowed,
+        rule: rule.map(str::to_string),
+        reason: (!reason.is_empty()).then(|| reason.to_string()),
+        connections: n,
+        first_ms: 0,
+    };
+    let mut outcome = ExecOutcome {
+        termination: Termination::Exited { code: 0 },
+        duration: Duration::from_millis(1),
+        timed_out: false,
+        cancelled: false,
+        killed_leftovers: false,
+        head: Vec::new(),
+        tail: Vec::new(),
+        omitted_middle_bytes: 0,
+        stdout: StreamStats::default(),
+        stderr: StreamStats::default(),
+        spool: None,
+        confinement: Confinement::Disabled,
+        env_dropped: Vec::new(),
+        pgid: 1,
+        network: None,
+    };
+    assert_eq!(network_lines(&outcome), None);
+    outcome.network = Some(NetReport {
+        mode: "proxy".into(),
+        policy: "allow: crates.io".into(),
+        events: vec![
+            event("crates.io", true, Some("crates.io"), "", 3),
+            event("example.com", false, None, "not on exec.network.allow", 2),
+            event(
+                "evil\u{1b}[2K.example",
+                false,
+                Some("deny: *.example"),
+                "denied by the exec.network.deny entry `*.example`",
+                1,
+            ),
+        ],
+        events_dropped: 0,
+    });
+    assert_eq!(
+        network_lines(&outcome).unwrap(),
+        "\nnetwork: refused connection to example.com:443 (not on exec.network.allow, 2 \
+         connections); the person can add it to exec.network.allow in settings.json\
+         \nnetwork: refused connection to evil\\e[2K.example:443 (denied by the exec.network.deny \
+         entry `*.example`); the person can remove the entry from exec.network.deny in \
+         settings.json\n"
+    );
+}
