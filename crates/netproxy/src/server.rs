@@ -76,7 +76,10 @@ impl Proxy {
                 tokio::select! {
                     _ = sh.stop.cancelled() => break,
                     r = listener.accept() => match r {
-                        Ok((s, _)) => spawn_conn(s, sh.clone()),
+                        Ok((s, _)) => {
+                            let sh = sh.clone();
+                            tokio::spawn(async move { adopt(s, sh).await });
+                        }
                         Err(e) => {
                             tracing::warn!(error = %e, "proxy accept failed");
                             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -103,7 +106,7 @@ impl Proxy {
                     r = listener.accept() => match r {
                         Ok((s, _)) => {
                             let _ = s.set_nodelay(true);
-                            spawn_conn(s, sh.clone())
+                            spawn_conn(s, sh.clone(), Vec::new())
                         }
                         Err(e) => {
                             tracing::warn!(error = %e, "proxy accept failed");
@@ -136,7 +139,83 @@ impl Drop for Proxy {
     }
 }
 
-fn spawn_conn<S>(s: S, sh: Arc<Shared>)
+/// A Unix connection: either a bridge handing over the command's TCP connection (one byte `F`
+/// with the socket as `SCM_RIGHTS`: the proxy then talks to the command's socket directly, one
+/// copy less than relaying) or a client speaking the proxy protocols on the Unix stream itself.
+async fn adopt(s: tokio::net::UnixStream, sh: Arc<Shared>) {
+    match recv_fd(&s).await {
+        Ok((bytes, Some(fd))) if bytes == b"F" => {
+            let std = std::net::TcpStream::from(fd);
+            let tcp = std
+                .set_nonblocking(true)
+                .and_then(|_| TcpStream::from_std(std));
+            match tcp {
+                Ok(tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    spawn_conn(tcp, sh, Vec::new());
+                }
+                Err(e) => tracing::debug!(error = %e, "handed-over socket unusable"),
+            }
+        }
+        Ok((bytes, None)) if !bytes.is_empty() => spawn_conn(s, sh, bytes),
+        Ok(_) => {}
+        Err(e) => tracing::debug!(error = %e, "proxy connection ended"),
+    }
+}
+
+/// Reads the first message of a Unix stream with at most one passed descriptor.
+async fn recv_fd(
+    s: &tokio::net::UnixStream,
+) -> std::io::Result<(Vec<u8>, Option<std::os::fd::OwnedFd>)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    loop {
+        s.readable().await?;
+        let r = s.try_io(tokio::io::Interest::READABLE, || {
+            let mut buf = [0u8; 4096];
+            let mut cbuf = [0u64; 8];
+            // SAFETY: recvmsg into buffers we own; a received descriptor is owned at once.
+            unsafe {
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
+                };
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = cbuf.as_mut_ptr().cast();
+                msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+                let n = libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+                if n < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut fd = None;
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                        let data = libc::CMSG_DATA(c) as *const libc::c_int;
+                        let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
+                            / std::mem::size_of::<libc::c_int>();
+                        for i in 0..count {
+                            let raw = std::ptr::read_unaligned(data.add(i));
+                            let owned = OwnedFd::from_raw_fd(raw);
+                            if fd.is_none() {
+                                fd = Some(owned);
+                            }
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+                Ok((buf[..n as usize].to_vec(), fd))
+            }
+        });
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
+    }
+}
+
+fn spawn_conn<S>(s: S, sh: Arc<Shared>, prefix: Vec<u8>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -144,7 +223,7 @@ where
         let stop = sh.stop.clone();
         tokio::select! {
             _ = stop.cancelled() => {}
-            r = handle(s, sh) => if let Err(e) = r {
+            r = handle(s, sh, prefix) => if let Err(e) = r {
                 tracing::debug!(error = %e, "proxy connection ended");
             },
         }
@@ -175,15 +254,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 }
 
-async fn handle<S>(s: S, sh: Arc<Shared>) -> std::io::Result<()>
+async fn handle<S>(s: S, sh: Arc<Shared>, prefix: Vec<u8>) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let mut c = Conn {
-        s,
-        pending: Vec::new(),
-    };
-    if c.fill().await? == 0 {
+    let mut c = Conn { s, pending: prefix };
+    if c.pending.is_empty() && c.fill().await? == 0 {
         return Ok(());
     }
     if c.pending[0] == 0x05 {
