@@ -13,23 +13,18 @@ use serde_json::{Value, json};
 use super::authority::Effect;
 
 /// The value of `exec.network`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum NetworkSetting {
     /// `false`.
     Off,
     /// `true`: [`DEFAULT_ALLOW`].
+    #[default]
     Registries,
     /// `{"allow": [...], "deny": [...]}`; `allow: None` = [`DEFAULT_ALLOW`].
     Lists {
         allow: Option<Vec<String>>,
         deny: Vec<String>,
     },
-}
-
-impl Default for NetworkSetting {
-    fn default() -> Self {
-        NetworkSetting::Registries
-    }
 }
 
 impl NetworkSetting {
