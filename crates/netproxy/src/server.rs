@@ -217,7 +217,7 @@ async fn recv_fd(
 
 fn spawn_conn<S>(s: S, sh: Arc<Shared>, prefix: Vec<u8>)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + Unpin + Send + std::os::fd::AsRawFd + 'static,
 {
     tokio::spawn(async move {
         let stop = sh.stop.clone();
@@ -256,7 +256,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
 async fn handle<S>(s: S, sh: Arc<Shared>, prefix: Vec<u8>) -> std::io::Result<()>
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+    S: AsyncRead + AsyncWrite + Unpin + Send + std::os::fd::AsRawFd,
 {
     let mut c = Conn { s, pending: prefix };
     if c.pending.is_empty() && c.fill().await? == 0 {
@@ -384,14 +384,134 @@ async fn connect(
 
 async fn tunnel<S>(mut c: Conn<S>, mut up: TcpStream) -> std::io::Result<()>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd,
 {
     if !c.pending.is_empty() {
         up.write_all(&c.pending).await?;
         c.pending.clear();
     }
-    tokio::io::copy_bidirectional_with_sizes(&mut c.s, &mut up, COPY_BUF, COPY_BUF).await?;
-    Ok(())
+    match zero_copy::Splice::new(c.s.as_raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&up)) {
+        Ok(splice) => splice.run().await,
+        Err(e) => {
+            tracing::debug!(error = %e, "splice unavailable; copying");
+            tokio::io::copy_bidirectional_with_sizes(&mut c.s, &mut up, COPY_BUF, COPY_BUF).await?;
+            Ok(())
+        }
+    }
+}
+
+/// Both directions of a tunnel moved by `splice(2)` through a pipe each: the bytes stay in the
+/// kernel (the proxy's copy through user space made a download 1.4-2.2x the direct one).
+mod zero_copy {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+
+    /// Bytes moved per `splice` call at most (the pipe is enlarged to this where allowed).
+    const CHUNK: usize = 1024 * 1024;
+
+    pub(super) struct Splice {
+        a: AsyncFd<OwnedFd>,
+        b: AsyncFd<OwnedFd>,
+        pipes: [(OwnedFd, OwnedFd); 2],
+    }
+
+    fn dup(fd: RawFd) -> std::io::Result<OwnedFd> {
+        // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we own.
+        let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+        if d < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: just created.
+        Ok(unsafe { OwnedFd::from_raw_fd(d) })
+    }
+
+    fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors we own at once.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: just created.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: a plain fcntl on our pipe; a smaller pipe only means more calls.
+        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+        Ok((r, w))
+    }
+
+    fn splice(from: RawFd, to: RawFd, len: usize) -> std::io::Result<usize> {
+        // SAFETY: splice between descriptors we hold, no offsets.
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    impl Splice {
+        /// Duplicates both sockets (the originals stay owned, and open, by the caller).
+        pub(super) fn new(a: RawFd, b: RawFd) -> std::io::Result<Splice> {
+            let both = Interest::READABLE | Interest::WRITABLE;
+            let register = |fd: OwnedFd| {
+                // SAFETY: an `OwnedFd` is an open descriptor that stays open and the same
+                // while the `AsyncFd` owns it, and `as_raw_fd` returns it.
+                unsafe { AsyncFd::register_with_interest(fd, both) }.map_err(std::io::Error::from)
+            };
+            Ok(Splice {
+                a: register(dup(a)?)?,
+                b: register(dup(b)?)?,
+                pipes: [pipe()?, pipe()?],
+            })
+        }
+
+        pub(super) async fn run(self) -> std::io::Result<()> {
+            let Splice { a, b, pipes } = self;
+            let [p1, p2] = pipes;
+            tokio::try_join!(one_way(&a, &b, &p1), one_way(&b, &a, &p2))?;
+            Ok(())
+        }
+    }
+
+    /// `from` -> pipe -> `to` until end of file, then half-closes `to`.
+    async fn one_way(
+        from: &AsyncFd<OwnedFd>,
+        to: &AsyncFd<OwnedFd>,
+        (pr, pw): &(OwnedFd, OwnedFd),
+    ) -> std::io::Result<()> {
+        loop {
+            let mut ready = from.readable().await?;
+            let n = match ready.try_io(|fd| splice(fd.get_ref().as_raw_fd(), pw.as_raw_fd(), CHUNK))
+            {
+                Ok(r) => r?,
+                Err(_would_block) => continue,
+            };
+            if n == 0 {
+                break;
+            }
+            let mut left = n;
+            while left > 0 {
+                let mut ready = to.writable().await?;
+                match ready.try_io(|fd| splice(pr.as_raw_fd(), fd.get_ref().as_raw_fd(), left)) {
+                    Ok(r) => left -= r?,
+                    Err(_would_block) => continue,
+                }
+            }
+        }
+        // SAFETY: half-close of our duplicate (shared socket): the peer sees end of file.
+        unsafe { libc::shutdown(to.get_ref().as_raw_fd(), libc::SHUT_WR) };
+        Ok(())
+    }
 }
 
 // ------------------------------------------------------------------ HTTP
@@ -454,7 +574,7 @@ async fn respond<S: AsyncWrite + Unpin>(s: &mut S, status: &str, body: &str) {
 
 async fn http<S>(mut c: Conn<S>, sh: &Shared) -> std::io::Result<()>
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+    S: AsyncRead + AsyncWrite + Unpin + Send + std::os::fd::AsRawFd,
 {
     let end = loop {
         if let Some(end) = find_head_end(&c.pending) {
@@ -579,7 +699,7 @@ where
 
 async fn socks5<S>(mut c: Conn<S>, sh: &Shared) -> std::io::Result<()>
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send,
+    S: AsyncRead + AsyncWrite + Unpin + Send + std::os::fd::AsRawFd,
 {
     let hello = c.take(2).await?;
     let methods = c.take(usize::from(hello[1])).await?;
