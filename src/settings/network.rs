@@ -190,6 +190,24 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_entry_is_a_problem_line_and_the_field_falls_back() {
+        let mut problems = Vec::new();
+        let c = super::super::parse::clean(
+            "s.json",
+            r#"{"exec": {"network": {"allow": ["crates.io", "exa mple"]}}}"#,
+            &mut problems,
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].field, "exec.network");
+        assert!(
+            problems[0].message.contains("not a network entry"),
+            "{}",
+            problems[0].message
+        );
+        assert!(c.map["exec"].get("network").is_none());
+    }
+
+    #[test]
     fn a_project_only_narrows_unless_trusted() {
         let cases = [
             // (project, user, effect)
