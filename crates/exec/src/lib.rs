@@ -46,7 +46,10 @@ pub mod tmpdir;
 
 pub use confine::{confinement_support, landlock_support, prewarm_probes};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
-pub use env::{EnvDecision, decide as env_decide, filter_env};
+pub use env::{
+    EnvDecision, decide as env_decide, decide_var as env_decide_var, filter_env,
+    has_url_credentials, looks_secret as env_name_looks_secret,
+};
 pub use error::{ErrorStage, ExecError};
 pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};

@@ -68,8 +68,12 @@ pub enum NamespacePolicy {
 /// 1. `always_drop` (e.g. the app's provider keys) -> dropped, whatever the lists say;
 /// 2. `exclude` -> dropped;
 /// 3. `include` -> kept;
-/// 4. the name contains `KEY`, `SECRET`, `TOKEN` or `PASSWORD` (any case) -> dropped;
-/// 5. otherwise kept.
+/// 4. the name looks secret (any case): it contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
+///    `PASSWD`, `CREDENTIAL`, `COOKIE` or `WEBHOOK`, or one of its `_`-separated words is a short
+///    marker (`PASS`, `PWD`, `AUTH`, `CRED`, `JWT`, `DSN`, `PAT`, `SESSION`, `PRIVATE`; `PATH`,
+///    `PWD`, `OLDPWD`, `GIT_AUTHOR_*` and `XDG_SESSION_*` survive; see `env`) -> dropped;
+/// 5. the value carries URL credentials (`scheme://user:pass@`, `redis://:pass@`) -> dropped;
+/// 6. otherwise kept.
 ///
 /// Names in the lists match exactly (case-sensitive), as environment names do.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

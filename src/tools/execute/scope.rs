@@ -104,7 +104,7 @@ pub fn scope_lines(
     scope.push(if env_dropped.is_empty() {
         "environment withheld: none".to_string()
     } else {
-        format!("environment withheld: {}", env_dropped.join(", "))
+        format!("environment withheld ({} variables): {}", env_dropped.len(), env_dropped.join(", "))
     });
     scope
 }
@@ -136,7 +136,7 @@ mod tests {
                 "cwd: /proj".to_string(),
                 "confinement: landlock only: no namespaces (bubblewrap (bwrap) is not installed); Landlock ABI 7 (signals and abstract sockets scoped); writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied; UDP and Unix sockets are not covered)".to_string(),
                 "timeout: 120000 ms".to_string(),
-                "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
+                "environment withheld (2 variables): GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
             ]
         );
         let none = scope_lines(

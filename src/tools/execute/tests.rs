@@ -360,7 +360,7 @@ async fn through_the_pipeline_with_confirmation() {
     assert!(
         scope
             .iter()
-            .any(|l| l.starts_with("environment withheld: "))
+            .any(|l| l.starts_with("environment withheld"))
     );
 }
 
