@@ -213,6 +213,15 @@ pub fn build_request(
     Ok(req)
 }
 
+/// The data directories hidden from commands: the one in use and the default one, once each.
+pub fn data_dirs(in_use: &Path, default: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![in_use.to_path_buf()];
+    if default != in_use {
+        dirs.push(default.to_path_buf());
+    }
+    dirs
+}
+
 fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
     let safe: String = call_id
         .chars()
@@ -382,8 +391,12 @@ impl ExecuteHandler {
             home.as_deref(),
             spool_path(&ctx.services.data_dir, &ctx.call_id),
         )?;
-        // History, trust records, keys: never visible to a command.
-        req.hidden_paths = vec![ctx.services.data_dir.clone()];
+        // History, trust records, keys: never visible to a command. Both data directories: the
+        // one in use and the default one (its `mcp.json` and trust records when another is used).
+        req.hidden_paths = data_dirs(&ctx.services.data_dir, &crate::app::default_data_dir());
+        // Credentials the app's environment names (`GOOGLE_APPLICATION_CREDENTIALS`, ...).
+        req.credential_paths =
+            aibuddy_sandbox::aibuddy_exec::hide::env_credential_paths(|n| std::env::var_os(n), home.as_deref());
         Ok(req)
     }
 }

@@ -215,6 +215,12 @@ fn hidden_paths(
         .as_deref()
         .map(|h| hide::credential_locations(h, &req.exposed_credentials))
         .unwrap_or_default();
+    candidates.extend(
+        req.credential_paths
+            .iter()
+            .filter(|p| !req.exposed_credentials.iter().any(|e| p.starts_with(e)))
+            .cloned(),
+    );
     candidates.extend(req.hidden_paths.iter().cloned());
     let mut out: Vec<(PathBuf, HideKind)> = Vec::new();
     for c in candidates {
@@ -244,7 +250,7 @@ fn hidden_paths(
             out.push((real, kind));
         }
     }
-    out
+    hide::outermost(out)
 }
 
 /// The exposed credential locations (resolved, existing) that lie under a masked directory, so

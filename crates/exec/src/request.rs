@@ -128,7 +128,12 @@ pub struct ExecRequest {
     /// see `hide::credential_locations`) are hidden from the command on the namespace path.
     #[serde(default)]
     pub home: Option<PathBuf>,
-    /// Further paths the command may neither read nor write (the app's data directory).
+    /// Further credential locations, hidden like the home ones unless exposed: those the app's
+    /// environment names (`hide::env_credential_paths`: `GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `KUBECONFIG`, `$XDG_CONFIG_HOME/...`). Absolute; the host reads its environment.
+    #[serde(default)]
+    pub credential_paths: Vec<PathBuf>,
+    /// Further paths the command may neither read nor write (the app's data directories).
     #[serde(default)]
     pub hidden_paths: Vec<PathBuf>,
     /// Credential locations the person chose to expose (`exec.expose_credentials`), absolute.
@@ -188,6 +193,7 @@ impl ExecRequest {
             tail_bytes: DEFAULT_TAIL_BYTES,
             namespaces: NamespacePolicy::Auto,
             home: None,
+            credential_paths: Vec::new(),
             hidden_paths: Vec::new(),
             exposed_credentials: Vec::new(),
             init_program: None,
@@ -243,6 +249,7 @@ impl ExecRequest {
         if let Some(p) = self
             .hidden_paths
             .iter()
+            .chain(&self.credential_paths)
             .chain(&self.exposed_credentials)
             .chain(&self.home)
             .find(|p| !p.is_absolute())

@@ -119,6 +119,16 @@ fn credentials_exposed_by_settings_are_resolved_and_home_is_passed() {
 }
 
 #[test]
+fn both_data_directories_are_hidden_once_each() {
+    let default = Path::new("/home/u/.local/share/aibuddy");
+    assert_eq!(
+        data_dirs(Path::new("/work/d"), default),
+        vec![PathBuf::from("/work/d"), default.to_path_buf()]
+    );
+    assert_eq!(data_dirs(default, default), vec![default.to_path_buf()]);
+}
+
+#[test]
 fn live_chunks_never_split_characters() {
     let bytes = "aé😀".as_bytes();
     for cut in 0..=bytes.len() {
