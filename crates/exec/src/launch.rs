@@ -175,6 +175,8 @@ pub(crate) fn spawn_landlock(
     };
     let mut cmd = base_command(Path::new("/bin/sh"), req, wiring);
     cmd.arg("-c").arg(&req.command);
+    // The syscall filter the child installs is built here: the child may not allocate.
+    crate::syscall_filter::prepare();
     // SAFETY: the closure only performs async-signal-safe system calls (see `supervisor`).
     unsafe {
         cmd.pre_exec(move || supervisor::pre_exec(plan));

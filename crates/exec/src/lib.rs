@@ -31,7 +31,7 @@ mod env;
 mod error;
 pub mod hide;
 mod init;
-mod keyfilter;
+mod syscall_filter;
 mod launch;
 mod outcome;
 mod process_group;
