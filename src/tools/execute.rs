@@ -395,8 +395,10 @@ impl ExecuteHandler {
         // one in use and the default one (its `mcp.json` and trust records when another is used).
         req.hidden_paths = data_dirs(&ctx.services.data_dir, &crate::app::default_data_dir());
         // Credentials the app's environment names (`GOOGLE_APPLICATION_CREDENTIALS`, ...).
-        req.credential_paths =
-            aibuddy_sandbox::aibuddy_exec::hide::env_credential_paths(|n| std::env::var_os(n), home.as_deref());
+        req.credential_paths = aibuddy_sandbox::aibuddy_exec::hide::env_credential_paths(
+            |n| std::env::var_os(n),
+            home.as_deref(),
+        );
         Ok(req)
     }
 }

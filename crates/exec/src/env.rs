@@ -50,8 +50,8 @@ const fn word(marker: &'static str, starts: bool, ends: bool) -> WordMarker {
 
 /// Short markers, matched on whole words (see the module documentation).
 pub const WORD_MARKERS: [WordMarker; 9] = [
-    word("PASS", true, true),  // PGPASS, MYSQL_PASS, PASSPHRASE
-    word("PWD", false, true),  // MYSQL_PWD, DBPWD (PWD, OLDPWD: NEVER_SECRET)
+    word("PASS", true, true), // PGPASS, MYSQL_PASS, PASSPHRASE
+    word("PWD", false, true), // MYSQL_PWD, DBPWD (PWD, OLDPWD: NEVER_SECRET)
     WordMarker {
         marker: "AUTH",
         starts: true,
@@ -59,7 +59,7 @@ pub const WORD_MARKERS: [WordMarker; 9] = [
         except: &["AUTHOR", "AUTHORS"],
     }, // HF_AUTH, NPM_CONFIG__AUTH, DOCKER_AUTH_CONFIG, OAUTH, SSH_AUTH_SOCK
     word("CRED", true, false), // CREDS, AWS_CREDS
-    word("JWT", true, true),   // CI_JOB_JWT
+    word("JWT", true, true),  // CI_JOB_JWT
     word("DSN", false, false), // SENTRY_DSN
     word("PAT", false, false), // GH_PAT (never PATH)
     word("SESSION", true, false), // SESSION_ID, DBUS_SESSION_BUS_ADDRESS
@@ -347,7 +347,11 @@ mod tests {
             ("PATH", "/usr/bin:/bin", EnvDecision::Keep),
         ];
         for (name, value, want) in table {
-            assert_eq!(decide_var(name, value.as_bytes(), &p), want, "{name}={value}");
+            assert_eq!(
+                decide_var(name, value.as_bytes(), &p),
+                want,
+                "{name}={value}"
+            );
         }
     }
 

@@ -51,7 +51,10 @@ pub const CREDENTIAL_LOCATIONS: &[Credential] = &[
     c(".config/ngrok", "ngrok"),
     c(".ngrok2", "ngrok (old versions)"),
     c(".terraform.d/credentials.tfrc.json", "Terraform Cloud"),
-    c(".terraformrc", "Terraform CLI configuration (credentials blocks)"),
+    c(
+        ".terraformrc",
+        "Terraform CLI configuration (credentials blocks)",
+    ),
     c(".vault-token", "HashiCorp Vault"),
     c(".config/rclone", "rclone remotes"),
     c(".s3cfg", "s3cmd"),
@@ -60,7 +63,10 @@ pub const CREDENTIAL_LOCATIONS: &[Credential] = &[
     c(".config/sops/age", "sops age keys"),
     c(".kube", "Kubernetes"),
     c(".docker/config.json", "Docker registries"),
-    c(".config/containers/auth.json", "Podman, Buildah, Skopeo registries"),
+    c(
+        ".config/containers/auth.json",
+        "Podman, Buildah, Skopeo registries",
+    ),
     c(".config/gh", "GitHub CLI"),
     c(".config/hub", "hub"),
     c(".config/glab-cli", "GitLab CLI"),
@@ -81,7 +87,10 @@ pub const CREDENTIAL_LOCATIONS: &[Credential] = &[
     c(".Xauthority", "X11 display cookie"),
     c(".mozilla", "Firefox profiles (cookies, saved logins)"),
     c("snap/firefox/common/.mozilla", "Firefox (snap)"),
-    c(".config/google-chrome", "Chrome profiles (cookies, saved logins)"),
+    c(
+        ".config/google-chrome",
+        "Chrome profiles (cookies, saved logins)",
+    ),
     c(".config/google-chrome-beta", "Chrome beta profiles"),
     c(".config/chromium", "Chromium profiles"),
     c("snap/chromium/common/chromium", "Chromium (snap)"),
@@ -102,7 +111,10 @@ pub const CREDENTIAL_LOCATIONS: &[Credential] = &[
         ".config/Code - OSS/User/globalStorage/state.vscdb",
         "Code - OSS",
     ),
-    c(".config/VSCodium/User/globalStorage/state.vscdb", "VSCodium"),
+    c(
+        ".config/VSCodium/User/globalStorage/state.vscdb",
+        "VSCodium",
+    ),
     c(".config/Cursor/User/globalStorage/state.vscdb", "Cursor"),
     c(".bash_history", "shell history"),
     c(".zsh_history", "shell history"),
@@ -156,7 +168,11 @@ pub const CREDENTIAL_ENV: &[CredentialEnv] = &[
     e("AWS_CONFIG_FILE", EnvShape::Path, "AWS"),
     e("AZURE_CONFIG_DIR", EnvShape::Path, "Azure CLI"),
     e("DOCKER_CONFIG", EnvShape::Path, "Docker"),
-    e("REGISTRY_AUTH_FILE", EnvShape::Path, "Podman, Buildah, Skopeo"),
+    e(
+        "REGISTRY_AUTH_FILE",
+        EnvShape::Path,
+        "Podman, Buildah, Skopeo",
+    ),
     e(
         "XDG_RUNTIME_DIR",
         EnvShape::Under(&["containers/auth.json"]),
@@ -373,7 +389,13 @@ mod tests {
         // Relative and empty values are ignored; the default XDG_DATA_HOME adds nothing.
         assert!(!got.iter().any(|p| p.is_relative()));
         assert!(!got.iter().any(|p| p.starts_with("/home/u")), "{got:?}");
-        assert_eq!(got.len(), 5 + CREDENTIAL_LOCATIONS.iter().filter(|c| c.path.starts_with(".config/")).count());
+        assert_eq!(
+            got.len(),
+            5 + CREDENTIAL_LOCATIONS
+                .iter()
+                .filter(|c| c.path.starts_with(".config/"))
+                .count()
+        );
     }
 
     #[test]

@@ -31,7 +31,6 @@ mod env;
 mod error;
 pub mod hide;
 mod init;
-mod syscall_filter;
 mod launch;
 mod outcome;
 mod process_group;
@@ -42,6 +41,7 @@ pub mod roots;
 mod runner;
 mod sink;
 mod supervisor;
+mod syscall_filter;
 pub mod tmpdir;
 
 pub use confine::{confinement_support, landlock_support, prewarm_probes};

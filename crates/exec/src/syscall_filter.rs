@@ -119,7 +119,12 @@ const fn jump(code: u32, k: u32, jt: u8, jf: u8) -> sock_filter {
 /// Our prologue: another ABI's calls and x32 calls are refused before the table is consulted.
 const PROLOGUE: [sock_filter; 6] = [
     stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4), // seccomp_data.arch
-    jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, AUDIT_ARCH, 1, 0),
+    jump(
+        libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+        AUDIT_ARCH,
+        1,
+        0,
+    ),
     stmt(libc::BPF_RET | libc::BPF_K, DENY),
     stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0), // seccomp_data.nr
     jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, X32_BIT, 0, 1),
@@ -151,7 +156,9 @@ pub fn program() -> Result<BpfProgram, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    let table: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let table: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
     let mut out = PROLOGUE.to_vec();
     out.extend(table);
     Ok(out)

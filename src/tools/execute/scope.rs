@@ -104,7 +104,11 @@ pub fn scope_lines(
     scope.push(if env_dropped.is_empty() {
         "environment withheld: none".to_string()
     } else {
-        format!("environment withheld ({} variables): {}", env_dropped.len(), env_dropped.join(", "))
+        format!(
+            "environment withheld ({} variables): {}",
+            env_dropped.len(),
+            env_dropped.join(", ")
+        )
     });
     scope
 }

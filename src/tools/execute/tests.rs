@@ -367,11 +367,7 @@ async fn through_the_pipeline_with_confirmation() {
         scope.iter().any(|l| l.starts_with("confinement: ")),
         "{scope:?}"
     );
-    assert!(
-        scope
-            .iter()
-            .any(|l| l.starts_with("environment withheld"))
-    );
+    assert!(scope.iter().any(|l| l.starts_with("environment withheld")));
 }
 
 // ------------------------------------------------------------------ hard deadline

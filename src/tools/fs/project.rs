@@ -634,7 +634,12 @@ mod tests {
             entries: vec!["a".into()],
             ..g
         };
-        assert!(serde_json::to_value(&none).unwrap().get("skipped").is_none());
+        assert!(
+            serde_json::to_value(&none)
+                .unwrap()
+                .get("skipped")
+                .is_none()
+        );
         assert_eq!(glob_model("*", &none), "a\n");
     }
 

@@ -117,7 +117,8 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args) {
-        if !STDOUT_CLOSED.swap(true, Ordering::Relaxed) && e.kind() != std::io::ErrorKind::BrokenPipe
+        if !STDOUT_CLOSED.swap(true, Ordering::Relaxed)
+            && e.kind() != std::io::ErrorKind::BrokenPipe
         {
             eprintln!("aibuddy: cannot write to stdout: {e}");
         }

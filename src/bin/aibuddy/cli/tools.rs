@@ -74,7 +74,10 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 .max(4);
             outln!(
                 "{:width$}  {:9}  {:11}  {:14}  SOURCE",
-                "NAME", "EXPOSURE", "RISK", "CONFIG"
+                "NAME",
+                "EXPOSURE",
+                "RISK",
+                "CONFIG"
             );
             for (t, name) in tools.iter().zip(&names) {
                 let exposure = match t.exposure {
