@@ -135,7 +135,7 @@ const PROLOGUE: [sock_filter; 6] = [
 pub fn program() -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = REFUSED
         .iter()
-        .map(|(_, nr)| (*nr as i64, Vec::new()))
+        .map(|(_, nr)| (*nr, Vec::new()))
         .collect();
     let not_allowed = PERSONALITY_ALLOWED
         .iter()
@@ -143,7 +143,7 @@ pub fn program() -> Result<BpfProgram, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     rules.insert(
-        libc::SYS_personality as i64,
+        libc::SYS_personality,
         vec![SeccompRule::new(not_allowed).map_err(|e| e.to_string())?],
     );
     let arch = std::env::consts::ARCH
