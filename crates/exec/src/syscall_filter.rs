@@ -133,10 +133,8 @@ const PROLOGUE: [sock_filter; 6] = [
 
 /// The whole program: the prologue, then seccompiler's table.
 pub fn program() -> Result<BpfProgram, String> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = REFUSED
-        .iter()
-        .map(|(_, nr)| (*nr, Vec::new()))
-        .collect();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        REFUSED.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
     let not_allowed = PERSONALITY_ALLOWED
         .iter()
         .map(|v| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *v))
