@@ -26,7 +26,7 @@ use std::time::Duration;
 use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
-    Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
+    NamespacePolicy, Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
 };
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -202,6 +202,11 @@ pub fn build_request(
         .collect();
     req.network_allowed = settings.network;
     req.max_processes = settings.max_processes;
+    if !settings.namespaces {
+        req.namespaces = NamespacePolicy::Off;
+    }
+    req.protected_paths = settings.protected_paths.clone();
+    req.unprotected_paths = settings.unprotected_paths.clone();
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
     req.home = home.map(Path::to_path_buf);
@@ -259,6 +264,11 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "writable_roots": req.writable_roots,
         "network_allowed": req.network_allowed,
         "env_dropped": outcome.env_dropped,
+        // Protected paths the command created (removed after it) or changed (restored after it,
+        // Landlock-only path).
+        "removed_protected": outcome.protected.removed,
+        "restored_protected": outcome.protected.restored,
+        "unguarded_protected": outcome.protected.unguarded,
         "model": model.text,
     })
 }
@@ -320,6 +330,8 @@ pub fn client_projection(raw: &Value) -> Value {
         ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
+        "removed_protected": field("removed_protected"),
+        "restored_protected": field("restored_protected"),
     })
 }
 
@@ -461,7 +473,9 @@ mod scope;
 
 use live::EventBridge;
 pub use live::decode_carrying;
-pub use scope::{confinement_for, expected_confinement, scope_lines};
+pub use scope::{
+    confinement_for, expected_confinement, protected_line, protected_paths_refused, scope_lines,
+};
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,754 @@
+//! Protected paths inside every writable root: files and directories that a program other than
+//! the command later runs with the person's full authority (git hooks and config, editor tasks,
+//! direnv, agent configs). A command may read them but neither change nor create them.
+//!
+//! - [`PROTECTED_PATHS`]: the built-in table (relative to each root; the one owner of the list).
+//!   Entries under `.git/` apply to every git directory of a root: the `.git` directory, the one a
+//!   `.git` file names (`gitdir:`, worktrees and submodules) and its common directory
+//!   (`commondir`), and every git directory under `modules/` (submodules), recursively. The `.git`
+//!   file itself is protected too (it decides which directory git uses), and an absent `.git` is
+//!   protected as a whole (a command cannot create a repository whose config the person's git
+//!   would then obey).
+//! - [`effective_list`]: the table minus the person's `unprotected` plus the `extra` entries.
+//! - [`Guard::prepare`] (before the launch) finds what each entry is now and
+//!   [`Guard::finish`] (after every process of the command is gone) sweeps.
+//!
+//! How each launch path holds them:
+//! - **namespace path**: every existing protected path is bound read-only over itself after the
+//!   writable binds (a mount point can be neither written, renamed nor removed: `EROFS`/`EBUSY`);
+//!   each git directory is first bound onto itself read-write, so it cannot be renamed away and
+//!   replaced while the rest of it stays writable (`git add`, `commit`, `checkout` work). An absent
+//!   path gets an empty placeholder (an empty file or directory created on the host just before
+//!   the launch, bound read-only, removed after the command unless something outside the sandbox
+//!   wrote into it), so nothing can be created there while the command runs. `.git/commondir`
+//!   gets no placeholder (git refuses an empty one): one the command creates is removed after it.
+//! - **Landlock-only path**: Landlock rules only add access, and creating or replacing a file in a
+//!   directory is one right for every name in it and everything beneath it, so Landlock cannot
+//!   refuse `.git/config` while `git commit` may write `.git/index`. This path does not refuse:
+//!   it snapshots every protected path before the command (contents, modes, symlinks; up to
+//!   [`SNAPSHOT_CAP`] bytes in all) and after the command restores each one that changed and
+//!   removes each one that was created. A program that reads them *while* the command runs can
+//!   see the change; the scope line and the confinement label say so.
+
+use std::collections::HashMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// What a placeholder for an absent entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    Dir,
+    File,
+    /// None (the absent path is only swept after the command).
+    None,
+}
+
+/// The built-in protected paths, relative to each writable root (the project included).
+pub const PROTECTED_PATHS: &[(&str, Placeholder)] = &[
+    (".git/config", Placeholder::File),
+    (".git/hooks", Placeholder::Dir),
+    (".git/info", Placeholder::Dir),
+    // A `commondir` file makes git read config and hooks from the directory it names.
+    (".git/commondir", Placeholder::None),
+    (".aibuddy", Placeholder::Dir),
+    (".vscode", Placeholder::Dir),
+    (".idea", Placeholder::Dir),
+    (".envrc", Placeholder::File),
+    (".mcp.json", Placeholder::File),
+    (".claude", Placeholder::Dir),
+    (".codex", Placeholder::Dir),
+    (".cursor", Placeholder::Dir),
+];
+
+/// Bytes the Landlock-only path snapshots at most per command; a protected path beyond is
+/// reported `unguarded`.
+pub const SNAPSHOT_CAP: u64 = 8 * 1024 * 1024;
+
+/// The built-in entries' names.
+pub fn builtin_names() -> Vec<&'static str> {
+    PROTECTED_PATHS.iter().map(|(p, _)| *p).collect()
+}
+
+/// Whether `rel` is a usable protected entry: relative, not empty, no `..`, no `.` components.
+pub fn valid_entry(rel: &str) -> bool {
+    let p = Path::new(rel.trim_end_matches('/'));
+    !rel.trim().is_empty()
+        && p.components().all(|c| matches!(c, Component::Normal(_)))
+        && p.components().next().is_some()
+}
+
+/// The effective list: the built-ins minus `unprotected` (exact names) plus `extra`, each with its
+/// placeholder kind (an extra entry ending in `/` is a directory, else a file). Invalid entries
+/// are left out (the request validation refuses them first).
+pub fn effective_list(extra: &[String], unprotected: &[String]) -> Vec<(String, Placeholder)> {
+    let norm = |s: &str| s.trim_end_matches('/').to_string();
+    let removed: Vec<String> = unprotected.iter().map(|s| norm(s)).collect();
+    let mut out: Vec<(String, Placeholder)> = PROTECTED_PATHS
+        .iter()
+        .filter(|(p, _)| !removed.iter().any(|r| r == p))
+        .map(|(p, k)| (p.to_string(), *k))
+        .collect();
+    for e in extra.iter().filter(|e| valid_entry(e)) {
+        let kind = if e.ends_with('/') {
+            Placeholder::Dir
+        } else {
+            Placeholder::File
+        };
+        let name = norm(e);
+        if !out.iter().any(|(p, _)| *p == name) {
+            out.push((name, kind));
+        }
+    }
+    out
+}
+
+/// What happened to protected paths during a command (empty lists: nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedReport {
+    /// Protected paths the command created, removed after it.
+    #[serde(default)]
+    pub removed: Vec<PathBuf>,
+    /// Protected paths the command changed, restored after it (Landlock-only path).
+    #[serde(default)]
+    pub restored: Vec<PathBuf>,
+    /// Protected paths too large to snapshot (Landlock-only path): not guarded.
+    #[serde(default)]
+    pub unguarded: Vec<PathBuf>,
+}
+
+impl ProtectedReport {
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.restored.is_empty() && self.unguarded.is_empty()
+    }
+}
+
+/// One protected path found before the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Resolved (no symlink in its parent), inside a writable root.
+    pub(crate) path: PathBuf,
+    pub(crate) present: bool,
+    pub(crate) placeholder: Placeholder,
+}
+
+/// The protected paths of a request, found on disk (pure but for `lstat`, `readlink` and reading
+/// `.git` files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Git directories (bound onto themselves on the namespace path).
+    pub(crate) git_dirs: Vec<PathBuf>,
+    pub(crate) paths: Vec<Found>,
+}
+
+/// Where a path lives, if inside one of `roots` (the longest match).
+fn inside<'a>(path: &Path, roots: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    roots
+        .iter()
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+}
+
+/// `path` with its parent resolved, or `None` when the parent does not exist.
+fn resolve_parent(path: &Path) -> Option<PathBuf> {
+    let parent = path.parent()?;
+    let name = path.file_name()?;
+    let real = std::fs::canonicalize(parent).ok()?;
+    Some(real.join(name))
+}
+
+/// The directory a `.git` file names (`gitdir: X`, relative to the file's directory).
+fn gitdir_of_file(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let p = Path::new(line);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        file.parent()?.join(p)
+    };
+    std::fs::canonicalize(p).ok()
+}
+
+/// The common directory a git directory's `commondir` names.
+fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(gitdir.join("commondir")).ok()?;
+    let p = Path::new(text.trim());
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        gitdir.join(p)
+    };
+    std::fs::canonicalize(p).ok()
+}
+
+/// Git directories under `modules/` of `gitdir` (submodules; names may hold `/`), bounded.
+fn module_dirs(gitdir: &Path, out: &mut Vec<PathBuf>) {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        if depth > 6 || out.len() >= 256 {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            if p.join("HEAD").is_file() {
+                if !out.contains(&p) {
+                    out.push(p.clone());
+                    walk(&p.join("modules"), depth + 1, out);
+                }
+            } else {
+                walk(&p, depth + 1, out);
+            }
+        }
+    }
+    walk(&gitdir.join("modules"), 0, out);
+}
+
+/// Finds the protected paths of `list` in every root (`roots`: resolved, existing; the project
+/// first). Paths that resolve outside every root are not writable anyway and are left out.
+pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout {
+    let mut found = Layout::default();
+    let git_entries: Vec<(&str, Placeholder)> = list
+        .iter()
+        .filter_map(|(p, k)| p.strip_prefix(".git/").map(|rest| (rest, *k)))
+        .collect();
+    let push = |found: &mut Layout, path: PathBuf, placeholder: Placeholder| {
+        let path = resolve_parent(&path).unwrap_or(path);
+        if inside(&path, roots).is_none() || found.paths.iter().any(|f| f.path == path) {
+            return;
+        }
+        let present = std::fs::symlink_metadata(&path).is_ok();
+        found.paths.push(Found {
+            path,
+            present,
+            placeholder,
+        });
+    };
+    for root in roots {
+        for (rel, kind) in list.iter().filter(|(p, _)| !p.starts_with(".git/")) {
+            push(&mut found, root.join(rel), *kind);
+        }
+        if git_entries.is_empty() {
+            continue;
+        }
+        let dot_git = root.join(".git");
+        let mut gitdirs: Vec<PathBuf> = Vec::new();
+        match std::fs::symlink_metadata(&dot_git) {
+            Err(_) => {
+                // No repository: none may be created here.
+                push(&mut found, dot_git.clone(), Placeholder::Dir);
+            }
+            Ok(m) if m.is_dir() => gitdirs.push(dot_git.clone()),
+            Ok(m) => {
+                if m.is_file() {
+                    push(&mut found, dot_git.clone(), Placeholder::None);
+                }
+                let target = if m.is_file() {
+                    gitdir_of_file(&dot_git)
+                } else {
+                    std::fs::canonicalize(&dot_git).ok()
+                };
+                if let Some(g) = target.filter(|g| g.is_dir()) {
+                    gitdirs.push(g);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < gitdirs.len() {
+            let g = gitdirs[i].clone();
+            if let Some(common) = commondir_of(&g)
+                && !gitdirs.contains(&common)
+            {
+                gitdirs.push(common);
+            }
+            let mut modules = Vec::new();
+            module_dirs(&g, &mut modules);
+            for m in modules {
+                if !gitdirs.contains(&m) {
+                    gitdirs.push(m);
+                }
+            }
+            i += 1;
+        }
+        for g in gitdirs {
+            let Ok(g) = std::fs::canonicalize(&g) else {
+                continue;
+            };
+            if inside(&g, roots).is_none() {
+                continue;
+            }
+            for (rest, kind) in &git_entries {
+                push(&mut found, g.join(rest), *kind);
+            }
+            if !found.git_dirs.contains(&g) {
+                found.git_dirs.push(g);
+            }
+        }
+    }
+    // Outer directories first: each bind then carries the inner ones along.
+    found.git_dirs.sort_by_key(|g| g.components().count());
+    found
+}
+
+// ------------------------------------------------------------------ placeholders
+
+/// Placeholders this process holds (path -> commands using it): concurrent commands in one
+/// project share one, and the last to end removes it.
+fn placeholders() -> &'static Mutex<HashMap<PathBuf, usize>> {
+    static HELD: std::sync::OnceLock<Mutex<HashMap<PathBuf, usize>>> = std::sync::OnceLock::new();
+    HELD.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Joins the placeholder at `path` another command holds, or creates one when nothing is there:
+/// `true` when one is held.
+fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
+    let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = held.get_mut(path) {
+        *n += 1;
+        return true;
+    }
+    if std::fs::symlink_metadata(path).is_ok() {
+        return false;
+    }
+    let created = match kind {
+        Placeholder::Dir => std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(path)
+            .is_ok(),
+        Placeholder::File => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(path)
+            .is_ok(),
+        Placeholder::None => false,
+    };
+    if created {
+        held.insert(path.to_path_buf(), 1);
+    }
+    created
+}
+
+/// Lets go of a placeholder; the last holder removes it when it is still empty.
+fn release_placeholder(path: &Path) {
+    let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(n) = held.get_mut(path) else {
+        return;
+    };
+    *n -= 1;
+    if *n > 0 {
+        return;
+    }
+    held.remove(path);
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            // Only when empty: something outside the sandbox may have written into it.
+            let _ = std::fs::remove_dir(path);
+        }
+        Ok(m) if m.is_file() && m.len() == 0 => {
+            let _ = std::fs::remove_file(path);
+        }
+        _ => {}
+    }
+}
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+// ------------------------------------------------------------------ snapshots
+
+/// One node of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir { mode: u32 },
+    File { mode: u32, bytes: Vec<u8> },
+    Link { target: PathBuf },
+}
+
+/// A protected path's tree (relative paths, the path itself first), or `None` past the budget.
+fn snapshot(path: &Path, budget: &mut u64) -> std::io::Result<Option<Vec<(PathBuf, Node)>>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let p = if rel.as_os_str().is_empty() {
+            path.to_path_buf()
+        } else {
+            path.join(&rel)
+        };
+        let m = std::fs::symlink_metadata(&p)?;
+        let mode = m.permissions().mode() & 0o7777;
+        let node = if m.file_type().is_symlink() {
+            Node::Link {
+                target: std::fs::read_link(&p)?,
+            }
+        } else if m.is_dir() {
+            let mut names: Vec<_> = std::fs::read_dir(&p)?
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            names.sort();
+            for n in names.into_iter().rev() {
+                stack.push(rel.join(n));
+            }
+            Node::Dir { mode }
+        } else if m.is_file() {
+            if m.len() > *budget {
+                return Ok(None);
+            }
+            *budget -= m.len();
+            Node::File {
+                mode,
+                bytes: std::fs::read(&p)?,
+            }
+        } else {
+            // Fifos, sockets, devices: kept as an empty file's place (their kind is what counts).
+            Node::File {
+                mode: m.mode() & 0o170000,
+                bytes: Vec::new(),
+            }
+        };
+        out.push((rel, node));
+    }
+    Ok(Some(out))
+}
+
+/// Removes whatever is at `path` (never following symlinks).
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Puts a snapshot back at `path` (whatever is there is removed first).
+fn restore(path: &Path, nodes: &[(PathBuf, Node)]) -> std::io::Result<()> {
+    remove_any(path)?;
+    for (rel, node) in nodes {
+        let p = if rel.as_os_str().is_empty() {
+            path.to_path_buf()
+        } else {
+            path.join(rel)
+        };
+        match node {
+            Node::Dir { mode } => {
+                std::fs::create_dir(&p)?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode))?;
+            }
+            Node::File { mode, bytes } => {
+                std::fs::write(&p, bytes)?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode & 0o7777))?;
+            }
+            Node::Link { target } => std::os::unix::fs::symlink(target, &p)?,
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ the guard of one command
+
+/// How the launch path holds the protected paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Read-only binds and placeholders (the namespace path).
+    Mounts,
+    /// Snapshots restored after the command (the Landlock-only path).
+    Restore,
+}
+
+/// The protected paths of one command, from before its launch until after its end.
+pub(crate) struct Guard {
+    found: Layout,
+    /// Placeholders this command holds.
+    held: Vec<PathBuf>,
+    /// Snapshots of the present paths (Restore).
+    snapshots: Vec<(PathBuf, Vec<(PathBuf, Node)>)>,
+    unguarded: Vec<PathBuf>,
+    hold: Hold,
+}
+
+impl Guard {
+    /// Finds the protected paths of `list` in `roots` and prepares them for `hold`: placeholders
+    /// for absent paths (Mounts) or snapshots of present ones (Restore).
+    pub(crate) fn prepare(roots: &[PathBuf], list: &[(String, Placeholder)], hold: Hold) -> Self {
+        let found = find(roots, list);
+        let mut held = Vec::new();
+        let mut snapshots = Vec::new();
+        let mut unguarded = Vec::new();
+        match hold {
+            Hold::Mounts => {
+                for f in &found.paths {
+                    if f.placeholder != Placeholder::None && hold_placeholder(&f.path, f.placeholder)
+                    {
+                        held.push(f.path.clone());
+                    }
+                }
+            }
+            Hold::Restore => {
+                let mut budget = SNAPSHOT_CAP;
+                for f in found.paths.iter().filter(|f| f.present) {
+                    match snapshot(&f.path, &mut budget) {
+                        Ok(Some(s)) => snapshots.push((f.path.clone(), s)),
+                        Ok(None) => unguarded.push(f.path.clone()),
+                        Err(e) => {
+                            tracing::warn!(path = %f.path.display(), error = %e, "protected path not snapshotted");
+                            unguarded.push(f.path.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Guard {
+            found,
+            held,
+            snapshots,
+            unguarded,
+            hold,
+        }
+    }
+
+    /// Git directories to bind onto themselves (namespace path).
+    pub(crate) fn git_dirs(&self) -> &[PathBuf] {
+        &self.found.git_dirs
+    }
+
+    /// Paths to bind read-only over themselves (namespace path): the present ones and the held
+    /// placeholders.
+    pub(crate) fn read_only(&self) -> Vec<PathBuf> {
+        self.found
+            .paths
+            .iter()
+            .filter(|f| f.present || self.held.contains(&f.path))
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
+    /// After the command (every process of it gone): removes the protected paths it created and
+    /// (Restore) puts back the ones it changed.
+    pub(crate) fn finish(mut self) -> ProtectedReport {
+        let mut report = ProtectedReport {
+            unguarded: std::mem::take(&mut self.unguarded),
+            ..Default::default()
+        };
+        // Deepest first: `.git` (absent) is swept after what lies in it.
+        let mut absent: Vec<&Found> = self
+            .found
+            .paths
+            .iter()
+            .filter(|f| !f.present && !self.held.contains(&f.path))
+            .collect();
+        absent.sort_by_key(|f| std::cmp::Reverse(f.path.components().count()));
+        for f in absent {
+            if std::fs::symlink_metadata(&f.path).is_ok() {
+                match remove_any(&f.path) {
+                    Ok(()) => report.removed.push(f.path.clone()),
+                    Err(e) => {
+                        tracing::warn!(path = %f.path.display(), error = %e, "could not remove a protected path the command created");
+                    }
+                }
+            }
+        }
+        if self.hold == Hold::Restore {
+            // A git directory replaced by something else (`mv .git x; echo 'gitdir: evil' > .git`)
+            // becomes an empty directory again, and its protected entries are restored into it.
+            for g in &self.found.git_dirs {
+                let is_dir = std::fs::symlink_metadata(g).is_ok_and(|m| m.is_dir());
+                if !is_dir && remove_any(g).and_then(|()| std::fs::create_dir(g)).is_ok() {
+                    report.restored.push(g.clone());
+                }
+            }
+            for (path, before) in std::mem::take(&mut self.snapshots) {
+                let mut budget = u64::MAX;
+                let now = snapshot(&path, &mut budget).ok().flatten();
+                if now.as_ref() == Some(&before) {
+                    continue;
+                }
+                match restore(&path, &before) {
+                    Ok(()) => report.restored.push(path),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "could not restore a protected path");
+                    }
+                }
+            }
+        }
+        report.removed.sort();
+        report.restored.sort();
+        report
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for p in std::mem::take(&mut self.held) {
+            release_placeholder(&p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[(String, Placeholder)]) -> Vec<&str> {
+        list.iter().map(|(p, _)| p.as_str()).collect()
+    }
+
+    #[test]
+    fn the_list_is_the_table_minus_unprotected_plus_extra() {
+        let all = effective_list(&[], &[]);
+        assert_eq!(names(&all), builtin_names());
+        let l = effective_list(
+            &["Makefile".into(), ".github/workflows/".into(), "../x".into()],
+            &[".idea".into(), ".envrc/".into()],
+        );
+        assert!(!names(&l).contains(&".idea") && !names(&l).contains(&".envrc"));
+        assert!(l.contains(&("Makefile".into(), Placeholder::File)));
+        assert!(l.contains(&(".github/workflows".into(), Placeholder::Dir)));
+        assert!(!names(&l).iter().any(|n| n.contains("..")));
+        for bad in ["", "/etc", "a/../b", "./x", " "] {
+            assert!(!valid_entry(bad), "{bad:?}");
+        }
+        assert!(valid_entry(".vscode/") && valid_entry("a/b"));
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let st = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn git_dirs_of_worktrees_and_submodules_are_found() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let main = base.join("main");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q"]);
+        git(
+            &main,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+        git(&main, &["worktree", "add", "-q", "../wt"]);
+        std::fs::create_dir_all(main.join(".git/modules/libs/a/modules/b")).unwrap();
+        std::fs::write(main.join(".git/modules/libs/a/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(main.join(".git/modules/libs/a/modules/b/HEAD"), "ref: x\n").unwrap();
+        let wt = base.join("wt");
+        let list = effective_list(&[], &[]);
+        // The worktree alone: its `.git` file, its own git dir, and the common one are inside
+        // the root `base`.
+        let f = find(std::slice::from_ref(&base), &list);
+        assert!(f.git_dirs.is_empty(), "no .git at base: {f:?}");
+        let f = find(&[wt.clone(), main.clone()], &list);
+        let gd = main.join(".git/worktrees/wt");
+        for g in [
+            &gd,
+            &main.join(".git"),
+            &main.join(".git/modules/libs/a"),
+            &main.join(".git/modules/libs/a/modules/b"),
+        ] {
+            assert!(f.git_dirs.contains(g), "{g:?} in {:?}", f.git_dirs);
+        }
+        let paths: Vec<&PathBuf> = f.paths.iter().map(|p| &p.path).collect();
+        for p in [
+            wt.join(".git"),
+            gd.join("commondir"),
+            gd.join("hooks"),
+            main.join(".git/config"),
+            main.join(".git/hooks"),
+            main.join(".git/modules/libs/a/config"),
+            wt.join(".envrc"),
+        ] {
+            assert!(paths.contains(&&p), "{p:?} in {paths:?}");
+        }
+        // Only the worktree writable: the main repository's files are read-only anyway.
+        let f = find(std::slice::from_ref(&wt), &list);
+        assert!(f.git_dirs.is_empty());
+        assert_eq!(
+            f.paths.iter().map(|p| p.path.clone()).collect::<Vec<_>>(),
+            builtin_names()
+                .iter()
+                .filter(|n| !n.starts_with(".git/"))
+                .map(|n| wt.join(n))
+                .chain([wt.join(".git")])
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn restore_puts_back_what_changed_and_removes_what_was_created() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join(".git/hooks/a.sample"), "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::symlink("a.sample", root.join(".git/hooks/l")).unwrap();
+        let list = effective_list(&[], &[]);
+        let guard = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Restore);
+        std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+        std::fs::create_dir_all(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".vscode/tasks.json"), "{}").unwrap();
+        std::fs::write(root.join(".envrc"), "evil").unwrap();
+        std::fs::write(root.join("kept"), "mine").unwrap();
+        let report = guard.finish();
+        assert_eq!(
+            report,
+            ProtectedReport {
+                removed: vec![root.join(".envrc"), root.join(".vscode")],
+                restored: vec![root.join(".git/config"), root.join(".git/hooks")],
+                unguarded: vec![],
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert_eq!(
+            std::fs::read_link(root.join(".git/hooks/l")).unwrap(),
+            Path::new("a.sample")
+        );
+        assert!(root.join("kept").exists());
+    }
+
+    #[test]
+    fn placeholders_are_shared_and_removed_by_the_last_holder_when_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let list = vec![
+            (".envrc".to_string(), Placeholder::File),
+            (".claude".to_string(), Placeholder::Dir),
+        ];
+        let a = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        assert_eq!(a.read_only(), vec![root.join(".envrc"), root.join(".claude")]);
+        let b = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        assert_eq!(b.read_only().len(), 2, "the second command binds them too");
+        assert!(a.finish().is_empty());
+        assert!(root.join(".envrc").exists(), "still held by the other command");
+        assert!(b.finish().is_empty());
+        assert!(!root.join(".envrc").exists() && !root.join(".claude").exists());
+    }
+}
