@@ -132,6 +132,10 @@ pub(crate) struct Found {
     pub(crate) path: PathBuf,
     pub(crate) present: bool,
     pub(crate) placeholder: Placeholder,
+    /// The target text when the path is a symlink: the link itself cannot be bound (a mount
+    /// follows it), so its target is protected as another entry and the link is put back after
+    /// the command if it changed.
+    pub(crate) link: Option<PathBuf>,
 }
 
 /// The protected paths of a request, found on disk (pure but for `lstat`, `readlink` and reading
@@ -224,12 +228,31 @@ pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout 
         if inside(&path, roots).is_none() || found.paths.iter().any(|f| f.path == path) {
             return;
         }
-        let present = std::fs::symlink_metadata(&path).is_ok();
+        let meta = std::fs::symlink_metadata(&path);
+        let link = meta
+            .as_ref()
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| std::fs::read_link(&path).ok())
+            .flatten();
+        let target = link
+            .is_some()
+            .then(|| std::fs::canonicalize(&path).ok())
+            .flatten()
+            .filter(|t| inside(t, roots).is_some() && !found.paths.iter().any(|f| f.path == *t));
         found.paths.push(Found {
             path,
-            present,
+            present: meta.is_ok(),
             placeholder,
+            link,
         });
+        if let Some(t) = target {
+            found.paths.push(Found {
+                path: t,
+                present: true,
+                placeholder: Placeholder::None,
+                link: None,
+            });
+        }
     };
     for root in roots {
         for (rel, kind) in list.iter().filter(|(p, _)| !p.starts_with(".git/")) {
@@ -525,7 +548,7 @@ impl Guard {
         self.found
             .paths
             .iter()
-            .filter(|f| f.present || self.held.contains(&f.path))
+            .filter(|f| (f.present && f.link.is_none()) || self.held.contains(&f.path))
             .map(|f| f.path.clone())
             .collect()
     }
@@ -551,6 +574,21 @@ impl Guard {
                     Ok(()) => report.removed.push(f.path.clone()),
                     Err(e) => {
                         tracing::warn!(path = %f.path.display(), error = %e, "could not remove a protected path the command created");
+                    }
+                }
+            }
+        }
+        if self.hold == Hold::Mounts {
+            // A symlink is not a mount point: a command could replace it.
+            for f in &self.found.paths {
+                let Some(link) = &f.link else { continue };
+                if std::fs::read_link(&f.path).ok().as_ref() == Some(link) {
+                    continue;
+                }
+                match remove_any(&f.path).and_then(|()| std::os::unix::fs::symlink(link, &f.path)) {
+                    Ok(()) => report.restored.push(f.path.clone()),
+                    Err(e) => {
+                        tracing::warn!(path = %f.path.display(), error = %e, "could not restore a protected symlink");
                     }
                 }
             }
@@ -732,6 +770,28 @@ mod tests {
             Path::new("a.sample")
         );
         assert!(root.join("kept").exists());
+    }
+
+    #[test]
+    fn a_symlink_is_put_back_and_its_target_protected() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("shared")).unwrap();
+        std::os::unix::fs::symlink("shared", root.join(".vscode")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join(".envrc")).unwrap();
+        let list = effective_list(&[], &[]);
+        let guard = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        let ro = guard.read_only();
+        assert!(ro.contains(&root.join("shared")), "{ro:?}");
+        assert!(!ro.contains(&root.join(".vscode")) && !ro.contains(&root.join(".envrc")));
+        std::fs::remove_file(root.join(".envrc")).unwrap();
+        std::fs::write(root.join(".envrc"), "evil").unwrap();
+        let report = guard.finish();
+        assert_eq!(report.restored, vec![root.join(".envrc")]);
+        assert_eq!(
+            std::fs::read_link(root.join(".envrc")).unwrap(),
+            Path::new("nowhere")
+        );
     }
 
     #[test]
