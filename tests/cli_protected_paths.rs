@@ -40,7 +40,11 @@ fn setup(namespaces: bool) -> Setup {
     let data = base.join("data");
     std::fs::create_dir_all(&project).unwrap();
     std::fs::create_dir_all(&data).unwrap();
-    assert!(git(&project, &["init", "-q", "-b", "main"]).status.success());
+    assert!(
+        git(&project, &["init", "-q", "-b", "main"])
+            .status
+            .success()
+    );
     std::fs::write(project.join("a"), "a\n").unwrap();
     assert!(git(&project, &["add", "a"]).status.success());
     assert!(git(&project, &["commit", "-qm", "a"]).status.success());
@@ -148,7 +152,10 @@ fn the_attack_is_undone_through_the_cli_on_the_landlock_fallback() {
     let removed = v["client"]["removed_protected"].to_string();
     assert!(restored.contains(".git/config"), "{v}");
     assert!(restored.contains(".git/hooks"), "{v}");
-    assert!(removed.contains(".envrc") && removed.contains(".vscode"), "{v}");
+    assert!(
+        removed.contains(".envrc") && removed.contains(".vscode"),
+        "{v}"
+    );
     assert!(
         v["model"]
             .as_str()
@@ -183,7 +190,11 @@ fn git_add_commit_and_checkout_work_inside_a_command_on_both_paths() {
         assert!(v["model"].as_str().unwrap().contains("d c a"), "{v}");
         let log = git(&s.project, &["log", "--format=%s", "side"]);
         assert_eq!(String::from_utf8_lossy(&log.stdout), "d\nc\na\n");
-        assert_eq!(v["client"]["removed_protected"], serde_json::json!([]), "{v}");
+        assert_eq!(
+            v["client"]["removed_protected"],
+            serde_json::json!([]),
+            "{v}"
+        );
     }
 }
 

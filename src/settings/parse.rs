@@ -214,7 +214,10 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                     .is_some_and(aibuddy_sandbox::aibuddy_exec::protect::valid_entry)
             }) =>
         {
-            Some("every entry must be a relative path without `.` or `..`; using the default []".into())
+            Some(
+                "every entry must be a relative path without `.` or `..`; using the default []"
+                    .into(),
+            )
         }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
             Some("at least one turn is kept; using the default 2".into())

@@ -26,7 +26,8 @@ use std::time::Duration;
 use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
-    NamespacePolicy, Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
+    NamespacePolicy, Termination, confinement_support, filter_env, model_text, timeout_from_ms,
+    with_hard_deadline,
 };
 use async_trait::async_trait;
 use serde::Deserialize;

@@ -411,7 +411,7 @@ mod tests {
             confinement: Confinement::Disabled,
             env_dropped: vec![],
             pgid: 1,
-        protected: Default::default(),
+            protected: Default::default(),
         }
     }
 

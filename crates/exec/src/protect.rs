@@ -188,6 +188,36 @@ fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(p).ok()
 }
 
+/// The last value of `section.key` in a git config file (keys case-insensitive, subsections and
+/// includes not followed; quotes removed). Enough for the few keys read here.
+fn config_value(file: &Path, section: &str, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut current = String::new();
+    let mut value = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            current = rest
+                .split([']', ' ', '"'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            continue;
+        }
+        if current != section {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        if k.trim().eq_ignore_ascii_case(key) {
+            let v = v.split([';', '#']).next().unwrap_or("").trim();
+            value = Some(v.trim_matches('"').to_string());
+        }
+    }
+    value.filter(|v| !v.is_empty())
+}
+
 /// Git directories under `modules/` of `gitdir` (submodules; names may hold `/`), bounded.
 fn module_dirs(gitdir: &Path, out: &mut Vec<PathBuf>) {
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
@@ -268,6 +298,11 @@ pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout 
                 // No repository: none may be created here.
                 push(&mut found, dot_git.clone(), Placeholder::Dir);
             }
+            // A directory without `HEAD` is no repository for git (it looks further up): an
+            // empty placeholder of another process, say. Protected as a whole, like an absent one.
+            Ok(m) if m.is_dir() && !dot_git.join("HEAD").exists() => {
+                push(&mut found, dot_git.clone(), Placeholder::Dir);
+            }
             Ok(m) if m.is_dir() => gitdirs.push(dot_git.clone()),
             Ok(m) => {
                 if m.is_file() {
@@ -304,6 +339,28 @@ pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout 
             let Ok(g) = std::fs::canonicalize(&g) else {
                 continue;
             };
+            // The work tree this git directory serves: a submodule's names it in `core.worktree`
+            // (its `.git` file there decides which git directory is used).
+            let worktree = match config_value(&g.join("config"), "core", "worktree") {
+                Some(w) => {
+                    let w = std::fs::canonicalize(g.join(w)).ok();
+                    if let Some(w) = &w
+                        && w.join(".git").is_file()
+                    {
+                        push(&mut found, w.join(".git"), Placeholder::None);
+                    }
+                    w
+                }
+                None => Some(root.clone()),
+            };
+            // Hooks kept in the work tree (`core.hooksPath = .husky`) are hooks too.
+            if let (Some(hooks), Some(wt)) = (
+                config_value(&g.join("config"), "core", "hookspath"),
+                worktree,
+            ) && !hooks.starts_with('~')
+            {
+                push(&mut found, wt.join(hooks), Placeholder::Dir);
+            }
             if inside(&g, roots).is_none() {
                 continue;
             }
@@ -341,10 +398,7 @@ fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
         return false;
     }
     let created = match kind {
-        Placeholder::Dir => std::fs::DirBuilder::new()
-            .mode(0o755)
-            .create(path)
-            .is_ok(),
+        Placeholder::Dir => std::fs::DirBuilder::new().mode(0o755).create(path).is_ok(),
         Placeholder::File => std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -357,6 +411,36 @@ fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
         held.insert(path.to_path_buf(), 1);
     }
     created
+}
+
+/// Whether `path` is a placeholder this process holds.
+fn is_placeholder(path: &Path) -> bool {
+    let held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    held.contains_key(path)
+}
+
+/// Empties a placeholder in place (its inode stays: other commands have it bound): `true` when
+/// something was in it.
+fn empty_placeholder(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let mut any = false;
+            for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                any = true;
+                let _ = remove_any(&e.path());
+            }
+            any
+        }
+        Ok(m) if m.is_file() => {
+            m.len() > 0
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(0))
+                    .is_ok()
+        }
+        _ => false,
+    }
 }
 
 /// Lets go of a placeholder; the last holder removes it when it is still empty.
@@ -508,7 +592,8 @@ impl Guard {
         match hold {
             Hold::Mounts => {
                 for f in &found.paths {
-                    if f.placeholder != Placeholder::None && hold_placeholder(&f.path, f.placeholder)
+                    if f.placeholder != Placeholder::None
+                        && hold_placeholder(&f.path, f.placeholder)
                     {
                         held.push(f.path.clone());
                     }
@@ -517,6 +602,11 @@ impl Guard {
             Hold::Restore => {
                 let mut budget = SNAPSHOT_CAP;
                 for f in found.paths.iter().filter(|f| f.present) {
+                    // Another command's placeholder: held too, and emptied again afterwards.
+                    if is_placeholder(&f.path) && hold_placeholder(&f.path, f.placeholder) {
+                        held.push(f.path.clone());
+                        continue;
+                    }
                     match snapshot(&f.path, &mut budget) {
                         Ok(Some(s)) => snapshots.push((f.path.clone(), s)),
                         Ok(None) => unguarded.push(f.path.clone()),
@@ -594,6 +684,11 @@ impl Guard {
             }
         }
         if self.hold == Hold::Restore {
+            for p in &self.held {
+                if empty_placeholder(p) {
+                    report.removed.push(p.clone());
+                }
+            }
             // A git directory replaced by something else (`mv .git x; echo 'gitdir: evil' > .git`)
             // becomes an empty directory again, and its protected entries are restored into it.
             for g in &self.found.git_dirs {
@@ -606,6 +701,16 @@ impl Guard {
                 let mut budget = u64::MAX;
                 let now = snapshot(&path, &mut budget).ok().flatten();
                 if now.as_ref() == Some(&before) {
+                    continue;
+                }
+                // An empty file or directory that is gone now (another command's placeholder
+                // removed meanwhile, say) runs nothing: not brought back.
+                let was_empty = match before.as_slice() {
+                    [(_, Node::Dir { .. })] => true,
+                    [(_, Node::File { bytes, .. })] => bytes.is_empty(),
+                    _ => false,
+                };
+                if now.is_none() && was_empty {
                     continue;
                 }
                 match restore(&path, &before) {
@@ -643,7 +748,11 @@ mod tests {
         let all = effective_list(&[], &[]);
         assert_eq!(names(&all), builtin_names());
         let l = effective_list(
-            &["Makefile".into(), ".github/workflows/".into(), "../x".into()],
+            &[
+                "Makefile".into(),
+                ".github/workflows/".into(),
+                "../x".into(),
+            ],
             &[".idea".into(), ".envrc/".into()],
         );
         assert!(!names(&l).contains(&".idea") && !names(&l).contains(&".envrc"));
@@ -742,6 +851,7 @@ mod tests {
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
         std::fs::write(root.join(".git/hooks/a.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::os::unix::fs::symlink("a.sample", root.join(".git/hooks/l")).unwrap();
         let list = effective_list(&[], &[]);
         let guard = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Restore);
@@ -795,6 +905,49 @@ mod tests {
     }
 
     #[test]
+    fn hooks_in_the_work_tree_and_a_submodules_git_file_are_protected() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/modules/sub")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = \".husky\" ; husky\n[alias]\n\thookspath = no\n",
+        )
+        .unwrap();
+        std::fs::write(root.join(".git/modules/sub/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join(".git/modules/sub/config"),
+            "[core]\n\tworktree = ../../../sub\n",
+        )
+        .unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        let paths: Vec<&PathBuf> = f.paths.iter().map(|p| &p.path).collect();
+        assert!(paths.contains(&&root.join(".husky")), "{paths:?}");
+        assert!(paths.contains(&&root.join("sub/.git")), "{paths:?}");
+        assert!(
+            paths.contains(&&root.join(".git/modules/sub/hooks")),
+            "{paths:?}"
+        );
+    }
+
+    #[test]
+    fn a_git_directory_without_head_is_protected_as_a_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        assert!(f.git_dirs.is_empty());
+        assert!(
+            f.paths
+                .iter()
+                .any(|p| p.path == root.join(".git") && p.present)
+        );
+    }
+
+    #[test]
     fn placeholders_are_shared_and_removed_by_the_last_holder_when_empty() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
@@ -803,11 +956,17 @@ mod tests {
             (".claude".to_string(), Placeholder::Dir),
         ];
         let a = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
-        assert_eq!(a.read_only(), vec![root.join(".envrc"), root.join(".claude")]);
+        assert_eq!(
+            a.read_only(),
+            vec![root.join(".envrc"), root.join(".claude")]
+        );
         let b = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
         assert_eq!(b.read_only().len(), 2, "the second command binds them too");
         assert!(a.finish().is_empty());
-        assert!(root.join(".envrc").exists(), "still held by the other command");
+        assert!(
+            root.join(".envrc").exists(),
+            "still held by the other command"
+        );
         assert!(b.finish().is_empty());
         assert!(!root.join(".envrc").exists() && !root.join(".claude").exists());
     }

@@ -16,10 +16,10 @@ use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, kill_tree, wait_group_gone};
+use crate::protect::{self, Guard, Hold};
 use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
 use crate::sink::ExecSink;
-use crate::protect::{self, Guard, Hold};
 use crate::{bwrap, init, roots, tmpdir};
 
 /// After the command ended, how long pipes held open by escaped daemons are still read.
@@ -64,11 +64,10 @@ pub(crate) async fn run(
     let path = choose_path(&req);
     // Protected paths of every writable root (the project first): held by read-only binds on the
     // namespace path, restored after the command on the Landlock-only one.
-    let protect_roots: Vec<PathBuf> = std::iter::once(
-        std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()),
-    )
-    .chain(writable_roots.iter().cloned())
-    .collect();
+    let protect_roots: Vec<PathBuf> =
+        std::iter::once(std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()))
+            .chain(writable_roots.iter().cloned())
+            .collect();
     let protected_list = protect::effective_list(&req.protected_paths, &req.unprotected_paths);
     let hold = match &path {
         LaunchPath::Namespaces { .. } => Hold::Mounts,

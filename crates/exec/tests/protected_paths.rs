@@ -129,7 +129,10 @@ async fn the_attack_is_refused_on_the_namespace_path_and_undone_on_the_landlock_
             .collect();
         if path == NamespacePolicy::Auto {
             assert!(
-                matches!(out.confinement, aibuddy_exec::Confinement::Namespaces { .. }),
+                matches!(
+                    out.confinement,
+                    aibuddy_exec::Confinement::Namespaces { .. }
+                ),
                 "{:?}",
                 out.confinement
             );
@@ -140,7 +143,10 @@ async fn the_attack_is_refused_on_the_namespace_path_and_undone_on_the_landlock_
             assert_eq!(out.protected.restored, Vec::<PathBuf>::new());
         } else {
             // Landlock cannot refuse: the writes happen, and are undone when the command ends.
-            assert!(wrote.contains(&"fsmonitor") && wrote.contains(&"hook"), "{text}");
+            assert!(
+                wrote.contains(&"fsmonitor") && wrote.contains(&"hook"),
+                "{text}"
+            );
             assert!(
                 out.protected.restored.contains(&p.join(".git/config")),
                 "{:?}",
@@ -209,7 +215,11 @@ async fn the_git_directory_cannot_be_swapped_and_a_missing_one_cannot_be_created
 async fn a_worktree_and_its_common_directory_are_protected_too() {
     let (t, main) = repo();
     let wt = t.path().canonicalize().unwrap().join("wt");
-    assert!(git(&main, &["worktree", "add", "-q", "../wt"]).status.success());
+    assert!(
+        git(&main, &["worktree", "add", "-q", "../wt"])
+            .status
+            .success()
+    );
     let marker = t.path().canonicalize().unwrap().join("marker");
     let mut r = ExecRequest::new(
         format!(
@@ -249,7 +259,10 @@ async fn an_added_entry_is_protected_and_a_removed_builtin_is_not() {
         let out = run(r, CancellationToken::new(), rec.clone()).await.unwrap();
         let text = String::from_utf8_lossy(&rec.stream(Stream::Stdout)).into_owned();
         assert_eq!(text.trim(), "IDEA", "{path:?}");
-        assert_eq!(std::fs::read_to_string(p.join("Makefile")).unwrap(), "all:\n");
+        assert_eq!(
+            std::fs::read_to_string(p.join("Makefile")).unwrap(),
+            "all:\n"
+        );
         assert!(p.join(".idea/x").exists(), "{path:?}: {:?}", out.protected);
     }
 }

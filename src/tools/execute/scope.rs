@@ -180,7 +180,11 @@ mod tests {
             },
         );
         assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
-        assert!(none[2].starts_with("protected paths NOT refused"), "{}", none[2]);
+        assert!(
+            none[2].starts_with("protected paths NOT refused"),
+            "{}",
+            none[2]
+        );
         assert_eq!(none[4], "environment withheld: none");
         let ns = scope_lines(
             &req,
