@@ -6,9 +6,12 @@
 //!   Entries under `.git/` apply to every git directory of a root: the `.git` directory, the one a
 //!   `.git` file names (`gitdir:`, worktrees and submodules) and its common directory
 //!   (`commondir`), and every git directory under `modules/` (submodules), recursively. The `.git`
-//!   file itself is protected too (it decides which directory git uses), and an absent `.git` is
-//!   protected as a whole (a command cannot create a repository whose config the person's git
-//!   would then obey).
+//!   file itself is protected too (it decides which directory git uses), and an absent `.git` (or
+//!   one without `HEAD`) is protected as a whole (a command cannot create a repository whose
+//!   config the person's git would then obey). A `core.hooksPath` of a git directory's `config`
+//!   (`.husky`) and a submodule's `.git` file (through `core.worktree`) are protected too.
+//! - A protected symlink cannot be bound (a mount follows it): its target is protected when it
+//!   lies in a writable root, and the link is put back after the command if it changed.
 //! - [`effective_list`]: the table minus the person's `unprotected` plus the `extra` entries.
 //! - [`Guard::prepare`] (before the launch) finds what each entry is now and
 //!   [`Guard::finish`] (after every process of the command is gone) sweeps.
