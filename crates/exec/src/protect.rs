@@ -582,6 +582,7 @@ pub(crate) struct Guard {
     snapshots: Vec<(PathBuf, Vec<(PathBuf, Node)>)>,
     unguarded: Vec<PathBuf>,
     hold: Hold,
+    swept: bool,
 }
 
 impl Guard {
@@ -627,6 +628,7 @@ impl Guard {
             snapshots,
             unguarded,
             hold,
+            swept: false,
         }
     }
 
@@ -649,6 +651,16 @@ impl Guard {
     /// After the command (every process of it gone): removes the protected paths it created and
     /// (Restore) puts back the ones it changed.
     pub(crate) fn finish(mut self) -> ProtectedReport {
+        self.sweep()
+    }
+
+    /// [`Guard::finish`]'s work, once (a guard dropped without `finish`, when the run future is
+    /// dropped, sweeps in its drop, after the command's group was killed).
+    fn sweep(&mut self) -> ProtectedReport {
+        if self.swept {
+            return ProtectedReport::default();
+        }
+        self.swept = true;
         let mut report = ProtectedReport {
             unguarded: std::mem::take(&mut self.unguarded),
             ..Default::default()
@@ -732,6 +744,10 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        let report = self.sweep();
+        if !report.is_empty() {
+            tracing::warn!(?report, "protected paths swept after a dropped run");
+        }
         for p in std::mem::take(&mut self.held) {
             release_placeholder(&p);
         }

@@ -266,3 +266,28 @@ async fn an_added_entry_is_protected_and_a_removed_builtin_is_not() {
         assert!(p.join(".idea/x").exists(), "{path:?}: {:?}", out.protected);
     }
 }
+
+#[tokio::test]
+async fn a_dropped_run_still_sweeps_on_both_paths() {
+    for path in PATHS {
+        let t = visible_tempdir();
+        let p = t.path().canonicalize().unwrap();
+        let mut r = ExecRequest::new(
+            "echo x > .envrc; mkdir -p .claude && echo x > .claude/x; echo started; sleep 30",
+            &p,
+        );
+        r.namespaces = path;
+        let rec = Recorder::new();
+        let fut = run(r, CancellationToken::new(), rec.clone());
+        // The caller gives up (a hard deadline): the run future is dropped mid-command.
+        let dropped = tokio::time::timeout(std::time::Duration::from_millis(1500), fut).await;
+        assert!(dropped.is_err(), "{path:?}: still running when dropped");
+        assert!(
+            String::from_utf8_lossy(&rec.stream(Stream::Stdout)).contains("started"),
+            "{path:?}"
+        );
+        assert!(!p.join(".envrc").exists(), "{path:?}");
+        assert!(!p.join(".claude").exists(), "{path:?}");
+        assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0, "{path:?}");
+    }
+}
