@@ -23,7 +23,9 @@
 //!   replaced while the rest of it stays writable (`git add`, `commit`, `checkout` work). An absent
 //!   path gets an empty placeholder (an empty file or directory created on the host just before
 //!   the launch, bound read-only, removed after the command unless something outside the sandbox
-//!   wrote into it), so nothing can be created there while the command runs. `.git/commondir`
+//!   wrote into it), so nothing can be created there while the command runs. Placeholders are
+//!   listed in `<temp>/aibuddy-placeholders-<pid>`: those a dead app left (`kill -9`) are removed,
+//!   when still empty, before the next app's first command. `.git/commondir`
 //!   gets no placeholder (git refuses an empty one): one the command creates is removed after it.
 //! - **Landlock-only path**: Landlock rules only add access, and creating or replacing a file in a
 //!   directory is one right for every name in it and everything beneath it, so Landlock cannot
@@ -412,8 +414,84 @@ fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
     };
     if created {
         held.insert(path.to_path_buf(), 1);
+        write_manifest(&held);
     }
     created
+}
+
+/// The file listing this process's placeholders (NUL-separated paths), so that the next process
+/// removes the ones a `kill -9` left: `<temp>/aibuddy-placeholders-<pid>`.
+const MANIFEST_PREFIX: &str = "aibuddy-placeholders-";
+
+fn manifest_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{MANIFEST_PREFIX}{pid}"))
+}
+
+/// Rewrites the manifest from the registry (called with its lock held).
+fn write_manifest(held: &HashMap<PathBuf, usize>) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = manifest_path(&std::env::temp_dir(), std::process::id());
+    if held.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let mut bytes = Vec::new();
+    for p in held.keys() {
+        bytes.extend_from_slice(p.as_os_str().as_bytes());
+        bytes.push(0);
+    }
+    if let Err(e) = std::fs::write(&path, bytes) {
+        tracing::warn!(error = %e, "placeholder manifest not written");
+    }
+}
+
+/// Removes the placeholders that dead processes left (still empty ones only), once per process.
+fn sweep_dead_manifests() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        sweep_manifests_in(&std::env::temp_dir());
+    });
+}
+
+/// [`sweep_dead_manifests`] in `dir`: returns the placeholders removed.
+pub(crate) fn sweep_manifests_in(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(MANIFEST_PREFIX))
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|p| *p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if alive || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap_or_default();
+        for raw in bytes.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let p = Path::new(std::ffi::OsStr::from_bytes(raw));
+            let gone = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir(p).is_ok(),
+                Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(p).is_ok(),
+                _ => false,
+            };
+            if gone {
+                tracing::info!(path = %p.display(), "removed a placeholder a dead app left");
+                removed.push(p.to_path_buf());
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    removed
 }
 
 /// Whether `path` is a placeholder this process holds.
@@ -457,6 +535,7 @@ fn release_placeholder(path: &Path) {
         return;
     }
     held.remove(path);
+    write_manifest(&held);
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             // Only when empty: something outside the sandbox may have written into it.
@@ -589,6 +668,7 @@ impl Guard {
     /// Finds the protected paths of `list` in `roots` and prepares them for `hold`: placeholders
     /// for absent paths (Mounts) or snapshots of present ones (Restore).
     pub(crate) fn prepare(roots: &[PathBuf], list: &[(String, Placeholder)], hold: Hold) -> Self {
+        sweep_dead_manifests();
         let found = find(roots, list);
         let mut held = Vec::new();
         let mut snapshots = Vec::new();
@@ -964,6 +1044,36 @@ mod tests {
                 .iter()
                 .any(|p| p.path == root.join(".git") && p.present)
         );
+    }
+
+    #[test]
+    fn placeholders_a_dead_process_left_are_removed_when_still_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let manifests = root.join("tmp");
+        std::fs::create_dir(&manifests).unwrap();
+        std::fs::create_dir(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".envrc"), "").unwrap();
+        std::fs::create_dir(root.join(".claude")).unwrap();
+        std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+        let mut list = Vec::new();
+        for n in [".vscode", ".envrc", ".claude"] {
+            list.extend_from_slice(root.join(n).as_os_str().as_encoded_bytes());
+            list.push(0);
+        }
+        // A pid that cannot be alive (above the kernel's largest pid_max).
+        std::fs::write(manifests.join("aibuddy-placeholders-2147483000"), &list).unwrap();
+        // A living process's manifest is left alone.
+        let mine = manifest_path(&manifests, std::process::id());
+        std::fs::write(&mine, &list).unwrap();
+        let removed = sweep_manifests_in(&manifests);
+        assert_eq!(removed, vec![root.join(".vscode"), root.join(".envrc")]);
+        assert!(
+            root.join(".claude/settings.json").exists(),
+            "written into: kept"
+        );
+        assert!(mine.exists());
+        assert!(!manifests.join("aibuddy-placeholders-2147483000").exists());
     }
 
     #[test]

@@ -291,3 +291,41 @@ async fn a_dropped_run_still_sweeps_on_both_paths() {
         assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0, "{path:?}");
     }
 }
+
+#[test]
+fn placeholders_left_by_a_killed_app_are_removed_at_the_next_start() {
+    use std::io::BufRead;
+    let t = visible_tempdir();
+    let p = t.path().canonicalize().unwrap();
+    let helper = || Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"));
+    let mut app = helper()
+        .arg(&p)
+        .arg("echo up; sleep 1074")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(app.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "up");
+    // While the command runs, absent protected paths are empty placeholders on the host.
+    assert!(p.join(".envrc").is_file() && p.join(".vscode").is_dir());
+    app.kill().unwrap();
+    app.wait().unwrap();
+    assert!(support::wait_no_process_with_args(
+        &["sleep", "1074"],
+        std::time::Duration::from_secs(5)
+    ));
+    assert!(p.join(".envrc").exists(), "a kill -9 leaves them");
+    // The next app's first command removes them (still empty), then its own come and go.
+    let out = helper().arg(&p).arg("true").output().unwrap();
+    assert!(out.status.success());
+    let left: Vec<_> = std::fs::read_dir(&p)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
