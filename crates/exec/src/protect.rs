@@ -168,9 +168,26 @@ fn resolve_parent(path: &Path) -> Option<PathBuf> {
     Some(real.join(name))
 }
 
+/// A small regular file of the project as text: never blocks (a fifo planted as `.git/config`
+/// reads as nothing), at most 1 MiB.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(1024 * 1024).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// The directory a `.git` file names (`gitdir: X`, relative to the file's directory).
 fn gitdir_of_file(file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = read_small(file)?;
     let line = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     let p = Path::new(line);
     let p = if p.is_absolute() {
@@ -183,7 +200,7 @@ fn gitdir_of_file(file: &Path) -> Option<PathBuf> {
 
 /// The common directory a git directory's `commondir` names.
 fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(gitdir.join("commondir")).ok()?;
+    let text = read_small(&gitdir.join("commondir"))?;
     let p = Path::new(text.trim());
     let p = if p.is_absolute() {
         p.to_path_buf()
@@ -196,7 +213,7 @@ fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
 /// The last value of `section.key` in a git config file (keys case-insensitive, subsections and
 /// includes not followed; quotes removed). Enough for the few keys read here.
 fn config_value(file: &Path, section: &str, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = read_small(file)?;
     let mut current = String::new();
     let mut value = None;
     for line in text.lines() {
@@ -593,7 +610,7 @@ fn snapshot(path: &Path, budget: &mut u64) -> std::io::Result<Option<Vec<(PathBu
             *budget -= m.len();
             Node::File {
                 mode,
-                bytes: std::fs::read(&p)?,
+                bytes: read_nonblocking(&p, m.len())?,
             }
         } else {
             // Fifos, sockets, devices: kept as an empty file's place (their kind is what counts).
@@ -605,6 +622,18 @@ fn snapshot(path: &Path, budget: &mut u64) -> std::io::Result<Option<Vec<(PathBu
         out.push((rel, node));
     }
     Ok(Some(out))
+}
+
+/// At most `limit` bytes of a regular file, never blocking (a fifo swapped in reads as nothing).
+fn read_nonblocking(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    f.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Removes whatever is at `path` (never following symlinks).
@@ -1030,6 +1059,21 @@ mod tests {
             paths.contains(&&root.join(".git/modules/sub/hooks")),
             "{paths:?}"
         );
+    }
+
+    #[test]
+    fn a_fifo_planted_as_git_config_does_not_hang_the_launch() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        for f in [".git/config", ".git/commondir"] {
+            let c = std::ffi::CString::new(root.join(f).as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a plain mkfifo on a path we own.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        }
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        assert_eq!(f.git_dirs, vec![root.join(".git")]);
     }
 
     #[test]
