@@ -63,7 +63,10 @@ the person; you receive at most 30,000 characters: the head, the tail, the exit 
 duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
 redirect it to a file in the project and read slices. Writes outside the project (and its private \
 $TMPDIR) are refused by the kernel where supported; /tmp is private to each command and vanishes with \
-it; credential locations (~/.ssh, ~/.aws, ...) are not visible.";
+it; credential locations (~/.ssh, ~/.aws, ...) are not visible. Git config, hooks and info \
+(.git/config, .git/hooks, .git/info), .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex and \
+.cursor are read-only to commands (the rest of .git stays writable: git add, commit and checkout work); \
+changes to them are refused or undone when the command ends.";
 
 /// The `execute` config.
 #[derive(Debug, Default)]
