@@ -336,6 +336,7 @@ pub fn client_projection(raw: &Value) -> Value {
         "env_dropped": field("env_dropped"),
         "removed_protected": field("removed_protected"),
         "restored_protected": field("restored_protected"),
+        "unguarded_protected": field("unguarded_protected"),
     })
 }
 

@@ -137,6 +137,12 @@ fn protected_line(p: &crate::protect::ProtectedReport) -> String {
             list(&p.restored)
         ));
     }
+    if !p.unguarded.is_empty() {
+        parts.push(format!(
+            "too large to guard on this path: {}",
+            list(&p.unguarded)
+        ));
+    }
     if parts.is_empty() {
         return String::new();
     }
@@ -373,6 +379,19 @@ mod model_text_tests {
             m.text
                 .contains(&format!("omitted_middle_bytes: {}", m.omitted_bytes))
         );
+    }
+
+    #[test]
+    fn swept_protected_paths_get_one_bounded_header_line() {
+        let mut o = outcome_for_test(b"ok\n");
+        assert!(!project_for_model(&o).contains("protected:"));
+        o.protected.removed = (0..20).map(|i| format!("/p/.x{i}").into()).collect();
+        o.protected.restored = vec!["/p/.git/config".into()];
+        let text = project_for_model(&o);
+        let line = text.lines().find(|l| l.starts_with("protected: ")).unwrap();
+        assert!(line.contains("/p/.x7, and 12 more"), "{line}");
+        assert!(line.contains("changed by the command and restored after it: /p/.git/config"));
+        assert!(text.ends_with("ok\n\n--- end of output ---"), "{text}");
     }
 
     fn outcome_for_test(data: &[u8]) -> ExecOutcome {

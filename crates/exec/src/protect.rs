@@ -116,7 +116,8 @@ pub struct ProtectedReport {
     /// Protected paths the command created, removed after it.
     #[serde(default)]
     pub removed: Vec<PathBuf>,
-    /// Protected paths the command changed, restored after it (Landlock-only path).
+    /// Protected paths the command changed, restored after it (Landlock-only path; a replaced
+    /// protected symlink on either path).
     #[serde(default)]
     pub restored: Vec<PathBuf>,
     /// Protected paths too large to snapshot (Landlock-only path): not guarded.
