@@ -24,6 +24,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
+use aibuddy_common::term::{self, DisplaySegment};
+
 use crate::registry::Risk;
 
 /// What the person is asked to approve.
@@ -43,6 +45,49 @@ pub struct ConfirmRequest {
     pub consequence: String,
     /// A unified diff for edits, when there is one.
     pub diff: Option<String>,
+    /// The model's own words about the call (e.g. `execute`'s `description`): unchecked, shown
+    /// as the model's claim and apart from `consequence`, which is the app's own assessment.
+    pub model_says: Option<String>,
+    /// How the fields above are shown (filled by [`ConfirmRequest::revealed`]): the window
+    /// renders these segments and the CLI prompt prints the same ones as text, so the two show the
+    /// same thing.
+    pub display: ConfirmDisplay,
+}
+
+/// The shown form of a [`ConfirmRequest`]'s text fields, from [`term::reveal`]: line breaks
+/// visible, invisible and format characters as codes, non-ASCII characters marked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfirmDisplay {
+    pub tool: Vec<DisplaySegment>,
+    pub target: Vec<DisplaySegment>,
+    /// The visible non-ASCII characters of the target with their codes (`＃ U+FF03`): a note
+    /// next to the target, since such a character may look like an ASCII one.
+    pub target_non_ascii: Vec<String>,
+    pub scope: Vec<Vec<DisplaySegment>>,
+    pub consequence: Vec<DisplaySegment>,
+    pub model_says: Option<Vec<DisplaySegment>>,
+}
+
+impl ConfirmDisplay {
+    pub fn of(req: &ConfirmRequest) -> Self {
+        Self {
+            tool: term::reveal(&req.tool),
+            target: term::reveal(&req.target),
+            target_non_ascii: term::non_ascii(&req.target),
+            scope: req.scope.iter().map(|s| term::reveal(s)).collect(),
+            consequence: term::reveal(&req.consequence),
+            model_says: req.model_says.as_deref().map(term::reveal),
+        }
+    }
+}
+
+impl ConfirmRequest {
+    /// The request with its [`ConfirmDisplay`] computed from its fields (every request sent to a
+    /// person goes through this).
+    pub fn revealed(mut self) -> Self {
+        self.display = ConfirmDisplay::of(&self);
+        self
+    }
 }
 
 /// The answer to a confirm request: the one definition shared with the desktop shell (the store
@@ -318,7 +363,10 @@ mod tests {
             scope: vec![],
             consequence: "creates a.txt".into(),
             diff: None,
+            model_says: None,
+            display: ConfirmDisplay::default(),
         }
+        .revealed()
     }
 
     #[tokio::test]

@@ -137,9 +137,7 @@ pub fn segments_text(segments: &[DisplaySegment], indent: &str) -> String {
     let mut out = String::new();
     for seg in segments {
         match seg {
-            DisplaySegment::Text { text } | DisplaySegment::NonAscii { text } => {
-                out.push_str(text)
-            }
+            DisplaySegment::Text { text } | DisplaySegment::NonAscii { text } => out.push_str(text),
             DisplaySegment::Code { code } => {
                 out.push('<');
                 out.push_str(code);
@@ -233,8 +231,10 @@ mod tests {
 
     #[test]
     fn every_cf_and_bidi_character_below_the_tags_is_hidden() {
-        for c in ['\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{2061}', '\u{2064}', '\u{061C}', '\u{2028}', '\u{2029}', '\u{FE0F}', '\u{3164}']
-        {
+        for c in [
+            '\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{2061}', '\u{2064}',
+            '\u{061C}', '\u{2028}', '\u{2029}', '\u{FE0F}', '\u{3164}',
+        ] {
             assert!(is_hidden(c), "{:04X}", c as u32);
         }
         for c in ['a', ' ', '~', 'é', '＃', '€', '→'] {
