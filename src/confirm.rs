@@ -50,8 +50,8 @@ pub struct ConfirmRequest {
     pub model_says: Option<String>,
     /// How the fields above are shown (filled by [`ConfirmRequest::revealed`]): the window
     /// renders these segments and the CLI prompt prints the same ones as text, so the two show the
-    /// same thing.
-    pub display: ConfirmDisplay,
+    /// same thing. Boxed: it is most of the request's size, and requests travel inside events.
+    pub display: Box<ConfirmDisplay>,
 }
 
 /// The shown form of a [`ConfirmRequest`]'s text fields, from [`term::reveal`]: line breaks
@@ -85,7 +85,7 @@ impl ConfirmRequest {
     /// The request with its [`ConfirmDisplay`] computed from its fields (every request sent to a
     /// person goes through this).
     pub fn revealed(mut self) -> Self {
-        self.display = ConfirmDisplay::of(&self);
+        self.display = Box::new(ConfirmDisplay::of(&self));
         self
     }
 }
@@ -364,7 +364,7 @@ mod tests {
             consequence: "creates a.txt".into(),
             diff: None,
             model_says: None,
-            display: ConfirmDisplay::default(),
+            display: Default::default(),
         }
         .revealed()
     }

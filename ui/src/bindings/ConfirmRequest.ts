@@ -34,6 +34,6 @@ model_says: string | null,
 /**
  * How the fields above are shown (filled by [`ConfirmRequest::revealed`]): the window
  * renders these segments and the CLI prompt prints the same ones as text, so the two show the
- * same thing.
+ * same thing. Boxed: it is most of the request's size, and requests travel inside events.
  */
 display: ConfirmDisplay, };
