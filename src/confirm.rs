@@ -66,6 +66,9 @@ pub struct ConfirmDisplay {
     pub scope: Vec<Vec<DisplaySegment>>,
     pub consequence: Vec<DisplaySegment>,
     pub model_says: Option<Vec<DisplaySegment>>,
+    /// The diff, one entry per line (split at `\n`; a final empty line left out): a bidi override
+    /// or zero-width character in proposed file content is shown, not obeyed.
+    pub diff: Option<Vec<Vec<DisplaySegment>>>,
 }
 
 impl ConfirmDisplay {
@@ -77,6 +80,10 @@ impl ConfirmDisplay {
             scope: req.scope.iter().map(|s| term::reveal(s)).collect(),
             consequence: term::reveal(&req.consequence),
             model_says: req.model_says.as_deref().map(term::reveal),
+            diff: req.diff.as_deref().map(|d| {
+                let body = d.strip_suffix('\n').unwrap_or(d);
+                body.split('\n').map(term::reveal).collect()
+            }),
         }
     }
 }
@@ -367,6 +374,38 @@ mod tests {
             display: Default::default(),
         }
         .revealed()
+    }
+
+    /// Issue 22: every shown field is revealed; the model's words stay apart from the consequence.
+    #[test]
+    fn the_display_reveals_every_shown_field() {
+        let mut r = req("c", "d");
+        r.target = "echo a\nrm -rf src\u{200B}".into();
+        r.model_says = Some("tidies".into());
+        r.diff = Some("+x\u{202E}y\r\n-z\n".into());
+        let shown = r.revealed().display;
+        let text = |t: &str| DisplaySegment::Text { text: t.into() };
+        let code = |c: &str| DisplaySegment::Code { code: c.into() };
+        assert_eq!(
+            *shown,
+            ConfirmDisplay {
+                tool: vec![text("write_file")],
+                target: vec![
+                    text("echo a"),
+                    DisplaySegment::LineBreak,
+                    text("rm -rf src"),
+                    code("U+200B")
+                ],
+                target_non_ascii: vec![],
+                scope: vec![],
+                consequence: vec![text("creates a.txt")],
+                model_says: Some(vec![text("tidies")]),
+                diff: Some(vec![
+                    vec![text("+x"), code("U+202E"), text("y"), code("CR")],
+                    vec![text("-z")]
+                ]),
+            }
+        );
     }
 
     #[tokio::test]

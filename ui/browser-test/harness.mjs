@@ -367,6 +367,7 @@ export function confirmRequest(r) {
       scope: r.scope.map(asciiSegments),
       consequence: asciiSegments(r.consequence),
       model_says: model_says === null ? null : asciiSegments(model_says),
+      diff: r.diff == null ? null : (r.diff.endsWith("\n") ? r.diff.slice(0, -1) : r.diff).split("\n").map(asciiSegments),
     },
   };
 }

@@ -199,6 +199,17 @@ describe("approval dialog: no answer by accident (issue 22)", () => {
     expect([...host.querySelectorAll('[data-testid="approval-scope"] li')].map((e) => e.textContent)).toEqual(["project root: /p", "sandbox: bubblewrap"]);
   });
 
+  it("shows a bidi override in a diff's content as a code, as the core revealed it", () => {
+    const request = confirmRequest({ ...REQUEST, diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+a\u202Eb\n" });
+    request.display.diff = (request.display.diff ?? []).map((line, i) =>
+      i === 4 ? [{ kind: "text", text: "+a" }, { kind: "code", code: "U+202E" }, { kind: "text", text: "b" }] : line,
+    );
+    approval(request);
+    expect(host.querySelector('.diff-line[data-kind="add"] .diff-text')?.textContent).toBe("added: a<U+202E>b");
+    expect(host.querySelector('.diff-line[data-kind="del"] .diff-text')?.textContent).toBe("removed: old");
+    expect(host.textContent).not.toContain("\u202E");
+  });
+
   it("labels the model's description as the model's, apart from the app's consequence", () => {
     approval(HOSTILE);
     expect(host.querySelector('[data-testid="approval-consequence"]')?.textContent).toBe(

@@ -66,6 +66,7 @@ export function confirmRequest(r: Omit<ConfirmRequest, "display" | "model_says">
       scope: r.scope.map(asciiSegments),
       consequence: asciiSegments(r.consequence),
       model_says: model_says === null ? null : asciiSegments(model_says),
+      diff: r.diff === null ? null : (r.diff.endsWith("\n") ? r.diff.slice(0, -1) : r.diff).split("\n").map(asciiSegments),
     },
   };
 }

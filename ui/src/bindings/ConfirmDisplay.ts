@@ -10,4 +10,9 @@ export type ConfirmDisplay = { tool: Array<DisplaySegment>, target: Array<Displa
  * The visible non-ASCII characters of the target with their codes (`＃ U+FF03`): a note
  * next to the target, since such a character may look like an ASCII one.
  */
-target_non_ascii: Array<string>, scope: Array<Array<DisplaySegment>>, consequence: Array<DisplaySegment>, model_says: Array<DisplaySegment> | null, };
+target_non_ascii: Array<string>, scope: Array<Array<DisplaySegment>>, consequence: Array<DisplaySegment>, model_says: Array<DisplaySegment> | null, 
+/**
+ * The diff, one entry per line (split at `\n`; a final empty line left out): a bidi override
+ * or zero-width character in proposed file content is shown, not obeyed.
+ */
+diff: Array<Array<DisplaySegment>> | null, };

@@ -51,11 +51,11 @@ pub fn render(req: &ConfirmRequest) -> String {
     for line in &shown.scope {
         s.push_str(&format!("  scope:       {}\n", text(line)));
     }
-    if let Some(diff) = &req.diff {
+    if let Some(diff) = &shown.diff {
         s.push_str("  diff:\n");
-        let total = diff.lines().count();
-        for l in diff.lines().take(DIFF_LINES) {
-            s.push_str(&format!("    {}\n", term::line(l)));
+        let total = diff.len();
+        for l in diff.iter().take(DIFF_LINES) {
+            s.push_str(&format!("    {}\n", text(l)));
         }
         if total > DIFF_LINES {
             s.push_str(&format!("    ({} more lines)\n", total - DIFF_LINES));
@@ -154,7 +154,7 @@ mod tests {
         );
         assert!(shown.contains("consequence: runs<U+009B>2J\n"), "{shown}");
         assert!(
-            shown.contains("    +a\\e[1A\n    -b\\u{202e}c\n"),
+            shown.contains("    +a<ESC>[1A<CR>\n    -b<U+202E>c\n"),
             "{shown}"
         );
         let unsafe_left: Vec<char> = shown
