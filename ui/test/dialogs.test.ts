@@ -149,6 +149,19 @@ describe("approval dialog: no answer by accident (issue 22)", () => {
     expect(decisions).toEqual([["call_7", true]]);
   });
 
+  it("coming back to the window re-arms: a key right after the window switch does not answer", () => {
+    const { dialog, decisions } = approval();
+    armed();
+    window.dispatchEvent(new Event("focus"));
+    flushSync();
+    expect(dialog.getAttribute("data-armed")).toBe("false");
+    key(dialog, "a");
+    expect(decisions).toEqual([]);
+    armed();
+    key(dialog, "a");
+    expect(decisions).toEqual([["call_7", true]]);
+  });
+
   it("a key pressed before the dialog, or held since then (repeat), never answers it", () => {
     key(document.body, "a");
     const { dialog, decisions } = approval();
