@@ -385,6 +385,10 @@ pub async fn execute_on(
     }
 }
 
+/// The app's own consequence line for `execute`: the command is the only statement of what runs.
+pub const EXECUTE_CONSEQUENCE: &str =
+    "runs the target command in the project root: its effect is what the command does";
+
 /// The handler of `execute`.
 #[derive(Debug, Default)]
 pub struct ExecuteHandler;
@@ -411,10 +415,13 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let (_, dropped) = filter_env(std::env::vars_os(), &req.env);
-        let consequence = match &a.description {
-            Some(d) if !d.trim().is_empty() => format!("runs a shell command: {}", d.trim()),
-            _ => "runs a shell command in the project root".to_string(),
-        };
+        // The model's description is its claim, not the app's assessment: shown apart, labelled.
+        let model_says = a
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string);
         Ok(Prepared {
             target: a.command.clone(),
             scope: scope_lines(
@@ -422,7 +429,8 @@ impl ToolHandler for ExecuteHandler {
                 &dropped,
                 &confinement_for(&req, confinement_support()),
             ),
-            consequence,
+            consequence: EXECUTE_CONSEQUENCE.to_string(),
+            model_says,
             diff: None,
             inside_project: false,
             risk: None,
