@@ -222,7 +222,9 @@ async fn runs_in_the_project_streams_live_and_projects() {
     let a = json!({"command": "pwd; printf 'h\\303\\251llo'; echo oops >&2; exit 2", "description": "demo"});
     let prepared = ExecuteHandler.prepare(&c, &a).await.unwrap();
     assert_eq!(prepared.target, a["command"].as_str().unwrap());
-    assert_eq!(prepared.consequence, "runs a shell command: demo");
+    // Issue 22: the model's description is its claim, kept apart from the app's consequence.
+    assert_eq!(prepared.consequence, super::EXECUTE_CONSEQUENCE);
+    assert_eq!(prepared.model_says.as_deref(), Some("demo"));
     assert!(prepared.scope[0].starts_with("cwd: "));
     let raw = ExecuteHandler.run(&c, &a).await.unwrap();
     let (out, err, _) = deltas(&events.events());
