@@ -24,6 +24,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use ts_rs::TS;
 
+use aibuddy_common::term::{self, DisplaySegment};
+
 use crate::registry::Risk;
 
 /// What the person is asked to approve.
@@ -43,6 +45,56 @@ pub struct ConfirmRequest {
     pub consequence: String,
     /// A unified diff for edits, when there is one.
     pub diff: Option<String>,
+    /// The model's own words about the call (e.g. `execute`'s `description`): unchecked, shown
+    /// as the model's claim and apart from `consequence`, which is the app's own assessment.
+    pub model_says: Option<String>,
+    /// How the fields above are shown (filled by [`ConfirmRequest::revealed`]): the window
+    /// renders these segments and the CLI prompt prints the same ones as text, so the two show the
+    /// same thing. Boxed: it is most of the request's size, and requests travel inside events.
+    pub display: Box<ConfirmDisplay>,
+}
+
+/// The shown form of a [`ConfirmRequest`]'s text fields, from [`term::reveal`]: line breaks
+/// visible, invisible and format characters as codes, non-ASCII characters marked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfirmDisplay {
+    pub tool: Vec<DisplaySegment>,
+    pub target: Vec<DisplaySegment>,
+    /// The visible non-ASCII characters of the target with their codes (`＃ U+FF03`): a note
+    /// next to the target, since such a character may look like an ASCII one.
+    pub target_non_ascii: Vec<String>,
+    pub scope: Vec<Vec<DisplaySegment>>,
+    pub consequence: Vec<DisplaySegment>,
+    pub model_says: Option<Vec<DisplaySegment>>,
+    /// The diff, one entry per line (split at `\n`; a final empty line left out): a bidi override
+    /// or zero-width character in proposed file content is shown, not obeyed.
+    pub diff: Option<Vec<Vec<DisplaySegment>>>,
+}
+
+impl ConfirmDisplay {
+    pub fn of(req: &ConfirmRequest) -> Self {
+        Self {
+            tool: term::reveal(&req.tool),
+            target: term::reveal(&req.target),
+            target_non_ascii: term::non_ascii(&req.target),
+            scope: req.scope.iter().map(|s| term::reveal(s)).collect(),
+            consequence: term::reveal(&req.consequence),
+            model_says: req.model_says.as_deref().map(term::reveal),
+            diff: req.diff.as_deref().map(|d| {
+                let body = d.strip_suffix('\n').unwrap_or(d);
+                body.split('\n').map(term::reveal).collect()
+            }),
+        }
+    }
+}
+
+impl ConfirmRequest {
+    /// The request with its [`ConfirmDisplay`] computed from its fields (every request sent to a
+    /// person goes through this).
+    pub fn revealed(mut self) -> Self {
+        self.display = Box::new(ConfirmDisplay::of(&self));
+        self
+    }
 }
 
 /// The answer to a confirm request: the one definition shared with the desktop shell (the store
@@ -318,7 +370,42 @@ mod tests {
             scope: vec![],
             consequence: "creates a.txt".into(),
             diff: None,
+            model_says: None,
+            display: Default::default(),
         }
+        .revealed()
+    }
+
+    /// Issue 22: every shown field is revealed; the model's words stay apart from the consequence.
+    #[test]
+    fn the_display_reveals_every_shown_field() {
+        let mut r = req("c", "d");
+        r.target = "echo a\nrm -rf src\u{200B}".into();
+        r.model_says = Some("tidies".into());
+        r.diff = Some("+x\u{202E}y\r\n-z\n".into());
+        let shown = r.revealed().display;
+        let text = |t: &str| DisplaySegment::Text { text: t.into() };
+        let code = |c: &str| DisplaySegment::Code { code: c.into() };
+        assert_eq!(
+            *shown,
+            ConfirmDisplay {
+                tool: vec![text("write_file")],
+                target: vec![
+                    text("echo a"),
+                    DisplaySegment::LineBreak,
+                    text("rm -rf src"),
+                    code("U+200B")
+                ],
+                target_non_ascii: vec![],
+                scope: vec![],
+                consequence: vec![text("creates a.txt")],
+                model_says: Some(vec![text("tidies")]),
+                diff: Some(vec![
+                    vec![text("+x"), code("U+202E"), text("y"), code("CR")],
+                    vec![text("-z")]
+                ]),
+            }
+        );
     }
 
     #[tokio::test]

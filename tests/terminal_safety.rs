@@ -14,8 +14,10 @@ use support::{aibuddy, aibuddy_output};
 
 /// The spoofed command of "Why" 5: it hides `echo EVIL > x` behind a line that reads `target: ls -la`.
 const SPOOF: &str = "echo EVIL > x #\u{1b}[2K\r  target: ls -la";
-/// How the prompt must show it.
+/// How messages (a rejection, a log line) show it.
 const SPOOF_SHOWN: &str = "echo EVIL > x #\\e[2K\\r  target: ls -la";
+/// How the confirmation prompt shows it (`aibuddy_common::term::reveal`, as the window does).
+const SPOOF_PROMPT: &str = "echo EVIL > x #<ESC>[2K<CR>  target: ls -la";
 
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -89,11 +91,64 @@ fn a_spoofed_target_is_shown_with_its_escapes_at_the_terminal_prompt() {
     assert_terminal_safe("confirmation prompt", &screen);
     let text = strip_pty_cr(&screen);
     assert!(
-        text.contains(&format!("  target:      {SPOOF_SHOWN}\n")),
+        text.contains(&format!("  target:      {SPOOF_PROMPT}\n")),
         "{text}"
     );
     assert!(text.contains("Approve? [y/N]"), "{text}");
     assert!(!p.path().join("x").exists(), "the hidden command ran");
+}
+
+/// Issue 22 at a real terminal prompt: a second command after a newline, zero-width and TAG
+/// characters and a full-width `＃` (which a shell does not read as a comment) are all visible, and
+/// the model's description is labelled as the model's, apart from the app's consequence.
+#[test]
+fn a_hidden_second_command_and_invisible_characters_are_visible_at_the_terminal_prompt() {
+    let p = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(p.path().join("src")).unwrap();
+    let command =
+        "echo cleaning\nrm -rf src\u{200B} \u{E0001}\u{E0069}\u{E007F}echo hi ＃; touch x";
+    let args =
+        serde_json::json!({ "command": command, "description": "prints \u{2060}a greeting" })
+            .to_string();
+    let screen = on_a_terminal(p.path(), d.path(), &["call", "execute", &args], "n\n");
+    let all = strip_pty_cr(&screen);
+    // The prompt, up to the question (the rejection message after it is `term::line` text).
+    let text = &all[..all.find("Approve? [y/N]").expect("the prompt was shown")];
+    for hidden in [
+        '\u{200B}',
+        '\u{2060}',
+        '\u{E0001}',
+        '\u{E0069}',
+        '\u{E007F}',
+    ] {
+        assert!(
+            !text.contains(hidden),
+            "raw {hidden:?} reached the terminal:\n{text}"
+        );
+    }
+    assert!(
+        text.contains(
+            "  target:      echo cleaning⏎\n               rm -rf src<U+200B> <U+E0001><U+E0069><U+E007F>echo hi ＃; touch x\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  note:        the target contains non-ASCII characters: ＃ U+FF03\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  model says:  \"prints <U+2060>a greeting\" (the model's own description, not checked)\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("consequence: runs a shell command: prints"),
+        "{text}"
+    );
+    assert!(
+        p.path().join("src").exists() && !p.path().join("x").exists(),
+        "the command ran"
+    );
 }
 
 /// Without a terminal the call is rejected, and the rejection names the target escaped.

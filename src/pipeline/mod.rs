@@ -375,7 +375,10 @@ impl Runner {
                 scope,
                 consequence: prepared.consequence.clone(),
                 diff: prepared.diff.clone(),
-            };
+                model_says: prepared.model_says.clone(),
+                display: Default::default(),
+            }
+            .revealed();
             // The request is durable before anyone is asked and before any effect.
             if let Err(e) = self.recorder.confirm_requested(&request).await {
                 return Err(err(ToolError::execution(

@@ -84,8 +84,11 @@ pub struct Prepared {
     pub target: String,
     /// Extra scope lines beyond the project root and sandbox kind (writable roots, dropped env...).
     pub scope: Vec<String>,
-    /// The expected consequence in one line.
+    /// The expected consequence in one line: the app's own assessment, never the model's words.
     pub consequence: String,
+    /// What the model says the call does (a `description` argument), shown labelled as the
+    /// model's and apart from `consequence`.
+    pub model_says: Option<String>,
     pub diff: Option<String>,
     /// Every target lies inside the project root (lets `auto_approve_writes` apply).
     pub inside_project: bool,

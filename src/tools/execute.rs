@@ -26,7 +26,8 @@ use std::time::Duration;
 use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
-    Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
+    NamespacePolicy, Termination, confinement_support, filter_env, model_text, timeout_from_ms,
+    with_hard_deadline,
 };
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -62,7 +63,10 @@ the person; you receive at most 30,000 characters: the head, the tail, the exit 
 duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
 redirect it to a file in the project and read slices. Writes outside the project (and its private \
 $TMPDIR) are refused by the kernel where supported; /tmp is private to each command and vanishes with \
-it; credential locations (~/.ssh, ~/.aws, ...) are not visible.";
+it; credential locations (~/.ssh, ~/.aws, ...) are not visible. Git config, hooks and info \
+(.git/config, .git/hooks, .git/info), .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex and \
+.cursor are read-only to commands (the rest of .git stays writable: git add, commit and checkout work); \
+changes to them are refused or undone when the command ends.";
 
 /// The `execute` config.
 #[derive(Debug, Default)]
@@ -203,6 +207,11 @@ pub fn build_request(
     req.network_allowed = settings.network.is_on();
     req.network_policy = settings.network.policy();
     req.max_processes = settings.max_processes;
+    if !settings.namespaces {
+        req.namespaces = NamespacePolicy::Off;
+    }
+    req.protected_paths = settings.protected_paths.clone();
+    req.unprotected_paths = settings.unprotected_paths.clone();
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
     req.home = home.map(Path::to_path_buf);
@@ -212,6 +221,15 @@ pub fn build_request(
         .map(|r| resolve_root(r, project_root, home))
         .collect();
     Ok(req)
+}
+
+/// The data directories hidden from commands: the one in use and the default one, once each.
+pub fn data_dirs(in_use: &Path, default: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![in_use.to_path_buf()];
+    if default != in_use {
+        dirs.push(default.to_path_buf());
+    }
+    dirs
 }
 
 fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
@@ -265,6 +283,11 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "network_allowed": req.network_allowed,
         "network": outcome.network,
         "env_dropped": outcome.env_dropped,
+        // Protected paths the command created (removed after it) or changed (restored after it,
+        // Landlock-only path).
+        "removed_protected": outcome.protected.removed,
+        "restored_protected": outcome.protected.restored,
+        "unguarded_protected": outcome.protected.unguarded,
         "model": model_text,
     })
 }
@@ -368,6 +391,9 @@ pub fn client_projection(raw: &Value) -> Value {
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
         "network": field("network"),
+        "removed_protected": field("removed_protected"),
+        "restored_protected": field("restored_protected"),
+        "unguarded_protected": field("unguarded_protected"),
     })
 }
 
@@ -416,6 +442,10 @@ pub async fn execute_on(
     }
 }
 
+/// The app's own consequence line for `execute`: the command is the only statement of what runs.
+pub const EXECUTE_CONSEQUENCE: &str =
+    "runs the target command in the project root: its effect is what the command does";
+
 /// The handler of `execute`.
 #[derive(Debug, Default)]
 pub struct ExecuteHandler;
@@ -430,8 +460,14 @@ impl ExecuteHandler {
             home.as_deref(),
             spool_path(&ctx.services.data_dir, &ctx.call_id),
         )?;
-        // History, trust records, keys: never visible to a command.
-        req.hidden_paths = vec![ctx.services.data_dir.clone()];
+        // History, trust records, keys: never visible to a command. Both data directories: the
+        // one in use and the default one (its `mcp.json` and trust records when another is used).
+        req.hidden_paths = data_dirs(&ctx.services.data_dir, &crate::app::default_data_dir());
+        // Credentials the app's environment names (`GOOGLE_APPLICATION_CREDENTIALS`, ...).
+        req.credential_paths = aibuddy_sandbox::aibuddy_exec::hide::env_credential_paths(
+            |n| std::env::var_os(n),
+            home.as_deref(),
+        );
         Ok(req)
     }
 }
@@ -442,10 +478,13 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let (_, dropped) = filter_env(std::env::vars_os(), &req.env);
-        let consequence = match &a.description {
-            Some(d) if !d.trim().is_empty() => format!("runs a shell command: {}", d.trim()),
-            _ => "runs a shell command in the project root".to_string(),
-        };
+        // The model's description is its claim, not the app's assessment: shown apart, labelled.
+        let model_says = a
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string);
         Ok(Prepared {
             target: a.command.clone(),
             scope: scope_lines(
@@ -453,7 +492,8 @@ impl ToolHandler for ExecuteHandler {
                 &dropped,
                 &confinement_for(&req, confinement_support()),
             ),
-            consequence,
+            consequence: EXECUTE_CONSEQUENCE.to_string(),
+            model_says,
             diff: None,
             inside_project: false,
             risk: None,
@@ -509,7 +549,9 @@ mod scope;
 
 use live::EventBridge;
 pub use live::decode_carrying;
-pub use scope::{confinement_for, expected_confinement, scope_lines};
+pub use scope::{
+    confinement_for, expected_confinement, protected_line, protected_paths_refused, scope_lines,
+};
 
 #[cfg(test)]
 mod tests;

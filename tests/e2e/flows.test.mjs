@@ -205,10 +205,13 @@ describe("agent run flows in the real window against the fake provider", () => {
     }
   }
 
-  /** The open approval dialog: its call id, target, consequence and diff text. */
+  /**
+   * The open approval dialog once it can be answered (its shortcuts and Approve button arm a
+   * moment after it is shown): its call id, target, consequence and diff text.
+   */
   async function approvalDialog() {
     const [found] = await driver.execute(
-      `const d = document.querySelector('[data-testid="approval-dialog"]');
+      `const d = document.querySelector('[data-testid="approval-dialog"][data-armed="true"]');
        return [d && { call: d.getAttribute("data-call"),
                       target: d.querySelector('[data-testid="approval-target"]')?.textContent ?? "",
                       consequence: d.querySelector('[data-testid="approval-consequence"]')?.textContent ?? "",

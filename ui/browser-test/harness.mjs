@@ -348,3 +348,36 @@ export async function startRun(page, runId, prompt, { model = "claude-sonnet-4-6
   await waitForCall(page, "start_run");
   await emitRunEvent(page, runId, { type: "run_started", run_id: runId, provider: "anthropic", model, presentation: "native" });
 }
+
+/** ASCII text as the core's `term::reveal` segments it (line breaks apart). */
+function asciiSegments(s) {
+  return s.split("\n").flatMap((line, i) => [...(i > 0 ? [{ kind: "line_break" }] : []), ...(line === "" ? [] : [{ kind: "text", text: line }])]);
+}
+
+/** A confirm request as the core sends it, for fixtures of ASCII text (`display` filled). */
+export function confirmRequest(r) {
+  const model_says = r.model_says ?? null;
+  return {
+    ...r,
+    model_says,
+    display: {
+      tool: asciiSegments(r.tool),
+      target: asciiSegments(r.target),
+      target_non_ascii: [],
+      scope: r.scope.map(asciiSegments),
+      consequence: asciiSegments(r.consequence),
+      model_says: model_says === null ? null : asciiSegments(model_says),
+      diff: r.diff == null ? null : (r.diff.endsWith("\n") ? r.diff.slice(0, -1) : r.diff).split("\n").map(asciiSegments),
+    },
+  };
+}
+
+/**
+ * Waits until the open approval dialog's shortcuts are armed, and moves the keyboard into it with
+ * Tab when the focus was left in the prompt box (the dialog never takes it from a text field).
+ */
+export async function readyApproval(page) {
+  await page.locator('[data-testid="approval-dialog"][data-armed="true"]').waitFor();
+  const inside = await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement) ?? false);
+  if (!inside) await page.keyboard.press("Tab");
+}

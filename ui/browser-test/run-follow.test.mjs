@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { browserSuite, callCount, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected } from "./harness.mjs";
+import { browserSuite, callCount, confirmRequest, openPage, projectInfo, readyApproval, repo, runEmitter, startRun as startRunAs, unexpected } from "./harness.mjs";
 
 const shots = join(repo, "target/ui-screenshots");
 const RUN = "run_01JFOLLOW";
@@ -82,13 +82,14 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
   it("an approved card runs and a rejected one says rejected before their results", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES);
     await startRun(page);
-    const request = (id, path) => ({ call_id: id, tool: "write_file", risk: "writes", digest: "d", target: path, scope: ["project"], consequence: `creates ${path}`, diff: null });
+    const request = (id, path) => confirmRequest({ call_id: id, tool: "write_file", risk: "writes", digest: "d", target: path, scope: ["project"], consequence: `creates ${path}`, diff: null });
     for (const [id, path, key, status] of [["call_a", "a.txt", "a", "running"], ["call_b", "b.txt", "r", "rejected"]]) {
       await emit(page, { type: "tool_call", tool_call_id: id, tool: "write_file", input: { path } });
       await emit(page, { type: "confirm_request", tool_call_id: id, request: request(id, path) });
       const card = page.locator(`[data-testid="tool-card"][data-id="${id}"]`);
       await page.locator('[data-testid="approval-dialog"]').waitFor();
       assert.equal(await card.locator('[data-testid="tool-status"]').textContent(), "waiting for approval");
+      await readyApproval(page);
       await page.keyboard.press(key);
       await page.locator('[data-testid="approval-dialog"]').waitFor({ state: "detached" });
       await page.locator(`[data-testid="tool-card"][data-id="${id}"][data-status="${status}"]`).waitFor();

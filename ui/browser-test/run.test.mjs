@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { argsOf, browserSuite, openPage, projectInfo, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
+import { argsOf, browserSuite, confirmRequest, openPage, projectInfo, readyApproval, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
@@ -115,7 +115,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await emit(page, {
       type: "confirm_request",
       tool_call_id: "call_edit",
-      request: {
+      request: confirmRequest({
         call_id: "call_edit",
         tool: "edit_file",
         risk: "writes",
@@ -124,7 +124,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
         scope: ["project root /home/me/work/sample-project"],
         consequence: "edits src/main.rs: 5 lines -> 6 lines",
         diff: DIFF,
-      },
+      }),
     });
     const dialog = page.locator('[data-testid="approval-dialog"]');
     await dialog.waitFor();
@@ -136,7 +136,17 @@ describe("run view in Chromium with mocked IPC and run events", () => {
       "added:     let top = parse_top(&args).unwrap_or(10);",
     ]);
     assert.equal(await dialog.locator('.diff-line[data-kind="del"]').count(), 1);
-    // Focus is inside the dialog (on Reject) and Tab stays inside it.
+    // The person was typing in the prompt box: the dialog leaves the focus there (issue 22), and
+    // what they type goes into the box and never answers the dialog.
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "prompt");
+    await page.keyboard.type("add a test");
+    await page.waitForTimeout(800);
+    await page.keyboard.type("and a note");
+    assert.equal(await page.locator('[data-testid="prompt"]').inputValue(), "add a testand a note");
+    assert.deepEqual(await argsOf(page, "answer_confirm"), []);
+    await page.locator('[data-testid="prompt"]').fill("");
+    // Tab moves into the dialog (on Reject), and Tab stays inside it.
+    await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "approval-reject");
     for (let i = 0; i < 4; i++) await page.keyboard.press("Tab");
     assert.ok(await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]').contains(document.activeElement)));
@@ -185,16 +195,18 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     const flaky = `{ answer_confirm: () => { window.__answers = (window.__answers ?? 0) + 1; if (window.__answers === 1) throw { code: "ipc", stage: null, message: "the answer could not be delivered" }; return true; } }`;
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "light", flaky);
     await startRun(page, "Write the notes");
-    const request = { call_id: "call_w", tool: "write_file", risk: "writes", digest: "d", target: "notes.md", scope: ["project"], consequence: "creates notes.md", diff: null };
+    const request = confirmRequest({ call_id: "call_w", tool: "write_file", risk: "writes", digest: "d", target: "notes.md", scope: ["project"], consequence: "creates notes.md", diff: null });
     await emit(page, { type: "tool_call", tool_call_id: "call_w", tool: "write_file", input: { path: "notes.md" } });
     await emit(page, { type: "confirm_request", tool_call_id: "call_w", request });
     const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_w"]');
     await dialog.waitFor();
+    await readyApproval(page);
     await page.keyboard.press("a");
     await page.locator('[data-testid="notice"]', { hasText: "Could not send the answer: the answer could not be delivered" }).waitFor();
     // Asked again, with live buttons and the keyboard shortcuts.
     await dialog.waitFor();
     assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_w"]').getAttribute("data-status"), "waiting_approval");
+    await readyApproval(page);
     assert.equal(await dialog.locator('[data-testid="approval-approve"]').isDisabled(), false);
     await page.keyboard.press("a");
     await dialog.waitFor({ state: "detached" });
@@ -210,11 +222,12 @@ describe("run view in Chromium with mocked IPC and run events", () => {
   it("a click on the backdrop keeps the keyboard in the approval dialog: Esc rejects the call, not the run", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
     await startRun(page, "Remove the cache");
-    const request = { call_id: "call_x", tool: "delete_path", risk: "high_impact", digest: "d", target: ".cache", scope: ["project"], consequence: "deletes 3 files", diff: null };
+    const request = confirmRequest({ call_id: "call_x", tool: "delete_path", risk: "high_impact", digest: "d", target: ".cache", scope: ["project"], consequence: "deletes 3 files", diff: null });
     await emit(page, { type: "tool_call", tool_call_id: "call_x", tool: "delete_path", input: { path: ".cache" } });
     await emit(page, { type: "confirm_request", tool_call_id: "call_x", request });
     const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_x"]');
     await dialog.waitFor();
+    await readyApproval(page);
     // The person clicks beside the dialog (on the dimmed backdrop), then presses Esc.
     await page.mouse.click(8, 8);
     assert.equal(await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement)), true, "focus stays in the dialog");
@@ -226,6 +239,52 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
 
+  it("the approval dialog shows a hostile command verbatim: a second line, invisible characters as codes, a look-alike marked", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Clean up");
+    const request = confirmRequest({
+      call_id: "call_h",
+      tool: "execute",
+      risk: "high_impact",
+      digest: "d",
+      target: "echo cleaning\nrm -rf src\u200B ＃; touch x",
+      scope: ["project"],
+      consequence: "runs the target command in the project root: its effect is what the command does",
+      diff: null,
+      model_says: "prints a word",
+    });
+    // As the core's term::reveal sends it.
+    request.display.target = [
+      { kind: "text", text: "echo cleaning" },
+      { kind: "line_break" },
+      { kind: "text", text: "rm -rf src" },
+      { kind: "code", code: "U+200B" },
+      { kind: "text", text: " " },
+      { kind: "non_ascii", text: "＃" },
+      { kind: "text", text: "; touch x" },
+    ];
+    request.display.target_non_ascii = ["＃ U+FF03"];
+    await emit(page, { type: "tool_call", tool_call_id: "call_h", tool: "execute", input: { command: request.target } });
+    await emit(page, { type: "confirm_request", tool_call_id: "call_h", request });
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="call_h"]');
+    await dialog.waitFor();
+    const target = dialog.locator('[data-testid="approval-target"]');
+    assert.equal(await target.textContent(), "echo cleaning⏎\nrm -rf src<U+200B> ＃; touch x");
+    assert.equal(await target.evaluate((el) => getComputedStyle(el).whiteSpace), "pre-wrap");
+    // Two lines on screen, not one: the break is real.
+    const lineHeight = await target.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 16);
+    assert.ok((await target.evaluate((el) => el.getBoundingClientRect().height)) > 1.5 * lineHeight, "the second command is on its own line");
+    assert.equal(await dialog.locator('[data-testid="approval-non-ascii"]').textContent(), "Contains non-ASCII characters: ＃ U+FF03");
+    assert.equal(await dialog.locator('[data-testid="approval-model-says"] q').textContent(), "prints a word");
+    await shot(page, "approval-dialog-hostile.png");
+    await readyApproval(page);
+    await page.keyboard.press("r");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_h", approve: false }]);
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("Esc stops the run; closing the approval dialog rejects; the dark theme follows the OS", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "dark");
     await startRun(page, "Delete the build outputs");
@@ -233,7 +292,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await emit(page, {
       type: "confirm_request",
       tool_call_id: "call_rm",
-      request: { call_id: "call_rm", tool: "delete_path", risk: "high_impact", digest: "d", target: "target", scope: ["project"], consequence: "deletes 1,204 files", diff: null },
+      request: confirmRequest({ call_id: "call_rm", tool: "delete_path", risk: "high_impact", digest: "d", target: "target", scope: ["project"], consequence: "deletes 1,204 files", diff: null }),
     });
     const dialog = page.locator('[data-testid="approval-dialog"]');
     await dialog.waitFor();
@@ -241,6 +300,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
     assert.equal(bg, "rgb(20, 23, 28)");
     // Esc inside the dialog closes it = rejects this call, and does not stop the run.
+    await readyApproval(page);
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });
     assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "call_rm", approve: false }]);

@@ -3,9 +3,9 @@ import { ApiError, type Api } from "../src/api";
 import type { CallResult } from "../src/bindings/CallResult";
 import type { Event } from "../src/bindings/Event";
 import { createConsole } from "../src/view/console";
-import { TOOLS } from "./fixtures";
+import { TOOLS, confirmRequest } from "./fixtures";
 
-const REQUEST = {
+const REQUEST = confirmRequest({
   call_id: "call_1",
   tool: "write_file",
   risk: "writes" as const,
@@ -14,7 +14,7 @@ const REQUEST = {
   scope: ["project"],
   consequence: "replaces 2 lines",
   diff: "-a\n+b",
-};
+});
 
 function result(partial: Partial<CallResult>): CallResult {
   return {

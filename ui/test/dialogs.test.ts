@@ -1,11 +1,13 @@
 import { flushSync, mount, unmount } from "svelte";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
 import ApprovalDialog from "../src/components/run/ApprovalDialog.svelte";
 import QuestionDialog from "../src/components/run/QuestionDialog.svelte";
+import { ARM_DELAY_MS } from "../src/lib/answer-keys";
 import type { AskUserAnswer } from "../src/provisional/run-types";
+import { confirmRequest } from "./fixtures";
 
-const REQUEST: ConfirmRequest = {
+const REQUEST: ConfirmRequest = confirmRequest({
   call_id: "call_7",
   tool: "write_file",
   risk: "writes",
@@ -14,9 +16,8 @@ const REQUEST: ConfirmRequest = {
   scope: ["project"],
   consequence: "replaces 2 lines",
   diff: "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-old\n+new\n",
-};
+});
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
 const key = (el: Element, k: string, extra: KeyboardEventInit = {}) =>
   el.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true, cancelable: true, ...extra }));
 
@@ -26,16 +27,30 @@ beforeEach(() => {
   host = document.getElementById("host") as HTMLElement;
 });
 
-function approval() {
+function approval(request: ConfirmRequest = REQUEST) {
   const decisions: Array<[string, boolean]> = [];
-  const c = mount(ApprovalDialog, { target: host, props: { request: REQUEST, ondecide: (id: string, ok: boolean) => decisions.push([id, ok]) } });
+  const c = mount(ApprovalDialog, { target: host, props: { request, ondecide: (id: string, ok: boolean) => decisions.push([id, ok]) } });
   flushSync();
   return { c, decisions, dialog: host.querySelector('[data-testid="approval-dialog"]') as HTMLElement };
 }
 
+/** Waits out the arm delay of the approval dialog's shortcuts (fake timers). */
+function armed(): void {
+  vi.advanceTimersByTime(ARM_DELAY_MS);
+  flushSync();
+}
+
 describe("approval dialog", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("shows target (as text), scope, consequence and the diff; A approves this one call once", async () => {
     const { dialog, decisions } = approval();
+    armed();
     expect(dialog.getAttribute("aria-modal")).toBe("true");
     expect(host.querySelector('[data-testid="approval-target"]')?.textContent).toBe("<b>notes.md</b>");
     expect(host.querySelector("b")).toBeNull();
@@ -51,6 +66,7 @@ describe("approval dialog", () => {
   it("Esc, R and the Reject button reject; modifier shortcuts do nothing", () => {
     for (const press of [(d: HTMLElement) => key(d, "Escape"), (d: HTMLElement) => key(d, "r"), () => (host.querySelector('[data-testid="approval-reject"]') as HTMLButtonElement).click()]) {
       const { c, dialog, decisions } = approval();
+      armed();
       key(dialog, "a", { ctrlKey: true });
       press(dialog);
       expect(decisions).toEqual([["call_7", false]]);
@@ -62,7 +78,8 @@ describe("approval dialog", () => {
     const before = document.getElementById("before") as HTMLButtonElement;
     before.focus();
     const { c, dialog } = approval();
-    await flush();
+    await Promise.resolve();
+    armed();
     expect(document.activeElement?.getAttribute("data-testid")).toBe("approval-reject");
     const approve = host.querySelector('[data-testid="approval-approve"]') as HTMLButtonElement;
     approve.focus();
@@ -73,6 +90,149 @@ describe("approval dialog", () => {
     expect(dialog.contains(document.activeElement)).toBe(true);
     unmount(c);
     expect(document.activeElement).toBe(before);
+  });
+});
+
+/** Issue 22: the hostile command of the report, as the core reveals it (`term::reveal`). */
+const HOSTILE: ConfirmRequest = {
+  ...confirmRequest({
+    call_id: "call_x",
+    tool: "execute",
+    risk: "high_impact",
+    digest: "d",
+    target: "echo cleaning\nrm -rf src\u200B\u{E0041} ＃; touch x",
+    scope: ["project root: /p", "sandbox: bubblewrap"],
+    consequence: "runs the target command in the project root: its effect is what the command does",
+    diff: null,
+    model_says: "cleans the build",
+  }),
+};
+HOSTILE.display.target = [
+  { kind: "text", text: "echo cleaning" },
+  { kind: "line_break" },
+  { kind: "text", text: "rm -rf src" },
+  { kind: "code", code: "U+200B" },
+  { kind: "code", code: "U+E0041" },
+  { kind: "text", text: " " },
+  { kind: "non_ascii", text: "＃" },
+  { kind: "text", text: "; touch x" },
+];
+HOSTILE.display.target_non_ascii = ["＃ U+FF03"];
+
+describe("approval dialog: no answer by accident (issue 22)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a bare `a` within the arm delay does nothing; the hints look disabled until armed", () => {
+    const { dialog, decisions } = approval();
+    const approve = host.querySelector('[data-testid="approval-approve"]') as HTMLButtonElement;
+    expect(dialog.getAttribute("data-armed")).toBe("false");
+    expect(approve.disabled).toBe(true);
+    expect([...host.querySelectorAll("kbd")].every((k) => k.classList.contains("unarmed"))).toBe(true);
+    key(dialog, "a");
+    approve.click();
+    vi.advanceTimersByTime(ARM_DELAY_MS - 1);
+    flushSync();
+    key(dialog, "a");
+    key(dialog, "Escape");
+    flushSync();
+    expect(decisions).toEqual([]);
+    armed();
+    expect(dialog.getAttribute("data-armed")).toBe("true");
+    expect(approve.disabled).toBe(false);
+    expect(host.querySelector("kbd.unarmed")).toBeNull();
+    key(dialog, "a");
+    expect(decisions).toEqual([["call_7", true]]);
+  });
+
+  it("coming back to the window re-arms: a key right after the window switch does not answer", () => {
+    const { dialog, decisions } = approval();
+    armed();
+    window.dispatchEvent(new Event("focus"));
+    flushSync();
+    expect(dialog.getAttribute("data-armed")).toBe("false");
+    key(dialog, "a");
+    expect(decisions).toEqual([]);
+    armed();
+    key(dialog, "a");
+    expect(decisions).toEqual([["call_7", true]]);
+  });
+
+  it("a key pressed before the dialog, or held since then (repeat), never answers it", () => {
+    key(document.body, "a");
+    const { dialog, decisions } = approval();
+    armed();
+    key(dialog, "a", { repeat: true });
+    key(dialog, "r", { repeat: true });
+    flushSync();
+    expect(decisions).toEqual([]);
+  });
+
+  it("typing in the prompt box while the dialog is up never answers it, and the dialog leaves the focus there", async () => {
+    const prompt = document.createElement("textarea");
+    prompt.setAttribute("data-testid", "prompt");
+    document.body.prepend(prompt);
+    prompt.focus();
+    const { dialog, decisions } = approval();
+    await Promise.resolve();
+    armed();
+    expect(document.activeElement).toBe(prompt);
+    expect(host.querySelector('[data-testid="approval-typing-note"]')).not.toBeNull();
+    for (const k of [..."add a test"]) key(prompt, k);
+    // Even a key event that reaches the dialog from a text field does not answer.
+    const inside = document.createElement("input");
+    dialog.append(inside);
+    key(inside, "a");
+    inside.remove();
+    flushSync();
+    expect(decisions).toEqual([]);
+    // Tab moves into the dialog; from there A answers.
+    key(prompt, "Tab");
+    expect(document.activeElement?.getAttribute("data-testid")).toBe("approval-reject");
+    flushSync();
+    expect(host.querySelector('[data-testid="approval-typing-note"]')).toBeNull();
+    key(document.activeElement as HTMLElement, "a");
+    expect(decisions).toEqual([["call_7", true]]);
+  });
+
+  it("shows the target verbatim: a visible line break, codes for invisible characters, non-ASCII marked", () => {
+    approval(HOSTILE);
+    const target = host.querySelector('[data-testid="approval-target"]') as HTMLElement;
+    expect(target.textContent).toBe("echo cleaning⏎\nrm -rf src<U+200B><U+E0041> ＃; touch x");
+    expect(target.classList.contains("reveal")).toBe(true);
+    expect(target.querySelector(".reveal-break")?.textContent).toBe("⏎");
+    expect([...target.querySelectorAll(".reveal-code")].map((e) => e.textContent)).toEqual(["<U+200B>", "<U+E0041>"]);
+    expect(target.querySelector("mark.reveal-non-ascii")?.textContent).toBe("＃");
+    expect(host.querySelector('[data-testid="approval-non-ascii"]')?.textContent).toBe("Contains non-ASCII characters: ＃ U+FF03");
+    expect(host.textContent).not.toMatch(/[\u200B\u{E0041}]/u);
+    expect([...host.querySelectorAll('[data-testid="approval-scope"] li')].map((e) => e.textContent)).toEqual(["project root: /p", "sandbox: bubblewrap"]);
+  });
+
+  it("shows a bidi override in a diff's content as a code, as the core revealed it", () => {
+    const request = confirmRequest({ ...REQUEST, diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+a\u202Eb\n" });
+    request.display.diff = (request.display.diff ?? []).map((line, i) =>
+      i === 4 ? [{ kind: "text", text: "+a" }, { kind: "code", code: "U+202E" }, { kind: "text", text: "b" }] : line,
+    );
+    approval(request);
+    expect(host.querySelector('.diff-line[data-kind="add"] .diff-text')?.textContent).toBe("added: a<U+202E>b");
+    expect(host.querySelector('.diff-line[data-kind="del"] .diff-text')?.textContent).toBe("removed: old");
+    expect(host.textContent).not.toContain("\u202E");
+  });
+
+  it("labels the model's description as the model's, apart from the app's consequence", () => {
+    approval(HOSTILE);
+    expect(host.querySelector('[data-testid="approval-consequence"]')?.textContent).toBe(
+      "runs the target command in the project root: its effect is what the command does",
+    );
+    const says = host.querySelector('[data-testid="approval-model-says"]') as HTMLElement;
+    expect(says.previousElementSibling?.textContent).toBe("The model says");
+    expect(says.querySelector("q")?.textContent).toBe("cleans the build");
+    expect(says.textContent).toContain("not checked");
+    expect(host.querySelector('[data-testid="approval-consequence"]')?.textContent).not.toContain("cleans the build");
   });
 });
 

@@ -1,4 +1,6 @@
 // Test data shaped by the generated bindings (a wrong field fails the type check).
+import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
+import type { DisplaySegment } from "../src/bindings/DisplaySegment";
 import type { ToolListing } from "../src/bindings/ToolListing";
 
 export function listing(partial: Partial<ToolListing> & Pick<ToolListing, "name" | "config">): ToolListing {
@@ -37,3 +39,34 @@ export const TOOLS: ToolListing[] = [
   }),
   listing({ name: "view_skill", config: "skills", display_name: "Skills", source: "skill", category: "skills" }),
 ];
+
+/**
+ * The segments the core's `term::reveal` gives for printable ASCII text with line breaks (tests
+ * only: fixtures of plain text; hostile fixtures spell their segments out as the core sends them).
+ */
+export function asciiSegments(s: string): DisplaySegment[] {
+  const out: DisplaySegment[] = [];
+  s.split("\n").forEach((line, i) => {
+    if (i > 0) out.push({ kind: "line_break" });
+    if (line !== "") out.push({ kind: "text", text: line });
+  });
+  return out;
+}
+
+/** A confirm request with the display the core would send for its (ASCII) fields. */
+export function confirmRequest(r: Omit<ConfirmRequest, "display" | "model_says"> & { model_says?: string | null }): ConfirmRequest {
+  const model_says = r.model_says ?? null;
+  return {
+    ...r,
+    model_says,
+    display: {
+      tool: asciiSegments(r.tool),
+      target: asciiSegments(r.target),
+      target_non_ascii: [],
+      scope: r.scope.map(asciiSegments),
+      consequence: asciiSegments(r.consequence),
+      model_says: model_says === null ? null : asciiSegments(model_says),
+      diff: r.diff === null ? null : (r.diff.endsWith("\n") ? r.diff.slice(0, -1) : r.diff).split("\n").map(asciiSegments),
+    },
+  };
+}

@@ -1,3 +1,4 @@
+import { confirmRequest } from "./fixtures";
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/provisional/run-types";
 import { compactTokens, meterView } from "../src/run/context-meter";
@@ -52,7 +53,7 @@ describe("approval card state", () => {
   const waiting = play([
     { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" },
     { type: "tool_call", tool_call_id: "c1", tool: "write_file", input: { path: "a.txt" } },
-    { type: "confirm_request", tool_call_id: "c1", request: { call_id: "c1", tool: "write_file", risk: "writes", digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null } },
+    { type: "confirm_request", tool_call_id: "c1", request: confirmRequest({ call_id: "c1", tool: "write_file", risk: "writes", digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null }) },
   ]);
   const status = (s: RunViewState) => (s.items[0]?.kind === "tool" ? s.items[0].card.status : null);
 

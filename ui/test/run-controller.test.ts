@@ -1,3 +1,4 @@
+import { confirmRequest } from "./fixtures";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
 import type { AskUserAnswer, RunDetail, RunEvent, RunEventEnvelope } from "../src/provisional/run-types";
@@ -138,7 +139,7 @@ describe("run controller", () => {
     shell.emit("r1", { type: "run_started", run_id: "r1", provider: "p", model: "m", presentation: "native" });
     shell.resolveStart("r1");
     await sending;
-    const request = { call_id: "c1", tool: "write_file", risk: "writes" as const, digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null };
+    const request = confirmRequest({ call_id: "c1", tool: "write_file", risk: "writes" as const, digest: "d", target: "a.txt", scope: [], consequence: "creates a.txt", diff: null });
     shell.emit("r1", { type: "tool_call", tool_call_id: "c1", tool: "write_file", input: { path: "a.txt" } });
     shell.emit("r1", { type: "confirm_request", tool_call_id: "c1", request });
     const card = () => c.state.items.find((it) => it.kind === "tool");

@@ -1,3 +1,4 @@
+import { confirmRequest } from "./fixtures";
 import { describe, expect, it } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
 import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
@@ -15,7 +16,7 @@ import {
   utf8Length,
 } from "../src/run/state";
 
-const REQUEST: ConfirmRequest = {
+const REQUEST: ConfirmRequest = confirmRequest({
   call_id: "call_w",
   tool: "write_file",
   risk: "writes",
@@ -24,7 +25,7 @@ const REQUEST: ConfirmRequest = {
   scope: ["project"],
   consequence: "creates notes.md",
   diff: "+hello",
-};
+});
 
 function play(events: RunEvent[], start: RunViewState = emptyRun(), now = 1000): RunViewState {
   let state = start;

@@ -1,6 +1,7 @@
 // A call the model sent without a tool name (the agent answers it at Discovery and the run goes on)
 // shows "(no name)", styled as missing, wherever a call's name is shown: the run view's card, the
 // approval dialog, History rows and detail. A named call shows its name, not styled.
+import { confirmRequest } from "./fixtures";
 import { flushSync, mount, unmount } from "svelte";
 import { describe, expect, it } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
@@ -62,7 +63,7 @@ describe("a call without a tool name", () => {
   it("says '(no name)' in the approval dialog", () => {
     const host = document.createElement("div");
     document.body.append(host);
-    const request: ConfirmRequest = { call_id: "c1", tool: "", risk: "writes", digest: "d", target: "x", scope: [], consequence: "c", diff: null };
+    const request: ConfirmRequest = confirmRequest({ call_id: "c1", tool: "", risk: "writes", digest: "d", target: "x", scope: [], consequence: "c", diff: null });
     const c = mount(ApprovalDialog, { target: host, props: { request, ondecide: () => {} } });
     flushSync();
     const name = host.querySelector('[data-testid="approval-tool"]');

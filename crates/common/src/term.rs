@@ -7,11 +7,19 @@
 //! - DEL (U+007F) and the C1 controls (U+0080..U+009F; U+009B is a one-byte CSI);
 //! - bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069), U+061C, U+200E/F
 //!   ("Trojan Source"), and the line/paragraph separators U+2028/U+2029.
+//!
+//! What a person is asked to approve is shown stricter still, by [`reveal`] (the `reveal` module):
+//! line breaks visible, every invisible or format character (zero-width, TAG, variation selectors,
+//! non-ASCII spaces) as a code such as `<U+200B>`, visible non-ASCII characters marked.
 
 use std::borrow::Cow;
 
 mod bytes;
+mod reveal;
 pub use bytes::{BlockBytes, block_bytes_into};
+pub use reveal::{
+    DisplaySegment, code_of, is_hidden, non_ascii, reveal, reveal_text, segments_text,
+};
 
 /// Whether `c` must never reach a terminal as is (newline and tab included).
 pub fn is_unsafe(c: char) -> bool {

@@ -227,6 +227,8 @@ unsafe fn supervise(
         let sh = c"/bin/sh";
         let dash_c = c"-c";
         let argv = [sh.as_ptr(), dash_c.as_ptr(), cmd.as_ptr(), std::ptr::null()];
+        // The command's seccomp program is built here: the child may not allocate.
+        crate::syscall_filter::prepare();
         let child = libc::fork();
         if child == -1 {
             return 126;
@@ -245,9 +247,9 @@ unsafe fn supervise(
                 // The cap could not be applied: the command does not run uncapped.
                 libc::_exit(126);
             }
-            // No key store for commands (the person's keys are readable by any of their
-            // processes that may call keyctl): refused, or the command does not run.
-            if crate::keyfilter::install().is_err() {
+            // The syscall filter (no key store, io_uring, bpf...; see `syscall_filter`): installed,
+            // or the command does not run.
+            if crate::syscall_filter::install().is_err() {
                 libc::_exit(126);
             }
             libc::execv(sh.as_ptr(), argv.as_ptr());

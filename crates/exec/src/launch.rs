@@ -177,6 +177,8 @@ pub(crate) fn spawn_landlock(
     };
     let mut cmd = base_command(Path::new("/bin/sh"), req, wiring);
     cmd.arg("-c").arg(&req.command);
+    // The syscall filter the child installs is built here: the child may not allocate.
+    crate::syscall_filter::prepare();
     // SAFETY: the closure only performs async-signal-safe system calls (see `supervisor`).
     unsafe {
         cmd.pre_exec(move || supervisor::pre_exec(plan));
@@ -217,6 +219,12 @@ fn hidden_paths(
         .as_deref()
         .map(|h| hide::credential_locations(h, &req.exposed_credentials))
         .unwrap_or_default();
+    candidates.extend(
+        req.credential_paths
+            .iter()
+            .filter(|p| !req.exposed_credentials.iter().any(|e| p.starts_with(e)))
+            .cloned(),
+    );
     candidates.extend(req.hidden_paths.iter().cloned());
     let mut out: Vec<(PathBuf, HideKind)> = Vec::new();
     for c in candidates {
@@ -246,7 +254,7 @@ fn hidden_paths(
             out.push((real, kind));
         }
     }
-    out
+    hide::outermost(out)
 }
 
 /// The exposed credential locations (resolved, existing) that lie under a masked directory, so
@@ -267,6 +275,7 @@ pub(crate) fn spawn_bwrap(
     wiring: &Wiring,
     bwrap_path: &Path,
     writable: &[PathBuf],
+    protected: &crate::protect::Guard,
     init: Option<&Path>,
 ) -> Result<Launched, ExecError> {
     let mut masked = bwrap::masked_dirs();
@@ -295,6 +304,8 @@ pub(crate) fn spawn_bwrap(
         writable: writable.to_vec(),
         tmpdir: wiring.tmpdir.clone(),
         keep_read_only,
+        git_dirs: protected.git_dirs().to_vec(),
+        protected: protected.read_only(),
         hidden: hidden_paths(req, &masked, &binds),
         masked,
         as_pid_1: init.is_some(),

@@ -31,32 +31,37 @@ mod env;
 mod error;
 pub mod hide;
 mod init;
-mod keyfilter;
 mod launch;
 mod netbridge;
 mod netwire;
 mod outcome;
 mod process_group;
 mod projection;
+pub mod protect;
 mod pump;
 mod request;
 pub mod roots;
 mod runner;
 mod sink;
 mod supervisor;
+mod syscall_filter;
 pub mod tmpdir;
 
 /// The allow-list proxy crate (policy, decider, report types).
 pub use aibuddy_netproxy as netproxy;
 pub use confine::{confinement_support, landlock_support, prewarm_probes};
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
-pub use env::{EnvDecision, decide as env_decide, filter_env};
+pub use env::{
+    EnvDecision, decide as env_decide, decide_var as env_decide_var, filter_env,
+    has_url_credentials, looks_secret as env_name_looks_secret,
+};
 pub use error::{ErrorStage, ExecError};
 pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use netwire::PROXY_VARS;
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
+pub use protect::{PROTECTED_PATHS, ProtectedReport};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
     DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_MAX_PROCESSES, DEFAULT_SPOOL_CAP,

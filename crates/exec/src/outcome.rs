@@ -154,6 +154,10 @@ pub struct ExecOutcome {
     /// stored before the proxy existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<aibuddy_netproxy::NetReport>,
+    /// Protected paths the command created (removed) or changed (restored, Landlock-only path)
+    /// after it ended (see `protect`).
+    #[serde(default)]
+    pub protected: crate::protect::ProtectedReport,
 }
 
 impl ExecOutcome {

@@ -68,8 +68,12 @@ pub enum NamespacePolicy {
 /// 1. `always_drop` (e.g. the app's provider keys) -> dropped, whatever the lists say;
 /// 2. `exclude` -> dropped;
 /// 3. `include` -> kept;
-/// 4. the name contains `KEY`, `SECRET`, `TOKEN` or `PASSWORD` (any case) -> dropped;
-/// 5. otherwise kept.
+/// 4. the name looks secret (any case): it contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
+///    `PASSWD`, `CREDENTIAL`, `COOKIE` or `WEBHOOK`, or one of its `_`-separated words is a short
+///    marker (`PASS`, `PWD`, `AUTH`, `CRED`, `JWT`, `DSN`, `PAT`, `SESSION`, `PRIVATE`; `PATH`,
+///    `PWD`, `OLDPWD`, `GIT_AUTHOR_*` and `XDG_SESSION_*` survive; see `env`) -> dropped;
+/// 5. the value carries URL credentials (`scheme://user:pass@`, `redis://:pass@`) -> dropped;
+/// 6. otherwise kept.
 ///
 /// Names in the lists match exactly (case-sensitive), as environment names do.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,7 +133,12 @@ pub struct ExecRequest {
     /// see `hide::credential_locations`) are hidden from the command on the namespace path.
     #[serde(default)]
     pub home: Option<PathBuf>,
-    /// Further paths the command may neither read nor write (the app's data directory).
+    /// Further credential locations, hidden like the home ones unless exposed: those the app's
+    /// environment names (`hide::env_credential_paths`: `GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `KUBECONFIG`, `$XDG_CONFIG_HOME/...`). Absolute; the host reads its environment.
+    #[serde(default)]
+    pub credential_paths: Vec<PathBuf>,
+    /// Further paths the command may neither read nor write (the app's data directories).
     #[serde(default)]
     pub hidden_paths: Vec<PathBuf>,
     /// Credential locations the person chose to expose (`exec.expose_credentials`), absolute.
@@ -155,6 +164,15 @@ pub struct ExecRequest {
     /// enforced by the kernel for root (see the crate README).
     #[serde(default = "default_max_processes")]
     pub max_processes: u32,
+    /// Protected paths added to the built-in table (`protect::PROTECTED_PATHS`), relative to each
+    /// writable root: read-only to the command, and not left behind when absent (a trailing `/`
+    /// makes an absent one a directory placeholder).
+    #[serde(default)]
+    pub protected_paths: Vec<String>,
+    /// Built-in protected paths that are not protected (the person's choice: it widens what a
+    /// command may change).
+    #[serde(default)]
+    pub unprotected_paths: Vec<String>,
 }
 
 fn default_max_processes() -> u32 {
@@ -190,12 +208,15 @@ impl ExecRequest {
             tail_bytes: DEFAULT_TAIL_BYTES,
             namespaces: NamespacePolicy::Auto,
             home: None,
+            credential_paths: Vec::new(),
             hidden_paths: Vec::new(),
             exposed_credentials: Vec::new(),
             init_program: None,
             live_interval: DEFAULT_LIVE_INTERVAL,
             live_max_bytes: DEFAULT_LIVE_MAX_BYTES,
             max_processes: DEFAULT_MAX_PROCESSES,
+            protected_paths: Vec::new(),
+            unprotected_paths: Vec::new(),
         }
     }
 
@@ -245,6 +266,7 @@ impl ExecRequest {
         if let Some(p) = self
             .hidden_paths
             .iter()
+            .chain(&self.credential_paths)
             .chain(&self.exposed_credentials)
             .chain(&self.home)
             .find(|p| !p.is_absolute())
@@ -252,6 +274,16 @@ impl ExecRequest {
             return Err(ExecError::InvalidRequest(format!(
                 "hidden, exposed and home paths must be absolute: {}",
                 p.display()
+            )));
+        }
+        if let Some(p) = self
+            .protected_paths
+            .iter()
+            .chain(&self.unprotected_paths)
+            .find(|p| !crate::protect::valid_entry(p))
+        {
+            return Err(ExecError::InvalidRequest(format!(
+                "protected paths must be relative, without `.` or `..`: {p:?}"
             )));
         }
         if let Some(root) = self.writable_roots.iter().find(|r| !r.is_absolute()) {
@@ -318,6 +350,13 @@ mod tests {
         r.max_processes = MAX_MAX_PROCESSES + 1;
         assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
         r.max_processes = 1;
+        assert!(r.validate().is_ok());
+        r.protected_paths = vec!["../up".into()];
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.protected_paths = vec![".github/workflows/".into()];
+        r.unprotected_paths = vec!["/abs".into()];
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.unprotected_paths = vec![".idea".into()];
         assert!(r.validate().is_ok());
     }
 

@@ -173,8 +173,8 @@ pub(crate) unsafe fn pre_exec(plan: Plan) -> io::Result<()> {
             if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) == -1 {
                 return Err(io::Error::last_os_error());
             }
-            // Confined commands get no key store (see `keyfilter`).
-            crate::keyfilter::install()?;
+            // Confined commands get no key store (see `syscall_filter`).
+            crate::syscall_filter::install()?;
         }
         let mut set: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();

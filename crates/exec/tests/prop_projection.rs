@@ -37,6 +37,7 @@ fn outcome(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
         env_dropped: vec![],
         pgid: 1,
         network: None,
+        protected: Default::default(),
     }
 }
 

@@ -247,6 +247,37 @@ pub struct GlobOutcome {
     /// Matching files relative to the project root, in path order: the first `limit` of them.
     pub entries: Vec<String>,
     pub omitted: u64,
+    /// Directories the walk could not descend (too deep, permission denied, vanished): what lies
+    /// beneath them was not searched.
+    #[serde(default, skip_serializing_if = "SkippedDirs::is_empty")]
+    pub skipped: SkippedDirs,
+}
+
+/// One directory (or entry) a walk could not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedDir {
+    /// Relative to the project root, escaped as one visible line (`aibuddy_common::term::line`).
+    pub path: String,
+    /// `too deep (path longer than PATH_MAX)`, `permission denied`, `vanished during the walk`,
+    /// or the system's words.
+    pub reason: String,
+}
+
+/// The directories a walk could not descend: the first [`SkippedDirs::SHOWN`] in path order, and
+/// how many there were.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedDirs {
+    pub dirs: Vec<SkippedDir>,
+    pub total: u64,
+}
+
+impl SkippedDirs {
+    /// Directories named at most.
+    pub const SHOWN: usize = 20;
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -322,6 +353,9 @@ pub struct GrepOutcome {
     /// Files that could not be opened or read (first few, with reasons).
     pub unreadable: Vec<String>,
     pub unreadable_total: u64,
+    /// Directories the walk could not descend (see [`GlobOutcome::skipped`]).
+    #[serde(default, skip_serializing_if = "SkippedDirs::is_empty")]
+    pub skipped: SkippedDirs,
 }
 
 // ---------------------------------------------------------------- the trait

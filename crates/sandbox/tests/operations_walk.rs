@@ -22,7 +22,8 @@ async fn glob_is_gitignore_aware_ordered_and_bounded() {
                 "src/b.rs".into(),
                 "src/nested/c.rs".into()
             ],
-            omitted: 0
+            omitted: 0,
+            skipped: SkippedDirs::default(),
         }
     );
     let out = sb

@@ -119,6 +119,16 @@ fn credentials_exposed_by_settings_are_resolved_and_home_is_passed() {
 }
 
 #[test]
+fn both_data_directories_are_hidden_once_each() {
+    let default = Path::new("/home/u/.local/share/aibuddy");
+    assert_eq!(
+        data_dirs(Path::new("/work/d"), default),
+        vec![PathBuf::from("/work/d"), default.to_path_buf()]
+    );
+    assert_eq!(data_dirs(default, default), vec![default.to_path_buf()]);
+}
+
+#[test]
 fn live_chunks_never_split_characters() {
     let bytes = "aé😀".as_bytes();
     for cut in 0..=bytes.len() {
@@ -212,7 +222,9 @@ async fn runs_in_the_project_streams_live_and_projects() {
     let a = json!({"command": "pwd; printf 'h\\303\\251llo'; echo oops >&2; exit 2", "description": "demo"});
     let prepared = ExecuteHandler.prepare(&c, &a).await.unwrap();
     assert_eq!(prepared.target, a["command"].as_str().unwrap());
-    assert_eq!(prepared.consequence, "runs a shell command: demo");
+    // Issue 22: the model's description is its claim, kept apart from the app's consequence.
+    assert_eq!(prepared.consequence, super::EXECUTE_CONSEQUENCE);
+    assert_eq!(prepared.model_says.as_deref(), Some("demo"));
     assert!(prepared.scope[0].starts_with("cwd: "));
     let raw = ExecuteHandler.run(&c, &a).await.unwrap();
     let (out, err, _) = deltas(&events.events());
@@ -357,11 +369,7 @@ async fn through_the_pipeline_with_confirmation() {
         scope.iter().any(|l| l.starts_with("confinement: ")),
         "{scope:?}"
     );
-    assert!(
-        scope
-            .iter()
-            .any(|l| l.starts_with("environment withheld: "))
-    );
+    assert!(scope.iter().any(|l| l.starts_with("environment withheld")));
 }
 
 // ------------------------------------------------------------------ hard deadline
@@ -626,6 +634,7 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         env_dropped: Vec::new(),
         pgid: 1,
         network: None,
+        protected: Default::default(),
     };
     assert_eq!(network_lines(&outcome), None);
     outcome.network = Some(NetReport {

@@ -135,6 +135,7 @@ impl FsTool for EditFile {
             scope: vec![format!("writes only: {}", plan.path)],
             consequence: consequence(&plan),
             diff: Some(plan.diff),
+            model_says: None,
             inside_project: true,
             risk: None,
         })

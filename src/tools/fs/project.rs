@@ -3,7 +3,7 @@
 
 use aibuddy_sandbox::{
     EditOutcome, EntryKind, GlobOutcome, GrepMode, GrepOutcome, Listing, ReadContent, ReadOutcome,
-    WriteOutcome,
+    SkippedDirs, WriteOutcome,
 };
 use serde_json::{Value, json};
 
@@ -281,6 +281,33 @@ pub fn edit_client(e: &EditOutcome) -> Value {
 
 // ------------------------------------------------------------------ glob
 
+/// Directories named in the model text at most (the JSON result has up to `SkippedDirs::SHOWN`).
+pub const SKIPPED_DIRS_IN_TEXT: usize = 5;
+
+/// The note on directories a walk could not descend: what lies beneath them was not searched.
+fn skipped_note(s: &SkippedDirs) -> String {
+    if s.total == 0 {
+        return String::new();
+    }
+    let shown: Vec<String> = s
+        .dirs
+        .iter()
+        .take(SKIPPED_DIRS_IN_TEXT)
+        .map(|d| format!("{}/ ({})", name(&d.path), d.reason))
+        .collect();
+    let more = s.total.saturating_sub(shown.len() as u64);
+    format!(
+        "[{} could not be descended, so what lies beneath was not searched: {}{}]\n",
+        plural(s.total, "directory", "directories"),
+        shown.join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
 pub fn glob_model(pattern: &str, g: &GlobOutcome) -> String {
     let mut out = String::new();
     if g.entries.is_empty() {
@@ -288,6 +315,7 @@ pub fn glob_model(pattern: &str, g: &GlobOutcome) -> String {
             "No files match `{pattern}` under {}/ (gitignored and hidden files are skipped).\n",
             name(&g.path)
         ));
+        out.push_str(&skipped_note(&g.skipped));
         return out;
     }
     for e in &g.entries {
@@ -301,6 +329,7 @@ pub fn glob_model(pattern: &str, g: &GlobOutcome) -> String {
             g.entries.len()
         ));
     }
+    out.push_str(&skipped_note(&g.skipped));
     out
 }
 
@@ -380,6 +409,7 @@ pub fn grep_model(pattern: &str, g: &GrepOutcome) -> String {
                 .join("; ")
         ));
     }
+    out.push_str(&skipped_note(&g.skipped));
     out
 }
 
@@ -501,6 +531,7 @@ mod tests {
             binary_files: 1,
             unreadable: vec![],
             unreadable_total: 0,
+            skipped: SkippedDirs::default(),
         };
         let text = grep_model("TODO", &g);
         assert!(text.starts_with("a.rs:3:TODO\n[showing the first 1 matching lines in path order; 50 more not shown (51 matching lines in 7 files in total)"), "{text}");
@@ -513,6 +544,7 @@ mod tests {
             path: ".".into(),
             entries: vec!["a.rs".into()],
             omitted: 4,
+            skipped: SkippedDirs::default(),
         };
         assert_eq!(
             glob_model("*.rs", &g),
@@ -558,12 +590,57 @@ mod tests {
             binary_files: 0,
             unreadable: vec![said.into()],
             unreadable_total: 1,
+            skipped: SkippedDirs::default(),
         };
         assert_eq!(
             grep_model("x", &g),
             "No matches for `x` in 1 file searched (gitignored and hidden files are skipped).\n\
              [1 file could not be read: Execution: a line in x\\e[2J.js is longer than 4 KiB (grep_line_bytes); this file was skipped, the others were searched (read_file shows the line cut)]\n"
         );
+    }
+
+    #[test]
+    fn directories_a_walk_could_not_descend_are_said() {
+        let skipped = SkippedDirs {
+            dirs: vec![
+                aibuddy_sandbox::SkippedDir {
+                    path: "deep/aaa".into(),
+                    reason: "too deep (path longer than PATH_MAX)".into(),
+                },
+                aibuddy_sandbox::SkippedDir {
+                    path: "locked\\e[2J".into(),
+                    reason: "permission denied".into(),
+                },
+            ],
+            total: 7,
+        };
+        let g = GlobOutcome {
+            path: ".".into(),
+            entries: vec![],
+            omitted: 0,
+            skipped: skipped.clone(),
+        };
+        assert_eq!(
+            glob_model("*.txt", &g),
+            "No files match `*.txt` under ./ (gitignored and hidden files are skipped).\n\
+             [7 directories could not be descended, so what lies beneath was not searched: deep/aaa/ (too deep (path longer than PATH_MAX)); locked\\e[2J/ (permission denied); and 5 more]\n"
+        );
+        let json = serde_json::to_value(&g).unwrap();
+        assert_eq!(json["skipped"]["total"], 7);
+        assert_eq!(json["skipped"]["dirs"][1]["reason"], "permission denied");
+        // Nothing skipped: the field is left out of the JSON, and the text says nothing.
+        let none = GlobOutcome {
+            skipped: SkippedDirs::default(),
+            entries: vec!["a".into()],
+            ..g
+        };
+        assert!(
+            serde_json::to_value(&none)
+                .unwrap()
+                .get("skipped")
+                .is_none()
+        );
+        assert_eq!(glob_model("*", &none), "a\n");
     }
 
     #[test]
@@ -575,6 +652,7 @@ mod tests {
             path: ".".into(),
             entries: vec![evil.into()],
             omitted: 0,
+            skipped: SkippedDirs::default(),
         };
         assert_eq!(glob_model("*", &g), format!("{shown}\n"));
         let l = Listing {
@@ -615,6 +693,7 @@ mod tests {
             binary_files: 0,
             unreadable: vec![],
             unreadable_total: 0,
+            skipped: SkippedDirs::default(),
         };
         assert_eq!(
             grep_model("TODO", &grep(GrepMode::Content)),

@@ -100,6 +100,7 @@ impl FsTool for WriteFile {
             scope: vec![format!("writes only: {}", plan.path)],
             consequence: consequence(&plan),
             diff: plan.diff,
+            model_says: None,
             inside_project: true,
             risk: None,
         })

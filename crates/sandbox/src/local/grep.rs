@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
 use super::fsio::{CancelReader, open_regular};
-use super::walk::{PathGlob, resolve_start, walker};
+use super::walk::{PathGlob, Skipped, resolve_start, walker};
 use crate::api::{ContextLine, FileCount, GrepMatch, GrepMode, GrepOutcome, GrepRequest};
 use crate::bounded::BoundedSmallest;
 use crate::error::{SandboxError, Stage};
@@ -48,6 +48,8 @@ struct Shared<'a> {
     binary_files: AtomicU64,
     unreadable: Mutex<Vec<String>>,
     unreadable_total: AtomicU64,
+    /// Directories the walk could not descend.
+    skipped: Skipped,
     /// The search is of one file (not a walk): nothing else is searched.
     one_file: bool,
 }
@@ -105,6 +107,7 @@ pub fn grep(
         binary_files: AtomicU64::new(0),
         unreadable: Mutex::new(Vec::new()),
         unreadable_total: AtomicU64::new(0),
+        skipped: Skipped::new(s),
         one_file: start.is_file,
     };
     if start.is_file {
@@ -122,7 +125,7 @@ pub fn grep(
                 let entry = match entry {
                     Ok(e) => e,
                     Err(err) => {
-                        shared.unreadable(err.to_string());
+                        shared.skipped.walk_error(&err);
                         return WalkState::Continue;
                     }
                 };
@@ -326,6 +329,7 @@ impl Shared<'_> {
             binary_files: self.binary_files.into_inner(),
             unreadable: self.unreadable.into_inner().unwrap_or_default(),
             unreadable_total: self.unreadable_total.into_inner(),
+            skipped: self.skipped.finish(),
         };
         for row in rows {
             match row {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
 use super::ignores::IgnoreRules;
-use crate::api::{GlobOutcome, GlobRequest};
+use crate::api::{GlobOutcome, GlobRequest, SkippedDir, SkippedDirs};
 use crate::bounded::BoundedSmallest;
 use crate::error::SandboxError;
 use crate::scope;
@@ -95,6 +95,92 @@ pub fn walker(s: &Scoped, start: &Start) -> Result<WalkBuilder, SandboxError> {
     Ok(b)
 }
 
+/// Collects what a walk could not descend, from any walker thread.
+pub struct Skipped {
+    root: PathBuf,
+    kept: Mutex<Vec<SkippedDir>>,
+    total: std::sync::atomic::AtomicU64,
+}
+
+impl Skipped {
+    pub fn new(s: &Scoped) -> Self {
+        Skipped {
+            root: s.root.clone(),
+            kept: Mutex::new(Vec::new()),
+            total: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Notes a walker error (a directory it could not read, or an entry it could not stat).
+    pub fn walk_error(&self, err: &ignore::Error) {
+        let (path, reason) = describe(err);
+        self.note(path.unwrap_or(&self.root), reason);
+    }
+
+    /// Notes `path` (absolute, or relative to the root) skipped for `reason`.
+    pub fn note(&self, path: &Path, reason: String) {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        self.total
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut k) = self.kept.lock() {
+            k.push(SkippedDir {
+                // Escaped as one visible line: a name may hold newlines or escape sequences.
+                path: aibuddy_common::term::line(&if rel.is_absolute() {
+                    // Never a path outside the root in a result: only its name.
+                    rel.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                } else {
+                    scope::display(rel)
+                })
+                .into_owned(),
+                reason,
+            });
+        }
+    }
+
+    /// The first [`SkippedDirs::SHOWN`] in path order, and the count.
+    pub fn finish(self) -> SkippedDirs {
+        let mut dirs = self.kept.into_inner().unwrap_or_default();
+        dirs.sort_by(|a, b| a.path.cmp(&b.path));
+        dirs.truncate(SkippedDirs::SHOWN);
+        SkippedDirs {
+            dirs,
+            total: self.total.into_inner(),
+        }
+    }
+}
+
+/// The path and reason an `ignore` error carries.
+fn describe(err: &ignore::Error) -> (Option<&Path>, String) {
+    match err {
+        ignore::Error::WithPath { path, err } => (Some(path.as_path()), describe(err).1),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            describe(err)
+        }
+        ignore::Error::Loop { child, .. } => (Some(child.as_path()), "a symlink loop".into()),
+        ignore::Error::Io(e) => (None, io_reason(e)),
+        ignore::Error::Partial(errs) => errs
+            .first()
+            .map(describe)
+            .unwrap_or((None, "unknown error".into())),
+        other => (None, other.to_string()),
+    }
+}
+
+/// An I/O error in the words of a walk, without any path.
+pub fn io_reason(e: &std::io::Error) -> String {
+    const ENAMETOOLONG: i32 = 36;
+    const ENOTDIR: i32 = 20;
+    match (e.raw_os_error(), e.kind()) {
+        (Some(ENAMETOOLONG), _) => "too deep (path longer than PATH_MAX)".into(),
+        (Some(ENOTDIR), _) => "changed during the walk".into(),
+        (_, std::io::ErrorKind::PermissionDenied) => "permission denied".into(),
+        (_, std::io::ErrorKind::NotFound) => "vanished during the walk".into(),
+        (_, kind) => kind.to_string(),
+    }
+}
+
 /// A glob as fd and ripgrep's `-g` read it: without a `/` it matches the file name at any
 /// depth; with one it matches the path relative to the search start (`*` stays in one level).
 pub struct PathGlob {
@@ -144,6 +230,7 @@ pub fn glob(
     let limit = req.limit.unwrap_or(s.limits.glob_entries);
     let start = resolve_start(s, req.path.as_deref())?;
     let kept: Mutex<BoundedSmallest<PathBuf, PathBuf>> = Mutex::new(BoundedSmallest::new(limit));
+    let skipped = Skipped::new(s);
     if start.is_file {
         let name = start.rel.file_name().map(PathBuf::from).unwrap_or_default();
         if matcher.is_match(&name)
@@ -157,8 +244,12 @@ pub fn glob(
                 if cancel.is_cancelled() {
                     return WalkState::Quit;
                 }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(err) => {
+                        skipped.walk_error(&err);
+                        return WalkState::Continue;
+                    }
                 };
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
@@ -194,6 +285,9 @@ pub fn glob(
         // Re-check through the Dir: a name listed through a swapped-in symlink is dropped.
         match s.dir.symlink_metadata(&rel) {
             Ok(m) if m.is_file() => entries.push(scope::display(&rel)),
+            // Found by the walk but not reachable through the root's handle (a path longer than
+            // PATH_MAX): said, not dropped silently.
+            Err(e) if e.raw_os_error() == Some(36) => skipped.note(&rel, io_reason(&e)),
             _ => {
                 tracing::warn!(path = %rel.display(), "glob entry not beneath the root any more; dropped")
             }
@@ -203,5 +297,6 @@ pub fn glob(
         path: scope::display(&start.rel),
         entries,
         omitted,
+        skipped: skipped.finish(),
     })
 }

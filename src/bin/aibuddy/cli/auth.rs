@@ -127,7 +127,7 @@ fn status(opts: &AppOptions, json: bool) -> ExitCode {
             Some(KeySource::Keyring) => "key from the OS keyring".to_string(),
             None => format!("no key (set {} or run `aibuddy auth set`)", r.env_var),
         };
-        println!("{}  {}  {}", term::line(&r.provider), r.kind, from);
+        outln!("{}  {}  {}", term::line(&r.provider), r.kind, from);
     }
     if keyring_unavailable {
         eprintln!("aibuddy: the OS keyring is not available; only environment keys are used");

@@ -91,7 +91,7 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
         eprintln!("aibuddy: no stored calls match");
     }
     for row in &rows {
-        println!("{}", human_line(row));
+        outln!("{}", human_line(row));
     }
     ExitCode::SUCCESS
 }

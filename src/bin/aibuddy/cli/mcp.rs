@@ -97,7 +97,7 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
                     .as_deref()
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default();
-                println!(
+                outln!(
                     "{}  {} ({} tools){}",
                     term::line(&l.server),
                     l.state,
@@ -105,7 +105,7 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
                     term::line(&reason)
                 );
                 for t in &l.left_out {
-                    println!(
+                    outln!(
                         "  left out: {} ({})",
                         term::line(&t.tool),
                         term::line(&t.reason)

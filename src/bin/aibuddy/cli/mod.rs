@@ -5,6 +5,22 @@
 //!
 //! Exit codes: 0 ok; 1 a call or check failed (error status, problems found); 2 usage or startup
 //! error; 3 the call was rejected by the person; 130 the call was cancelled (Ctrl-C).
+//!
+//! A closed stdout (`aibuddy tools list --json | head -c 10`) is not an error: every line goes
+//! through [`outln!`] / [`out!`] ([`write_stdout`]), which drop the output quietly once the
+//! reader is gone (no panic, nothing on stderr); the command ends as it would have, with its own
+//! exit code (0 for a listing).
+
+/// `println!` for the CLI's stdout: a closed pipe ends the output quietly (see [`write_stdout`]).
+macro_rules! outln {
+    () => { $crate::cli::write_stdout(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `print!` for the CLI's stdout (see [`outln!`]).
+macro_rules! out {
+    ($($t:tt)*) => { $crate::cli::write_stdout(format_args!($($t)*)) };
+}
 
 mod ask;
 mod auth;
@@ -89,6 +105,26 @@ impl Cli {
     }
 }
 
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout; once a write finds the reader gone (`EPIPE`), this and every later output
+/// is dropped quietly. Another write error is said once on stderr.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        if !STDOUT_CLOSED.swap(true, Ordering::Relaxed)
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            eprintln!("aibuddy: cannot write to stdout: {e}");
+        }
+    }
+}
+
 /// Open the project with the plane options this process's environment sets (the CLI is an edge:
 /// the library reads no environment).
 pub(crate) async fn open_app(opts: AppOptions) -> Result<App, AppError> {
@@ -128,7 +164,7 @@ pub(crate) async fn settle_precompaction(app: &App, stop: &tokio_util::sync::Can
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     match serde_json::to_string_pretty(value) {
         Ok(s) => {
-            println!("{}", aibuddy_common::term::json(&s));
+            outln!("{}", aibuddy_common::term::json(&s));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -8,7 +8,9 @@ use aibuddy_common::term;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use aibuddy::confirm::{ApproveAll, ConfirmBroker, ConfirmRequest, Decision, RejectAll};
+use aibuddy::confirm::{
+    ApproveAll, ConfirmBroker, ConfirmDisplay, ConfirmRequest, Decision, RejectAll,
+};
 
 /// Asks on stderr and reads the answer from stdin (a terminal).
 pub struct TerminalBroker;
@@ -17,25 +19,43 @@ pub struct TerminalBroker;
 pub const DIFF_LINES: usize = 80;
 
 /// The prompt text for one request. Everything in it may come from the model or the project (the
-/// target, the consequence, the diff, a tool name from an MCP server), so every field goes through
-/// [`term`]: an escape sequence or carriage return is shown, never interpreted, and cannot redraw
-/// the lines the person reads.
+/// target, the consequence, the diff, a tool name from an MCP server). The fields are shown
+/// through [`term::reveal`], as the window shows them ([`ConfirmDisplay`]): a line break is a
+/// visible `⏎` and a real break, a zero-width, format, bidi or TAG character is a code such as
+/// `<U+200B>`, non-ASCII characters of the target are listed with their codes; so nothing can
+/// redraw, hide or disguise what the person approves. The model's description is labelled as the
+/// model's, apart from the app's consequence line.
 pub fn render(req: &ConfirmRequest) -> String {
+    const INDENT: &str = "               ";
+    let shown = ConfirmDisplay::of(req);
+    let text = |segments: &[term::DisplaySegment]| term::segments_text(segments, INDENT);
     let mut s = format!(
-        "\n── confirm {} ({}) ──\n  target:      {}\n  consequence: {}\n",
-        term::line(&req.tool),
+        "\n── confirm {} ({}) ──\n  target:      {}\n",
+        text(&shown.tool),
         req.risk.as_str(),
-        term::line(&req.target),
-        term::line(&req.consequence)
+        text(&shown.target),
     );
-    for line in &req.scope {
-        s.push_str(&format!("  scope:       {}\n", term::line(line)));
+    if !shown.target_non_ascii.is_empty() {
+        s.push_str(&format!(
+            "  note:        the target contains non-ASCII characters: {}\n",
+            shown.target_non_ascii.join(", ")
+        ));
     }
-    if let Some(diff) = &req.diff {
+    s.push_str(&format!("  consequence: {}\n", text(&shown.consequence)));
+    if let Some(says) = &shown.model_says {
+        s.push_str(&format!(
+            "  model says:  \"{}\" (the model's own description, not checked)\n",
+            text(says)
+        ));
+    }
+    for line in &shown.scope {
+        s.push_str(&format!("  scope:       {}\n", text(line)));
+    }
+    if let Some(diff) = &shown.diff {
         s.push_str("  diff:\n");
-        let total = diff.lines().count();
-        for l in diff.lines().take(DIFF_LINES) {
-            s.push_str(&format!("    {}\n", term::line(l)));
+        let total = diff.len();
+        for l in diff.iter().take(DIFF_LINES) {
+            s.push_str(&format!("    {}\n", text(l)));
         }
         if total > DIFF_LINES {
             s.push_str(&format!("    ({} more lines)\n", total - DIFF_LINES));
@@ -107,7 +127,10 @@ mod tests {
             scope: vec!["writes: /p\r  scope: nothing".into()],
             consequence: "runs\u{9b}2J".into(),
             diff: diff.map(str::to_string),
+            model_says: None,
+            display: Default::default(),
         }
+        .revealed()
     }
 
     /// Issue 9, "Why" 5: the hidden command is shown with its escapes, not as `target: ls -la`.
@@ -118,27 +141,54 @@ mod tests {
             Some("+a\u{1b}[1A\r\n-b\u{202e}c\n"),
         ));
         assert!(
-            shown.contains("target:      echo EVIL > x #\\e[2K\\r  target: ls -la\n"),
+            shown.contains("target:      echo EVIL > x #<ESC>[2K<CR>  target: ls -la\n"),
             "{shown}"
         );
         assert!(
-            shown.contains("confirm execute\\e]0;t\\x07 (high_impact)"),
+            shown.contains("confirm execute<ESC>]0;t<U+0007> (high_impact)"),
             "{shown}"
         );
         assert!(
-            shown.contains("scope:       writes: /p\\r  scope: nothing\n"),
+            shown.contains("scope:       writes: /p<CR>  scope: nothing\n"),
             "{shown}"
         );
-        assert!(shown.contains("consequence: runs\\x9b2J\n"), "{shown}");
+        assert!(shown.contains("consequence: runs<U+009B>2J\n"), "{shown}");
         assert!(
-            shown.contains("    +a\\e[1A\n    -b\\u{202e}c\n"),
+            shown.contains("    +a<ESC>[1A<CR>\n    -b<U+202E>c\n"),
             "{shown}"
         );
         let unsafe_left: Vec<char> = shown
             .chars()
-            .filter(|&c| term::is_unsafe(c) && c != '\n')
+            .filter(|&c| term::is_hidden(c) && c != '\n')
             .collect();
         assert!(unsafe_left.is_empty(), "{unsafe_left:?} in {shown}");
+    }
+
+    /// Issue 22: a second line, zero-width and TAG characters and a full-width `＃` are visible,
+    /// and the model's description is labelled as the model's.
+    #[test]
+    fn a_hidden_second_command_and_invisible_characters_are_shown() {
+        let mut req = request(
+            "echo cleaning\nrm -rf src\u{200B}\u{E0041} ＃; touch x",
+            None,
+        );
+        req.consequence = "runs the target command".into();
+        req.model_says = Some("cleans \u{2060}the build".into());
+        let shown = render(&req.revealed());
+        assert!(
+            shown.contains(
+                "  target:      echo cleaning⏎\n               rm -rf src<U+200B><U+E0041> ＃; touch x\n"
+            ),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  note:        the target contains non-ASCII characters: ＃ U+FF03\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  consequence: runs the target command\n  model says:  \"cleans <U+2060>the build\" (the model's own description, not checked)\n"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -257,7 +257,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
         }
     };
     if !args.json {
-        println!();
+        outln!();
         if let Some(reason) = &outcome.stop_reason {
             eprintln!("{}", stop_note(&outcome.run_id, reason));
         }

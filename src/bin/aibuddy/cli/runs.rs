@@ -231,7 +231,7 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
             Ok(rows) if args.json => print_json(&rows),
             Ok(rows) => {
                 for r in &rows {
-                    println!("{}", row_line(r));
+                    outln!("{}", row_line(r));
                 }
                 ExitCode::SUCCESS
             }
@@ -255,7 +255,7 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
             Ok(Some(_)) => match store.conversation(&run_id).await {
                 Ok(c) if json || args.json => print_json(&c),
                 Ok(c) => {
-                    print!("{}", render(&c));
+                    out!("{}", render(&c));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

@@ -54,13 +54,13 @@ pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
         return print_json(&report);
     }
     if indexed == 0 {
-        println!(
+        outln!(
             "nothing is deferred: every available tool is already active (see `aibuddy tools list`)"
         );
         return ExitCode::SUCCESS;
     }
     if report.candidates.is_empty() {
-        println!(
+        outln!(
             "no deferred tool matches `{}` ({indexed} indexed)",
             term::line(&report.query)
         );
@@ -68,7 +68,7 @@ pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
     // Names and descriptions come from MCP servers: escaped, one line each.
     for (i, c) in report.candidates.iter().enumerate() {
         let desc: String = c.description.chars().take(160).collect();
-        println!(
+        outln!(
             "{:2}. {}  ({:.2})\n    {}",
             i + 1,
             term::line(&c.name),
@@ -77,7 +77,7 @@ pub async fn run(args: SearchArgs, opts: AppOptions) -> ExitCode {
         );
     }
     for u in &report.unknown {
-        println!("unknown: {}", term::line(u));
+        outln!("unknown: {}", term::line(u));
     }
     ExitCode::SUCCESS
 }

@@ -96,14 +96,14 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         .read_raw_slice(&args.id, offset, args.limit.unwrap_or(DEFAULT_PAGE))
         .await?;
     let (text, next) = utf8_window(&slice.bytes, slice.offset);
-    println!("tool_call_id: {}", term::line(&rec.tool_call_id));
-    println!(
+    outln!("tool_call_id: {}", term::line(&rec.tool_call_id));
+    outln!(
         "run: {}  tool: {} ({})",
         term::line(&rec.run_id),
         term::line(&rec.tool),
         term::line(&rec.config)
     );
-    println!(
+    outln!(
         "status: {}{}  started: {}  duration: {}",
         rec.status.as_str(),
         rec.stage
@@ -116,33 +116,33 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
             .unwrap_or_else(|| "-".into())
     );
     if let Some(msg) = &rec.error_message {
-        println!("error: {}", term::block(msg));
+        outln!("error: {}", term::block(msg));
     }
-    println!("input: {}", term::line(&rec.input.to_string()));
+    outln!("input: {}", term::line(&rec.input.to_string()));
     match (
         rec.compaction_state,
         &rec.recovery_pointer,
         &rec.compaction_error,
     ) {
         (aibuddy_store::CompactionState::None, ..) => {}
-        (state, _, Some(err)) => println!(
+        (state, _, Some(err)) => outln!(
             "compaction: {} [Projection stage]: {} (the original projection stays)",
             state.as_str(),
             term::block(err)
         ),
-        (state, Some(p), None) => println!(
+        (state, Some(p), None) => outln!(
             "compaction: {} by {} (raw input and output offloaded to {})",
             state.as_str(),
             term::line(rec.compaction_strategy.as_deref().unwrap_or("?")),
             term::line(p)
         ),
-        (state, None, None) => println!("compaction: {}", state.as_str()),
+        (state, None, None) => outln!("compaction: {}", state.as_str()),
     }
 
     if let Some(model) = &rec.model_projection {
-        println!("--- model projection ---\n{}", term::block(model));
+        outln!("--- model projection ---\n{}", term::block(model));
     }
-    println!(
+    outln!(
         "--- raw output bytes {}..{} of {}{} ---\n{}",
         slice.offset,
         next,
@@ -151,7 +151,7 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         term::block(&text)
     );
     if next < slice.total_len {
-        println!(
+        outln!(
             "--- more: aibuddy show {} --offset {next} ---",
             term::line(&rec.tool_call_id)
         );

@@ -46,7 +46,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 return print_json(&serde_json::json!({ "instructions": text }));
             }
             // MCP servers' instructions and skill purposes: shown, never interpreted.
-            println!("{}", term::block(&text));
+            outln!("{}", term::block(&text));
             ExitCode::SUCCESS
         }
         ToolsCommand::List { json } => {
@@ -72,9 +72,12 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            println!(
+            outln!(
                 "{:width$}  {:9}  {:11}  {:14}  SOURCE",
-                "NAME", "EXPOSURE", "RISK", "CONFIG"
+                "NAME",
+                "EXPOSURE",
+                "RISK",
+                "CONFIG"
             );
             for (t, name) in tools.iter().zip(&names) {
                 let exposure = match t.exposure {
@@ -82,7 +85,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                     Exposure::Deferred => "deferred",
                     Exposure::Absent => "absent",
                 };
-                println!(
+                outln!(
                     "{:width$}  {:9}  {:11}  {:14}  {}{}",
                     name,
                     exposure,
@@ -124,24 +127,24 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                 };
             }
             if report.is_ok() {
-                println!("ok: registry consistent; settings, skills and MCP config clean");
+                outln!("ok: registry consistent; settings, skills and MCP config clean");
                 return ExitCode::SUCCESS;
             }
             // Problems quote file names, fields and server text: one escaped line each.
             for p in &report.consistency {
-                println!("registry: {}", term::line(&p.to_string()));
+                outln!("registry: {}", term::line(&p.to_string()));
             }
             for p in &report.settings {
-                println!("settings: {}", term::line(&p.to_string()));
+                outln!("settings: {}", term::line(&p.to_string()));
             }
             for p in &report.skills {
-                println!("skills: {}", term::line(&p.to_string()));
+                outln!("skills: {}", term::line(&p.to_string()));
             }
             for p in &report.mcp {
-                println!("mcp: {}", term::line(&p.to_string()));
+                outln!("mcp: {}", term::line(&p.to_string()));
             }
             for p in &report.trust {
-                println!("trust: {}", term::line(&p.to_string()));
+                outln!("trust: {}", term::line(&p.to_string()));
             }
             ExitCode::from(1)
         }

@@ -136,7 +136,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
         return match trust::revoke(project, data) {
             Ok(s) if args.json => print_json(&s),
             Ok(s) => {
-                println!("trust revoked\n{}", render(&s).trim_end());
+                outln!("trust revoked\n{}", render(&s).trim_end());
                 ExitCode::SUCCESS
             }
             Err(e) => fail(e),
@@ -153,7 +153,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
         return print_json(&shown);
     }
     if !args.json {
-        print!("{}", render(&shown));
+        out!("{}", render(&shown));
     }
     if matches!(shown.state, TrustState::Trusted | TrustState::NotNeeded) {
         return if args.json {
@@ -177,7 +177,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
     match trust::grant(project, data, &shown.digest) {
         Ok(s) if args.json => print_json(&s),
         Ok(s) => {
-            println!(
+            outln!(
                 "recorded: this project is {} at digest {}",
                 s.state.as_str().replace('_', " "),
                 s.digest
