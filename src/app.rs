@@ -169,7 +169,15 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
             .mcp
             .untrusted
             .iter()
-            .map(|s| untrusted_server_problem(&config.mcp.project_file, s)),
+            .map(|s| {
+                let file = config
+                    .mcp
+                    .untrusted_user
+                    .iter()
+                    .find(|(name, _)| name == s)
+                    .map_or(config.mcp.project_file.as_str(), |(_, file)| file.as_str());
+                untrusted_server_problem(file, s)
+            }),
     );
     // Refused files are reported with their settings and MCP problems; unusable trust records here.
     let trust = config.records_problem.into_iter().collect();

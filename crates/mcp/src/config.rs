@@ -42,7 +42,7 @@ pub mod parse;
 pub mod tool_filter;
 pub mod types;
 
-pub use expand::{Vars, process_env};
+pub use expand::{PROJECT_ROOT_VAR, Vars, process_env, with_project_root};
 pub use load::{load_server_configs, project_config_path, user_config_path};
 pub use parse::{merge, parse_config_text, parse_config_text_with, parse_server_entry};
 pub use tool_filter::ToolFilter;

@@ -8,6 +8,11 @@ import type { Pin } from "./Pin";
  */
 export type ServerGrant = { name: string, 
 /**
+ * `project` (the project's `mcp.json`) or `user` (the person's own `mcp.json`, an entry whose
+ * working directory, command line or `env` reaches into the project: see its pins).
+ */
+scope: string, 
+/**
  * `stdio`, `http` or `sse`.
  */
 transport: string, command: string | null, args: Array<string>, url: string | null, cwd: string | null, 
