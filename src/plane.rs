@@ -228,7 +228,8 @@ fn spawn_gate(
     data_dir: &Path,
     approved_digest: Option<String>,
 ) -> aibuddy_mcp::SpawnGate {
-    let project = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+    let project =
+        std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
     let data = data_dir.to_path_buf();
     aibuddy_mcp::SpawnGate(Arc::new(move |cfg| {
         let gated = match cfg.scope {

@@ -442,7 +442,10 @@ pub fn plan_with(
             continue;
         }
         // Every stdio server gets its working directory explicitly.
-        if let Transport::Stdio { cwd: cwd @ None, .. } = &mut cfg.transport {
+        if let Transport::Stdio {
+            cwd: cwd @ None, ..
+        } = &mut cfg.transport
+        {
             *cwd = Some(if cfg.scope == ConfigScope::Project {
                 project_root.to_path_buf()
             } else {

@@ -434,11 +434,30 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         symlink(root.join("sub"), base.join("link")).unwrap();
         let p = cwd_pin(&root, &base.join("link")).unwrap();
-        assert_eq!((p.path.as_str(), p.state.as_str()), ("cwd sub", "directory"));
+        assert_eq!(
+            (p.path.as_str(), p.state.as_str()),
+            ("cwd sub", "directory")
+        );
         assert!(cwd_pin(&root, &base).is_none());
-        let p = pins(&root, &base.join("link"), "python3", &["-m".into(), "m".into()], &BTreeMap::new());
+        let p = pins(
+            &root,
+            &base.join("link"),
+            "python3",
+            &["-m".into(), "m".into()],
+            &BTreeMap::new(),
+        );
         let names: Vec<&str> = p.iter().map(|p| p.path.as_str()).collect();
-        assert_eq!(names, vec!["sub/m.py", "sub/m/__init__.py", "sub/m/__main__.py"], "{p:?}");
+        assert_eq!(
+            names,
+            vec![
+                "sub/-m",
+                "sub/m",
+                "sub/m.py",
+                "sub/m/__init__.py",
+                "sub/m/__main__.py"
+            ],
+            "every argument, then what `python -m` finds first: {p:?}"
+        );
     }
 
     #[test]
