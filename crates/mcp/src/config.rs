@@ -15,7 +15,7 @@
 //! ```
 //!
 //! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and `headers` read the
-//! person's environment ([`expand`]); an unset variable without default is a located problem
+//! person's environment ([`expand`]; `${AIBUDDY_PROJECT_ROOT}` is the open project's root); an unset variable without default is a located problem
 //! and that server does not start. `tools` limits which of its tools are offered
 //! ([`tool_filter`]). `"disabled": true` (or `"enabled": false`) keeps a server from starting;
 //! it is listed as disabled.
