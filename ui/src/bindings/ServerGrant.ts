@@ -3,8 +3,8 @@ import type { GrantVariable } from "./GrantVariable";
 import type { Pin } from "./Pin";
 
 /**
- * One project MCP server, as trusting the project would start it. Environment variables and
- * headers are named, never their values.
+ * One project MCP server (or user-level one reaching into the project), as trusting the project
+ * would start it. Environment variables and headers are named, never their values.
  */
 export type ServerGrant = { name: string, 
 /**
