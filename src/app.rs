@@ -175,13 +175,15 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
     };
     let skills = crate::skills::skills_catalog_problems(&project, &opts.data_dir);
     let mut mcp: Vec<String> = config.mcp.errors.iter().map(ToString::to_string).collect();
-    mcp.extend(
-        config
+    mcp.extend(config.mcp.untrusted.iter().map(|s| {
+        let file = config
             .mcp
-            .untrusted
+            .untrusted_user
             .iter()
-            .map(|s| untrusted_server_problem(&config.mcp.project_file, s)),
-    );
+            .find(|(name, _)| name == s)
+            .map_or(config.mcp.project_file.as_str(), |(_, file)| file.as_str());
+        untrusted_server_problem(file, s)
+    }));
     // Refused files are reported with their settings and MCP problems; unusable trust records here.
     let trust = config.records_problem.into_iter().collect();
     Ok(CheckReport {

@@ -18,8 +18,9 @@
 //! pass the wait in [`PlaneOptions`].
 //!
 //! Which MCP servers start is decided by project trust (`crate::trust`): the project's own servers
-//! only when the person trusts the project at its current content; the others are listed absent
-//! with the reason `project not trusted`.
+//! (and user-level ones reaching into the project) only when the person trusts the project at its
+//! current content; the others are listed absent with the reason `project not trusted`. A
+//! user-level server starts in an empty directory of the data dir, never in the project.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -217,26 +218,41 @@ pub fn server_absence(status: &ServerStatus) -> Option<String> {
     }
 }
 
-/// Before every (re)start of a project server: the project's trust-relevant files (and the files
-/// its command lines name) must still have the digest the person approved. A command that rewrote
-/// a pinned script mid-session, then crashed the server to get it restarted, gets nothing started.
+/// Before every (re)start of a project server, or of a user-level one that reaches into the
+/// project (`trust::mcp::user_reach`, evaluated again at each start): the project's trust-relevant
+/// files (and the files its command lines name) must still have the digest the person approved.
+/// A command that rewrote a pinned script mid-session, then crashed the server to get it
+/// restarted, gets nothing started; without an approved digest, such a server never starts.
 fn spawn_gate(
     project_root: &Path,
     data_dir: &Path,
     approved_digest: Option<String>,
-) -> Option<aibuddy_mcp::SpawnGate> {
-    let approved = approved_digest?;
-    let (project, data) = (project_root.to_path_buf(), data_dir.to_path_buf());
-    Some(aibuddy_mcp::SpawnGate(Arc::new(move |cfg| {
-        if cfg.scope != aibuddy_mcp::ConfigScope::Project {
+) -> aibuddy_mcp::SpawnGate {
+    let project =
+        std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+    let data = data_dir.to_path_buf();
+    aibuddy_mcp::SpawnGate(Arc::new(move |cfg| {
+        let gated = match cfg.scope {
+            aibuddy_mcp::ConfigScope::Project => true,
+            aibuddy_mcp::ConfigScope::User => {
+                !crate::trust::mcp::user_reach(&project, &data, cfg).is_empty()
+            }
+            aibuddy_mcp::ConfigScope::Inline => false,
+        };
+        if !gated {
             return Ok(());
         }
-        crate::trust::verify_unchanged(&project, &data, &approved).map_err(|_| {
+        let Some(approved) = &approved_digest else {
+            return Err(format!(
+                "{NOT_TRUSTED}: it reaches into the project (run `aibuddy trust`)"
+            ));
+        };
+        crate::trust::verify_unchanged(&project, &data, approved).map_err(|_| {
             format!(
                 "{NOT_TRUSTED}: its files changed since the person trusted it (run `aibuddy trust`)"
             )
         })
-    })))
+    }))
 }
 
 impl CapabilityPlane {
@@ -273,11 +289,15 @@ impl CapabilityPlane {
         };
         for name in &mcp_untrusted {
             tracing::warn!(
-                "MCP server `{}` of the project is not started: {NOT_TRUSTED} (run `aibuddy trust`)",
+                "MCP server `{}` is not started: {NOT_TRUSTED} (run `aibuddy trust`)",
                 aibuddy_common::term::line(name)
             );
         }
-        let before_spawn = spawn_gate(project_root, data_dir, plan.approved_digest.clone());
+        let before_spawn = Some(spawn_gate(
+            project_root,
+            data_dir,
+            plan.approved_digest.clone(),
+        ));
         let (mcp, mcp_config_errors) = if opts.mcp {
             let loaded = plan;
             for e in &loaded.errors {
@@ -292,7 +312,8 @@ impl CapabilityPlane {
                         elicitation: elicitation.clone(),
                     },
                     McpOptions {
-                        default_cwd: Some(project_root.to_path_buf()),
+                        // The plan sets every stdio server's directory; this is the fallback.
+                        default_cwd: Some(crate::trust::mcp::neutral_cwd(data_dir)),
                         before_spawn,
                         token_vault: opts.mcp_token_vault.clone(),
                         ..McpOptions::default()

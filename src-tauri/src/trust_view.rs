@@ -117,6 +117,7 @@ mod tests {
             grants: Grants {
                 servers: vec![ServerGrant {
                     name: "evil\u{1b}[2K".into(),
+                    scope: "project".into(),
                     transport: "stdio".into(),
                     command: Some("sh".into()),
                     args: vec!["-c".into(), "x\ry".into()],

@@ -1,12 +1,22 @@
-//! Which MCP servers may start: the user's `mcp.json` (the person's own) always; the project's
-//! `.aibuddy/mcp.json` entries only in a trusted project. An untrusted project entry that replaces a
-//! user entry of the same name holds back both: the project meant to change that server, and
-//! running the user's under a name the project now claims would be a silent surprise.
+//! Which MCP servers may start: the user's `mcp.json` (the person's own) always, unless an entry
+//! reaches into the project; the project's `.aibuddy/mcp.json` entries only in a trusted project.
+//! An untrusted project entry that replaces a user entry of the same name holds back both: the
+//! project meant to change that server, and running the user's under a name the project now
+//! claims would be a silent surprise.
+//!
+//! Working directories: a project server without `cwd` starts in the project root; a user-level
+//! one in [`neutral_cwd`] (an empty 0700 directory of the data dir), so `python -m srv` or
+//! `npx srv` never loads what a command planted in the project. A user-level entry that still
+//! reaches into the project ([`user_reach`]: its `cwd` there, its command, an argument or an
+//! `env` path there, `${AIBUDDY_PROJECT_ROOT}` included) is pinned, shown by trust and held back
+//! like a project server until the project is trusted at its current digest.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use aibuddy_mcp::config::{self, ConfigScope, LoadedConfigs, Transport, Vars, process_env};
+use aibuddy_mcp::config::{
+    self, ConfigScope, LoadedConfigs, Transport, Vars, process_env, with_project_root,
+};
 use aibuddy_mcp::{ConfigError, ServerConfig};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -14,8 +24,69 @@ use ts_rs::TS;
 use super::files::{FileContent, ProjectFile};
 use super::pins::{self, Pin};
 
-/// The absence reason of a project server held back because the project is not trusted.
+/// The absence reason of a project server (or a user-level one reaching into the project) held
+/// back because the project is not trusted.
 pub const NOT_TRUSTED: &str = "project not trusted";
+
+/// The folder of the data dir that user-level stdio servers without `cwd` start in.
+pub const NEUTRAL_CWD: &str = "mcp-cwd";
+
+/// The working directory of user-level stdio servers without `cwd` (pure): `<data dir>/mcp-cwd`.
+pub fn neutral_cwd(data_dir: &Path) -> PathBuf {
+    data_dir.join(NEUTRAL_CWD)
+}
+
+/// Make [`neutral_cwd`] an empty directory of mode 0700 (a symbolic link or a file in its place
+/// is replaced). Something left inside is kept and logged: only the person's own processes can
+/// write there (commands do not see the data dir), but nothing should.
+pub fn prepare_neutral_cwd(data_dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dir = neutral_cwd(data_dir);
+    if let Ok(meta) = std::fs::symlink_metadata(&dir)
+        && !meta.is_dir()
+    {
+        std::fs::remove_file(&dir)?;
+    }
+    std::fs::create_dir_all(data_dir)?;
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Err(e) => return Err(e),
+    }
+    if std::fs::read_dir(&dir)?.next().is_some() {
+        tracing::warn!(
+            "{} is not empty; user-level MCP servers start there (nothing should be written there)",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// What makes a user-level stdio entry (expanded, as it would start) reach into the canonical
+/// `project_root`: its pins (the `cwd` when it lies in the project, then what its command line
+/// names there, resolved against its working directory). Empty: it does not, and needs no trust.
+/// Not a user-level enabled stdio entry: empty.
+pub fn user_reach(project_root: &Path, data_dir: &Path, cfg: &ServerConfig) -> Vec<Pin> {
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &cfg.transport
+    else {
+        return Vec::new();
+    };
+    if cfg.scope != ConfigScope::User || !cfg.enabled {
+        return Vec::new();
+    }
+    let cwd = cwd.clone().unwrap_or_else(|| neutral_cwd(data_dir));
+    pins::cwd_pin(project_root, &cwd)
+        .into_iter()
+        .chain(pins::pins(project_root, &cwd, command, args, env))
+        .collect()
+}
 
 /// What the plane starts, and what it holds back.
 #[derive(Debug, Clone, Default)]
@@ -23,8 +94,11 @@ pub struct McpPlan {
     /// Servers to start (user entries, and project entries when trusted).
     pub servers: Vec<ServerConfig>,
     pub errors: Vec<ConfigError>,
-    /// Project servers not started because the project is not trusted (by name).
+    /// Servers not started because the project is not trusted (by name): project servers, and
+    /// user-level ones reaching into the project ([`user_reach`]).
     pub untrusted: Vec<String>,
+    /// The user-level ones among `untrusted`, with the file they come from.
+    pub untrusted_user: Vec<(String, String)>,
     /// The project file these came from (for problem lines).
     pub project_file: String,
     /// The trust digest the project servers in `servers` were approved at (None when none is a
@@ -33,12 +107,15 @@ pub struct McpPlan {
     pub approved_digest: Option<String>,
 }
 
-/// One project MCP server, as trusting the project would start it. Environment variables and
-/// headers are named, never their values.
+/// One project MCP server (or user-level one reaching into the project), as trusting the project
+/// would start it. Environment variables and headers are named, never their values.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct ServerGrant {
     pub name: String,
+    /// `project` (the project's `mcp.json`) or `user` (the person's own `mcp.json`, an entry whose
+    /// working directory, command line or `env` reaches into the project: see its pins).
+    pub scope: String,
     /// `stdio`, `http` or `sse`.
     pub transport: String,
     pub command: Option<String>,
@@ -208,6 +285,15 @@ fn is_project_grant(cfg: &ServerConfig) -> bool {
     cfg.scope == ConfigScope::Project && cfg.enabled
 }
 
+/// The expanded entry of `c` (the template), else `c` itself.
+fn expanded_of<'a>(expanded: &'a LoadedConfigs, c: &'a ServerConfig) -> &'a ServerConfig {
+    expanded
+        .servers
+        .iter()
+        .find(|e| e.name == c.name && e.scope == c.scope)
+        .unwrap_or(c)
+}
+
 /// The project servers trust would start, as written (templates), with the variables they read;
 /// their pins come from the expanded command lines (so `${X:-./run.sh}` pins `run.sh`, and a
 /// changed value that points into the project changes the digest).
@@ -222,14 +308,22 @@ pub fn grants_with(
     project: &ProjectFile,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<ServerGrant> {
+    let lookup = with_project_root(project_root, lookup);
+    let lookup: &dyn Fn(&str) -> Option<String> = &lookup;
     let (all, user_names) = merged(project_root, data_dir, project, Vars::Keep);
     let (expanded, _) = merged(project_root, data_dir, project, Vars::From(lookup));
     all.servers
         .iter()
-        .filter(|c| is_project_grant(c))
+        .filter(|c| {
+            is_project_grant(c)
+                || (c.scope == ConfigScope::User
+                    && !user_reach(project_root, data_dir, expanded_of(&expanded, c)).is_empty())
+        })
         .map(|c| {
+            let user = c.scope == ConfigScope::User;
             let mut g = ServerGrant {
                 name: c.name.clone(),
+                scope: if user { "user" } else { "project" }.to_string(),
                 transport: String::new(),
                 command: None,
                 args: Vec::new(),
@@ -242,11 +336,7 @@ pub fn grants_with(
                 pins: Vec::new(),
             };
             // The pins of what would run: the expanded entry when it expands, else the template.
-            let run = expanded
-                .servers
-                .iter()
-                .find(|e| e.name == c.name && e.scope == c.scope)
-                .unwrap_or(c);
+            let run = expanded_of(&expanded, c);
             match &c.transport {
                 Transport::Stdio {
                     command,
@@ -258,8 +348,14 @@ pub fn grants_with(
                     g.command = Some(command.clone());
                     g.args = args.clone();
                     g.env = env.keys().cloned().collect();
-                    let cwd = cwd.as_deref().unwrap_or(project_root);
+                    let neutral = neutral_cwd(data_dir);
+                    let cwd = match cwd {
+                        Some(cwd) => cwd.as_path(),
+                        None if user => &neutral,
+                        None => project_root,
+                    };
                     g.pins = match &run.transport {
+                        _ if user => user_reach(project_root, data_dir, run),
                         Transport::Stdio {
                             command, args, env, ..
                         } => pins::pins(project_root, cwd, command, args, env),
@@ -294,8 +390,10 @@ fn may_start(cfg: &ServerConfig, trusted: bool, user_trusted: bool) -> bool {
     }
 }
 
-/// What the plane may start now. `user_trusted` is false when the data directory lies inside the
-/// project: the user file's servers are then held back like untrusted project servers.
+/// What the plane may start now. `trusted`: the project's trust applies (its servers, and user-level
+/// ones reaching into it, may start). `user_trusted` is false when the data directory lies inside
+/// the project: the user file's servers are then held back like untrusted project servers. Every
+/// stdio server comes out with its working directory set (see the module documentation).
 pub fn plan(
     project_root: &Path,
     data_dir: &Path,
@@ -323,18 +421,45 @@ pub fn plan_with(
     user_trusted: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> McpPlan {
-    let (all, _) = merged(project_root, data_dir, project, Vars::From(lookup));
+    let lookup = with_project_root(project_root, lookup);
+    let (all, _) = merged(project_root, data_dir, project, Vars::From(&lookup));
     let mut plan = McpPlan {
         errors: all.errors,
         project_file: project.path.display().to_string(),
         ..McpPlan::default()
     };
-    for cfg in all.servers {
-        if !may_start(&cfg, trusted, user_trusted) {
+    let neutral = neutral_cwd(data_dir);
+    let mut uses_neutral = false;
+    for mut cfg in all.servers {
+        let reaches = !user_reach(project_root, data_dir, &cfg).is_empty();
+        if !may_start(&cfg, trusted, user_trusted) || (reaches && !trusted) {
+            if cfg.scope == ConfigScope::User {
+                let file = cfg.source.as_deref().unwrap_or(Path::new("mcp.json"));
+                plan.untrusted_user
+                    .push((cfg.name.clone(), file.display().to_string()));
+            }
             plan.untrusted.push(cfg.name);
-        } else {
-            plan.servers.push(cfg);
+            continue;
         }
+        // Every stdio server gets its working directory explicitly.
+        if let Transport::Stdio {
+            cwd: cwd @ None, ..
+        } = &mut cfg.transport
+        {
+            *cwd = Some(if cfg.scope == ConfigScope::Project {
+                project_root.to_path_buf()
+            } else {
+                uses_neutral = true;
+                neutral.clone()
+            });
+        }
+        plan.servers.push(cfg);
+    }
+    if uses_neutral && let Err(e) = prepare_neutral_cwd(data_dir) {
+        tracing::warn!(
+            "{}: cannot prepare the working directory of user-level MCP servers: {e}",
+            neutral.display()
+        );
     }
     plan
 }

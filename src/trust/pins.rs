@@ -12,8 +12,16 @@
 //!
 //! Candidates are the command (when it contains `/`; a bare name is looked up in `PATH`), every
 //! argument, and the value of `--flag=value` arguments, resolved against the server's working
-//! directory. Only candidates that lie inside the project (lexically) are pinned; what they import
-//! in turn (a script's modules, `npx`'s lookup in `node_modules`, a directory's content) is not.
+//! directory; plus where an interpreter's own lookup lands first ([`resolution_candidates`]:
+//! the module of `python -m mod`, the package and `.bin` link of `npx pkg`, in the working
+//! directory and, for `npx`, each folder above it). Candidates that lie inside the project,
+//! lexically or once symbolic links are resolved, are pinned; what they import in turn (a
+//! script's modules, the rest of a directory's content) is not.
+//!
+//! A user-level server (the person's own `mcp.json`) starts in an empty directory of the data
+//! dir; when its entry still reaches into the project (a `cwd` there: [`cwd_pin`]; a command,
+//! argument or `env` path there, `${AIBUDDY_PROJECT_ROOT}` included), it gets the same pins and
+//! needs the same trust as a project server (`super::mcp`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -131,7 +139,7 @@ pub fn pins(
     let mut pin = |given: &str, label: Option<String>| {
         let joined = normalize_lexically(&cwd.join(given));
         // The working directory may itself be a symlink: pin where the path is in the project.
-        let Ok(rel) = joined.strip_prefix(project_root) else {
+        let Some(rel) = inside(project_root, &joined) else {
             return;
         };
         let shown = label.unwrap_or_else(|| {
@@ -152,6 +160,9 @@ pub fn pins(
     for c in candidates(command, args) {
         pin(c, None);
     }
+    for c in resolution_candidates(command, args, cwd.components().count()) {
+        pin(&c, None);
+    }
     for (label, given) in env_candidates(command, env) {
         pin(&given, Some(label));
     }
@@ -162,6 +173,131 @@ pub fn pins(
     {
         for (label, given) in path_lookup(command, &inherited.to_string_lossy(), "$PATH") {
             pin(&given, Some(label));
+        }
+    }
+    out
+}
+
+/// `path` relative to the (canonical) project root when it lies inside: lexically, or once its
+/// symbolic links are resolved (a link outside the project that points in).
+fn inside(project_root: &Path, path: &Path) -> Option<PathBuf> {
+    if let Ok(rel) = path.strip_prefix(project_root) {
+        return Some(rel.to_path_buf());
+    }
+    // The longest part that exists, resolved, then the rest (an absent file is pinned as absent).
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let real = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    };
+    let mut real = real;
+    for part in rest.iter().rev() {
+        real.push(part);
+    }
+    real.strip_prefix(project_root).ok().map(Path::to_path_buf)
+}
+
+/// The pin of a working directory inside the project (None outside it): for a user-level server,
+/// whose working directory is otherwise an empty directory of the data dir.
+pub fn cwd_pin(project_root: &Path, cwd: &Path) -> Option<Pin> {
+    let joined = normalize_lexically(cwd);
+    let rel = inside(project_root, &joined)?;
+    let shown = if rel.as_os_str().is_empty() {
+        ".".to_string()
+    } else {
+        rel.display().to_string()
+    };
+    Some(Pin {
+        path: format!("cwd {shown}"),
+        state: state_of(project_root, &project_root.join(&rel)),
+    })
+}
+
+/// Whether `command` names a Python interpreter (`python`, `python3`, `python3.12`, a venv's).
+fn is_python(command: &str) -> bool {
+    let base = command.rsplit('/').next().unwrap_or(command);
+    base.strip_prefix("python")
+        .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// The package a `npx`/`npm exec` command line runs (its first operand, or `--package`'s value).
+fn npx_package(command: &str, args: &[String]) -> Option<String> {
+    let base = command.rsplit('/').next().unwrap_or(command);
+    let args: &[String] = match base {
+        "npx" => args,
+        "npm" => match args.first().map(String::as_str) {
+            Some("exec" | "x") => &args[1..],
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix("--package=") {
+            return Some(v.to_string());
+        }
+        if a == "-p" || a == "--package" {
+            return it.next().cloned();
+        }
+        if a == "--" {
+            return it.next().cloned();
+        }
+        if !a.starts_with('-') {
+            return Some(a.clone());
+        }
+    }
+    None
+}
+
+/// Where an interpreter's own lookup lands before anything installed (pure), relative to the
+/// server's working directory, `depth` its number of path components: `python -m a.b` imports
+/// `a` from the working directory first (`a.py`, `a/__init__.py`, then `a/b.py` or
+/// `a/b/__main__.py`); `npx pkg@1` (and `npm exec`) runs `node_modules/.bin/<bin>` of the working
+/// directory or the nearest folder above it that has one, from `node_modules/pkg`.
+pub fn resolution_candidates(command: &str, args: &[String], depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if is_python(command) {
+        let module = args.iter().enumerate().find_map(|(i, a)| {
+            if a == "-m" {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix("-m")
+                    .filter(|m| !m.is_empty() && !a.starts_with("--"))
+                    .map(str::to_string)
+            }
+        });
+        if let Some(module) = module.filter(|m| !m.is_empty() && !m.contains('/')) {
+            let parts: Vec<&str> = module.split('.').collect();
+            for i in 1..=parts.len() {
+                let dir = parts[..i].join("/");
+                out.push(format!("{dir}.py"));
+                out.push(format!("{dir}/__init__.py"));
+            }
+            out.push(format!("{}/__main__.py", parts.join("/")));
+        }
+    }
+    if let Some(spec) = npx_package(command, args) {
+        // `@scope/name@1.2` -> package `@scope/name`, bin `name`.
+        let (scoped, rest) = match spec.strip_prefix('@') {
+            Some(r) => ("@", r),
+            None => ("", spec.as_str()),
+        };
+        let package = format!("{scoped}{}", rest.split('@').next().unwrap_or(rest));
+        let bin = package.rsplit('/').next().unwrap_or(&package).to_string();
+        let local = !package.is_empty()
+            && !package.contains("..")
+            && !package.starts_with('/')
+            && !package.starts_with('.');
+        if local {
+            for up in 0..=depth {
+                let prefix = "../".repeat(up);
+                out.push(format!("{prefix}node_modules/.bin/{bin}"));
+                out.push(format!("{prefix}node_modules/{package}/package.json"));
+            }
         }
     }
     out
@@ -258,6 +394,70 @@ mod tests {
         );
         assert_eq!(candidates("./run.sh", &[]), vec!["./run.sh"]);
         assert!(candidates("npx", &[]).is_empty());
+    }
+
+    #[test]
+    fn interpreters_lookups_are_candidates() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            resolution_candidates("/venv/bin/python3", &a(&["-u", "-m", "srv.main"]), 0),
+            vec![
+                "srv.py",
+                "srv/__init__.py",
+                "srv/main.py",
+                "srv/main/__init__.py",
+                "srv/main/__main__.py"
+            ]
+        );
+        assert_eq!(
+            resolution_candidates("npx", &a(&["-y", "@mcp/server-x@1.2", "."]), 1),
+            vec![
+                "node_modules/.bin/server-x",
+                "node_modules/@mcp/server-x/package.json",
+                "../node_modules/.bin/server-x",
+                "../node_modules/@mcp/server-x/package.json"
+            ]
+        );
+        assert_eq!(
+            resolution_candidates("npm", &a(&["exec", "--package=tool", "--", "t"]), 0),
+            vec!["node_modules/.bin/tool", "node_modules/tool/package.json"]
+        );
+        assert!(resolution_candidates("node", &a(&["-m", "x"]), 3).is_empty());
+        assert!(resolution_candidates("pythonic", &a(&["-m", "x"]), 3).is_empty());
+    }
+
+    #[test]
+    fn a_cwd_reaching_the_project_through_a_symlink_is_pinned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("p");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        symlink(root.join("sub"), base.join("link")).unwrap();
+        let p = cwd_pin(&root, &base.join("link")).unwrap();
+        assert_eq!(
+            (p.path.as_str(), p.state.as_str()),
+            ("cwd sub", "directory")
+        );
+        assert!(cwd_pin(&root, &base).is_none());
+        let p = pins(
+            &root,
+            &base.join("link"),
+            "python3",
+            &["-m".into(), "m".into()],
+            &BTreeMap::new(),
+        );
+        let names: Vec<&str> = p.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "sub/-m",
+                "sub/m",
+                "sub/m.py",
+                "sub/m/__init__.py",
+                "sub/m/__main__.py"
+            ],
+            "every argument, then what `python -m` finds first: {p:?}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! ```
 //!
 //! `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and `headers` read the
-//! person's environment ([`expand`]); an unset variable without default is a located problem
+//! person's environment ([`expand`]; `${AIBUDDY_PROJECT_ROOT}` is the open project's root); an unset variable without default is a located problem
 //! and that server does not start. `tools` limits which of its tools are offered
 //! ([`tool_filter`]). `"disabled": true` (or `"enabled": false`) keeps a server from starting;
 //! it is listed as disabled.
@@ -42,7 +42,7 @@ pub mod parse;
 pub mod tool_filter;
 pub mod types;
 
-pub use expand::{Vars, process_env};
+pub use expand::{PROJECT_ROOT_VAR, Vars, process_env, with_project_root};
 pub use load::{load_server_configs, project_config_path, user_config_path};
 pub use parse::{merge, parse_config_text, parse_config_text_with, parse_server_entry};
 pub use tool_filter::ToolFilter;

@@ -26,7 +26,10 @@ pub struct McpOptions {
     pub client_version: String,
     /// Reconnect schedule after a failure.
     pub backoff: Backoff,
-    /// Working directory of stdio servers without their own `cwd` (usually the project root).
+    /// Working directory of stdio servers without their own `cwd`. The core gives each server its
+    /// directory explicitly (a project server the project root, a user-level one an empty
+    /// directory of the data dir, so that `python -m x` or `npx x` never resolves what a command
+    /// planted in the project) and sets this to that empty directory; None: the client's own.
     pub default_cwd: Option<PathBuf>,
     /// How long a health-check ping may take before the server counts as hung.
     pub health_check_timeout: Duration,

@@ -3,10 +3,15 @@ import type { GrantVariable } from "./GrantVariable";
 import type { Pin } from "./Pin";
 
 /**
- * One project MCP server, as trusting the project would start it. Environment variables and
- * headers are named, never their values.
+ * One project MCP server (or user-level one reaching into the project), as trusting the project
+ * would start it. Environment variables and headers are named, never their values.
  */
 export type ServerGrant = { name: string, 
+/**
+ * `project` (the project's `mcp.json`) or `user` (the person's own `mcp.json`, an entry whose
+ * working directory, command line or `env` reaches into the project: see its pins).
+ */
+scope: string, 
 /**
  * `stdio`, `http` or `sse`.
  */

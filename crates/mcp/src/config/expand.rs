@@ -8,7 +8,33 @@
 //! problem ([`ExpandError::Unset`]): the server would get a value nobody meant. A `${` without
 //! its `}` or with a name that is not `[A-Za-z_][A-Za-z0-9_]*` is a problem too, never a panic.
 //!
+//! One name is not the person's environment: `${AIBUDDY_PROJECT_ROOT}` ([`PROJECT_ROOT_VAR`]) is
+//! the canonical root of the open project, whatever the environment says ([`with_project_root`]).
+//! It is how a user-level server is handed the project (a stdio server starts in an empty
+//! directory of the data dir unless its entry names a `cwd`); the core counts such an entry as
+//! reaching into the project (trust-gated like a project server).
+//!
 //! Expanded values may be secrets: callers log and show the template, never the result.
+
+use std::path::Path;
+
+/// `${AIBUDDY_PROJECT_ROOT}`: the open project's root (see [`with_project_root`]).
+pub const PROJECT_ROOT_VAR: &str = "AIBUDDY_PROJECT_ROOT";
+
+/// `lookup`, except that [`PROJECT_ROOT_VAR`] is `project_root` (never the environment's value;
+/// unset when the root is not UTF-8). Pure.
+pub fn with_project_root<'a>(
+    project_root: &'a Path,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        if name == PROJECT_ROOT_VAR {
+            project_root.to_str().map(str::to_owned)
+        } else {
+            lookup(name)
+        }
+    }
+}
 
 /// Where `${VAR}` values come from when an entry is parsed.
 #[derive(Clone, Copy)]
@@ -215,6 +241,21 @@ mod tests {
         assert_eq!(expand("${", &env), Err(ExpandError::Unterminated { at: 0 }));
         let message = expand("${SECRET_TOKEN}", &env).unwrap_err().to_string();
         assert!(message.contains("SECRET_TOKEN is not set"), "{message}");
+    }
+
+    #[test]
+    fn the_project_root_variable_is_the_project_not_the_environment() {
+        let root = std::path::PathBuf::from("/work/proj");
+        let lookup = |name: &str| match name {
+            PROJECT_ROOT_VAR => Some("/elsewhere".to_string()),
+            other => env(other),
+        };
+        let with = with_project_root(&root, &lookup);
+        assert_eq!(
+            expand("--repository=${AIBUDDY_PROJECT_ROOT}", &with).unwrap(),
+            "--repository=/work/proj"
+        );
+        assert_eq!(expand("${HOME}", &with).unwrap(), "/home/p");
     }
 
     #[test]

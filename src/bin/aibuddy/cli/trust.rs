@@ -43,7 +43,9 @@ pub fn render(status: &TrustStatus) -> String {
     }
     out.push_str("trusting this project grants:\n");
     for s in &status.grants.servers {
-        let replaces = if s.replaces_user_server {
+        let replaces = if s.scope == "user" {
+            " (from your own mcp.json: it reaches into the project, see its pins)"
+        } else if s.replaces_user_server {
             " (replaces your server of the same name)"
         } else {
             ""
@@ -203,6 +205,7 @@ mod tests {
             grants: Grants {
                 servers: vec![ServerGrant {
                     name: "evil\u{1b}[2K\rfine".into(),
+                    scope: "project".into(),
                     transport: "stdio".into(),
                     command: Some("sh".into()),
                     args: vec!["-c".into(), "touch x\r  runs: ls".into()],
