@@ -266,15 +266,21 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
     })
     .await
     .expect("no tool_call event within 90 s");
-    assert!(call_id.ends_with(":call_part"), "a run-scoped id: {call_id}");
+    assert!(
+        call_id.ends_with(":call_part"),
+        "a run-scoped id: {call_id}"
+    );
     // Mid-command, once the output reached a spool file (wherever it is).
     let deadline = Instant::now() + Duration::from_secs(30);
     while !(!processes_with(sleep).is_empty()
-        && spool_files(&d.data).iter().any(|f| {
-            std::fs::read_to_string(f).is_ok_and(|t| t.contains(marker))
-        }))
+        && spool_files(&d.data)
+            .iter()
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(marker))))
     {
-        assert!(Instant::now() < deadline, "the command never spooled its output");
+        assert!(
+            Instant::now() < deadline,
+            "the command never spooled its output"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     child.start_kill().unwrap();
@@ -315,7 +321,10 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
         .await
         .unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.contains("(partial)") && shown.contains(marker), "{shown}");
+    assert!(
+        shown.contains("(partial)") && shown.contains(marker),
+        "{shown}"
+    );
     assert_eq!(spool_files(&d.data), Vec::<std::path::PathBuf>::new());
 }
 
@@ -327,7 +336,11 @@ async fn an_agent_run_command_leaves_no_spool_file_behind() {
     let d = anthropic_dirs(&server).await;
     server.push(
         Turn::text("Small, then large.")
-            .call("call_small", "execute", json!({"command": "echo small-output"}))
+            .call(
+                "call_small",
+                "execute",
+                json!({"command": "echo small-output"}),
+            )
             .call(
                 "call_large",
                 "execute",

@@ -162,9 +162,7 @@ fn visible_base() -> std::path::PathBuf {
         .filter_map(|c| std::fs::canonicalize(c).ok())
         .find(|c| !MASKED.iter().any(|m| c.starts_with(m)) && world_traversable(c))
         .unwrap_or_else(|| {
-            panic!(
-                "no directory outside {MASKED:?} that every user can reach among {candidates:?}"
-            )
+            panic!("no directory outside {MASKED:?} that every user can reach among {candidates:?}")
         })
 }
 
