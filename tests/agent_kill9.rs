@@ -272,11 +272,12 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
     );
     // Mid-command, once the output reached a spool file (wherever it is).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !(!processes_with(sleep).is_empty()
-        && spool_files(&d.data)
+    let spooled = || {
+        spool_files(&d.data)
             .iter()
-            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(marker))))
-    {
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(marker)))
+    };
+    while processes_with(sleep).is_empty() || !spooled() {
         assert!(
             Instant::now() < deadline,
             "the command never spooled its output"
