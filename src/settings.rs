@@ -11,7 +11,8 @@
 //!   "confirm": { "auto_approve_writes": false },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30, "network": true,
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
-//!                "expose_credentials": [], "max_processes": 4096 },
+//!                "expose_credentials": [], "max_processes": 4096, "namespaces": true,
+//!                "protected_paths": [], "unprotected_paths": [] },
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
 //!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null,
 //!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 }
@@ -40,7 +41,9 @@ use serde_json::{Map, Value};
 use ts_rs::TS;
 
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
-pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
+pub use layer::{
+    DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,
+};
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
 };
@@ -127,6 +130,19 @@ pub struct ExecSettings {
     /// Processes (and threads) a command may have at once (`RLIMIT_NPROC`, 1 to 4,194,304); a
     /// fork beyond it fails. Not enforced by the kernel when the app runs as root.
     pub max_processes: u32,
+    /// Commands run in their own namespaces (bubblewrap) where the host allows it; `false`: the
+    /// Landlock-only path everywhere (weaker: no hidden credentials, protected paths restored
+    /// after the command instead of refused).
+    pub namespaces: bool,
+    /// Paths relative to the project and to each writable root that commands may read but neither
+    /// change nor create, added to the built-in ones (`.git/config`, `.git/hooks`, `.git/info`,
+    /// `.git/commondir` of every git directory, `.aibuddy`, `.vscode`, `.idea`, `.envrc`,
+    /// `.mcp.json`, `.claude`, `.codex`, `.cursor`: `aibuddy_exec::PROTECTED_PATHS`). A trailing
+    /// `/` names a directory. A project may add entries.
+    pub protected_paths: Vec<String>,
+    /// Built-in protected paths that commands may change after all (e.g. `.idea`). It widens what
+    /// a command may do, so only the user-level file may set it; a project's is ignored.
+    pub unprotected_paths: Vec<String>,
 }
 
 impl Default for ExecSettings {
@@ -140,6 +156,9 @@ impl Default for ExecSettings {
             env_exclude: Vec::new(),
             expose_credentials: Vec::new(),
             max_processes: aibuddy_sandbox::aibuddy_exec::DEFAULT_MAX_PROCESSES,
+            namespaces: true,
+            protected_paths: Vec::new(),
+            unprotected_paths: Vec::new(),
         }
     }
 }

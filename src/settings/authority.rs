@@ -20,6 +20,9 @@
 //! | `exec.expose_credentials` | widens when non-empty; `[]` narrows |
 //! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
 //! | `exec.max_processes` | widens when above the user level (a command may start more processes); lower narrows |
+//! | `exec.namespaces` | widens when `false` and the user level is `true` (the weaker Landlock-only path) |
+//! | `exec.protected_paths` | narrows: more paths commands may not change |
+//! | `exec.unprotected_paths` | widens when non-empty; user level only: a project's is always ignored (see `layer`) |
 //! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
 //! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
@@ -137,6 +140,12 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         ("exec", "expose_credentials") => non_empty_list(value),
         ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
         ("exec", "max_processes") => at_most(value, u64::from(user.exec.max_processes)),
+        ("exec", "namespaces") => match value.as_bool() {
+            Some(false) if user.exec.namespaces => Effect::Widens,
+            _ => Effect::Narrows,
+        },
+        ("exec", "protected_paths") => Effect::Narrows,
+        ("exec", "unprotected_paths") => non_empty_list(value),
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
         // How long a search waits for MCP servers: no authority involved.
         ("tool_search", "connect_wait_ms") => Effect::Neutral,
@@ -409,6 +418,24 @@ mod tests {
                 "{field}"
             );
         }
+    }
+
+    #[test]
+    fn protected_paths_a_project_may_add_but_not_remove() {
+        assert_eq!(
+            eff("exec", "protected_paths", json!(["Makefile"])),
+            Effect::Narrows
+        );
+        assert_eq!(
+            eff("exec", "unprotected_paths", json!([".git/hooks"])),
+            Effect::Widens
+        );
+        assert_eq!(eff("exec", "unprotected_paths", json!([])), Effect::Narrows);
+        assert_eq!(
+            effect("exec", "namespaces", &json!(false), &Settings::default()),
+            Some(Effect::Widens)
+        );
+        assert_eq!(eff("exec", "namespaces", json!(true)), Effect::Narrows);
     }
 
     #[test]

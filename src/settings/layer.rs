@@ -104,6 +104,26 @@ pub const DATA_DIR_ROOT: &str = "contains or lies in the data directory (trust r
 /// project.
 pub const USER_FILE_EXPOSED: &str = "ignored: the data directory lies inside the project, so a command could have written this file (use a data directory outside the project)";
 
+/// The problem of a project's `exec.unprotected_paths`.
+pub const UNPROTECTED_USER_ONLY: &str = "ignored: only the user-level settings may remove protected paths (a project may add some with `exec.protected_paths`)";
+
+/// Fields only the user-level file may set: a project's are left out, trusted or not.
+fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec<SettingsProblem>) {
+    let at = cleaned.position("exec", "unprotected_paths");
+    let Some(Value::Object(exec)) = cleaned.map.get_mut("exec") else {
+        return;
+    };
+    if exec.remove("unprotected_paths").is_some() {
+        problems.push(SettingsProblem {
+            file: file.file.clone(),
+            line: at.map(|p| p.line),
+            column: at.map(|p| p.column),
+            field: "exec.unprotected_paths".to_string(),
+            message: UNPROTECTED_USER_ONLY.to_string(),
+        });
+    }
+}
+
 /// How a file's widening fields are gated.
 struct Gate<'a> {
     /// What the file widens over.
@@ -232,6 +252,7 @@ pub fn layer(
             home: ctx.home,
         };
         resolve_roots_in(file, &mut map, scope, ctx, &mut problems);
+        drop_user_only(file, &mut map, &mut problems);
         let gate = Gate {
             base: &user_settings,
             trusted: ctx.project_trusted,

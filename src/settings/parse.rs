@@ -208,6 +208,17 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                 "must be between 1 and {MAX_AGENT_TIMEOUT_SECS} seconds (24 h); using the default {default}"
             ))
         }
+        ("exec", "protected_paths" | "unprotected_paths", Value::Array(items))
+            if items.iter().any(|i| {
+                !i.as_str()
+                    .is_some_and(aibuddy_sandbox::aibuddy_exec::protect::valid_entry)
+            }) =>
+        {
+            Some(
+                "every entry must be a relative path without `.` or `..`; using the default []"
+                    .into(),
+            )
+        }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
             Some("at least one turn is kept; using the default 2".into())
         }

@@ -382,3 +382,62 @@ fn an_untrusted_project_may_shorten_the_agent_time_limits_but_not_lengthen_them(
         longer.problems
     );
 }
+
+#[test]
+fn a_project_may_add_protected_paths_but_only_the_user_level_may_remove_them() {
+    let user = r#"{"exec": {"unprotected_paths": [".idea"], "protected_paths": ["Makefile"]}}"#;
+    let project = "{\n  \"exec\": {\n    \"protected_paths\": [\"Makefile\", \"build.rs\"],\n    \"unprotected_paths\": [\".git/hooks\"]\n  }\n}";
+    // Trusted or not, the project's removal is ignored with a problem line; its addition applies.
+    let l = layer_texts(&[
+        ("user".into(), user.into()),
+        ("project".into(), project.into()),
+    ]);
+    assert_eq!(l.settings.exec.unprotected_paths, vec![".idea".to_string()]);
+    assert_eq!(
+        l.settings.exec.protected_paths,
+        vec!["Makefile".to_string(), "build.rs".to_string()]
+    );
+    assert_eq!(
+        l.problems,
+        vec![SettingsProblem {
+            file: "project".into(),
+            line: Some(4),
+            column: Some(5),
+            field: "exec.unprotected_paths".into(),
+            message: UNPROTECTED_USER_ONLY.into(),
+        }]
+    );
+    assert!(l.widening.is_empty(), "{:?}", l.widening);
+    // Entries must be relative paths without `..`.
+    let bad = layer_texts(&[(
+        "user".into(),
+        r#"{"exec": {"protected_paths": ["../x"], "unprotected_paths": ["/etc"]}}"#.into(),
+    )]);
+    assert!(bad.settings.exec.protected_paths.is_empty());
+    assert!(bad.settings.exec.unprotected_paths.is_empty());
+    assert_eq!(bad.problems.len(), 2, "{:?}", bad.problems);
+}
+
+#[test]
+fn namespaces_off_applies_from_the_user_level_only() {
+    let l = layer_texts(&[("user".into(), r#"{"exec": {"namespaces": false}}"#.into())]);
+    assert!(!l.settings.exec.namespaces);
+    let texts = [SettingsText {
+        file: "project".into(),
+        text: r#"{"exec": {"namespaces": false}}"#.into(),
+    }];
+    let untrusted = layer(
+        None,
+        texts.first(),
+        &LayerContext {
+            project_root: Path::new("/nonexistent-project"),
+            home: None,
+            project_trusted: false,
+            user_trusted: true,
+            data_dir: None,
+            canonicalize: &crate::settings::real_path,
+        },
+    );
+    assert!(untrusted.settings.exec.namespaces);
+    assert_eq!(untrusted.problems[0].field, "exec.namespaces");
+}

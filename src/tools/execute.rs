@@ -26,7 +26,8 @@ use std::time::Duration;
 use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{
     ConfinePolicy, EnvPolicy, ExecError, ExecOutcome, ExecRequest, ExecSink, HARD_DEADLINE_GRACE,
-    Termination, confinement_support, filter_env, model_text, timeout_from_ms, with_hard_deadline,
+    NamespacePolicy, Termination, confinement_support, filter_env, model_text, timeout_from_ms,
+    with_hard_deadline,
 };
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -62,7 +63,10 @@ the person; you receive at most 30,000 characters: the head, the tail, the exit 
 duration and how many bytes were omitted. For large outputs narrow the command (grep, head, tail) or \
 redirect it to a file in the project and read slices. Writes outside the project (and its private \
 $TMPDIR) are refused by the kernel where supported; /tmp is private to each command and vanishes with \
-it; credential locations (~/.ssh, ~/.aws, ...) are not visible.";
+it; credential locations (~/.ssh, ~/.aws, ...) are not visible. Git config, hooks and info \
+(.git/config, .git/hooks, .git/info), .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex and \
+.cursor are read-only to commands (the rest of .git stays writable: git add, commit and checkout work); \
+changes to them are refused or undone when the command ends.";
 
 /// The `execute` config.
 #[derive(Debug, Default)]
@@ -202,6 +206,11 @@ pub fn build_request(
         .collect();
     req.network_allowed = settings.network;
     req.max_processes = settings.max_processes;
+    if !settings.namespaces {
+        req.namespaces = NamespacePolicy::Off;
+    }
+    req.protected_paths = settings.protected_paths.clone();
+    req.unprotected_paths = settings.unprotected_paths.clone();
     req.confine = ConfinePolicy::BestEffort;
     req.spool_path = spool;
     req.home = home.map(Path::to_path_buf);
@@ -254,6 +263,11 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "writable_roots": req.writable_roots,
         "network_allowed": req.network_allowed,
         "env_dropped": outcome.env_dropped,
+        // Protected paths the command created (removed after it) or changed (restored after it,
+        // Landlock-only path).
+        "removed_protected": outcome.protected.removed,
+        "restored_protected": outcome.protected.restored,
+        "unguarded_protected": outcome.protected.unguarded,
         "model": model.text,
     })
 }
@@ -315,6 +329,9 @@ pub fn client_projection(raw: &Value) -> Value {
         ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
+        "removed_protected": field("removed_protected"),
+        "restored_protected": field("restored_protected"),
+        "unguarded_protected": field("unguarded_protected"),
     })
 }
 
@@ -456,7 +473,9 @@ mod scope;
 
 use live::EventBridge;
 pub use live::decode_carrying;
-pub use scope::{confinement_for, expected_confinement, scope_lines};
+pub use scope::{
+    confinement_for, expected_confinement, protected_line, protected_paths_refused, scope_lines,
+};
 
 #[cfg(test)]
 mod tests;

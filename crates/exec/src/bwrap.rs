@@ -12,7 +12,10 @@
 //!    the target of `/etc/resolv.conf` is bound back read-only when it lies there, so DNS works;
 //! 3. the private `TMPDIR` (0700) inside the private `/tmp`;
 //! 4. the project and the writable roots, read-write, by their resolved paths;
-//! 5. the hidden paths (credential locations, the data directory): an empty read-only tmpfs with
+//! 5. the protected paths (see `protect`): each git directory inside them bound onto itself
+//!    read-write (a mount point cannot be renamed away), then every protected path (existing, or
+//!    an empty placeholder for an absent one) bound read-only over itself;
+//! 6. the hidden paths (credential locations, the data directory): an empty read-only tmpfs with
 //!    mode 0000 over directories, `/dev/null` over files. Last, so a project or writable root that
 //!    contains one does not bring it back.
 
@@ -98,6 +101,10 @@ pub(crate) struct MountPlan {
     pub(crate) masked: Vec<PathBuf>,
     /// Files under masked directories bound back read-only (the resolver configuration).
     pub(crate) keep_read_only: Vec<PathBuf>,
+    /// Git directories inside the writable roots, bound onto themselves (outer ones first).
+    pub(crate) git_dirs: Vec<PathBuf>,
+    /// Protected paths bound read-only over themselves (resolved, existing on the host).
+    pub(crate) protected: Vec<PathBuf>,
     /// Paths hidden (resolved, existing, visible in the sandbox).
     pub(crate) hidden: Vec<(PathBuf, HideKind)>,
     pub(crate) network_allowed: bool,
@@ -134,6 +141,12 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
     push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
     for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
         push(&[&"--bind", w, w]);
+    }
+    for g in &plan.git_dirs {
+        push(&[&"--bind", g, g]);
+    }
+    for p in &plan.protected {
+        push(&[&"--ro-bind", p, p]);
     }
     for (path, kind) in &plan.hidden {
         match kind {
@@ -180,6 +193,11 @@ mod tests {
             tmpdir: "/tmp/aibuddy-exec-1".into(),
             masked: vec!["/tmp".into(), "/run".into()],
             keep_read_only: vec!["/run/systemd/resolve/stub-resolv.conf".into()],
+            git_dirs: vec!["/home/u/proj/.git".into()],
+            protected: vec![
+                "/home/u/proj/.git/config".into(),
+                "/home/u/proj/.vscode".into(),
+            ],
             hidden: vec![
                 ("/home/u/.ssh".into(), HideKind::Dir),
                 ("/home/u/.netrc".into(), HideKind::File),
@@ -223,8 +241,22 @@ mod tests {
             ],
         );
         let netrc = pos(&a, &["--ro-bind", "/dev/null", "/home/u/.netrc"]);
+        let git = pos(&a, &["--bind", "/home/u/proj/.git", "/home/u/proj/.git"]);
+        let config = pos(
+            &a,
+            &[
+                "--ro-bind",
+                "/home/u/proj/.git/config",
+                "/home/u/proj/.git/config",
+            ],
+        );
+        let vscode = pos(
+            &a,
+            &["--ro-bind", "/home/u/proj/.vscode", "/home/u/proj/.vscode"],
+        );
         assert!(root < tmp && tmp < resolv && resolv < tmpdir && tmpdir < proj);
-        assert!(proj < cargo && cargo < ssh && ssh < netrc);
+        assert!(proj < cargo && cargo < git && git < config && config < vscode);
+        assert!(vscode < ssh && ssh < netrc);
         assert_eq!(
             a[a.len() - 2..],
             ["--chdir", "/home/u/proj"].map(OsString::from)

@@ -265,6 +265,7 @@ pub(crate) fn spawn_bwrap(
     wiring: &Wiring,
     bwrap_path: &Path,
     writable: &[PathBuf],
+    protected: &crate::protect::Guard,
     init: Option<&Path>,
 ) -> Result<Launched, ExecError> {
     let mut masked = bwrap::masked_dirs();
@@ -289,6 +290,8 @@ pub(crate) fn spawn_bwrap(
         writable: writable.to_vec(),
         tmpdir: wiring.tmpdir.clone(),
         keep_read_only,
+        git_dirs: protected.git_dirs().to_vec(),
+        protected: protected.read_only(),
         hidden: hidden_paths(req, &masked, &binds),
         masked,
         network_allowed: req.network_allowed,

@@ -36,6 +36,7 @@ mod launch;
 mod outcome;
 mod process_group;
 mod projection;
+pub mod protect;
 mod pump;
 mod request;
 pub mod roots;
@@ -52,6 +53,7 @@ pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
 pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
+pub use protect::{PROTECTED_PATHS, ProtectedReport};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
     DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_MAX_PROCESSES, DEFAULT_SPOOL_CAP,

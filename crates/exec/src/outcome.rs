@@ -150,6 +150,10 @@ pub struct ExecOutcome {
     /// Landlock path, bubblewrap's own group on the namespace path (whose whole tree is gone when
     /// `run` returns).
     pub pgid: i32,
+    /// Protected paths the command created (removed) or changed (restored, Landlock-only path)
+    /// after it ended (see `protect`).
+    #[serde(default)]
+    pub protected: crate::protect::ProtectedReport,
 }
 
 impl ExecOutcome {

@@ -7,6 +7,7 @@
 //! status: completed               (or: timed out / cancelled)
 //! duration_ms: 1532
 //! output_bytes: 10485760 (stdout 10485760, stderr 0)
+//! protected: removed ...; restored ... ?  only when the command created or changed a protected path
 //! omitted_middle_bytes: 10420000  ?  only when something was cut
 //! note: ...                       ?  only when something was cut
 //! --- output ---
@@ -62,13 +63,14 @@ fn project_detailed(outcome: &ExecOutcome, cap: usize) -> ModelText {
     } else {
         "completed"
     };
-    let header = format!(
+    let mut header = format!(
         "exit: {exit}\nstatus: {status}\nduration_ms: {}\noutput_bytes: {} (stdout {}, stderr {})\n",
         outcome.duration.as_millis(),
         outcome.total_bytes(),
         outcome.stdout.total_bytes,
         outcome.stderr.total_bytes
     );
+    header.push_str(&protected_line(&outcome.protected));
     const OPEN: &str = "--- output ---\n";
     const CLOSE: &str = "\n--- end of output ---";
     // Room reserved for the omitted-bytes line, the note and the marker (numbers up to 20 digits).
@@ -107,6 +109,47 @@ fn project_detailed(outcome: &ExecOutcome, cap: usize) -> ModelText {
         text: out,
         omitted_bytes: body.omitted,
     }
+}
+
+/// The `protected:` line (empty when nothing was swept): at most 8 paths per list.
+fn protected_line(p: &crate::protect::ProtectedReport) -> String {
+    fn list(paths: &[std::path::PathBuf]) -> String {
+        let mut s: Vec<String> = paths
+            .iter()
+            .take(8)
+            .map(|p| p.display().to_string().chars().take(200).collect())
+            .collect();
+        if paths.len() > 8 {
+            s.push(format!("and {} more", paths.len() - 8));
+        }
+        s.join(", ")
+    }
+    let mut parts = Vec::new();
+    if !p.removed.is_empty() {
+        parts.push(format!(
+            "created by the command and removed after it: {}",
+            list(&p.removed)
+        ));
+    }
+    if !p.restored.is_empty() {
+        parts.push(format!(
+            "changed by the command and restored after it: {}",
+            list(&p.restored)
+        ));
+    }
+    if !p.unguarded.is_empty() {
+        parts.push(format!(
+            "too large to guard on this path: {}",
+            list(&p.unguarded)
+        ));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "protected: {} (protected paths are read-only to commands)\n",
+        parts.join("; ")
+    )
 }
 
 struct Body {
@@ -338,6 +381,19 @@ mod model_text_tests {
         );
     }
 
+    #[test]
+    fn swept_protected_paths_get_one_bounded_header_line() {
+        let mut o = outcome_for_test(b"ok\n");
+        assert!(!project_for_model(&o).contains("protected:"));
+        o.protected.removed = (0..20).map(|i| format!("/p/.x{i}").into()).collect();
+        o.protected.restored = vec!["/p/.git/config".into()];
+        let text = project_for_model(&o);
+        let line = text.lines().find(|l| l.starts_with("protected: ")).unwrap();
+        assert!(line.contains("/p/.x7, and 12 more"), "{line}");
+        assert!(line.contains("changed by the command and restored after it: /p/.git/config"));
+        assert!(text.ends_with("ok\n\n--- end of output ---"), "{text}");
+    }
+
     fn outcome_for_test(data: &[u8]) -> ExecOutcome {
         super::tests::outcome_from(data, 1 << 20, 1 << 20)
     }
@@ -374,6 +430,7 @@ mod tests {
             confinement: Confinement::Disabled,
             env_dropped: vec![],
             pgid: 1,
+            protected: Default::default(),
         }
     }
 

@@ -150,6 +150,15 @@ pub struct ExecRequest {
     /// enforced by the kernel for root (see the crate README).
     #[serde(default = "default_max_processes")]
     pub max_processes: u32,
+    /// Protected paths added to the built-in table (`protect::PROTECTED_PATHS`), relative to each
+    /// writable root: read-only to the command, and not left behind when absent (a trailing `/`
+    /// makes an absent one a directory placeholder).
+    #[serde(default)]
+    pub protected_paths: Vec<String>,
+    /// Built-in protected paths that are not protected (the person's choice: it widens what a
+    /// command may change).
+    #[serde(default)]
+    pub unprotected_paths: Vec<String>,
 }
 
 fn default_max_processes() -> u32 {
@@ -190,6 +199,8 @@ impl ExecRequest {
             live_interval: DEFAULT_LIVE_INTERVAL,
             live_max_bytes: DEFAULT_LIVE_MAX_BYTES,
             max_processes: DEFAULT_MAX_PROCESSES,
+            protected_paths: Vec::new(),
+            unprotected_paths: Vec::new(),
         }
     }
 
@@ -246,6 +257,16 @@ impl ExecRequest {
             return Err(ExecError::InvalidRequest(format!(
                 "hidden, exposed and home paths must be absolute: {}",
                 p.display()
+            )));
+        }
+        if let Some(p) = self
+            .protected_paths
+            .iter()
+            .chain(&self.unprotected_paths)
+            .find(|p| !crate::protect::valid_entry(p))
+        {
+            return Err(ExecError::InvalidRequest(format!(
+                "protected paths must be relative, without `.` or `..`: {p:?}"
             )));
         }
         if let Some(root) = self.writable_roots.iter().find(|r| !r.is_absolute()) {
@@ -312,6 +333,13 @@ mod tests {
         r.max_processes = MAX_MAX_PROCESSES + 1;
         assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
         r.max_processes = 1;
+        assert!(r.validate().is_ok());
+        r.protected_paths = vec!["../up".into()];
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.protected_paths = vec![".github/workflows/".into()];
+        r.unprotected_paths = vec!["/abs".into()];
+        assert!(matches!(r.validate(), Err(ExecError::InvalidRequest(_))));
+        r.unprotected_paths = vec![".idea".into()];
         assert!(r.validate().is_ok());
     }
 

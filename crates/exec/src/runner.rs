@@ -16,6 +16,7 @@ use crate::error::ExecError;
 use crate::launch::{Launched, Wiring, namespaces_applied, spawn_bwrap, spawn_landlock};
 use crate::outcome::{Confinement, ExecOutcome, StreamStats, Termination};
 use crate::process_group::{GroupGuard, group_alive, kill_tree, wait_group_gone};
+use crate::protect::{self, Guard, Hold};
 use crate::pump::{LiveConfig, Pump};
 use crate::request::{ConfinePolicy, ExecRequest, NamespacePolicy};
 use crate::sink::ExecSink;
@@ -61,6 +62,18 @@ pub(crate) async fn run(
 
     let started = Instant::now();
     let path = choose_path(&req);
+    // Protected paths of every writable root (the project first): held by read-only binds on the
+    // namespace path, restored after the command on the Landlock-only one.
+    let protect_roots: Vec<PathBuf> =
+        std::iter::once(std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()))
+            .chain(writable_roots.iter().cloned())
+            .collect();
+    let protected_list = protect::effective_list(&req.protected_paths, &req.unprotected_paths);
+    let hold = match &path {
+        LaunchPath::Namespaces { .. } => Hold::Mounts,
+        LaunchPath::Landlock { .. } => Hold::Restore,
+    };
+    let protected = Guard::prepare(&protect_roots, &protected_list, hold);
     // The host temp dir exists only on the Landlock path; in the namespaces TMPDIR is a private
     // tmpfs that vanishes with them.
     let mut host_tmp = None;
@@ -73,8 +86,14 @@ pub(crate) async fn run(
             if let Err(reason) = &init {
                 tracing::warn!(%reason, "no init program: namespaces without the inner Landlock layer");
             }
-            let launched =
-                spawn_bwrap(&req, &wiring, &bwrap, &writable_roots, init.as_deref().ok())?;
+            let launched = spawn_bwrap(
+                &req,
+                &wiring,
+                &bwrap,
+                &writable_roots,
+                &protected,
+                init.as_deref().ok(),
+            )?;
             (launched, None)
         }
         LaunchPath::Landlock { no_namespaces } => {
@@ -263,6 +282,11 @@ pub(crate) async fn run(
         }
     }
     guard.armed = false;
+    // Every process of the command is gone: sweep what it created, restore what it changed.
+    let protected = protected.finish();
+    if !protected.is_empty() {
+        tracing::warn!(?protected, "protected paths swept after the command");
+    }
     let duration = started.elapsed();
 
     let termination = match end.wait_status {
@@ -290,6 +314,7 @@ pub(crate) async fn run(
         confinement,
         env_dropped,
         pgid,
+        protected,
     })
 }
 

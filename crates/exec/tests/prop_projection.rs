@@ -36,6 +36,7 @@ fn outcome(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
         confinement: Confinement::Disabled,
         env_dropped: vec![],
         pgid: 1,
+        protected: Default::default(),
     }
 }
 

@@ -1,7 +1,38 @@
 //! The confirmation's scope lines of `execute`: what the command may touch and under which
 //! confinement (pure).
 
+use aibuddy_sandbox::aibuddy_exec::protect::effective_list;
 use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest, NamespacePolicy};
+
+/// Whether this confinement refuses writes to protected paths (the namespace path does; on the
+/// Landlock-only path they are restored after the command instead).
+pub fn protected_paths_refused(support: &Confinement) -> bool {
+    matches!(support, Confinement::Namespaces { .. })
+}
+
+/// The scope line of the protected paths.
+pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
+    let names: Vec<String> = effective_list(&req.protected_paths, &req.unprotected_paths)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    if names.is_empty() {
+        return "protected paths: none (all removed by `exec.unprotected_paths`)".to_string();
+    }
+    let names = names.join(", ");
+    if protected_paths_refused(support) {
+        format!(
+            "protected paths (read-only, cannot be created; in the project, each writable root and \
+             every git directory): {names}"
+        )
+    } else {
+        format!(
+            "protected paths NOT refused on this path (Landlock cannot deny a path inside a writable \
+             root): {names}; the command can change them while it runs, and they are restored (created \
+             ones removed) when it ends"
+        )
+    }
+}
 
 /// The confinement a request will get on this host, for the confirmation.
 pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String {
@@ -99,6 +130,7 @@ pub fn scope_lines(
     let mut scope = vec![
         format!("cwd: {}", req.cwd.display()),
         expected_confinement(req, support),
+        protected_line(req, support),
         format!("timeout: {} ms", req.timeout.as_millis()),
     ];
     scope.push(if env_dropped.is_empty() {
@@ -135,6 +167,7 @@ mod tests {
             vec![
                 "cwd: /proj".to_string(),
                 "confinement: landlock only: no namespaces (bubblewrap (bwrap) is not installed); Landlock ABI 7 (signals and abstract sockets scoped); writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied; UDP and Unix sockets are not covered)".to_string(),
+                "protected paths NOT refused on this path (Landlock cannot deny a path inside a writable root): .git/config, .git/hooks, .git/info, .git/commondir, .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex, .cursor; the command can change them while it runs, and they are restored (created ones removed) when it ends".to_string(),
                 "timeout: 120000 ms".to_string(),
                 "environment withheld: GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
             ]
@@ -147,7 +180,12 @@ mod tests {
             },
         );
         assert!(none[1].starts_with("confinement: NONE (no Landlock)"));
-        assert_eq!(none[3], "environment withheld: none");
+        assert!(
+            none[2].starts_with("protected paths NOT refused"),
+            "{}",
+            none[2]
+        );
+        assert_eq!(none[4], "environment withheld: none");
         let ns = scope_lines(
             &req,
             &[],
@@ -163,6 +201,23 @@ mod tests {
              (signals and abstract sockets scoped); system read-only, credentials and the data directory \
              hidden, private /tmp and /run; writes only in /proj, private $TMPDIR, /home/u/.cargo; \
              network off (no network namespace access at all)"
+        );
+        req.protected_paths = vec!["Makefile".into()];
+        req.unprotected_paths = vec![".idea".into(), ".codex".into()];
+        let ns = scope_lines(
+            &req,
+            &[],
+            &Confinement::Namespaces {
+                landlock_abi: Some(7),
+                network_isolated: true,
+                scopes: true,
+            },
+        );
+        assert_eq!(
+            ns[2],
+            "protected paths (read-only, cannot be created; in the project, each writable root and \
+             every git directory): .git/config, .git/hooks, .git/info, .git/commondir, .aibuddy, \
+             .vscode, .envrc, .mcp.json, .claude, .cursor, Makefile"
         );
     }
 

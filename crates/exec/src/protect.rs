@@ -1,0 +1,1147 @@
+//! Protected paths inside every writable root: files and directories that a program other than
+//! the command later runs with the person's full authority (git hooks and config, editor tasks,
+//! direnv, agent configs). A command may read them but neither change nor create them.
+//!
+//! - [`PROTECTED_PATHS`]: the built-in table (relative to each root; the one owner of the list).
+//!   Entries under `.git/` apply to every git directory of a root: the `.git` directory, the one a
+//!   `.git` file names (`gitdir:`, worktrees and submodules) and its common directory
+//!   (`commondir`), and every git directory under `modules/` (submodules), recursively. The `.git`
+//!   file itself is protected too (it decides which directory git uses), and an absent `.git` (or
+//!   one without `HEAD`) is protected as a whole (a command cannot create a repository whose
+//!   config the person's git would then obey). A `core.hooksPath` of a git directory's `config`
+//!   (`.husky`) and a submodule's `.git` file (through `core.worktree`) are protected too.
+//! - A protected symlink cannot be bound (a mount follows it): its target is protected when it
+//!   lies in a writable root, and the link is put back after the command if it changed.
+//! - [`effective_list`]: the table minus the person's `unprotected` plus the `extra` entries.
+//! - [`Guard::prepare`] (before the launch) finds what each entry is now and
+//!   [`Guard::finish`] (after every process of the command is gone) sweeps.
+//!
+//! How each launch path holds them:
+//! - **namespace path**: every existing protected path is bound read-only over itself after the
+//!   writable binds (a mount point can be neither written, renamed nor removed: `EROFS`/`EBUSY`);
+//!   each git directory is first bound onto itself read-write, so it cannot be renamed away and
+//!   replaced while the rest of it stays writable (`git add`, `commit`, `checkout` work). An absent
+//!   path gets an empty placeholder (an empty file or directory created on the host just before
+//!   the launch, bound read-only, removed after the command unless something outside the sandbox
+//!   wrote into it), so nothing can be created there while the command runs. Placeholders are
+//!   listed in `<temp>/aibuddy-placeholders-<pid>`: those a dead app left (`kill -9`) are removed,
+//!   when still empty, before the next app's first command. `.git/commondir`
+//!   gets no placeholder (git refuses an empty one): one the command creates is removed after it.
+//! - **Landlock-only path**: Landlock rules only add access, and creating or replacing a file in a
+//!   directory is one right for every name in it and everything beneath it, so Landlock cannot
+//!   refuse `.git/config` while `git commit` may write `.git/index`. This path does not refuse:
+//!   it snapshots every protected path before the command (contents, modes, symlinks; up to
+//!   [`SNAPSHOT_CAP`] bytes in all) and after the command restores each one that changed and
+//!   removes each one that was created. A program that reads them *while* the command runs can
+//!   see the change; the scope line and the confinement label say so.
+
+use std::collections::HashMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// What a placeholder for an absent entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    Dir,
+    File,
+    /// None (the absent path is only swept after the command).
+    None,
+}
+
+/// The built-in protected paths, relative to each writable root (the project included).
+pub const PROTECTED_PATHS: &[(&str, Placeholder)] = &[
+    (".git/config", Placeholder::File),
+    (".git/hooks", Placeholder::Dir),
+    (".git/info", Placeholder::Dir),
+    // A `commondir` file makes git read config and hooks from the directory it names.
+    (".git/commondir", Placeholder::None),
+    (".aibuddy", Placeholder::Dir),
+    (".vscode", Placeholder::Dir),
+    (".idea", Placeholder::Dir),
+    (".envrc", Placeholder::File),
+    (".mcp.json", Placeholder::File),
+    (".claude", Placeholder::Dir),
+    (".codex", Placeholder::Dir),
+    (".cursor", Placeholder::Dir),
+];
+
+/// Bytes the Landlock-only path snapshots at most per command; a protected path beyond is
+/// reported `unguarded`.
+pub const SNAPSHOT_CAP: u64 = 8 * 1024 * 1024;
+
+/// The built-in entries' names.
+pub fn builtin_names() -> Vec<&'static str> {
+    PROTECTED_PATHS.iter().map(|(p, _)| *p).collect()
+}
+
+/// Whether `rel` is a usable protected entry: relative, not empty, no `..`, no `.` components.
+pub fn valid_entry(rel: &str) -> bool {
+    let p = Path::new(rel.trim_end_matches('/'));
+    !rel.trim().is_empty()
+        && p.components().all(|c| matches!(c, Component::Normal(_)))
+        && p.components().next().is_some()
+}
+
+/// The effective list: the built-ins minus `unprotected` (exact names) plus `extra`, each with its
+/// placeholder kind (an extra entry ending in `/` is a directory, else a file). Invalid entries
+/// are left out (the request validation refuses them first).
+pub fn effective_list(extra: &[String], unprotected: &[String]) -> Vec<(String, Placeholder)> {
+    let norm = |s: &str| s.trim_end_matches('/').to_string();
+    let removed: Vec<String> = unprotected.iter().map(|s| norm(s)).collect();
+    let mut out: Vec<(String, Placeholder)> = PROTECTED_PATHS
+        .iter()
+        .filter(|(p, _)| !removed.iter().any(|r| r == p))
+        .map(|(p, k)| (p.to_string(), *k))
+        .collect();
+    for e in extra.iter().filter(|e| valid_entry(e)) {
+        let kind = if e.ends_with('/') {
+            Placeholder::Dir
+        } else {
+            Placeholder::File
+        };
+        let name = norm(e);
+        if !out.iter().any(|(p, _)| *p == name) {
+            out.push((name, kind));
+        }
+    }
+    out
+}
+
+/// What happened to protected paths during a command (empty lists: nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedReport {
+    /// Protected paths the command created, removed after it.
+    #[serde(default)]
+    pub removed: Vec<PathBuf>,
+    /// Protected paths the command changed, restored after it (Landlock-only path; a replaced
+    /// protected symlink on either path).
+    #[serde(default)]
+    pub restored: Vec<PathBuf>,
+    /// Protected paths too large to snapshot (Landlock-only path): not guarded.
+    #[serde(default)]
+    pub unguarded: Vec<PathBuf>,
+}
+
+impl ProtectedReport {
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.restored.is_empty() && self.unguarded.is_empty()
+    }
+}
+
+/// One protected path found before the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Resolved (no symlink in its parent), inside a writable root.
+    pub(crate) path: PathBuf,
+    pub(crate) present: bool,
+    pub(crate) placeholder: Placeholder,
+    /// The target text when the path is a symlink: the link itself cannot be bound (a mount
+    /// follows it), so its target is protected as another entry and the link is put back after
+    /// the command if it changed.
+    pub(crate) link: Option<PathBuf>,
+}
+
+/// The protected paths of a request, found on disk (pure but for `lstat`, `readlink` and reading
+/// `.git` files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Git directories (bound onto themselves on the namespace path).
+    pub(crate) git_dirs: Vec<PathBuf>,
+    pub(crate) paths: Vec<Found>,
+}
+
+/// Where a path lives, if inside one of `roots` (the longest match).
+fn inside<'a>(path: &Path, roots: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    roots
+        .iter()
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+}
+
+/// `path` with its parent resolved, or `None` when the parent does not exist.
+fn resolve_parent(path: &Path) -> Option<PathBuf> {
+    let parent = path.parent()?;
+    let name = path.file_name()?;
+    let real = std::fs::canonicalize(parent).ok()?;
+    Some(real.join(name))
+}
+
+/// A small regular file of the project as text: never blocks (a fifo planted as `.git/config`
+/// reads as nothing), at most 1 MiB.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(1024 * 1024).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The directory a `.git` file names (`gitdir: X`, relative to the file's directory).
+fn gitdir_of_file(file: &Path) -> Option<PathBuf> {
+    let text = read_small(file)?;
+    let line = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let p = Path::new(line);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        file.parent()?.join(p)
+    };
+    std::fs::canonicalize(p).ok()
+}
+
+/// The common directory a git directory's `commondir` names.
+fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
+    let text = read_small(&gitdir.join("commondir"))?;
+    let p = Path::new(text.trim());
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        gitdir.join(p)
+    };
+    std::fs::canonicalize(p).ok()
+}
+
+/// The last value of `section.key` in a git config file (keys case-insensitive, subsections and
+/// includes not followed; quotes removed). Enough for the few keys read here.
+fn config_value(file: &Path, section: &str, key: &str) -> Option<String> {
+    let text = read_small(file)?;
+    let mut current = String::new();
+    let mut value = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            current = rest
+                .split([']', ' ', '"'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            continue;
+        }
+        if current != section {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        if k.trim().eq_ignore_ascii_case(key) {
+            let v = v.split([';', '#']).next().unwrap_or("").trim();
+            value = Some(v.trim_matches('"').to_string());
+        }
+    }
+    value.filter(|v| !v.is_empty())
+}
+
+/// Git directories under `modules/` of `gitdir` (submodules; names may hold `/`), bounded.
+fn module_dirs(gitdir: &Path, out: &mut Vec<PathBuf>) {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        if depth > 6 || out.len() >= 256 {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            if p.join("HEAD").is_file() {
+                if !out.contains(&p) {
+                    out.push(p.clone());
+                    walk(&p.join("modules"), depth + 1, out);
+                }
+            } else {
+                walk(&p, depth + 1, out);
+            }
+        }
+    }
+    walk(&gitdir.join("modules"), 0, out);
+}
+
+/// Finds the protected paths of `list` in every root (`roots`: resolved, existing; the project
+/// first). Paths that resolve outside every root are not writable anyway and are left out.
+pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout {
+    let mut found = Layout::default();
+    let git_entries: Vec<(&str, Placeholder)> = list
+        .iter()
+        .filter_map(|(p, k)| p.strip_prefix(".git/").map(|rest| (rest, *k)))
+        .collect();
+    let push = |found: &mut Layout, path: PathBuf, placeholder: Placeholder| {
+        let path = resolve_parent(&path).unwrap_or(path);
+        if inside(&path, roots).is_none() || found.paths.iter().any(|f| f.path == path) {
+            return;
+        }
+        let meta = std::fs::symlink_metadata(&path);
+        let link = meta
+            .as_ref()
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| std::fs::read_link(&path).ok())
+            .flatten();
+        let target = link
+            .is_some()
+            .then(|| std::fs::canonicalize(&path).ok())
+            .flatten()
+            .filter(|t| inside(t, roots).is_some() && !found.paths.iter().any(|f| f.path == *t));
+        found.paths.push(Found {
+            path,
+            present: meta.is_ok(),
+            placeholder,
+            link,
+        });
+        if let Some(t) = target {
+            found.paths.push(Found {
+                path: t,
+                present: true,
+                placeholder: Placeholder::None,
+                link: None,
+            });
+        }
+    };
+    for root in roots {
+        for (rel, kind) in list.iter().filter(|(p, _)| !p.starts_with(".git/")) {
+            push(&mut found, root.join(rel), *kind);
+        }
+        if git_entries.is_empty() {
+            continue;
+        }
+        let dot_git = root.join(".git");
+        let mut gitdirs: Vec<PathBuf> = Vec::new();
+        match std::fs::symlink_metadata(&dot_git) {
+            Err(_) => {
+                // No repository: none may be created here.
+                push(&mut found, dot_git.clone(), Placeholder::Dir);
+            }
+            // A directory without `HEAD` is no repository for git (it looks further up): an
+            // empty placeholder of another process, say. Protected as a whole, like an absent one.
+            Ok(m) if m.is_dir() && !dot_git.join("HEAD").exists() => {
+                push(&mut found, dot_git.clone(), Placeholder::Dir);
+            }
+            Ok(m) if m.is_dir() => gitdirs.push(dot_git.clone()),
+            Ok(m) => {
+                if m.is_file() {
+                    push(&mut found, dot_git.clone(), Placeholder::None);
+                }
+                let target = if m.is_file() {
+                    gitdir_of_file(&dot_git)
+                } else {
+                    std::fs::canonicalize(&dot_git).ok()
+                };
+                if let Some(g) = target.filter(|g| g.is_dir()) {
+                    gitdirs.push(g);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < gitdirs.len() {
+            let g = gitdirs[i].clone();
+            if let Some(common) = commondir_of(&g)
+                && !gitdirs.contains(&common)
+            {
+                gitdirs.push(common);
+            }
+            let mut modules = Vec::new();
+            module_dirs(&g, &mut modules);
+            for m in modules {
+                if !gitdirs.contains(&m) {
+                    gitdirs.push(m);
+                }
+            }
+            i += 1;
+        }
+        for g in gitdirs {
+            let Ok(g) = std::fs::canonicalize(&g) else {
+                continue;
+            };
+            // The work tree this git directory serves: a submodule's names it in `core.worktree`
+            // (its `.git` file there decides which git directory is used).
+            let worktree = match config_value(&g.join("config"), "core", "worktree") {
+                Some(w) => {
+                    let w = std::fs::canonicalize(g.join(w)).ok();
+                    if let Some(w) = &w
+                        && w.join(".git").is_file()
+                    {
+                        push(&mut found, w.join(".git"), Placeholder::None);
+                    }
+                    w
+                }
+                None => Some(root.clone()),
+            };
+            // Hooks kept in the work tree (`core.hooksPath = .husky`) are hooks too.
+            if let (Some(hooks), Some(wt)) = (
+                config_value(&g.join("config"), "core", "hookspath"),
+                worktree,
+            ) && !hooks.starts_with('~')
+            {
+                push(&mut found, wt.join(hooks), Placeholder::Dir);
+            }
+            if inside(&g, roots).is_none() {
+                continue;
+            }
+            for (rest, kind) in &git_entries {
+                push(&mut found, g.join(rest), *kind);
+            }
+            if !found.git_dirs.contains(&g) {
+                found.git_dirs.push(g);
+            }
+        }
+    }
+    // Outer directories first: each bind then carries the inner ones along.
+    found.git_dirs.sort_by_key(|g| g.components().count());
+    found
+}
+
+// ------------------------------------------------------------------ placeholders
+
+/// Placeholders this process holds (path -> commands using it): concurrent commands in one
+/// project share one, and the last to end removes it.
+fn placeholders() -> &'static Mutex<HashMap<PathBuf, usize>> {
+    static HELD: std::sync::OnceLock<Mutex<HashMap<PathBuf, usize>>> = std::sync::OnceLock::new();
+    HELD.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Joins the placeholder at `path` another command holds, or creates one when nothing is there:
+/// `true` when one is held.
+fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
+    let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = held.get_mut(path) {
+        *n += 1;
+        return true;
+    }
+    if std::fs::symlink_metadata(path).is_ok() {
+        return false;
+    }
+    let created = match kind {
+        Placeholder::Dir => std::fs::DirBuilder::new().mode(0o755).create(path).is_ok(),
+        Placeholder::File => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(path)
+            .is_ok(),
+        Placeholder::None => false,
+    };
+    if created {
+        held.insert(path.to_path_buf(), 1);
+        write_manifest(&held);
+    }
+    created
+}
+
+/// The file listing this process's placeholders (NUL-separated paths), so that the next process
+/// removes the ones a `kill -9` left: `<temp>/aibuddy-placeholders-<pid>`.
+const MANIFEST_PREFIX: &str = "aibuddy-placeholders-";
+
+fn manifest_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{MANIFEST_PREFIX}{pid}"))
+}
+
+/// Rewrites the manifest from the registry (called with its lock held).
+fn write_manifest(held: &HashMap<PathBuf, usize>) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = manifest_path(&std::env::temp_dir(), std::process::id());
+    if held.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let mut bytes = Vec::new();
+    for p in held.keys() {
+        bytes.extend_from_slice(p.as_os_str().as_bytes());
+        bytes.push(0);
+    }
+    if let Err(e) = std::fs::write(&path, bytes) {
+        tracing::warn!(error = %e, "placeholder manifest not written");
+    }
+}
+
+/// Removes the placeholders that dead processes left (still empty ones only), once per process.
+fn sweep_dead_manifests() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        sweep_manifests_in(&std::env::temp_dir());
+    });
+}
+
+/// [`sweep_dead_manifests`] in `dir`: returns the placeholders removed.
+pub(crate) fn sweep_manifests_in(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(MANIFEST_PREFIX))
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|p| *p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if alive || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap_or_default();
+        for raw in bytes.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let p = Path::new(std::ffi::OsStr::from_bytes(raw));
+            let gone = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir(p).is_ok(),
+                Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(p).is_ok(),
+                _ => false,
+            };
+            if gone {
+                tracing::info!(path = %p.display(), "removed a placeholder a dead app left");
+                removed.push(p.to_path_buf());
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    removed
+}
+
+/// Whether `path` is a placeholder this process holds.
+fn is_placeholder(path: &Path) -> bool {
+    let held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    held.contains_key(path)
+}
+
+/// Empties a placeholder in place (its inode stays: other commands have it bound): `true` when
+/// something was in it.
+fn empty_placeholder(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let mut any = false;
+            for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                any = true;
+                let _ = remove_any(&e.path());
+            }
+            any
+        }
+        Ok(m) if m.is_file() => {
+            m.len() > 0
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(0))
+                    .is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Lets go of a placeholder; the last holder removes it when it is still empty.
+fn release_placeholder(path: &Path) {
+    let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(n) = held.get_mut(path) else {
+        return;
+    };
+    *n -= 1;
+    if *n > 0 {
+        return;
+    }
+    held.remove(path);
+    write_manifest(&held);
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            // Only when empty: something outside the sandbox may have written into it.
+            let _ = std::fs::remove_dir(path);
+        }
+        Ok(m) if m.is_file() && m.len() == 0 => {
+            let _ = std::fs::remove_file(path);
+        }
+        _ => {}
+    }
+}
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+// ------------------------------------------------------------------ snapshots
+
+/// One node of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir { mode: u32 },
+    File { mode: u32, bytes: Vec<u8> },
+    Link { target: PathBuf },
+}
+
+/// A protected path's tree (relative paths, the path itself first), or `None` past the budget.
+fn snapshot(path: &Path, budget: &mut u64) -> std::io::Result<Option<Vec<(PathBuf, Node)>>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let p = if rel.as_os_str().is_empty() {
+            path.to_path_buf()
+        } else {
+            path.join(&rel)
+        };
+        let m = std::fs::symlink_metadata(&p)?;
+        let mode = m.permissions().mode() & 0o7777;
+        let node = if m.file_type().is_symlink() {
+            Node::Link {
+                target: std::fs::read_link(&p)?,
+            }
+        } else if m.is_dir() {
+            let mut names: Vec<_> = std::fs::read_dir(&p)?
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            names.sort();
+            for n in names.into_iter().rev() {
+                stack.push(rel.join(n));
+            }
+            Node::Dir { mode }
+        } else if m.is_file() {
+            if m.len() > *budget {
+                return Ok(None);
+            }
+            *budget -= m.len();
+            Node::File {
+                mode,
+                bytes: read_nonblocking(&p, m.len())?,
+            }
+        } else {
+            // Fifos, sockets, devices: kept as an empty file's place (their kind is what counts).
+            Node::File {
+                mode: m.mode() & 0o170000,
+                bytes: Vec::new(),
+            }
+        };
+        out.push((rel, node));
+    }
+    Ok(Some(out))
+}
+
+/// At most `limit` bytes of a regular file, never blocking (a fifo swapped in reads as nothing).
+fn read_nonblocking(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    f.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Removes whatever is at `path` (never following symlinks).
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Puts a snapshot back at `path` (whatever is there is removed first).
+fn restore(path: &Path, nodes: &[(PathBuf, Node)]) -> std::io::Result<()> {
+    remove_any(path)?;
+    for (rel, node) in nodes {
+        let p = if rel.as_os_str().is_empty() {
+            path.to_path_buf()
+        } else {
+            path.join(rel)
+        };
+        match node {
+            Node::Dir { mode } => {
+                std::fs::create_dir(&p)?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode))?;
+            }
+            Node::File { mode, bytes } => {
+                std::fs::write(&p, bytes)?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode & 0o7777))?;
+            }
+            Node::Link { target } => std::os::unix::fs::symlink(target, &p)?,
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ the guard of one command
+
+/// How the launch path holds the protected paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Read-only binds and placeholders (the namespace path).
+    Mounts,
+    /// Snapshots restored after the command (the Landlock-only path).
+    Restore,
+}
+
+/// The protected paths of one command, from before its launch until after its end.
+pub(crate) struct Guard {
+    found: Layout,
+    /// Placeholders this command holds.
+    held: Vec<PathBuf>,
+    /// Snapshots of the present paths (Restore).
+    snapshots: Vec<(PathBuf, Vec<(PathBuf, Node)>)>,
+    unguarded: Vec<PathBuf>,
+    hold: Hold,
+    swept: bool,
+}
+
+impl Guard {
+    /// Finds the protected paths of `list` in `roots` and prepares them for `hold`: placeholders
+    /// for absent paths (Mounts) or snapshots of present ones (Restore).
+    pub(crate) fn prepare(roots: &[PathBuf], list: &[(String, Placeholder)], hold: Hold) -> Self {
+        sweep_dead_manifests();
+        let found = find(roots, list);
+        let mut held = Vec::new();
+        let mut snapshots = Vec::new();
+        let mut unguarded = Vec::new();
+        match hold {
+            Hold::Mounts => {
+                for f in &found.paths {
+                    if f.placeholder != Placeholder::None
+                        && hold_placeholder(&f.path, f.placeholder)
+                    {
+                        held.push(f.path.clone());
+                    }
+                }
+            }
+            Hold::Restore => {
+                let mut budget = SNAPSHOT_CAP;
+                for f in found.paths.iter().filter(|f| f.present) {
+                    // Another command's placeholder: held too, and emptied again afterwards.
+                    if is_placeholder(&f.path) && hold_placeholder(&f.path, f.placeholder) {
+                        held.push(f.path.clone());
+                        continue;
+                    }
+                    match snapshot(&f.path, &mut budget) {
+                        Ok(Some(s)) => snapshots.push((f.path.clone(), s)),
+                        Ok(None) => unguarded.push(f.path.clone()),
+                        Err(e) => {
+                            tracing::warn!(path = %f.path.display(), error = %e, "protected path not snapshotted");
+                            unguarded.push(f.path.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Guard {
+            found,
+            held,
+            snapshots,
+            unguarded,
+            hold,
+            swept: false,
+        }
+    }
+
+    /// Git directories to bind onto themselves (namespace path).
+    pub(crate) fn git_dirs(&self) -> &[PathBuf] {
+        &self.found.git_dirs
+    }
+
+    /// Paths to bind read-only over themselves (namespace path): the present ones and the held
+    /// placeholders.
+    pub(crate) fn read_only(&self) -> Vec<PathBuf> {
+        self.found
+            .paths
+            .iter()
+            .filter(|f| (f.present && f.link.is_none()) || self.held.contains(&f.path))
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
+    /// After the command (every process of it gone): removes the protected paths it created and
+    /// (Restore) puts back the ones it changed.
+    pub(crate) fn finish(mut self) -> ProtectedReport {
+        self.sweep()
+    }
+
+    /// [`Guard::finish`]'s work, once (a guard dropped without `finish`, when the run future is
+    /// dropped, sweeps in its drop, after the command's group was killed).
+    fn sweep(&mut self) -> ProtectedReport {
+        if self.swept {
+            return ProtectedReport::default();
+        }
+        self.swept = true;
+        let mut report = ProtectedReport {
+            unguarded: std::mem::take(&mut self.unguarded),
+            ..Default::default()
+        };
+        // Deepest first: `.git` (absent) is swept after what lies in it.
+        let mut absent: Vec<&Found> = self
+            .found
+            .paths
+            .iter()
+            .filter(|f| !f.present && !self.held.contains(&f.path))
+            .collect();
+        absent.sort_by_key(|f| std::cmp::Reverse(f.path.components().count()));
+        for f in absent {
+            if std::fs::symlink_metadata(&f.path).is_ok() {
+                match remove_any(&f.path) {
+                    Ok(()) => report.removed.push(f.path.clone()),
+                    Err(e) => {
+                        tracing::warn!(path = %f.path.display(), error = %e, "could not remove a protected path the command created");
+                    }
+                }
+            }
+        }
+        if self.hold == Hold::Mounts {
+            // A symlink is not a mount point: a command could replace it.
+            for f in &self.found.paths {
+                let Some(link) = &f.link else { continue };
+                if std::fs::read_link(&f.path).ok().as_ref() == Some(link) {
+                    continue;
+                }
+                match remove_any(&f.path).and_then(|()| std::os::unix::fs::symlink(link, &f.path)) {
+                    Ok(()) => report.restored.push(f.path.clone()),
+                    Err(e) => {
+                        tracing::warn!(path = %f.path.display(), error = %e, "could not restore a protected symlink");
+                    }
+                }
+            }
+        }
+        if self.hold == Hold::Restore {
+            for p in &self.held {
+                if empty_placeholder(p) {
+                    report.removed.push(p.clone());
+                }
+            }
+            // A git directory replaced by something else (`mv .git x; echo 'gitdir: evil' > .git`)
+            // becomes an empty directory again, and its protected entries are restored into it.
+            for g in &self.found.git_dirs {
+                let is_dir = std::fs::symlink_metadata(g).is_ok_and(|m| m.is_dir());
+                if !is_dir && remove_any(g).and_then(|()| std::fs::create_dir(g)).is_ok() {
+                    report.restored.push(g.clone());
+                }
+            }
+            for (path, before) in std::mem::take(&mut self.snapshots) {
+                let mut budget = u64::MAX;
+                let now = snapshot(&path, &mut budget).ok().flatten();
+                if now.as_ref() == Some(&before) {
+                    continue;
+                }
+                // An empty file or directory that is gone now (another command's placeholder
+                // removed meanwhile, say) runs nothing: not brought back.
+                let was_empty = match before.as_slice() {
+                    [(_, Node::Dir { .. })] => true,
+                    [(_, Node::File { bytes, .. })] => bytes.is_empty(),
+                    _ => false,
+                };
+                if now.is_none() && was_empty {
+                    continue;
+                }
+                match restore(&path, &before) {
+                    Ok(()) => report.restored.push(path),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "could not restore a protected path");
+                    }
+                }
+            }
+        }
+        report.removed.sort();
+        report.restored.sort();
+        report
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let report = self.sweep();
+        if !report.is_empty() {
+            tracing::warn!(?report, "protected paths swept after a dropped run");
+        }
+        for p in std::mem::take(&mut self.held) {
+            release_placeholder(&p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[(String, Placeholder)]) -> Vec<&str> {
+        list.iter().map(|(p, _)| p.as_str()).collect()
+    }
+
+    #[test]
+    fn the_list_is_the_table_minus_unprotected_plus_extra() {
+        let all = effective_list(&[], &[]);
+        assert_eq!(names(&all), builtin_names());
+        let l = effective_list(
+            &[
+                "Makefile".into(),
+                ".github/workflows/".into(),
+                "../x".into(),
+            ],
+            &[".idea".into(), ".envrc/".into()],
+        );
+        assert!(!names(&l).contains(&".idea") && !names(&l).contains(&".envrc"));
+        assert!(l.contains(&("Makefile".into(), Placeholder::File)));
+        assert!(l.contains(&(".github/workflows".into(), Placeholder::Dir)));
+        assert!(!names(&l).iter().any(|n| n.contains("..")));
+        for bad in ["", "/etc", "a/../b", "./x", " "] {
+            assert!(!valid_entry(bad), "{bad:?}");
+        }
+        assert!(valid_entry(".vscode/") && valid_entry("a/b"));
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let st = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn git_dirs_of_worktrees_and_submodules_are_found() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let main = base.join("main");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q"]);
+        git(
+            &main,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+        );
+        git(&main, &["worktree", "add", "-q", "../wt"]);
+        std::fs::create_dir_all(main.join(".git/modules/libs/a/modules/b")).unwrap();
+        std::fs::write(main.join(".git/modules/libs/a/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(main.join(".git/modules/libs/a/modules/b/HEAD"), "ref: x\n").unwrap();
+        let wt = base.join("wt");
+        let list = effective_list(&[], &[]);
+        // The worktree alone: its `.git` file, its own git dir, and the common one are inside
+        // the root `base`.
+        let f = find(std::slice::from_ref(&base), &list);
+        assert!(f.git_dirs.is_empty(), "no .git at base: {f:?}");
+        let f = find(&[wt.clone(), main.clone()], &list);
+        let gd = main.join(".git/worktrees/wt");
+        for g in [
+            &gd,
+            &main.join(".git"),
+            &main.join(".git/modules/libs/a"),
+            &main.join(".git/modules/libs/a/modules/b"),
+        ] {
+            assert!(f.git_dirs.contains(g), "{g:?} in {:?}", f.git_dirs);
+        }
+        let paths: Vec<&PathBuf> = f.paths.iter().map(|p| &p.path).collect();
+        for p in [
+            wt.join(".git"),
+            gd.join("commondir"),
+            gd.join("hooks"),
+            main.join(".git/config"),
+            main.join(".git/hooks"),
+            main.join(".git/modules/libs/a/config"),
+            wt.join(".envrc"),
+        ] {
+            assert!(paths.contains(&&p), "{p:?} in {paths:?}");
+        }
+        // Only the worktree writable: the main repository's files are read-only anyway.
+        let f = find(std::slice::from_ref(&wt), &list);
+        assert!(f.git_dirs.is_empty());
+        assert_eq!(
+            f.paths.iter().map(|p| p.path.clone()).collect::<Vec<_>>(),
+            builtin_names()
+                .iter()
+                .filter(|n| !n.starts_with(".git/"))
+                .map(|n| wt.join(n))
+                .chain([wt.join(".git")])
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn restore_puts_back_what_changed_and_removes_what_was_created() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join(".git/hooks/a.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::os::unix::fs::symlink("a.sample", root.join(".git/hooks/l")).unwrap();
+        let list = effective_list(&[], &[]);
+        let guard = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Restore);
+        std::fs::write(root.join(".git/config"), "[core]\nfsmonitor = evil\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+        std::fs::create_dir_all(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".vscode/tasks.json"), "{}").unwrap();
+        std::fs::write(root.join(".envrc"), "evil").unwrap();
+        std::fs::write(root.join("kept"), "mine").unwrap();
+        let report = guard.finish();
+        assert_eq!(
+            report,
+            ProtectedReport {
+                removed: vec![root.join(".envrc"), root.join(".vscode")],
+                restored: vec![root.join(".git/config"), root.join(".git/hooks")],
+                unguarded: vec![],
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert_eq!(
+            std::fs::read_link(root.join(".git/hooks/l")).unwrap(),
+            Path::new("a.sample")
+        );
+        assert!(root.join("kept").exists());
+    }
+
+    #[test]
+    fn a_symlink_is_put_back_and_its_target_protected() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("shared")).unwrap();
+        std::os::unix::fs::symlink("shared", root.join(".vscode")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join(".envrc")).unwrap();
+        let list = effective_list(&[], &[]);
+        let guard = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        let ro = guard.read_only();
+        assert!(ro.contains(&root.join("shared")), "{ro:?}");
+        assert!(!ro.contains(&root.join(".vscode")) && !ro.contains(&root.join(".envrc")));
+        std::fs::remove_file(root.join(".envrc")).unwrap();
+        std::fs::write(root.join(".envrc"), "evil").unwrap();
+        let report = guard.finish();
+        assert_eq!(report.restored, vec![root.join(".envrc")]);
+        assert_eq!(
+            std::fs::read_link(root.join(".envrc")).unwrap(),
+            Path::new("nowhere")
+        );
+    }
+
+    #[test]
+    fn hooks_in_the_work_tree_and_a_submodules_git_file_are_protected() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/modules/sub")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = \".husky\" ; husky\n[alias]\n\thookspath = no\n",
+        )
+        .unwrap();
+        std::fs::write(root.join(".git/modules/sub/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join(".git/modules/sub/config"),
+            "[core]\n\tworktree = ../../../sub\n",
+        )
+        .unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        let paths: Vec<&PathBuf> = f.paths.iter().map(|p| &p.path).collect();
+        assert!(paths.contains(&&root.join(".husky")), "{paths:?}");
+        assert!(paths.contains(&&root.join("sub/.git")), "{paths:?}");
+        assert!(
+            paths.contains(&&root.join(".git/modules/sub/hooks")),
+            "{paths:?}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_planted_as_git_config_does_not_hang_the_launch() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        for f in [".git/config", ".git/commondir"] {
+            let c = std::ffi::CString::new(root.join(f).as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a plain mkfifo on a path we own.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        }
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        assert_eq!(f.git_dirs, vec![root.join(".git")]);
+    }
+
+    #[test]
+    fn a_git_directory_without_head_is_protected_as_a_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        assert!(f.git_dirs.is_empty());
+        assert!(
+            f.paths
+                .iter()
+                .any(|p| p.path == root.join(".git") && p.present)
+        );
+    }
+
+    #[test]
+    fn placeholders_a_dead_process_left_are_removed_when_still_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let manifests = root.join("tmp");
+        std::fs::create_dir(&manifests).unwrap();
+        std::fs::create_dir(root.join(".vscode")).unwrap();
+        std::fs::write(root.join(".envrc"), "").unwrap();
+        std::fs::create_dir(root.join(".claude")).unwrap();
+        std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+        let mut list = Vec::new();
+        for n in [".vscode", ".envrc", ".claude"] {
+            list.extend_from_slice(root.join(n).as_os_str().as_encoded_bytes());
+            list.push(0);
+        }
+        // A pid that cannot be alive (above the kernel's largest pid_max).
+        std::fs::write(manifests.join("aibuddy-placeholders-2147483000"), &list).unwrap();
+        // A living process's manifest is left alone.
+        let mine = manifest_path(&manifests, std::process::id());
+        std::fs::write(&mine, &list).unwrap();
+        let removed = sweep_manifests_in(&manifests);
+        assert_eq!(removed, vec![root.join(".vscode"), root.join(".envrc")]);
+        assert!(
+            root.join(".claude/settings.json").exists(),
+            "written into: kept"
+        );
+        assert!(mine.exists());
+        assert!(!manifests.join("aibuddy-placeholders-2147483000").exists());
+    }
+
+    #[test]
+    fn placeholders_are_shared_and_removed_by_the_last_holder_when_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let list = vec![
+            (".envrc".to_string(), Placeholder::File),
+            (".claude".to_string(), Placeholder::Dir),
+        ];
+        let a = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        assert_eq!(
+            a.read_only(),
+            vec![root.join(".envrc"), root.join(".claude")]
+        );
+        let b = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        assert_eq!(b.read_only().len(), 2, "the second command binds them too");
+        assert!(a.finish().is_empty());
+        assert!(
+            root.join(".envrc").exists(),
+            "still held by the other command"
+        );
+        assert!(b.finish().is_empty());
+        assert!(!root.join(".envrc").exists() && !root.join(".claude").exists());
+    }
+}
