@@ -19,6 +19,7 @@ pub mod files;
 pub mod mcp;
 pub mod pins;
 pub mod record;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,7 @@ use ts_rs::TS;
 
 pub use files::{FileContent, Snapshot};
 pub use mcp::{McpPlan, NOT_TRUSTED, ServerGrant};
+pub use watch::watched_paths;
 
 use crate::contract::Stage;
 use crate::events::Event;

@@ -93,8 +93,9 @@ pub async fn forget_recent(
     Ok(removed)
 }
 
-/// The open project's trust now and whether the dialog should ask. Starts watching its
-/// `.aibuddy/` folder, so a change while it is open sends `trust-changed`.
+/// The open project's trust now and whether the dialog should ask. Starts watching what its trust
+/// covers (`aibuddy::trust::watch`: `.aibuddy/` and the files its servers run), so a change while
+/// it is open sends `trust-changed`.
 #[tauri::command]
 pub async fn trust_status<R: Runtime>(
     app: AppHandle<R>,
@@ -107,11 +108,7 @@ pub async fn trust_status<R: Runtime>(
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if watch.is_none() {
-            match crate::trust_watch::start(
-                app,
-                project.app.project_root.clone(),
-                project.app.trust.digest.clone(),
-            ) {
+            match crate::trust_watch::start(app, &project.app.trust) {
                 Ok(w) => *watch = Some(w),
                 Err(e) => tracing::warn!("cannot watch the project's trust files: {e}"),
             }

@@ -93,16 +93,7 @@ pub async fn save_raw_output<R: Runtime>(
 ) -> Result<Option<String>, CommandError> {
     let (store, root) = scope_of(&state)?;
     ensure_visible(&store, &root, &tool_call_id).await?;
-    let name: String = tool_call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let name = aibuddy_store::safe_name(&tool_call_id);
     let dialog = app
         .dialog()
         .file()

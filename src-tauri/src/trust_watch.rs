@@ -1,12 +1,15 @@
-//! Watches the open project's `.aibuddy/` folder (where `settings.json` and `mcp.json` live) and,
-//! when its trust status changes while the project is open, sends [`TRUST_EVENT`] with the new
-//! [`TrustPrompt`] so the window asks again. One thread per watched project owns the `notify`
-//! watcher; dropping the [`TrustWatch`] stops it.
+//! Watches what the open project's trust digest covers, as `aibuddy::trust::watch` lists it (the
+//! `.aibuddy/` files and every project path a server's command line names, such as a pinned
+//! `start.sh`), and, when its trust status changes while the project is open, sends
+//! [`TRUST_EVENT`] with the new [`TrustPrompt`] so the window asks again. One thread per watched
+//! project owns the `notify` watcher; dropping the [`TrustWatch`] stops it.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::Duration;
 
+use aibuddy::trust::{TrustStatus, watch};
 use notify::{RecursiveMode, Watcher};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
@@ -15,6 +18,10 @@ use crate::trust_view::{TRUST_EVENT, prompt};
 
 /// Changes arriving within this window are evaluated once.
 const SETTLE: Duration = Duration::from_millis(150);
+
+/// Re-evaluations after a change that made new folders watchable (a file written in a folder
+/// between its creation and its watch is then still seen).
+const MAX_REARMS: usize = 8;
 
 enum Msg {
     Fs(notify::Event),
@@ -32,20 +39,45 @@ impl Drop for TrustWatch {
     }
 }
 
-/// Whether an event touches the trust-relevant folder of `root` (pure).
-pub fn relevant(root: &Path, event: &notify::Event) -> bool {
-    let dir = root.join(".aibuddy");
+/// Whether an event may change the trust status, given the watched paths (pure).
+pub fn relevant(paths: &[PathBuf], event: &notify::Event) -> bool {
     !matches!(event.kind, notify::EventKind::Access(_))
-        && event.paths.iter().any(|p| p.starts_with(&dir))
+        && event.paths.iter().any(|p| watch::affects(paths, p))
 }
 
-/// Starts watching `root`; `last_digest` is the digest the window already knows (no event until the
-/// files hash to something else).
-pub fn start<R: Runtime>(
-    handle: AppHandle<R>,
-    root: PathBuf,
-    last_digest: String,
-) -> notify::Result<TrustWatch> {
+/// The watched folders and the paths they are watched for.
+struct Armed {
+    paths: Vec<PathBuf>,
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl Armed {
+    /// Watches the folders `status` needs now and stops watching the others; whether any folder
+    /// was added.
+    fn arm<W: Watcher>(&mut self, watcher: &mut W, root: &Path, status: &TrustStatus) -> bool {
+        self.paths = watch::watched_paths(status);
+        let want = watch::watch_dirs(root, &self.paths);
+        for gone in self.dirs.difference(&want) {
+            let _ = watcher.unwatch(gone);
+        }
+        let mut added = false;
+        let mut dirs = BTreeSet::new();
+        for dir in want {
+            if self.dirs.contains(&dir) {
+                dirs.insert(dir);
+            } else if watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok() {
+                added = true;
+                dirs.insert(dir);
+            }
+        }
+        self.dirs = dirs;
+        added
+    }
+}
+
+/// Starts watching the project of `known`, the status the window already knows (no event until
+/// the project's trust digest is something else).
+pub fn start<R: Runtime>(handle: AppHandle<R>, known: &TrustStatus) -> notify::Result<TrustWatch> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let fs_tx = tx.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -53,20 +85,24 @@ pub fn start<R: Runtime>(
             let _ = fs_tx.send(Msg::Fs(event));
         }
     })?;
+    let root = PathBuf::from(&known.project);
     watcher.watch(&root, RecursiveMode::NonRecursive)?;
-    let dir = root.join(".aibuddy");
-    let mut watching_dir = dir.is_dir() && watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok();
+    let mut armed = Armed {
+        paths: Vec::new(),
+        dirs: BTreeSet::from([root.clone()]),
+    };
+    armed.arm(&mut watcher, &root, known);
+    let mut last = known.digest.clone();
     std::thread::Builder::new()
         .name("trust-watch".to_string())
         .spawn(move || {
-            let mut last = last_digest;
             while let Ok(msg) = rx.recv() {
                 let Msg::Fs(first) = msg else { return };
-                let mut changed = relevant(&root, &first);
+                let mut changed = relevant(&armed.paths, &first);
                 // Let a burst of writes settle, then evaluate once.
                 loop {
                     match rx.recv_timeout(SETTLE) {
-                        Ok(Msg::Fs(e)) => changed |= relevant(&root, &e),
+                        Ok(Msg::Fs(e)) => changed |= relevant(&armed.paths, &e),
                         Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                         Err(RecvTimeoutError::Timeout) => break,
                     }
@@ -74,11 +110,13 @@ pub fn start<R: Runtime>(
                 if !changed {
                     continue;
                 }
-                if !watching_dir && dir.is_dir() {
-                    watching_dir = watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok();
-                }
-                if let Some(digest) = evaluate(&handle, &root, &last) {
-                    last = digest;
+                for _ in 0..MAX_REARMS {
+                    let Some(status) = evaluate(&handle, &root, &mut last) else {
+                        break;
+                    };
+                    if !armed.arm(&mut watcher, &root, &status) {
+                        break;
+                    }
                 }
             }
         })
@@ -87,26 +125,29 @@ pub fn start<R: Runtime>(
 }
 
 /// Recomputes the trust status of `root` (if it is still the open project) and tells the window
-/// when its digest differs from `last`. Returns the new digest when one was sent.
-fn evaluate<R: Runtime>(handle: &AppHandle<R>, root: &Path, last: &str) -> Option<String> {
+/// when its digest differs from `last` (then updated). `None` when `root` is no longer open.
+fn evaluate<R: Runtime>(
+    handle: &AppHandle<R>,
+    root: &Path,
+    last: &mut String,
+) -> Option<TrustStatus> {
     let state = handle.try_state::<ShellState>()?;
     let project = state.current()?;
-    if project.app.project_root != root {
+    if Path::new(&project.app.trust.project) != root {
         return None;
     }
     let status = project.app.trust_status();
-    if status.digest == last {
-        return None;
+    if status.digest != *last {
+        let declined = crate::projects::recent_entry(&state, &project.info.root)
+            .and_then(|e| e.declined_digest);
+        last.clone_from(&status.digest);
+        let view = prompt(status.clone(), declined.as_deref(), project.app.trust.state);
+        tracing::info!(project = %project.info.root, ask = view.ask, "trust-relevant files changed");
+        if let Err(error) = handle.emit(TRUST_EVENT, &view) {
+            tracing::debug!(%error, "could not tell the window the trust status changed");
+        }
     }
-    let declined =
-        crate::projects::recent_entry(&state, &project.info.root).and_then(|e| e.declined_digest);
-    let digest = status.digest.clone();
-    let view = prompt(status, declined.as_deref(), project.app.trust.state);
-    tracing::info!(project = %project.info.root, ask = view.ask, "trust-relevant files changed");
-    if let Err(error) = handle.emit(TRUST_EVENT, &view) {
-        tracing::debug!(%error, "could not tell the window the trust status changed");
-    }
-    Some(digest)
+    Some(status)
 }
 
 #[cfg(test)]
@@ -118,14 +159,22 @@ mod tests {
     }
 
     #[test]
-    fn only_changes_under_the_projects_aibuddy_folder_count() {
-        let root = Path::new("/p");
+    fn only_changes_to_watched_paths_and_folders_on_their_way_count() {
+        let paths = [
+            "/p/.aibuddy/mcp.json",
+            "/p/.aibuddy/settings.json",
+            "/p/bin/start.sh",
+        ]
+        .map(PathBuf::from);
         let modify = notify::EventKind::Modify(notify::event::ModifyKind::Any);
         let access = notify::EventKind::Access(notify::event::AccessKind::Any);
-        assert!(relevant(root, &event(modify, "/p/.aibuddy/mcp.json")));
-        assert!(relevant(root, &event(modify, "/p/.aibuddy")));
-        assert!(!relevant(root, &event(modify, "/p/src/main.rs")));
-        assert!(!relevant(root, &event(modify, "/q/.aibuddy/mcp.json")));
-        assert!(!relevant(root, &event(access, "/p/.aibuddy/mcp.json")));
+        assert!(relevant(&paths, &event(modify, "/p/.aibuddy/mcp.json")));
+        assert!(relevant(&paths, &event(modify, "/p/.aibuddy")));
+        assert!(relevant(&paths, &event(modify, "/p/bin/start.sh")));
+        assert!(relevant(&paths, &event(modify, "/p/bin")));
+        assert!(!relevant(&paths, &event(modify, "/p/src/main.rs")));
+        assert!(!relevant(&paths, &event(modify, "/p/bin/other.sh")));
+        assert!(!relevant(&paths, &event(modify, "/q/.aibuddy/mcp.json")));
+        assert!(!relevant(&paths, &event(access, "/p/bin/start.sh")));
     }
 }

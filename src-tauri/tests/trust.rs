@@ -2,14 +2,15 @@
 //! names the real memory MCP server: untrusted, the server does not start and the dialog is asked
 //! for (env names shown, never values); a stale digest is refused; trusting reopens the project
 //! and the server starts; "don't trust" stops it and is not asked again for the same content; a
-//! change on disk while open sends `trust-changed`.
+//! change on disk while open sends `trust-changed`, a rewritten script a trusted server runs
+//! included.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{alive, open, wait_gone, wait_pid, write_project_server};
+use support::{alive, memory_server, open, wait_gone, wait_pid, write_project_server};
 
 struct Setup {
     _tmp: tempfile::TempDir,
@@ -180,4 +181,103 @@ fn a_change_on_disk_while_open_asks_again() {
         event["status"]["grants"]["servers"][0]["name"],
         json!("memory")
     );
+}
+
+/// Waits for a `trust-changed` event matching `pred`.
+fn wait_trust_event(w: &support::Window, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(e) = w.events("trust-changed").into_iter().find(|e| pred(e)) {
+            return e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no trust-changed event {what}: {:?}",
+            w.events("trust-changed")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A trusted server runs `sh bin/start.sh`, a file in the project (pinned: its content is in the
+/// trust digest). A command rewrites it while the project is open: the window is told at once
+/// (the project is changed since trusted, the dialog asks), not only at the next open. A file the
+/// command line names that appears later (in a folder created later) is seen too.
+#[test]
+fn a_rewritten_pinned_script_asks_again_while_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (project, data) = (base.join("p"), base.join("data"));
+    std::fs::create_dir_all(project.join(".aibuddy")).unwrap();
+    std::fs::create_dir_all(project.join("bin")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let pid_file = base.join("server.pid");
+    std::fs::write(
+        project.join("bin/start.sh"),
+        format!(
+            "echo $$ > '{}'; exec '{}'\n",
+            pid_file.display(),
+            memory_server().display()
+        ),
+    )
+    .unwrap();
+    let config = json!({"mcpServers": {"memory": {
+        "command": "sh",
+        "args": ["bin/start.sh", "--config=conf/memory.json"],
+        "env": {"MEMORY_FILE_PATH": base.join("memory.jsonl")},
+        "timeouts": {"connect": 90}
+    }}});
+    std::fs::write(project.join(".aibuddy/mcp.json"), config.to_string()).unwrap();
+
+    let w = open(&project, &data);
+    let first = w.invoke("trust_status", json!({})).unwrap();
+    let pins = first["status"]["grants"]["servers"][0]["pins"].to_string();
+    assert!(pins.contains("bin/start.sh"), "{pins}");
+    let trusted = w
+        .invoke(
+            "trust_project",
+            json!({"digest": first["status"]["digest"]}),
+        )
+        .unwrap();
+    assert_eq!(trusted["status"]["state"], json!("trusted"), "{trusted}");
+    let pid = wait_pid(&pid_file);
+    assert!(alive(pid));
+    // The window asks for the status of the reopened project, which starts its watch.
+    let open_now = w.invoke("trust_status", json!({})).unwrap();
+    assert_eq!(open_now["ask"], json!(false), "{open_now}");
+    let trusted_digest = open_now["status"]["digest"].clone();
+    std::thread::sleep(Duration::from_millis(300));
+
+    // A confined command may write anywhere in the project: it rewrites the script.
+    std::fs::write(project.join("bin/start.sh"), "echo rewritten; exit 0\n").unwrap();
+    let event = wait_trust_event(&w, "for the rewritten script", |e| {
+        e["status"]["state"] == json!("changed_since_trusted")
+    });
+    assert_eq!(event["ask"], json!(true), "{event}");
+    assert_ne!(event["status"]["digest"], trusted_digest);
+
+    // A pinned path in a folder that did not exist: created later, it is seen too.
+    let before = event["status"]["digest"].clone();
+    std::fs::create_dir(project.join("conf")).unwrap();
+    std::fs::write(project.join("conf/memory.json"), "{}").unwrap();
+    let later = wait_trust_event(&w, "for the new conf/memory.json", |e| {
+        e["status"]["digest"] != before && e["status"]["digest"] != trusted_digest
+    });
+    assert_eq!(later["ask"], json!(true), "{later}");
+    let pins = &later["status"]["grants"]["servers"][0]["pins"];
+    let conf = pins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == json!("conf/memory.json"))
+        .unwrap_or_else(|| panic!("{pins}"));
+    assert!(
+        conf["state"].as_str().unwrap().starts_with("file sha256:"),
+        "{conf}"
+    );
+    // The server was started by the test's window; it is not the watch's to stop.
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+    drop(w);
 }

@@ -641,17 +641,7 @@ async fn unique_call_ids(
             used.insert(run.stored_call_id(id));
             continue;
         }
-        let base: String = id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(64)
-            .collect();
+        let base: String = aibuddy_store::safe_name(id).chars().take(64).collect();
         let base = if base.is_empty() { "call".into() } else { base };
         let fresh = (2u64..10_000)
             .map(|k| format!("{base}-{k}"))

@@ -232,18 +232,13 @@ pub fn data_dirs(in_use: &Path, default: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// The call's spool file, as the store maps it (`spool/<id>.out`, the id unchanged): the finish
+/// then moves it instead of copying, and crash recovery finds it. `None` for an id the store
+/// cannot key (the call then runs without a spool).
 fn spool_path(data_dir: &Path, call_id: &str) -> Option<PathBuf> {
-    let safe: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    (!safe.is_empty()).then(|| data_dir.join("spool").join(format!("{safe}.out")))
+    aibuddy_store::DataPaths::new(data_dir)
+        .spool_file(call_id)
+        .ok()
 }
 
 // ------------------------------------------------------------------ results (pure)

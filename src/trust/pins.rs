@@ -60,6 +60,11 @@ pub struct Pin {
     /// `absent`, `file sha256:<hex>`, `data file`, `directory`, `outside the project: <real path>`, `other`
     /// (FIFO, device, socket) or `unreadable (<kind>)`.
     pub state: String,
+    /// The absolute (lexical) path evaluated, also for a pin labelled by a variable: what the
+    /// window watches (`super::watch`). Never shown (not even by `Debug`), not in the digest.
+    #[serde(skip)]
+    #[ts(skip)]
+    pub at: super::watch::PinnedAt,
 }
 
 /// SHA-256 of a regular file, opened without blocking and checked on the open file.
@@ -155,6 +160,7 @@ pub fn pins(
         out.push(Pin {
             state: state_of(project_root, &joined),
             path: shown,
+            at: super::watch::PinnedAt(joined),
         });
     };
     for c in candidates(command, args) {

@@ -16,9 +16,9 @@ use support::Recorder;
 use tokio_util::sync::CancellationToken;
 
 /// A directory outside `/tmp` (which the namespace path replaces by a private tmpfs, so anything
-/// there would be invisible and the test would prove nothing).
+/// there would be invisible and the test would prove nothing), wherever the clone is.
 fn visible_tempdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    support::visible_tempdir()
 }
 
 async fn run_text(r: ExecRequest) -> (ExecOutcome, String) {

@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 #[tokio::test]
 async fn without_the_init_program_namespaces_still_apply_and_say_so() {
     let project = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Visible in the sandbox (not under its private /tmp), or `denied` would prove nothing.
+    let outside = support::visible_tempdir();
     let mut r = ExecRequest::new(
         format!(
             "touch {}/x || echo denied; echo $$",

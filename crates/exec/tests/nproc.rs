@@ -5,7 +5,8 @@
 //! user namespace with every capability dropped), and an unbounded fork bomb on a shared machine
 //! would exhaust its pids. So every command here runs through the helper app
 //! `aibuddy-exec-run`, started as `nobody` when the tests run as root (CI): the cap is then what
-//! a person's app gets.
+//! a person's app gets. The helper and the init beside it are copied, with the project, into a
+//! directory `nobody` can reach, so the tests pass wherever the repository is cloned.
 
 mod support;
 
@@ -45,9 +46,16 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn helper(namespaces: bool, max_processes: u32, timeout_ms: u64, command: &str) -> Helper {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let project = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // `nobody` must reach the project and the binaries wherever the clone is (under `/root`,
+    // mode 0700, it reaches neither): both live in a fresh world-traversable directory.
+    let project = support::visible_tempdir();
     std::fs::set_permissions(project.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_aibuddy-exec-run"));
+    let (_bin_dir, bins) = support::reachable_copies(&[
+        env!("CARGO_BIN_EXE_aibuddy-exec-run"),
+        env!("CARGO_BIN_EXE_aibuddy-exec-init"),
+    ]);
+    let mut cmd = std::process::Command::new(&bins[0]);
+    cmd.current_dir(project.path());
     if !namespaces {
         cmd.arg("--no-namespaces");
     }

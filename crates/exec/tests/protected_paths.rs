@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 const PATHS: [NamespacePolicy; 2] = [NamespacePolicy::Auto, NamespacePolicy::Off];
 
-/// A directory outside `/tmp` (the namespace path replaces `/tmp` by a private tmpfs).
+/// A directory outside `/tmp` (the namespace path replaces `/tmp` by a private tmpfs), wherever the
+/// clone (and so `CARGO_TARGET_TMPDIR`) is.
 fn visible_tempdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    support::visible_tempdir()
 }
 
 /// The person's git: no global or system config, a fixed identity.

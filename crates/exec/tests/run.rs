@@ -172,8 +172,9 @@ async fn landlock_confines_writes_to_the_project_and_writable_roots() {
 
 async fn confines_writes(path: NamespacePolicy) {
     let project = tempfile::tempdir().unwrap();
-    // Outside /tmp, which the namespace path replaces by a private tmpfs (so it would be invisible).
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside /tmp, which the namespace path replaces by a private tmpfs (so it would be
+    // invisible), wherever the clone (and so `CARGO_TARGET_TMPDIR`) is.
+    let outside = support::visible_tempdir();
     let extra = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim.txt");
     std::fs::write(&victim, "original").unwrap();

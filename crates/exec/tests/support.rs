@@ -135,3 +135,65 @@ pub fn wait_no_process_with_args(args: &[&str], limit: Duration) -> bool {
     }
     true
 }
+
+/// Directories the namespace path replaces by a private tmpfs (`bwrap::MASKED_DIRS`): anything
+/// under them is invisible to a sandboxed command.
+const MASKED: [&str; 3] = ["/tmp", "/run", "/var/run"];
+
+/// Whether every ancestor of `dir` lets any user pass (`o+x`), so a dropped user reaches it.
+fn world_traversable(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors().all(|a| {
+        std::fs::metadata(a).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+    })
+}
+
+/// Where [`visible_tempdir`] makes its directories: the first candidate that exists, lies outside
+/// the masked directories and that every user can reach. Not `CARGO_TARGET_TMPDIR` by default:
+/// it lives in the clone, which may be under `/tmp` (invisible in the sandbox) or `/root` (mode
+/// 0700, unreachable for `nobody`).
+fn visible_base() -> std::path::PathBuf {
+    let candidates = [
+        std::path::PathBuf::from("/var/tmp"),
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    ];
+    candidates
+        .iter()
+        .filter_map(|c| std::fs::canonicalize(c).ok())
+        .find(|c| !MASKED.iter().any(|m| c.starts_with(m)) && world_traversable(c))
+        .unwrap_or_else(|| {
+            panic!("no directory outside {MASKED:?} that every user can reach among {candidates:?}")
+        })
+}
+
+/// A fresh directory (mode 0755) that a sandboxed command sees as the host does (outside `/tmp`,
+/// which the namespace path replaces) and that a dropped user (`nobody`) can reach, wherever the
+/// repository is cloned. Removed on drop.
+pub fn visible_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("aibuddy-exec-test-")
+        .tempdir_in(visible_base())
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Copies of the binaries `paths` in one fresh [`visible_tempdir`] (mode 0755, the file names
+/// kept, so a program finds its companions beside it), for a dropped user who cannot reach the
+/// clone (`/root` is 0700). Returns the directory (keep it while they run) and the copies.
+pub fn reachable_copies(paths: &[&str]) -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = visible_tempdir();
+    let copies = paths
+        .iter()
+        .map(|p| {
+            let p = std::path::Path::new(p);
+            let to = dir.path().join(p.file_name().unwrap());
+            std::fs::copy(p, &to).unwrap();
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+            to
+        })
+        .collect();
+    (dir, copies)
+}

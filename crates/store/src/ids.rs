@@ -37,6 +37,22 @@ pub fn validate_id(id: &str) -> Result<()> {
     }
 }
 
+/// `id` with every character but ASCII letters, digits, `_` and `-` replaced by `_` (pure): the
+/// base of a fresh id made from one [`validate_id`] refused, and a file name for the person (the
+/// desktop's "save raw output") that any file system accepts. Not the store's own file names:
+/// those keep the id as it is (`DataPaths::spool_file`, `blob_rel`).
+pub fn safe_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// Milliseconds since the Unix epoch (the unit of every `*_at` column).
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -74,6 +90,13 @@ mod tests {
         ] {
             assert!(validate_id(id).is_err(), "{id:?}");
         }
+    }
+
+    #[test]
+    fn safe_names_keep_letters_digits_underscores_and_dashes() {
+        assert_eq!(safe_name("01JRUN:call_1"), "01JRUN_call_1");
+        assert_eq!(safe_name("toolu-01.x/é"), "toolu-01_x__");
+        assert_eq!(safe_name(""), "");
     }
 
     #[test]

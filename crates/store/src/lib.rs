@@ -38,7 +38,7 @@ pub use conversation::ContextItem;
 pub use error::{Result, StoreError};
 pub use files::Spool;
 pub use history_query::{HistoryCursor, HistoryPage, HistoryQuery};
-pub use ids::{MAX_ID_LEN, new_id, now_ms, validate_id};
+pub use ids::{MAX_ID_LEN, new_id, now_ms, safe_name, validate_id};
 pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
 pub use reader::{RawSource, Reader};
 pub use run_types::{

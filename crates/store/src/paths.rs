@@ -21,6 +21,8 @@ pub const INLINE_LIMIT: usize = 64 * 1024;
 
 pub const DB_FILE: &str = "aibuddy.db";
 
+const SPOOL_SUFFIX: &str = ".out";
+
 #[derive(Debug, Clone)]
 pub struct DataPaths {
     root: PathBuf,
@@ -57,9 +59,20 @@ impl DataPaths {
         Ok(format!("blobs/{id}.bin"))
     }
 
+    /// `spool/<id>.out`: the one mapping from a call id to its spool file. Every writer of a spool
+    /// (execute), the finish that consumes it and the recovery that attaches it after a crash ask
+    /// here; an id is never rewritten (agent-run ids contain `:`, `<run_id>:<provider id>`).
     pub fn spool_file(&self, id: &str) -> Result<PathBuf> {
         validate_id(id)?;
-        Ok(self.spool_dir().join(format!("{id}.out")))
+        Ok(self.spool_dir().join(format!("{id}{SPOOL_SUFFIX}")))
+    }
+
+    /// The call id of a file name in `spool/` (the inverse of [`Self::spool_file`]); `None` for a
+    /// name no call id maps to.
+    pub fn spool_id(file_name: &str) -> Option<&str> {
+        file_name
+            .strip_suffix(SPOOL_SUFFIX)
+            .filter(|id| validate_id(id).is_ok())
     }
 
     /// `compacted_outputs/<run_id>/<id>.json`, relative to the data directory.
@@ -101,6 +114,21 @@ mod tests {
         ] {
             assert_eq!(p.resolve(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn spool_files_keep_the_call_id_and_map_back_to_it() {
+        let p = DataPaths::new("/data");
+        for id in ["call_1", "01JRUN:call_1", "01JRUN:toolu_01.x"] {
+            let file = p.spool_file(id).unwrap();
+            assert_eq!(file.parent().unwrap(), Path::new("/data/spool"));
+            let name = file.file_name().unwrap().to_str().unwrap();
+            assert_eq!(name, format!("{id}.out"));
+            assert_eq!(DataPaths::spool_id(name), Some(id));
+        }
+        assert!(p.spool_file("a/b").is_err());
+        assert_eq!(DataPaths::spool_id("x.tmp"), None);
+        assert_eq!(DataPaths::spool_id(".out"), None);
     }
 
     #[test]

@@ -160,9 +160,9 @@ pub fn remove_orphans(conn: &Connection, paths: &DataPaths) -> Result<usize> {
     removed += remove_in(&paths.blobs_dir(), |name| {
         !referenced.contains(&format!("blobs/{name}"))
     });
-    removed += remove_in(&paths.spool_dir(), |name| {
-        let id = name.strip_suffix(".out").unwrap_or(name);
-        !matches!(tool_calls::status_of(conn, id), Ok(Some(s)) if s == "running")
+    removed += remove_in(&paths.spool_dir(), |name| match DataPaths::spool_id(name) {
+        Some(id) => !matches!(tool_calls::status_of(conn, id), Ok(Some(s)) if s == "running"),
+        None => true,
     });
     Ok(removed)
 }

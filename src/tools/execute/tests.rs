@@ -21,6 +21,21 @@ use crate::events::{Event, OutputStream};
 use crate::services::{Services, open_sandbox};
 use crate::settings::Settings;
 
+#[test]
+fn the_spool_path_is_the_stores_for_every_call_id() {
+    let data = Path::new("/data");
+    let store = aibuddy_store::DataPaths::new(data);
+    // An agent run's call ids are `<run_id>:<provider id>`: the id is not rewritten.
+    for id in ["call_1", "01JRUN0000:call_1", "01JRUN0000:toolu_01.x"] {
+        assert_eq!(
+            spool_path(data, id),
+            Some(store.spool_file(id).unwrap()),
+            "{id}"
+        );
+    }
+    assert_eq!(spool_path(data, "../x"), None);
+}
+
 fn args(cmd: &str) -> ExecArgs {
     ExecArgs {
         command: cmd.into(),
@@ -511,7 +526,7 @@ async fn a_prompt_sandbox_is_not_affected_by_the_hard_deadline() {
 #[tokio::test]
 async fn a_command_cannot_write_outside_the_project() {
     let f = fixture(Settings::default());
-    let outside = tempfile::tempdir().unwrap();
+    let outside = visible_tempdir();
     let victim = outside.path().join("keep.txt");
     std::fs::write(&victim, "before").unwrap();
     let events = CollectingSink::new();
@@ -537,12 +552,8 @@ async fn a_command_cannot_write_outside_the_project() {
 
 #[tokio::test]
 async fn the_data_directory_is_hidden_from_commands() {
-    // A data directory outside /tmp (the sandbox's /tmp is private, which would hide it anyway).
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    std::fs::create_dir_all(&target).unwrap();
-    let data = tempfile::tempdir_in(&target).unwrap();
+    // A data directory the sandbox would see (its /tmp is private, which would hide it anyway).
+    let data = visible_tempdir();
     std::fs::write(data.path().join("aibuddy.db"), "HISTORY-ROWS").unwrap();
     let mut f = fixture(Settings::default());
     Arc::get_mut(&mut f.services).unwrap().data_dir = data.path().canonicalize().unwrap();
@@ -661,4 +672,14 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
          entry `*.example`); the person can remove the entry from exec.network.deny in \
          settings.json\n"
     );
+}
+
+/// A directory outside `/tmp` (the namespace path replaces it by a private tmpfs, so a path there
+/// is invisible to a command and a denial would prove nothing), wherever the clone is: not under
+/// the target directory, which lies under `/tmp` when the repository is cloned there.
+fn visible_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("aibuddy-execute-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
 }
