@@ -12,9 +12,9 @@ use support::aibuddy_cmd;
 #[test]
 fn the_core_hides_both_data_dirs_and_what_the_environment_names() {
     // Outside /tmp: the sandbox's private /tmp would hide anything there anyway.
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = visible_tempdir();
+    let data = visible_tempdir();
+    let outside = visible_tempdir();
     let project = tempfile::tempdir().unwrap();
     let h = home.path().canonicalize().unwrap();
     let default_data = h.join(".local/share/aibuddy");
@@ -75,4 +75,14 @@ fn the_core_hides_both_data_dirs_and_what_the_environment_names() {
     for name in ["DATABASE_URL", "GH_PAT", "MYSQL_PWD"] {
         assert!(dropped.contains(&name), "{name} not in {dropped:?}");
     }
+}
+
+/// A directory outside `/tmp` (the sandbox's private `/tmp` would hide anything there, so a hidden
+/// file would prove nothing), wherever the clone is: the target directory lies under `/tmp` when
+/// the repository is cloned there.
+fn visible_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("aibuddy-secrets-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
 }

@@ -39,7 +39,7 @@ fn quote(p: &Path) -> String {
 /// Plants every location (home table and environment table) in `shape`, runs one command that
 /// tries to read each, and returns (planted (path, marker), output).
 async fn probe(shape: Shape) -> (Vec<(PathBuf, String)>, String) {
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = support::visible_tempdir();
     let root_path = root.path().canonicalize().unwrap();
     let home = root_path.join("home");
     let elsewhere = root_path.join("elsewhere");
@@ -134,7 +134,7 @@ async fn every_credential_location_is_unreadable_as_a_directory() {
 
 #[tokio::test]
 async fn an_exposed_environment_location_stays_readable() {
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = support::visible_tempdir();
     let root_path = root.path().canonicalize().unwrap();
     let sa = root_path.join("sa.json");
     let kube = root_path.join("kubeconfig");
