@@ -217,9 +217,11 @@ pub fn cwd_pin(project_root: &Path, cwd: &Path) -> Option<Pin> {
     } else {
         rel.display().to_string()
     };
+    let at = project_root.join(&rel);
     Some(Pin {
         path: format!("cwd {shown}"),
-        state: state_of(project_root, &project_root.join(&rel)),
+        state: state_of(project_root, &at),
+        at: super::watch::PinnedAt(at),
     })
 }
 
