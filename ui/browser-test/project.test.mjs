@@ -30,6 +30,7 @@ const STATUS = {
         env: ["DOCS_TOKEN"],
         headers: [],
         replaces_user_server: false,
+        scope: "project",
         pins: [],
         variables: [{ name: "HOME", set: true, value: "/home/p" }, { name: "GH_TOKEN", set: true, value: null }],
       },

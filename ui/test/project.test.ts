@@ -48,6 +48,7 @@ const PROMPT: TrustPrompt = {
           env: ["SECRET_TOKEN"],
           headers: [],
           replaces_user_server: false,
+          scope: "project",
           pins: [],
           variables: [],
         },
