@@ -91,6 +91,7 @@ fuzz_target!(|data: &[u8]| {
         env_dropped: vec![],
         pgid: 1,
         network: None,
+        protected: Default::default(),
     };
 
     let m = model_text(&outcome);
