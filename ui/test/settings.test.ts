@@ -23,6 +23,7 @@ import {
   valueAt,
   writtenNotice,
 } from "../src/settings/model";
+import { networkListsOf, networkModeOf, networkValue } from "../src/settings/network";
 
 const USER = "/home/me/.local/share/aibuddy/settings.json";
 const PROJECT = "/home/me/p/.aibuddy/settings.json";
@@ -138,6 +139,20 @@ const settle = async () => {
     flushSync();
   }
 };
+
+describe("network setting model", () => {
+  it("reads the three choices and the lists as written, and builds the value from the lists", () => {
+    expect([undefined, false, true, { deny: ["x"] }].map(networkModeOf)).toEqual(["unset", "off", "registries", "custom"]);
+    expect(networkListsOf({ allow: ["crates.io", "*.npmjs.org"], deny: ["evil.example:443"] })).toEqual({
+      allow: "crates.io\n*.npmjs.org",
+      deny: "evil.example:443",
+      allowDefault: false,
+    });
+    expect(networkListsOf({ deny: [] })).toEqual({ allow: "", deny: "", allowDefault: true });
+    expect(networkListsOf(true)).toEqual({ allow: "", deny: "", allowDefault: false });
+    expect(networkValue(" crates.io \n\n*\n", "localhost:5173\n")).toEqual({ allow: ["crates.io", "*"], deny: ["localhost:5173"] });
+  });
+});
 
 describe("settings panel", () => {
   let root: HTMLElement;
@@ -291,5 +306,61 @@ describe("settings panel", () => {
     expect(calls[0]).toEqual({ cmd: "put_mcp_server", args: ["user", "docs", { url: "https://docs.example/mcp" }] });
     await click('[data-testid="mcp-server"][data-name="files"] button[aria-label="Remove files"]');
     expect(calls[1]).toEqual({ cmd: "remove_mcp_server", args: ["user", "files"] });
+  });
+
+  it("chooses the network: off and the registries at once, custom lists saved and refused entries shown on the field", async () => {
+    const calls: Call[] = [];
+    const refused = { file: USER, line: 3, column: 16, field: "exec.network", message: "not a network entry: `http://x/`" };
+    const state: { pages: SettingsPages; answer?: SettingsWrite } = { pages: pages({ user: { exec: { network: { allow: ["crates.io"], deny: [] } } } }) };
+    await open(state, calls);
+    await click('[data-testid="settings-tab-exec"]');
+    expect(q('[data-testid="network-custom"]').getAttribute("aria-checked")).toBe("true");
+    expect((q('[data-testid="network-allow"]') as HTMLTextAreaElement).value).toBe("crates.io");
+    expect((q('[data-testid="save-network"]') as HTMLButtonElement).disabled).toBe(true);
+    await type('[data-testid="network-allow"]', "crates.io\n*.npmjs.org\nlocalhost:5173\n");
+    await type('[data-testid="network-deny"]', "evil.example:443");
+    await click('[data-testid="save-network"]');
+    expect(calls[0]).toEqual({
+      cmd: "set_setting",
+      args: ["user", ["exec", "network"], { allow: ["crates.io", "*.npmjs.org", "localhost:5173"], deny: ["evil.example:443"] }],
+    });
+    state.answer = { written: null, problems: [refused] };
+    await type('[data-testid="network-allow"]', "http://x/");
+    await click('[data-testid="save-network"]');
+    const shown = root.querySelectorAll('[data-testid="field-network"] [data-testid="field-problem"]');
+    expect([...shown].map((e) => e.textContent)).toEqual([`${USER}:3:16: \`exec.network\`: not a network entry: \`http://x/\``]);
+    state.answer = undefined;
+    // The default registries: saved at once, said, no lists.
+    state.pages = pages({ user: { exec: { network: true } } });
+    await click('[data-testid="network-on"]');
+    expect(calls[2]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "network"], true] });
+    expect(q('[data-testid="network-on"]').getAttribute("aria-checked")).toBe("true");
+    expect(q('[data-testid="network-registries"]').textContent).toContain("Rust, Node, Python, Go and Debian");
+    expect(root.querySelector('[data-testid="network-allow"]')).toBeNull();
+    await click('[data-testid="network-off"]');
+    expect(calls[3]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "network"], false] });
+    await click('[data-testid="network-unset"]');
+    expect(calls[4]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "network"], undefined] });
+  });
+
+  it("edits protected paths at both levels and removed built-ins only at the user level, with a warning", async () => {
+    const calls: Call[] = [];
+    await open({ pages: pages({ user: { exec: { protected_paths: ["Makefile"], unprotected_paths: [".idea"] } } }) }, calls);
+    await click('[data-testid="settings-tab-exec"]');
+    expect((q("#f-protected_paths") as HTMLTextAreaElement).value).toBe("Makefile");
+    expect((q("#f-unprotected_paths") as HTMLTextAreaElement).value).toBe(".idea");
+    expect(q('[data-testid="unprotected-warning"]').textContent).toContain("full authority");
+    await type("#f-unprotected_paths", ".idea\n.vscode\n");
+    await click('[data-testid="save-unprotected_paths"]');
+    expect(calls[0]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "unprotected_paths"], [".idea", ".vscode"]] });
+    // The project level: protected paths may be added; removing built-ins is not offered.
+    await click('[data-testid="level-project"]');
+    expect(root.querySelector("#f-unprotected_paths")).toBeNull();
+    expect(root.querySelector('[data-testid="unprotected-warning"]')).toBeNull();
+    expect(q('[data-testid="unprotected-user-only"]').textContent).toContain("only possible in your own settings");
+    expect((q("#f-protected_paths") as HTMLTextAreaElement).value).toBe("");
+    await type("#f-protected_paths", ".github/workflows/\n");
+    await click('[data-testid="save-protected_paths"]');
+    expect(calls[1]).toEqual({ cmd: "set_setting", args: ["project", ["exec", "protected_paths"], [".github/workflows/"]] });
   });
 });
