@@ -29,6 +29,7 @@ mod confine;
 mod deadline;
 mod env;
 mod error;
+mod gitconfig;
 pub mod hide;
 mod init;
 mod launch;

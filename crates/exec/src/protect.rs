@@ -42,22 +42,32 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::gitconfig;
+
 /// What a placeholder for an absent entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placeholder {
     Dir,
     File,
+    /// A `commondir` naming its own git directory ([`SAME_DIR`]): git refuses an empty one, and
+    /// reads this one as no `commondir` at all.
+    SameDir,
     /// None (the absent path is only swept after the command).
     None,
 }
 
+/// The content of a `commondir` placeholder: the git directory itself.
+pub const SAME_DIR: &[u8] = b".\n";
+
 /// The built-in protected paths, relative to each writable root (the project included).
 pub const PROTECTED_PATHS: &[(&str, Placeholder)] = &[
     (".git/config", Placeholder::File),
+    // Read as config too once `extensions.worktreeConfig` is on (`git sparse-checkout` sets it).
+    (".git/config.worktree", Placeholder::File),
     (".git/hooks", Placeholder::Dir),
     (".git/info", Placeholder::Dir),
     // A `commondir` file makes git read config and hooks from the directory it names.
-    (".git/commondir", Placeholder::None),
+    (".git/commondir", Placeholder::SameDir),
     (".aibuddy", Placeholder::Dir),
     (".vscode", Placeholder::Dir),
     (".idea", Placeholder::Dir),
@@ -151,6 +161,8 @@ pub(crate) struct Layout {
     /// Git directories (bound onto themselves on the namespace path).
     pub(crate) git_dirs: Vec<PathBuf>,
     pub(crate) paths: Vec<Found>,
+    /// Whether the search for nested repositories stopped at a cap.
+    pub(crate) nested_capped: bool,
 }
 
 /// Where a path lives, if inside one of `roots` (the longest match).
@@ -211,34 +223,10 @@ fn commondir_of(gitdir: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(p).ok()
 }
 
-/// The last value of `section.key` in a git config file (keys case-insensitive, subsections and
-/// includes not followed; quotes removed). Enough for the few keys read here.
-fn config_value(file: &Path, section: &str, key: &str) -> Option<String> {
-    let text = read_small(file)?;
-    let mut current = String::new();
-    let mut value = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix('[') {
-            current = rest
-                .split([']', ' ', '"'])
-                .next()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            continue;
-        }
-        if current != section {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        if k.trim().eq_ignore_ascii_case(key) {
-            let v = v.split([';', '#']).next().unwrap_or("").trim();
-            value = Some(v.trim_matches('"').to_string());
-        }
-    }
-    value.filter(|v| !v.is_empty())
+/// A git directory's `config` and what it includes (see `gitconfig`).
+fn git_config(gitdir: &Path) -> gitconfig::Config {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    gitconfig::read(&gitdir.join("config"), home.as_deref(), &read_small)
 }
 
 /// Git directories under `modules/` of `gitdir` (submodules; names may hold `/`), bounded.
@@ -268,6 +256,61 @@ fn module_dirs(gitdir: &Path, out: &mut Vec<PathBuf>) {
     walk(&gitdir.join("modules"), 0, out);
 }
 
+/// Directories visited at most per writable root when looking for nested repositories.
+pub const NESTED_DIR_CAP: usize = 2_000;
+/// Levels below a writable root looked at for nested repositories.
+pub const NESTED_DEPTH_CAP: usize = 6;
+
+/// Repositories nested in a writable root (a `.git` directory or file below it, submodule or
+/// not), found by a bounded breadth-first walk that honours nothing but its caps (no ignore
+/// file, no name is skipped; symlinks and `.git` directories are not descended).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NestedSearch {
+    /// Work trees holding a `.git` (the roots themselves not included).
+    pub work_trees: Vec<PathBuf>,
+    /// Whether a cap stopped the walk: deeper repositories are not protected.
+    pub capped: bool,
+}
+
+/// Looks for nested repositories in each of `roots`: at most [`NESTED_DIR_CAP`] directories per
+/// root, [`NESTED_DEPTH_CAP`] levels down.
+pub fn nested_repositories(roots: &[PathBuf]) -> NestedSearch {
+    let mut out = NestedSearch::default();
+    for root in roots {
+        let mut queue = std::collections::VecDeque::from([(root.clone(), 0usize)]);
+        let mut visited = 0usize;
+        while let Some((dir, depth)) = queue.pop_front() {
+            if visited >= NESTED_DIR_CAP {
+                out.capped = true;
+                break;
+            }
+            visited += 1;
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if name == ".git" {
+                    if dir != *root && !out.work_trees.contains(&dir) {
+                        out.work_trees.push(dir.clone());
+                    }
+                    continue;
+                }
+                // `d_type`: no `stat` per entry; a symlink is never followed.
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if depth + 1 > NESTED_DEPTH_CAP {
+                    out.capped = true;
+                    continue;
+                }
+                queue.push_back((e.path(), depth + 1));
+            }
+        }
+    }
+    out
+}
+
 /// Finds the protected paths of `list` in every root (`roots`: resolved, existing; the project
 /// first). Paths that resolve outside every root are not writable anyway and are left out.
 pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout {
@@ -276,9 +319,32 @@ pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout 
         .iter()
         .filter_map(|(p, k)| p.strip_prefix(".git/").map(|rest| (rest, *k)))
         .collect();
-    let push = |found: &mut Layout, path: PathBuf, placeholder: Placeholder| {
+    for root in roots {
+        for (rel, kind) in list.iter().filter(|(p, _)| !p.starts_with(".git/")) {
+            found.push(roots, root.join(rel), *kind);
+        }
+    }
+    if !git_entries.is_empty() {
+        for root in roots {
+            git_of(&mut found, roots, &git_entries, root, true);
+        }
+        let nested = nested_repositories(roots);
+        found.nested_capped = nested.capped;
+        for work in &nested.work_trees {
+            git_of(&mut found, roots, &git_entries, work, false);
+        }
+    }
+    // Outer directories first: each bind then carries the inner ones along.
+    found.git_dirs.sort_by_key(|g| g.components().count());
+    found
+}
+
+impl Layout {
+    /// Adds `path` (its parent resolved) when inside a root and not yet listed; a symlink's target
+    /// inside a root is added too.
+    fn push(&mut self, roots: &[PathBuf], path: PathBuf, placeholder: Placeholder) {
         let path = resolve_parent(&path).unwrap_or(path);
-        if inside(&path, roots).is_none() || found.paths.iter().any(|f| f.path == path) {
+        if inside(&path, roots).is_none() || self.paths.iter().any(|f| f.path == path) {
             return;
         }
         let meta = std::fs::symlink_metadata(&path);
@@ -291,121 +357,189 @@ pub(crate) fn find(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Layout 
             .is_some()
             .then(|| std::fs::canonicalize(&path).ok())
             .flatten()
-            .filter(|t| inside(t, roots).is_some() && !found.paths.iter().any(|f| f.path == *t));
-        found.paths.push(Found {
+            .filter(|t| inside(t, roots).is_some() && !self.paths.iter().any(|f| f.path == *t));
+        self.paths.push(Found {
             path,
             present: meta.is_ok(),
             placeholder,
             link,
         });
         if let Some(t) = target {
-            found.paths.push(Found {
+            self.paths.push(Found {
                 path: t,
                 present: true,
                 placeholder: Placeholder::None,
                 link: None,
             });
         }
-    };
-    for root in roots {
-        for (rel, kind) in list.iter().filter(|(p, _)| !p.starts_with(".git/")) {
-            push(&mut found, root.join(rel), *kind);
+    }
+}
+
+/// The hooks git runs (`githooks(5)`): protected one by one in a hooks path that cannot be bound
+/// read-only as a whole.
+const HOOK_NAMES: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "p4-changelist",
+    "p4-prepare-changelist",
+    "p4-post-changelist",
+    "p4-pre-submit",
+    "post-index-change",
+];
+
+/// A `core.hooksPath`: bound read-only as a whole, unless it is (or holds) a writable root or a
+/// git directory (`hooksPath = .` in an included file would make the whole project read-only):
+/// then each hook name in it is protected instead (present ones bound, created ones removed).
+fn push_hooks(found: &mut Layout, roots: &[PathBuf], gitdir: &Path, path: PathBuf) {
+    let resolved = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let too_wide = roots.iter().any(|r| r.starts_with(&resolved))
+        || gitdir.starts_with(&resolved)
+        || found.git_dirs.iter().any(|g| g.starts_with(&resolved))
+        || resolved.file_name() == Some(std::ffi::OsStr::new(".git"));
+    if !too_wide {
+        found.push(roots, path, Placeholder::Dir);
+        return;
+    }
+    for name in HOOK_NAMES {
+        found.push(roots, resolved.join(name), Placeholder::None);
+    }
+}
+
+/// The git directories of the work tree `work` and their protected entries. `top`: `work` is a
+/// writable root, whose absent `.git` is protected too (none may be created there).
+fn git_of(
+    found: &mut Layout,
+    roots: &[PathBuf],
+    git_entries: &[(&str, Placeholder)],
+    work: &Path,
+    top: bool,
+) {
+    let dot_git = work.join(".git");
+    let mut gitdirs: Vec<PathBuf> = Vec::new();
+    match std::fs::symlink_metadata(&dot_git) {
+        Err(_) if top => {
+            // No repository: none may be created here.
+            found.push(roots, dot_git.clone(), Placeholder::Dir);
         }
-        if git_entries.is_empty() {
-            continue;
+        Err(_) => return,
+        // A directory without `HEAD` is no repository for git (it looks further up): an
+        // empty placeholder of another process, say. Protected as a whole, like an absent one.
+        Ok(m) if m.is_dir() && !dot_git.join("HEAD").exists() => {
+            found.push(roots, dot_git.clone(), Placeholder::Dir);
         }
-        let dot_git = root.join(".git");
-        let mut gitdirs: Vec<PathBuf> = Vec::new();
-        match std::fs::symlink_metadata(&dot_git) {
-            Err(_) => {
-                // No repository: none may be created here.
-                push(&mut found, dot_git.clone(), Placeholder::Dir);
+        Ok(m) if m.is_dir() => gitdirs.push(dot_git.clone()),
+        Ok(m) => {
+            if m.is_file() {
+                found.push(roots, dot_git.clone(), Placeholder::None);
             }
-            // A directory without `HEAD` is no repository for git (it looks further up): an
-            // empty placeholder of another process, say. Protected as a whole, like an absent one.
-            Ok(m) if m.is_dir() && !dot_git.join("HEAD").exists() => {
-                push(&mut found, dot_git.clone(), Placeholder::Dir);
-            }
-            Ok(m) if m.is_dir() => gitdirs.push(dot_git.clone()),
-            Ok(m) => {
-                if m.is_file() {
-                    push(&mut found, dot_git.clone(), Placeholder::None);
-                }
-                let target = if m.is_file() {
-                    gitdir_of_file(&dot_git)
-                } else {
-                    std::fs::canonicalize(&dot_git).ok()
-                };
-                if let Some(g) = target.filter(|g| g.is_dir()) {
-                    gitdirs.push(g);
-                }
-            }
-        }
-        let mut i = 0;
-        while i < gitdirs.len() {
-            let g = gitdirs[i].clone();
-            if let Some(common) = commondir_of(&g)
-                && !gitdirs.contains(&common)
-            {
-                gitdirs.push(common);
-            }
-            let mut modules = Vec::new();
-            module_dirs(&g, &mut modules);
-            for m in modules {
-                if !gitdirs.contains(&m) {
-                    gitdirs.push(m);
-                }
-            }
-            i += 1;
-        }
-        for g in gitdirs {
-            let Ok(g) = std::fs::canonicalize(&g) else {
-                continue;
+            let target = if m.is_file() {
+                gitdir_of_file(&dot_git)
+            } else {
+                std::fs::canonicalize(&dot_git).ok()
             };
-            // The work tree this git directory serves: a submodule's names it in `core.worktree`
-            // (its `.git` file there decides which git directory is used).
-            let worktree = match config_value(&g.join("config"), "core", "worktree") {
-                Some(w) => {
-                    let w = std::fs::canonicalize(g.join(w)).ok();
-                    if let Some(w) = &w
-                        && w.join(".git").is_file()
-                    {
-                        push(&mut found, w.join(".git"), Placeholder::None);
-                    }
-                    w
-                }
-                None => Some(root.clone()),
-            };
-            // Hooks kept in the work tree (`core.hooksPath = .husky`) are hooks too.
-            if let (Some(hooks), Some(wt)) = (
-                config_value(&g.join("config"), "core", "hookspath"),
-                worktree,
-            ) && !hooks.starts_with('~')
-            {
-                push(&mut found, wt.join(hooks), Placeholder::Dir);
-            }
-            if inside(&g, roots).is_none() {
-                continue;
-            }
-            for (rest, kind) in &git_entries {
-                push(&mut found, g.join(rest), *kind);
-            }
-            if !found.git_dirs.contains(&g) {
-                found.git_dirs.push(g);
+            if let Some(g) = target.filter(|g| g.is_dir()) {
+                gitdirs.push(g);
             }
         }
     }
-    // Outer directories first: each bind then carries the inner ones along.
-    found.git_dirs.sort_by_key(|g| g.components().count());
-    found
+    let mut i = 0;
+    while i < gitdirs.len() {
+        let g = gitdirs[i].clone();
+        if let Some(common) = commondir_of(&g)
+            && !gitdirs.contains(&common)
+        {
+            gitdirs.push(common);
+        }
+        let mut modules = Vec::new();
+        module_dirs(&g, &mut modules);
+        for m in modules {
+            if !gitdirs.contains(&m) {
+                gitdirs.push(m);
+            }
+        }
+        i += 1;
+    }
+    for g in gitdirs {
+        let Ok(g) = std::fs::canonicalize(&g) else {
+            continue;
+        };
+        let config = git_config(&g);
+        // A file the config includes is config too (`[include]` or `[includeIf]`, whatever the
+        // condition): rewriting it is rewriting `config`. One absent now gets a placeholder (an
+        // empty config file), so none can be planted where the include points.
+        for inc in &config.included {
+            // A directory is no config (git refuses to read one): never bound over.
+            if !inc.is_dir() {
+                found.push(roots, inc.clone(), Placeholder::File);
+            }
+        }
+        // The work tree this git directory serves: a submodule's names it in `core.worktree`
+        // (its `.git` file there decides which git directory is used).
+        let worktree = match config.last("core", "worktree") {
+            Some(w) => {
+                let w = std::fs::canonicalize(g.join(w)).ok();
+                if let Some(w) = &w
+                    && w.join(".git").is_file()
+                {
+                    found.push(roots, w.join(".git"), Placeholder::None);
+                }
+                w
+            }
+            None => Some(work.to_path_buf()),
+        };
+        // Hooks kept in the work tree (`core.hooksPath = .husky`) are hooks too: every value
+        // the config and its includes set (which one wins can depend on an include's condition).
+        if let Some(wt) = worktree {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            for hooks in config.all("core", "hookspath") {
+                let path = match (hooks.strip_prefix("~/"), &home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ if hooks.is_empty() || hooks.starts_with('~') => continue,
+                    _ => wt.join(hooks),
+                };
+                push_hooks(found, roots, &g, path);
+            }
+        }
+        if inside(&g, roots).is_none() {
+            continue;
+        }
+        for (rest, kind) in git_entries {
+            found.push(roots, g.join(rest), *kind);
+        }
+        if !found.git_dirs.contains(&g) {
+            found.git_dirs.push(g);
+        }
+    }
 }
 
 // ------------------------------------------------------------------ placeholders
 
-/// Placeholders this process holds (path -> commands using it): concurrent commands in one
+/// Placeholders this process holds (path -> commands using it, kind): concurrent commands in one
 /// project share one, and the last to end removes it.
-fn placeholders() -> &'static Mutex<HashMap<PathBuf, usize>> {
-    static HELD: std::sync::OnceLock<Mutex<HashMap<PathBuf, usize>>> = std::sync::OnceLock::new();
+fn placeholders() -> &'static Mutex<HashMap<PathBuf, (usize, Placeholder)>> {
+    static HELD: std::sync::OnceLock<Mutex<HashMap<PathBuf, (usize, Placeholder)>>> =
+        std::sync::OnceLock::new();
     HELD.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -413,28 +547,44 @@ fn placeholders() -> &'static Mutex<HashMap<PathBuf, usize>> {
 /// `true` when one is held.
 fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
     let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(n) = held.get_mut(path) {
+    if let Some((n, _)) = held.get_mut(path) {
         *n += 1;
         return true;
     }
     if std::fs::symlink_metadata(path).is_ok() {
         return false;
     }
-    let created = match kind {
-        Placeholder::Dir => std::fs::DirBuilder::new().mode(0o755).create(path).is_ok(),
-        Placeholder::File => std::fs::OpenOptions::new()
+    let new_file = |bytes: &[u8]| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o644)
             .open(path)
-            .is_ok(),
+            .and_then(|mut f| f.write_all(bytes))
+            .is_ok()
+    };
+    let created = match kind {
+        Placeholder::Dir => std::fs::DirBuilder::new().mode(0o755).create(path).is_ok(),
+        Placeholder::File => new_file(b""),
+        Placeholder::SameDir => new_file(SAME_DIR),
         Placeholder::None => false,
     };
     if created {
-        held.insert(path.to_path_buf(), 1);
+        held.insert(path.to_path_buf(), (1, kind));
         write_manifest(&held);
     }
     created
+}
+
+/// Whether the file at `path` is still what a placeholder was made as: empty, or a `commondir`
+/// naming its own directory.
+fn untouched_file(path: &Path, m: &std::fs::Metadata) -> bool {
+    m.is_file()
+        && (m.len() == 0
+            || (path.file_name() == Some(std::ffi::OsStr::new("commondir"))
+                && m.len() == SAME_DIR.len() as u64
+                && read_nonblocking(path, SAME_DIR.len() as u64).is_ok_and(|b| b == SAME_DIR)))
 }
 
 /// The file listing this process's placeholders (NUL-separated paths), so that the next process
@@ -446,7 +596,7 @@ fn manifest_path(dir: &Path, pid: u32) -> PathBuf {
 }
 
 /// Rewrites the manifest from the registry (called with its lock held).
-fn write_manifest(held: &HashMap<PathBuf, usize>) {
+fn write_manifest(held: &HashMap<PathBuf, (usize, Placeholder)>) {
     use std::os::unix::ffi::OsStrExt;
     let path = manifest_path(&std::env::temp_dir(), std::process::id());
     if held.is_empty() {
@@ -499,7 +649,7 @@ pub(crate) fn sweep_manifests_in(dir: &Path) -> Vec<PathBuf> {
             let p = Path::new(std::ffi::OsStr::from_bytes(raw));
             let gone = match std::fs::symlink_metadata(p) {
                 Ok(m) if m.is_dir() => std::fs::remove_dir(p).is_ok(),
-                Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(p).is_ok(),
+                Ok(m) if untouched_file(p, &m) => std::fs::remove_file(p).is_ok(),
                 _ => false,
             };
             if gone {
@@ -518,9 +668,13 @@ fn is_placeholder(path: &Path) -> bool {
     held.contains_key(path)
 }
 
-/// Empties a placeholder in place (its inode stays: other commands have it bound): `true` when
-/// something was in it.
+/// Empties a placeholder in place (its inode stays: other commands have it bound), or puts a
+/// `commondir` placeholder's content back: `true` when something was in it.
 fn empty_placeholder(path: &Path) -> bool {
+    let kind = {
+        let held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+        held.get(path).map(|(_, k)| *k)
+    };
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             let mut any = false;
@@ -529,6 +683,16 @@ fn empty_placeholder(path: &Path) -> bool {
                 let _ = remove_any(&e.path());
             }
             any
+        }
+        Ok(m) if m.is_file() && kind == Some(Placeholder::SameDir) => {
+            use std::io::Write;
+            !untouched_file(path, &m)
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(path)
+                    .and_then(|mut f| f.write_all(SAME_DIR))
+                    .is_ok()
         }
         Ok(m) if m.is_file() => {
             m.len() > 0
@@ -545,7 +709,7 @@ fn empty_placeholder(path: &Path) -> bool {
 /// Lets go of a placeholder; the last holder removes it when it is still empty.
 fn release_placeholder(path: &Path) {
     let mut held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
-    let Some(n) = held.get_mut(path) else {
+    let Some((n, _)) = held.get_mut(path) else {
         return;
     };
     *n -= 1;
@@ -559,7 +723,7 @@ fn release_placeholder(path: &Path) {
             // Only when empty: something outside the sandbox may have written into it.
             let _ = std::fs::remove_dir(path);
         }
-        Ok(m) if m.is_file() && m.len() == 0 => {
+        Ok(m) if untouched_file(path, &m) => {
             let _ = std::fs::remove_file(path);
         }
         _ => {}
@@ -933,10 +1097,12 @@ mod tests {
         std::fs::write(main.join(".git/modules/libs/a/modules/b/HEAD"), "ref: x\n").unwrap();
         let wt = base.join("wt");
         let list = effective_list(&[], &[]);
-        // The worktree alone: its `.git` file, its own git dir, and the common one are inside
-        // the root `base`.
+        // `base` holds no `.git` of its own: both repositories below it are nested ones, found
+        // by the walk, with the worktree's own git directory and the common one.
         let f = find(std::slice::from_ref(&base), &list);
-        assert!(f.git_dirs.is_empty(), "no .git at base: {f:?}");
+        for g in [main.join(".git"), main.join(".git/worktrees/wt")] {
+            assert!(f.git_dirs.contains(&g), "{g:?} in {:?}", f.git_dirs);
+        }
         let f = find(&[wt.clone(), main.clone()], &list);
         let gd = main.join(".git/worktrees/wt");
         for g in [
@@ -1060,6 +1226,89 @@ mod tests {
             paths.contains(&&root.join(".git/modules/sub/hooks")),
             "{paths:?}"
         );
+    }
+
+    #[test]
+    fn includes_nested_repositories_and_a_hooks_path_too_wide_to_bind() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[include]\n\tpath = ../team.gitconfig\n[includeIf \"onbranch:x\"]\n\tpath = ../later.inc\n[include]\n\tpath = ../src\n",
+        )
+        .unwrap();
+        // A tracked file the person included: its `hooksPath = .` would make the project read-only
+        // if bound as a whole; its hooks are protected one by one instead.
+        std::fs::write(root.join("team.gitconfig"), "[core]\n\thooksPath = .\n").unwrap();
+        std::fs::create_dir_all(root.join("src/vendor/lib/.git")).unwrap();
+        std::fs::write(root.join("src/vendor/lib/.git/HEAD"), "ref: x\n").unwrap();
+        std::fs::write(
+            root.join("src/vendor/lib/.git/config"),
+            "[core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
+        let f = find(std::slice::from_ref(&root), &effective_list(&[], &[]));
+        let paths: Vec<&PathBuf> = f.paths.iter().map(|p| &p.path).collect();
+        for p in [
+            root.join("team.gitconfig"),
+            root.join("later.inc"),
+            root.join("pre-commit"),
+            root.join("src/vendor/lib/.git/config"),
+            root.join("src/vendor/lib/.git/hooks"),
+            root.join("src/vendor/lib/.git/commondir"),
+            root.join("src/vendor/lib/.githooks"),
+        ] {
+            assert!(paths.contains(&&p), "{p:?} in {paths:?}");
+        }
+        for p in [root.clone(), root.join("src")] {
+            assert!(!paths.contains(&&p), "{p:?} bound over");
+        }
+        assert!(f.git_dirs.contains(&root.join("src/vendor/lib/.git")));
+        assert!(!f.nested_capped);
+        let later = f.paths.iter().find(|p| p.path == root.join("later.inc"));
+        assert_eq!(later.map(|p| (p.present, p.placeholder)), Some((false, Placeholder::File)));
+    }
+
+    #[test]
+    fn the_walk_for_nested_repositories_stops_at_its_caps_and_says_so() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let deep = (0..NESTED_DEPTH_CAP + 1).fold(root.clone(), |p, i| p.join(format!("d{i}")));
+        std::fs::create_dir_all(deep.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("a/.git")).unwrap();
+        let s = nested_repositories(std::slice::from_ref(&root));
+        assert_eq!(s.work_trees, vec![root.join("a")]);
+        assert!(s.capped);
+        for i in 0..NESTED_DIR_CAP {
+            std::fs::create_dir(root.join(format!("w{i}"))).unwrap();
+        }
+        std::fs::remove_dir_all(root.join("d0")).unwrap();
+        let s = nested_repositories(std::slice::from_ref(&root));
+        assert!(s.capped, "{} directories", NESTED_DIR_CAP + 2);
+        std::fs::remove_dir(root.join("w0")).unwrap();
+        std::fs::remove_dir(root.join("w1")).unwrap();
+        let s = nested_repositories(std::slice::from_ref(&root));
+        assert!(!s.capped, "exactly at the cap: every directory seen");
+    }
+
+    #[test]
+    fn a_commondir_placeholder_names_its_own_directory_and_goes_when_untouched() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: x\n").unwrap();
+        let list = effective_list(&[], &[]);
+        let g = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        assert_eq!(
+            std::fs::read(root.join(".git/commondir")).unwrap(),
+            SAME_DIR
+        );
+        assert!(g.read_only().contains(&root.join(".git/commondir")));
+        assert_eq!(commondir_of(&root.join(".git")), Some(root.join(".git")));
+        assert!(g.finish().is_empty());
+        assert!(!root.join(".git/commondir").exists());
     }
 
     #[test]

@@ -137,10 +137,9 @@ async fn the_attack_is_refused_on_the_namespace_path_and_undone_on_the_landlock_
                 "{:?}",
                 out.confinement
             );
-            // `.git/commondir` has no placeholder (git refuses an empty one): it can be created
-            // while the command runs, and is removed when it ends. Everything else is refused.
-            assert_eq!(wrote, vec!["commondir"], "refused on the namespace path");
-            assert_eq!(out.protected.removed, vec![p.join(".git/commondir")]);
+            // Everything is refused (`.git/commondir` too: its placeholder names `.git` itself).
+            assert_eq!(wrote, Vec::<&str>::new(), "refused on the namespace path");
+            assert_eq!(out.protected.removed, Vec::<PathBuf>::new());
             assert_eq!(out.protected.restored, Vec::<PathBuf>::new());
         } else {
             // Landlock cannot refuse: the writes happen, and are undone when the command ends.
@@ -329,4 +328,130 @@ fn placeholders_left_by_a_killed_app_are_removed_at_the_next_start() {
         .map(|e| e.file_name())
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The person's setup: hooks and config kept in the work tree through an include (`.git/config`
+/// includes `../project.gitconfig`, which sets `core.hooksPath = .githooks`) and a conditional
+/// include of a file that does not exist yet.
+fn repo_with_includes() -> (tempfile::TempDir, PathBuf) {
+    let (t, p) = repo();
+    let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
+    config.push_str(
+        "[include]\n\tpath = ../project.gitconfig\n[includeIf \"onbranch:main\"]\n\tpath = ../later.gitconfig\n",
+    );
+    std::fs::write(p.join(".git/config"), config).unwrap();
+    std::fs::write(p.join("project.gitconfig"), "[core]\n\thooksPath = .githooks\n").unwrap();
+    (t, p)
+}
+
+#[tokio::test]
+async fn config_and_hooks_reached_through_includes_are_protected_on_both_paths() {
+    for path in PATHS {
+        let (t, p) = repo_with_includes();
+        let marker = t.path().canonicalize().unwrap().join("marker");
+        let m = marker.display();
+        let cmd = [
+            format!("mkdir -p .githooks && printf '#!/bin/sh\\ntouch {m}.hook\\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit && echo WROTE hook"),
+            format!("printf '[core]\\n\\tfsmonitor = \"touch {m}.inc; false\"\\n' >> project.gitconfig && echo WROTE include"),
+            format!("printf '[alias]\\n\\tst = !touch {m}.later\\n' > later.gitconfig && echo WROTE later"),
+        ]
+        .iter()
+        .map(|l| format!("( {l} ) 2>/dev/null"))
+        .collect::<Vec<_>>()
+        .join("\n");
+        let (out, text) = run_in(&p, path, &cmd).await;
+        if path == NamespacePolicy::Auto {
+            assert!(!text.contains("WROTE"), "refused on the namespace path: {text}");
+        } else {
+            assert!(
+                out.protected.restored.contains(&p.join("project.gitconfig")),
+                "{:?}",
+                out.protected
+            );
+            assert!(out.protected.removed.contains(&p.join("later.gitconfig")));
+        }
+        assert_eq!(
+            std::fs::read_to_string(p.join("project.gitconfig")).unwrap(),
+            "[core]\n\thooksPath = .githooks\n",
+            "{path:?}"
+        );
+        assert!(!p.join("later.gitconfig").exists(), "{path:?}");
+        assert!(!p.join(".githooks/pre-commit").exists(), "{path:?}");
+        person_uses_git(&p, &marker);
+    }
+}
+
+#[tokio::test]
+async fn a_nested_repository_that_is_no_submodule_is_protected_on_both_paths() {
+    for path in PATHS {
+        let (t, p) = repo();
+        let lib = p.join("vendor/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        assert!(git(&lib, &["init", "-q", "-b", "main"]).status.success());
+        let marker = t.path().canonicalize().unwrap().join("marker");
+        let m = marker.display();
+        let cmd = [
+            format!("printf '#!/bin/sh\\ntouch {m}.hook\\n' > vendor/lib/.git/hooks/pre-commit && chmod +x vendor/lib/.git/hooks/pre-commit && echo WROTE hook"),
+            format!("git -C vendor/lib config core.fsmonitor 'touch {m}.fsmonitor; false' && echo WROTE fsmonitor"),
+            "echo 'x' >> vendor/lib/.git/info/exclude && echo WROTE info".to_string(),
+        ]
+        .iter()
+        .map(|l| format!("( {l} ) 2>/dev/null"))
+        .collect::<Vec<_>>()
+        .join("\n");
+        let config_before = std::fs::read(lib.join(".git/config")).unwrap();
+        let (out, text) = run_in(&p, path, &cmd).await;
+        if path == NamespacePolicy::Auto {
+            assert!(!text.contains("WROTE"), "refused on the namespace path: {text}");
+        } else {
+            assert!(
+                out.protected.restored.contains(&lib.join(".git/config")),
+                "{:?}",
+                out.protected
+            );
+        }
+        assert_eq!(std::fs::read(lib.join(".git/config")).unwrap(), config_before);
+        assert!(!lib.join(".git/hooks/pre-commit").exists(), "{path:?}");
+        person_uses_git(&lib, &marker);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commondir_cannot_be_planted_while_the_command_runs() {
+    // While the command still runs, the person's prompt runs `git status`: a `commondir` naming a
+    // copy of the git directory with `core.fsmonitor` set would run it with full authority.
+    let (t, p) = repo();
+    let marker = t.path().canonicalize().unwrap().join("marker");
+    let cmd = format!(
+        "cp -r .git evil && git --git-dir=evil config core.fsmonitor 'touch {}.commondir; false'
+         ( echo ../evil > .git/commondir && echo WROTE commondir ) 2>/dev/null
+         echo planted; sleep 30",
+        marker.display()
+    );
+    let mut r = ExecRequest::new(cmd, &p);
+    r.namespaces = NamespacePolicy::Auto;
+    r.env.set = vec![("GIT_CONFIG_GLOBAL".into(), "/dev/null".into())];
+    let rec = Recorder::new();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(run(r, cancel.clone(), rec.clone()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let stdout = || String::from_utf8_lossy(&rec.stream(Stream::Stdout)).into_owned();
+    while !stdout().contains("planted") {
+        assert!(std::time::Instant::now() < deadline, "{}", stdout());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!stdout().contains("WROTE"), "{}", stdout());
+    // The person's git while the command runs.
+    let st = git(&p, &["status", "--porcelain"]);
+    assert!(st.status.success(), "{st:?}");
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    assert!(
+        matches!(out.confinement, aibuddy_exec::Confinement::Namespaces { .. }),
+        "{:?}",
+        out.confinement
+    );
+    assert_eq!(left_behind(&p), Vec::<&str>::new());
+    std::fs::remove_dir_all(p.join("evil")).unwrap();
+    person_uses_git(&p, &marker);
 }
