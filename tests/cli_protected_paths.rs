@@ -228,3 +228,57 @@ fn a_project_may_add_protected_paths_but_not_remove_them() {
         "all:\n"
     );
 }
+
+/// Gaps closed after the first attack: a hooks path set through an include (`.git/config`
+/// includes `../team.gitconfig`, which sets `core.hooksPath = .githooks`), the included file
+/// itself, and a repository nested in the project that is no submodule (`vendor/lib`). Through
+/// the CLI on both paths, the person's git afterwards runs nothing the command planted.
+#[test]
+fn includes_and_nested_repositories_are_protected_through_the_cli_on_both_paths() {
+    for namespaces in [true, false] {
+        let s = setup(namespaces);
+        let p = &s.project;
+        let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
+        config.push_str("[include]\n\tpath = ../team.gitconfig\n");
+        std::fs::write(p.join(".git/config"), &config).unwrap();
+        std::fs::write(p.join("team.gitconfig"), "[core]\n\thooksPath = .githooks\n").unwrap();
+        let lib = p.join("vendor/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        assert!(git(&lib, &["init", "-q", "-b", "main"]).status.success());
+        let m = s.marker.display();
+        let cmd = [
+            format!("mkdir -p .githooks && printf '#!/bin/sh\\ntouch {m}.hook\\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit && echo WROTE hook"),
+            format!("printf '[alias]\\n\\tst = !touch {m}.inc\\n' >> team.gitconfig && echo WROTE include"),
+            format!("git -C vendor/lib config core.fsmonitor 'touch {m}.nested; false' && echo WROTE nested-config"),
+            format!("printf '#!/bin/sh\\ntouch {m}.nested-hook\\n' > vendor/lib/.git/hooks/pre-commit && chmod +x vendor/lib/.git/hooks/pre-commit && echo WROTE nested-hook"),
+        ]
+        .iter()
+        .map(|l| format!("( {l} ) 2>/dev/null"))
+        .collect::<Vec<_>>()
+        .join("\n");
+        let v = call_execute(&s, &cmd);
+        if namespaces {
+            assert_eq!(wrote(&v), Vec::<String>::new(), "{v}");
+        } else {
+            let restored = v["client"]["restored_protected"].to_string();
+            assert!(restored.contains("team.gitconfig"), "{v}");
+            assert!(restored.contains("vendor/lib/.git/config"), "{v}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(p.join("team.gitconfig")).unwrap(),
+            "[core]\n\thooksPath = .githooks\n"
+        );
+        nothing_left_and_git_runs_nothing(&s, config.as_bytes());
+        let _ = git(&lib, &["status"]);
+        std::fs::write(lib.join("x"), "x\n").unwrap();
+        assert!(git(&lib, &["add", "x"]).status.success());
+        assert!(git(&lib, &["commit", "-qm", "x"]).status.success());
+        let ran: Vec<String> = std::fs::read_dir(s.marker.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("marker"))
+            .collect();
+        assert!(ran.is_empty(), "{namespaces}: the person's git ran {ran:?}");
+    }
+}

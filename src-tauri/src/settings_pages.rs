@@ -5,8 +5,9 @@
 //! only whether one is set.
 //!
 //! The person is trusted, so the window may write either level; it may write only the fields the
-//! pages edit ([`editable`]): providers, writable roots, network, environment policy, the process
-//! cap, auto-approve and the agent's time limits (`agent.*_timeout_secs`). The window keeps the settings it was opened with; a write applies when the
+//! pages edit ([`editable`]): providers, writable roots, network (off, the default registries, or
+//! allow and deny lists), protected paths (added at either level; removed only at the user level,
+//! which the core's edit enforces), environment policy, the process cap, auto-approve and the agent's time limits (`agent.*_timeout_secs`). The window keeps the settings it was opened with; a write applies when the
 //! project is opened again (the CLI reads it at its next command).
 
 use std::path::Path;
@@ -111,6 +112,8 @@ pub fn editable(path: &[String]) -> bool {
                 | "env_exclude"
                 | "expose_credentials"
                 | "max_processes"
+                | "protected_paths"
+                | "unprotected_paths"
         ),
         [section, field] if section == "agent" => matches!(
             field.as_str(),
@@ -413,6 +416,8 @@ mod tests {
         assert!(editable(&p(&["providers", "local"])));
         assert!(editable(&p(&["exec", "network"])));
         assert!(editable(&p(&["exec", "max_processes"])));
+        assert!(editable(&p(&["exec", "protected_paths"])));
+        assert!(editable(&p(&["exec", "unprotected_paths"])));
         assert!(editable(&p(&["agent", "step_timeout_secs"])));
         assert!(editable(&p(&["agent", "keepalive_timeout_secs"])));
         assert!(editable(&p(&["agent", "idle_timeout_secs"])));

@@ -216,6 +216,120 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
     );
 }
 
+/// `exec.network` from the window: off, the default registries, or allow and deny lists, read
+/// back by the CLI's loader; a bad entry refused on the field with nothing written.
+#[test]
+fn network_lists_round_trip_and_a_bad_entry_is_refused_on_the_field() {
+    use aibuddy::settings::NetworkSetting;
+    let f = fixture(None);
+    let set = |value: Value| {
+        invoke(
+            &f,
+            "set_setting",
+            json!({"level": "user", "path": ["exec", "network"], "value": value}),
+        )
+        .unwrap()
+    };
+    let network = || aibuddy::settings::load(&f.data, &f.project).settings.exec.network;
+    assert_eq!(set(json!(false))["problems"], json!([]));
+    assert_eq!(network(), NetworkSetting::Off);
+    assert_eq!(set(json!(true))["problems"], json!([]));
+    assert_eq!(network(), NetworkSetting::Registries);
+    let lists = json!({"allow": ["crates.io", "*.npmjs.org", "localhost:5173", "*"], "deny": ["evil.example:443"]});
+    assert_eq!(set(lists.clone())["problems"], json!([]));
+    assert_eq!(
+        network(),
+        NetworkSetting::Lists {
+            allow: Some(vec![
+                "crates.io".into(),
+                "*.npmjs.org".into(),
+                "localhost:5173".into(),
+                "*".into()
+            ]),
+            deny: vec!["evil.example:443".into()],
+        }
+    );
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["user"]["exec"]["network"], lists);
+    let file = f.data.join("settings.json");
+    let before = std::fs::read_to_string(&file).unwrap();
+    for bad in [
+        json!({"allow": ["http://crates.io/"], "deny": []}),
+        json!({"allow": ["crates.io:99999"], "deny": []}),
+        json!({"allow": ["*.*.x"], "deny": []}),
+    ] {
+        let out = set(bad.clone());
+        assert_eq!(out["written"], Value::Null, "{bad}: {out}");
+        assert_eq!(out["problems"][0]["field"], json!("exec.network"), "{bad}: {out}");
+        assert!(
+            out["problems"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a network entry"),
+            "{out}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+}
+
+/// `exec.protected_paths` at both levels and `exec.unprotected_paths` at the user level only: a
+/// project value that would widen authority is refused on the field, never written.
+#[test]
+fn protected_paths_round_trip_and_unprotected_paths_only_at_the_user_level() {
+    let f = fixture(None);
+    let set = |level: &str, field: &str, value: Value| {
+        invoke(
+            &f,
+            "set_setting",
+            json!({"level": level, "path": ["exec", field], "value": value}),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        set("user", "protected_paths", json!(["Makefile"]))["problems"],
+        json!([])
+    );
+    assert_eq!(
+        set("project", "protected_paths", json!([".github/workflows/"]))["problems"],
+        json!([])
+    );
+    assert_eq!(
+        set("user", "unprotected_paths", json!([".idea"]))["problems"],
+        json!([])
+    );
+    let project_file = f.project.join(".aibuddy/settings.json");
+    let before = std::fs::read_to_string(&project_file).unwrap();
+    let out = set("project", "unprotected_paths", json!([".git/hooks"]));
+    assert_eq!(out["written"], Value::Null, "{out}");
+    assert_eq!(out["problems"][0]["field"], json!("exec.unprotected_paths"));
+    assert!(
+        out["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only the user-level settings may remove protected paths"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&project_file).unwrap(), before);
+    for bad in [json!(["../x"]), json!(["/etc"])] {
+        let out = set("user", "protected_paths", bad.clone());
+        assert_eq!(out["written"], Value::Null, "{bad}: {out}");
+        assert_eq!(out["problems"][0]["field"], json!("exec.protected_paths"));
+    }
+    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert_eq!(
+        loaded.settings.exec.protected_paths,
+        vec!["Makefile".to_string(), ".github/workflows/".to_string()]
+    );
+    assert_eq!(loaded.settings.exec.unprotected_paths, vec![".idea".to_string()]);
+    let pages = invoke(&f, "settings_pages", json!({})).unwrap();
+    assert_eq!(pages["user"]["exec"]["unprotected_paths"], json!([".idea"]));
+    assert_eq!(
+        pages["project"]["exec"]["protected_paths"],
+        json!([".github/workflows/"])
+    );
+}
+
 /// The agent's time limits, written from the window: shown back, applied to the run options the
 /// desktop builds (`AgentOptions::from_settings`), a project value above the user level not
 /// applied untrusted, out-of-range values refused with nothing written.

@@ -21,7 +21,7 @@
 //! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
 //! | `exec.max_processes` | widens when above the user level (a command may start more processes); lower narrows |
 //! | `exec.namespaces` | widens when `false` and the user level is `true` (the weaker Landlock-only path) |
-//! | `exec.protected_paths` | narrows: more paths commands may not change |
+//! | `exec.protected_paths` | narrows when it keeps every user-level entry (more paths commands may not change); otherwise widens: untrusted, the union of both lists applies |
 //! | `exec.unprotected_paths` | widens when non-empty; user level only: a project's is always ignored (see `layer`) |
 //! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
 //! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
@@ -144,7 +144,8 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
             Some(false) if user.exec.namespaces => Effect::Widens,
             _ => Effect::Narrows,
         },
-        ("exec", "protected_paths") => Effect::Narrows,
+        // A project's list replaces the user level's: it must keep the person's own entries.
+        ("exec", "protected_paths") => superset_of(value, &user.exec.protected_paths),
         ("exec", "unprotected_paths") => non_empty_list(value),
         ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
         // How long a search waits for MCP servers: no authority involved.
@@ -431,6 +432,21 @@ mod tests {
             Effect::Widens
         );
         assert_eq!(eff("exec", "unprotected_paths", json!([])), Effect::Narrows);
+        // The person's own additions cannot be dropped by a project's list.
+        let mut user = Settings::default();
+        user.exec.protected_paths = vec!["Makefile".into()];
+        assert_eq!(
+            effect("exec", "protected_paths", &json!([]), &user),
+            Some(Effect::WidensPartly(json!(["Makefile"])))
+        );
+        assert_eq!(
+            effect("exec", "protected_paths", &json!(["build.rs"]), &user),
+            Some(Effect::WidensPartly(json!(["Makefile", "build.rs"])))
+        );
+        assert_eq!(
+            effect("exec", "protected_paths", &json!(["build.rs", "Makefile"]), &user),
+            Some(Effect::Narrows)
+        );
         assert_eq!(
             effect("exec", "namespaces", &json!(false), &Settings::default()),
             Some(Effect::Widens)

@@ -146,12 +146,39 @@ pub fn set_setting(
                 message: e.to_string(),
             }],
         })?;
-        let problems = field_problems(&file, &out, path);
+        let mut problems = field_problems(&file, &out, path);
+        problems.extend(user_only_problem(&file, &out, level, path, value));
         if problems.is_empty() {
             Ok(out)
         } else {
             Err(EditError::Refused { problems })
         }
+    })
+}
+
+/// A project-level value of a field only the user level may set (`exec.unprotected_paths`: it
+/// widens authority, and the loader ignores a project's), refused rather than written to be
+/// ignored. Removing one is fine.
+fn user_only_problem(
+    file: &str,
+    text: &str,
+    level: Level,
+    path: &[&str],
+    value: Option<&Value>,
+) -> Option<SettingsProblem> {
+    if level != Level::Project || value.is_none() || path != ["exec", "unprotected_paths"] {
+        return None;
+    }
+    let at = aibuddy_common::located::parse(text).ok().and_then(|doc| {
+        let entry = doc.root().get("exec")?.value.get("unprotected_paths")?;
+        Some((entry.position.line, entry.position.column))
+    });
+    Some(SettingsProblem {
+        file: file.to_string(),
+        line: at.map(|p| p.0),
+        column: at.map(|p| p.1),
+        field: path.join("."),
+        message: super::UNPROTECTED_USER_ONLY.to_string(),
     })
 }
 

@@ -480,13 +480,16 @@ impl ToolHandler for ExecuteHandler {
             .map(str::trim)
             .filter(|d| !d.is_empty())
             .map(str::to_string);
+        let mut scope = scope_lines(
+            &req,
+            &dropped,
+            &confinement_for(&req, confinement_support()),
+        );
+        // Nested repositories are looked for again at launch; said here when the walk is capped.
+        scope.extend(nested_repositories_line(&nested_search(&req)));
         Ok(Prepared {
             target: a.command.clone(),
-            scope: scope_lines(
-                &req,
-                &dropped,
-                &confinement_for(&req, confinement_support()),
-            ),
+            scope,
             consequence: EXECUTE_CONSEQUENCE.to_string(),
             model_says,
             diff: None,
@@ -545,8 +548,24 @@ mod scope;
 use live::EventBridge;
 pub use live::decode_carrying;
 pub use scope::{
-    confinement_for, expected_confinement, protected_line, protected_paths_refused, scope_lines,
+    confinement_for, expected_confinement, nested_repositories_line, protected_line,
+    protected_paths_refused, scope_lines,
 };
+
+/// The search for nested repositories the launch will do (the project and each writable root),
+/// unless every git entry is unprotected.
+fn nested_search(req: &ExecRequest) -> aibuddy_sandbox::aibuddy_exec::protect::NestedSearch {
+    use aibuddy_sandbox::aibuddy_exec::protect;
+    let list = protect::effective_list(&req.protected_paths, &req.unprotected_paths);
+    if !list.iter().any(|(p, _)| p.starts_with(".git/")) {
+        return Default::default();
+    }
+    let roots: Vec<std::path::PathBuf> = std::iter::once(&req.cwd)
+        .chain(&req.writable_roots)
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
+    protect::nested_repositories(&roots)
+}
 
 #[cfg(test)]
 mod tests;

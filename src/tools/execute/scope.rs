@@ -1,7 +1,9 @@
 //! The confirmation's scope lines of `execute`: what the command may touch and under which
 //! confinement (pure).
 
-use aibuddy_sandbox::aibuddy_exec::protect::effective_list;
+use aibuddy_sandbox::aibuddy_exec::protect::{
+    NESTED_DEPTH_CAP, NESTED_DIR_CAP, NestedSearch, effective_list,
+};
 use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest, NamespacePolicy};
 
 /// Whether this confinement refuses writes to protected paths (the namespace path does; on the
@@ -32,6 +34,19 @@ pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
              ones removed) when it ends"
         )
     }
+}
+
+/// The scope line saying that the search for nested repositories stopped at a cap (their git
+/// config and hooks deeper down are then not protected), or nothing when it did not.
+pub fn nested_repositories_line(search: &NestedSearch) -> Option<String> {
+    search.capped.then(|| {
+        format!(
+            "nested git repositories: the search stopped at its cap ({NESTED_DIR_CAP} directories \
+             per writable root, {NESTED_DEPTH_CAP} levels); repositories beyond it are not protected \
+             ({} found and protected)",
+            search.work_trees.len()
+        )
+    })
 }
 
 /// The confinement a request will get on this host, for the confirmation.
@@ -193,7 +208,7 @@ mod tests {
             vec![
                 "cwd: /proj".to_string(),
                 "confinement: landlock only: no namespaces (bubblewrap (bwrap) is not installed); Landlock ABI 7 (signals and abstract sockets scoped); writes only in /proj, private $TMPDIR, /home/u/.cargo; network off (TCP connect/bind denied; UDP and Unix sockets are not covered)".to_string(),
-                "protected paths NOT refused on this path (Landlock cannot deny a path inside a writable root): .git/config, .git/hooks, .git/info, .git/commondir, .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex, .cursor; the command can change them while it runs, and they are restored (created ones removed) when it ends".to_string(),
+                "protected paths NOT refused on this path (Landlock cannot deny a path inside a writable root): .git/config, .git/config.worktree, .git/hooks, .git/info, .git/commondir, .aibuddy, .vscode, .idea, .envrc, .mcp.json, .claude, .codex, .cursor; the command can change them while it runs, and they are restored (created ones removed) when it ends".to_string(),
                 "timeout: 120000 ms".to_string(),
                 "environment withheld (2 variables): GITHUB_TOKEN, OPENAI_API_KEY".to_string(),
             ]
@@ -242,8 +257,24 @@ mod tests {
         assert_eq!(
             ns[2],
             "protected paths (read-only, cannot be created; in the project, each writable root and \
-             every git directory): .git/config, .git/hooks, .git/info, .git/commondir, .aibuddy, \
-             .vscode, .envrc, .mcp.json, .claude, .cursor, Makefile"
+             every git directory): .git/config, .git/config.worktree, .git/hooks, .git/info, \
+             .git/commondir, .aibuddy, .vscode, .envrc, .mcp.json, .claude, .cursor, Makefile"
+        );
+    }
+
+    #[test]
+    fn a_capped_search_for_nested_repositories_is_said() {
+        let mut search = NestedSearch::default();
+        assert_eq!(nested_repositories_line(&search), None);
+        search.capped = true;
+        search.work_trees = vec!["/p/vendor/lib".into()];
+        assert_eq!(
+            nested_repositories_line(&search).as_deref(),
+            Some(
+                "nested git repositories: the search stopped at its cap (2000 directories per \
+                 writable root, 6 levels); repositories beyond it are not protected (1 found and \
+                 protected)"
+            )
         );
     }
 
