@@ -16,8 +16,12 @@
 //!    read-write (a mount point cannot be renamed away), then every protected path (existing, or
 //!    an empty placeholder for an absent one) bound read-only over itself;
 //! 6. the hidden paths (credential locations, the data directory): an empty read-only tmpfs with
-//!    mode 0000 over directories, `/dev/null` over files. Last, so a project or writable root that
-//!    contains one does not bring it back.
+//!    mode 0000 over directories, `/dev/null` over files. After the writable roots, so a project
+//!    or writable root that contains one does not bring it back.
+//!
+//! Step 5 comes after step 6 when no git directory or protected path holds or lies in a hidden
+//! path (the usual case): bubblewrap reads the whole mount table at every mount, so a mount made
+//! before the ~90 hidden ones makes each of them dearer. When one does, step 5 stays first.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -142,17 +146,34 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
     for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
         push(&[&"--bind", w, w]);
     }
-    for g in &plan.git_dirs {
-        push(&[&"--bind", g, g]);
-    }
-    for p in &plan.protected {
-        push(&[&"--ro-bind", p, p]);
+    // Bubblewrap reads the mount table at every mount, so each mount costs more the more there
+    // are: the protected binds go after the hidden paths (half their cost with ~90 hidden paths),
+    // unless one of them holds or lies in a hidden path (a recursive bind would bring a hidden
+    // credential back, or a hide would be covered): then all stay before, as the order says.
+    let late = !plan.git_dirs.iter().chain(&plan.protected).any(|p| {
+        plan.hidden
+            .iter()
+            .any(|(h, _)| h.starts_with(p) || p.starts_with(h))
+    });
+    let protect = |push: &mut dyn FnMut(&[&dyn AsRef<std::ffi::OsStr>])| {
+        for g in &plan.git_dirs {
+            push(&[&"--bind", g, g]);
+        }
+        for p in &plan.protected {
+            push(&[&"--ro-bind", p, p]);
+        }
+    };
+    if !late {
+        protect(&mut push);
     }
     for (path, kind) in &plan.hidden {
         match kind {
             HideKind::Dir => push(&[&"--perms", &"0000", &"--tmpfs", path, &"--remount-ro", path]),
             HideKind::File => push(&[&"--ro-bind", &"/dev/null", path]),
         }
+    }
+    if late {
+        protect(&mut push);
     }
     push(&[&"--chdir", &plan.cwd]);
     a
@@ -254,8 +275,23 @@ mod tests {
             &["--ro-bind", "/home/u/proj/.vscode", "/home/u/proj/.vscode"],
         );
         assert!(root < tmp && tmp < resolv && resolv < tmpdir && tmpdir < proj);
-        assert!(proj < cargo && cargo < git && git < config && config < vscode);
-        assert!(vscode < ssh && ssh < netrc);
+        assert!(proj < cargo && cargo < ssh && ssh < netrc);
+        // No protected path touches a hidden one: the protected binds come last (cheaper).
+        assert!(netrc < git && git < config && config < vscode);
+        // One that holds a hidden path (the project is the home, `.claude` is both): all of them
+        // before the hides, so the hide wins.
+        let mut p = plan();
+        p.protected.push("/home/u/.claude".into());
+        p.hidden.push(("/home/u/.claude/.credentials.json".into(), HideKind::File));
+        let a = args(&p);
+        let claude = pos(&a, &["--ro-bind", "/home/u/.claude", "/home/u/.claude"]);
+        let cred = pos(
+            &a,
+            &["--ro-bind", "/dev/null", "/home/u/.claude/.credentials.json"],
+        );
+        let git = pos(&a, &["--bind", "/home/u/proj/.git", "/home/u/proj/.git"]);
+        let ssh = pos(&a, &["--tmpfs", "/home/u/.ssh"]);
+        assert!(git < claude && claude < ssh && ssh < cred);
         assert_eq!(
             a[a.len() - 2..],
             ["--chdir", "/home/u/proj"].map(OsString::from)

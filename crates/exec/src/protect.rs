@@ -572,7 +572,6 @@ fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
     };
     if created {
         held.insert(path.to_path_buf(), (1, kind));
-        write_manifest(&held);
     }
     created
 }
@@ -595,20 +594,35 @@ fn manifest_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("{MANIFEST_PREFIX}{pid}"))
 }
 
-/// Rewrites the manifest from the registry (called with its lock held).
-fn write_manifest(held: &HashMap<PathBuf, (usize, Placeholder)>) {
+/// Rewrites the manifest: the placeholders held now plus `about_to_create` (listed before they
+/// are made, so a `kill -9` in between leaves none unlisted). Once per command start and end, not
+/// per placeholder, and never by truncating to zero (ext4 flushes such a file when it is closed:
+/// milliseconds each on a busy disk).
+fn record_manifest(about_to_create: &[PathBuf]) {
+    use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
+    let held = placeholders().lock().unwrap_or_else(|e| e.into_inner());
     let path = manifest_path(&std::env::temp_dir(), std::process::id());
-    if held.is_empty() {
-        let _ = std::fs::remove_file(&path);
-        return;
-    }
     let mut bytes = Vec::new();
-    for p in held.keys() {
+    for p in held.keys().chain(about_to_create) {
         bytes.extend_from_slice(p.as_os_str().as_bytes());
         bytes.push(0);
     }
-    if let Err(e) = std::fs::write(&path, bytes) {
+    if bytes.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| {
+            f.write_all(&bytes)?;
+            f.set_len(bytes.len() as u64)
+        });
+    if let Err(e) = written {
         tracing::warn!(error = %e, "placeholder manifest not written");
     }
 }
@@ -717,7 +731,6 @@ fn release_placeholder(path: &Path) {
         return;
     }
     held.remove(path);
-    write_manifest(&held);
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             // Only when empty: something outside the sandbox may have written into it.
@@ -869,12 +882,27 @@ impl Guard {
         let mut unguarded = Vec::new();
         match hold {
             Hold::Mounts => {
-                for f in &found.paths {
-                    if f.placeholder != Placeholder::None
-                        && hold_placeholder(&f.path, f.placeholder)
-                    {
+                let wanted: Vec<&Found> = found
+                    .paths
+                    .iter()
+                    .filter(|f| f.placeholder != Placeholder::None)
+                    .collect();
+                let new: Vec<PathBuf> = wanted
+                    .iter()
+                    .filter(|f| !f.present)
+                    .map(|f| f.path.clone())
+                    .collect();
+                if !new.is_empty() {
+                    record_manifest(&new);
+                }
+                for f in wanted {
+                    if hold_placeholder(&f.path, f.placeholder) {
                         held.push(f.path.clone());
                     }
+                }
+                // Listed but not made (a parent missing, say): listed no longer.
+                if new.iter().any(|p| !held.contains(p)) {
+                    record_manifest(&[]);
                 }
             }
             Hold::Restore => {
@@ -1022,8 +1050,12 @@ impl Drop for Guard {
         if !report.is_empty() {
             tracing::warn!(?report, "protected paths swept after a dropped run");
         }
-        for p in std::mem::take(&mut self.held) {
-            release_placeholder(&p);
+        let held = std::mem::take(&mut self.held);
+        for p in &held {
+            release_placeholder(p);
+        }
+        if !held.is_empty() {
+            record_manifest(&[]);
         }
     }
 }
