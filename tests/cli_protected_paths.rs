@@ -241,7 +241,11 @@ fn includes_and_nested_repositories_are_protected_through_the_cli_on_both_paths(
         let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
         config.push_str("[include]\n\tpath = ../team.gitconfig\n");
         std::fs::write(p.join(".git/config"), &config).unwrap();
-        std::fs::write(p.join("team.gitconfig"), "[core]\n\thooksPath = .githooks\n").unwrap();
+        std::fs::write(
+            p.join("team.gitconfig"),
+            "[core]\n\thooksPath = .githooks\n",
+        )
+        .unwrap();
         let lib = p.join("vendor/lib");
         std::fs::create_dir_all(&lib).unwrap();
         assert!(git(&lib, &["init", "-q", "-b", "main"]).status.success());

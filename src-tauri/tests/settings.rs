@@ -230,7 +230,12 @@ fn network_lists_round_trip_and_a_bad_entry_is_refused_on_the_field() {
         )
         .unwrap()
     };
-    let network = || aibuddy::settings::load(&f.data, &f.project).settings.exec.network;
+    let network = || {
+        aibuddy::settings::load(&f.data, &f.project)
+            .settings
+            .exec
+            .network
+    };
     assert_eq!(set(json!(false))["problems"], json!([]));
     assert_eq!(network(), NetworkSetting::Off);
     assert_eq!(set(json!(true))["problems"], json!([]));
@@ -260,7 +265,11 @@ fn network_lists_round_trip_and_a_bad_entry_is_refused_on_the_field() {
     ] {
         let out = set(bad.clone());
         assert_eq!(out["written"], Value::Null, "{bad}: {out}");
-        assert_eq!(out["problems"][0]["field"], json!("exec.network"), "{bad}: {out}");
+        assert_eq!(
+            out["problems"][0]["field"],
+            json!("exec.network"),
+            "{bad}: {out}"
+        );
         assert!(
             out["problems"][0]["message"]
                 .as_str()
@@ -321,7 +330,10 @@ fn protected_paths_round_trip_and_unprotected_paths_only_at_the_user_level() {
         loaded.settings.exec.protected_paths,
         vec!["Makefile".to_string(), ".github/workflows/".to_string()]
     );
-    assert_eq!(loaded.settings.exec.unprotected_paths, vec![".idea".to_string()]);
+    assert_eq!(
+        loaded.settings.exec.unprotected_paths,
+        vec![".idea".to_string()]
+    );
     let pages = invoke(&f, "settings_pages", json!({})).unwrap();
     assert_eq!(pages["user"]["exec"]["unprotected_paths"], json!([".idea"]));
     assert_eq!(

@@ -444,7 +444,12 @@ mod tests {
             Some(Effect::WidensPartly(json!(["Makefile", "build.rs"])))
         );
         assert_eq!(
-            effect("exec", "protected_paths", &json!(["build.rs", "Makefile"]), &user),
+            effect(
+                "exec",
+                "protected_paths",
+                &json!(["build.rs", "Makefile"]),
+                &user
+            ),
             Some(Effect::Narrows)
         );
         assert_eq!(

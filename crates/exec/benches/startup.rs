@@ -121,7 +121,10 @@ async fn main() {
     row("landlock-only path, protected paths", s[0]);
     row("landlock-only path, no protected paths", s[1]);
     row(&format!("namespace path ({label}), protected paths"), s[2]);
-    row(&format!("namespace path ({label}), no protected paths"), s[3]);
+    row(
+        &format!("namespace path ({label}), no protected paths"),
+        s[3],
+    );
     println!(
         "  ratio namespaces : landlock  p50 {:.2}x  mean {:.2}x",
         s[2].0 / s[0].0,

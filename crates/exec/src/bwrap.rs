@@ -282,12 +282,17 @@ mod tests {
         // before the hides, so the hide wins.
         let mut p = plan();
         p.protected.push("/home/u/.claude".into());
-        p.hidden.push(("/home/u/.claude/.credentials.json".into(), HideKind::File));
+        p.hidden
+            .push(("/home/u/.claude/.credentials.json".into(), HideKind::File));
         let a = args(&p);
         let claude = pos(&a, &["--ro-bind", "/home/u/.claude", "/home/u/.claude"]);
         let cred = pos(
             &a,
-            &["--ro-bind", "/dev/null", "/home/u/.claude/.credentials.json"],
+            &[
+                "--ro-bind",
+                "/dev/null",
+                "/home/u/.claude/.credentials.json",
+            ],
         );
         let git = pos(&a, &["--bind", "/home/u/proj/.git", "/home/u/proj/.git"]);
         let ssh = pos(&a, &["--tmpfs", "/home/u/.ssh"]);

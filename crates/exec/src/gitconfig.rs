@@ -204,11 +204,7 @@ fn header(chars: &[char], mut i: usize) -> (Option<String>, Option<String>, usiz
     if chars[i] == ']' {
         // `[section.sub]`: the old form, the subsection lower-cased.
         return match name.split_once('.') {
-            Some((s, sub)) => (
-                Some(s.to_lowercase()),
-                Some(sub.to_lowercase()),
-                i + 1,
-            ),
+            Some((s, sub)) => (Some(s.to_lowercase()), Some(sub.to_lowercase()), i + 1),
             None => (Some(name.to_lowercase()), None, i + 1),
         };
     }
@@ -324,8 +320,11 @@ mod tests {
             "[core]\nhooksPath = one\n[includeIf \"onbranch:x\"]\npath = sub/a\n[include]\npath = ~/h\npath = /abs/none\n",
         )
         .unwrap();
-        std::fs::write(d.join("sub/a"), "[core]\nhooksPath = two\n[include]\npath = ../sub/a\n")
-            .unwrap();
+        std::fs::write(
+            d.join("sub/a"),
+            "[core]\nhooksPath = two\n[include]\npath = ../sub/a\n",
+        )
+        .unwrap();
         std::fs::write(d.join("h"), "[core]\n\tworktree = w\n").unwrap();
         let read_text = |p: &Path| std::fs::read_to_string(p).ok();
         let c = read(&d.join("config"), Some(d), &read_text);

@@ -1300,7 +1300,10 @@ mod tests {
         assert!(f.git_dirs.contains(&root.join("src/vendor/lib/.git")));
         assert!(!f.nested_capped);
         let later = f.paths.iter().find(|p| p.path == root.join("later.inc"));
-        assert_eq!(later.map(|p| (p.present, p.placeholder)), Some((false, Placeholder::File)));
+        assert_eq!(
+            later.map(|p| (p.present, p.placeholder)),
+            Some((false, Placeholder::File))
+        );
     }
 
     #[test]

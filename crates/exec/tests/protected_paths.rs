@@ -340,7 +340,11 @@ fn repo_with_includes() -> (tempfile::TempDir, PathBuf) {
         "[include]\n\tpath = ../project.gitconfig\n[includeIf \"onbranch:main\"]\n\tpath = ../later.gitconfig\n",
     );
     std::fs::write(p.join(".git/config"), config).unwrap();
-    std::fs::write(p.join("project.gitconfig"), "[core]\n\thooksPath = .githooks\n").unwrap();
+    std::fs::write(
+        p.join("project.gitconfig"),
+        "[core]\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
     (t, p)
 }
 
@@ -361,10 +365,15 @@ async fn config_and_hooks_reached_through_includes_are_protected_on_both_paths()
         .join("\n");
         let (out, text) = run_in(&p, path, &cmd).await;
         if path == NamespacePolicy::Auto {
-            assert!(!text.contains("WROTE"), "refused on the namespace path: {text}");
+            assert!(
+                !text.contains("WROTE"),
+                "refused on the namespace path: {text}"
+            );
         } else {
             assert!(
-                out.protected.restored.contains(&p.join("project.gitconfig")),
+                out.protected
+                    .restored
+                    .contains(&p.join("project.gitconfig")),
                 "{:?}",
                 out.protected
             );
@@ -402,7 +411,10 @@ async fn a_nested_repository_that_is_no_submodule_is_protected_on_both_paths() {
         let config_before = std::fs::read(lib.join(".git/config")).unwrap();
         let (out, text) = run_in(&p, path, &cmd).await;
         if path == NamespacePolicy::Auto {
-            assert!(!text.contains("WROTE"), "refused on the namespace path: {text}");
+            assert!(
+                !text.contains("WROTE"),
+                "refused on the namespace path: {text}"
+            );
         } else {
             assert!(
                 out.protected.restored.contains(&lib.join(".git/config")),
@@ -410,7 +422,10 @@ async fn a_nested_repository_that_is_no_submodule_is_protected_on_both_paths() {
                 out.protected
             );
         }
-        assert_eq!(std::fs::read(lib.join(".git/config")).unwrap(), config_before);
+        assert_eq!(
+            std::fs::read(lib.join(".git/config")).unwrap(),
+            config_before
+        );
         assert!(!lib.join(".git/hooks/pre-commit").exists(), "{path:?}");
         person_uses_git(&lib, &marker);
     }
@@ -447,7 +462,10 @@ async fn a_commondir_cannot_be_planted_while_the_command_runs() {
     cancel.cancel();
     let out = task.await.unwrap().unwrap();
     assert!(
-        matches!(out.confinement, aibuddy_exec::Confinement::Namespaces { .. }),
+        matches!(
+            out.confinement,
+            aibuddy_exec::Confinement::Namespaces { .. }
+        ),
         "{:?}",
         out.confinement
     );
