@@ -204,7 +204,7 @@ impl App {
 
     /// [`App::open`] with the capability plane's options (e.g. the MCP connect wait a host read
     /// from its environment).
-    pub async fn open_with(opts: AppOptions, plane: PlaneOptions) -> Result<App, AppError> {
+    pub async fn open_with(opts: AppOptions, mut plane: PlaneOptions) -> Result<App, AppError> {
         let project_root = resolve_project(&opts.project)?;
         std::fs::create_dir_all(&opts.data_dir).map_err(|e| AppError::DataDir {
             path: opts.data_dir.clone(),
@@ -215,6 +215,14 @@ impl App {
         let loaded = with_tool_key_problems(config.settings);
         for p in &loaded.problems {
             tracing::warn!("settings: {}", aibuddy_common::term::line(&p.to_string()));
+        }
+        // Sandboxed MCP servers get the confinement of commands under these settings.
+        if plane.mcp_sandbox_host.is_none() {
+            plane.mcp_sandbox_host = Some(crate::plane::mcp_sandbox_host(
+                &project_root,
+                &opts.data_dir,
+                &loaded.settings.exec,
+            ));
         }
         // The capability plane: skills, MCP servers, discovery; its registry is live.
         let capabilities =

@@ -42,6 +42,8 @@ use crate::tools;
 use crate::tools::mcp::{LeftOut, McpServerConfig};
 use crate::trust::{McpPlan, NOT_TRUSTED};
 
+pub use mcp_sandbox::mcp_sandbox_host;
+
 /// Overall time `App::open` waits for MCP servers' first connection (`tools list` stays fast);
 /// servers still connecting afterwards join the tool set when they finish.
 pub const DEFAULT_MCP_CONNECT_WAIT: Duration = Duration::from_secs(5);
@@ -76,6 +78,9 @@ pub struct PlaneOptions {
     /// the index is otherwise built by its first reader, and a host that never searches
     /// (`aibuddy call`) never loads them.
     pub prewarm_search: bool,
+    /// The host's part of the confinement of MCP servers with `"sandbox"` (`App::open_with`
+    /// sets it from the effective settings); `None`: from the default exec settings.
+    pub mcp_sandbox_host: Option<aibuddy_mcp::SandboxHost>,
 }
 
 impl PlaneOptions {
@@ -98,6 +103,7 @@ impl Default for PlaneOptions {
             mcp: true,
             mcp_token_vault: None,
             prewarm_search: false,
+            mcp_sandbox_host: None,
         }
     }
 }
@@ -316,6 +322,13 @@ impl CapabilityPlane {
                         default_cwd: Some(crate::trust::mcp::neutral_cwd(data_dir)),
                         before_spawn,
                         token_vault: opts.mcp_token_vault.clone(),
+                        sandbox_host: opts.mcp_sandbox_host.clone().unwrap_or_else(|| {
+                            mcp_sandbox_host(
+                                project_root,
+                                data_dir,
+                                &crate::settings::ExecSettings::default(),
+                            )
+                        }),
                         ..McpOptions::default()
                     },
                 );
@@ -568,6 +581,7 @@ fn build_registry(
 }
 
 mod absent;
+mod mcp_sandbox;
 mod readiness;
 mod tokens;
 pub use readiness::{PlaneReadiness, unavailable};

@@ -9,9 +9,17 @@
 //! reaches into the project (`cwd` there, `${AIBUDDY_PROJECT_ROOT}` in its args...) is pinned and
 //! waits for trust like a project server, and every restart re-checks it.
 //!
+//! Beyond the peers, `"sandbox"` on a stdio entry runs the server under the confinement of
+//! commands: a real stdio server (a small JSON-RPC server in Python that reads and writes the
+//! files it is asked to) with `sandbox` cannot read a hidden credential of the person's home nor
+//! write outside its writable roots while its tools still work; the same server without it can
+//! (so the test shows something); `aibuddy mcp status` says how each one runs.
+//!
 //! The servers are the real ones `make setup` installs under `.tools/mcp` (or
 //! `AIBUDDY_MCP_TOOLS`): the venv's `mcp-server-git`, and `@modelcontextprotocol/server-everything`
 //! (found by `npx --no-install` through a global prefix: no network at test time).
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -326,4 +334,173 @@ async fn a_user_entry_with_cwd_in_the_project_waits_for_trust_and_every_restart_
         !f.marker().exists(),
         "the planted module ran at the next open"
     );
+}
+
+/// A line-based JSON-RPC MCP server: `read {path}` returns the file's text, `write {path}` writes
+/// `written` there; a failure is a tool error naming the exception.
+const PROBE_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    m = json.loads(line)
+    mid, meth = m.get("id"), m.get("method")
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "probe", "version": "1"}}})
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
+            {"name": "read", "description": "Read a file", "inputSchema": schema},
+            {"name": "write", "description": "Write a file", "inputSchema": schema}]}})
+    elif meth == "tools/call":
+        name, path = m["params"]["name"], m["params"]["arguments"]["path"]
+        try:
+            if name == "read":
+                text = open(path).read()
+            else:
+                open(path, "w").write("written"); text = "wrote it"
+            err = False
+        except Exception as e:
+            text, err = "FAILED " + type(e).__name__, True
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": text}], "isError": err}})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// A fixture the sandbox sees as the host does: outside `/tmp` (the namespace path replaces it).
+struct Boxed {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+    data: PathBuf,
+}
+
+fn boxed_fixture() -> Boxed {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("aibuddy-mcp-sandbox-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (home, project, data) = (base.join("home"), base.join("proj"), base.join("data"));
+    for d in [
+        &home.join(".ssh"),
+        &project,
+        &data,
+        &base.join("outside"),
+        &base.join("cache"),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_rsa"), "SSH-KEY-SECRET").unwrap();
+    std::fs::write(project.join("README"), "PROJECT-README").unwrap();
+    std::fs::write(base.join("probe_server.py"), PROBE_SERVER).unwrap();
+    Boxed {
+        _dir: dir,
+        base,
+        home,
+        project,
+        data,
+    }
+}
+
+impl Boxed {
+    /// `aibuddy ARGS` with the fake home: (exit code, stdout, stderr).
+    fn aibuddy(&self, args: &[&str]) -> (i32, String, String) {
+        let out = support::aibuddy_cmd(&self.project, &self.data)
+            .env("HOME", &self.home)
+            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "20000")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// The JSON outcome of `aibuddy call mcp__SERVER__TOOL {"path": path}`, as text.
+    fn call(&self, server: &str, tool: &str, path: &Path) -> String {
+        let args = json!({"path": path}).to_string();
+        let tool = format!("mcp__{server}__{tool}");
+        let (_, out, err) = self.aibuddy(&["call", &tool, &args, "--yes", "--json"]);
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+        v.to_string()
+    }
+}
+
+#[test]
+fn a_sandboxed_server_cannot_read_hidden_credentials_or_write_outside_its_roots() {
+    let f = boxed_fixture();
+    let script = f.base.join("probe_server.py").display().to_string();
+    let cache = f.base.join("cache");
+    std::fs::write(
+        f.data.join("mcp.json"),
+        json!({"mcpServers": {
+            "plain": {"command": "python3", "args": [script]},
+            "boxed": {"command": "python3", "args": [script],
+                      "sandbox": {"writable_roots": [cache.display().to_string()]}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+
+    // Status: how each runs.
+    let (code, out, err) = f.aibuddy(&["mcp", "status", "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["server"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {rows}"))
+            .clone()
+    };
+    assert_eq!(row("boxed")["state"], "connected", "{rows}");
+    assert_eq!(row("plain")["sandbox"], serde_json::Value::Null, "{rows}");
+    let sandbox = &row("boxed")["sandbox"];
+    let how = sandbox["confinement"].as_str().unwrap_or_default();
+    assert!(how.starts_with("namespaces"), "{rows}");
+    assert_eq!(sandbox["network"], "off", "{rows}");
+    let (_, text, _) = f.aibuddy(&["mcp", "status"]);
+    assert!(
+        text.contains(&format!("sandboxed: {how}, network: off")),
+        "{text}"
+    );
+
+    // Its tools work: the project is readable, its writable root writable.
+    let readme = f.project.join("README");
+    assert!(f.call("boxed", "read", &readme).contains("PROJECT-README"));
+    let ok = cache.join("ok");
+    f.call("boxed", "write", &ok);
+    assert!(ok.exists(), "the writable root is writable");
+
+    // The credential and the data dir are hidden; nothing is written outside its roots.
+    let key = f.home.join(".ssh/id_rsa");
+    let got = f.call("boxed", "read", &key);
+    assert!(!got.contains("SSH-KEY-SECRET"), "{got}");
+    assert!(got.contains("FAILED"), "{got}");
+    let got = f.call("boxed", "read", &f.data.join("mcp.json"));
+    assert!(got.contains("FAILED"), "the data dir is hidden: {got}");
+    for target in [f.base.join("outside/boxed"), f.project.join("boxed")] {
+        let got = f.call("boxed", "write", &target);
+        assert!(got.contains("FAILED"), "{got}");
+        assert!(!target.exists(), "{} written", target.display());
+    }
+
+    // The same server unconfined reads and writes all of it (the test is meaningful).
+    assert!(f.call("plain", "read", &key).contains("SSH-KEY-SECRET"));
+    let outside = f.base.join("outside/plain");
+    f.call("plain", "write", &outside);
+    assert!(outside.exists());
 }

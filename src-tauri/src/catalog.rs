@@ -1,6 +1,7 @@
 //! The catalog's servers and skills, beside `list_tools`: each configured MCP server with its
 //! connection state (connecting, connected with its tool count, failed with the error, needs
-//! login, held back because the project is not trusted, refused configuration), the skills with
+//! login, held back because the project is not trusted, refused configuration, and how a server
+//! with `"sandbox"` runs confined), the skills with
 //! the problems that left some out, and the person's "reconnect" (`McpManager::restart`).
 //! Every string here may come from a server or a project file: the UI inserts it as text.
 
@@ -54,6 +55,30 @@ pub struct CatalogServer {
     pub server_info: Option<String>,
     /// Tools it listed that were left out, each with the reason.
     pub rejected_tools: Vec<RejectedToolView>,
+    /// `"sandbox"` in its entry: how it runs confined; `null`: it runs unconfined.
+    pub sandbox: Option<SandboxView>,
+}
+
+/// How a server with `"sandbox"` runs confined (`aibuddy_mcp::SandboxStatus`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct SandboxView {
+    /// The confinement its process got (`namespaces+landlock-v7+nonet`); `null` until it started
+    /// once (one that cannot be confined never starts: its state says why).
+    pub confinement: Option<String>,
+    /// Where it may connect: `off`, `default registries`, `allow: a, b; deny: c`.
+    pub network: String,
+    /// Its writable roots besides its private temp dir.
+    pub writable_roots: Vec<String>,
+}
+
+/// The sandbox of one server for the UI (pure).
+pub fn sandbox_view(status: Option<aibuddy_mcp::SandboxStatus>) -> Option<SandboxView> {
+    status.map(|s| SandboxView {
+        confinement: s.confinement,
+        network: s.network,
+        writable_roots: s.writable_roots,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -118,6 +143,7 @@ pub fn servers(app: &App) -> Vec<CatalogServer> {
             state: server_view(&s.state),
             tool_count: u32::try_from(s.tool_count).unwrap_or(u32::MAX),
             server_info: s.server_info,
+            sandbox: sandbox_view(s.sandbox),
             rejected_tools: s
                 .rejected_tools
                 .into_iter()
@@ -135,6 +161,7 @@ pub fn servers(app: &App) -> Vec<CatalogServer> {
         tool_count: 0,
         server_info: None,
         rejected_tools: Vec::new(),
+        sandbox: None,
     };
     for e in &plane.mcp_config_errors {
         if let Some(name) = &e.server

@@ -162,7 +162,7 @@ pub fn env_policy(settings: &ExecSettings) -> EnvPolicy {
 }
 
 /// `~/x` -> home/x; relative -> beneath the project root; absolute kept.
-fn resolve_root(given: &str, project_root: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn resolve_root(given: &str, project_root: &Path, home: Option<&Path>) -> PathBuf {
     if let (Some(rest), Some(home)) = (given.strip_prefix("~/"), home) {
         return home.join(rest);
     }

@@ -18,10 +18,10 @@ const TOOLS = [
   { ...TOOL, name: "mcp__github__issues", config: "mcp:github", display_name: "github", source: "mcp:github", exposure: "absent", absent_reason: "needs login" },
 ];
 const SERVERS = [
-  { name: "docs", state: { kind: "connected" }, tool_count: 42, server_info: "docs-server 1.2.0", rejected_tools: [{ tool: "bad<script>", reason: "input schema is not an object" }] },
-  { name: "github", state: { kind: "needs_login" }, tool_count: 0, server_info: null, rejected_tools: [] },
-  { name: "flaky", state: { kind: "failed", reason: "exited with status 1: <img src=x onerror=alert(1)>", retry_in_ms: 4000 }, tool_count: 0, server_info: null, rejected_tools: [] },
-  { name: "starting", state: { kind: "connecting" }, tool_count: 0, server_info: null, rejected_tools: [] },
+  { name: "docs", state: { kind: "connected" }, tool_count: 42, server_info: "docs-server 1.2.0", rejected_tools: [{ tool: "bad<script>", reason: "input schema is not an object" }], sandbox: { confinement: "namespaces+landlock-v7+nonet", network: "off", writable_roots: [] } },
+  { name: "github", state: { kind: "needs_login" }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
+  { name: "flaky", state: { kind: "failed", reason: "exited with status 1: <img src=x onerror=alert(1)>", retry_in_ms: 4000 }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
+  { name: "starting", state: { kind: "connecting" }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
 ];
 const SKILLS = { skills: [{ name: "pdf", description: "Read and fill PDF forms", root: "bundled" }], problems: ["/home/me/work/sample-project/.aibuddy/skills/broken/SKILL.md:1: missing `name` in the front matter"] };
 

@@ -7,7 +7,7 @@ import { ApiError } from "../src/api";
 import type { CatalogServer } from "../src/bindings/CatalogServer";
 import type { CatalogApi } from "../src/catalog/api";
 import { CATALOG_COMMANDS, createCatalogApi } from "../src/catalog/api";
-import { canReconnect, filterServers, filterSkills, needsLogin, serverStatus } from "../src/catalog/model";
+import { canReconnect, filterServers, filterSkills, needsLogin, sandboxLine, serverStatus } from "../src/catalog/model";
 import ToolsPanel from "../src/components/ToolsPanel.svelte";
 import { TOOLS } from "./fixtures";
 
@@ -17,6 +17,7 @@ const server = (name: string, state: CatalogServer["state"], tool_count = 0): Ca
   tool_count,
   server_info: null,
   rejected_tools: [],
+  sandbox: null,
 });
 
 const SERVERS: CatalogServer[] = [
@@ -28,6 +29,23 @@ const SERVERS: CatalogServer[] = [
 ];
 
 describe("catalog model", () => {
+  it("says whether and how a server runs sandboxed", () => {
+    expect(sandboxLine(server("plain", { kind: "connected" }))).toEqual({ label: "not sandboxed", sandboxed: false });
+    const boxed: CatalogServer = {
+      ...server("boxed", { kind: "connected" }, 2),
+      sandbox: { confinement: "namespaces+landlock-v7+nonet", network: "off", writable_roots: [] },
+    };
+    expect(sandboxLine(boxed)).toEqual({
+      label: "sandboxed: namespaces+landlock-v7+nonet · network off · writes only its temp dir",
+      sandboxed: true,
+    });
+    const waiting: CatalogServer = {
+      ...boxed,
+      sandbox: { confinement: null, network: "allow: api.example.com", writable_roots: ["/p", "/c"] },
+    };
+    expect(sandboxLine(waiting).label).toBe("sandboxed: not started yet · network allow: api.example.com · writes /p, /c");
+  });
+
   it("labels each state and offers reconnect and login where they apply", () => {
     expect(serverStatus(SERVERS[0]!).label).toBe("connected · 3 tools");
     expect(serverStatus(SERVERS[2]!)).toMatchObject({ label: "failed · retry in 2 s", tone: "bad" });

@@ -96,8 +96,11 @@ fn namespace_flags(as_pid_1: bool) -> Vec<&'static str> {
 /// Everything the argument plan needs, already resolved and stat'ed by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MountPlan {
-    /// The project root (resolved), working directory, read-write.
+    /// The project root (resolved), working directory, read-write unless `cwd_writable` is false.
     pub(crate) cwd: PathBuf,
+    /// Whether `cwd` is bound read-write (a command's project root) or left read-only (a
+    /// confined MCP server's working directory).
+    pub(crate) cwd_writable: bool,
     /// Extra writable roots (resolved, existing).
     pub(crate) writable: Vec<PathBuf>,
     /// The private `TMPDIR` inside the sandbox (under `/tmp`).
@@ -143,7 +146,8 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
         push(&[&"--ro-bind", k, k]);
     }
     push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
-    for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
+    let cwd = plan.cwd_writable.then_some(&plan.cwd);
+    for w in cwd.into_iter().chain(&plan.writable) {
         push(&[&"--bind", w, w]);
     }
     // Bubblewrap reads the mount table at every mount, so each mount costs more the more there
@@ -210,6 +214,7 @@ mod tests {
     fn plan() -> MountPlan {
         MountPlan {
             cwd: "/home/u/proj".into(),
+            cwd_writable: true,
             writable: vec!["/home/u/.cargo".into()],
             tmpdir: "/tmp/aibuddy-exec-1".into(),
             masked: vec!["/tmp".into(), "/run".into()],

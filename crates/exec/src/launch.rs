@@ -140,16 +140,35 @@ pub(crate) struct Wiring {
     pub(crate) tmpdir: PathBuf,
     /// The proxy bridge the init serves (namespace path; see `netwire`).
     pub(crate) bridge: Option<crate::netbridge::BridgeSpec>,
+    /// How the process is started beyond a command's defaults (a long-lived server).
+    pub(crate) shape: Shape,
+}
+
+/// What differs between a command and a long-lived confined server (`server`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    /// stdin is a pipe (a server's JSON-RPC input) instead of `/dev/null`.
+    pub(crate) stdin_piped: bool,
+    /// The working directory is read-only (a server writes only its writable roots and TMPDIR).
+    pub(crate) cwd_read_only: bool,
+    /// Where bubblewrap itself starts on the host when the sandbox's working directory exists
+    /// only inside it (its private TMPDIR); `None`: the request's `cwd`.
+    pub(crate) host_cwd: Option<PathBuf>,
 }
 
 fn base_command(program: &Path, req: &ExecRequest, wiring: &Wiring) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(program);
-    cmd.current_dir(&req.cwd)
+    let stdin = if wiring.shape.stdin_piped {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    cmd.current_dir(wiring.shape.host_cwd.as_deref().unwrap_or(&req.cwd))
         .env_clear()
         .envs(wiring.env.iter().map(|(k, v)| (k, v)))
         .env("TMPDIR", &wiring.tmpdir)
         .envs(req.env.set.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -282,7 +301,8 @@ pub(crate) fn spawn_bwrap(
     if !masked.iter().any(|m| m == Path::new("/tmp")) {
         masked.insert(0, PathBuf::from("/tmp"));
     }
-    let mut binds = vec![req.cwd.clone()];
+    let cwd_writable = !wiring.shape.cwd_read_only;
+    let mut binds: Vec<PathBuf> = cwd_writable.then(|| req.cwd.clone()).into_iter().collect();
     binds.extend(writable.iter().cloned());
     let mut keep_read_only = bwrap::resolver_files(&masked);
     // An init program under a masked directory (an AppImage mounts under /tmp) is bound back.
@@ -301,6 +321,7 @@ pub(crate) fn spawn_bwrap(
     }
     let plan = MountPlan {
         cwd: req.cwd.clone(),
+        cwd_writable,
         writable: writable.to_vec(),
         tmpdir: wiring.tmpdir.clone(),
         keep_read_only,
@@ -324,7 +345,10 @@ pub(crate) fn spawn_bwrap(
                 what: "the report pipe",
                 source,
             })?;
-            let mut landlock_writable = vec![req.cwd.clone(), wiring.tmpdir.clone()];
+            let mut landlock_writable = vec![wiring.tmpdir.clone()];
+            if cwd_writable {
+                landlock_writable.push(req.cwd.clone());
+            }
             landlock_writable.extend(writable.iter().cloned());
             let spec = InitSpec {
                 command: req.command.clone(),

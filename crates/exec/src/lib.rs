@@ -21,6 +21,9 @@
 //!   [`project_for_model`] turns an outcome into the 30,000-character model text.
 //!
 //! [`with_hard_deadline`] is the caller-side deadline (sandbox timeout + 30 s).
+//!
+//! [`spawn_server`] starts a long-lived process (an MCP server with `"sandbox"`) under the same
+//! launch, with stdin piped, no deadline, and its tree killed when the [`ConfinedServer`] drops.
 
 mod bwrap;
 mod capture;
@@ -43,6 +46,7 @@ mod pump;
 mod request;
 pub mod roots;
 mod runner;
+mod server;
 mod sink;
 mod supervisor;
 mod syscall_filter;
@@ -69,6 +73,7 @@ pub use request::{
     DEFAULT_TAIL_BYTES, DEFAULT_TIMEOUT, EnvPolicy, ExecRequest, MAX_LIVE_INTERVAL,
     MAX_LIVE_MAX_BYTES, MAX_MAX_PROCESSES, MAX_TIMEOUT, NamespacePolicy, timeout_from_ms,
 };
+pub use server::{ConfinedServer, shell_line, spawn_server};
 pub use sink::{ExecSink, NullSink, Stream};
 
 use std::sync::Arc;

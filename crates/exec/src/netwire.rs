@@ -139,6 +139,11 @@ impl Net {
         Ok(net)
     }
 
+    /// How the command reaches the network (the report's `mode`).
+    pub(crate) fn mode(&self) -> &str {
+        &self.mode
+    }
+
     /// Landlock could not be applied after all: the TCP rule is not there.
     pub(crate) fn unenforced(&mut self) {
         if let Some(port) = self.landlock_port.take() {

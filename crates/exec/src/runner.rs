@@ -92,6 +92,7 @@ pub(crate) async fn run(
                 env: kept_env,
                 tmpdir: sandbox_tmpdir(),
                 bridge: n.bridge.clone(),
+                shape: Default::default(),
             };
             net = n;
             if let Err(reason) = &init {
@@ -146,6 +147,7 @@ pub(crate) async fn run(
                 env: kept_env,
                 tmpdir: tmp.path().to_path_buf(),
                 bridge: None,
+                shape: Default::default(),
             };
             host_tmp = Some(tmp);
             (spawn_landlock(&req, &wiring, prepared)?, Some(confinement))

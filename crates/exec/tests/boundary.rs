@@ -628,3 +628,92 @@ fn commands_die_with_their_app_even_on_kill_9() {
         );
     }
 }
+
+/// Talks to a confined server line by line: sends `line`, returns what it wrote up to `END`.
+async fn ask(
+    stdin: &mut tokio::process::ChildStdin,
+    stdout: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    line: &str,
+) -> String {
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    while let Some(l) = tokio::time::timeout(Duration::from_secs(20), stdout.next_line())
+        .await
+        .expect("the server answers")
+        .unwrap()
+    {
+        if l == "END" {
+            return out;
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    panic!("the server ended: {out}");
+}
+
+/// `spawn_server` (a long-lived MCP server with `"sandbox"`): on both paths it talks over its
+/// pipes, writes only its writable roots (not its read-only working directory, not elsewhere);
+/// on the namespace path a credential of the home is hidden; dropping the guard ends it.
+#[tokio::test]
+async fn a_confined_server_talks_over_stdio_within_its_roots_and_dies_with_its_guard() {
+    use tokio::io::AsyncBufReadExt;
+    for policy in [NamespacePolicy::Auto, NamespacePolicy::Off] {
+        let dir = visible_tempdir();
+        let base = dir.path().canonicalize().unwrap();
+        let (home, cwd, root, outside) = (
+            base.join("home"),
+            base.join("cwd"),
+            base.join("root"),
+            base.join("outside"),
+        );
+        for d in [&home.join(".ssh"), &cwd, &root, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(home.join(".ssh/id_rsa"), "KEY-SECRET\n").unwrap();
+        let script = "while read op p; do case $op in \
+            r) cat \"$p\" 2>/dev/null || echo DENIED;; \
+            w) (echo x > \"$p\") 2>/dev/null && echo WROTE || echo DENIED;; \
+            esac; echo END; done";
+        let command = aibuddy_exec::shell_line("/bin/sh", &["-c".into(), script.into()]).unwrap();
+        let mut req = ExecRequest::new(command, &cwd);
+        req.namespaces = policy;
+        req.confine = aibuddy_exec::ConfinePolicy::Required;
+        req.network_allowed = false;
+        req.home = Some(home.clone());
+        req.writable_roots = vec![root.clone()];
+        let env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        let (mut child, guard) = aibuddy_exec::spawn_server(&req, env).unwrap();
+        let label = guard.confinement.label();
+        match policy {
+            NamespacePolicy::Auto => assert!(label.starts_with("namespaces+landlock"), "{label}"),
+            NamespacePolicy::Off => assert!(label.contains("no namespaces"), "{label}"),
+        }
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let w = |p: &Path| format!("w {}", p.display());
+        assert_eq!(
+            ask(&mut stdin, &mut stdout, &w(&root.join("ok"))).await,
+            "WROTE\n"
+        );
+        for denied in [cwd.join("x"), outside.join("x")] {
+            let got = ask(&mut stdin, &mut stdout, &w(&denied)).await;
+            assert_eq!(got, "DENIED\n", "{policy:?} {}", denied.display());
+            assert!(!denied.exists());
+        }
+        let key = format!("r {}", home.join(".ssh/id_rsa").display());
+        let got = ask(&mut stdin, &mut stdout, &key).await;
+        match policy {
+            NamespacePolicy::Auto => assert_eq!(got, "DENIED\n", "the credential is hidden"),
+            // The Landlock-only path hides no credential (as for commands).
+            NamespacePolicy::Off => assert_eq!(got, "KEY-SECRET\n"),
+        }
+        // The guard ends the whole tree; the launcher's exit follows.
+        drop(guard);
+        let ended = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+        assert!(ended.is_ok(), "{policy:?}: the server outlived its guard");
+    }
+}

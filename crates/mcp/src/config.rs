@@ -27,6 +27,9 @@
 //! `type` is optional (`"stdio"`, `"http"` or `"streamable-http"`); without it, `command` means
 //! stdio and `url` means streamable HTTP. `timeouts` are seconds (see [`Timeouts`] for defaults).
 //!
+//! `"sandbox"` (stdio only) runs the server under the confinement of commands, with its own
+//! writable roots and network ([`sandbox`]).
+//!
 //! Files: the project's `.aibuddy/mcp.json` and the user data dir's `mcp.json`; a project entry
 //! replaces the user entry of the same name. A bad entry yields a [`ConfigError`] naming the file,
 //! the line and column, the server and the field path; the other entries still load.
@@ -39,12 +42,14 @@ mod entry;
 pub mod expand;
 pub mod load;
 pub mod parse;
+pub mod sandbox;
 pub mod tool_filter;
 pub mod types;
 
 pub use expand::{PROJECT_ROOT_VAR, Vars, process_env, with_project_root};
 pub use load::{load_server_configs, project_config_path, user_config_path};
 pub use parse::{merge, parse_config_text, parse_config_text_with, parse_server_entry};
+pub use sandbox::{SandboxConfig, SandboxNetwork};
 pub use tool_filter::ToolFilter;
 pub use types::{
     CONFIG_FILE_NAME, ConfigError, ConfigScope, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,

@@ -163,6 +163,8 @@ async fn handshake(
                 default_cwd: shared.options.default_cwd.as_ref(),
                 max_message_bytes: shared.options.max_message_bytes,
                 redactor,
+                sandbox: config.sandbox.as_ref(),
+                sandbox_host: &shared.options.sandbox_host,
             };
             match stdio::spawn(&spec, wiring.events_tx.clone()) {
                 Ok((process, stdout, stdin)) => {

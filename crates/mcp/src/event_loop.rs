@@ -208,6 +208,7 @@ impl<'a> Session<'a> {
         let broken = (self.wiring.process.as_ref().map(|p| p.broken.clone()))
             .or_else(|| self.wiring.broken.clone());
         let auth = self.wiring.auth.clone();
+        let confinement = (self.wiring.process.as_ref()).and_then(|p| p.confinement.clone());
         self.shared
             .update_as(self.name, self.generation, true, move |slot| {
                 slot.tools = tools;
@@ -218,6 +219,7 @@ impl<'a> Session<'a> {
                 slot.state = ServerState::Connected;
                 slot.protocol_version = pv;
                 slot.server_info = si;
+                slot.confinement = confinement;
                 slot.events = Some(ev);
                 slot.peer = Some(pr);
                 slot.broken = broken;

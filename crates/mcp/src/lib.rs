@@ -20,7 +20,9 @@
 //! plus its configured `env`, nothing else ([`server_env`]); no reason, log line or error about a
 //! server quotes its configured values ([`redact`]); a message over
 //! [`DEFAULT_MAX_MESSAGE_BYTES`] is refused before it is held whole, and progress and log floods
-//! are thinned.
+//! are thinned. A stdio entry with `"sandbox"` runs under the confinement of commands
+//! ([`config::sandbox`], [`sandbox_host`], `aibuddy_exec::spawn_server`), shown in its
+//! [`ServerStatus::sandbox`].
 //!
 //! Protocol: the client asks for [`PROTOCOL_VERSION`] (`2025-11-25`, the newest revision with the
 //! `initialize` handshake) and works with servers answering older versions such as `2024-11-05`.
@@ -45,6 +47,7 @@ mod options;
 pub mod redact;
 pub mod risk;
 mod routing;
+pub mod sandbox_host;
 pub mod server_env;
 mod shared;
 pub mod sse;
@@ -66,6 +69,7 @@ pub use manager::{McpCallResult, McpHandlers, McpManager, McpOptions};
 pub use options::{SpawnCheck, SpawnGate};
 pub use redact::Redactor;
 pub use risk::{Hints, McpRisk, McpRiskLevel};
+pub use sandbox_host::SandboxHost;
 pub use server_env::{DEFAULT_INHERITED_ENV_VARS, server_environment};
-pub use status::{Backoff, RejectedTool, ServerState, ServerStatus};
+pub use status::{Backoff, RejectedTool, SandboxStatus, ServerState, ServerStatus};
 pub use stdio::DEFAULT_MAX_MESSAGE_BYTES;

@@ -20,7 +20,7 @@ use crate::handler::{ProgressRoutes, ProgressSink};
 use crate::redact::Redactor;
 use crate::routing;
 use crate::shared::{Shared, Slot};
-use crate::status::{ServerState, ServerStatus};
+use crate::status::{SandboxStatus, ServerState, ServerStatus};
 use crate::supervisor::{disconnected, supervise};
 
 /// A connection that lasted this long resets the reconnect backoff; shorter ones keep climbing it,
@@ -69,6 +69,7 @@ impl McpManager {
                     state,
                     protocol_version: None,
                     server_info: None,
+                    confinement: None,
                     tools: Vec::new(),
                     tools_refreshed: 0,
                     peer: None,
@@ -159,6 +160,11 @@ impl McpManager {
                 protocol_version: slot.protocol_version.clone(),
                 server_info: slot.server_info.clone(),
                 tool_count: counts.get(name.as_str()).copied().unwrap_or(0),
+                sandbox: SandboxStatus::of(
+                    &slot.config,
+                    &slot.redactor,
+                    slot.confinement.as_deref(),
+                ),
                 tools_refreshed: slot.tools_refreshed,
                 rejected_tools: catalog
                     .rejected

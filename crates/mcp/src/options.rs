@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::elicitation::{DeclineElicitation, ElicitationBroker};
+use crate::sandbox_host::SandboxHost;
 use crate::status::Backoff;
 
 /// Default time a health-check ping may take after a call timed out or failed in transport.
@@ -50,6 +51,10 @@ pub struct McpOptions {
     /// without a usable token, a server answering 401 is
     /// [`crate::status::ServerState::NeedsLogin`] and not retried until `aibuddy mcp login`.
     pub token_vault: Option<Arc<dyn crate::oauth::TokenVault>>,
+    /// The host's part of the confinement of servers with `"sandbox"` (home, hidden data dirs,
+    /// credential paths, the person's exec settings). Default: [`SandboxHost::from_process`];
+    /// the core adds its data directories and settings.
+    pub sandbox_host: SandboxHost,
 }
 
 /// The check behind [`SpawnGate`]: `Err(reason)` refuses to start that server now.
@@ -77,6 +82,7 @@ impl Default for McpOptions {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             before_spawn: None,
             token_vault: None,
+            sandbox_host: SandboxHost::from_process(),
         }
     }
 }

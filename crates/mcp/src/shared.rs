@@ -28,6 +28,8 @@ pub(crate) struct Slot {
     pub state: ServerState,
     pub protocol_version: Option<String>,
     pub server_info: Option<String>,
+    /// How the live process of a sandboxed server is confined (`namespaces+landlock-v7+nonet`).
+    pub confinement: Option<String>,
     pub tools: Vec<Tool>,
     pub tools_refreshed: u32,
     pub peer: Option<Peer<RoleClient>>,

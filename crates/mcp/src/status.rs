@@ -49,6 +49,8 @@ pub struct ServerStatus {
     pub server_info: Option<String>,
     /// Tools of this server currently in the catalog.
     pub tool_count: usize,
+    /// `"sandbox"` in its entry: how it runs confined (None: it runs unconfined).
+    pub sandbox: Option<SandboxStatus>,
     /// How many times the tool list was fetched again after `notifications/tools/list_changed`.
     pub tools_refreshed: u32,
     /// Tools this server listed but the client left out (bad schema), with reasons.
@@ -56,6 +58,48 @@ pub struct ServerStatus {
     /// Tools this server listed that its `tools` allow/deny lists in `mcp.json` leave out, with
     /// the reason (`denied by mcp.json`, `not in allow list`).
     pub filtered_tools: Vec<RejectedTool>,
+}
+
+/// How a server with `"sandbox"` runs confined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxStatus {
+    /// The confinement its running process got (`namespaces+landlock-v7+nonet`,
+    /// `landlock-v7 (no namespaces)`); None until it started once. Where none can be applied it
+    /// never starts: its state is `failed` with the reason.
+    pub confinement: Option<String>,
+    /// Where it may connect: `off`, `default registries`, `allow: a, b; deny: c`.
+    pub network: String,
+    /// Its writable roots besides its private `TMPDIR`, as configured, with configured values
+    /// cut out as in every text about a server ([`crate::Redactor`]).
+    pub writable_roots: Vec<String>,
+}
+
+impl SandboxStatus {
+    /// The status of `config`'s sandbox with the confinement its process got (pure).
+    pub fn of(
+        config: &crate::ServerConfig,
+        redactor: &crate::Redactor,
+        confinement: Option<&str>,
+    ) -> Option<SandboxStatus> {
+        let sandbox = config.sandbox.as_ref()?;
+        Some(SandboxStatus {
+            confinement: confinement.map(str::to_owned),
+            network: sandbox.network.describe(),
+            writable_roots: (sandbox.writable_roots.iter())
+                .map(|r| redactor.apply(r))
+                .collect(),
+        })
+    }
+
+    /// One line: `sandboxed: namespaces+landlock-v7+nonet, network: off, writable: /a, /b`.
+    pub fn describe(&self) -> String {
+        let how = self.confinement.as_deref().unwrap_or("not started yet");
+        let mut out = format!("sandboxed: {how}, network: {}", self.network);
+        if !self.writable_roots.is_empty() {
+            out.push_str(&format!(", writable: {}", self.writable_roots.join(", ")));
+        }
+        out
+    }
 }
 
 /// A tool a server listed that cannot be offered, with a Discovery-stage reason.

@@ -4,6 +4,10 @@
 //! or one longer than the message limit, breaks the stdio contract and marks the connection
 //! broken; neither is ever buffered beyond the limit), stderr kept as a short, redacted tail for
 //! failure reasons.
+//!
+//! An entry with `"sandbox"` is started through `aibuddy_exec::spawn_server` instead: the same
+//! confinement as commands (see [`crate::config::sandbox`]); where none can be applied, nothing
+//! starts (an Execution-stage reason), never an unconfined server.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -36,6 +40,10 @@ pub(crate) type BrokenReason = Arc<Mutex<Option<String>>>;
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
     pub child: Child,
+    /// The confinement of a sandboxed server (its drop ends the whole tree).
+    confined: Option<aibuddy_exec::ConfinedServer>,
+    /// How it is confined, for status: `namespaces+landlock-v7+nonet` (None: unconfined).
+    pub confinement: Option<String>,
     pub stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// Set by the stdout screen before it ends the stream.
     pub broken: BrokenReason,
@@ -167,6 +175,10 @@ impl StdioProcess {
 
     /// Kills the whole process group (SIGKILL) and reaps the child.
     pub async fn kill(&mut self) {
+        if let Some(confined) = self.confined.as_mut() {
+            // The init's `K` and the launcher tree: everything in the server's namespace.
+            confined.kill();
+        }
         #[cfg(unix)]
         if let Some(pid) = self.child.id()
             && let Ok(pgid) = i32::try_from(pid)
@@ -303,6 +315,48 @@ pub(crate) struct SpawnSpec<'a> {
     pub default_cwd: Option<&'a PathBuf>,
     pub max_message_bytes: usize,
     pub redactor: &'a Redactor,
+    /// The entry's `"sandbox"`, and the host's part of it.
+    pub sandbox: Option<&'a crate::config::SandboxConfig>,
+    pub sandbox_host: &'a crate::sandbox_host::SandboxHost,
+}
+
+/// Starts the process of `spec`: plain, or confined when the entry asks for a sandbox.
+fn start(spec: &SpawnSpec<'_>) -> std::io::Result<(Child, Option<aibuddy_exec::ConfinedServer>)> {
+    let env = server_environment(std::env::vars_os(), spec.env);
+    let cwd = spec
+        .cwd
+        .map(Path::to_path_buf)
+        .or_else(|| spec.default_cwd.cloned());
+    if let Some(sandbox) = spec.sandbox {
+        let cwd = cwd
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let req = spec
+            .sandbox_host
+            .request(sandbox, spec.command, spec.args, &cwd)
+            .map_err(|e| std::io::Error::other(format!("sandbox (Parameters stage): {e}")))?;
+        return match aibuddy_exec::spawn_server(&req, env.into_iter().collect()) {
+            Ok((child, confined)) => Ok((child, Some(confined))),
+            Err(e) => Err(std::io::Error::other(format!(
+                "sandbox ({:?} stage): {e}; not started unconfined",
+                e.stage()
+            ))),
+        };
+    }
+    let mut cmd = Command::new(spec.command);
+    cmd.args(spec.args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    #[cfg(unix)]
+    cmd.process_group(0);
+    Ok((cmd.spawn()?, None))
 }
 
 /// Spawns the server. Returns the process, the screened stdout (read side) and stdin.
@@ -310,24 +364,8 @@ pub(crate) fn spawn(
     spec: &SpawnSpec<'_>,
     events: mpsc::UnboundedSender<ConnEvent>,
 ) -> std::io::Result<(StdioProcess, DuplexStream, ChildStdin)> {
-    let mut cmd = Command::new(spec.command);
-    cmd.args(spec.args)
-        .env_clear()
-        .envs(server_environment(std::env::vars_os(), spec.env))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    if let Some(dir) = spec
-        .cwd
-        .map(Path::to_path_buf)
-        .or_else(|| spec.default_cwd.cloned())
-    {
-        cmd.current_dir(dir);
-    }
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let mut child = cmd.spawn()?;
+    let (mut child, confined) = start(spec)?;
+    let confinement = confined.as_ref().map(|c| c.confinement.label());
     let (Some(stdout), Some(stdin), Some(stderr)) =
         (child.stdout.take(), child.stdin.take(), child.stderr.take())
     else {
@@ -357,6 +395,8 @@ pub(crate) fn spawn(
     Ok((
         StdioProcess {
             child,
+            confined,
+            confinement,
             stderr_tail,
             broken,
             stderr_done,

@@ -32,6 +32,19 @@ export function serverStatus(server: CatalogServer): { label: string; tone: Serv
   }
 }
 
+/**
+ * How a server runs: `sandboxed: namespaces+landlock-v7+nonet · network off · writes /a, /b`, or
+ * `not sandboxed` (it runs with the person's full authority).
+ */
+export function sandboxLine(server: CatalogServer): { label: string; sandboxed: boolean } {
+  const s = server.sandbox;
+  if (s === null) return { label: "not sandboxed", sandboxed: false };
+  const how = s.confinement ?? "not started yet";
+  const network = s.network === "off" ? "network off" : `network ${s.network}`;
+  const writes = s.writable_roots.length === 0 ? "writes only its temp dir" : `writes ${s.writable_roots.join(", ")}`;
+  return { label: `sandboxed: ${how} · ${network} · ${writes}`, sandboxed: true };
+}
+
 /** Reconnect is offered where a running supervisor can be restarted. */
 export function canReconnect(server: CatalogServer): boolean {
   return ["connected", "connecting", "reconnecting", "failed", "needs_login"].includes(server.state.kind);

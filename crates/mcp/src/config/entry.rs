@@ -6,7 +6,8 @@
 //! entry; the other entries still load). Transport fields are only read for their transport.
 //! Unknown members are ignored (other tools' fields share these files). `${VAR}` expansion
 //! ([`super::expand`]) happens in [`build`], per field, so an unset variable is a problem at
-//! that field's place; `tools` is the per-tool allow/deny list ([`super::tool_filter`]).
+//! that field's place; `tools` is the per-tool allow/deny list ([`super::tool_filter`]);
+//! `sandbox` (stdio only) is read apart ([`super::sandbox`]), its writable roots expanded here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +70,9 @@ struct RawEntry {
     #[serde(rename = "trustAnnotations")]
     trust_annotations: Option<bool>,
     tools: Option<RawTools>,
+    /// Checked and read apart (`super::sandbox`): a boolean or an object.
+    #[serde(skip)]
+    sandbox: Option<super::sandbox::SandboxConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -311,7 +315,18 @@ pub(super) fn parse_entry(
         check_headers(&ctx, checked.decode(&ctx)?.headers.as_ref())?;
     }
     checked.take_timeouts(&ctx)?;
-    build(&ctx, scope, checked.decode(&ctx)?, kind, vars)
+    let mut raw = checked.decode(&ctx)?;
+    if let Some(member) = checked.get("sandbox") {
+        if !stdio {
+            return Err(ctx.field_err(
+                "sandbox",
+                "only a stdio server can be sandboxed (a remote server runs elsewhere)",
+            ));
+        }
+        raw.sandbox = super::sandbox::parse(&member.value.json())
+            .map_err(|(path, message)| ctx.err(Some(&path), message))?;
+    }
+    build(&ctx, scope, raw, kind, vars)
 }
 
 /// Which transport an entry asks for.
@@ -493,6 +508,20 @@ fn build(
             Transport::Http { url, headers }
         }
     };
+    let sandbox = match raw.sandbox {
+        Some(mut sandbox) => {
+            for (i, given) in sandbox.writable_roots.iter_mut().enumerate() {
+                let mut path = root.child("sandbox").child("writable_roots");
+                path.0.push(PathSegment::Index(i));
+                *given = ex.field(ctx, &path, std::mem::take(given))?;
+                if matches!(vars, Vars::From(_)) || !given.contains("${") {
+                    super::sandbox::check_root(given).map_err(|m| ctx.err(Some(&path), m))?;
+                }
+            }
+            Some(sandbox)
+        }
+        None => None,
+    };
     let mut variables = ex.read;
     variables.sort();
     variables.dedup();
@@ -517,6 +546,7 @@ fn build(
         source: Some(ctx.file.to_path_buf()),
         trust_annotations: raw.trust_annotations.unwrap_or(false),
         tools: tool_filter(raw.tools),
+        sandbox,
         variables,
         expanded_values,
     })

@@ -96,6 +96,9 @@ pub struct ServerConfig {
     pub trust_annotations: bool,
     /// `"tools": {"allow": [...], "deny": [...]}`: which of its tools are offered.
     pub tools: ToolFilter,
+    /// `"sandbox"` of a stdio server: run it under the confinement of commands
+    /// ([`super::sandbox`]); `None`: unconfined (an HTTP server is never sandboxed).
+    pub sandbox: Option<super::sandbox::SandboxConfig>,
     /// The environment variables its `command`, `args`, `env`, `url` and `headers` read through
     /// `${VAR}` / `${VAR:-default}` (sorted, each once). Their values are never kept here for
     /// showing: the fields hold the expanded values only when the entry was parsed with the
@@ -125,6 +128,7 @@ impl ServerConfig {
             source: None,
             trust_annotations: false,
             tools: ToolFilter::default(),
+            sandbox: None,
             variables: Vec::new(),
             expanded_values: Vec::new(),
         }
@@ -144,6 +148,7 @@ impl ServerConfig {
             source: None,
             trust_annotations: false,
             tools: ToolFilter::default(),
+            sandbox: None,
             variables: Vec::new(),
             expanded_values: Vec::new(),
         }

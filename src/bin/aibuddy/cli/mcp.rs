@@ -1,6 +1,7 @@
 //! `aibuddy mcp login SERVER` (OAuth for a remote server: prints the authorization URL, waits on
 //! the loopback redirect), `aibuddy mcp logout SERVER` (forgets its token) and `aibuddy mcp
-//! status [--json]` (each server: connected, needs login, failed with reason). Tokens live in
+//! status [--json]` (each server: connected, needs login, failed with reason, and how a server
+//! with `"sandbox"` runs confined: `sandboxed: namespaces+landlock-v7+nonet, network: off`). Tokens live in
 //! the OS keyring beside provider keys (`aibuddy_provider::keys`, service `aibuddy-mcp`), never
 //! in settings files, logs, events or SQLite.
 
@@ -46,6 +47,9 @@ pub struct McpServerLine {
     pub tools: usize,
     /// Tools its `tools` allow/deny lists in `mcp.json` leave out, with the reason.
     pub left_out: Vec<LeftOutTool>,
+    /// `"sandbox"` in its entry: how it runs confined (confinement, network, writable roots);
+    /// `null`: it runs unconfined.
+    pub sandbox: Option<aibuddy_mcp::SandboxStatus>,
 }
 
 /// A tool of a server that `mcp.json`'s allow/deny lists leave out.
@@ -57,7 +61,13 @@ pub struct LeftOutTool {
 }
 
 pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
-    let plan = aibuddy::trust::load_project(&opts.project, &opts.data_dir).mcp;
+    let project = aibuddy::trust::load_project(&opts.project, &opts.data_dir);
+    let sandbox_host = aibuddy::plane::mcp_sandbox_host(
+        &opts.project,
+        &opts.data_dir,
+        &project.settings.settings.exec,
+    );
+    let plan = project.mcp;
     match cmd {
         McpCommand::Login { server } => {
             if plan.untrusted.contains(&server) {
@@ -80,13 +90,14 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
             ExitCode::SUCCESS
         }
         McpCommand::Status { json } => {
-            let mut lines = status(plan.servers).await;
+            let mut lines = status(plan.servers, sandbox_host).await;
             lines.extend(plan.untrusted.iter().map(|name| McpServerLine {
                 server: name.clone(),
                 state: "not_trusted",
                 reason: Some("the project is not trusted (run `aibuddy trust`)".into()),
                 tools: 0,
                 left_out: Vec::new(),
+                sandbox: None,
             }));
             if json {
                 return print_json(&lines);
@@ -104,6 +115,9 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
                     l.tools,
                     term::line(&reason)
                 );
+                if let Some(sandbox) = &l.sandbox {
+                    outln!("  {}", term::line(&sandbox.describe()));
+                }
                 for t in &l.left_out {
                     outln!(
                         "  left out: {} ({})",
@@ -176,12 +190,16 @@ async fn login(config: &ServerConfig) -> ExitCode {
 }
 
 /// Connects every server once (with stored tokens) and reports where each stands.
-async fn status(servers: Vec<ServerConfig>) -> Vec<McpServerLine> {
+async fn status(
+    servers: Vec<ServerConfig>,
+    sandbox_host: aibuddy_mcp::SandboxHost,
+) -> Vec<McpServerLine> {
     let manager = McpManager::start(
         servers,
         McpHandlers::default(),
         McpOptions {
             token_vault: Some(Arc::new(KeyringVault)),
+            sandbox_host,
             ..McpOptions::default()
         },
     );
@@ -208,6 +226,7 @@ async fn status(servers: Vec<ServerConfig>) -> Vec<McpServerLine> {
                 state,
                 reason,
                 tools: s.tool_count,
+                sandbox: s.sandbox,
                 left_out: s
                     .filtered_tools
                     .into_iter()
