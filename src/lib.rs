@@ -5,6 +5,7 @@
 //! are thin adapters over it. See `docs/architecture.md`.
 
 pub mod agent;
+pub mod approvals;
 pub mod app;
 pub mod confirm;
 pub mod contract;

@@ -110,6 +110,8 @@ pub(crate) struct MountPlan {
     pub(crate) hidden: Vec<(PathBuf, HideKind)>,
     /// The init program runs as PID 1 (`--as-pid-1`); otherwise bubblewrap's own reaper does.
     pub(crate) as_pid_1: bool,
+    /// The project and the git directories are bound read-only (the approval mode `read-only`).
+    pub(crate) read_only: bool,
 }
 
 /// The bubblewrap arguments up to (not including) `--` and the program.
@@ -139,11 +141,12 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
         push(&[&"--ro-bind", k, k]);
     }
     push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
+    let bind = if plan.read_only { "--ro-bind" } else { "--bind" };
     for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
-        push(&[&"--bind", w, w]);
+        push(&[&bind, w, w]);
     }
     for g in &plan.git_dirs {
-        push(&[&"--bind", g, g]);
+        push(&[&bind, g, g]);
     }
     for p in &plan.protected {
         push(&[&"--ro-bind", p, p]);
@@ -203,6 +206,7 @@ mod tests {
                 ("/home/u/.netrc".into(), HideKind::File),
             ],
             as_pid_1: true,
+            read_only: false,
         }
     }
 
@@ -210,6 +214,17 @@ mod tests {
         args.windows(seq.len())
             .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
             .unwrap_or_else(|| panic!("{seq:?} not in {args:?}"))
+    }
+
+    #[test]
+    fn a_read_only_plan_binds_the_project_and_git_dirs_read_only() {
+        let mut p = plan();
+        p.read_only = true;
+        let a = args(&p);
+        pos(&a, &["--ro-bind", "/home/u/proj", "/home/u/proj"]);
+        pos(&a, &["--ro-bind", "/home/u/.cargo", "/home/u/.cargo"]);
+        pos(&a, &["--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git"]);
+        assert!(!a.iter().any(|x| x == "--bind"), "{a:?}");
     }
 
     #[test]

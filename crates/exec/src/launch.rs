@@ -309,6 +309,7 @@ pub(crate) fn spawn_bwrap(
         hidden: hidden_paths(req, &masked, &binds),
         masked,
         as_pid_1: init.is_some(),
+        read_only: req.read_only,
     };
     let mut cmd = base_command(bwrap_path, req, wiring);
     cmd.args(bwrap::args(&plan)).arg("--");
@@ -324,7 +325,10 @@ pub(crate) fn spawn_bwrap(
                 what: "the report pipe",
                 source,
             })?;
-            let mut landlock_writable = vec![req.cwd.clone(), wiring.tmpdir.clone()];
+            let mut landlock_writable = vec![wiring.tmpdir.clone()];
+            if !req.read_only {
+                landlock_writable.push(req.cwd.clone());
+            }
             landlock_writable.extend(writable.iter().cloned());
             let spec = InitSpec {
                 command: req.command.clone(),
