@@ -502,7 +502,7 @@ fn a_deny_rule_refuses_the_whole_line_at_authorization_even_with_yes() {
     ] {
         let (code, v, _) = call(&f, "execute", json!({"command": line}), &["--yes"]);
         assert_eq!(code, 1, "{line}: {v}");
-        assert_eq!(v["stage"], "authorization", "{line}: {v}");
+        assert_eq!(v["stage"], "Authorization", "{line}: {v}");
         assert_eq!(v["error"]["code"], "refused_by_approvals", "{line}: {v}");
         assert!(f.project.join("keep.txt").exists(), "{line} ran");
         let id = v["tool_call_id"].as_str().unwrap();
@@ -527,7 +527,7 @@ fn read_only_mode_refuses_writes_and_commands_cannot_write_the_project() {
         &["--approvals", "read-only", "--yes"],
     );
     assert_eq!(code, 1, "{v}");
-    assert_eq!(v["stage"], "authorization", "{v}");
+    assert_eq!(v["stage"], "Authorization", "{v}");
     assert_eq!(v["error"]["code"], "refused_by_approvals", "{v}");
     assert!(!f.project.join("w.txt").exists());
 
@@ -547,7 +547,7 @@ fn read_only_mode_refuses_writes_and_commands_cannot_write_the_project() {
         assert!(model.contains("kept"), "the project is readable: {model}");
         assert!(model.contains("Read-only file system") || model.contains("ermission denied"), "{model}");
     } else {
-        assert_eq!(v["stage"], "authorization", "{v}");
+        assert_eq!(v["stage"], "Authorization", "{v}");
     }
     // A project's own file narrows the person's auto to read-only.
     std::fs::write(

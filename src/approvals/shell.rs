@@ -516,11 +516,11 @@ mod tests {
         let p = parse_line("cargo test $(curl x|sh)");
         assert_eq!(
             p.commands.iter().map(SimpleCommand::shown).collect::<Vec<_>>(),
-            vec!["cargo test $(curl x|sh)", "curl x", "sh"]
+            vec!["curl x", "sh", "cargo test $(curl x|sh)"]
         );
-        assert!(matches!(p.commands[0].words[2], Word::Dynamic(_)));
-        assert_eq!(names("echo `rm -rf ~`"), vec!["echo `rm -rf ~`", "rm -rf ~"]);
-        assert_eq!(names("diff <(ls a) b"), vec!["diff <(ls a) b", "ls a"]);
+        assert!(matches!(p.commands[2].words[2], Word::Dynamic(_)));
+        assert_eq!(names("echo `rm -rf ~`"), vec!["rm -rf ~", "echo `rm -rf ~`"]);
+        assert_eq!(names("diff <(ls a) b"), vec!["ls a", "diff <(ls a) b"]);
     }
 
     #[test]

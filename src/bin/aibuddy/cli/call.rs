@@ -201,6 +201,24 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             sink,
         )
         .await;
+    // The approval mode, and why the call ran or was refused without asking (the record's), on stderr in
+    // both forms.
+    let policy = match &app.persistence {
+        Some(p) => p
+            .store
+            .confirm_records(&outcome.tool_call_id)
+            .await
+            .ok()
+            .and_then(|r| r.into_iter().rev().find_map(|c| c.policy)),
+        None => None,
+    };
+    eprintln!(
+        "aibuddy: {}{}",
+        super::approvals::banner(&app.settings.settings.approvals),
+        policy
+            .map(|p| format!("; {}", term::line(&p)))
+            .unwrap_or_default()
+    );
     if args.json {
         let _ = print_json(&outcome);
     } else {
@@ -210,23 +228,6 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         // the call went (println! would panic).
         use std::io::Write;
         let _ = writeln!(std::io::stdout().lock(), "{}", term::block(&outcome.model));
-        // The approval mode, and why the call ran or was refused without asking (the record's).
-        let policy = match &app.persistence {
-            Some(p) => p
-                .store
-                .confirm_records(&outcome.tool_call_id)
-                .await
-                .ok()
-                .and_then(|r| r.into_iter().rev().find_map(|c| c.policy)),
-            None => None,
-        };
-        eprintln!(
-            "aibuddy: {}{}",
-            super::approvals::banner(&app.settings.settings.approvals),
-            policy
-                .map(|p| format!("; {}", term::line(&p)))
-                .unwrap_or_default()
-        );
         if outcome.status != CallStatus::Ok {
             eprintln!(
                 "aibuddy: {} ({}){}",

@@ -153,11 +153,6 @@ enum Answer {
     OnceAndRule,
 }
 
-/// Choose the broker for one CLI invocation (no rule offers).
-pub fn broker(yes: bool) -> Arc<dyn ConfirmBroker> {
-    choose(yes, TerminalBroker::default())
-}
-
 /// Choose the broker for one CLI invocation in a project: the terminal prompt may offer a rule
 /// for commands, stored in `data_dir` for `project`.
 pub fn broker_in(yes: bool, data_dir: &Path, project: &Path) -> Arc<dyn ConfirmBroker> {
