@@ -5,8 +5,8 @@
 //! are thin adapters over it. See `docs/architecture.md`.
 
 pub mod agent;
-pub mod approvals;
 pub mod app;
+pub mod approvals;
 pub mod confirm;
 pub mod contract;
 pub mod discovery;

@@ -46,8 +46,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
-pub use authority::{Effect, effect as authority_effect, effect_or_widens};
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
+pub use authority::{Effect, effect as authority_effect, effect_or_widens};
 pub use layer::{
     DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,
 };

@@ -465,12 +465,18 @@ fn auto_mode_runs_a_confined_command_without_a_prompt_and_its_record_says_why() 
     let id = v["tool_call_id"].as_str().unwrap().to_string();
     if full_namespace_path(&f) {
         assert_eq!(code, 0, "{v}\n{err}");
-        assert_eq!(std::fs::read_to_string(f.project.join("made.txt")).unwrap(), "hi\n");
+        assert_eq!(
+            std::fs::read_to_string(f.project.join("made.txt")).unwrap(),
+            "hi\n"
+        );
         let p = policies(&f, &id);
         assert_eq!(p.len(), 1, "{p:?}");
         assert_eq!(p[0]["policy"], "ran without asking: auto mode, confined");
         assert_eq!(p[0]["decision"], "approved");
-        assert!(err.contains("ran without asking: auto mode, confined"), "{err}");
+        assert!(
+            err.contains("ran without asking: auto mode, confined"),
+            "{err}"
+        );
     } else {
         // A weaker launch path: auto mode still asks, and nobody is there to answer.
         assert_eq!(code, 3, "{v}\n{err}");
@@ -508,13 +514,19 @@ fn a_deny_rule_refuses_the_whole_line_at_authorization_even_with_yes() {
         let id = v["tool_call_id"].as_str().unwrap();
         let p = policies(&f, id);
         assert_eq!(p[0]["decision"], "rejected", "{p:?}");
-        assert!(p[0]["policy"].as_str().unwrap().contains("deny rm *"), "{p:?}");
+        assert!(
+            p[0]["policy"].as_str().unwrap().contains("deny rm *"),
+            "{p:?}"
+        );
     }
     // An allowed line runs without a prompt, in ask mode and with nobody to ask.
     let (code, v, _) = call(&f, "execute", json!({"command": "true"}), &[]);
     assert_eq!(code, 0, "{v}");
     let p = policies(&f, v["tool_call_id"].as_str().unwrap());
-    assert_eq!(p[0]["policy"], "ran without asking: allowed by your rules `true`");
+    assert_eq!(
+        p[0]["policy"],
+        "ran without asking: allowed by your rules `true`"
+    );
 }
 
 #[test]
@@ -540,12 +552,19 @@ fn read_only_mode_refuses_writes_and_commands_cannot_write_the_project() {
     );
     assert!(err.contains("approvals: read-only"), "{err}");
     // Confined or refused: either way nothing in the project changed.
-    assert_eq!(std::fs::read_to_string(f.project.join("r.txt")).unwrap(), "kept", "{v}");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("r.txt")).unwrap(),
+        "kept",
+        "{v}"
+    );
     assert!(!f.project.join("new.txt").exists(), "{v}");
     if code == 0 {
         let model = v["model"].as_str().unwrap();
         assert!(model.contains("kept"), "the project is readable: {model}");
-        assert!(model.contains("Read-only file system") || model.contains("ermission denied"), "{model}");
+        assert!(
+            model.contains("Read-only file system") || model.contains("ermission denied"),
+            "{model}"
+        );
     } else {
         assert_eq!(v["stage"], "Authorization", "{v}");
     }
@@ -620,7 +639,10 @@ fn a_project_settings_file_cannot_allow_commands_or_widen_the_mode_unless_truste
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("approvals for this project: auto"), "{out}");
     assert!(f.data.join("project-approvals.json").exists());
-    assert_eq!(std::fs::read(f.project.join(".aibuddy/settings.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(f.project.join(".aibuddy/settings.json")).unwrap(),
+        before
+    );
     let (_, _, err) = call(&f, "ls", json!({"path": "."}), &[]);
     assert!(err.contains("approvals: auto"), "{err}");
 }

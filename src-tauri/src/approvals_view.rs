@@ -66,13 +66,17 @@ fn view(app: &aibuddy::app::App) -> Result<ApprovalsView, CommandError> {
         chosen: next.chosen,
         project_narrows: next.project_narrows,
         rules: now.rules.iter().map(|r| r.shown()).collect(),
-        modes: [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::ReadOnly]
-            .into_iter()
-            .map(|mode| ModeChoice {
-                mode,
-                sentence: mode.sentence().to_string(),
-            })
-            .collect(),
+        modes: [
+            ApprovalMode::Ask,
+            ApprovalMode::Auto,
+            ApprovalMode::ReadOnly,
+        ]
+        .into_iter()
+        .map(|mode| ModeChoice {
+            mode,
+            sentence: mode.sentence().to_string(),
+        })
+        .collect(),
     })
 }
 

@@ -5,6 +5,7 @@
 //! nothing from the UI that could widen scope. The capability in `capabilities/` grants exactly the
 //! commands in [`COMMANDS`].
 
+pub mod approvals_view;
 mod args;
 pub mod bindings;
 pub mod calls;
@@ -25,7 +26,6 @@ pub mod raw_output;
 pub mod recent;
 pub mod run_views;
 pub mod runs;
-pub mod approvals_view;
 pub mod settings_pages;
 mod state;
 pub mod trust_view;

@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// How much the person is asked in a project.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum ApprovalMode {
@@ -29,7 +27,11 @@ pub enum ApprovalMode {
 }
 
 /// Every mode, least strict first.
-pub const MODES: [ApprovalMode; 3] = [ApprovalMode::Auto, ApprovalMode::Ask, ApprovalMode::ReadOnly];
+pub const MODES: [ApprovalMode; 3] = [
+    ApprovalMode::Auto,
+    ApprovalMode::Ask,
+    ApprovalMode::ReadOnly,
+];
 
 impl ApprovalMode {
     /// The settings and flag spelling: `ask`, `auto`, `read-only`.

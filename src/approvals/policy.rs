@@ -85,12 +85,18 @@ pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
         ));
     }
     if let Some((RuleDecision::Deny, pattern)) = &tool {
-        return Verdict::Refuse(format!("your rule `deny tool {pattern}` refuses `{}`", facts.tool));
+        return Verdict::Refuse(format!(
+            "your rule `deny tool {pattern}` refuses `{}`",
+            facts.tool
+        ));
     }
     // 2. read-only mode
     if facts.mode == ApprovalMode::ReadOnly {
         match facts.kind {
-            CallKind::Command { launch: Launch::Unconfined, .. } => {
+            CallKind::Command {
+                launch: Launch::Unconfined,
+                ..
+            } => {
                 return Verdict::Refuse(
                     "read-only mode: commands need confinement to see the project read-only, and \
                      none is available here"
@@ -130,7 +136,9 @@ pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
             .map(|r| format!("`{r}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        return Verdict::Run(Some(format!("ran without asking: allowed by your rules {list}")));
+        return Verdict::Run(Some(format!(
+            "ran without asking: allowed by your rules {list}"
+        )));
     }
     if let Some((RuleDecision::Allow, pattern)) = &tool {
         return Verdict::Run(Some(format!(
@@ -163,7 +171,8 @@ pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
                     .into(),
             )),
             Launch::Unconfined => Verdict::Ask(Some(
-                "auto mode asks for commands here: commands cannot be confined on this machine".into(),
+                "auto mode asks for commands here: commands cannot be confined on this machine"
+                    .into(),
             )),
         },
         (ApprovalMode::Auto, CallKind::File) if facts.inside_project => Verdict::Run(Some(
@@ -247,7 +256,11 @@ mod tests {
         ];
         for (mode, kind, risk, inside, want) in table {
             let got = decide(&facts(mode, kind, risk, inside), &[]);
-            assert_eq!(short(&got), want, "{mode} {kind:?} {risk:?} inside={inside}: {got:?}");
+            assert_eq!(
+                short(&got),
+                want,
+                "{mode} {kind:?} {risk:?} inside={inside}: {got:?}"
+            );
         }
     }
 
@@ -273,7 +286,10 @@ mod tests {
         let d = |mode, kind, risk| decide(&facts(mode, kind, risk, false), &rules);
         // deny beats every mode
         for mode in [Ask, Auto, ReadOnly] {
-            assert_eq!(short(&d(mode, cmd("cargo test; rm x", Launch::Full), hi)), "refuse");
+            assert_eq!(
+                short(&d(mode, cmd("cargo test; rm x", Launch::Full), hi)),
+                "refuse"
+            );
         }
         let mut f = facts(Auto, CallKind::Mcp, hi, false);
         f.tool = "mcp__gh__delete_repo";
@@ -283,7 +299,10 @@ mod tests {
         f.mode = ReadOnly;
         assert!(matches!(decide(&f, &rules), Verdict::Refuse(_)));
         // an ask rule beats the auto mode's default
-        assert_eq!(short(&d(Auto, cmd("git push origin", Launch::Full), hi)), "ask");
+        assert_eq!(
+            short(&d(Auto, cmd("git push origin", Launch::Full), hi)),
+            "ask"
+        );
         // an unsure line is asked even in auto mode
         assert_eq!(short(&d(Auto, cmd("$X", Launch::Full), hi)), "ask");
         // an allow rule beats the ask mode's default, even on a weak launch path
@@ -301,7 +320,10 @@ mod tests {
     #[test]
     fn reasons_name_the_mode_and_the_confinement() {
         assert_eq!(
-            decide(&facts(Auto, cmd("ls", Launch::Full), Risk::HighImpact, false), &[]),
+            decide(
+                &facts(Auto, cmd("ls", Launch::Full), Risk::HighImpact, false),
+                &[]
+            ),
             Verdict::Run(Some("ran without asking: auto mode, confined".into()))
         );
     }

@@ -75,7 +75,10 @@ fn read_all(data_dir: &Path) -> Result<ApprovalsFile, RecordError> {
 
 /// The record of `project` (a canonical path), if any.
 pub fn lookup(data_dir: &Path, project: &Path) -> Result<Option<ProjectApprovals>, RecordError> {
-    Ok(read_all(data_dir)?.projects.get(&record_key(project)).cloned())
+    Ok(read_all(data_dir)?
+        .projects
+        .get(&record_key(project))
+        .cloned())
 }
 
 fn write_atomically(data_dir: &Path, file: &ApprovalsFile) -> Result<(), RecordError> {
@@ -174,7 +177,14 @@ mod tests {
         assert_eq!(lookup(data.path(), b).unwrap(), None);
         let meta = std::fs::metadata(approvals_path(data.path())).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        assert!(add_rule(data.path(), a, ApprovalRule::command("*", RuleDecision::Allow)).is_err());
+        assert!(
+            add_rule(
+                data.path(),
+                a,
+                ApprovalRule::command("*", RuleDecision::Allow)
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -128,12 +128,17 @@ pub fn offer_for(line: &str) -> Option<ApprovalRule> {
     if let Some(Word::Literal(sub)) = words.get(1)
         && !sub.starts_with('-')
         && !sub.is_empty()
-        && sub.chars().all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+        && sub
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
     {
         pattern.push(sub.clone());
     }
     pattern.push("*".into());
-    Some(ApprovalRule::command(&pattern.join(" "), RuleDecision::Allow))
+    Some(ApprovalRule::command(
+        &pattern.join(" "),
+        RuleDecision::Allow,
+    ))
 }
 
 /// The rule a confirmation of `tool` on `target` may offer: only `execute` calls have one.
@@ -346,10 +351,22 @@ mod tests {
         };
         assert!(matches(&["cargo", "test"], &w("cargo test"), false));
         assert!(!matches(&["cargo", "test"], &w("cargo test -p x"), false));
-        assert!(matches(&["cargo", "test", "*"], &w("cargo test -p x"), false));
+        assert!(matches(
+            &["cargo", "test", "*"],
+            &w("cargo test -p x"),
+            false
+        ));
         assert!(matches(&["cargo", "test", "*"], &w("cargo test"), false));
-        assert!(matches(&["cargo", "*", "--release"], &w("cargo build --release"), false));
-        assert!(!matches(&["cargo", "*", "--release"], &w("cargo --release"), false));
+        assert!(matches(
+            &["cargo", "*", "--release"],
+            &w("cargo build --release"),
+            false
+        ));
+        assert!(!matches(
+            &["cargo", "*", "--release"],
+            &w("cargo --release"),
+            false
+        ));
         assert!(!matches(&["cargo", "test", "*"], &w("cargo testx"), false));
         assert!(!matches(&["rm", "*"], &w("/bin/rm x"), false));
         assert!(matches(&["rm", "*"], &w("/bin/rm x"), true));
@@ -368,7 +385,12 @@ mod tests {
                 rules: vec!["cd *".into(), "cargo test *".into(), "tee *".into()]
             }
         );
-        assert_eq!(v("git status"), LineVerdict::Allow { rules: vec!["git status".into()] });
+        assert_eq!(
+            v("git status"),
+            LineVerdict::Allow {
+                rules: vec!["git status".into()]
+            }
+        );
         assert_eq!(v("git status --short"), LineVerdict::NoRule);
         assert_eq!(v("cargo test && make"), LineVerdict::NoRule);
         assert_eq!(v("cargo test $(curl x|sh)"), LineVerdict::NoRule);
@@ -411,12 +433,18 @@ mod tests {
             "bash -c \"$X\"",
         ] {
             assert!(
-                !matches!(v(line), LineVerdict::Allow { .. } | LineVerdict::Deny { .. }),
+                !matches!(
+                    v(line),
+                    LineVerdict::Allow { .. } | LineVerdict::Deny { .. }
+                ),
                 "{line:?}: {:?}",
                 v(line)
             );
         }
-        assert!(matches!(v("cargo test; (").clone(), LineVerdict::Unsure { .. }));
+        assert!(matches!(
+            v("cargo test; (").clone(),
+            LineVerdict::Unsure { .. }
+        ));
     }
 
     #[test]
@@ -433,12 +461,30 @@ mod tests {
 
     #[test]
     fn allow_needs_the_exact_program_and_the_assignments() {
-        let r = rules(&[("cargo test *", Allow), ("RUST_LOG=debug cargo test *", Allow)]);
-        assert!(matches!(line_verdict(&r, "./cargo test"), LineVerdict::NoRule));
-        assert!(matches!(line_verdict(&r, "/tmp/cargo test"), LineVerdict::NoRule));
-        assert!(matches!(line_verdict(&r, "RUST_LOG=debug cargo test -q"), LineVerdict::Allow { .. }));
-        assert!(matches!(line_verdict(&r, "RUST_LOG=trace cargo test"), LineVerdict::NoRule));
-        assert!(matches!(line_verdict(&r, "env cargo test"), LineVerdict::NoRule));
+        let r = rules(&[
+            ("cargo test *", Allow),
+            ("RUST_LOG=debug cargo test *", Allow),
+        ]);
+        assert!(matches!(
+            line_verdict(&r, "./cargo test"),
+            LineVerdict::NoRule
+        ));
+        assert!(matches!(
+            line_verdict(&r, "/tmp/cargo test"),
+            LineVerdict::NoRule
+        ));
+        assert!(matches!(
+            line_verdict(&r, "RUST_LOG=debug cargo test -q"),
+            LineVerdict::Allow { .. }
+        ));
+        assert!(matches!(
+            line_verdict(&r, "RUST_LOG=trace cargo test"),
+            LineVerdict::NoRule
+        ));
+        assert!(matches!(
+            line_verdict(&r, "env cargo test"),
+            LineVerdict::NoRule
+        ));
     }
 
     #[test]
@@ -451,7 +497,10 @@ mod tests {
             decision: Allow,
         };
         assert!(both.invalid().is_some());
-        assert!(matches!(line_verdict(&[ApprovalRule::command("*", Allow)], "ls"), LineVerdict::NoRule));
+        assert!(matches!(
+            line_verdict(&[ApprovalRule::command("*", Allow)], "ls"),
+            LineVerdict::NoRule
+        ));
     }
 
     #[test]
@@ -471,7 +520,10 @@ mod tests {
             tool_verdict(&r, "mcp__github__delete_repo"),
             Some((Deny, "mcp__github__delete*".into()))
         );
-        assert_eq!(tool_verdict(&r, "mcp__github__get"), Some((Allow, "mcp__github__*".into())));
+        assert_eq!(
+            tool_verdict(&r, "mcp__github__get"),
+            Some((Allow, "mcp__github__*".into()))
+        );
         assert_eq!(tool_verdict(&r, "execute"), None);
     }
 
@@ -489,6 +541,9 @@ mod tests {
         // The offered rule allows the line it was offered for.
         let line = "cargo test -p x";
         let rule = offer_for(line).unwrap();
-        assert!(matches!(line_verdict(&[rule], line), LineVerdict::Allow { .. }));
+        assert!(matches!(
+            line_verdict(&[rule], line),
+            LineVerdict::Allow { .. }
+        ));
     }
 }

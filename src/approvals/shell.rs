@@ -105,7 +105,8 @@ fn parse_into(line: &str, depth: usize, out: &mut ParsedLine) {
         return;
     }
     let Some(tree) = parser.parse(line, None) else {
-        out.unsure.push("the command line could not be parsed".into());
+        out.unsure
+            .push("the command line could not be parsed".into());
         return;
     };
     let root = tree.root_node();
@@ -235,7 +236,9 @@ impl Walk<'_, '_> {
             }
             k if STRUCTURE.contains(&k) || LEAVES.contains(&k) => self.children(n),
             other => {
-                self.unsure(format!("it uses a shell construct not checked here ({other})"));
+                self.unsure(format!(
+                    "it uses a shell construct not checked here ({other})"
+                ));
                 self.children(n);
             }
         }
@@ -252,11 +255,9 @@ impl Walk<'_, '_> {
         let writes = op.contains('>');
         let dest = n.child_by_field_name("destination");
         if writes && let Some(d) = dest {
-            let digits = self
-                .text(d)
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '-');
-            let is_fd = matches!(d.kind(), "number" | "file_descriptor") || (op.contains('&') && digits);
+            let digits = self.text(d).chars().all(|c| c.is_ascii_digit() || c == '-');
+            let is_fd =
+                matches!(d.kind(), "number" | "file_descriptor") || (op.contains('&') && digits);
             if !is_fd {
                 match self.word(d) {
                     Word::Literal(path) if safe_target(&path) => {}
@@ -344,7 +345,9 @@ impl Walk<'_, '_> {
                 }
                 Word::Dynamic(src) => {
                     let src = src.clone();
-                    self.unsure(format!("the script of a nested shell (`{src}`) is known only when it runs"));
+                    self.unsure(format!(
+                        "the script of a nested shell (`{src}`) is known only when it runs"
+                    ));
                 }
             }
             return;
@@ -506,7 +509,13 @@ mod tests {
         assert_eq!(p.unsure, Vec::<String>::new());
         assert_eq!(
             names("cd x && cargo test -p a | tee out.txt; (git status || true)"),
-            vec!["cd x", "cargo test -p a", "tee out.txt", "git status", "true"]
+            vec![
+                "cd x",
+                "cargo test -p a",
+                "tee out.txt",
+                "git status",
+                "true"
+            ]
         );
         assert_eq!(p.commands[1].words, lit(&["cargo", "test", "-p", "a"]));
     }
@@ -515,11 +524,17 @@ mod tests {
     fn substitutions_and_backticks_are_commands_too() {
         let p = parse_line("cargo test $(curl x|sh)");
         assert_eq!(
-            p.commands.iter().map(SimpleCommand::shown).collect::<Vec<_>>(),
+            p.commands
+                .iter()
+                .map(SimpleCommand::shown)
+                .collect::<Vec<_>>(),
             vec!["curl x", "sh", "cargo test $(curl x|sh)"]
         );
         assert!(matches!(p.commands[2].words[2], Word::Dynamic(_)));
-        assert_eq!(names("echo `rm -rf ~`"), vec!["rm -rf ~", "echo `rm -rf ~`"]);
+        assert_eq!(
+            names("echo `rm -rf ~`"),
+            vec!["rm -rf ~", "echo `rm -rf ~`"]
+        );
         assert_eq!(names("diff <(ls a) b"), vec!["ls a", "diff <(ls a) b"]);
     }
 
@@ -540,7 +555,10 @@ mod tests {
 
     #[test]
     fn escapes_and_quotes_are_removed_from_literal_words() {
-        assert_eq!(parse_line("\\rm -rf x").commands[0].words, lit(&["rm", "-rf", "x"]));
+        assert_eq!(
+            parse_line("\\rm -rf x").commands[0].words,
+            lit(&["rm", "-rf", "x"])
+        );
         assert_eq!(
             parse_line("'rm' \"-rf\" a\\ b").commands[0].words,
             lit(&["rm", "-rf", "a b"])
@@ -574,7 +592,11 @@ mod tests {
         }
         // The parts that were understood are still collected (a deny rule still sees them).
         let p = parse_line("f() { rm -rf ~; }");
-        assert!(p.commands.iter().any(|c| c.words[0] == Word::Literal("rm".into())));
+        assert!(
+            p.commands
+                .iter()
+                .any(|c| c.words[0] == Word::Literal("rm".into()))
+        );
     }
 
     #[test]
@@ -582,23 +604,43 @@ mod tests {
         let p = parse_line("RUST_LOG=debug cargo test");
         assert_eq!(p.unsure, Vec::<String>::new());
         assert_eq!(p.commands[0].assignments, 1);
-        assert_eq!(p.commands[0].words, lit(&["RUST_LOG=debug", "cargo", "test"]));
-        assert_eq!(p.commands[0].from_name(), lit(&["cargo", "test"]).as_slice());
+        assert_eq!(
+            p.commands[0].words,
+            lit(&["RUST_LOG=debug", "cargo", "test"])
+        );
+        assert_eq!(
+            p.commands[0].from_name(),
+            lit(&["cargo", "test"]).as_slice()
+        );
     }
 
     #[test]
     fn heredocs_and_herestrings_are_searched_for_commands() {
         let p = parse_line("cat <<EOF\nhello $(rm -rf ~)\nEOF\n");
-        assert!(names("cat <<EOF\nhello $(rm -rf ~)\nEOF\n").contains(&"rm -rf ~".to_string()), "{p:?}");
+        assert!(
+            names("cat <<EOF\nhello $(rm -rf ~)\nEOF\n").contains(&"rm -rf ~".to_string()),
+            "{p:?}"
+        );
         assert!(names("cat <<< \"$(whoami)\"").contains(&"whoami".to_string()));
     }
 
     #[test]
     fn output_redirection_must_stay_inside_the_project() {
-        for ok in ["cargo test > out.txt", "cargo test 2>&1 | tee log", "ls > /dev/null 2>&1", "ls >> target/x.log", "sort < /etc/hosts"] {
+        for ok in [
+            "cargo test > out.txt",
+            "cargo test 2>&1 | tee log",
+            "ls > /dev/null 2>&1",
+            "ls >> target/x.log",
+            "sort < /etc/hosts",
+        ] {
             assert_eq!(parse_line(ok).unsure, Vec::<String>::new(), "{ok}");
         }
-        for bad in ["echo x > ~/.bashrc", "echo x > /etc/passwd", "echo x >> ../up", "echo x > $F"] {
+        for bad in [
+            "echo x > ~/.bashrc",
+            "echo x > /etc/passwd",
+            "echo x >> ../up",
+            "echo x > $F",
+        ] {
             assert!(!parse_line(bad).unsure.is_empty(), "{bad}");
         }
     }

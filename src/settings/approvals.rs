@@ -103,7 +103,12 @@ pub(super) fn combine(
                 out.mode = mode;
                 out.project_narrows = Some(mode);
             }
-            _ => problems.push(problem(&file.file, taken.mode_at, "approvals.mode", MODE_USER_ONLY)),
+            _ => problems.push(problem(
+                &file.file,
+                taken.mode_at,
+                "approvals.mode",
+                MODE_USER_ONLY,
+            )),
         }
     }
     if let Some(value) = taken.map.get("rules") {
@@ -120,7 +125,12 @@ pub(super) fn combine(
                 value: serde_json::to_value(&allows).unwrap_or(Value::Null),
             });
             if !project_trusted {
-                problems.push(problem(&file.file, taken.rules_at, "approvals.rules", RULE_UNTRUSTED));
+                problems.push(problem(
+                    &file.file,
+                    taken.rules_at,
+                    "approvals.rules",
+                    RULE_UNTRUSTED,
+                ));
             }
         }
         out.rules.extend(

@@ -453,8 +453,9 @@ fn approvals_mode_narrows_and_rules_add_up_with_allow_rules_gated_by_trust() {
     use crate::approvals::{ApprovalMode, ApprovalRule, RuleDecision};
     let user = SettingsText {
         file: "u.json".into(),
-        text: r#"{"approvals": {"mode": "auto", "rules": [{"command": "rm *", "decision": "deny"}]}}"#
-            .into(),
+        text:
+            r#"{"approvals": {"mode": "auto", "rules": [{"command": "rm *", "decision": "deny"}]}}"#
+                .into(),
     };
     let load = |project: &str, trusted: bool, record: Option<&ProjectApprovals>| {
         layer(
@@ -545,10 +546,7 @@ fn an_invalid_approval_rule_is_a_located_problem() {
         "{:?}",
         l.problems
     );
-    let l = layer_texts(&[(
-        "u.json".into(),
-        r#"{"approvals": {"mode": "yolo"}}"#.into(),
-    )]);
+    let l = layer_texts(&[("u.json".into(), r#"{"approvals": {"mode": "yolo"}}"#.into())]);
     assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
     assert_eq!(l.problems[0].field, "approvals.mode");
 }

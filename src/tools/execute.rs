@@ -481,15 +481,19 @@ pub fn make_read_only(req: &mut ExecRequest) {
 }
 
 /// How a command would be launched, for the approval mode (`auto` runs only the full path).
-pub fn launch_of(confinement: &aibuddy_sandbox::aibuddy_exec::Confinement) -> crate::approvals::Launch {
+pub fn launch_of(
+    confinement: &aibuddy_sandbox::aibuddy_exec::Confinement,
+) -> crate::approvals::Launch {
     use crate::approvals::Launch;
     match confinement {
         aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces {
             landlock_abi: Some(_),
             ..
         } => Launch::Full,
-        aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. } | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. } => Launch::Degraded,
-        aibuddy_sandbox::aibuddy_exec::Confinement::Unavailable { .. } | aibuddy_sandbox::aibuddy_exec::Confinement::Disabled => Launch::Unconfined,
+        aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. }
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. } => Launch::Degraded,
+        aibuddy_sandbox::aibuddy_exec::Confinement::Unavailable { .. }
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Disabled => Launch::Unconfined,
     }
 }
 

@@ -141,7 +141,11 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
         push(&[&"--ro-bind", k, k]);
     }
     push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
-    let bind = if plan.read_only { "--ro-bind" } else { "--bind" };
+    let bind = if plan.read_only {
+        "--ro-bind"
+    } else {
+        "--bind"
+    };
     for w in std::iter::once(&plan.cwd).chain(&plan.writable) {
         push(&[&bind, w, w]);
     }

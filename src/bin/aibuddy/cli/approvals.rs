@@ -29,9 +29,13 @@ pub fn question() -> String {
         "\nHow much should aibuddy ask you in this project? (asked once; change it with \
          `aibuddy trust --approvals MODE`)\n",
     );
-    for (i, m) in [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::ReadOnly]
-        .into_iter()
-        .enumerate()
+    for (i, m) in [
+        ApprovalMode::Ask,
+        ApprovalMode::Auto,
+        ApprovalMode::ReadOnly,
+    ]
+    .into_iter()
+    .enumerate()
     {
         s.push_str(&format!("  {}) {}\n", i + 1, m.sentence()));
     }
@@ -83,7 +87,10 @@ pub fn choose_first_time(app: &mut App, flag: Option<ApprovalMode>, json: bool) 
     };
     match record::set_mode(&app.data_dir, &app.project_root, mode) {
         Ok(_) => {
-            let _ = writeln!(err, "aibuddy: approvals for this project: {mode} (recorded)");
+            let _ = writeln!(
+                err,
+                "aibuddy: approvals for this project: {mode} (recorded)"
+            );
         }
         Err(e) => {
             let _ = writeln!(err, "aibuddy: {}", term::line(&e.to_string()));

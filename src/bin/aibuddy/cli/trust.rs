@@ -191,7 +191,10 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
     }
     if !args.json {
         out!("{}", render(&shown));
-        let approvals = trust::load_project(project, data).settings.settings.approvals;
+        let approvals = trust::load_project(project, data)
+            .settings
+            .settings
+            .approvals;
         outln!(
             "{}\nmodes (change with `aibuddy trust --approvals MODE`):\n{}",
             super::approvals::banner(&approvals),
