@@ -283,6 +283,24 @@ impl App {
         trust::revoke(&self.project_root, &self.data_dir)
     }
 
+    /// The approval mode of this invocation, given by the person (`--approvals MODE`): it takes
+    /// the place of the user level's, and the project's own settings file still narrows it.
+    pub fn set_approval_mode(&mut self, mode: crate::approvals::ApprovalMode) {
+        let mut settings = self.services.settings.clone();
+        settings.approvals.with_flag(mode);
+        self.settings.settings.approvals = settings.approvals.clone();
+        self.services = Arc::new(Services {
+            project_root: self.services.project_root.clone(),
+            data_dir: self.services.data_dir.clone(),
+            settings,
+            sandbox: self.services.sandbox.clone(),
+        });
+        self.capabilities.set_catalog_context(CatalogContext {
+            settings: self.services.settings.clone(),
+            host: self.host.clone(),
+        });
+    }
+
     /// The effective tool set for a run that has activated `activated` deferred tools. A pure
     /// read: the search index is rebuilt by the plane where the catalog changes.
     pub fn toolset(&self, activated: &BTreeSet<String>) -> ToolSet {

@@ -9,6 +9,9 @@
 //!                "disabled": [] },
 //!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
+//!   "approvals": { "mode": "ask",   // or "auto", "read-only": see docs/approvals.md
+//!                  "rules": [{"command": "cargo test *", "decision": "allow"},
+//!                            {"tool": "mcp__github__*", "decision": "ask"}] },
 //!   "exec":    { "default_timeout_ms": 120000, "heartbeat_secs": 30,
 //!                "network": true,   // or false, or {"allow": ["crates.io", "*.example.com", "localhost:5173"], "deny": [...]}
 //!                "writable_roots": [], "env_include": [], "env_exclude": [],
@@ -29,6 +32,7 @@
 //! [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
 //! is ignored with a problem line. `exec.writable_roots` are resolved at load ([`roots`]).
 
+mod approvals;
 mod authority;
 pub mod edit;
 mod layer;
@@ -42,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
 pub use layer::{
     DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,
@@ -230,6 +235,38 @@ impl Default for AgentSettings {
     }
 }
 
+/// `approvals`: how much the person is asked (see `crate::approvals` and `docs/approvals.md`).
+/// The user level (and the person's per-project record, `crate::approvals::record`) chooses the
+/// mode; a project's own file may only narrow it (`auto` -> `ask` -> `read-only`), may add `ask`
+/// and `deny` rules at once, and `allow` rules only when trusted ([`approvals`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+#[ts(export)]
+pub struct ApprovalsSettings {
+    /// `ask` (default), `auto` or `read-only`.
+    pub mode: crate::approvals::ApprovalMode,
+    /// Standing answers for commands and tools: user-level first, then the project's record,
+    /// then the project file's (ask and deny; allow only when trusted).
+    pub rules: Vec<crate::approvals::ApprovalRule>,
+    /// The mode the project's own file narrows to, if any (a `--approvals` flag cannot undo it).
+    #[serde(skip)]
+    #[ts(skip)]
+    pub project_narrows: Option<crate::approvals::ApprovalMode>,
+    /// Whether the person chose a mode (in the user settings or for this project): when not,
+    /// the first `aibuddy run` on a terminal asks.
+    #[serde(skip)]
+    #[ts(skip)]
+    pub chosen: bool,
+}
+
+impl ApprovalsSettings {
+    /// The mode for one invocation given by the person (`--approvals`), still narrowed by the
+    /// project's own file.
+    pub fn with_flag(&mut self, mode: crate::approvals::ApprovalMode) {
+        self.mode = self.project_narrows.map_or(mode, |p| mode.strictest(p));
+    }
+}
+
 /// The effective settings of one project.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default, deny_unknown_fields)]
@@ -238,6 +275,8 @@ pub struct Settings {
     pub tools: ToolsSettings,
     pub sandbox: SandboxSettings,
     pub confirm: ConfirmSettings,
+    /// Approval mode and rules.
+    pub approvals: ApprovalsSettings,
     pub exec: ExecSettings,
     pub tool_search: ToolSearchSettings,
     /// Model providers for agent runs (`aibuddy run`): `default` plus named entries.

@@ -167,6 +167,12 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     let exposed = data_real
         .starts_with(&root)
         .then(|| exposure::message(data_dir));
+    // The person's approvals for this project (a broken file is a problem, never a wider mode).
+    let (approvals_record, approvals_problem) =
+        match crate::approvals::record::lookup(data_dir, &root) {
+            Ok(r) => (r, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     let layer = |trusted: bool| {
         settings::layer(
             user_text.as_ref(),
@@ -177,6 +183,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
                 project_trusted: trusted,
                 user_trusted: exposed.is_none(),
                 data_dir: Some(&data_real),
+                approvals_record: approvals_record.as_ref(),
                 canonicalize: &crate::settings::real_path,
             },
         )
@@ -205,6 +212,7 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
         (None, Err(e)) => (None, Some(e.to_string())),
     };
     problems.extend(records_problem.clone());
+    problems.extend(approvals_problem);
     let state = decide_state(grants.is_empty(), &digest, recorded.as_deref());
     let mut loaded = if state.applies() && !untrusted.widening.is_empty() {
         layer(true)

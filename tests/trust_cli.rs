@@ -406,3 +406,243 @@ fn a_project_without_trust_relevant_requests_needs_no_trust() {
 fn records(data: &Path) -> PathBuf {
     data.join("trusted-projects.json")
 }
+
+// ---- Issue 23: approval modes and rules through the real binary ----
+
+/// `aibuddy call TOOL ARGS --json` plus `extra`, stdin closed (nobody can be asked).
+fn call(f: &Fx, tool: &str, args: Value, extra: &[&str]) -> (i32, Value, String) {
+    let args = args.to_string();
+    let mut argv = vec!["call", tool, args.as_str(), "--json"];
+    argv.extend_from_slice(extra);
+    let (code, out, err) = f.run(&argv);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (code, v, err)
+}
+
+/// Whether this host runs commands on the full namespace path (bubblewrap + Landlock).
+fn full_namespace_path(f: &Fx) -> bool {
+    let (code, rows) = f.json(&["tools", "list", "--json"]);
+    assert_eq!(code, 0, "{rows}");
+    let execute = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "execute")
+        .unwrap_or_else(|| panic!("no execute row: {rows}"));
+    execute["confinement"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("namespaces+landlock"))
+}
+
+/// The policy decisions stored with a call (`aibuddy show --json`).
+fn policies(f: &Fx, id: &str) -> Vec<Value> {
+    let (code, v) = f.json(&["show", id, "--json"]);
+    assert_eq!(code, 0, "{v}");
+    v["confirm_decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["policy"].is_null())
+        .cloned()
+        .collect()
+}
+
+fn user_settings(f: &Fx, v: Value) {
+    std::fs::create_dir_all(&f.data).unwrap();
+    std::fs::write(f.data.join("settings.json"), v.to_string()).unwrap();
+}
+
+#[test]
+fn auto_mode_runs_a_confined_command_without_a_prompt_and_its_record_says_why() {
+    let f = fx();
+    let (code, v, err) = call(
+        &f,
+        "execute",
+        json!({"command": "echo hi > made.txt && cat made.txt"}),
+        &["--approvals", "auto"],
+    );
+    assert!(err.contains("approvals: auto"), "{err}");
+    let id = v["tool_call_id"].as_str().unwrap().to_string();
+    if full_namespace_path(&f) {
+        assert_eq!(code, 0, "{v}\n{err}");
+        assert_eq!(
+            std::fs::read_to_string(f.project.join("made.txt")).unwrap(),
+            "hi\n"
+        );
+        let p = policies(&f, &id);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0]["policy"], "ran without asking: auto mode, confined");
+        assert_eq!(p[0]["decision"], "approved");
+        assert!(
+            err.contains("ran without asking: auto mode, confined"),
+            "{err}"
+        );
+    } else {
+        // A weaker launch path: auto mode still asks, and nobody is there to answer.
+        assert_eq!(code, 3, "{v}\n{err}");
+        assert!(!f.project.join("made.txt").exists());
+    }
+    // In `ask` mode (the default) the same call is asked, and refused with nobody to answer.
+    let (code, v, _) = call(&f, "execute", json!({"command": "touch asked.txt"}), &[]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["status"], "rejected");
+    assert!(!f.project.join("asked.txt").exists());
+}
+
+#[test]
+fn a_deny_rule_refuses_the_whole_line_at_authorization_even_with_yes() {
+    let f = fx();
+    user_settings(
+        &f,
+        json!({"approvals": {"rules": [
+            {"command": "rm *", "decision": "deny"},
+            {"command": "true", "decision": "allow"}
+        ]}}),
+    );
+    std::fs::write(f.project.join("keep.txt"), "x").unwrap();
+    for line in [
+        "true; rm -f keep.txt",
+        "bash -c 'true && rm keep.txt'",
+        "env rm keep.txt",
+        "\\rm keep.txt",
+    ] {
+        let (code, v, _) = call(&f, "execute", json!({"command": line}), &["--yes"]);
+        assert_eq!(code, 1, "{line}: {v}");
+        assert_eq!(v["stage"], "Authorization", "{line}: {v}");
+        assert_eq!(v["error"]["code"], "refused_by_approvals", "{line}: {v}");
+        assert!(f.project.join("keep.txt").exists(), "{line} ran");
+        let id = v["tool_call_id"].as_str().unwrap();
+        let p = policies(&f, id);
+        assert_eq!(p[0]["decision"], "rejected", "{p:?}");
+        assert!(
+            p[0]["policy"].as_str().unwrap().contains("deny rm *"),
+            "{p:?}"
+        );
+    }
+    // An allowed line runs without a prompt, in ask mode and with nobody to ask.
+    let (code, v, _) = call(&f, "execute", json!({"command": "true"}), &[]);
+    assert_eq!(code, 0, "{v}");
+    let p = policies(&f, v["tool_call_id"].as_str().unwrap());
+    assert_eq!(
+        p[0]["policy"],
+        "ran without asking: allowed by your rules `true`"
+    );
+}
+
+#[test]
+fn read_only_mode_refuses_writes_and_commands_cannot_write_the_project() {
+    let f = fx();
+    let (code, v, _) = call(
+        &f,
+        "write_file",
+        json!({"path": "w.txt", "content": "x"}),
+        &["--approvals", "read-only", "--yes"],
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["stage"], "Authorization", "{v}");
+    assert_eq!(v["error"]["code"], "refused_by_approvals", "{v}");
+    assert!(!f.project.join("w.txt").exists());
+
+    std::fs::write(f.project.join("r.txt"), "kept").unwrap();
+    let (code, v, err) = call(
+        &f,
+        "execute",
+        json!({"command": "cat r.txt; echo y > r.txt; echo z > new.txt; rm r.txt"}),
+        &["--approvals", "read-only", "--yes"],
+    );
+    assert!(err.contains("approvals: read-only"), "{err}");
+    // Confined or refused: either way nothing in the project changed.
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("r.txt")).unwrap(),
+        "kept",
+        "{v}"
+    );
+    assert!(!f.project.join("new.txt").exists(), "{v}");
+    if code == 0 {
+        let model = v["model"].as_str().unwrap();
+        assert!(model.contains("kept"), "the project is readable: {model}");
+        assert!(
+            model.contains("Read-only file system") || model.contains("ermission denied"),
+            "{model}"
+        );
+    } else {
+        assert_eq!(v["stage"], "Authorization", "{v}");
+    }
+    // A project's own file narrows the person's auto to read-only.
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"approvals": {"mode": "read-only"}}).to_string(),
+    )
+    .unwrap();
+    let (code, v, err) = call(
+        &f,
+        "write_file",
+        json!({"path": "w.txt", "content": "x"}),
+        &["--approvals", "auto", "--yes"],
+    );
+    assert_eq!(code, 1, "{v}\n{err}");
+    assert!(err.contains("approvals: read-only"), "{err}");
+}
+
+#[test]
+fn a_project_settings_file_cannot_allow_commands_or_widen_the_mode_unless_trusted() {
+    let f = fx();
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"approvals": {
+            "mode": "auto",
+            "rules": [
+                {"command": "touch *", "decision": "allow"},
+                {"command": "rm *", "decision": "deny"}
+            ]
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, report) = f.json(&["tools", "check", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    let fields: Vec<&str> = report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["field"].as_str().unwrap())
+        .collect();
+    assert!(fields.contains(&"approvals.mode"), "{report}");
+    assert!(fields.contains(&"approvals.rules"), "{report}");
+    // Untrusted: the allow rule does not apply (asked, nobody to ask), the mode stays `ask`...
+    let (code, v, err) = call(&f, "execute", json!({"command": "touch z"}), &[]);
+    assert_eq!(code, 3, "{v}\n{err}");
+    assert!(err.contains("approvals: ask"), "{err}");
+    assert!(!f.project.join("z").exists());
+    // ... and its deny rule applies at once.
+    let (code, v, _) = call(&f, "execute", json!({"command": "rm -f z"}), &["--yes"]);
+    assert_eq!(v["error"]["code"], "refused_by_approvals", "{v}");
+    assert_eq!(code, 1);
+    // The grant lists the allow rule; once trusted it applies. The wider mode never does.
+    let (_, status) = f.json(&["trust", "--json"]);
+    assert!(
+        status["grants"]["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["field"] == "approvals.rules"),
+        "{status}"
+    );
+    f.trust_yes();
+    let (code, v, err) = call(&f, "execute", json!({"command": "touch z"}), &[]);
+    assert_eq!(code, 0, "{v}\n{err}");
+    assert!(f.project.join("z").exists());
+    assert!(err.contains("approvals: ask"), "{err}");
+    // The person's own choice, kept at the user level, never in the project.
+    let before = std::fs::read(f.project.join(".aibuddy/settings.json")).unwrap();
+    let (code, out, err) = f.run(&["trust", "--approvals", "auto"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("approvals for this project: auto"), "{out}");
+    assert!(f.data.join("project-approvals.json").exists());
+    assert_eq!(
+        std::fs::read(f.project.join(".aibuddy/settings.json")).unwrap(),
+        before
+    );
+    let (_, _, err) = call(&f, "ls", json!({"path": "."}), &[]);
+    assert!(err.contains("approvals: auto"), "{err}");
+}

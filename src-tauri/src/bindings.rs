@@ -38,6 +38,8 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::history_browser::CallRecordView::export_all(&cfg)?;
     crate::mcp_login::McpLoginOutcome::export_all(&cfg)?;
     crate::mcp_login::McpTokenState::export_all(&cfg)?;
+    crate::approvals_view::ApprovalsView::export_all(&cfg)?;
+    crate::approvals_view::ConfirmOffer::export_all(&cfg)?;
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //! nothing from the UI that could widen scope. The capability in `capabilities/` grants exactly the
 //! commands in [`COMMANDS`].
 
+pub mod approvals_view;
 mod args;
 pub mod bindings;
 pub mod calls;
@@ -75,6 +76,10 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             settings_pages::remove_mcp_server,
             settings_pages::set_provider_key,
             settings_pages::remove_provider_key,
+            approvals_view::approvals_view,
+            approvals_view::set_approval_mode,
+            approvals_view::confirm_offer,
+            approvals_view::answer_confirm_with_rule,
             catalog::list_servers,
             catalog::list_skills,
             catalog::reconnect_server,

@@ -273,6 +273,7 @@ fn results_come_first_and_every_interaction_of_a_call_follows() {
         decision: Decision::Rejected,
         requested_at_ms: 0,
         decided_at_ms: Some(1),
+        policy: None,
     }));
     let r = rebuild(&c, &SearchResults::default()).unwrap();
     let last = r.messages.last().unwrap();
@@ -332,6 +333,7 @@ fn summaries_replace_their_range_and_confirms_become_user_text() {
         decision: Decision::Rejected,
         requested_at_ms: 0,
         decided_at_ms: Some(1),
+        policy: None,
     }));
     let r = rebuild(&c, &SearchResults::default()).unwrap();
     assert_eq!(r.messages.len(), 3);

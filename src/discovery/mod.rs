@@ -160,6 +160,18 @@ pub fn instructions(registry: &Registry, toolset: &ToolSet) -> Vec<(String, Stri
         .collect()
 }
 
+/// In the approval mode `read-only`, an MCP tool that is not read-only is absent (the reason).
+fn read_only_mode_hides(settings: &Settings, t: &crate::registry::ToolDef) -> Option<String> {
+    (settings.approvals.mode == crate::approvals::ApprovalMode::ReadOnly
+        && matches!(t.source, Source::Mcp(_))
+        && t.risk != crate::registry::Risk::ReadOnly)
+        .then(|| {
+            "the approval mode is read-only and this MCP tool is not read-only (change the mode \
+             with `aibuddy trust --approvals`)"
+                .to_string()
+        })
+}
+
 /// Compute the effective set (pure). `activated` are deferred tools this run has discovered.
 pub fn effective(
     registry: &Registry,
@@ -203,6 +215,8 @@ pub fn effective(
             for t in &rc.tools {
                 let (exposure, absent_reason) = if !missing.is_empty() {
                     (Exposure::Absent, Some(missing.join("; ")))
+                } else if let Some(reason) = read_only_mode_hides(settings, t) {
+                    (Exposure::Absent, Some(reason))
                 } else if let Source::Mcp(server) = &t.source {
                     match host.mcp.get(server) {
                         Some(Ok(())) if defer.defers(server) && !activated.contains(t.name()) => {

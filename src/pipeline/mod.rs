@@ -11,6 +11,7 @@
 //!   -> background precompaction when the model projection is large (results::Compactor)
 //! ```
 
+mod approval;
 pub mod record;
 
 use std::sync::Arc;
@@ -20,11 +21,12 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::confirm::{Approves, ConfirmBroker, ConfirmRequest, call_digest, needs_confirmation};
+use crate::approvals::Verdict;
+use crate::confirm::{Approves, ConfirmBroker, ConfirmRequest, call_digest};
 use crate::contract::{Stage, ToolError};
 use crate::discovery::{Exposure, ToolSet};
 use crate::events::{CallStatus, Event, EventSink};
-use crate::registry::{CallContext, Compaction, RawOutput, Registry, ToolDef};
+use crate::registry::{CallContext, Compaction, Prepared, RawOutput, Registry, Risk, ToolDef};
 use crate::services::Services;
 pub use record::{CallEnd, CallRecorder, CallStart, ConfirmRecord, MemoryRecorder, now_ms};
 
@@ -351,34 +353,34 @@ impl Runner {
         // Authorization
         let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;
         let risk = prepared.risk.map_or(tool.risk, |r| r.min(tool.risk));
-        if needs_confirmation(
+        let verdict = approval::verdict(
+            &self.services.settings,
+            &req.name,
+            &tool,
+            &policy.config_key,
             risk,
-            self.services.settings.confirm.auto_approve_writes,
-            prepared.inside_project,
-        ) {
-            let target = if prepared.target.is_empty() {
-                req.name.clone()
-            } else {
-                prepared.target.clone()
-            };
-            let mut scope = vec![
-                format!("project root: {}", self.services.project_root.display()),
-                format!("sandbox: {}", self.sandbox_kind),
-            ];
-            scope.extend(prepared.scope.iter().cloned());
-            let request = ConfirmRequest {
-                call_id: call_id.to_string(),
-                tool: req.name.clone(),
-                risk,
-                digest: call_digest(call_id, &req.name, &args, &target, &scope),
-                target,
-                scope,
-                consequence: prepared.consequence.clone(),
-                diff: prepared.diff.clone(),
-                model_says: prepared.model_says.clone(),
-                display: Default::default(),
+            &prepared,
+        );
+        let ask_why = match verdict {
+            Verdict::Run(None) => None,
+            Verdict::Run(Some(why)) => {
+                let request = self.confirm_request(call_id, req, &args, &prepared, risk, None);
+                approval::record(self.recorder.as_ref(), &request, true, &why)
+                    .await
+                    .map_err(err)?;
+                None
             }
-            .revealed();
+            Verdict::Refuse(why) => {
+                let request = self.confirm_request(call_id, req, &args, &prepared, risk, None);
+                approval::record(self.recorder.as_ref(), &request, false, &why)
+                    .await
+                    .map_err(err)?;
+                return Err(err(approval::refusal(&req.name, &why)));
+            }
+            Verdict::Ask(why) => Some(why),
+        };
+        if let Some(why) = ask_why {
+            let request = self.confirm_request(call_id, req, &args, &prepared, risk, why);
             // The request is durable before anyone is asked and before any effect.
             if let Err(e) = self.recorder.confirm_requested(&request).await {
                 return Err(err(ToolError::execution(
@@ -451,6 +453,43 @@ impl Runner {
                 Err(Failure { status, error: e })
             }
         }
+    }
+
+    /// What the person is (or would have been) shown for this call; `why`: why the approval mode
+    /// or a rule asks, shown as a scope line.
+    fn confirm_request(
+        &self,
+        call_id: &str,
+        req: &CallRequest,
+        args: &Value,
+        prepared: &Prepared,
+        risk: Risk,
+        why: Option<String>,
+    ) -> ConfirmRequest {
+        let target = if prepared.target.is_empty() {
+            req.name.clone()
+        } else {
+            prepared.target.clone()
+        };
+        let mut scope = vec![
+            format!("project root: {}", self.services.project_root.display()),
+            format!("sandbox: {}", self.sandbox_kind),
+        ];
+        scope.extend(prepared.scope.iter().cloned());
+        scope.extend(why.map(|w| format!("approvals: {w}")));
+        ConfirmRequest {
+            call_id: call_id.to_string(),
+            tool: req.name.clone(),
+            risk,
+            digest: call_digest(call_id, &req.name, args, &target, &scope),
+            target,
+            scope,
+            consequence: prepared.consequence.clone(),
+            diff: prepared.diff.clone(),
+            model_says: prepared.model_says.clone(),
+            display: Default::default(),
+        }
+        .revealed()
     }
 
     async fn finish_failure(

@@ -67,6 +67,16 @@ pub trait CallRecorder: Send + Sync {
     async fn confirm_requested(&self, _request: &ConfirmRequest) -> Result<(), RecordError> {
         Ok(())
     }
+    /// A call decided by the person's standing policy (the approval mode or a rule) without
+    /// asking: what would have been shown, whether it runs, and why. Recorded before any effect.
+    async fn policy_decided(
+        &self,
+        _request: &ConfirmRequest,
+        _approved: bool,
+        _why: &str,
+    ) -> Result<(), RecordError> {
+        Ok(())
+    }
 }
 
 /// Keeps records in memory (tests; hosts without a data directory).

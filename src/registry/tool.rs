@@ -94,6 +94,8 @@ pub struct Prepared {
     pub inside_project: bool,
     /// A per-call risk when it differs from the tool's declared risk (never higher than the config's).
     pub risk: Option<Risk>,
+    /// A command: how it would be launched on this host (the approval mode asks on a weaker path).
+    pub launch: Option<crate::approvals::Launch>,
 }
 
 /// The raw result of a call: what persistence stores and projections are computed from.

@@ -106,6 +106,7 @@ fn confirm_record(
         decision,
         requested_at_ms,
         decided_at_ms,
+        policy: None,
     }
 }
 
@@ -166,6 +167,27 @@ impl CallRecorder for StoreRecorder {
             .unwrap_or_else(|p| p.into_inner())
             .insert(request.call_id.clone(), id);
         Ok(())
+    }
+
+    async fn policy_decided(
+        &self,
+        request: &ConfirmRequest,
+        approved: bool,
+        why: &str,
+    ) -> Result<(), RecordError> {
+        let now = aibuddy_store::now_ms();
+        let state = if approved {
+            DecisionState::Approved
+        } else {
+            DecisionState::Rejected
+        };
+        let mut rec = confirm_record(request, state, now, Some(now));
+        rec.policy = Some(why.to_string());
+        self.store
+            .record_confirm_request(rec)
+            .await
+            .map(|_| ())
+            .map_err(|e| RecordError(e.to_string()))
     }
 
     async fn finish(&self, end: &CallEnd) -> Result<(), RecordError> {

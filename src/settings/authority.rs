@@ -14,6 +14,8 @@
 //! | `sandbox.kind` | widens when it differs from the user level (commands and files would go elsewhere) |
 //! | `sandbox.daytona`, `sandbox.e2b` | widen when they differ from the user level (where a remote sandbox runs, with what credentials) |
 //! | `confirm.auto_approve_writes` | widens when `true` and the user level is `false` |
+//! | `approvals.mode` | narrows when at least as strict as the user level (`auto` < `ask` < `read-only`); a wider one is never applied from a project, trusted or not (`settings/approvals.rs`): only the person chooses it |
+//! | `approvals.rules` | narrows when it holds only `ask` and `deny` rules (they apply at once, added to the user level's); widens by its `allow` rules, which apply only when the project is trusted |
 //! | `exec.network` | narrows when `false`, or when every allow entry is covered by one of the user level's (`*` covers public names only, never `localhost` or private addresses) and every user-level deny entry is kept; otherwise widens: untrusted, the covered allow entries and the union of both deny lists apply |
 //! | `exec.writable_roots` | widens when non-empty (after resolution); `[]` narrows |
 //! | `exec.env_include` | widens when non-empty; `[]` narrows |
@@ -33,6 +35,7 @@
 use serde_json::Value;
 
 use super::Settings;
+use crate::approvals::{ApprovalMode, ApprovalRule, RuleDecision};
 
 /// What a project value does to the authority the user level gives.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +137,23 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
         }
         ("sandbox", "e2b") => differs(value, user.sandbox.e2b.as_ref().unwrap_or(&Value::Null)),
         ("confirm", "auto_approve_writes") => turns_on(value, user.confirm.auto_approve_writes),
+        ("approvals", "mode") => match serde_json::from_value::<ApprovalMode>(value.clone()) {
+            Ok(m) if m.at_least_as_strict_as(user.approvals.mode) => Effect::Narrows,
+            _ => Effect::Widens,
+        },
+        ("approvals", "rules") => {
+            let rules: Vec<ApprovalRule> =
+                serde_json::from_value(value.clone()).unwrap_or_default();
+            if rules.iter().all(|r| r.decision != RuleDecision::Allow) {
+                Effect::Narrows
+            } else {
+                let kept: Vec<ApprovalRule> = rules
+                    .into_iter()
+                    .filter(|r| r.decision != RuleDecision::Allow)
+                    .collect();
+                Effect::WidensPartly(serde_json::to_value(kept).unwrap_or(Value::Array(vec![])))
+            }
+        }
         ("exec", "network") => super::network::effect(value, &user.exec.network),
         ("exec", "writable_roots") => non_empty_list(value),
         ("exec", "env_include") => non_empty_list(value),

@@ -34,6 +34,9 @@ pub struct LayerContext<'a> {
     /// The data directory, resolved (`crate::trust::exposure::resolve`): no writable root may
     /// contain it or lie in it, or commands could rewrite trust records, `mcp.json` and settings.
     pub data_dir: Option<&'a Path>,
+    /// The person's approvals for this project (`crate::approvals::record`), kept in the data
+    /// directory: its mode comes before the user file's, its rules after the user file's.
+    pub approvals_record: Option<&'a crate::approvals::record::ProjectApprovals>,
     /// Resolves roots (`std::fs::canonicalize` outside tests).
     pub canonicalize: &'a dyn Fn(&Path) -> std::io::Result<PathBuf>,
 }
@@ -244,6 +247,16 @@ pub fn layer(
         merge(&mut merged, map.map);
     }
     let user_settings = to_settings(merged.clone(), "(user)", &mut problems);
+    let user_level = super::approvals::UserLevel {
+        settings: user_settings.approvals.clone(),
+        file_sets_mode: merged
+            .get("approvals")
+            .and_then(|a| a.get("mode"))
+            .is_some(),
+        record: ctx.approvals_record,
+        trusted: ctx.user_trusted,
+    };
+    let mut project_approvals = None;
     if let Some(file) = project {
         let first = problems.len();
         let mut map = clean(&file.file, &file.text, &mut problems);
@@ -253,6 +266,7 @@ pub fn layer(
         };
         resolve_roots_in(file, &mut map, scope, ctx, &mut problems);
         drop_user_only(file, &mut map, &mut problems);
+        project_approvals = super::approvals::take(&mut map).map(|t| (file, t));
         let gate = Gate {
             base: &user_settings,
             trusted: ctx.project_trusted,
@@ -263,7 +277,14 @@ pub fn layer(
         merge(&mut merged, map.map);
     }
     let last = project.or(user).map(|f| f.file.clone()).unwrap_or_default();
-    let settings = to_settings(merged, &last, &mut problems);
+    let mut settings = to_settings(merged, &last, &mut problems);
+    settings.approvals = super::approvals::combine(
+        user_level,
+        project_approvals,
+        ctx.project_trusted,
+        &mut problems,
+        &mut widening,
+    );
     LoadedSettings {
         settings,
         problems,

@@ -222,6 +222,14 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                     .into(),
             )
         }
+        ("approvals", "rules", v) => {
+            let rules: Vec<crate::approvals::ApprovalRule> =
+                serde_json::from_value(v.clone()).ok()?;
+            rules.iter().enumerate().find_map(|(i, r)| {
+                r.invalid()
+                    .map(|why| format!("rule {}: {why}; using the default []", i + 1))
+            })
+        }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
             Some("at least one turn is kept; using the default 2".into())
         }

@@ -22,6 +22,7 @@ fn layer_texts(files: &[(String, String)]) -> LoadedSettings {
             project_trusted: true,
             user_trusted: true,
             data_dir: None,
+            approvals_record: None,
             canonicalize: &crate::settings::real_path,
         },
     )
@@ -177,7 +178,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, exec, tool_search, providers, agent)",
+                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent)",
                 Some(19)
             ),
         ]
@@ -343,6 +344,7 @@ fn an_untrusted_project_may_shorten_the_agent_time_limits_but_not_lengthen_them(
                 project_trusted: false,
                 user_trusted: true,
                 data_dir: None,
+                approvals_record: None,
                 canonicalize: &crate::settings::real_path,
             },
         )
@@ -435,9 +437,116 @@ fn namespaces_off_applies_from_the_user_level_only() {
             project_trusted: false,
             user_trusted: true,
             data_dir: None,
+            approvals_record: None,
             canonicalize: &crate::settings::real_path,
         },
     );
     assert!(untrusted.settings.exec.namespaces);
     assert_eq!(untrusted.problems[0].field, "exec.namespaces");
+}
+
+/// Issue 23: the approvals section is layered on its own: the mode only narrows from a project,
+/// rules are added, a project's allow rules need trust, the person's record comes first.
+#[test]
+fn approvals_mode_narrows_and_rules_add_up_with_allow_rules_gated_by_trust() {
+    use crate::approvals::record::ProjectApprovals;
+    use crate::approvals::{ApprovalMode, ApprovalRule, RuleDecision};
+    let user = SettingsText {
+        file: "u.json".into(),
+        text:
+            r#"{"approvals": {"mode": "auto", "rules": [{"command": "rm *", "decision": "deny"}]}}"#
+                .into(),
+    };
+    let load = |project: &str, trusted: bool, record: Option<&ProjectApprovals>| {
+        layer(
+            Some(&user),
+            Some(&SettingsText {
+                file: "p.json".into(),
+                text: project.into(),
+            }),
+            &LayerContext {
+                project_root: Path::new("/nonexistent-project"),
+                home: None,
+                project_trusted: trusted,
+                user_trusted: true,
+                data_dir: None,
+                approvals_record: record,
+                canonicalize: &crate::settings::real_path,
+            },
+        )
+    };
+    let project = r#"{"approvals": {"mode": "read-only", "rules": [
+        {"command": "curl *", "decision": "allow"},
+        {"command": "git push *", "decision": "ask"}]}}"#;
+    let untrusted = load(project, false, None);
+    let a = &untrusted.settings.approvals;
+    assert_eq!(a.mode, ApprovalMode::ReadOnly);
+    assert_eq!(a.project_narrows, Some(ApprovalMode::ReadOnly));
+    assert!(a.chosen);
+    assert_eq!(
+        a.rules,
+        vec![
+            ApprovalRule::command("rm *", RuleDecision::Deny),
+            ApprovalRule::command("git push *", RuleDecision::Ask),
+        ]
+    );
+    assert!(
+        untrusted
+            .problems
+            .iter()
+            .any(|p| p.field == "approvals.rules" && p.message == RULE_UNTRUSTED),
+        "{:?}",
+        untrusted.problems
+    );
+    assert_eq!(untrusted.widening.len(), 1);
+    assert_eq!(untrusted.widening[0].field, "approvals.rules");
+    let trusted = load(project, true, None);
+    assert_eq!(trusted.settings.approvals.rules.len(), 3);
+
+    // A wider mode from the project is ignored, trusted or not; the person's record comes first.
+    let record = ProjectApprovals {
+        mode: Some(ApprovalMode::Ask),
+        rules: vec![ApprovalRule::command("cargo test *", RuleDecision::Allow)],
+    };
+    for trusted in [false, true] {
+        let wider = load(r#"{"approvals": {"mode": "auto"}}"#, trusted, Some(&record));
+        let a = &wider.settings.approvals;
+        assert_eq!(a.mode, ApprovalMode::Ask);
+        assert_eq!(a.project_narrows, None);
+        assert_eq!(a.rules.len(), 2);
+        assert!(
+            wider
+                .problems
+                .iter()
+                .any(|p| p.field == "approvals.mode" && p.message == MODE_USER_ONLY),
+            "{:?}",
+            wider.problems
+        );
+    }
+    // A flag replaces the user level's mode but not the project's narrowing.
+    let mut a = load(project, false, None).settings.approvals;
+    a.with_flag(ApprovalMode::Auto);
+    assert_eq!(a.mode, ApprovalMode::ReadOnly);
+    let mut a = load("{}", false, None).settings.approvals;
+    a.with_flag(ApprovalMode::ReadOnly);
+    assert_eq!(a.mode, ApprovalMode::ReadOnly);
+}
+
+#[test]
+fn an_invalid_approval_rule_is_a_located_problem() {
+    let l = layer_texts(&[(
+        "u.json".into(),
+        r#"{"approvals": {"rules": [{"command": "ls", "tool": "x", "decision": "allow"}]}}"#.into(),
+    )]);
+    assert!(l.settings.approvals.rules.is_empty());
+    assert!(
+        l.problems
+            .iter()
+            .any(|p| p.field == "approvals.rules" && p.message.contains("not both")),
+        "{:?}",
+        l.problems
+    );
+    let l = layer_texts(&[("u.json".into(), r#"{"approvals": {"mode": "yolo"}}"#.into())]);
+    assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+    assert_eq!(l.problems[0].field, "approvals.mode");
 }

@@ -463,7 +463,37 @@ impl ExecuteHandler {
             |n| std::env::var_os(n),
             home.as_deref(),
         );
+        if ctx.services.settings.approvals.mode == crate::approvals::ApprovalMode::ReadOnly {
+            make_read_only(&mut req);
+        }
         Ok(req)
+    }
+}
+
+/// The approval mode `read-only`: the project and the writable roots read-only, no network, and
+/// no run at all where the command cannot be confined.
+pub fn make_read_only(req: &mut ExecRequest) {
+    req.read_only = true;
+    req.writable_roots.clear();
+    req.network_allowed = false;
+    req.network_policy = None;
+    req.confine = ConfinePolicy::Required;
+}
+
+/// How a command would be launched, for the approval mode (`auto` runs only the full path).
+pub fn launch_of(
+    confinement: &aibuddy_sandbox::aibuddy_exec::Confinement,
+) -> crate::approvals::Launch {
+    use crate::approvals::Launch;
+    match confinement {
+        aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces {
+            landlock_abi: Some(_),
+            ..
+        } => Launch::Full,
+        aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. }
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. } => Launch::Degraded,
+        aibuddy_sandbox::aibuddy_exec::Confinement::Unavailable { .. }
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Disabled => Launch::Unconfined,
     }
 }
 
@@ -480,13 +510,16 @@ impl ToolHandler for ExecuteHandler {
             .map(str::trim)
             .filter(|d| !d.is_empty())
             .map(str::to_string);
-        let mut scope = scope_lines(
-            &req,
-            &dropped,
-            &confinement_for(&req, confinement_support()),
-        );
+        let confinement = confinement_for(&req, confinement_support());
+        let mut scope = scope_lines(&req, &dropped, &confinement);
         // Nested repositories are looked for again at launch; said here when the walk is capped.
         scope.extend(nested_repositories_line(&nested_search(&req)));
+        if req.read_only {
+            scope.push(
+                "approval mode read-only: the project and the writable roots are read-only, no network"
+                    .to_string(),
+            );
+        }
         Ok(Prepared {
             target: a.command.clone(),
             scope,
@@ -495,6 +528,7 @@ impl ToolHandler for ExecuteHandler {
             diff: None,
             inside_project: false,
             risk: None,
+            launch: Some(launch_of(&confinement)),
         })
     }
 

@@ -48,6 +48,41 @@ describe("approval dialog", () => {
     vi.useRealTimers();
   });
 
+  it("offers the exact rule the shell computed, approves once with it, and shows nothing without an offer", async () => {
+    const withRule: string[] = [];
+    const offers = {
+      approvalsView: () => Promise.reject(new Error("unused")),
+      setApprovalMode: () => Promise.reject(new Error("unused")),
+      confirmOffer: async () => ({
+        label: "allow commands starting with `cargo test` in this project",
+        rule: '{"command":"cargo test *","decision":"allow"}',
+      }),
+      answerConfirmWithRule: async (id: string) => {
+        withRule.push(id);
+        return true;
+      },
+    };
+    const decisions: Array<[string, boolean]> = [];
+    const first = mount(ApprovalDialog, { target: host, props: { request: REQUEST, offers, ondecide: (id: string, ok: boolean) => decisions.push([id, ok]) } });
+    await Promise.resolve();
+    await Promise.resolve();
+    flushSync();
+    expect(host.querySelector('[data-testid="approval-offer-rule"]')?.textContent).toBe('{"command":"cargo test *","decision":"allow"}');
+    const button = host.querySelector('[data-testid="approval-allow-rule"]') as HTMLButtonElement;
+    expect(button.textContent).toContain("allow commands starting with `cargo test` in this project");
+    button.click();
+    expect(withRule).toEqual([]);
+    armed();
+    button.click();
+    await Promise.resolve();
+    expect(withRule).toEqual([REQUEST.call_id]);
+    expect(decisions).toEqual([]);
+    unmount(first);
+    const plain = approval();
+    expect(host.querySelector('[data-testid="approval-offer"]')).toBeNull();
+    unmount(plain.c);
+  });
+
   it("shows target (as text), scope, consequence and the diff; A approves this one call once", async () => {
     const { dialog, decisions } = approval();
     armed();

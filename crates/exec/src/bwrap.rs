@@ -117,6 +117,8 @@ pub(crate) struct MountPlan {
     pub(crate) hidden: Vec<(PathBuf, HideKind)>,
     /// The init program runs as PID 1 (`--as-pid-1`); otherwise bubblewrap's own reaper does.
     pub(crate) as_pid_1: bool,
+    /// The project and the git directories are bound read-only (the approval mode `read-only`).
+    pub(crate) read_only: bool,
 }
 
 /// The bubblewrap arguments up to (not including) `--` and the program.
@@ -146,9 +148,14 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
         push(&[&"--ro-bind", k, k]);
     }
     push(&[&"--perms", &"0700", &"--dir", &plan.tmpdir]);
+    let bind = if plan.read_only {
+        "--ro-bind"
+    } else {
+        "--bind"
+    };
     let cwd = plan.cwd_writable.then_some(&plan.cwd);
     for w in cwd.into_iter().chain(&plan.writable) {
-        push(&[&"--bind", w, w]);
+        push(&[&bind, w, w]);
     }
     // Bubblewrap reads the mount table at every mount, so each mount costs more the more there
     // are: the protected binds go after the hidden paths (half their cost with ~90 hidden paths),
@@ -161,7 +168,7 @@ pub(crate) fn args(plan: &MountPlan) -> Vec<OsString> {
     });
     let protect = |push: &mut dyn FnMut(&[&dyn AsRef<std::ffi::OsStr>])| {
         for g in &plan.git_dirs {
-            push(&[&"--bind", g, g]);
+            push(&[&bind, g, g]);
         }
         for p in &plan.protected {
             push(&[&"--ro-bind", p, p]);
@@ -229,6 +236,7 @@ mod tests {
                 ("/home/u/.netrc".into(), HideKind::File),
             ],
             as_pid_1: true,
+            read_only: false,
         }
     }
 
@@ -236,6 +244,17 @@ mod tests {
         args.windows(seq.len())
             .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
             .unwrap_or_else(|| panic!("{seq:?} not in {args:?}"))
+    }
+
+    #[test]
+    fn a_read_only_plan_binds_the_project_and_git_dirs_read_only() {
+        let mut p = plan();
+        p.read_only = true;
+        let a = args(&p);
+        pos(&a, &["--ro-bind", "/home/u/proj", "/home/u/proj"]);
+        pos(&a, &["--ro-bind", "/home/u/.cargo", "/home/u/.cargo"]);
+        pos(&a, &["--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git"]);
+        assert!(!a.iter().any(|x| x == "--bind"), "{a:?}");
     }
 
     #[test]

@@ -330,6 +330,7 @@ pub(crate) fn spawn_bwrap(
         hidden: hidden_paths(req, &masked, &binds),
         masked,
         as_pid_1: init.is_some(),
+        read_only: req.read_only,
     };
     let mut cmd = base_command(bwrap_path, req, wiring);
     cmd.args(bwrap::args(&plan)).arg("--");
@@ -346,7 +347,7 @@ pub(crate) fn spawn_bwrap(
                 source,
             })?;
             let mut landlock_writable = vec![wiring.tmpdir.clone()];
-            if cwd_writable {
+            if cwd_writable && !req.read_only {
                 landlock_writable.push(req.cwd.clone());
             }
             landlock_writable.extend(writable.iter().cloned());

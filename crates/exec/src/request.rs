@@ -109,6 +109,12 @@ pub struct ExecRequest {
     pub env: EnvPolicy,
     /// Extra writable roots under confinement (caches such as `~/.cargo`).
     pub writable_roots: Vec<PathBuf>,
+    /// The project (`cwd`) and every writable root are read-only to the command (the approval
+    /// mode `read-only`): bound read-only on the namespace path, left out of Landlock's writable
+    /// list on the other; only the private `TMPDIR` is writable. Pair it with
+    /// `network_allowed = false` and `ConfinePolicy::Required`.
+    #[serde(default)]
+    pub read_only: bool,
     /// Outbound network allowed, through the allow-list proxy only (see `netwire`); `false`: no
     /// egress at all (an empty network namespace; Landlock denies TCP bind/connect on the
     /// fallback path).
@@ -199,6 +205,7 @@ impl ExecRequest {
             heartbeat_interval: DEFAULT_HEARTBEAT,
             env: EnvPolicy::default(),
             writable_roots: Vec::new(),
+            read_only: false,
             network_allowed: true,
             network_policy: None,
             confine: ConfinePolicy::BestEffort,

@@ -48,7 +48,12 @@ pub(crate) async fn run(
         }
     }
 
-    let writable_roots = roots::verify(&req.writable_roots)?;
+    // A read-only request writes nowhere but its private TMPDIR.
+    let writable_roots = if req.read_only {
+        Vec::new()
+    } else {
+        roots::verify(&req.writable_roots)?
+    };
     let (kept_env, env_dropped) = filter_env(std::env::vars_os(), &req.env);
 
     let spool = match &req.spool_path {
@@ -113,7 +118,10 @@ pub(crate) async fn run(
                 what: "the private temp dir",
                 source,
             })?;
-            let mut writable = vec![req.cwd.clone(), tmp.path().to_path_buf()];
+            let mut writable = vec![tmp.path().to_path_buf()];
+            if !req.read_only {
+                writable.push(req.cwd.clone());
+            }
             writable.extend(writable_roots.iter().cloned());
             let tcp_rules = req.confine != ConfinePolicy::Off
                 && confine::landlock_abi().is_some_and(|(_, tcp)| tcp);

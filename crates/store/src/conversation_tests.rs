@@ -222,6 +222,7 @@ fn interactions_merge_by_completion_time() {
         decision: Decision::Rejected,
         requested_at_ms: 0,
         decided_at_ms: Some(at),
+        policy: None,
     };
     let merged = merge_interactions(
         vec![answer("a1", 10), answer("a2", 30)],

@@ -255,6 +255,10 @@ pub struct ConfirmRecord {
     pub decision: Decision,
     pub requested_at_ms: i64,
     pub decided_at_ms: Option<i64>,
+    /// Set when no person was asked: the standing policy that decided (schema 9), e.g.
+    /// "ran without asking: auto mode, confined" or "your rule `deny rm *` refuses `rm -rf x`".
+    /// Such a decision is never shown to the model as the person's answer.
+    pub policy: Option<String>,
 }
 
 /// An answer the person gave to `ask_user_question`.

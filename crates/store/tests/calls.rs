@@ -368,6 +368,7 @@ async fn decisions_and_answers_round_trip() {
         decision: Decision::Pending,
         requested_at_ms: 1,
         decided_at_ms: None,
+        policy: None,
     };
     let id = store.record_confirm_request(req.clone()).await.unwrap();
     assert!(store.record_decision(id, Decision::Rejected).await.unwrap());

@@ -330,6 +330,7 @@ async fn interactions_of_a_run_are_read_in_the_order_they_completed() {
         decision: Decision::Pending,
         requested_at_ms: 1,
         decided_at_ms: None,
+        policy: None,
     };
     store
         .record_user_answer(UserAnswer {

@@ -138,6 +138,7 @@ impl FsTool for EditFile {
             model_says: None,
             inside_project: true,
             risk: None,
+            launch: None,
         })
     }
 

@@ -103,6 +103,7 @@ impl FsTool for WriteFile {
             model_says: None,
             inside_project: true,
             risk: None,
+            launch: None,
         })
     }
 

@@ -31,12 +31,18 @@ pub(crate) const MIGRATION_V4: &str = "
 CREATE INDEX confirm_decisions_run ON confirm_decisions(run_id, decision_id);
 ";
 
+/// Version 9: decisions made without asking by the person's standing policy (approval mode or
+/// rule), with the reason.
+pub(crate) const MIGRATION_V9: &str = "
+ALTER TABLE confirm_decisions ADD COLUMN policy TEXT;
+";
+
 /// Records a request (normally with decision `pending`); returns its id.
 pub fn insert(conn: &Connection, rec: &ConfirmRecord) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO confirm_decisions
-         (tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         (tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at, policy)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         rec.tool_call_id,
@@ -47,7 +53,8 @@ pub fn insert(conn: &Connection, rec: &ConfirmRecord) -> Result<i64> {
         rec.consequence,
         rec.decision.as_str(),
         rec.requested_at_ms,
-        rec.decided_at_ms
+        rec.decided_at_ms,
+        rec.policy
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -72,22 +79,23 @@ pub fn decide(
 pub fn for_call(conn: &Connection, tool_call_id: &str) -> Result<Vec<ConfirmRecord>> {
     query(
         conn,
-        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
+        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at, policy
          FROM confirm_decisions WHERE tool_call_id = ?1 ORDER BY decision_id",
         tool_call_id,
     )
 }
 
-/// The run's decided requests (never `pending`), in the order they were decided. A request
+/// The run's decided requests (never `pending`, never a policy's: the model is told only what
+/// the person answered), in the order they were decided. A request
 /// recorded without a run id belongs to the run of its call.
 pub fn decided_for_run(conn: &Connection, run_id: &str) -> Result<Vec<ConfirmRecord>> {
     query(
         conn,
-        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at
+        "SELECT tool_call_id, run_id, digest, target, scope, consequence, decision, requested_at, decided_at, policy
          FROM confirm_decisions
          WHERE (run_id = ?1 OR (run_id IS NULL AND tool_call_id IN
                     (SELECT tool_call_id FROM tool_calls WHERE run_id = ?1)))
-           AND decision != 'pending'
+           AND decision != 'pending' AND policy IS NULL
          ORDER BY COALESCE(decided_at, requested_at), decision_id",
         run_id,
     )
@@ -107,6 +115,7 @@ fn query(conn: &Connection, sql: &str, key: &str) -> Result<Vec<ConfirmRecord>> 
                 decision: Decision::Pending,
                 requested_at_ms: r.get(7)?,
                 decided_at_ms: r.get(8)?,
+                policy: r.get(9)?,
             },
             r.get::<_, String>(6)?,
         ))

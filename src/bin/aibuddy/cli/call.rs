@@ -36,6 +36,10 @@ pub struct CallArgs {
     /// Record the call under this run id.
     #[arg(long)]
     pub run: Option<String>,
+    /// The approval mode of this call: ask, auto or read-only (the project's own settings may
+    /// still narrow it).
+    #[arg(long, value_name = "MODE")]
+    pub approvals: Option<aibuddy::approvals::ApprovalMode>,
 }
 
 /// Prints live output and progress to stderr, escaped: a command's output is untrusted and may
@@ -149,17 +153,23 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
         mcp: reaches_mcp(&args.tool),
         ..super::plane_options()
     };
-    let app = match aibuddy::app::App::open_with(opts, plane).await {
+    let mut app = match aibuddy::app::App::open_with(opts, plane).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("aibuddy: {}", term::block(&e.to_string()));
             return ExitCode::from(2);
         }
     };
+    if let Some(mode) = args.approvals {
+        app.set_approval_mode(mode);
+    }
     // With a provider configured, the `summarize` precompaction strategy asks it (else it trims).
     // Its HTTP client (TLS roots) is built by the first summary, not by every call.
     install_lazy_summarizer(&app);
-    let runner = app.runner(args.run.clone(), prompt::broker(args.yes));
+    let runner = app.runner(
+        args.run.clone(),
+        prompt::broker_in(args.yes, &app.data_dir, &app.project_root),
+    );
     // A person naming a tool on the command line is an exact selection: a deferred tool of that
     // name is activated for this one-call run (as `tool_search` with `select:` would).
     let toolset = app.toolset(&std::collections::BTreeSet::from([args.tool.clone()]));
@@ -191,6 +201,24 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             sink,
         )
         .await;
+    // The approval mode, and why the call ran or was refused without asking (the record's), on stderr in
+    // both forms.
+    let policy = match &app.persistence {
+        Some(p) => p
+            .store
+            .confirm_records(&outcome.tool_call_id)
+            .await
+            .ok()
+            .and_then(|r| r.into_iter().rev().find_map(|c| c.policy)),
+        None => None,
+    };
+    eprintln!(
+        "aibuddy: {}{}",
+        super::approvals::banner(&app.settings.settings.approvals),
+        policy
+            .map(|p| format!("; {}", term::line(&p)))
+            .unwrap_or_default()
+    );
     if args.json {
         let _ = print_json(&outcome);
     } else {

@@ -22,6 +22,7 @@ macro_rules! out {
     ($($t:tt)*) => { $crate::cli::write_stdout(format_args!($($t)*)) };
 }
 
+mod approvals;
 mod ask;
 mod auth;
 mod call;

@@ -2,18 +2,45 @@
 //! invocation is approved; with no terminal and no `--yes` the call is rejected.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aibuddy_common::term;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use aibuddy::approvals::record;
+use aibuddy::approvals::rules::{ApprovalRule, offer_for_call};
 use aibuddy::confirm::{
     ApproveAll, ConfirmBroker, ConfirmDisplay, ConfirmRequest, Decision, RejectAll,
 };
 
-/// Asks on stderr and reads the answer from stdin (a terminal).
-pub struct TerminalBroker;
+/// Asks on stderr and reads the answer from stdin (a terminal). With `offers` (the data
+/// directory and the project), a command's prompt may offer a rule for this project
+/// ([`offer_text`]), stored at the user level when the person picks it.
+#[derive(Default)]
+pub struct TerminalBroker {
+    pub offers: Option<(PathBuf, PathBuf)>,
+}
+
+/// The rule a confirmation of `req` may offer: for `execute`, "allow commands starting with
+/// `cargo test`" (see `aibuddy::approvals::rules::offer_for`).
+pub fn offer_of(req: &ConfirmRequest) -> Option<ApprovalRule> {
+    offer_for_call(&req.tool, &req.target)
+}
+
+/// The prompt lines of an offer: the exact rule, where it is stored, what it covers.
+pub fn offer_text(rule: &ApprovalRule) -> String {
+    let pattern = rule.command.as_deref().unwrap_or_default();
+    let prefix = pattern.strip_suffix(" *").unwrap_or(pattern);
+    format!(
+        "  offer:       [a] approve this call once and allow commands starting with `{}` in this \
+         project from now on\n               (adds the rule {{\"command\": \"{}\", \"decision\": \
+         \"allow\"}} to your own approvals for this project, never to the project's files)\n",
+        term::line(prefix),
+        term::line(pattern)
+    )
+}
 
 /// Lines of a diff shown in the prompt; the rest is counted.
 pub const DIFF_LINES: usize = 80;
@@ -67,7 +94,14 @@ pub fn render(req: &ConfirmRequest) -> String {
 #[async_trait]
 impl ConfirmBroker for TerminalBroker {
     async fn decide(&self, req: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
-        let text = render(req);
+        let offer = self.offers.as_ref().and(offer_of(req));
+        let mut text = render(req);
+        let keys = if let Some(rule) = &offer {
+            text.push_str(&offer_text(rule));
+            "[y/N/a]"
+        } else {
+            "[y/N]"
+        };
         // A plain thread, not `spawn_blocking`: a read abandoned by a stop must not hold the
         // runtime's shutdown (and the process's exit) until the person presses Enter.
         let (tx, ask) = tokio::sync::oneshot::channel();
@@ -75,14 +109,15 @@ impl ConfirmBroker for TerminalBroker {
             .name("aibuddy-confirm".into())
             .spawn(move || {
                 let mut err = std::io::stderr();
-                let _ = write!(err, "{text}Approve? [y/N] ");
+                let _ = write!(err, "{text}Approve? {keys} ");
                 let _ = err.flush();
                 let mut line = String::new();
                 let _ = std::io::stdin().lock().read_line(&mut line);
-                let _ = tx.send(matches!(
-                    line.trim().to_ascii_lowercase().as_str(),
-                    "y" | "yes"
-                ));
+                let _ = tx.send(match line.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => Answer::Once,
+                    "a" if keys.contains("/a") => Answer::OnceAndRule,
+                    _ => Answer::No,
+                });
             });
         if reader.is_err() {
             return Decision::Rejected {
@@ -91,7 +126,18 @@ impl ConfirmBroker for TerminalBroker {
         }
         tokio::select! {
             answer = ask => match answer {
-                Ok(true) => Decision::Approved { digest: req.digest.clone() },
+                Ok(Answer::Once) => Decision::Approved { digest: req.digest.clone() },
+                Ok(Answer::OnceAndRule) => {
+                    // This call is approved once, by its digest; the rule applies to later calls.
+                    if let (Some((data, project)), Some(rule)) = (&self.offers, offer) {
+                        let shown = rule.shown();
+                        match record::add_rule(data, project, rule) {
+                            Ok(_) => eprintln!("aibuddy: rule recorded for this project: {}", term::line(&shown)),
+                            Err(e) => eprintln!("aibuddy: the rule was not recorded: {}", term::line(&e.to_string())),
+                        }
+                    }
+                    Decision::Approved { digest: req.digest.clone() }
+                }
                 _ => Decision::Rejected { reason: Some("declined at the terminal".into()) },
             },
             _ = cancel.cancelled() => Decision::Rejected { reason: Some("cancelled while waiting".into()) },
@@ -99,12 +145,30 @@ impl ConfirmBroker for TerminalBroker {
     }
 }
 
-/// Choose the broker for one CLI invocation.
-pub fn broker(yes: bool) -> Arc<dyn ConfirmBroker> {
+/// The person's answer at the terminal.
+enum Answer {
+    No,
+    Once,
+    /// Approve this call once and record the offered rule for later ones.
+    OnceAndRule,
+}
+
+/// Choose the broker for one CLI invocation in a project: the terminal prompt may offer a rule
+/// for commands, stored in `data_dir` for `project`.
+pub fn broker_in(yes: bool, data_dir: &Path, project: &Path) -> Arc<dyn ConfirmBroker> {
+    choose(
+        yes,
+        TerminalBroker {
+            offers: Some((data_dir.to_path_buf(), project.to_path_buf())),
+        },
+    )
+}
+
+fn choose(yes: bool, terminal: TerminalBroker) -> Arc<dyn ConfirmBroker> {
     if yes {
         Arc::new(ApproveAll)
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        Arc::new(TerminalBroker)
+        Arc::new(terminal)
     } else {
         Arc::new(RejectAll(
             "no terminal to ask and --yes was not given".to_string(),

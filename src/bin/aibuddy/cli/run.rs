@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Print JSON Lines, one run event per line.
     #[arg(long)]
     pub json: bool,
+    /// The approval mode of this run: ask, auto or read-only (the project's own settings may
+    /// still narrow it).
+    #[arg(long, value_name = "MODE")]
+    pub approvals: Option<aibuddy::approvals::ApprovalMode>,
 }
 
 /// Prints run events: JSON Lines on stdout, or text on stdout and tool cards on stderr.
@@ -220,10 +224,17 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
         mcp_token_vault: Some(Arc::new(aibuddy::plane::KeyringVault)),
         ..PlaneOptions::for_runs()
     };
-    let app = match App::open_with(opts, plane).await {
+    let mut app = match App::open_with(opts, plane).await {
         Ok(a) => a,
         Err(e) => return fail(Stage::Discovery, &e.to_string(), 2),
     };
+    super::approvals::choose_first_time(&mut app, args.approvals, args.json);
+    if !args.json {
+        eprintln!(
+            "aibuddy: {}",
+            super::approvals::banner(&app.settings.settings.approvals)
+        );
+    }
     let provider = match provider_for(&app, &args).await {
         Ok(p) => p,
         Err(e) => return fail(stage_of(e.stage()), &e.to_string(), 2),
@@ -233,7 +244,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     let agent = Agent::new(
         app.clone(),
         Arc::new(provider),
-        prompt::broker(args.yes),
+        prompt::broker_in(args.yes, &app.data_dir, &app.project_root),
         AgentOptions::from_settings(&app.settings.settings),
     )
     .with_human(ask::human_broker());

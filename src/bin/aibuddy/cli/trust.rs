@@ -12,6 +12,7 @@ use clap::Args;
 
 use super::print_json;
 use aibuddy::app::AppOptions;
+use aibuddy::approvals::{self, ApprovalMode};
 use aibuddy::trust::{self, TrustState, TrustStatus};
 
 #[derive(Debug, Args)]
@@ -25,6 +26,10 @@ pub struct TrustArgs {
     /// Forget the project's trust.
     #[arg(long, conflicts_with = "yes")]
     pub revoke: bool,
+    /// Choose this project's approval mode (ask, auto or read-only), kept at the user level.
+    /// Nothing else is changed (no trust is granted).
+    #[arg(long, value_name = "MODE", conflicts_with_all = ["yes", "revoke"])]
+    pub approvals: Option<aibuddy::approvals::ApprovalMode>,
 }
 
 /// The human-readable report of a status (every project-supplied string escaped).
@@ -132,7 +137,37 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// `aibuddy trust --approvals MODE`: record the person's mode for this project.
+fn set_approvals(mode: ApprovalMode, opts: &AppOptions, json: bool) -> ExitCode {
+    let project = match std::fs::canonicalize(&opts.project) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("project folder cannot be opened: {e}")),
+    };
+    if let Err(e) = approvals::record::set_mode(&opts.data_dir, &project, mode) {
+        return fail(e);
+    }
+    let effective = trust::load_project(&project, &opts.data_dir)
+        .settings
+        .settings
+        .approvals;
+    if json {
+        return print_json(&serde_json::json!({
+            "project": project.display().to_string(),
+            "approvals": {"chosen": mode, "mode": effective.mode},
+        }));
+    }
+    outln!(
+        "recorded: approvals for this project: {mode}\n  {}\n{}",
+        mode.sentence(),
+        super::approvals::banner(&effective)
+    );
+    ExitCode::SUCCESS
+}
+
 pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
+    if let Some(mode) = args.approvals {
+        return set_approvals(mode, &opts, args.json);
+    }
     let (project, data) = (&opts.project, &opts.data_dir);
     if args.revoke {
         return match trust::revoke(project, data) {
@@ -156,6 +191,15 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
     }
     if !args.json {
         out!("{}", render(&shown));
+        let approvals = trust::load_project(project, data)
+            .settings
+            .settings
+            .approvals;
+        outln!(
+            "{}\nmodes (change with `aibuddy trust --approvals MODE`):\n{}",
+            super::approvals::banner(&approvals),
+            super::approvals::all_sentences().trim_end()
+        );
     }
     if matches!(shown.state, TrustState::Trusted | TrustState::NotNeeded) {
         return if args.json {
