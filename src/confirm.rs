@@ -497,7 +497,10 @@ mod tests {
         assert_eq!(broker.pending_network(), vec![ask.clone()]);
         assert!(!broker.answer_network("other", NetworkAnswer::Once));
         assert!(broker.answer_network("n1", NetworkAnswer::Project));
-        assert!(!broker.answer_network("n1", NetworkAnswer::Once), "answered once");
+        assert!(
+            !broker.answer_network("n1", NetworkAnswer::Once),
+            "answered once"
+        );
         assert_eq!(task.await.unwrap(), NetworkAnswer::Project);
 
         let cancel = CancellationToken::new();

@@ -248,9 +248,8 @@ fn a_host_on_no_list_is_asked_about_at_the_terminal() {
         r#"{"exec": {"network": {"allow": ["crates.io"]}}}"#,
     )
     .unwrap();
-    let curl = |port: u16| {
-        format!("NO_PROXY= no_proxy= curl -sS --max-time 30 http://127.0.0.1:{port}/")
-    };
+    let curl =
+        |port: u16| format!("NO_PROXY= no_proxy= curl -sS --max-time 30 http://127.0.0.1:{port}/");
 
     // Once: connects, recorded on the call, nothing kept for the project.
     let (code, v, terminal) = call_at_terminal(&p, &d, "net-once", &curl(once_port), "o");
@@ -266,7 +265,10 @@ fn a_host_on_no_list_is_asked_about_at_the_terminal() {
         "{terminal}"
     );
     let e = rule_of(&d, &p, "net-once", once_port);
-    assert_eq!((&e["allowed"], &e["rule"]), (&json!(true), &json!("asked: allowed once")));
+    assert_eq!(
+        (&e["allowed"], &e["rule"]),
+        (&json!(true), &json!("asked: allowed once"))
+    );
     let record = d.join("network").join(format!(
         "{}.json",
         hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
@@ -284,7 +286,11 @@ fn a_host_on_no_list_is_asked_about_at_the_terminal() {
         kept,
         json!({"project": p, "allow": [{"host": "127.0.0.1", "port": project_port}]})
     );
-    assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0, "nothing in the project");
+    assert_eq!(
+        std::fs::read_dir(&p).unwrap().count(),
+        0,
+        "nothing in the project"
+    );
     let e = rule_of(&d, &p, "net-project", project_port);
     assert_eq!(e["rule"], "asked: allowed for this project");
     // A later call in the project: no question (no terminal, `--yes`), connects.
@@ -292,7 +298,15 @@ fn a_host_on_no_list_is_asked_about_at_the_terminal() {
     let (code, out, err) = aibuddy(
         &p,
         &d,
-        &["call", "execute", &args, "--yes", "--json", "--id", "net-later"],
+        &[
+            "call",
+            "execute",
+            &args,
+            "--yes",
+            "--json",
+            "--id",
+            "net-later",
+        ],
     );
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("registry-ok"), "{out}");
@@ -322,7 +336,10 @@ fn a_host_on_no_list_is_asked_about_at_the_terminal() {
         "{model}\n{terminal}"
     );
     let e = rule_of(&d, &p, "net-deny", denied_port);
-    assert_eq!((&e["allowed"], &e["rule"]), (&json!(false), &json!("asked: denied")));
+    assert_eq!(
+        (&e["allowed"], &e["rule"]),
+        (&json!(false), &json!("asked: denied"))
+    );
     // History shows the decision in the readable form too.
     let (_, shown, _) = aibuddy(&p, &d, &["show", "net-deny"]);
     assert!(

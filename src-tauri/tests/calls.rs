@@ -429,7 +429,14 @@ fn wait_for_network_ask(f: &Fixture) -> aibuddy::confirm::NetworkAsk {
     let state = f.app.state::<ShellState>();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Some(ask) = state.project().unwrap().calls.pending_network().into_iter().next() {
+        if let Some(ask) = state
+            .project()
+            .unwrap()
+            .calls
+            .pending_network()
+            .into_iter()
+            .next()
+        {
             return ask;
         }
         assert!(Instant::now() < deadline, "no network question was asked");
@@ -476,46 +483,90 @@ fn execute_with_events(
 fn a_commands_unlisted_host_is_asked_in_the_window_and_answered_by_id() {
     let f = fixture_with_settings(Some(r#"{"exec": {"network": {"allow": ["crates.io"]}}}"#));
     let (allowed, denied, stopped) = (registry(), registry(), registry());
-    let curl = |port: u16| format!("NO_PROXY= no_proxy= curl -sS --max-time 30 http://127.0.0.1:{port}/");
+    let curl =
+        |port: u16| format!("NO_PROXY= no_proxy= curl -sS --max-time 30 http://127.0.0.1:{port}/");
     let (call, events) = execute_with_events(&f, &format!("{}; {}", curl(allowed), curl(denied)));
     let call_id = wait_for_confirmation(&f);
     assert_eq!(
-        invoke(&f.window, "answer_confirm", json!({ "callId": call_id, "approve": true })).unwrap(),
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": true })
+        )
+        .unwrap(),
         json!(true)
     );
 
     let ask = wait_for_network_ask(&f);
-    assert_eq!((ask.host.as_str(), ask.port, ask.call_id.as_str(), ask.tool.as_str()), ("127.0.0.1", allowed, call_id.as_str(), "execute"));
-    assert!(ask.target.contains(&format!("127.0.0.1:{allowed}")), "{ask:?}");
     assert_eq!(
-        ask.display.host,
-        vec![aibuddy_common::term::DisplaySegment::Text { text: "127.0.0.1".into() }]
+        (
+            ask.host.as_str(),
+            ask.port,
+            ask.call_id.as_str(),
+            ask.tool.as_str()
+        ),
+        ("127.0.0.1", allowed, call_id.as_str(), "execute")
+    );
+    assert!(
+        ask.target.contains(&format!("127.0.0.1:{allowed}")),
+        "{ask:?}"
     );
     assert_eq!(
-        invoke(&f.window, "answer_network", json!({ "askId": ask.ask_id, "answer": "project" })).unwrap(),
+        ask.display.host,
+        vec![aibuddy_common::term::DisplaySegment::Text {
+            text: "127.0.0.1".into()
+        }]
+    );
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": ask.ask_id, "answer": "project" })
+        )
+        .unwrap(),
         json!(true)
     );
     assert_eq!(
-        invoke(&f.window, "answer_network", json!({ "askId": ask.ask_id, "answer": "deny" })).unwrap(),
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": ask.ask_id, "answer": "deny" })
+        )
+        .unwrap(),
         json!(false),
         "answered once"
     );
     let second = wait_for_network_ask(&f);
     assert_eq!(second.port, denied);
     assert_eq!(
-        invoke(&f.window, "answer_network", json!({ "askId": second.ask_id, "answer": "deny" })).unwrap(),
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": second.ask_id, "answer": "deny" })
+        )
+        .unwrap(),
         json!(true)
     );
     let result = call.join().unwrap();
     assert_eq!(result.status, aibuddy::events::CallStatus::Ok, "{result:?}");
-    assert_eq!(result.model.matches("registry-ok").count(), 1, "{}", result.model);
+    assert_eq!(
+        result.model.matches("registry-ok").count(),
+        1,
+        "{}",
+        result.model
+    );
     assert!(
-        result.model.contains(&format!("refused connection to 127.0.0.1:{denied} (refused by the person)")),
+        result.model.contains(&format!(
+            "refused connection to 127.0.0.1:{denied} (refused by the person)"
+        )),
         "{}",
         result.model
     );
     let events = events.lock().unwrap().clone();
-    let asked: Vec<&Value> = events.iter().filter(|e| e["type"] == "network_ask_requested").collect();
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "network_ask_requested")
+        .collect();
     assert_eq!(asked.len(), 2, "{events:?}");
     assert_eq!(asked[0]["ask"]["host"], "127.0.0.1");
     assert_eq!(asked[0]["ask"]["port"], allowed);
@@ -525,24 +576,42 @@ fn a_commands_unlisted_host_is_asked_in_the_window_and_answered_by_id() {
         .map(|e| &e["answer"])
         .collect();
     assert_eq!(answers, [&json!("project"), &json!("deny")]);
-    let kept = std::fs::read_dir(f._data.path().join("network")).unwrap().count();
+    let kept = std::fs::read_dir(f._data.path().join("network"))
+        .unwrap()
+        .count();
     assert_eq!(kept, 1, "one project record at the user level");
 
     // A stop while the question is open: the question ends (nothing pending), the call is cancelled.
     let (call, events) = execute_with_events(&f, &curl(stopped));
     let call_id = wait_for_confirmation(&f);
-    invoke(&f.window, "answer_confirm", json!({ "callId": call_id, "approve": true })).unwrap();
+    invoke(
+        &f.window,
+        "answer_confirm",
+        json!({ "callId": call_id, "approve": true }),
+    )
+    .unwrap();
     let ask = wait_for_network_ask(&f);
     assert_eq!(ask.port, stopped);
-    assert_eq!(invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(), json!(true));
+    assert_eq!(
+        invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(),
+        json!(true)
+    );
     let result = call.join().unwrap();
-    assert_eq!(result.status, aibuddy::events::CallStatus::Cancelled, "{result:?}");
+    assert_eq!(
+        result.status,
+        aibuddy::events::CallStatus::Cancelled,
+        "{result:?}"
+    );
     let state = f.app.state::<ShellState>();
     assert!(state.project().unwrap().calls.pending_network().is_empty());
     // The question's end is announced by its own task: wait for it briefly.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let done = events.lock().unwrap().iter().any(|e| e["type"] == "network_ask_resolved" && e["answer"] == "deny");
+        let done = events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "network_ask_resolved" && e["answer"] == "deny");
         if done {
             break;
         }

@@ -479,8 +479,7 @@ impl ToolHandler for ExecuteHandler {
             &confinement_for(&req, confinement_support()),
         );
         if req.network_allowed {
-            let recorded =
-                project_hosts::load(&ctx.services.data_dir, &ctx.services.project_root);
+            let recorded = project_hosts::load(&ctx.services.data_dir, &ctx.services.project_root);
             if !recorded.is_empty() {
                 let list: Vec<String> = recorded.iter().map(ToString::to_string).collect();
                 scope.push(format!(
@@ -514,8 +513,7 @@ impl ToolHandler for ExecuteHandler {
         let sandbox = ctx.services.sandbox()?.clone();
         // Hosts on no list: asked through the run's broker (or refused without a person); the
         // questions end with the command (`_asks` dropped when this returns).
-        let (decider, _asks) =
-            netask::decider(ctx, &a.command, req.timeout + HARD_DEADLINE_GRACE);
+        let (decider, _asks) = netask::decider(ctx, &a.command, req.timeout + HARD_DEADLINE_GRACE);
         let bridge =
             Arc::new(EventBridge::new(&ctx.call_id, ctx.events.clone()).with_decider(decider));
         let spool = req.spool_path.clone();

@@ -237,10 +237,7 @@ mod tests {
             line(hidden),
             "rm\\u{200b} -rf\\u{2060} src\\u{feff}\\u{e0041}\\u{e007f}\\xad\\u{202e}"
         );
-        assert_eq!(
-            block("a\u{200D}b\n\u{E0020}c"),
-            "a\\u{200d}b\n\\u{e0020}c"
-        );
+        assert_eq!(block("a\u{200D}b\n\u{E0020}c"), "a\\u{200d}b\n\\u{e0020}c");
         assert!(matches!(line("ünïcode ＃ 日本 é😀"), Cow::Borrowed(_)));
         assert_eq!(json("\"\u{E0041}\""), "\"\\udb40\\udc41\"");
         let v: serde_json::Value = serde_json::from_str(&json("\"x\u{E0041}\u{200B}\"")).unwrap();

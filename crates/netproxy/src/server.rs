@@ -807,7 +807,9 @@ mod tests {
         for r in [&a, &b, &c] {
             assert!(
                 r.starts_with("HTTP/1.1 403")
-                    && r.contains("refused connection to unlisted.example:443 (refused by the person)"),
+                    && r.contains(
+                        "refused connection to unlisted.example:443 (refused by the person)"
+                    ),
                 "{r}"
             );
         }

@@ -94,7 +94,9 @@ pub fn add(data_dir: &Path, project_root: &Path, entry: HostPort) -> std::io::Re
     let text = serde_json::to_string_pretty(&record).map_err(std::io::Error::other)?;
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("record"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record"),
         ulid::Ulid::new()
     ));
     let written = (|| {

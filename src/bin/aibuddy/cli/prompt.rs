@@ -278,13 +278,19 @@ mod tests {
         }
         .revealed();
         let shown = render_network(&ask);
-        assert!(shown.contains("── network: execute (call call_9) ──\n"), "{shown}");
+        assert!(
+            shown.contains("── network: execute (call call_9) ──\n"),
+            "{shown}"
+        );
         assert!(
             shown.contains("  host:        exаmple.com<U+200B><ESC>[2K\n  port:        8443\n"),
             "{shown}"
         );
         assert!(shown.contains("non-ASCII characters: а U+0430"), "{shown}");
-        assert!(shown.contains("  command:     curl x⏎\n               rm -rf y\n"), "{shown}");
+        assert!(
+            shown.contains("  command:     curl x⏎\n               rm -rf y\n"),
+            "{shown}"
+        );
         assert!(!shown.contains('\u{1b}') && !shown.contains('\u{200B}'));
         for (typed, want) in [
             ("o\n", NetworkAnswer::Once),
