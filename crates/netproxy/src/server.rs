@@ -39,12 +39,15 @@ pub struct ProxyConfig {
     pub decider: Arc<dyn Decider>,
 }
 
+/// The answer about one host and port, set once by the first connection that asks.
+type AnswerCell = Arc<tokio::sync::OnceCell<Answer>>;
+
 struct Shared {
     policy: Policy,
     decider: Arc<dyn Decider>,
     log: Log,
     /// One answer per host and port: the first connection asks, the others wait for its answer.
-    answers: Mutex<HashMap<(String, u16), Arc<tokio::sync::OnceCell<Answer>>>>,
+    answers: Mutex<HashMap<(String, u16), AnswerCell>>,
     stop: CancellationToken,
 }
 
