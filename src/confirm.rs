@@ -28,6 +28,9 @@ use aibuddy_common::term::{self, DisplaySegment};
 
 use crate::registry::Risk;
 
+pub mod network;
+pub use network::{NetworkAnswer, NetworkAsk, NetworkAskDisplay};
+
 /// What the person is asked to approve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
@@ -182,6 +185,30 @@ pub trait ConfirmBroker: Send + Sync {
         announce();
         self.decide(request, cancel).await
     }
+
+    /// Whether this broker asks a person about hosts on no network list (`false`: such hosts are
+    /// refused without a question, as with `--yes` or without a terminal).
+    fn asks_network(&self) -> bool {
+        false
+    }
+
+    /// The person's answer about a host on no list (see [`network`]). Cancellation, a closed
+    /// dialog or nobody to ask: [`NetworkAnswer::Deny`].
+    async fn network(&self, _ask: &NetworkAsk, _cancel: &CancellationToken) -> NetworkAnswer {
+        NetworkAnswer::Deny
+    }
+
+    /// [`ConfirmBroker::network`] with the announcement made once the question can be answered
+    /// (as [`ConfirmBroker::decide_announced`]).
+    async fn network_announced(
+        &self,
+        ask: &NetworkAsk,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> NetworkAnswer {
+        announce();
+        self.network(ask, cancel).await
+    }
 }
 
 /// Approves everything asked during one invocation (`aibuddy call --yes`).
@@ -209,11 +236,26 @@ impl ConfirmBroker for RejectAll {
 /// Parks each request until someone answers it by call id (the desktop UI, tests). Closing the
 /// dialog, dropping the broker or cancelling the call counts as rejection.
 type PendingMap = HashMap<String, (ConfirmRequest, oneshot::Sender<Decision>)>;
+/// Network questions by `ask_id`.
+type NetworkMap = HashMap<String, (NetworkAsk, oneshot::Sender<NetworkAnswer>)>;
 
 #[derive(Default, Clone)]
 pub struct PendingBroker {
     pending: Arc<Mutex<PendingMap>>,
+    network: Arc<Mutex<NetworkMap>>,
     notify: Arc<tokio::sync::Notify>,
+}
+
+/// Unparks a network question however its wait ends (answered, cancelled, or the waiting future
+/// dropped).
+struct Unpark<'a>(&'a Mutex<NetworkMap>, &'a str);
+
+impl Drop for Unpark<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.0.lock() {
+            p.remove(self.1);
+        }
+    }
 }
 
 impl PendingBroker {
@@ -252,6 +294,34 @@ impl PendingBroker {
 }
 
 impl PendingBroker {
+    /// Network questions waiting for an answer.
+    pub fn pending_network(&self) -> Vec<NetworkAsk> {
+        self.network
+            .lock()
+            .map(|p| p.values().map(|(a, _)| a.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Wait until at least one network question is pending.
+    pub async fn wait_network_pending(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if !self.pending_network().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Answers the network question `ask_id`. False when there is no such open question.
+    pub fn answer_network(&self, ask_id: &str, answer: NetworkAnswer) -> bool {
+        let entry = self.network.lock().ok().and_then(|mut p| p.remove(ask_id));
+        match entry {
+            Some((_, tx)) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
     /// Parks `request` (answerable from now on) and wakes [`PendingBroker::wait_pending`].
     fn register(&self, request: &ConfirmRequest) -> oneshot::Receiver<Decision> {
         let (tx, rx) = oneshot::channel();
@@ -296,6 +366,33 @@ impl ConfirmBroker for PendingBroker {
         let rx = self.register(request);
         announce();
         self.wait(request, rx, cancel).await
+    }
+
+    fn asks_network(&self) -> bool {
+        true
+    }
+
+    async fn network(&self, ask: &NetworkAsk, cancel: &CancellationToken) -> NetworkAnswer {
+        self.network_announced(ask, cancel, &|| {}).await
+    }
+
+    async fn network_announced(
+        &self,
+        ask: &NetworkAsk,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> NetworkAnswer {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.network.lock() {
+            p.insert(ask.ask_id.clone(), (ask.clone(), tx));
+        }
+        let _unpark = Unpark(&self.network, &ask.ask_id);
+        self.notify.notify_waiters();
+        announce();
+        tokio::select! {
+            a = rx => a.unwrap_or(NetworkAnswer::Deny),
+            _ = cancel.cancelled() => NetworkAnswer::Deny,
+        }
     }
 }
 
@@ -374,6 +471,53 @@ mod tests {
             display: Default::default(),
         }
         .revealed()
+    }
+
+    /// A network question is answerable by its id once announced, exactly once; a cancelled wait
+    /// answers deny and leaves nothing pending; brokers that ask nobody refuse.
+    #[tokio::test]
+    async fn network_questions_are_parked_answered_once_and_unparked() {
+        let broker = PendingBroker::new();
+        let ask = NetworkAsk {
+            ask_id: "n1".into(),
+            call_id: "c1".into(),
+            tool: "execute".into(),
+            host: "example.com".into(),
+            port: 443,
+            target: "curl https://example.com".into(),
+            display: Default::default(),
+        }
+        .revealed();
+        let (b2, a2) = (broker.clone(), ask.clone());
+        let task = tokio::spawn(async move {
+            b2.network_announced(&a2, &CancellationToken::new(), &|| {})
+                .await
+        });
+        broker.wait_network_pending().await;
+        assert_eq!(broker.pending_network(), vec![ask.clone()]);
+        assert!(!broker.answer_network("other", NetworkAnswer::Once));
+        assert!(broker.answer_network("n1", NetworkAnswer::Project));
+        assert!(
+            !broker.answer_network("n1", NetworkAnswer::Once),
+            "answered once"
+        );
+        assert_eq!(task.await.unwrap(), NetworkAnswer::Project);
+
+        let cancel = CancellationToken::new();
+        let (b3, a3, c3) = (broker.clone(), ask.clone(), cancel.clone());
+        let task = tokio::spawn(async move { b3.network(&a3, &c3).await });
+        broker.wait_network_pending().await;
+        cancel.cancel();
+        assert_eq!(task.await.unwrap(), NetworkAnswer::Deny);
+        assert!(broker.pending_network().is_empty());
+
+        assert!(broker.asks_network());
+        assert!(!ApproveAll.asks_network() && !RejectAll(String::new()).asks_network());
+        assert_eq!(
+            ApproveAll.network(&ask, &CancellationToken::new()).await,
+            NetworkAnswer::Deny,
+            "--yes never allows an unlisted host"
+        );
     }
 
     /// Issue 22: every shown field is revealed; the model's words stay apart from the consequence.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::confirm::ConfirmRequest;
+use crate::confirm::{ConfirmRequest, NetworkAnswer, NetworkAsk};
 use crate::contract::Stage;
 
 /// Version of the event wire format; bump when a variant changes shape (a field renamed, removed
@@ -66,6 +66,17 @@ pub enum Event {
         call_id: String,
         approved: bool,
     },
+    /// The call's command asks for a host on no `exec.network` list (announced once the broker
+    /// can take the answer: `answer_network` with `ask.ask_id`).
+    NetworkAskRequested {
+        call_id: String,
+        ask: NetworkAsk,
+    },
+    NetworkAskResolved {
+        call_id: String,
+        ask_id: String,
+        answer: NetworkAnswer,
+    },
     ToolFinished {
         call_id: String,
         status: CallStatus,
@@ -103,6 +114,8 @@ impl Event {
             | Event::Heartbeat { call_id }
             | Event::ConfirmRequested { call_id, .. }
             | Event::ConfirmResolved { call_id, .. }
+            | Event::NetworkAskRequested { call_id, .. }
+            | Event::NetworkAskResolved { call_id, .. }
             | Event::ToolFinished { call_id, .. }
             | Event::ToolCompacted { call_id, .. } => call_id,
             Event::TrustChanged { .. } => return None,

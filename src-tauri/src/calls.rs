@@ -121,6 +121,17 @@ impl Calls {
         }
     }
 
+    /// Network questions waiting for the person.
+    pub fn pending_network(&self) -> Vec<aibuddy::confirm::NetworkAsk> {
+        self.broker.pending_network()
+    }
+
+    /// Answers the network question `ask_id` (the host and port are the core's, never the UI's).
+    /// False when it is no longer open.
+    pub fn answer_network(&self, ask_id: &str, answer: aibuddy::confirm::NetworkAnswer) -> bool {
+        self.broker.answer_network(ask_id, answer)
+    }
+
     /// Confirmation requests waiting for the person.
     pub fn pending_confirms(&self) -> Vec<ConfirmRequest> {
         self.broker.pending()

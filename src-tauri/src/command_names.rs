@@ -9,6 +9,7 @@ pub const COMMANDS: &[&str] = &[
     "call_tool",
     "cancel_call",
     "answer_confirm",
+    "answer_network",
     "list_history",
     "show_call",
     "start_run",

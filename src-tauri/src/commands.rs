@@ -65,6 +65,18 @@ pub async fn answer_confirm(
     Ok(crate::calls::answer_confirm(&project, &call_id, approve).await)
 }
 
+/// Answers a network question (a running command asks for a host on no `exec.network` list), of a
+/// call or a run's call, by its `ask_id`: `once`, `project` (recorded at the user level by the
+/// core, never in the project) or `deny`. False when the question is no longer open.
+#[tauri::command]
+pub async fn answer_network(
+    state: State<'_, ShellState>,
+    ask_id: String,
+    answer: aibuddy::confirm::NetworkAnswer,
+) -> Result<bool, CommandError> {
+    Ok(state.project()?.calls.answer_network(&ask_id, answer))
+}
+
 /// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text
 /// `search`, and `status` narrow the list. Same store queries as `aibuddy history`.
 #[tauri::command]

@@ -53,6 +53,7 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::call_tool,
             commands::cancel_call,
             commands::answer_confirm,
+            commands::answer_network,
             commands::list_history,
             commands::show_call,
             commands::start_run,

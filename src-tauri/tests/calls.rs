@@ -22,8 +22,16 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with_settings(None)
+}
+
+/// A fixture whose user-level `settings.json` is `settings`.
+fn fixture_with_settings(settings: Option<&str>) -> Fixture {
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
+    if let Some(s) = settings {
+        std::fs::write(data.path().join("settings.json"), s).unwrap();
+    }
     std::fs::write(
         project.path().join("notes.txt"),
         "first line\nsecond line\n",
@@ -388,4 +396,226 @@ fn a_compaction_after_the_call_reaches_the_calls_channel() {
         Some(&"tool_compacted"),
         "after tool_finished: {types:?}"
     );
+}
+
+/// A loopback HTTP server answering `registry-ok` (the host the network question is about).
+fn registry() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
+                );
+            });
+        }
+    });
+    port
+}
+
+/// Waits until a network question is open and returns it.
+fn wait_for_network_ask(f: &Fixture) -> aibuddy::confirm::NetworkAsk {
+    let state = f.app.state::<ShellState>();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(ask) = state
+            .project()
+            .unwrap()
+            .calls
+            .pending_network()
+            .into_iter()
+            .next()
+        {
+            return ask;
+        }
+        assert!(Instant::now() < deadline, "no network question was asked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `execute` of `command` through `run_call` with a channel that keeps the events.
+fn execute_with_events(
+    f: &Fixture,
+    command: &str,
+) -> (
+    std::thread::JoinHandle<aibuddy_desktop::calls::CallResult>,
+    Arc<Mutex<Vec<Value>>>,
+) {
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink_received = received.clone();
+    let channel = Channel::new(move |body| {
+        sink_received
+            .lock()
+            .unwrap()
+            .push(body.deserialize::<Value>().unwrap());
+        Ok(())
+    });
+    let project = f.app.state::<ShellState>().project().unwrap();
+    let args = json!({ "command": command }).to_string();
+    let handle = std::thread::spawn(move || {
+        tauri::async_runtime::block_on(run_call(
+            &project,
+            "execute".into(),
+            args,
+            Arc::new(ChannelSink(channel)),
+        ))
+    });
+    (handle, received)
+}
+
+/// Issue 22, the window's half of the network question: a command's host on no list becomes a
+/// `network_ask_requested` event naming host, port and call (revealed for display) and a pending
+/// question answered by `answer_network {askId, answer}` (the host is the core's, never the UI's):
+/// "project" connects and is kept at the user level, "deny" refuses and the model is told; each
+/// question is answered once; a stopped call ends its open question (deny, nothing left pending).
+#[test]
+fn a_commands_unlisted_host_is_asked_in_the_window_and_answered_by_id() {
+    let f = fixture_with_settings(Some(r#"{"exec": {"network": {"allow": ["crates.io"]}}}"#));
+    let (allowed, denied, stopped) = (registry(), registry(), registry());
+    let curl =
+        |port: u16| format!("NO_PROXY= no_proxy= curl -sS --max-time 30 http://127.0.0.1:{port}/");
+    let (call, events) = execute_with_events(&f, &format!("{}; {}", curl(allowed), curl(denied)));
+    let call_id = wait_for_confirmation(&f);
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_confirm",
+            json!({ "callId": call_id, "approve": true })
+        )
+        .unwrap(),
+        json!(true)
+    );
+
+    let ask = wait_for_network_ask(&f);
+    assert_eq!(
+        (
+            ask.host.as_str(),
+            ask.port,
+            ask.call_id.as_str(),
+            ask.tool.as_str()
+        ),
+        ("127.0.0.1", allowed, call_id.as_str(), "execute")
+    );
+    assert!(
+        ask.target.contains(&format!("127.0.0.1:{allowed}")),
+        "{ask:?}"
+    );
+    assert_eq!(
+        ask.display.host,
+        vec![aibuddy_common::term::DisplaySegment::Text {
+            text: "127.0.0.1".into()
+        }]
+    );
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": ask.ask_id, "answer": "project" })
+        )
+        .unwrap(),
+        json!(true)
+    );
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": ask.ask_id, "answer": "deny" })
+        )
+        .unwrap(),
+        json!(false),
+        "answered once"
+    );
+    let second = wait_for_network_ask(&f);
+    assert_eq!(second.port, denied);
+    assert_eq!(
+        invoke(
+            &f.window,
+            "answer_network",
+            json!({ "askId": second.ask_id, "answer": "deny" })
+        )
+        .unwrap(),
+        json!(true)
+    );
+    let result = call.join().unwrap();
+    assert_eq!(result.status, aibuddy::events::CallStatus::Ok, "{result:?}");
+    assert_eq!(
+        result.model.matches("registry-ok").count(),
+        1,
+        "{}",
+        result.model
+    );
+    assert!(
+        result.model.contains(&format!(
+            "refused connection to 127.0.0.1:{denied} (refused by the person)"
+        )),
+        "{}",
+        result.model
+    );
+    let events = events.lock().unwrap().clone();
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "network_ask_requested")
+        .collect();
+    assert_eq!(asked.len(), 2, "{events:?}");
+    assert_eq!(asked[0]["ask"]["host"], "127.0.0.1");
+    assert_eq!(asked[0]["ask"]["port"], allowed);
+    let answers: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "network_ask_resolved")
+        .map(|e| &e["answer"])
+        .collect();
+    assert_eq!(answers, [&json!("project"), &json!("deny")]);
+    let kept = std::fs::read_dir(f._data.path().join("network"))
+        .unwrap()
+        .count();
+    assert_eq!(kept, 1, "one project record at the user level");
+
+    // A stop while the question is open: the question ends (nothing pending), the call is cancelled.
+    let (call, events) = execute_with_events(&f, &curl(stopped));
+    let call_id = wait_for_confirmation(&f);
+    invoke(
+        &f.window,
+        "answer_confirm",
+        json!({ "callId": call_id, "approve": true }),
+    )
+    .unwrap();
+    let ask = wait_for_network_ask(&f);
+    assert_eq!(ask.port, stopped);
+    assert_eq!(
+        invoke(&f.window, "cancel_call", json!({ "callId": call_id })).unwrap(),
+        json!(true)
+    );
+    let result = call.join().unwrap();
+    assert_eq!(
+        result.status,
+        aibuddy::events::CallStatus::Cancelled,
+        "{result:?}"
+    );
+    let state = f.app.state::<ShellState>();
+    assert!(state.project().unwrap().calls.pending_network().is_empty());
+    // The question's end is announced by its own task: wait for it briefly.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let done = events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "network_ask_resolved" && e["answer"] == "deny");
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", events.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{RunEvent, RunEventSink};
 use super::watchdog::IdleWatchdog;
-use crate::confirm::{ConfirmBroker, ConfirmRequest, Decision};
+use crate::confirm::{ConfirmBroker, ConfirmRequest, Decision, NetworkAnswer, NetworkAsk};
 
 pub(crate) struct RunConfirm {
     pub inner: Arc<dyn ConfirmBroker>,
@@ -50,5 +50,37 @@ impl ConfirmBroker for RunConfirm {
             self.announce(request);
         };
         self.inner.decide_announced(request, cancel, &both).await
+    }
+
+    fn asks_network(&self) -> bool {
+        self.inner.asks_network()
+    }
+
+    async fn network(&self, ask: &NetworkAsk, cancel: &CancellationToken) -> NetworkAnswer {
+        self.network_announced(ask, cancel, &|| {}).await
+    }
+
+    /// The run's `network_ask` event once the host's broker holds the question, and
+    /// `network_ask_resolved` with the answer.
+    async fn network_announced(
+        &self,
+        ask: &NetworkAsk,
+        cancel: &CancellationToken,
+        announce: &(dyn Fn() + Send + Sync),
+    ) -> NetworkAnswer {
+        let both = || {
+            announce();
+            self.events.emit(RunEvent::NetworkAsk {
+                tool_call_id: ask.call_id.clone(),
+                ask: ask.clone(),
+            });
+        };
+        let answer = self.inner.network_announced(ask, cancel, &both).await;
+        self.events.emit(RunEvent::NetworkAskResolved {
+            tool_call_id: ask.call_id.clone(),
+            ask_id: ask.ask_id.clone(),
+            answer,
+        });
+        answer
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::confirm::ConfirmRequest;
+use crate::confirm::{ConfirmRequest, NetworkAnswer, NetworkAsk};
 use crate::contract::Stage;
 use crate::events::{CallStatus, OutputStream};
 
@@ -60,6 +60,19 @@ pub enum RunEvent {
     ConfirmRequest {
         tool_call_id: String,
         request: ConfirmRequest,
+    },
+    /// A running command asks for a host on no `exec.network` list; the host's broker answers it
+    /// (the desktop with `answer_network` and `ask.ask_id`). Host and command are untrusted:
+    /// shown through `ask.display`.
+    NetworkAsk {
+        tool_call_id: String,
+        ask: NetworkAsk,
+    },
+    /// The network question `ask_id` was answered (or ended: deny).
+    NetworkAskResolved {
+        tool_call_id: String,
+        ask_id: String,
+        answer: NetworkAnswer,
     },
     /// The model asks the person (`ask_user_question`); the host's `HumanBroker` answers it (the
     /// desktop with `answer_ask_user` and this `tool_call_id`). Strings are the model's.

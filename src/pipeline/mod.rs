@@ -349,6 +349,7 @@ impl Runner {
             cancel: cancel.clone(),
             events: events.clone(),
             services: self.services.clone(),
+            broker: self.broker.clone(),
         };
         // Authorization
         let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;

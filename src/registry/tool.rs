@@ -75,6 +75,9 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     pub events: Arc<dyn EventSink>,
     pub services: Arc<Services>,
+    /// The run's confirm broker: a handler asks the person through it during the call (the
+    /// network question of `execute`, `ConfirmBroker::network_announced`).
+    pub broker: Arc<dyn crate::confirm::ConfirmBroker>,
 }
 
 /// What a handler says about a call before any effect: the confirm target, scope and consequence.

@@ -3,7 +3,8 @@
 //! IP address, each with an optional `:port`; deny wins; `*` never covers loopback or private
 //! addresses, which only an entry naming them allows, e.g. `localhost:5173`). A missing `allow`
 //! is the default registries. Every command reaches the network only through the allow-list proxy
-//! (`aibuddy_netproxy`); a host on no list is refused, and the refusal is named in the result.
+//! (`aibuddy_netproxy`); a host on no list is asked about (`execute`'s network question), or refused
+//! when nobody can be asked, and a refusal is named in the result.
 
 use aibuddy_sandbox::aibuddy_exec::netproxy::{DEFAULT_ALLOW, Entry, EntryError, Policy};
 use serde::de::{self, MapAccess, Visitor};

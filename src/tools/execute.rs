@@ -503,6 +503,22 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let (_, dropped) = filter_env(std::env::vars_os(), &req.env);
+        let mut scope = scope_lines(
+            &req,
+            &dropped,
+            &confinement_for(&req, confinement_support()),
+        );
+        if req.network_allowed {
+            let recorded = project_hosts::load(&ctx.services.data_dir, &ctx.services.project_root);
+            if !recorded.is_empty() {
+                let list: Vec<String> = recorded.iter().map(ToString::to_string).collect();
+                scope.push(format!(
+                    "network also allowed for this project (answered earlier, kept at the user \
+                     level): {}",
+                    list.join(", ")
+                ));
+            }
+        }
         // The model's description is its claim, not the app's assessment: shown apart, labelled.
         let model_says = a
             .description
@@ -536,7 +552,11 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let sandbox = ctx.services.sandbox()?.clone();
-        let bridge = Arc::new(EventBridge::new(&ctx.call_id, ctx.events.clone()));
+        // Hosts on no list: asked through the run's broker (or refused without a person); the
+        // questions end with the command (`_asks` dropped when this returns).
+        let (decider, _asks) = netask::decider(ctx, &a.command, req.timeout + HARD_DEADLINE_GRACE);
+        let bridge =
+            Arc::new(EventBridge::new(&ctx.call_id, ctx.events.clone()).with_decider(decider));
         let spool = req.spool_path.clone();
         let result = execute_on(
             sandbox.as_ref(),
@@ -577,10 +597,13 @@ impl ToolHandler for ExecuteHandler {
 }
 
 mod live;
+mod netask;
+pub mod project_hosts;
 mod scope;
 
 use live::EventBridge;
 pub use live::decode_carrying;
+pub use netask::{RULE_DENIED, RULE_ONCE, RULE_PROJECT, RULE_RECORDED};
 pub use scope::{
     confinement_for, expected_confinement, nested_repositories_line, protected_line,
     protected_paths_refused, scope_lines,

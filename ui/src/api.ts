@@ -6,6 +6,7 @@ import type { CallResult } from "./bindings/CallResult";
 import type { CommandError } from "./bindings/CommandError";
 import type { Event } from "./bindings/Event";
 import type { HistoryEntry } from "./bindings/HistoryEntry";
+import type { NetworkAnswer } from "./bindings/NetworkAnswer";
 import type { ProjectInfo } from "./bindings/ProjectInfo";
 import type { ToolListing } from "./bindings/ToolListing";
 
@@ -18,6 +19,8 @@ export interface Api {
   callTool(tool: string, args: string, onEvent: (event: Event) => void): Promise<CallResult>;
   cancelCall(callId: string): Promise<boolean>;
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
+  /** Answers the network question `askId` of a running command; false if it is no longer open. */
+  answerNetwork(askId: string, answer: NetworkAnswer): Promise<boolean>;
   /** Stored calls of the project, newest first (`search` is full text over tool, input and display text). */
   listHistory(query?: HistoryQuery): Promise<HistoryEntry[]>;
   /** One stored call with a bounded slice of its raw output, from byte `offset`. */
@@ -37,6 +40,7 @@ export const COMMANDS = {
   callTool: "call_tool",
   cancelCall: "cancel_call",
   answerConfirm: "answer_confirm",
+  answerNetwork: "answer_network",
   listHistory: "list_history",
   showCall: "show_call",
 } as const;
@@ -59,6 +63,7 @@ export function createApi(call: InvokeFn = invoke): Api {
     },
     cancelCall: (callId) => run<boolean>(COMMANDS.cancelCall, { callId }),
     answerConfirm: (callId, approve) => run<boolean>(COMMANDS.answerConfirm, { callId, approve }),
+    answerNetwork: (askId, answer) => run<boolean>(COMMANDS.answerNetwork, { askId, answer }),
     listHistory: (query = {}) =>
       run<HistoryEntry[]>(COMMANDS.listHistory, {
         limit: query.limit ?? null,

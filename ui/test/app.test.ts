@@ -25,6 +25,7 @@ const NO_CALLS = {
   },
   cancelCall: async () => false,
   answerConfirm: async () => false,
+  answerNetwork: async () => false,
   listHistory: async () => {
     throw new Error("the History tab reads history_page, not list_history");
   },

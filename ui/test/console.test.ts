@@ -1,9 +1,11 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ApiError, type Api } from "../src/api";
 import type { CallResult } from "../src/bindings/CallResult";
 import type { Event } from "../src/bindings/Event";
+import type { NetworkAsk } from "../src/bindings/NetworkAsk";
+import { ARM_DELAY_MS } from "../src/lib/answer-keys";
 import { createConsole } from "../src/view/console";
-import { TOOLS, confirmRequest } from "./fixtures";
+import { TOOLS, confirmRequest, networkAsk } from "./fixtures";
 
 const REQUEST = confirmRequest({
   call_id: "call_1",
@@ -34,6 +36,7 @@ function result(partial: Partial<CallResult>): CallResult {
 /** A fake shell: emits the given events, then waits for an answer or a stop before finishing. */
 function scriptedApi(events: Event[]) {
   const answers: Array<[string, boolean]> = [];
+  const networkAnswers: Array<[string, string]> = [];
   const cancels: string[] = [];
   const calls: Array<[string, string]> = [];
   let finish: (r: CallResult) => void = () => {};
@@ -58,20 +61,36 @@ function scriptedApi(events: Event[]) {
       finish(approve ? result({}) : result({ status: "rejected", stage: "Authorization", model: "rejected" }));
       return true;
     },
+    answerNetwork: async (askId, answer) => {
+      networkAnswers.push([askId, answer]);
+      emit({ type: "network_ask_resolved", call_id: "call_1", ask_id: askId, answer });
+      return true;
+    },
     listHistory: async () => [],
     showCall: async () => {
       throw new Error("no show_call expected");
     },
   };
-  return { api, answers, cancels, calls };
+  return { api, answers, networkAnswers, cancels, calls };
 }
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
+// Timers are fake (the inline Approve's arming); a flush waits on a macrotask that is not.
+const flush = () => new Promise((r) => setImmediate(r));
+
+/** Waits out the arming of the inline Approve. */
+async function armed(): Promise<void> {
+  vi.advanceTimersByTime(ARM_DELAY_MS);
+  await flush();
+}
 
 let host: HTMLElement;
 beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
   document.body.innerHTML = "<div id=host></div>";
   host = document.getElementById("host") as HTMLElement;
+});
+afterEach(() => {
+  vi.useRealTimers();
 });
 
 describe("call console", () => {
@@ -101,6 +120,7 @@ describe("call console", () => {
     expect(confirm.textContent).toContain("replaces 2 lines");
     expect((host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).disabled).toBe(true);
 
+    await armed();
     (host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement).click();
     await flush();
     await flush();
@@ -171,6 +191,7 @@ describe("call console", () => {
     await flush();
     (host.querySelector('[data-testid="console-stop"]') as HTMLButtonElement).click();
     await flush();
+    await armed();
     (host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement).click();
     await flush();
     await flush();
@@ -184,6 +205,69 @@ describe("call console", () => {
     await flush();
     expect(s.answers).toEqual([["call_1", true]]);
     expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("ok");
+  });
+
+  it("arms the inline Approve like the approval dialog: a click as the request appears approves nothing (issue 22)", async () => {
+    const s = scriptedApi([
+      { type: "tool_started", call_id: "call_1", tool: "write_file", input: {} },
+      { type: "confirm_requested", call_id: "call_1", request: REQUEST },
+    ]);
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    const approve = host.querySelector('[data-testid="confirm-approve"]') as HTMLButtonElement;
+    expect(approve.disabled).toBe(true);
+    expect(approve.getAttribute("data-armed")).toBe("false");
+    // A click that lands anyway (the button under the pointer as it appears) does nothing.
+    approve.disabled = false;
+    approve.click();
+    await flush();
+    expect(s.answers).toEqual([]);
+    vi.advanceTimersByTime(ARM_DELAY_MS - 1);
+    await flush();
+    expect(approve.getAttribute("data-armed")).toBe("false");
+    // Coming back to the window re-arms.
+    window.dispatchEvent(new FocusEvent("focus"));
+    vi.advanceTimersByTime(ARM_DELAY_MS - 1);
+    await flush();
+    expect(approve.getAttribute("data-armed")).toBe("false");
+    approve.click();
+    await flush();
+    expect(s.answers).toEqual([]);
+    vi.advanceTimersByTime(1);
+    await flush();
+    expect(approve.getAttribute("data-armed")).toBe("true");
+    expect(approve.disabled).toBe(false);
+    approve.click();
+    await flush();
+    await flush();
+    expect(s.answers).toEqual([["call_1", true]]);
+  });
+
+  it("shows a running command's network question and sends the answer by its id", async () => {
+    const ask: NetworkAsk = networkAsk({ ask_id: "net_1", call_id: "call_1", host: "registry.example", port: 443, target: "npm install" });
+    const s = scriptedApi([
+      { type: "tool_started", call_id: "call_1", tool: "execute", input: {} },
+      { type: "network_ask_requested", call_id: "call_1", ask },
+    ]);
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    const dialog = document.querySelector('[data-testid="network-dialog"]') as HTMLElement;
+    expect(dialog.querySelector('[data-testid="network-host"]')?.textContent).toBe("registry.example");
+    const once = dialog.querySelector('[data-testid="network-once"]') as HTMLButtonElement;
+    expect(once.disabled).toBe(true);
+    await armed();
+    once.click();
+    await flush();
+    await flush();
+    expect(s.networkAnswers).toEqual([["net_1", "once"]]);
+    expect(document.querySelector('[data-testid="network-dialog"]')).toBeNull();
+    expect([...host.querySelectorAll('[data-testid="call-log"] li')].map((li) => li.textContent)).toContain("Network allowed once");
   });
 
   it("cannot run when no tool is active", () => {

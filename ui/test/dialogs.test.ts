@@ -1,11 +1,14 @@
 import { flushSync, mount, unmount } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
+import type { NetworkAnswer } from "../src/bindings/NetworkAnswer";
+import type { NetworkAsk } from "../src/bindings/NetworkAsk";
 import ApprovalDialog from "../src/components/run/ApprovalDialog.svelte";
+import NetworkAskDialog from "../src/components/run/NetworkAskDialog.svelte";
 import QuestionDialog from "../src/components/run/QuestionDialog.svelte";
 import { ARM_DELAY_MS } from "../src/lib/answer-keys";
 import type { AskUserAnswer } from "../src/provisional/run-types";
-import { confirmRequest } from "./fixtures";
+import { confirmRequest, networkAsk } from "./fixtures";
 
 const REQUEST: ConfirmRequest = confirmRequest({
   call_id: "call_7",
@@ -319,5 +322,88 @@ describe("question dialog", () => {
     key(dialog, "Escape");
     key(dialog, "Escape");
     expect(answers).toEqual([["q1", { kind: "declined" }]]);
+  });
+});
+
+describe("network question dialog (issue 22)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const ASK: NetworkAsk = networkAsk({ ask_id: "net_3", call_id: "call_7", host: "127.0.0.1", port: 8080, target: "curl http://127.0.0.1:8080/" });
+
+  function network(ask: NetworkAsk = ASK) {
+    const answers: Array<[string, NetworkAnswer]> = [];
+    const c = mount(NetworkAskDialog, { target: host, props: { ask, onanswer: (id: string, a: NetworkAnswer) => answers.push([id, a]) } });
+    flushSync();
+    return { c, answers, dialog: host.querySelector('[data-testid="network-dialog"]') as HTMLElement };
+  }
+
+  it("names the host, port, call and command; O, P and D answer by the question's id once armed", () => {
+    for (const [k, want] of [["o", "once"], ["P", "project"], ["d", "deny"], ["Escape", "deny"]] as const) {
+      const { c, answers, dialog } = network();
+      expect(host.querySelector('[data-testid="network-host"]')?.textContent).toBe("127.0.0.1");
+      expect(host.querySelector('[data-testid="network-port"]')?.textContent).toBe("8080");
+      expect(host.querySelector('[data-testid="network-call"]')?.textContent).toBe("call_7");
+      expect(host.querySelector('[data-testid="network-command"]')?.textContent).toBe("curl http://127.0.0.1:8080/");
+      key(dialog, k);
+      flushSync();
+      expect(answers).toEqual([]);
+      armed();
+      key(dialog, k);
+      key(dialog, k);
+      expect(answers).toEqual([["net_3", want]]);
+      unmount(c);
+    }
+  });
+
+  it("the Allow buttons wait for the arming, Deny does not; a typed or held key never answers", async () => {
+    const prompt = document.createElement("textarea");
+    document.body.prepend(prompt);
+    prompt.focus();
+    const { answers, dialog } = network();
+    await Promise.resolve();
+    const once = host.querySelector('[data-testid="network-once"]') as HTMLButtonElement;
+    const project = host.querySelector('[data-testid="network-project"]') as HTMLButtonElement;
+    expect(once.disabled && project.disabled).toBe(true);
+    once.disabled = false;
+    once.click();
+    expect(answers).toEqual([]);
+    armed();
+    expect(document.activeElement).toBe(prompt);
+    expect(host.querySelector('[data-testid="network-typing-note"]')).not.toBeNull();
+    for (const k of [..."open the project"]) key(prompt, k);
+    const inside = document.createElement("input");
+    dialog.append(inside);
+    key(inside, "p");
+    inside.remove();
+    key(dialog, "p", { repeat: true });
+    window.dispatchEvent(new Event("focus"));
+    flushSync();
+    key(dialog, "o");
+    flushSync();
+    expect(answers).toEqual([]);
+    (host.querySelector('[data-testid="network-deny"]') as HTMLButtonElement).click();
+    expect(answers).toEqual([["net_3", "deny"]]);
+  });
+
+  it("shows the core's revealed host: a zero-width character and a look-alike letter are visible", () => {
+    const hostile: NetworkAsk = {
+      ...ASK,
+      host: "regіstry\u200b.example",
+      display: {
+        ...ASK.display,
+        host: [{ kind: "text", text: "reg" }, { kind: "non_ascii", text: "і" }, { kind: "text", text: "stry" }, { kind: "code", code: "U+200B" }, { kind: "text", text: ".example" }],
+        host_non_ascii: ["і U+0456"],
+      },
+    };
+    network(hostile);
+    const shown = host.querySelector('[data-testid="network-host"]') as HTMLElement;
+    expect(shown.textContent).not.toContain("\u200b");
+    expect(shown.textContent).toContain("U+200B");
+    expect(host.querySelector('[data-testid="network-non-ascii"]')?.textContent).toContain("і U+0456");
   });
 });

@@ -1,6 +1,7 @@
 // Test data shaped by the generated bindings (a wrong field fails the type check).
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
 import type { DisplaySegment } from "../src/bindings/DisplaySegment";
+import type { NetworkAsk } from "../src/bindings/NetworkAsk";
 import type { ToolListing } from "../src/bindings/ToolListing";
 
 export function listing(partial: Partial<ToolListing> & Pick<ToolListing, "name" | "config">): ToolListing {
@@ -68,5 +69,15 @@ export function confirmRequest(r: Omit<ConfirmRequest, "display" | "model_says">
       model_says: model_says === null ? null : asciiSegments(model_says),
       diff: r.diff === null ? null : (r.diff.endsWith("\n") ? r.diff.slice(0, -1) : r.diff).split("\n").map(asciiSegments),
     },
+  };
+}
+
+/** A network question whose host and command are plain ASCII (display segments as the core makes them). */
+export function networkAsk(a: { ask_id: string; call_id: string; host: string; port: number; target: string; tool?: string }): NetworkAsk {
+  const tool = a.tool ?? "execute";
+  return {
+    ...a,
+    tool,
+    display: { host: asciiSegments(a.host), host_non_ascii: [], tool: asciiSegments(tool), target: asciiSegments(a.target) },
   };
 }

@@ -60,6 +60,10 @@ function fakeShell() {
       calls.push(["answer_confirm", [id, ok]]);
       return true;
     },
+    answerNetwork: async (id, answer) => {
+      calls.push(["answer_network", [id, answer]]);
+      return true;
+    },
     answerAskUser: async (id, answer: AskUserAnswer) => {
       calls.push(["answer_ask_user", [id, answer]]);
       return true;

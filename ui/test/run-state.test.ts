@@ -1,10 +1,11 @@
-import { confirmRequest } from "./fixtures";
+import { confirmRequest, networkAsk } from "./fixtures";
 import { describe, expect, it } from "vitest";
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
 import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
 import {
   addPrompt,
   answeredConfirm,
+  answeredNetwork,
   applyRunEvent,
   emptyRun,
   isActive,
@@ -61,6 +62,26 @@ describe("run state reducer", () => {
     s = applyRunEvent(s, result, 3400);
     card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 1234, exitCode: 2, omittedBytes: null });
+  });
+
+  it("queues network questions once each and drops them when answered, resolved or when the call ends", () => {
+    const a = networkAsk({ ask_id: "net_1", call_id: "c1", host: "example.com", port: 443, target: "curl https://example.com" });
+    const b = networkAsk({ ask_id: "net_2", call_id: "c1", host: "example.org", port: 80, target: "curl https://example.com" });
+    let s = play([
+      { type: "run_started", run_id: "r1", provider: "anthropic", model: "m", presentation: "native" },
+      { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "curl https://example.com" } },
+      { type: "network_ask", tool_call_id: "c1", ask: a },
+      { type: "network_ask", tool_call_id: "c1", ask: a },
+      { type: "network_ask", tool_call_id: "c1", ask: b },
+    ]);
+    expect(s.networkAsks.map((x) => x.ask_id)).toEqual(["net_1", "net_2"]);
+    s = answeredNetwork(s, "net_1");
+    expect(s.networkAsks.map((x) => x.ask_id)).toEqual(["net_2"]);
+    s = applyRunEvent(s, { type: "network_ask_resolved", tool_call_id: "c1", ask_id: "net_2", answer: "deny" }, 1000);
+    expect(s.networkAsks).toEqual([]);
+    s = play([{ type: "network_ask", tool_call_id: "c1", ask: a }], s);
+    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "ok", duration_ms: 1, exit_code: 0, omitted_bytes: null, activated: [] }, 1000);
+    expect(s.networkAsks).toEqual([]);
   });
 
   it("queues confirmations and questions, and drops them when answered or when the call ends", () => {

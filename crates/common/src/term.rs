@@ -6,7 +6,13 @@
 //! - C0 controls (U+0000..U+001F) except, in [`block`], `\n` and `\t`; `\r` is always escaped;
 //! - DEL (U+007F) and the C1 controls (U+0080..U+009F; U+009B is a one-byte CSI);
 //! - bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069), U+061C, U+200E/F
-//!   ("Trojan Source"), and the line/paragraph separators U+2028/U+2029.
+//!   ("Trojan Source"), and the line/paragraph separators U+2028/U+2029;
+//! - every other Unicode format character (Cf: zero-width space and joiners U+200B..U+200D, word
+//!   joiner U+2060, U+FEFF, soft hyphen U+00AD, ...) and the TAG block U+E0000..U+E007F
+//!   ([`is_format`]): invisible text must not hide in an error, a log line or a rejection.
+//!
+//! An escaped character is shown as a code: `\n`, `\r`, `\t`, `\e`, `\xNN` below U+0100,
+//! `\u{200b}` / `\u{e0041}` above.
 //!
 //! What a person is asked to approve is shown stricter still, by [`reveal`] (the `reveal` module):
 //! line breaks visible, every invisible or format character (zero-width, TAG, variation selectors,
@@ -18,12 +24,14 @@ mod bytes;
 mod reveal;
 pub use bytes::{BlockBytes, block_bytes_into};
 pub use reveal::{
-    DisplaySegment, code_of, is_hidden, non_ascii, reveal, reveal_text, segments_text,
+    DisplaySegment, code_of, is_format, is_hidden, non_ascii, reveal, reveal_text, segments_text,
 };
 
-/// Whether `c` must never reach a terminal as is (newline and tab included).
+/// Whether `c` must never reach a terminal as is (newline and tab included): controls, bidi
+/// controls, separators, format (Cf) and TAG characters.
 pub fn is_unsafe(c: char) -> bool {
     c.is_control()
+        || is_format(c)
         || matches!(
             c,
             '\u{061C}'
@@ -109,9 +117,10 @@ pub fn bytes_block(b: &[u8]) -> String {
 }
 
 /// Serialized JSON made terminal-safe without changing its meaning: serde escapes only C0
-/// controls, `"` and `\\` inside strings, so C1 controls, DEL, bidi overrides and U+2028/U+2029
-/// would reach a terminal raw. Each becomes a `\\uXXXX` escape (all of them are in the BMP and can
-/// only occur inside strings); newlines and tabs, JSON whitespace, stay.
+/// controls, `"` and `\\` inside strings, so C1 controls, DEL, bidi overrides, U+2028/U+2029 and
+/// format characters would reach a terminal raw. Each becomes a `\\uXXXX` escape (a surrogate pair
+/// above the BMP, as JSON spells those; they can only occur inside strings); newlines and tabs,
+/// JSON whitespace, stay.
 pub fn json(serialized: &str) -> Cow<'_, str> {
     if !serialized
         .chars()
@@ -122,7 +131,10 @@ pub fn json(serialized: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(serialized.len() + 16);
     for c in serialized.chars() {
         if is_unsafe(c) && c != '\n' && c != '\t' {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
         } else {
             out.push(c);
         }
@@ -214,6 +226,43 @@ mod tests {
             line("x\u{202e}y\u{2066}z\u{2028}"),
             "x\\u{202e}y\\u{2066}z\\u{2028}"
         );
+    }
+
+    /// Issue 22: format (Cf), bidi and TAG characters in an error, a log line or the rejection
+    /// line are visible codes, never raw; other non-ASCII text stays as it is.
+    #[test]
+    fn format_and_tag_characters_are_shown_as_codes() {
+        let hidden = "rm\u{200B} -rf\u{2060} src\u{FEFF}\u{E0041}\u{E007F}\u{00AD}\u{202E}";
+        assert_eq!(
+            line(hidden),
+            "rm\\u{200b} -rf\\u{2060} src\\u{feff}\\u{e0041}\\u{e007f}\\xad\\u{202e}"
+        );
+        assert_eq!(block("a\u{200D}b\n\u{E0020}c"), "a\\u{200d}b\n\\u{e0020}c");
+        assert!(matches!(line("ünïcode ＃ 日本 é😀"), Cow::Borrowed(_)));
+        assert_eq!(json("\"\u{E0041}\""), "\"\\udb40\\udc41\"");
+        let v: serde_json::Value = serde_json::from_str(&json("\"x\u{E0041}\u{200B}\"")).unwrap();
+        assert_eq!(v, "x\u{E0041}\u{200B}");
+    }
+
+    /// The byte path (`BlockBytes`, raw command output) escapes exactly what `block` escapes, for
+    /// every character there is.
+    #[test]
+    fn the_byte_path_agrees_with_block_on_every_character() {
+        let mut buf = [0u8; 4];
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let s: &str = c.encode_utf8(&mut buf);
+            // Followed by a plain byte, so the table's two-byte shortcut is taken where it applies.
+            let text = format!("{s}x");
+            let mut out = Vec::new();
+            block_bytes_into(&mut out, text.as_bytes());
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                block(&text),
+                "U+{:04X}",
+                c as u32
+            );
+            assert!(!is_format(c) || is_unsafe(c), "U+{:04X}", c as u32);
+        }
     }
 
     #[test]

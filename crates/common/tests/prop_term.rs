@@ -1,5 +1,6 @@
 //! Property tests of the terminal-safe text helpers: whatever the input, nothing unsafe reaches
-//! the terminal, safe text passes unchanged, and every unsafe character stays visible.
+//! the terminal (format and TAG characters included), safe text passes unchanged, and every unsafe
+//! character stays visible.
 
 use std::borrow::Cow;
 
@@ -23,6 +24,13 @@ fn hostile_text() -> impl Strategy<Value = String> {
             "\u{061c}",
             "\u{2028}",
             "\u{2029}",
+            "\u{200b}",
+            "\u{2060}",
+            "\u{feff}",
+            "\u{00ad}",
+            "\u{e0041}",
+            "\u{e007f}",
+            "＃",
             "\r\n",
             "\t",
             "target: ls -la",

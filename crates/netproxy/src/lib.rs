@@ -10,7 +10,8 @@
 //!   (`CONNECT` only), resolves names itself and connects only to addresses it checked.
 //! - [`log`]: every decision and refused connection, aggregated per host, port and verdict,
 //!   returned when the proxy stops (stored with the call).
-//! - [`Decider`]: asked about a host on no list. [`Refuse`] is the non-interactive answer.
+//! - [`Decider`]: asked about a host on no list (once per host and port and command, however many
+//!   connections ask at once). [`Refuse`] is the non-interactive answer.
 
 pub mod log;
 pub mod policy;
@@ -23,7 +24,9 @@ pub use server::{Proxy, ProxyConfig};
 use std::future::Future;
 use std::pin::Pin;
 
-/// A host on neither list, asked about once per command (the answer is kept for the command).
+/// A host on neither list, asked about once per command (the answer is kept for the command;
+/// connections to the same host and port that arrive while the question is open wait for its
+/// answer instead of asking again).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
     pub host: String,
@@ -31,11 +34,29 @@ pub struct Ask {
 }
 
 /// What a [`Decider`] answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// This host and port, for the rest of this command.
-    Allow,
-    Deny,
+    /// This host and port, for the rest of this command. `rule` names the decision in the log
+    /// (`asked: allowed once`). The resolved addresses must be public unless the host is an IP
+    /// literal or `localhost`: what the person was shown is then what is reached (a name that
+    /// resolves to a private address is refused, as DNS rebinding would have it).
+    Allow { rule: String },
+    /// Refused: `rule` (when someone decided, `asked: denied`) and `reason`, the refusal's text
+    /// for the person and the model.
+    Deny {
+        rule: Option<String>,
+        reason: String,
+    },
+}
+
+impl Answer {
+    /// The refusal of a host on no list when nobody is asked.
+    pub fn unlisted() -> Answer {
+        Answer::Deny {
+            rule: None,
+            reason: "not on exec.network.allow".to_string(),
+        }
+    }
 }
 
 /// Decides about hosts on no list (the core implements it: refuse, or ask the person).
@@ -43,12 +64,12 @@ pub trait Decider: Send + Sync + 'static {
     fn decide(&self, ask: Ask) -> Pin<Box<dyn Future<Output = Answer> + Send + 'static>>;
 }
 
-/// The non-interactive decider: every unlisted host is refused.
+/// The non-interactive decider: every unlisted host is refused ([`Answer::unlisted`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Refuse;
 
 impl Decider for Refuse {
     fn decide(&self, _ask: Ask) -> Pin<Box<dyn Future<Output = Answer> + Send + 'static>> {
-        Box::pin(async { Answer::Deny })
+        Box::pin(async { Answer::unlisted() })
     }
 }

@@ -39,11 +39,15 @@ pub struct ProxyConfig {
     pub decider: Arc<dyn Decider>,
 }
 
+/// The answer about one host and port, set once by the first connection that asks.
+type AnswerCell = Arc<tokio::sync::OnceCell<Answer>>;
+
 struct Shared {
     policy: Policy,
     decider: Arc<dyn Decider>,
     log: Log,
-    answers: Mutex<HashMap<(String, u16), Answer>>,
+    /// One answer per host and port: the first connection asks, the others wait for its answer.
+    answers: Mutex<HashMap<(String, u16), AnswerCell>>,
     stop: CancellationToken,
 }
 
@@ -294,35 +298,27 @@ async fn admit(
         }
         Verdict::Allowed { rule, names_host } => (rule, names_host),
         Verdict::NotListed => {
-            let key = (host.to_string(), port);
-            let cached = sh
+            let cell = sh
                 .answers
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .get(&key)
-                .copied();
-            let answer = match cached {
-                Some(a) => a,
-                None => {
-                    let a = sh
-                        .decider
-                        .decide(Ask {
-                            host: host.to_string(),
-                            port,
-                        })
-                        .await;
-                    sh.answers
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(key, a);
-                    a
-                }
-            };
+                .entry((host.to_string(), port))
+                .or_default()
+                .clone();
+            let answer = cell
+                .get_or_init(|| {
+                    sh.decider.decide(Ask {
+                        host: host.to_string(),
+                        port,
+                    })
+                })
+                .await
+                .clone();
             match answer {
-                Answer::Allow => ("asked".to_string(), true),
-                Answer::Deny => {
-                    return Err(refuse(None, "not on exec.network.allow".to_string()));
-                }
+                // What the person saw is what is reached: a name must resolve to public
+                // addresses; an IP literal or `localhost` was shown as what it is.
+                Answer::Allow { rule } => (rule, shown_as_is(host)),
+                Answer::Deny { rule, reason } => return Err(refuse(rule, reason)),
             }
         }
     };
@@ -348,6 +344,12 @@ async fn admit(
             ),
         )),
     }
+}
+
+/// Whether a host is shown as what it is: an IP literal or `localhost` (an allowed name otherwise
+/// must resolve to public addresses).
+fn shown_as_is(host: &str) -> bool {
+    host.parse::<IpAddr>().is_ok() || host == "localhost"
 }
 
 /// Connects to the first address that answers; records the connection.
@@ -758,6 +760,93 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its questions; answers after a delay (a person thinking).
+    struct Slow(Arc<AtomicUsize>, Answer);
+
+    impl Decider for Slow {
+        fn decide(&self, _ask: Ask) -> Pin<Box<dyn Future<Output = Answer> + Send + 'static>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let answer = self.1.clone();
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                answer
+            })
+        }
+    }
+
+    async fn connect_through(port: u16, target: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 512];
+        let n = s.read(&mut buf).await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    /// Issue 22: the same host asked by several connections at once is asked about once; a
+    /// refusal carries the decider's reason; another port is another question.
+    #[tokio::test]
+    async fn concurrent_connections_to_one_host_ask_once() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let deny = Answer::Deny {
+            rule: Some("asked: denied".into()),
+            reason: "refused by the person".into(),
+        };
+        let cfg = ProxyConfig {
+            policy: Policy::from_lists(&["crates.io".to_string()], &[]).0,
+            decider: Arc::new(Slow(asked.clone(), deny)),
+        };
+        let (proxy, port) = Proxy::serve_tcp_loopback(cfg).unwrap();
+        let (a, b, c) = tokio::join!(
+            connect_through(port, "unlisted.example:443"),
+            connect_through(port, "unlisted.example:443"),
+            connect_through(port, "unlisted.example:443"),
+        );
+        for r in [&a, &b, &c] {
+            assert!(
+                r.starts_with("HTTP/1.1 403")
+                    && r.contains(
+                        "refused connection to unlisted.example:443 (refused by the person)"
+                    ),
+                "{r}"
+            );
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        connect_through(port, "unlisted.example:80").await;
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        let (events, _) = proxy.stop();
+        let e = events.iter().find(|e| e.port == 443).unwrap();
+        assert_eq!(
+            (e.allowed, e.connections, e.rule.as_deref()),
+            (false, 3, Some("asked: denied"))
+        );
+    }
+
+    /// A name the person allowed must still resolve to public addresses (what was shown is what
+    /// is reached); `localhost` and IP literals are shown as what they are.
+    #[tokio::test]
+    async fn an_allowed_name_that_resolves_to_loopback_is_refused() {
+        let allow = Answer::Allow {
+            rule: "asked: allowed once".into(),
+        };
+        let cfg = ProxyConfig {
+            policy: Policy::from_lists(&[], &[]).0,
+            decider: Arc::new(Slow(Arc::new(AtomicUsize::new(0)), allow)),
+        };
+        let (proxy, port) = Proxy::serve_tcp_loopback(cfg).unwrap();
+        assert!(!shown_as_is("intranet.example") && !shown_as_is("localtest.me"));
+        assert!(shown_as_is("localhost") && shown_as_is("::1") && shown_as_is("10.0.0.5"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let r = connect_through(port, &target).await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        drop(proxy);
+    }
 
     #[test]
     fn authorities_and_absolute_targets() {

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use aibuddy_sandbox::aibuddy_exec::netproxy::Decider;
 use aibuddy_sandbox::aibuddy_exec::{ExecSink, Stream};
 
 use crate::events::{Event, EventSink, OutputStream};
@@ -21,6 +22,8 @@ pub(super) struct EventBridge {
     /// The sink takes raw bytes (`EventSink::wants_raw_output`): nothing is decoded here.
     raw: bool,
     carry: Mutex<[Vec<u8>; 2]>,
+    /// Who decides about hosts on no network list (`None`: refused, the runner's default).
+    decider: Option<Arc<dyn Decider>>,
 }
 
 fn output_stream(stream: Stream) -> OutputStream {
@@ -40,7 +43,14 @@ impl EventBridge {
             listening,
             raw,
             carry: Mutex::new([Vec::new(), Vec::new()]),
+            decider: None,
         }
+    }
+
+    /// The bridge with `decider` answering for hosts on no network list.
+    pub(super) fn with_decider(mut self, decider: Arc<dyn Decider>) -> Self {
+        self.decider = Some(decider);
+        self
     }
 
     fn emit(&self, stream: Stream, text: String) {
@@ -158,6 +168,10 @@ impl ExecSink for EventBridge {
         self.events.emit(Event::Heartbeat {
             call_id: self.call_id.clone(),
         });
+    }
+
+    fn network_decider(&self) -> Option<Arc<dyn Decider>> {
+        self.decider.clone()
     }
 }
 

@@ -205,6 +205,7 @@ fn ctx(f: &Fixture, events: Arc<CollectingSink>, cancel: CancellationToken) -> C
         cancel,
         events,
         services: f.services.clone(),
+        broker: Arc::new(crate::confirm::RejectAll("tests ask nobody".into())),
     }
 }
 

@@ -30,9 +30,18 @@ function named(key: string): KeyAnswer | null {
  * not answer now and must not reach the view behind either, where Esc stops the run) or `ignore`.
  */
 export function keyAnswer(event: KeyboardEvent, armed: boolean): { action: "answer"; answer: KeyAnswer } | { action: "swallow" | "ignore" } {
+  return keyChoice(event, armed, named);
+}
+
+/**
+ * [`keyAnswer`] with a dialog's own keys: `name` maps a key to its answer (or null). Every rule
+ * above applies; `safe` answers (a refusal) still wait for the arming like the others, since a
+ * key held or typed before the dialog must not answer it either way.
+ */
+export function keyChoice<T>(event: KeyboardEvent, armed: boolean, name: (key: string) => T | null): { action: "answer"; answer: T } | { action: "swallow" | "ignore" } {
   if (event.isComposing || event.ctrlKey || event.metaKey || event.altKey) return { action: "ignore" };
   if (isTextEntry(event.target)) return { action: "ignore" };
-  const answer = named(event.key);
+  const answer = name(event.key);
   if (answer === null) return { action: "ignore" };
   if (event.repeat || !armed) return { action: "swallow" };
   return { action: "answer", answer };

@@ -3,6 +3,7 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import { ApiError, type InvokeFn, toCommandError } from "../api";
+import type { NetworkAnswer } from "../bindings/NetworkAnswer";
 import type { AskUserAnswer, RunDetail, RunEventEnvelope, RunHandle, RunSummary } from "../provisional/run-types";
 
 export interface StartRunArgs {
@@ -19,6 +20,8 @@ export interface RunApi {
   listRuns(limit?: number, before?: string): Promise<RunSummary[]>;
   showRun(runId: string): Promise<RunDetail>;
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
+  /** Answers a running command's network question by its `ask_id`; false if it is no longer open. */
+  answerNetwork(askId: string, answer: NetworkAnswer): Promise<boolean>;
   /** Answers the pending question `id` (an `ask_user` tool_call_id); false if it was not accepted. */
   answerAskUser(id: string, answer: AskUserAnswer): Promise<boolean>;
   /** Stops one running tool call of a run (its own Stop button). */
@@ -34,6 +37,7 @@ export const RUN_COMMANDS = {
   listRuns: "list_runs",
   showRun: "show_run",
   answerConfirm: "answer_confirm",
+  answerNetwork: "answer_network",
   answerAskUser: "answer_ask_user",
   cancelCall: "cancel_call",
 } as const;
@@ -65,6 +69,7 @@ export function createRunApi(call: InvokeFn = invoke, subscribe: ListenFn = taur
     listRuns: (limit, before) => run<RunSummary[]>(RUN_COMMANDS.listRuns, { limit: limit ?? null, before: before ?? null }),
     showRun: (runId) => run<RunDetail>(RUN_COMMANDS.showRun, { runId }),
     answerConfirm: (callId, approve) => run<boolean>(RUN_COMMANDS.answerConfirm, { callId, approve }),
+    answerNetwork: (askId, answer) => run<boolean>(RUN_COMMANDS.answerNetwork, { askId, answer }),
     answerAskUser: (id, answer) => run<boolean>(RUN_COMMANDS.answerAskUser, { id, answer }),
     cancelCall: (callId) => run<boolean>(RUN_COMMANDS.cancelCall, { callId }),
     onRunEvent: subscribe,

@@ -3,6 +3,7 @@
 // output bus, and sends the person's answers back by id. Decisions are the shell's.
 import { toCommandError } from "../api";
 import type { HumanAnswer } from "../bindings/HumanAnswer";
+import type { NetworkAnswer } from "../bindings/NetworkAnswer";
 import { type AskUserAnswer, detailEvents, type RunDetail, type RunEvent, type RunEventEnvelope, type RunSummary } from "../provisional/run-types";
 import type { RunApi } from "./api";
 import { OutputBus } from "./output-bus";
@@ -11,12 +12,14 @@ import {
   addPrompt,
   answeredConfirm,
   answeredElicitation,
+  answeredNetwork,
   answeredQuestion,
   applyRunEvent,
   emptyRun,
   isActive,
   reopenConfirm,
   reopenElicitation,
+  reopenNetwork,
   reopenQuestion,
   replay,
   type RunViewState,
@@ -158,6 +161,22 @@ export class RunController {
     } catch (error) {
       this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
       if (request) this.state = reopenConfirm(this.state, request);
+    }
+  }
+
+  /**
+   * Answers a running command's network question (a host on no list) by its `ask_id`: `once`,
+   * `project` or `deny`. The host is the core's; the UI sends only the id and the answer.
+   */
+  async answerNetwork(askId: string, answer: NetworkAnswer): Promise<void> {
+    const ask = this.state.networkAsks.find((a) => a.ask_id === askId);
+    this.state = answeredNetwork(this.state, askId);
+    try {
+      const accepted = await this.api.answerNetwork(askId, answer);
+      if (!accepted) this.state = addNotice(this.state, "The network answer was not taken: the question is no longer open.", "warn");
+    } catch (error) {
+      this.state = addNotice(this.state, `Could not send the answer: ${toCommandError(error).message}`, "error");
+      if (ask) this.state = reopenNetwork(this.state, ask);
     }
   }
 

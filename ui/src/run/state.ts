@@ -4,6 +4,7 @@
 // the output bus (output-bus.ts) carries the bytes straight to the card's terminal.
 import type { CallStatus } from "../bindings/CallStatus";
 import type { ConfirmRequest } from "../bindings/ConfirmRequest";
+import type { NetworkAsk } from "../bindings/NetworkAsk";
 import type { Stage } from "../bindings/Stage";
 import { formatBytes, formatDuration } from "../lib/format";
 import type { AskUserQuestion, RunEvent, RunStatus, Usage } from "../provisional/run-types";
@@ -61,6 +62,8 @@ export interface RunViewState {
   items: ConversationItem[];
   /** Confirmations waiting for the person, oldest first (the dialog shows the first). */
   confirms: ConfirmRequest[];
+  /** Network questions of running commands (a host on no list), oldest first. */
+  networkAsks: NetworkAsk[];
   /** Questions waiting for the person, oldest first. */
   questions: AskUserQuestion[];
   /** MCP elicitation forms waiting for the person, oldest first. */
@@ -82,6 +85,7 @@ export function emptyRun(): RunViewState {
     stage: null,
     items: [],
     confirms: [],
+    networkAsks: [],
     questions: [],
     elicitations: [],
     usage: null,
@@ -209,6 +213,12 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       if (withCard.confirms.some((r) => r.call_id === event.request.call_id)) return withCard;
       return { ...withCard, confirms: [...withCard.confirms, event.request] };
     }
+    case "network_ask": {
+      if (state.networkAsks.some((a) => a.ask_id === event.ask.ask_id)) return state;
+      return { ...state, networkAsks: [...state.networkAsks, event.ask] };
+    }
+    case "network_ask_resolved":
+      return answeredNetwork(state, event.ask_id);
     case "tool_result":
     case "stored_result": {
       const live = event.type === "tool_result";
@@ -225,6 +235,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       return {
         ...done,
         confirms: done.confirms.filter((r) => r.call_id !== event.tool_call_id),
+        networkAsks: done.networkAsks.filter((a) => a.call_id !== event.tool_call_id),
         questions: done.questions.filter((q) => q.tool_call_id !== event.tool_call_id),
       };
     }
@@ -262,6 +273,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         stage: event.stage,
         usage: event.usage,
         confirms: [],
+        networkAsks: [],
         questions: [],
         elicitations: [],
         retry: null,
@@ -294,6 +306,20 @@ export function reopenConfirm(state: RunViewState, request: ConfirmRequest): Run
   if (card === null || card.model !== null || (card.status !== "running" && card.status !== "rejected")) return state;
   const next = updateCard(state, request.call_id, (c) => ({ ...c, status: "waiting_approval" }));
   return { ...next, confirms: [request, ...next.confirms] };
+}
+
+/** A network question was answered (here or by the core: ended, denied): its dialog closes. */
+export function answeredNetwork(state: RunViewState, askId: string): RunViewState {
+  if (!state.networkAsks.some((a) => a.ask_id === askId)) return state;
+  return { ...state, networkAsks: state.networkAsks.filter((a) => a.ask_id !== askId) };
+}
+
+/** The answer to a network question never reached the shell: asked again while the run goes on. */
+export function reopenNetwork(state: RunViewState, ask: NetworkAsk): RunViewState {
+  if (!isActive(state) || state.networkAsks.some((a) => a.ask_id === ask.ask_id)) return state;
+  const item = state.items.find((it) => it.kind === "tool" && it.card.id === ask.call_id);
+  if (item?.kind === "tool" && item.card.model !== null) return state;
+  return { ...state, networkAsks: [ask, ...state.networkAsks] };
 }
 
 /**

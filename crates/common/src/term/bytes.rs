@@ -19,7 +19,8 @@ struct Entry {
     lead: bool,
     slow: bool,
     /// With a continuation byte after it, this lead byte makes a whole 2-byte character that is
-    /// always safe (C3..DF but D8: U+00C0..U+07FF without U+061C): copied as is.
+    /// always safe (C3..DF but D8, DB, DC: U+00C0..U+07FF without the format characters
+    /// U+0600..U+0605, U+061C, U+06DD, U+070F): copied as is.
     two: bool,
 }
 
@@ -76,7 +77,7 @@ static TABLE: [Entry; 512] = {
             },
         };
         e.slow = e.lead && i & 1 == 1;
-        e.two = e.slow && matches!(b, 0xc3..=0xdf) && b != 0xd8;
+        e.two = e.slow && matches!(b, 0xc3..=0xdf) && !matches!(b, 0xd8 | 0xdb | 0xdc);
         t[i] = e;
         i += 1;
     }
@@ -120,7 +121,7 @@ fn sequence(bytes: &[u8]) -> Seq {
 }
 
 /// Writes the escape of the valid sequence `seq` (2 to 4 bytes) at `dst[0..]`, or the sequence
-/// itself when its character is safe; returns the bytes written (at most 8, and at most 4 per
+/// itself when its character is safe; returns the bytes written (at most 9, and at most 4 per
 /// byte of `seq`).
 fn put_char(dst: &mut [u8], seq: &[u8]) -> usize {
     let c = match std::str::from_utf8(seq).ok().and_then(|s| s.chars().next()) {
@@ -140,10 +141,25 @@ fn put_char(dst: &mut [u8], seq: &[u8]) -> usize {
     if v < 0x100 {
         dst[..4].copy_from_slice(&[b'\\', b'x', hex(4), hex(0)]);
         4
-    } else {
-        // Every unsafe character above U+00FF is in the BMP: `\u{xxxx}`, as `block` writes it.
+    } else if v <= 0xffff {
+        // `\u{xxxx}`, as `block` writes it.
         dst[..8].copy_from_slice(&[b'\\', b'u', b'{', hex(12), hex(8), hex(4), hex(0), b'}']);
         8
+    } else {
+        // Above the BMP (TAG characters, a few other format characters, all below U+100000):
+        // `\u{xxxxx}` from a 4-byte sequence, 9 bytes.
+        dst[..9].copy_from_slice(&[
+            b'\\',
+            b'u',
+            b'{',
+            hex(16),
+            hex(12),
+            hex(8),
+            hex(4),
+            hex(0),
+            b'}',
+        ]);
+        9
     }
 }
 
@@ -306,9 +322,13 @@ fn escape_sequence(dst: &mut [u8], bytes: &[u8]) -> (usize, usize) {
     let b = bytes[0];
     match sequence(bytes) {
         Seq::Valid(len) => {
-            // Only C1 controls (C2 80..9F) and a few characters starting D8 or E2 can be
-            // unsafe; the rest of non-ASCII text is copied as is.
-            if matches!(b, 0xc2 | 0xd8 | 0xe2) {
+            // Only C1 controls (C2 80..9F), bidi controls and format characters can be unsafe,
+            // and those start with one of these lead bytes (`is_format`'s ranges); the rest of
+            // non-ASCII text is copied as is.
+            if matches!(
+                b,
+                0xc2 | 0xd8 | 0xdb | 0xdc | 0xe0 | 0xe1 | 0xe2 | 0xef | 0xf0 | 0xf3
+            ) {
                 (put_char(dst, &bytes[..len]), len)
             } else {
                 dst[..len].copy_from_slice(&bytes[..len]);

@@ -37,31 +37,11 @@ pub enum DisplaySegment {
 pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || (c.is_whitespace() && c != ' ')
+        || is_format(c)
         || matches!(
             c as u32,
-            // Unicode general category Cf (format), complete as of Unicode 15.1.
-            0x00AD
-                | 0x0600..=0x0605
-                | 0x061C
-                | 0x06DD
-                | 0x070F
-                | 0x0890..=0x0891
-                | 0x08E2
-                | 0x180E
-                | 0x200B..=0x200F
-                | 0x202A..=0x202E
-                | 0x2060..=0x2064
-                | 0x2066..=0x206F
-                | 0xFEFF
-                | 0xFFF9..=0xFFFB
-                | 0x110BD
-                | 0x110CD
-                | 0x13430..=0x1343F
-                | 0x1BCA0..=0x1BCA3
-                | 0x1D173..=0x1D17A
-                // The whole TAG block (Cf and unassigned), and the line/paragraph separators.
-                | 0xE0000..=0xE007F
-                | 0x2028..=0x2029
+            // The line/paragraph separators.
+            0x2028..=0x2029
                 // Invisible but not Cf: combining grapheme joiner, Hangul and Khmer fillers,
                 // Mongolian free variation selectors, variation selectors, the object placeholder.
                 | 0x034F
@@ -75,6 +55,36 @@ pub fn is_hidden(c: char) -> bool {
                 | 0xE0100..=0xE01EF
                 | 0xFFFC
         )
+}
+
+/// Whether `c` is a Unicode format character (general category Cf, complete as of Unicode 15.1:
+/// zero-width characters, bidi marks, overrides and isolates, U+FEFF, U+00AD...) or in the TAG
+/// block (U+E0000..U+E007F, Cf and unassigned). Such a character is invisible or changes how its
+/// neighbours look: [`super::line`] and [`super::block`] escape it too.
+pub fn is_format(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE007F
+    )
 }
 
 /// The code a hidden character is shown by (without the angle brackets).

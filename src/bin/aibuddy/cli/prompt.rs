@@ -1,5 +1,9 @@
 //! The CLI's confirm broker: asks on the terminal. With `--yes` every confirmation of that one
 //! invocation is approved; with no terminal and no `--yes` the call is rejected.
+//!
+//! A running command's host on no `exec.network` list is asked about here too
+//! ([`render_network`]): `Allow? [o]nce, [p]roject, [N]o` (Enter refuses). `--yes` and no terminal
+//! never ask: such hosts are refused and the model is told how the person can allow them.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,8 +16,12 @@ use tokio_util::sync::CancellationToken;
 use aibuddy::approvals::record;
 use aibuddy::approvals::rules::{ApprovalRule, offer_for_call};
 use aibuddy::confirm::{
-    ApproveAll, ConfirmBroker, ConfirmDisplay, ConfirmRequest, Decision, RejectAll,
+    ApproveAll, ConfirmBroker, ConfirmDisplay, ConfirmRequest, Decision, NetworkAnswer, NetworkAsk,
+    RejectAll,
 };
+
+/// One question on the terminal at a time (a command may ask about several hosts at once).
+static PROMPT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Asks on stderr and reads the answer from stdin (a terminal). With `offers` (the data
 /// directory and the project), a command's prompt may offer a rule for this project
@@ -91,8 +99,71 @@ pub fn render(req: &ConfirmRequest) -> String {
     s
 }
 
+/// The network question's text: which call's command asks for which host and port. Host and
+/// command come from the command and the model: shown through the core's reveal.
+pub fn render_network(ask: &NetworkAsk) -> String {
+    const INDENT: &str = "               ";
+    let text = |segments: &[term::DisplaySegment]| term::segments_text(segments, INDENT);
+    let mut s = format!(
+        "\n── network: {} (call {}) ──\n  host:        {}\n  port:        {}\n",
+        text(&ask.display.tool),
+        term::line(&ask.call_id),
+        text(&ask.display.host),
+        ask.port,
+    );
+    if !ask.display.host_non_ascii.is_empty() {
+        s.push_str(&format!(
+            "  note:        the host contains non-ASCII characters: {}\n",
+            ask.display.host_non_ascii.join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "  command:     {}\n  The host is on no exec.network list. once: this command only; \
+         project: also later calls in this project (kept in your data directory); no: refused.\n",
+        text(&ask.display.target)
+    ));
+    s
+}
+
+/// The answer typed at the network prompt (anything else refuses).
+pub fn network_answer(line: &str) -> NetworkAnswer {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "o" | "once" => NetworkAnswer::Once,
+        "p" | "project" => NetworkAnswer::Project,
+        _ => NetworkAnswer::Deny,
+    }
+}
+
 #[async_trait]
 impl ConfirmBroker for TerminalBroker {
+    fn asks_network(&self) -> bool {
+        true
+    }
+
+    async fn network(&self, ask: &NetworkAsk, cancel: &CancellationToken) -> NetworkAnswer {
+        let text = render_network(ask);
+        let (tx, answer) = tokio::sync::oneshot::channel();
+        // A plain thread, as for confirmations; questions wait for each other's turn.
+        let reader = std::thread::Builder::new()
+            .name("aibuddy-network".into())
+            .spawn(move || {
+                let _turn = PROMPT.lock().unwrap_or_else(|p| p.into_inner());
+                let mut err = std::io::stderr();
+                let _ = write!(err, "{text}Allow? [o]nce, [p]roject, [N]o ");
+                let _ = err.flush();
+                let mut line = String::new();
+                let _ = std::io::stdin().lock().read_line(&mut line);
+                let _ = tx.send(network_answer(&line));
+            });
+        if reader.is_err() {
+            return NetworkAnswer::Deny;
+        }
+        tokio::select! {
+            a = answer => a.unwrap_or(NetworkAnswer::Deny),
+            _ = cancel.cancelled() => NetworkAnswer::Deny,
+        }
+    }
+
     async fn decide(&self, req: &ConfirmRequest, cancel: &CancellationToken) -> Decision {
         let offer = self.offers.as_ref().and(offer_of(req));
         let mut text = render(req);
@@ -108,6 +179,7 @@ impl ConfirmBroker for TerminalBroker {
         let reader = std::thread::Builder::new()
             .name("aibuddy-confirm".into())
             .spawn(move || {
+                let _turn = PROMPT.lock().unwrap_or_else(|p| p.into_inner());
                 let mut err = std::io::stderr();
                 let _ = write!(err, "{text}Approve? {keys} ");
                 let _ = err.flush();
@@ -253,6 +325,47 @@ mod tests {
             shown.contains("  consequence: runs the target command\n  model says:  \"cleans <U+2060>the build\" (the model's own description, not checked)\n"),
             "{shown}"
         );
+    }
+
+    /// Issue 22: the network question names the host, port and call, with the host's and the
+    /// command's hidden characters shown; only `o`/`p` allow, anything else refuses.
+    #[test]
+    fn the_network_question_names_host_port_and_call() {
+        let ask = NetworkAsk {
+            ask_id: "net_1".into(),
+            call_id: "call_9".into(),
+            tool: "execute".into(),
+            host: "exаmple.com\u{200B}\u{1b}[2K".into(),
+            port: 8443,
+            target: "curl x\nrm -rf y".into(),
+            display: Default::default(),
+        }
+        .revealed();
+        let shown = render_network(&ask);
+        assert!(
+            shown.contains("── network: execute (call call_9) ──\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("  host:        exаmple.com<U+200B><ESC>[2K\n  port:        8443\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("non-ASCII characters: а U+0430"), "{shown}");
+        assert!(
+            shown.contains("  command:     curl x⏎\n               rm -rf y\n"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{200B}'));
+        for (typed, want) in [
+            ("o\n", NetworkAnswer::Once),
+            ("Once", NetworkAnswer::Once),
+            ("p", NetworkAnswer::Project),
+            ("", NetworkAnswer::Deny),
+            ("y", NetworkAnswer::Deny),
+            ("n", NetworkAnswer::Deny),
+        ] {
+            assert_eq!(network_answer(typed), want, "{typed:?}");
+        }
     }
 
     #[test]

@@ -139,6 +139,9 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         (state, None, None) => outln!("compaction: {}", state.as_str()),
     }
 
+    for line in network_lines(rec.client_projection.as_ref()) {
+        outln!("{line}");
+    }
     if let Some(model) = &rec.model_projection {
         outln!("--- model projection ---\n{}", term::block(model));
     }
@@ -157,6 +160,46 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The network decisions stored with an `execute` call (its client projection's `network.events`),
+/// one line each: host and port (from the command: escaped), allowed or refused, the deciding
+/// rule (`asked: allowed once`, `asked: denied`, an `exec.network` entry), the reason and the
+/// connection count.
+fn network_lines(client: Option<&serde_json::Value>) -> Vec<String> {
+    let Some(events) = client
+        .and_then(|c| c.pointer("/network/events"))
+        .and_then(|e| e.as_array())
+    else {
+        return Vec::new();
+    };
+    events
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().map(|s| term::line(s).into_owned());
+            let verdict = if e["allowed"].as_bool() == Some(true) {
+                "allowed"
+            } else {
+                "refused"
+            };
+            let mut line = format!(
+                "network: {}:{} {verdict}",
+                text("host").unwrap_or_default(),
+                e["port"].as_u64().unwrap_or(0)
+            );
+            if let Some(rule) = text("rule") {
+                line.push_str(&format!(" [{rule}]"));
+            }
+            if let Some(reason) = text("reason") {
+                line.push_str(&format!(" ({reason})"));
+            }
+            line.push_str(&format!(
+                ", {} connection(s)",
+                e["connections"].as_u64().unwrap_or(0)
+            ));
+            line
+        })
+        .collect()
 }
 
 /// Where `--raw` bytes go: unchanged to a pipe or file, escaped to a terminal.
