@@ -12,6 +12,7 @@
 //! | 6 | history browser: `(started_at, seq)` and `stage` indexes; `tool_calls_fts` rebuilt with `model_projection` |
 //! | 7 | history per project: `tool_calls.project_id` (the run's, by trigger) + `(project_id, started_at, seq)` index |
 //! | 8 | `runs.stop_reason`: a run that ended on an answer cut at the output limit, refused, or otherwise not finished normally |
+//! | 9 | `call_changes`: the checkpoints (before/after snapshot ids) and change set of each call that may change the project |
 //!
 //! Never edit a released version: append a new one.
 
@@ -57,11 +58,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(crate::history_query::MIGRATION_V6),
         M::up(crate::history_scope::MIGRATION_V7),
         M::up(tables::runs::MIGRATION_V8),
+        M::up(tables::call_changes::MIGRATION_V9),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 8;
+pub const LATEST_VERSION: usize = 9;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {
