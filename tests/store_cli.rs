@@ -274,8 +274,18 @@ fn tree_state(root: &std::path::Path) -> std::collections::BTreeMap<String, (cha
     out
 }
 
-fn call_in_run(project: &std::path::Path, data: &std::path::Path, run: &str, tool: &str, args: &str) -> Value {
-    let out = aibuddy(project, data, &["call", tool, args, "--yes", "--json", "--run", run]);
+fn call_in_run(
+    project: &std::path::Path,
+    data: &std::path::Path,
+    run: &str,
+    tool: &str,
+    args: &str,
+) -> Value {
+    let out = aibuddy(
+        project,
+        data,
+        &["call", tool, args, "--yes", "--json", "--run", run],
+    );
     let v = json_of(&out);
     assert_eq!(v["status"], "ok", "{tool} {args}: {v}");
     v
@@ -298,8 +308,20 @@ fn rewind_of_a_run_restores_the_tree_byte_for_byte_and_can_itself_be_undone() {
     let before = tree_state(p);
 
     let run = "run_ckpt_script";
-    let create = call_in_run(p, data.path(), run, "write_file", r#"{"path": "new.txt", "content": "brand new\n"}"#);
-    call_in_run(p, data.path(), run, "edit_file", r#"{"path": "a.txt", "old_string": "beta", "new_string": "BETA"}"#);
+    let create = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "new.txt", "content": "brand new\n"}"#,
+    );
+    call_in_run(
+        p,
+        data.path(),
+        run,
+        "edit_file",
+        r#"{"path": "a.txt", "old_string": "beta", "new_string": "BETA"}"#,
+    );
     let shell = call_in_run(
         p,
         data.path(),
@@ -307,7 +329,13 @@ fn rewind_of_a_run_restores_the_tree_byte_for_byte_and_can_itself_be_undone() {
         "execute",
         r#"{"command": "rm b.txt && mv keep.txt moved.txt && chmod 755 script.sh && mkdir -p newdir/deep && echo x > newdir/deep/f && ln -sf keep.txt link && printf 'a\\000b' > bin.dat"}"#,
     );
-    call_in_run(p, data.path(), run, "write_file", r#"{"path": "sub/c.txt", "content": "c changed\n"}"#);
+    call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "sub/c.txt", "content": "c changed\n"}"#,
+    );
     let after = tree_state(p);
     assert_ne!(before, after);
 
@@ -318,7 +346,12 @@ fn rewind_of_a_run_restores_the_tree_byte_for_byte_and_can_itself_be_undone() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["path"].as_str().unwrap().to_string(), f["change"].as_str().unwrap().to_string()))
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["change"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     kinds.sort();
     let expected: Vec<(String, String)> = [
@@ -335,26 +368,56 @@ fn rewind_of_a_run_restores_the_tree_byte_for_byte_and_can_itself_be_undone() {
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     assert_eq!(kinds, expected, "{changes}");
-    let bin = changes["files"].as_array().unwrap().iter().find(|f| f["path"] == "bin.dat").unwrap();
+    let bin = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "bin.dat")
+        .unwrap();
     assert_eq!(bin["binary"], true);
-    let run_changes = json_of(&aibuddy(p, data.path(), &["changes", "--run", run, "--json"]));
+    let run_changes = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["changes", "--run", run, "--json"],
+    ));
     assert_eq!(run_changes["calls"].as_array().unwrap().len(), 4);
-    let edit_diff = run_changes["calls"][1]["files"][0]["diff"].as_str().unwrap();
+    let edit_diff = run_changes["calls"][1]["files"][0]["diff"]
+        .as_str()
+        .unwrap();
     assert!(edit_diff.contains("-beta\n+BETA\n"), "{edit_diff}");
     // `show --json` carries the change set.
-    let shown = json_of(&aibuddy(p, data.path(), &["show", create["tool_call_id"].as_str().unwrap(), "--json"]));
+    let shown = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["show", create["tool_call_id"].as_str().unwrap(), "--json"],
+    ));
     assert_eq!(shown["changes"]["files"][0]["path"], "new.txt");
     assert_eq!(shown["changes"]["files"][0]["change"], "added");
 
     // A dry run writes nothing.
-    let preview = json_of(&aibuddy(p, data.path(), &["rewind", "--run", run, "--dry-run", "--json"]));
+    let preview = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", "--run", run, "--dry-run", "--json"],
+    ));
     assert_eq!(preview["dry_run"], true);
     assert_eq!(preview["calls"].as_array().unwrap().len(), 4);
-    assert_eq!(preview["calls"][0]["call_id"], run_changes["calls"][3]["call_id"], "newest first");
+    assert_eq!(
+        preview["calls"][0]["call_id"], run_changes["calls"][3]["call_id"],
+        "newest first"
+    );
     assert_eq!(tree_state(p), after, "a dry run writes nothing");
 
-    let rewound = json_of(&aibuddy(p, data.path(), &["rewind", "--run", run, "--json"]));
-    assert_eq!(tree_state(p), before, "rewind --run restores every file and mode: {rewound}");
+    let rewound = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", "--run", run, "--json"],
+    ));
+    assert_eq!(
+        tree_state(p),
+        before,
+        "rewind --run restores every file and mode: {rewound}"
+    );
 
     // The rewind is a call with its own change set: rewinding it puts the run's work back.
     let rewind_id = rewound["rewind_call_id"].as_str().unwrap();
@@ -368,27 +431,79 @@ fn a_file_changed_since_the_call_is_a_conflict_and_changes_between_calls_are_nob
     let data = tempfile::tempdir().unwrap();
     let p = project.path();
     let run = "run_ckpt_conflict";
-    let first = call_in_run(p, data.path(), run, "write_file", r#"{"path": "x.txt", "content": "from the call\n"}"#);
+    let first = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "x.txt", "content": "from the call\n"}"#,
+    );
     let first_id = first["tool_call_id"].as_str().unwrap();
     // The person edits the file and adds one of their own between two calls.
     std::fs::write(p.join("x.txt"), "the person's edit\n").unwrap();
     std::fs::write(p.join("mine.txt"), "the person's file\n").unwrap();
-    let second = call_in_run(p, data.path(), run, "write_file", r#"{"path": "y.txt", "content": "y\n"}"#);
-    let second_changes = json_of(&aibuddy(p, data.path(), &["changes", second["tool_call_id"].as_str().unwrap(), "--json"]));
-    let paths: Vec<&str> = second_changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, vec!["y.txt"], "a change between calls is attributed to no call");
+    let second = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "y.txt", "content": "y\n"}"#,
+    );
+    let second_changes = json_of(&aibuddy(
+        p,
+        data.path(),
+        &[
+            "changes",
+            second["tool_call_id"].as_str().unwrap(),
+            "--json",
+        ],
+    ));
+    let paths: Vec<&str> = second_changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        vec!["y.txt"],
+        "a change between calls is attributed to no call"
+    );
 
     let out = aibuddy(p, data.path(), &["rewind", "--run", run, "--json"]);
-    assert_eq!(out.status.code(), Some(1), "a conflict left alone is not a full rewind");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a conflict left alone is not a full rewind"
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["calls"][1]["conflicts"][0]["path"], "x.txt", "{report}");
-    assert_eq!(std::fs::read_to_string(p.join("x.txt")).unwrap(), "the person's edit\n");
-    assert!(!p.join("y.txt").exists(), "the call without conflict was rewound");
-    assert_eq!(std::fs::read_to_string(p.join("mine.txt")).unwrap(), "the person's file\n");
+    assert_eq!(
+        report["calls"][1]["conflicts"][0]["path"], "x.txt",
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("x.txt")).unwrap(),
+        "the person's edit\n"
+    );
+    assert!(
+        !p.join("y.txt").exists(),
+        "the call without conflict was rewound"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("mine.txt")).unwrap(),
+        "the person's file\n"
+    );
 
-    let forced = json_of(&aibuddy(p, data.path(), &["rewind", first_id, "--force", "--json"]));
+    let forced = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", first_id, "--force", "--json"],
+    ));
     assert_eq!(forced["calls"][0]["actions"][0]["forced"], true);
-    assert!(!p.join("x.txt").exists(), "forced: put back to before the call (absent)");
+    assert!(
+        !p.join("x.txt").exists(),
+        "forced: put back to before the call (absent)"
+    );
     assert!(p.join("mine.txt").exists(), "never reverted silently");
 }
 

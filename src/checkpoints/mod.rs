@@ -40,7 +40,9 @@ pub const REWIND_TOOL: &str = "rewind";
 pub enum CheckpointUseError {
     #[error("no stored call has the id `{0}`")]
     CallNotFound(String),
-    #[error("call `{0}` has no checkpoint (it was read-only, or it ran before checkpoints existed)")]
+    #[error(
+        "call `{0}` has no checkpoint (it was read-only, or it ran before checkpoints existed)"
+    )]
     NoCheckpoint(String),
     #[error("run `{0}` has no checkpointed call")]
     EmptyRun(String),

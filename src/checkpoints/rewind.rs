@@ -19,7 +19,10 @@ pub enum RewindTarget {
     /// One call.
     Call(String),
     /// The checkpointed calls of a run, from `from` (inclusive) to its end; all when `None`.
-    Run { run_id: String, from: Option<String> },
+    Run {
+        run_id: String,
+        from: Option<String>,
+    },
 }
 
 /// One path a rewind puts back.
@@ -174,9 +177,11 @@ impl Checkpoints {
             } else {
                 let cps = self.cps.clone();
                 let p = plan.clone();
-                tokio::task::spawn_blocking(move || restore::apply(cps.root_dir(), cps.objects(), &p))
-                    .await
-                    .map_err(|e| CheckpointUseError::Task(e.to_string()))?
+                tokio::task::spawn_blocking(move || {
+                    restore::apply(cps.root_dir(), cps.objects(), &p)
+                })
+                .await
+                .map_err(|e| CheckpointUseError::Task(e.to_string()))?
             };
             restore::simulate(&mut sim, &plan);
             calls.push(CallRewind {
@@ -207,7 +212,10 @@ impl Checkpoints {
         };
         if let Some(id) = rewind_call_id {
             let of = serde_json::to_string(
-                &rows.iter().map(|r| r.tool_call_id.as_str()).collect::<Vec<_>>(),
+                &rows
+                    .iter()
+                    .map(|r| r.tool_call_id.as_str())
+                    .collect::<Vec<_>>(),
             )
             .ok();
             report.changes = Some(self.record_after(&id, &current.id, of).await?);

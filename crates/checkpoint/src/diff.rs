@@ -248,7 +248,10 @@ mod tests {
             ("old_name", entry(Kind::File, 0o100644, &h('4'))),
             ("chmod", entry(Kind::File, 0o100644, &h('5'))),
             ("link", entry(Kind::Symlink, 0o120777, &h('6'))),
-            ("big", entry(Kind::Skipped(SkipReason::TooLarge), 0o100644, "")),
+            (
+                "big",
+                entry(Kind::Skipped(SkipReason::TooLarge), 0o100644, ""),
+            ),
         ]);
         let mut big = entry(Kind::Skipped(SkipReason::TooLarge), 0o100644, "");
         big.size = 2;

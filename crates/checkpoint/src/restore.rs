@@ -188,18 +188,20 @@ pub fn apply(root: &Dir, objects: &ObjectStore, plan: &Plan) -> Vec<Failure> {
     let mut dirs: Vec<(&Action, &Entry)> = plan
         .actions
         .iter()
-        .filter_map(|a| a.to.as_ref().filter(|t| t.kind == Kind::Dir).map(|t| (a, t)))
+        .filter_map(|a| {
+            a.to.as_ref()
+                .filter(|t| t.kind == Kind::Dir)
+                .map(|t| (a, t))
+        })
         .collect();
     dirs.sort_by_key(|(a, _)| a.path.components().count());
     for (a, t) in dirs {
-        let res = root
-            .create_dir_all(&a.path)
-            .and_then(|_| {
-                root.set_permissions(
-                    &a.path,
-                    cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(t.perm())),
-                )
-            });
+        let res = root.create_dir_all(&a.path).and_then(|_| {
+            root.set_permissions(
+                &a.path,
+                cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(t.perm())),
+            )
+        });
         if let Err(e) = res {
             fail(&a.path, format!("create folder: {e}"));
         }

@@ -47,7 +47,12 @@ fn unchanged_tree_reads_nothing_and_a_rewind_restores_content_mode_and_links() {
     let store = open(data.path(), p);
     let before = store.snapshot().unwrap();
     assert!(before.manifest.entries.contains_key(Path::new(".hidden")));
-    assert!(!before.manifest.entries.contains_key(Path::new("target/out.o")));
+    assert!(
+        !before
+            .manifest
+            .entries
+            .contains_key(Path::new("target/out.o"))
+    );
     assert_eq!(
         before.manifest.entries[Path::new("big.bin")].kind,
         Kind::Skipped(SkipReason::TooLarge)
@@ -74,12 +79,22 @@ fn unchanged_tree_reads_nothing_and_a_rewind_restores_content_mode_and_links() {
     assert!(diff(&before.manifest, &restored.manifest).is_empty());
     assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "one\n");
     assert_eq!(
-        std::fs::metadata(p.join("a.txt")).unwrap().permissions().mode() & 0o777,
+        std::fs::metadata(p.join("a.txt"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
         0o644
     );
-    assert_eq!(std::fs::read_link(p.join("link")).unwrap(), Path::new("a.txt"));
+    assert_eq!(
+        std::fs::read_link(p.join("link")).unwrap(),
+        Path::new("a.txt")
+    );
     assert!(!p.join("new.txt").exists());
-    assert_eq!(std::fs::read_to_string(p.join("target/out.o")).unwrap(), "ignored");
+    assert_eq!(
+        std::fs::read_to_string(p.join("target/out.o")).unwrap(),
+        "ignored"
+    );
 }
 
 #[test]
@@ -106,7 +121,12 @@ fn a_folder_swapped_for_an_outside_symlink_does_not_redirect_a_restore() {
     // Forced: the plan removes sub/f.txt and recreates sub/g.txt, but never through the link.
     let pl = plan(&before.manifest, &after.manifest, &current.manifest, true);
     let _ = apply(store.root_dir(), store.objects(), &pl);
-    let pl = plan(&before_g.manifest, &after_g.manifest, &current.manifest, true);
+    let pl = plan(
+        &before_g.manifest,
+        &after_g.manifest,
+        &current.manifest,
+        true,
+    );
     let _ = apply(store.root_dir(), store.objects(), &pl);
     assert_eq!(
         std::fs::read_to_string(outside.path().join("f.txt")).unwrap(),

@@ -86,11 +86,7 @@ pub async fn run(args: RewindArgs, opts: AppOptions) -> ExitCode {
 fn print_report(r: &RewindReport) {
     outln!(
         "{} {} call(s), newest first{}:",
-        if r.dry_run {
-            "would rewind"
-        } else {
-            "rewound"
-        },
+        if r.dry_run { "would rewind" } else { "rewound" },
         r.calls.len(),
         if r.force { " (forced)" } else { "" }
     );
@@ -113,7 +109,11 @@ fn print_report(r: &RewindReport) {
                 "  {:<8} {}{}",
                 a.action,
                 term::line(&a.path),
-                if a.forced { " (forced over a conflict)" } else { "" }
+                if a.forced {
+                    " (forced over a conflict)"
+                } else {
+                    ""
+                }
             );
         }
         for k in &c.conflicts {
@@ -122,7 +122,11 @@ fn print_report(r: &RewindReport) {
                 term::line(&k.path),
                 term::line(&k.expected),
                 term::line(&k.found),
-                if r.force { "" } else { "; left alone (--force to put it back)" }
+                if r.force {
+                    ""
+                } else {
+                    "; left alone (--force to put it back)"
+                }
             );
         }
         for p in &c.not_restorable {
