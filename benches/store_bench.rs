@@ -106,6 +106,7 @@ async fn per_call_overhead(dir: &std::path::Path) {
         recorder: p.call_recorder(),
         after_call: Some(p.after_call()),
         sandbox_kind: "local".into(),
+        checkpoints: None,
     };
     let toolset = discovery::effective(
         &registry,

@@ -84,6 +84,9 @@ pub struct App {
     pub capabilities: Arc<CapabilityPlane>,
     /// The project's trust when it was opened (what applied: settings and MCP servers above).
     pub trust: TrustStatus,
+    /// Checkpoints of the calls that may change the project (`None` when they could not be
+    /// opened: calls then run without them, and a warning is logged).
+    pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -248,6 +251,18 @@ impl App {
                 reason: e.to_string(),
             })?;
         host.store = true;
+        let checkpoints = match crate::checkpoints::Checkpoints::open(
+            &opts.data_dir,
+            &project_root,
+            persistence.store.clone(),
+            aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES,
+        ) {
+            Ok(c) => Some(Arc::new(c)),
+            Err(e) => {
+                tracing::warn!("checkpoints unavailable: {e}");
+                None
+            }
+        };
         // The tool set is computed against these from now on; this builds the search index.
         capabilities.set_catalog_context(CatalogContext {
             settings: services.settings.clone(),
@@ -263,6 +278,7 @@ impl App {
             persistence: Some(persistence),
             capabilities,
             trust: config.status,
+            checkpoints,
         })
     }
 
@@ -374,6 +390,7 @@ impl App {
             recorder: self.recorder.clone(),
             after_call: self.persistence.as_ref().map(|p| p.after_call()),
             sandbox_kind: self.services.settings.sandbox.kind.clone(),
+            checkpoints: self.checkpoints.clone(),
         }
     }
 }

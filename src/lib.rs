@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod app;
 pub mod approvals;
+pub mod checkpoints;
 pub mod confirm;
 pub mod contract;
 pub mod discovery;

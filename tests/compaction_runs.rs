@@ -111,6 +111,7 @@ fn runner(run_id: &str, dir: &std::path::Path, persistence: &Persistence) -> Run
         recorder: persistence.call_recorder(),
         after_call: Some(persistence.after_call()),
         sandbox_kind: "local".into(),
+        checkpoints: None,
     }
 }
 

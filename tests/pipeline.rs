@@ -163,6 +163,7 @@ fn runner(f: &Fixture, broker: Arc<dyn ConfirmBroker>, settings: Settings) -> Ru
         recorder: f.recorder.clone(),
         after_call: None,
         sandbox_kind: "local".into(),
+        checkpoints: None,
     }
 }
 

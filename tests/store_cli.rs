@@ -245,3 +245,307 @@ fn kill_9_of_the_cli_mid_call_leaves_an_interrupted_call_with_partial_output() {
     ));
     assert_eq!(running.as_array().unwrap().len(), 0);
 }
+
+// --- Checkpoints and rewind (issue 23) -------------------------------------------------------
+
+/// Every entry under `root`: kind, permission bits and content (a symlink's target), so two
+/// trees compare byte for byte and mode for mode.
+fn tree_state(root: &std::path::Path) -> std::collections::BTreeMap<String, (char, u32, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let mode = meta.permissions().mode() & 0o777;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                out.insert(rel, ('l', 0, target.into_os_string().into_encoded_bytes()));
+            } else if meta.is_dir() {
+                out.insert(rel, ('d', mode, Vec::new()));
+                stack.push(p);
+            } else {
+                out.insert(rel, ('f', mode, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn call_in_run(
+    project: &std::path::Path,
+    data: &std::path::Path,
+    run: &str,
+    tool: &str,
+    args: &str,
+) -> Value {
+    let out = aibuddy(
+        project,
+        data,
+        &["call", tool, args, "--yes", "--json", "--run", run],
+    );
+    let v = json_of(&out);
+    assert_eq!(v["status"], "ok", "{tool} {args}: {v}");
+    v
+}
+
+#[test]
+fn rewind_of_a_run_restores_the_tree_byte_for_byte_and_can_itself_be_undone() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::write(p.join("a.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    std::fs::write(p.join("b.txt"), "to be deleted\n").unwrap();
+    std::fs::write(p.join("keep.txt"), "renamed content\n").unwrap();
+    std::fs::write(p.join("script.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(p.join("script.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir(p.join("sub")).unwrap();
+    std::fs::write(p.join("sub/c.txt"), "c\n").unwrap();
+    std::os::unix::fs::symlink("a.txt", p.join("link")).unwrap();
+    let before = tree_state(p);
+
+    let run = "run_ckpt_script";
+    let create = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "new.txt", "content": "brand new\n"}"#,
+    );
+    call_in_run(
+        p,
+        data.path(),
+        run,
+        "edit_file",
+        r#"{"path": "a.txt", "old_string": "beta", "new_string": "BETA"}"#,
+    );
+    let shell = call_in_run(
+        p,
+        data.path(),
+        run,
+        "execute",
+        r#"{"command": "rm b.txt && mv keep.txt moved.txt && chmod 755 script.sh && mkdir -p newdir/deep && echo x > newdir/deep/f && ln -sf keep.txt link && printf 'a\\000b' > bin.dat"}"#,
+    );
+    call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "sub/c.txt", "content": "c changed\n"}"#,
+    );
+    let after = tree_state(p);
+    assert_ne!(before, after);
+
+    // What the shell call changed, with the kinds of change named.
+    let shell_id = shell["tool_call_id"].as_str().unwrap();
+    let changes = json_of(&aibuddy(p, data.path(), &["changes", shell_id, "--json"]));
+    let mut kinds: Vec<(String, String)> = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["change"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let expected: Vec<(String, String)> = [
+        ("b.txt", "deleted"),
+        ("bin.dat", "added"),
+        ("link", "symlink_changed"),
+        ("moved.txt", "renamed"),
+        ("newdir", "added"),
+        ("newdir/deep", "added"),
+        ("newdir/deep/f", "added"),
+        ("script.sh", "mode_changed"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(kinds, expected, "{changes}");
+    let bin = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "bin.dat")
+        .unwrap();
+    assert_eq!(bin["binary"], true);
+    let run_changes = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["changes", "--run", run, "--json"],
+    ));
+    assert_eq!(run_changes["calls"].as_array().unwrap().len(), 4);
+    let edit_diff = run_changes["calls"][1]["files"][0]["diff"]
+        .as_str()
+        .unwrap();
+    assert!(edit_diff.contains("-beta\n+BETA\n"), "{edit_diff}");
+    // `show --json` carries the change set.
+    let shown = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["show", create["tool_call_id"].as_str().unwrap(), "--json"],
+    ));
+    assert_eq!(shown["changes"]["files"][0]["path"], "new.txt");
+    assert_eq!(shown["changes"]["files"][0]["change"], "added");
+
+    // A dry run writes nothing.
+    let preview = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", "--run", run, "--dry-run", "--json"],
+    ));
+    assert_eq!(preview["dry_run"], true);
+    assert_eq!(preview["calls"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        preview["calls"][0]["call_id"], run_changes["calls"][3]["call_id"],
+        "newest first"
+    );
+    assert_eq!(tree_state(p), after, "a dry run writes nothing");
+
+    let rewound = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", "--run", run, "--json"],
+    ));
+    assert_eq!(
+        tree_state(p),
+        before,
+        "rewind --run restores every file and mode: {rewound}"
+    );
+
+    // The rewind is a call with its own change set: rewinding it puts the run's work back.
+    let rewind_id = rewound["rewind_call_id"].as_str().unwrap();
+    json_of(&aibuddy(p, data.path(), &["rewind", rewind_id, "--json"]));
+    assert_eq!(tree_state(p), after, "the rewind was undone");
+}
+
+#[test]
+fn a_file_changed_since_the_call_is_a_conflict_and_changes_between_calls_are_nobodys() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    let run = "run_ckpt_conflict";
+    let first = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "x.txt", "content": "from the call\n"}"#,
+    );
+    let first_id = first["tool_call_id"].as_str().unwrap();
+    // The person edits the file and adds one of their own between two calls.
+    std::fs::write(p.join("x.txt"), "the person's edit\n").unwrap();
+    std::fs::write(p.join("mine.txt"), "the person's file\n").unwrap();
+    let second = call_in_run(
+        p,
+        data.path(),
+        run,
+        "write_file",
+        r#"{"path": "y.txt", "content": "y\n"}"#,
+    );
+    let second_changes = json_of(&aibuddy(
+        p,
+        data.path(),
+        &[
+            "changes",
+            second["tool_call_id"].as_str().unwrap(),
+            "--json",
+        ],
+    ));
+    let paths: Vec<&str> = second_changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        vec!["y.txt"],
+        "a change between calls is attributed to no call"
+    );
+
+    let out = aibuddy(p, data.path(), &["rewind", "--run", run, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a conflict left alone is not a full rewind"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["calls"][1]["conflicts"][0]["path"], "x.txt",
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("x.txt")).unwrap(),
+        "the person's edit\n"
+    );
+    assert!(
+        !p.join("y.txt").exists(),
+        "the call without conflict was rewound"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("mine.txt")).unwrap(),
+        "the person's file\n"
+    );
+
+    let forced = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["rewind", first_id, "--force", "--json"],
+    ));
+    assert_eq!(forced["calls"][0]["actions"][0]["forced"], true);
+    assert!(
+        !p.join("x.txt").exists(),
+        "forced: put back to before the call (absent)"
+    );
+    assert!(p.join("mine.txt").exists(), "never reverted silently");
+}
+
+#[test]
+fn kill_9_during_an_execute_call_still_allows_its_rewind() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::write(p.join("victim.txt"), "precious\n").unwrap();
+    let before = tree_state(p);
+    let id = "call_ckpt_kill";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aibuddy"))
+        .arg("--project")
+        .arg(p)
+        .arg("--data-dir")
+        .arg(data.path())
+        .args([
+            "call",
+            "execute",
+            r#"{"command": "rm victim.txt; echo made > made.txt; sleep 30"}"#,
+            "--yes",
+            "--json",
+            "--id",
+            id,
+        ])
+        .env_remove("AIBUDDY_DATA_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !p.join("made.txt").exists() {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let changes = json_of(&aibuddy(p, data.path(), &["changes", id, "--json"]));
+    assert_eq!(changes["complete"], false, "{changes}");
+    assert_eq!(changes["files"].as_array().unwrap().len(), 2, "{changes}");
+    let rewound = json_of(&aibuddy(p, data.path(), &["rewind", id, "--json"]));
+    assert_eq!(tree_state(p), before, "{rewound}");
+}

@@ -178,6 +178,7 @@ async fn env(summarizer: Option<Arc<dyn Summarizer>>) -> Env {
         recorder: persistence.call_recorder(),
         after_call: Some(persistence.after_call()),
         sandbox_kind: "local".into(),
+        checkpoints: None,
     };
     Env {
         dir,

@@ -5,7 +5,9 @@
 //!   -> discovery: is `name` active in this run?                       else Discovery error
 //!   -> registry: name -> tool; parse + validate args                  else Parameters error
 //!   -> authorization: prepare (target, scope, consequence); confirm   else Authorization error
+//!   -> checkpoint (not read-only): before-snapshot committed            else Execution error
 //!   -> execution: the handler, with the call's cancellation token     else Execution error
+//!   -> checkpoint: after-snapshot and change set (crate::checkpoints)
 //!   -> projections: client (display) and model (compact hook)
 //!   -> store: commit raw + status; only then report finished
 //!   -> background precompaction when the model projection is large (results::Compactor)
@@ -90,6 +92,8 @@ pub struct Runner {
     pub recorder: Arc<dyn CallRecorder>,
     pub after_call: Option<Arc<dyn AfterCall>>,
     pub sandbox_kind: String,
+    /// Checkpoints before and after each call that is not read-only (`None`: not taken).
+    pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
 }
 
 /// Whether a model's call names no tool at all: empty, or only whitespace and control
@@ -442,8 +446,20 @@ impl Runner {
                 ),
             });
         }
+        // Checkpoint: a fresh before-snapshot, durable before any effect (so only what changes
+        // during the call is its change set, and a killed call can still be rewound).
+        let checkpoint = match &self.checkpoints {
+            Some(c) if tool.risk != crate::registry::Risk::ReadOnly => {
+                Some((c.clone(), c.before(call_id).await.map_err(err)?))
+            }
+            _ => None,
+        };
         // Execution (+ the tool's own verification)
-        match tool.handler.run(&ctx, &args).await {
+        let ran = tool.handler.run(&ctx, &args).await;
+        if let Some((c, before)) = checkpoint {
+            c.after(call_id, &before).await;
+        }
+        match ran {
             Ok(raw) => Ok((tool, policy, args, raw)),
             Err(e) => {
                 let status = if cancel.is_cancelled() || e.code == "cancelled" {

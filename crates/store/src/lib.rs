@@ -12,6 +12,8 @@
 //! - Agent runs (`run_store`, `run_types`): runs with status, usage and an owner process;
 //!   messages with provider content kept byte-identical, linked to `tool_calls` by call id;
 //!   summaries for compaction; completed interactions per run; pure rules in `conversation`.
+//! - Checkpoints of calls that may change the project (`tables::call_changes`, schema 10): the
+//!   before-snapshot committed before the call runs, the after-snapshot and change set at its end.
 //! - Writes never block the async runtime: one writer thread with group commit (`writer`).
 
 pub mod call_ids;
@@ -46,6 +48,7 @@ pub use run_types::{
     NewSummary, RequestedCall, RunEnd, RunListRow, RunRecord, RunStatus, SummaryRecord, Usage,
 };
 pub use store::Store;
+pub use tables::call_changes::CallChanges;
 pub use types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
     HistoryFilter, HistoryRow, RawFormat, RawOutputLocation, RawSlice, UserAnswer,

@@ -13,6 +13,7 @@
 //! | 7 | history per project: `tool_calls.project_id` (the run's, by trigger) + `(project_id, started_at, seq)` index |
 //! | 8 | `runs.stop_reason`: a run that ended on an answer cut at the output limit, refused, or otherwise not finished normally |
 //! | 9 | `confirm_decisions.policy`: a decision made without asking by the approval mode or a rule, with its reason |
+//! | 10 | `call_changes`: the checkpoints (before/after snapshot ids) and change set of each call that may change the project |
 //!
 //! Never edit a released version: append a new one.
 
@@ -59,11 +60,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(crate::history_scope::MIGRATION_V7),
         M::up(tables::runs::MIGRATION_V8),
         M::up(tables::confirm_decisions::MIGRATION_V9),
+        M::up(tables::call_changes::MIGRATION_V10),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 9;
+pub const LATEST_VERSION: usize = 10;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

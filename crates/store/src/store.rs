@@ -16,6 +16,7 @@ use crate::migrations;
 use crate::paths::{DataPaths, INLINE_LIMIT};
 use crate::reader::RawSource;
 use crate::recovery;
+use crate::tables::call_changes::{self, CallChanges};
 use crate::tables::{confirm_decisions, projects, runs, tool_calls, user_answers};
 use crate::types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
@@ -406,6 +407,63 @@ impl Store {
             confirm_decisions::decide(conn, decision_id, decision, now_ms())
         })
         .await
+    }
+
+    /// Records a call's before-snapshot. Call it BEFORE the call runs; returns after commit, so
+    /// a process killed during the call leaves a rewindable call behind.
+    pub async fn begin_call_changes(
+        &self,
+        tool_call_id: &str,
+        project_key: &str,
+        before_snapshot: &str,
+    ) -> Result<()> {
+        validate_id(tool_call_id)?;
+        let (id, key, before) = (
+            tool_call_id.to_string(),
+            project_key.to_string(),
+            before_snapshot.to_string(),
+        );
+        self.write(Durability::Process, move |conn| {
+            call_changes::insert_before(conn, &id, &key, &before, now_ms())
+        })
+        .await
+    }
+
+    /// Records a call's after-snapshot and change set (JSON); `rewind_of` names the calls a
+    /// rewind put back (JSON list).
+    pub async fn finish_call_changes(
+        &self,
+        tool_call_id: &str,
+        after_snapshot: &str,
+        changes_json: String,
+        rewind_of: Option<String>,
+    ) -> Result<()> {
+        validate_id(tool_call_id)?;
+        let (id, after) = (tool_call_id.to_string(), after_snapshot.to_string());
+        self.write(Durability::Power, move |conn| {
+            call_changes::set_after(
+                conn,
+                &id,
+                &after,
+                &changes_json,
+                rewind_of.as_deref(),
+                now_ms(),
+            )
+        })
+        .await
+    }
+
+    /// A call's checkpoints, when it has them.
+    pub async fn call_changes(&self, tool_call_id: &str) -> Result<Option<CallChanges>> {
+        let id = tool_call_id.to_string();
+        self.read(move |conn, _| call_changes::get(conn, &id)).await
+    }
+
+    /// The checkpointed calls of a run, oldest first.
+    pub async fn run_call_changes(&self, run_id: &str) -> Result<Vec<CallChanges>> {
+        let id = run_id.to_string();
+        self.read(move |conn, _| call_changes::of_run(conn, &id))
+            .await
     }
 
     pub async fn confirm_records(&self, tool_call_id: &str) -> Result<Vec<ConfirmRecord>> {

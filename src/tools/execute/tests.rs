@@ -352,6 +352,7 @@ async fn through_the_pipeline_with_confirmation() {
         recorder: Arc::new(MemoryRecorder::default()),
         after_call: None,
         sandbox_kind: "local".into(),
+        checkpoints: None,
     };
     let call = |cmd: &str| CallRequest {
         id: None,

@@ -15,6 +15,7 @@ pub(crate) mod fsio;
 mod grep;
 mod ignores;
 mod list;
+mod project_walk;
 mod read;
 mod walk;
 mod write;
@@ -33,6 +34,8 @@ use crate::error::SandboxError;
 use crate::kind::{Capabilities, Confinement, SandboxKind, SandboxSettings};
 use crate::limits::Limits;
 use crate::scope;
+
+pub use project_walk::project_walker;
 
 /// State shared by the async front and the blocking workers.
 #[derive(Debug)]

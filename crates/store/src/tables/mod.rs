@@ -1,6 +1,7 @@
 //! One module per table: its migration SQL beside the synchronous queries that use it.
 //! The async `Store` runs these on its writer thread (writes) or reader connections (reads).
 
+pub mod call_changes;
 pub mod confirm_decisions;
 pub mod messages;
 pub mod projects;

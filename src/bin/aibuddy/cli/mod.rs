@@ -26,10 +26,12 @@ mod approvals;
 mod ask;
 mod auth;
 mod call;
+mod changes;
 mod history;
 mod interrupt;
 mod mcp;
 mod prompt;
+mod rewind;
 mod run;
 mod runs;
 mod search;
@@ -75,6 +77,10 @@ pub enum Command {
     History(history::HistoryArgs),
     /// Show one stored call (raw output with --raw).
     Show(show::ShowArgs),
+    /// What a call (or each call of a run) changed in the project: per-file diffs.
+    Changes(changes::ChangesArgs),
+    /// Put back the files a call (or a run's calls, newest first) changed.
+    Rewind(rewind::RewindArgs),
     /// Show what trusting the project grants (its MCP servers, settings beyond yours) and trust it.
     Trust(trust::TrustArgs),
     /// Run an agent: a model (settings `providers`) drives the tools.
@@ -205,6 +211,8 @@ pub fn main() -> ExitCode {
             Command::Call(args) => call::run(args, opts).await,
             Command::History(args) => history::run(args, opts).await,
             Command::Show(args) => show::run(args, opts).await,
+            Command::Changes(args) => changes::run(args, opts).await,
+            Command::Rewind(args) => rewind::run(args, opts).await,
             Command::Trust(args) => trust::run(args, opts),
             Command::Run(args) => run::run(args, opts).await,
             Command::Runs(args) => runs::run(args, opts).await,

@@ -76,6 +76,16 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         let confirms = store.confirm_records(&args.id).await?;
         value["confirm_decisions"] = serde_json::to_value(confirms)
             .map_err(|e| StoreError::Corrupt(format!("confirm records: {e}")))?;
+        // The call's change set (checkpoints), `null` for a call that changed nothing checkpointed
+        // or has not finished (`aibuddy changes ID` computes the latter against the tree).
+        value["changes"] = match store.call_changes(&args.id).await? {
+            Some(c) => c
+                .changes
+                .as_deref()
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or(serde_json::Value::Null),
+            None => serde_json::Value::Null,
+        };
         if args.offset.is_some() || args.limit.is_some() {
             let offset = args.offset.unwrap_or(0);
             let slice = store

@@ -1,0 +1,136 @@
+//! Snapshot, change, rewind on real files: the tree comes back; an unchanged tree reads
+//! nothing; a symlink swapped in for a folder cannot redirect a restore out of the project;
+//! ignored paths, special files and files over the cap are not checkpointed.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use aibuddy_checkpoint::restore::{apply, plan};
+use aibuddy_checkpoint::{CheckpointStore, Kind, SkipReason, SnapshotOptions, diff};
+
+fn open(data: &Path, project: &Path) -> CheckpointStore {
+    CheckpointStore::open(
+        data,
+        project,
+        SnapshotOptions {
+            max_file_bytes: 1024,
+            ..SnapshotOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn age(path: &Path) {
+    // Older than the racy window, so the stat cache trusts it.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(old).unwrap();
+}
+
+#[test]
+fn unchanged_tree_reads_nothing_and_a_rewind_restores_content_mode_and_links() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::write(p.join("a.txt"), "one\n").unwrap();
+    std::fs::write(p.join(".hidden"), "kept\n").unwrap();
+    std::fs::write(p.join(".gitignore"), "target/\n").unwrap();
+    std::fs::create_dir(p.join("target")).unwrap();
+    std::fs::write(p.join("target/out.o"), "ignored").unwrap();
+    std::fs::write(p.join("big.bin"), vec![7u8; 4096]).unwrap();
+    std::os::unix::fs::symlink("a.txt", p.join("link")).unwrap();
+    for f in ["a.txt", ".hidden", ".gitignore", "big.bin"] {
+        age(&p.join(f));
+    }
+    // Past the racy window of the ctimes just set.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    let store = open(data.path(), p);
+    let before = store.snapshot().unwrap();
+    assert!(before.manifest.entries.contains_key(Path::new(".hidden")));
+    assert!(
+        !before
+            .manifest
+            .entries
+            .contains_key(Path::new("target/out.o"))
+    );
+    assert_eq!(
+        before.manifest.entries[Path::new("big.bin")].kind,
+        Kind::Skipped(SkipReason::TooLarge)
+    );
+    // A fresh store (another process) reads nothing when nothing changed.
+    let again = open(data.path(), p).snapshot().unwrap();
+    assert_eq!(again.stats.read, 0);
+    assert_eq!(again.id, before.id);
+
+    std::fs::write(p.join("a.txt"), "two\n").unwrap();
+    std::fs::set_permissions(p.join("a.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(p.join("new.txt"), "new\n").unwrap();
+    std::fs::remove_file(p.join("link")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", p.join("link")).unwrap();
+    std::fs::remove_file(p.join(".hidden")).unwrap();
+    let after = store.snapshot().unwrap();
+    assert_eq!(diff(&before.manifest, &after.manifest).files.len(), 4);
+
+    let current = store.snapshot().unwrap();
+    let pl = plan(&before.manifest, &after.manifest, &current.manifest, false);
+    assert!(pl.conflicts.is_empty());
+    assert!(apply(store.root_dir(), store.objects(), &pl).is_empty());
+    let restored = store.snapshot().unwrap();
+    assert!(diff(&before.manifest, &restored.manifest).is_empty());
+    assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(
+        std::fs::metadata(p.join("a.txt"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o644
+    );
+    assert_eq!(
+        std::fs::read_link(p.join("link")).unwrap(),
+        Path::new("a.txt")
+    );
+    assert!(!p.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(p.join("target/out.o")).unwrap(),
+        "ignored"
+    );
+}
+
+#[test]
+fn a_folder_swapped_for_an_outside_symlink_does_not_redirect_a_restore() {
+    let project = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::create_dir(p.join("sub")).unwrap();
+    let store = open(data.path(), p);
+    let before = store.snapshot().unwrap();
+    std::fs::write(p.join("sub/f.txt"), "made by the call\n").unwrap();
+    let after = store.snapshot().unwrap();
+    std::fs::write(p.join("sub/g.txt"), "g\n").unwrap();
+    let before_g = store.snapshot().unwrap();
+    std::fs::remove_file(p.join("sub/g.txt")).unwrap();
+    let after_g = store.snapshot().unwrap();
+    // Someone swaps `sub` for a link to a folder outside holding a file of the same name.
+    std::fs::remove_file(p.join("sub/f.txt")).unwrap();
+    std::fs::remove_dir(p.join("sub")).unwrap();
+    std::fs::write(outside.path().join("f.txt"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.join("sub")).unwrap();
+    let current = store.snapshot().unwrap();
+    // Forced: the plan removes sub/f.txt and recreates sub/g.txt, but never through the link.
+    let pl = plan(&before.manifest, &after.manifest, &current.manifest, true);
+    let _ = apply(store.root_dir(), store.objects(), &pl);
+    let pl = plan(
+        &before_g.manifest,
+        &after_g.manifest,
+        &current.manifest,
+        true,
+    );
+    let _ = apply(store.root_dir(), store.objects(), &pl);
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f.txt")).unwrap(),
+        "outside\n"
+    );
+    assert!(!outside.path().join("g.txt").exists());
+}
