@@ -48,6 +48,7 @@ fn layer_trusted(files: &[(String, String)]) -> aibuddy::settings::LoadedSetting
         project_trusted: true,
         user_trusted: true,
         data_dir: None,
+        approvals_record: None,
         canonicalize: &identity,
     };
     layer(texts.first(), texts.get(1), &ctx)

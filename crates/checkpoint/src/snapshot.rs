@@ -8,7 +8,7 @@
 //! "racily clean" rule, on ctime, which every change moves and nobody can set).
 
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -165,10 +165,8 @@ pub fn take(
                 } else {
                     Kind::File
                 }
-            } else if ft.is_fifo() || ft.is_socket() || ft.is_block_device() || ft.is_char_device()
-            {
-                Kind::Skipped(SkipReason::Special)
             } else {
+                // FIFOs, sockets, devices and anything else that is no file, folder or link.
                 Kind::Skipped(SkipReason::Special)
             };
             if let Ok(mut w) = walked.lock() {
