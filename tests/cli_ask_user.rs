@@ -140,8 +140,13 @@ fn run_at_terminal(f: &Fx, args: &[&str], answer: &str) -> (i32, String, String)
     let (master, slave) = pty();
     let mut writer = master.try_clone().unwrap();
     let seen = collect(master);
+    // `run` on a terminal would first ask which approval mode to use: the flag chooses it here.
+    let mut args = args.to_vec();
+    if args.first() == Some(&"run") {
+        args.splice(1..1, ["--approvals", "ask"]);
+    }
     let mut child = f
-        .cmd(args)
+        .cmd(&args)
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
         .stdout(Stdio::piped())

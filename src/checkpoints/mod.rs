@@ -94,7 +94,11 @@ impl Checkpoints {
         &self,
     ) -> Result<aibuddy_checkpoint::Snapshot, CheckpointUseError> {
         let cps = self.cps.clone();
-        tokio::task::spawn_blocking(move || cps.snapshot())
+        tokio::task::spawn_blocking(move || {
+            // Placeholders of protected paths that a killed app left are no one's files.
+            aibuddy_sandbox::aibuddy_exec::protect::sweep_leftover_placeholders();
+            cps.snapshot()
+        })
             .await
             .map_err(|e| CheckpointUseError::Task(e.to_string()))?
             .map_err(Into::into)

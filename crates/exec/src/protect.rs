@@ -627,6 +627,13 @@ fn record_manifest(about_to_create: &[PathBuf]) {
     }
 }
 
+/// Removes the placeholders that dead processes (a `kill -9` of an app mid-command) left behind,
+/// still empty ones only, once per process: for a reader of the project's tree (checkpoints) that
+/// must not take them for files a command made.
+pub fn sweep_leftover_placeholders() {
+    sweep_dead_manifests();
+}
+
 /// Removes the placeholders that dead processes left (still empty ones only), once per process.
 fn sweep_dead_manifests() {
     static ONCE: std::sync::Once = std::sync::Once::new();
