@@ -11,7 +11,7 @@ FILES=${FILES:-10000}
 BYTES=${BYTES:-209715200}
 N=${N:-21}
 cargo build --release --locked -q -p aibuddy-checkpoint --bin aibuddy-checkpoint-bench
-BIN=target/release/aibuddy-checkpoint-bench
+BIN="${CARGO_TARGET_DIR:-target}/release/aibuddy-checkpoint-bench"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tree="$work/tree"
