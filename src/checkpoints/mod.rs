@@ -99,9 +99,9 @@ impl Checkpoints {
             aibuddy_sandbox::aibuddy_exec::protect::sweep_leftover_placeholders();
             cps.snapshot()
         })
-            .await
-            .map_err(|e| CheckpointUseError::Task(e.to_string()))?
-            .map_err(Into::into)
+        .await
+        .map_err(|e| CheckpointUseError::Task(e.to_string()))?
+        .map_err(Into::into)
     }
 
     /// The before-snapshot of `call_id`, durable (objects stored, id committed) on return.
