@@ -23,6 +23,7 @@ pub mod settings;
 pub mod skills;
 pub mod tools;
 pub mod trust;
+mod user_file;
 
 /// Call first thing in `main` of every binary that may act as the command sandbox's init program
 /// (`aibuddy-exec-init`): returns at once unless this process was started as that init.

@@ -7,8 +7,6 @@
 //! Written atomically (a 0600 temporary file in the same directory, then rename).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -89,25 +87,8 @@ fn write_atomically(data_dir: &Path, file: &ApprovalsFile) -> Result<(), RecordE
     };
     let text = serde_json::to_string_pretty(file).map_err(|e| err(e.to_string()))?;
     std::fs::create_dir_all(data_dir).map_err(|e| err(e.to_string()))?;
-    let tmp = data_dir.join(format!(
-        ".{APPROVALS_FILE}.{}.{}.tmp",
-        std::process::id(),
-        ulid::Ulid::new()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e.to_string())
-    })
+    crate::user_file::write_private_atomically(&path, text.as_bytes())
+        .map_err(|e| err(e.to_string()))
 }
 
 fn update(
@@ -115,6 +96,17 @@ fn update(
     project: &Path,
     change: impl FnOnce(&mut ProjectApprovals),
 ) -> Result<ProjectApprovals, RecordError> {
+    let path = approvals_path(data_dir);
+    std::fs::create_dir_all(data_dir).map_err(|e| RecordError {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    // Read, change and write under the lock: two answers at once must not lose one.
+    let lock_path = data_dir.join(format!(".{APPROVALS_FILE}.lock"));
+    let _lock = crate::user_file::FileLock::acquire(&lock_path).map_err(|e| RecordError {
+        path: lock_path.clone(),
+        reason: e.to_string(),
+    })?;
     let mut all = read_all(data_dir)?;
     all.version = VERSION;
     let entry = all.projects.entry(record_key(project)).or_default();

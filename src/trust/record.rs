@@ -4,8 +4,6 @@
 //! lock on `trusted-projects.lock`, so two grants at once cannot lose each other's record.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -84,79 +82,8 @@ fn write_atomically(data_dir: &Path, records: &RecordsFile) -> Result<(), TrustE
         reason,
     };
     let text = serde_json::to_string_pretty(records).map_err(|e| err(e.to_string()))?;
-    let tmp = data_dir.join(format!(
-        ".{RECORDS_FILE}.{}.{}.tmp",
-        std::process::id(),
-        ulid::Ulid::new()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e.to_string())
-    })
-}
-
-/// An exclusive lock: a file created with `O_EXCL`, removed on drop. A lock older than
-/// [`STALE_LOCK`] is taken to belong to a process that died and is broken. (`File::lock` would do,
-/// but is newer than the crate's MSRV.)
-struct Lock(PathBuf);
-
-const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-impl Lock {
-    fn acquire(path: &Path) -> Result<Lock, TrustError> {
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-            {
-                Ok(_) => return Ok(Lock(path.to_path_buf())),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = std::fs::metadata(path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| t.elapsed().ok())
-                        .is_some_and(|age| age > STALE_LOCK);
-                    if stale {
-                        let _ = std::fs::remove_file(path);
-                        continue;
-                    }
-                    if std::time::Instant::now() > deadline {
-                        return Err(TrustError::Records {
-                            path: path.to_path_buf(),
-                            reason: "another process holds the lock".to_string(),
-                        });
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(e) => {
-                    return Err(TrustError::Records {
-                        path: path.to_path_buf(),
-                        reason: e.to_string(),
-                    });
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    crate::user_file::write_private_atomically(&path, text.as_bytes())
+        .map_err(|e| err(e.to_string()))
 }
 
 /// Read, change and write the records under the lock.
@@ -168,7 +95,12 @@ fn update(
         path: records_path(data_dir),
         reason: e.to_string(),
     })?;
-    let lock = Lock::acquire(&data_dir.join(LOCK_FILE))?;
+    let lock_path = data_dir.join(LOCK_FILE);
+    let lock =
+        crate::user_file::FileLock::acquire(&lock_path).map_err(|e| TrustError::Records {
+            path: lock_path.clone(),
+            reason: e.to_string(),
+        })?;
     let mut records = read_all(data_dir)?;
     records.version = VERSION;
     change(&mut records.projects);

@@ -84,6 +84,13 @@ pub fn add(data_dir: &Path, project_root: &Path, entry: HostPort) -> std::io::Re
     let path = record_path(data_dir, project_root);
     let dir = path.parent().unwrap_or(data_dir);
     std::fs::create_dir_all(dir)?;
+    // Read, change and write under the lock: a command asking about two hosts at once, both
+    // allowed for the project, keeps both.
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("record");
+    let _lock = crate::user_file::FileLock::acquire(&dir.join(format!(".{name}.lock")))?;
     let mut record = read(data_dir, project_root).unwrap_or_else(|| Record {
         project: project_root.to_path_buf(),
         allow: Vec::new(),
@@ -92,26 +99,7 @@ pub fn add(data_dir: &Path, project_root: &Path, entry: HostPort) -> std::io::Re
         record.allow.push(entry);
     }
     let text = serde_json::to_string_pretty(&record).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("record"),
-        ulid::Ulid::new()
-    ));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        std::io::Write::write_all(&mut f, text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    crate::user_file::write_private_atomically(&path, text.as_bytes())
 }
 
 #[cfg(test)]
