@@ -118,7 +118,7 @@ pub fn bytes_block(b: &[u8]) -> String {
 
 /// Serialized JSON made terminal-safe without changing its meaning: serde escapes only C0
 /// controls, `"` and `\\` inside strings, so C1 controls, DEL, bidi overrides, U+2028/U+2029 and
-/// format characters would reach a terminal raw. Each becomes a `\\uXXXX` escape (a surrogate pair
+/// format characters would reach a terminal raw. Each becomes a `\\u` escape of four hex digits (a surrogate pair
 /// above the BMP, as JSON spells those; they can only occur inside strings); newlines and tabs,
 /// JSON whitespace, stay.
 pub fn json(serialized: &str) -> Cow<'_, str> {
