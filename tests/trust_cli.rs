@@ -471,7 +471,10 @@ fn auto_mode_runs_a_confined_command_without_a_prompt_and_its_record_says_why() 
         );
         let p = policies(&f, &id);
         assert_eq!(p.len(), 1, "{p:?}");
-        assert_eq!(p[0]["policy"], "ran without asking: auto mode, confined");
+        assert_eq!(
+            p[0]["policy"],
+            "ran without asking: auto mode, confined, checkpointed"
+        );
         assert_eq!(p[0]["decision"], "approved");
         assert!(
             err.contains("ran without asking: auto mode, confined"),
