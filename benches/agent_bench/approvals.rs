@@ -65,9 +65,14 @@ fn registry(files: BTreeMap<String, Vec<u8>>) -> Result<u16, String> {
                     Some(b) => ("200 OK", b.clone()),
                     None => ("404 Not Found", b"not found\n".to_vec()),
                 };
+                let kind = if path.ends_with('/') {
+                    "text/html"
+                } else {
+                    "application/octet-stream"
+                };
                 let _ = s.write_all(
                     format!(
-                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                         body.len()
                     )
                     .as_bytes(),
@@ -379,7 +384,12 @@ async fn run_session(bin: &Path, mode: &str) -> Result<Outcome, String> {
         }
         let network = v["client_projection"]["network"]["events"].as_array();
         for n in network.into_iter().flatten() {
-            let host = format!("{}:{} ({})", n["host"], n["port"], n["rule"]);
+            let host = format!(
+                "{}:{} (rule {})",
+                n["host"].as_str().unwrap_or("?"),
+                n["port"],
+                n["rule"].as_str().unwrap_or("none")
+            );
             let asked = n["rule"].as_str().is_some_and(|r| r.starts_with("asked"));
             if n["allowed"] == true && !asked {
                 o.allowed_hosts.push(host);
