@@ -354,9 +354,8 @@ async fn the_first_run_asks_the_mode_once_and_keeps_it_at_the_user_level() {
     let f = fx().await;
     let k = ProviderKind::Anthropic;
     f.server.push(Turn::text("Hello.").reply(k));
-    let (code, stdout, terminal) = tokio::task::block_in_place(|| {
-        at_terminal(&f, &["run", "hi"], &[(MODE_PROMPT, "2")])
-    });
+    let (code, stdout, terminal) =
+        tokio::task::block_in_place(|| at_terminal(&f, &["run", "hi"], &[(MODE_PROMPT, "2")]));
     assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
     assert!(stdout.contains("Hello."), "{stdout}");
     assert!(
@@ -386,7 +385,10 @@ async fn the_first_run_asks_the_mode_once_and_keeps_it_at_the_user_level() {
     let (code, stdout, terminal) =
         tokio::task::block_in_place(|| at_terminal(&f, &["run", "hi again"], &[]));
     assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
-    assert!(!terminal.contains("How much should aibuddy ask"), "{terminal}");
+    assert!(
+        !terminal.contains("How much should aibuddy ask"),
+        "{terminal}"
+    );
     assert!(terminal.contains("aibuddy: approvals: auto"), "{terminal}");
     f.server.assert_clean();
     let out = f.cmd(&["trust", "--json"]).output().unwrap();

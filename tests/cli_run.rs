@@ -681,7 +681,11 @@ async fn run_session(mode: &str) -> (Fx, Vec<Value>, Vec<Value>, Vec<Value>) {
          test: build\n\ttest \"$$(./out/add 2 3)\" = 5 && echo tests-pass\n",
     )
     .unwrap();
-    std::fs::write(f.project.join("src/add.sh"), "#!/bin/sh\nexpr \"$1\" + \"$2\"\n").unwrap();
+    std::fs::write(
+        f.project.join("src/add.sh"),
+        "#!/bin/sh\nexpr \"$1\" + \"$2\"\n",
+    )
+    .unwrap();
     std::fs::write(f.project.join(".gitignore"), "/out\n/vendor\n/remote.git\n").unwrap();
     sh(
         &f.project,
@@ -745,7 +749,11 @@ async fn auto_mode_asks_at_most_three_times_in_a_coding_session() {
         .iter()
         .filter(|(t, _)| ["execute", "write_file", "edit_file"].contains(t))
         .count();
-    assert_eq!(asks.len(), changing, "ask mode asks for every command and write");
+    assert_eq!(
+        asks.len(),
+        changing,
+        "ask mode asks for every command and write"
+    );
     assert!(results.iter().all(|r| r["status"] == "ok"), "{results:?}");
 
     let (f, _, asks, results) = run_session("auto").await;
@@ -775,7 +783,11 @@ async fn auto_mode_asks_at_most_three_times_in_a_coding_session() {
             format!("{tool} `{target}`: {}", ask_reason(a))
         })
         .collect();
-    assert!(asks.len() <= 3, "auto asked {} times: {shown:#?}", asks.len());
+    assert!(
+        asks.len() <= 3,
+        "auto asked {} times: {shown:#?}",
+        asks.len()
+    );
     assert_eq!(
         shown,
         vec![
@@ -813,10 +825,15 @@ async fn auto_mode_asks_at_most_three_times_in_a_coding_session() {
         assert_eq!(n["allowed"], true, "{n}");
         assert!(n["rule"].as_str().unwrap().starts_with("127.0.0.2:"), "{n}");
     }
-    assert_eq!(policy(id(0)).await.0, Value::Null, "a read-only tool has none");
+    assert_eq!(
+        policy(id(0)).await.0,
+        Value::Null,
+        "a read-only tool has none"
+    );
     let (_, human, _) = f.run(&["show", &id(1)]).await;
     assert!(
-        human.contains("approval: ran without asking: auto mode, confined, checkpointed (approved)"),
+        human
+            .contains("approval: ran without asking: auto mode, confined, checkpointed (approved)"),
         "{human}"
     );
     let (_, human, _) = f.run(&["show", &id(11)]).await;

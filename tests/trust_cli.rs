@@ -672,8 +672,7 @@ fn a_project_settings_file_cannot_allow_commands_or_widen_the_mode_unless_truste
     let (_, status) = f.json(&["trust", "--json"]);
     assert_eq!(status["approvals"]["mode"], "read-only", "{status}");
     assert_eq!(
-        status["approvals"]["narrowed_by_project"],
-        "read-only",
+        status["approvals"]["narrowed_by_project"], "read-only",
         "{status}"
     );
 }

@@ -102,9 +102,23 @@ fn sh(dir: &Path, line: &str) -> Result<(), String> {
     }
 }
 
+/// The host's Python interpreter itself (not a version manager's shim, whose hook would try to
+/// write outside the project after `pip install`), when it has pip.
+fn python_with_pip() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys, pip; print(sys.executable)"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !path.is_empty() && !path.contains(char::is_whitespace))
+        .then_some(path)
+}
+
 /// The registry's files: a wheel and its simple index (built with the host's python3), and a
-/// tarball; and which install command the session uses.
-fn packages(tmp: &Path) -> Result<(BTreeMap<String, Vec<u8>>, bool), String> {
+/// tarball; and the Python that installs it (None: the session uses curl + tar).
+fn packages(tmp: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Option<String>), String> {
     let src = tmp.join("pkgsrc");
     std::fs::create_dir_all(src.join("tinypkg")).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(src.join("tinypkg-0.1.0.dist-info")).map_err(|e| e.to_string())?;
@@ -129,13 +143,14 @@ fn packages(tmp: &Path) -> Result<(BTreeMap<String, Vec<u8>>, bool), String> {
         "/tinypkg-0.1.0.tar.gz".to_string(),
         std::fs::read(tmp.join("tinypkg-0.1.0.tar.gz")).map_err(|e| e.to_string())?,
     );
-    let pip = sh(
-        &src,
-        "python3 -m pip --version >/dev/null 2>&1 && \
-         python3 -m zipfile -c ../tinypkg-0.1.0-py3-none-any.whl tinypkg tinypkg-0.1.0.dist-info",
-    )
-    .is_ok();
-    if pip {
+    let pip = python_with_pip().filter(|_| {
+        sh(
+            &src,
+            "python3 -m zipfile -c ../tinypkg-0.1.0-py3-none-any.whl tinypkg tinypkg-0.1.0.dist-info",
+        )
+        .is_ok()
+    });
+    if pip.is_some() {
         let wheel = "tinypkg-0.1.0-py3-none-any.whl";
         files.insert(
             format!("/simple/tinypkg/{wheel}"),
@@ -175,10 +190,10 @@ fn project(tmp: &Path) -> Result<PathBuf, String> {
 }
 
 /// The 30 calls of the session.
-fn session(port: u16, pip: bool) -> Vec<(&'static str, Value)> {
-    let install = if pip {
+fn session(port: u16, python: Option<&str>) -> Vec<(&'static str, Value)> {
+    let install = if let Some(python) = python {
         format!(
-            "python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target vendor \
+            "{python} -m pip install -q --no-cache-dir --disable-pip-version-check --target vendor \
              --index-url http://127.0.0.2:{port}/simple/ tinypkg"
         )
     } else {
@@ -283,7 +298,7 @@ async fn run_session(bin: &Path, mode: &str) -> Result<Outcome, String> {
         "approvals": {"rules": [{"command": PUSH_RULE, "decision": "ask"}]}
     });
     std::fs::write(data.join("settings.json"), settings.to_string()).map_err(|e| e.to_string())?;
-    let calls = session(port, pip);
+    let calls = session(port, pip.as_deref());
     for (i, (tool, input)) in calls.iter().enumerate() {
         server.push(
             Turn::text("next")
@@ -362,7 +377,13 @@ async fn run_session(bin: &Path, mode: &str) -> Result<Outcome, String> {
                         "{id} {} exit {}: {}",
                         e["status"],
                         e["exit_code"],
-                        e["model"].as_str().unwrap_or("").lines().take(12).collect::<Vec<_>>().join(" | ")
+                        e["model"]
+                            .as_str()
+                            .unwrap_or("")
+                            .lines()
+                            .take(12)
+                            .collect::<Vec<_>>()
+                            .join(" | ")
                     ));
                 }
                 ids.push(id);

@@ -78,7 +78,8 @@ pub enum Verdict {
 /// The record of a command `auto` ran without asking.
 pub const AUTO_CONFINED: &str = "ran without asking: auto mode, confined, checkpointed";
 /// The record of a file write inside the project `auto` ran without asking.
-pub const AUTO_WRITE: &str = "ran without asking: auto mode, a write inside the project, checkpointed";
+pub const AUTO_WRITE: &str =
+    "ran without asking: auto mode, a write inside the project, checkpointed";
 
 /// The decision for one call (see the module docs for the precedence).
 pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {

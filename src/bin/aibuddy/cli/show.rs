@@ -182,11 +182,7 @@ fn approval_lines(records: &[aibuddy_store::ConfirmRecord]) -> Vec<String> {
     records
         .iter()
         .map(|r| match &r.policy {
-            Some(why) => format!(
-                "approval: {} ({})",
-                term::line(why),
-                r.decision.as_str()
-            ),
+            Some(why) => format!("approval: {} ({})", term::line(why), r.decision.as_str()),
             None => format!("approval: asked, {}", r.decision.as_str()),
         })
         .collect()

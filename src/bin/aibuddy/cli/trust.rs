@@ -2,7 +2,8 @@
 //! MCP servers' commands and URLs, each widening settings field with its resolved value) and record
 //! it after confirmation on the terminal. `--yes` approves without asking; with no terminal and no
 //! `--yes` nothing is recorded (exit 3, like a rejected call). `--json` without `--yes` only
-//! reports the status. Everything that comes from the project is escaped before printing.
+//! reports the status; every `--json` status carries the project's approval mode (`approvals`, see
+//! [`with_approvals`]). Everything that comes from the project is escaped before printing.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
