@@ -37,7 +37,7 @@ const PUSH_RULE: &str = "git push *";
 
 /// A loopback package registry on the host: `path -> body`, on 127.0.0.2 (a loopback address
 /// commands reach only through the allow-list proxy, as `NO_PROXY` names 127.0.0.1).
-fn registry(files: BTreeMap<String, Vec<u8>>) -> Result<u16, String> {
+fn registry(files: Files) -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.2:0").map_err(|e| format!("127.0.0.2: {e}"))?;
     let port = l.local_addr().map_err(|e| e.to_string())?.port();
     let files = Arc::new(files);
@@ -116,9 +116,12 @@ fn python_with_pip() -> Option<String> {
         .then_some(path)
 }
 
+/// What the registry serves: path -> body.
+type Files = BTreeMap<String, Vec<u8>>;
+
 /// The registry's files: a wheel and its simple index (built with the host's python3), and a
 /// tarball; and the Python that installs it (None: the session uses curl + tar).
-fn packages(tmp: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Option<String>), String> {
+fn packages(tmp: &Path) -> Result<(Files, Option<String>), String> {
     let src = tmp.join("pkgsrc");
     std::fs::create_dir_all(src.join("tinypkg")).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(src.join("tinypkg-0.1.0.dist-info")).map_err(|e| e.to_string())?;
