@@ -9,7 +9,8 @@ use crate::settings::Settings;
 
 use super::record::CallRecorder;
 
-/// The approval decision for one prepared call.
+/// The approval decision for one prepared call; `checkpointed`: its changes to the project will
+/// be checkpointed (the pipeline has the project's checkpoints).
 pub(super) fn verdict(
     settings: &Settings,
     name: &str,
@@ -17,6 +18,7 @@ pub(super) fn verdict(
     config_key: &str,
     risk: Risk,
     prepared: &Prepared,
+    checkpointed: bool,
 ) -> Verdict {
     let kind = match (&prepared.launch, &tool.source) {
         (Some(launch), _) => CallKind::Command {
@@ -34,6 +36,7 @@ pub(super) fn verdict(
         inside_project: prepared.inside_project,
         mode: settings.approvals.mode,
         auto_approve_writes: settings.confirm.auto_approve_writes,
+        checkpointed,
     };
     decide(&facts, &settings.approvals.rules)
 }

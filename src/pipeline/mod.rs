@@ -365,6 +365,7 @@ impl Runner {
             &policy.config_key,
             risk,
             &prepared,
+            self.checkpoints.is_some(),
         );
         let ask_why = match verdict {
             Verdict::Run(None) => None,
