@@ -107,7 +107,12 @@ fn project_info_reports_the_startup_project_and_settings_problems() {
     assert_eq!(info["root"], json!(root.display().to_string()));
     assert_eq!(info["data_dir"], json!(f.data.path().display().to_string()));
     // Only what the header shows (the unread `event_version` is gone).
-    let mut keys: Vec<&str> = info.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = info
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort();
     assert_eq!(
         keys,

@@ -112,7 +112,12 @@ fn calls_of_the_window_are_paged_newest_first_and_filtered() {
     assert_eq!(rows["rows"][1]["tool"], json!("read_file"));
     assert_eq!(rows["rows"][1]["status"], json!("ok"));
     assert!(rows["rows"][1]["duration_ms"].as_i64().is_some(), "{rows}");
-    assert!(rows["rows"][1]["started_at"].as_str().unwrap().contains('T'));
+    assert!(
+        rows["rows"][1]["started_at"]
+            .as_str()
+            .unwrap()
+            .contains('T')
+    );
 
     let limited = page(&f, json!({ "limit": 1 }));
     assert_eq!(ids(&limited), vec![id_of(&second)]);
@@ -125,7 +130,10 @@ fn the_history_page_searches_the_full_text_index() {
     let f = fixture();
     let notes = call(&f, "read_file", r#"{"path":"notes.txt"}"#);
     call(&f, "read_file", r#"{"path":"long.txt"}"#);
-    assert_eq!(ids(&page(&f, json!({ "search": "notes" }))), vec![id_of(&notes)]);
+    assert_eq!(
+        ids(&page(&f, json!({ "search": "notes" }))),
+        vec![id_of(&notes)]
+    );
     assert_eq!(
         ids(&page(&f, json!({ "search": "nosuchword" }))),
         Vec::<String>::new()
@@ -168,7 +176,12 @@ fn a_call_record_carries_input_model_text_and_its_raw_output_by_range() {
 #[test]
 fn a_call_record_of_an_unknown_id_is_a_typed_error() {
     let f = fixture();
-    let error = invoke(&f.window, "call_record", json!({ "toolCallId": "call_nope" })).unwrap_err();
+    let error = invoke(
+        &f.window,
+        "call_record",
+        json!({ "toolCallId": "call_nope" }),
+    )
+    .unwrap_err();
     assert_eq!(error["code"], json!("project"), "{error}");
     assert!(error["message"].as_str().unwrap().contains("call_nope"));
 }

@@ -49,7 +49,11 @@ fn a_switch_rescopes_everything_and_the_old_servers_are_gone() {
         .unwrap();
     assert_eq!(read["status"], json!("ok"), "{read}");
     let history_a = w.invoke("history_page", json!({})).unwrap();
-    assert_eq!(history_a["rows"].as_array().unwrap().len(), 1, "{history_a}");
+    assert_eq!(
+        history_a["rows"].as_array().unwrap().len(),
+        1,
+        "{history_a}"
+    );
 
     seed_recent(&data, &[&b]);
     let info = w
