@@ -411,14 +411,27 @@ async fn the_a_key_stores_the_offered_rule_at_the_user_level() {
             .call("toolu_a1", "execute", ls.clone())
             .reply(k),
     );
+    // A later command the rule covers, in the same run: not asked again (the rule applies at
+    // once, not from the next session). Were it asked, the queued `n` would decline it.
+    f.server.push(
+        Turn::text("Listing more.")
+            .call("toolu_a1b", "execute", json!({"command": "ls -l"}))
+            .reply(k),
+    );
     f.server.push(Turn::text("Listed.").reply(k));
     let (code, stdout, terminal) = tokio::task::block_in_place(|| {
         at_terminal(
             &f,
             &["run", "--approvals", "ask", "list"],
-            &[("Approve? [y/N/a] ", "a")],
+            &[("Approve? [y/N/a] ", "a\nn")],
         )
     });
+    assert_eq!(
+        terminal.matches("Approve? [y/N/a] ").count(),
+        1,
+        "{terminal}"
+    );
+    assert!(terminal.contains(":toolu_a1b ok"), "{terminal}");
     assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
     assert!(
         terminal.contains(

@@ -359,7 +359,7 @@ impl Runner {
         let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;
         let risk = prepared.risk.map_or(tool.risk, |r| r.min(tool.risk));
         let verdict = approval::verdict(
-            &self.services.settings,
+            &self.services,
             &req.name,
             &tool,
             &policy.config_key,

@@ -244,7 +244,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     let agent = Agent::new(
         app.clone(),
         Arc::new(provider),
-        prompt::broker_in(args.yes, &app.data_dir, &app.project_root),
+        prompt::broker_in(args.yes, app.rule_book()),
         AgentOptions::from_settings(&app.settings.settings),
     )
     .with_human(ask::human_broker());
