@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::log::{Log, NetEvent, Protocol};
+use crate::log::{Log, NetEvent, NetWatch, Protocol};
 use crate::policy::{Policy, Verdict, normalize_host};
 use crate::{Answer, Ask, Decider};
 
@@ -45,7 +45,7 @@ type AnswerCell = Arc<tokio::sync::OnceCell<Answer>>;
 struct Shared {
     policy: Policy,
     decider: Arc<dyn Decider>,
-    log: Log,
+    log: Arc<Log>,
     /// One answer per host and port: the first connection asks, the others wait for its answer.
     answers: Mutex<HashMap<(String, u16), AnswerCell>>,
     stop: CancellationToken,
@@ -62,7 +62,7 @@ impl Proxy {
         Arc::new(Shared {
             policy: cfg.policy,
             decider: cfg.decider,
-            log: Log::new(),
+            log: Arc::new(Log::new()),
             answers: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
         })
@@ -126,6 +126,11 @@ impl Proxy {
     /// The decisions so far and how many distinct ones did not fit.
     pub fn events(&self) -> (Vec<NetEvent>, u64) {
         self.shared.log.snapshot()
+    }
+
+    /// A view of the decisions that stays readable after the proxy stopped.
+    pub fn watch(&self) -> NetWatch {
+        NetWatch(self.shared.log.clone())
     }
 
     /// Stops listening, ends every connection, returns the decisions.
