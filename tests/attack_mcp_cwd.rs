@@ -631,8 +631,9 @@ fn a_sandboxed_server_is_not_started_where_no_confinement_is_possible() {
     assert_eq!(boxed["sandbox"]["confinement"], serde_json::Value::Null);
     let text = status(&["mcp", "status"]);
     assert!(
-        text.contains("boxed  failed (0 tools): cannot start \"python3\": sandbox (Execution stage)")
-            && text.contains("not started unconfined")
+        text.contains(
+            "boxed  failed (0 tools): cannot start \"python3\": sandbox (Execution stage)"
+        ) && text.contains("not started unconfined")
             && text.contains("sandboxed: not started yet, network: off"),
         "{text}"
     );
@@ -669,7 +670,9 @@ fn a_sandboxed_server_status_lists_the_hosts_its_proxy_refused() {
     assert_eq!(boxed["sandbox"]["refused_more"], 0, "{rows}");
     let (_, text, _) = f.aibuddy(&["mcp", "status"]);
     assert!(
-        text.contains("network: allow: allowed.example, refused: refused.example:80, refused.example:8080"),
+        text.contains(
+            "network: allow: allowed.example, refused: refused.example:80, refused.example:8080"
+        ),
         "{text}"
     );
 }

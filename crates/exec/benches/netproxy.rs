@@ -171,7 +171,11 @@ async fn main() {
     let (mut d_big, mut p_big, mut ratios) = (vec![], vec![], vec![]);
     let (mut d_small, mut p_small, mut extras) = (vec![], vec![], vec![]);
     for round in 0..rounds {
-        let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
         let mut pair = [0.0f64; 2];
         let mut pair_small = [0.0f64; 2];
         for proxy in order {

@@ -769,13 +769,8 @@ fn release_placeholder(path: &Path) {
     }
     held.remove(path);
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            // Only when empty: something outside the sandbox may have written into it. Moved
-            // out of the project at once, removed off the command's path (see `trash`).
-            if !trash::discard_empty_dir(path, m.dev()) {
-                let _ = std::fs::remove_dir(path);
-            }
-        }
+        // Only when empty: something outside the sandbox may have written into it.
+        Ok(m) if m.is_dir() => trash::remove_empty_dir(path, m.dev()),
         Ok(m) if untouched_file(path, &m) => {
             let _ = std::fs::remove_file(path);
         }
@@ -857,11 +852,14 @@ mod trash {
         found
     }
 
-    /// The background remover: (path in the trash, where it came from).
-    fn remover() -> Option<mpsc::Sender<(PathBuf, PathBuf)>> {
-        static TX: OnceLock<Option<Mutex<mpsc::Sender<(PathBuf, PathBuf)>>>> = OnceLock::new();
+    /// A directory in the trash and where it came from.
+    type Moved = (PathBuf, PathBuf);
+
+    /// The background remover of moved directories (started on first use).
+    fn remover() -> Option<mpsc::Sender<Moved>> {
+        static TX: OnceLock<Option<Mutex<mpsc::Sender<Moved>>>> = OnceLock::new();
         let tx = TX.get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<(PathBuf, PathBuf)>();
+            let (tx, rx) = mpsc::channel::<Moved>();
             std::thread::Builder::new()
                 .name("aibuddy-placeholder-trash".into())
                 .spawn(move || {
@@ -888,7 +886,7 @@ mod trash {
     /// Moves the empty directory `path` (on file system `dev`) into the trash and has it removed
     /// in the background: `true` when it is gone from `path` (or was not empty: left alone),
     /// `false` when the caller should remove it in place.
-    pub(super) fn discard_empty_dir(path: &Path, dev: u64) -> bool {
+    fn discard_empty_dir(path: &Path, dev: u64) -> bool {
         match std::fs::read_dir(path).map(|mut entries| entries.next().is_some()) {
             Ok(true) => return true,
             Ok(false) => {}
@@ -906,6 +904,14 @@ mod trash {
             let _ = std::fs::remove_dir(&moved);
         }
         true
+    }
+
+    /// Removes the empty directory `path` (on file system `dev`): moved out of the project at
+    /// once and removed in the background, or removed in place where there is no trash.
+    pub(super) fn remove_empty_dir(path: &Path, dev: u64) {
+        if !discard_empty_dir(path, dev) {
+            let _ = std::fs::remove_dir(path);
+        }
     }
 
     /// Removes the trash directory `dir` of a dead process: its empty directories, then itself.
@@ -1594,7 +1600,10 @@ mod tests {
         assert!(root.join(".cursor").is_dir() && root.join(".idea").is_dir());
         std::fs::write(root.join(".idea/person.xml"), "mine").unwrap();
         assert!(g.finish().is_empty());
-        assert!(!root.join(".cursor").exists(), "the empty placeholder is gone");
+        assert!(
+            !root.join(".cursor").exists(),
+            "the empty placeholder is gone"
+        );
         assert!(root.join(".idea/person.xml").exists(), "written into: kept");
 
         let dead = root.join(format!("{}2147483000", trash::PREFIX));
@@ -1605,7 +1614,10 @@ mod tests {
         std::fs::create_dir_all(alive.join("0")).unwrap();
         sweep_trash_in(&root);
         assert!(!dead.join("0").exists() && dead.join("1/kept").exists());
-        assert!(alive.join("0").exists(), "a living process's trash is its own");
+        assert!(
+            alive.join("0").exists(),
+            "a living process's trash is its own"
+        );
     }
 
     #[test]

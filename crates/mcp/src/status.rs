@@ -122,8 +122,11 @@ impl SandboxStatus {
         watches: &[aibuddy_exec::netproxy::NetWatch],
     ) -> Option<SandboxStatus> {
         let sandbox = config.sandbox.as_ref()?;
-        let (refused_hosts, refused_more) =
-            refused_of(watches.iter().map(aibuddy_exec::netproxy::NetWatch::refused_hosts));
+        let (refused_hosts, refused_more) = refused_of(
+            watches
+                .iter()
+                .map(aibuddy_exec::netproxy::NetWatch::refused_hosts),
+        );
         Some(SandboxStatus {
             refused_hosts,
             refused_more,
