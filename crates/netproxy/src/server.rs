@@ -535,6 +535,8 @@ mod zero_copy {
             if moved {
                 continue;
             }
+            // At least one branch is enabled: `eof && queued == 0` ended the loop above, and
+            // otherwise either there is room to read or bytes to write.
             let can_read = !eof && queued < CHUNK;
             tokio::select! {
                 r = from.readable(), if can_read => {
