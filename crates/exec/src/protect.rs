@@ -565,7 +565,9 @@ fn hold_placeholder(path: &Path, kind: Placeholder) -> bool {
             .is_ok()
     };
     let created = match kind {
-        Placeholder::Dir => std::fs::DirBuilder::new().mode(0o755).create(path).is_ok(),
+        Placeholder::Dir => {
+            trash::reuse_dir(path) || std::fs::DirBuilder::new().mode(0o755).create(path).is_ok()
+        }
         Placeholder::File => new_file(b""),
         Placeholder::SameDir => new_file(SAME_DIR),
         Placeholder::None => false,
@@ -900,10 +902,83 @@ mod trash {
         if std::fs::rename(path, &moved).is_err() {
             return false;
         }
-        if let Err(mpsc::SendError((moved, _))) = tx.send((moved, path.to_path_buf())) {
+        let item = (moved, path.to_path_buf());
+        let item = {
+            let mut pool = pool().lock().unwrap_or_else(|e| e.into_inner());
+            let ready = pool.entry(dev).or_default();
+            if ready.len() < POOL_MAX {
+                ready.push(item);
+                return true;
+            }
+            item
+        };
+        if let Err(mpsc::SendError((moved, _))) = tx.send(item) {
             let _ = std::fs::remove_dir(&moved);
         }
         true
+    }
+
+    /// Empty directories kept in the trash for the next placeholders, per file system, at most
+    /// [`POOL_MAX`] each: a placeholder then comes and goes by two renames, no `mkdir` or `rmdir`
+    /// (each allocates or frees a block and may wait for the journal).
+    fn pool() -> &'static Mutex<HashMap<u64, Vec<Moved>>> {
+        static POOL: OnceLock<Mutex<HashMap<u64, Vec<Moved>>>> = OnceLock::new();
+        POOL.get_or_init(|| Mutex::new(HashMap::new()))
+    }
+
+    /// Placeholder directories kept for reuse per file system.
+    const POOL_MAX: usize = 16;
+
+    /// Makes the placeholder directory `path` from an empty one kept in the trash (one rename,
+    /// never over something that appeared there meanwhile): `true` when it is there.
+    pub(super) fn reuse_dir(path: &Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(dev) = path
+            .parent()
+            .and_then(|p| std::fs::symlink_metadata(p).ok())
+            .map(|m| m.dev())
+        else {
+            return false;
+        };
+        let Some((kept, from)) = pool()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&dev)
+            .and_then(Vec::pop)
+        else {
+            return false;
+        };
+        // Written into just before it was moved: the remover puts it back where it was.
+        if std::fs::read_dir(&kept).map_or(true, |mut e| e.next().is_some()) {
+            if let Some(tx) = remover() {
+                let _ = tx.send((kept, from));
+            }
+            return false;
+        }
+        let (Ok(src), Ok(dst)) = (
+            std::ffi::CString::new(kept.as_os_str().as_bytes()),
+            std::ffi::CString::new(path.as_os_str().as_bytes()),
+        ) else {
+            return false;
+        };
+        // SAFETY: renameat2 on two NUL-terminated paths we own; RENAME_NOREPLACE never replaces
+        // what is at `path`.
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                src.as_ptr(),
+                libc::AT_FDCWD,
+                dst.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if r == 0 {
+            return true;
+        }
+        if let Some(tx) = remover() {
+            let _ = tx.send((kept, from));
+        }
+        false
     }
 
     /// Removes the empty directory `path` (on file system `dev`): moved out of the project at
@@ -1598,6 +1673,7 @@ mod tests {
         ];
         let g = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
         assert!(root.join(".cursor").is_dir() && root.join(".idea").is_dir());
+        let first = std::fs::metadata(root.join(".cursor")).unwrap();
         std::fs::write(root.join(".idea/person.xml"), "mine").unwrap();
         assert!(g.finish().is_empty());
         assert!(
@@ -1605,6 +1681,21 @@ mod tests {
             "the empty placeholder is gone"
         );
         assert!(root.join(".idea/person.xml").exists(), "written into: kept");
+        // The next command's placeholder is the same (empty) directory, back by one rename,
+        // where the trash shares the file system (the temp dir here).
+        let g = Guard::prepare(std::slice::from_ref(&root), &list, Hold::Mounts);
+        let again = std::fs::metadata(root.join(".cursor")).unwrap();
+        let empty = std::fs::read_dir(root.join(".cursor"))
+            .unwrap()
+            .next()
+            .is_none();
+        assert!(again.is_dir() && empty);
+        if root.starts_with(std::env::temp_dir().canonicalize().unwrap()) {
+            assert_eq!(again.ino(), first.ino(), "reused from the trash");
+        }
+        assert_eq!(g.read_only().len(), 2);
+        assert!(g.finish().is_empty());
+        assert!(!root.join(".cursor").exists());
 
         let dead = root.join(format!("{}2147483000", trash::PREFIX));
         std::fs::create_dir_all(dead.join("0")).unwrap();
