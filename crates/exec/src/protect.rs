@@ -790,11 +790,14 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 /// `.claude`, `.codex`, `.cursor`, `.aibuddy`): most of the guard's cost. A placeholder no command
 /// holds any more is instead renamed, in one step, into this process's trash directory on the
 /// same file system (`<temp>/aibuddy-trash-<pid>` or `<cache>/aibuddy/aibuddy-trash-<pid>`,
-/// `0700`), so it is gone from the project at once, and a background thread removes it there
-/// (a directory written into meanwhile is renamed back when its name is still free). Where no
-/// trash directory shares the file system, the directory is removed in place as before. A trash
-/// directory of a dead process (the app killed before its thread got there) is emptied of empty
-/// directories and removed with the placeholder manifests.
+/// `0700`), so it is gone from the project at once. Up to 16 of them per file
+/// system are kept there and become later placeholders by one rename back (never over something
+/// that appeared: `RENAME_NOREPLACE`), so a placeholder directory needs no `mkdir` or `rmdir`;
+/// beyond that a background thread removes them (a directory written into meanwhile is renamed
+/// back when its name is still free). Where no trash directory shares the file system, the
+/// directory is made and removed in place as before. A trash directory of a dead process (the
+/// app killed: its kept directories) is emptied of empty directories and removed with the
+/// placeholder manifests.
 mod trash {
     use std::collections::HashMap;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
