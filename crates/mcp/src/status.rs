@@ -200,6 +200,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn refused_hosts_are_distinct_oldest_first_and_capped() {
+        let old = vec!["a.example:443".to_string(), "b.example:80".to_string()];
+        let new: Vec<String> = std::iter::once("a.example:443".to_string())
+            .chain((0..30).map(|i| format!("h{i}.example:443")))
+            .collect();
+        let (shown, more) = refused_of([old, new]);
+        assert_eq!(shown.len(), MAX_REFUSED_SHOWN);
+        assert_eq!(
+            &shown[..3],
+            ["a.example:443", "b.example:80", "h0.example:443"]
+        );
+        assert_eq!(more, 2 + 30 - MAX_REFUSED_SHOWN);
+        let status = SandboxStatus {
+            confinement: Some("namespaces+landlock-v7".into()),
+            network: "allow: x.example".into(),
+            writable_roots: Vec::new(),
+            refused_hosts: shown[..2].to_vec(),
+            refused_more: 3,
+        };
+        assert_eq!(
+            status.describe(),
+            "sandboxed: namespaces+landlock-v7, network: allow: x.example, refused: \
+             a.example:443, b.example:80 and 3 more"
+        );
+    }
+
+    #[test]
     fn needs_login_is_its_own_state() {
         assert!(ServerState::NeedsLogin.needs_login());
         let failed = ServerState::Failed {
