@@ -19,10 +19,12 @@
 
 pub mod diff;
 mod error;
+mod lock;
 pub mod manifest;
 pub mod objects;
 pub mod restore;
 pub mod snapshot;
+mod statcache;
 mod store;
 pub mod text;
 
@@ -31,5 +33,6 @@ pub use error::{CheckpointError, Result};
 pub use manifest::{Entry, Kind, Manifest, SkipReason};
 pub use restore::{Conflict, Failure, Plan};
 pub use snapshot::{DEFAULT_MAX_FILE_BYTES, SnapshotOptions, SnapshotStats};
-pub use store::{CheckpointStore, Snapshot, project_key};
+pub use lock::CallLock;
+pub use store::{CheckpointStore, SharedSnapshot, Snapshot, project_key};
 pub use text::{FileDiff, file_diff};
