@@ -209,4 +209,19 @@ mod tests {
         ));
         assert!(store.get("../../etc/passwd").is_err());
     }
+
+    #[test]
+    fn an_empty_object_left_by_a_crash_is_replaced_and_new_folders_are_synced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(tmp.path().join("objects"));
+        let id = store.put(b"content").unwrap();
+        assert!(!store.dirty.lock().unwrap().is_empty());
+        store.sync_dirs().unwrap();
+        assert!(store.dirty.lock().unwrap().is_empty());
+        // What an unsynced write cut short by a power loss leaves: the name, no content.
+        std::fs::write(store.path_of(&id), b"").unwrap();
+        assert!(store.get(&id).is_err());
+        assert_eq!(store.put(b"content").unwrap(), id);
+        assert_eq!(store.get(&id).unwrap(), b"content");
+    }
 }
