@@ -10,13 +10,15 @@
 #   - first: the first snapshot of a fresh project. Goal: <= 1x shadow git.
 # Prints numbers, ratios and the load average; asserts nothing. ROUNDS (default 3) repeats the
 # measures on the same tree and reports the median of the rounds' p50s (a shared machine is noisy).
+# Environment: FILES, BYTES, N (snapshots per measure), ROUNDS, NO_BUILD, CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FILES=${FILES:-10000}
 BYTES=${BYTES:-209715200}
 N=${N:-21}
 ROUNDS=${ROUNDS:-3}
-cargo build --release --locked -q -p aibuddy-checkpoint --bin aibuddy-checkpoint-bench
+# NO_BUILD=1: use the binary already built (e.g. while another build holds the target dir).
+[ -n "${NO_BUILD:-}" ] || cargo build --release --locked -q -p aibuddy-checkpoint --bin aibuddy-checkpoint-bench
 BIN="${CARGO_TARGET_DIR:-target}/release/aibuddy-checkpoint-bench"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,6 +29,10 @@ echo "tree: $(find "$tree" -type f | wc -l) files, $(du -sm "$tree" | cut -f1) M
 us() { echo $(( ($(date +%s%N) - $1) / 1000 )); }   # microseconds since $1 (ns)
 p50() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { grep "^$1=" "$2" | sed "s/^$1=\([0-9.]*\).*/\1/" | awk '{printf "%d\n", $1*1000}'; }
+# CPU time (user + system) of the finished children of this shell, in microseconds (10 ms ticks:
+# averaged over N runs). Wall time on a loaded machine mostly measures waiting for a CPU.
+child_cpu_us() { times | tail -1 | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/);
+  printf "%d", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r <= g) ? "PASS" : "MISS" }'; }
 
@@ -40,9 +46,11 @@ for round in $(seq "$ROUNDS"); do
   git config core.autocrlf false
   t=$(date +%s%N); git add -A; git write-tree >/dev/null; git_first=$(us "$t")
   : > "$work/git.txt"; : > "$work/gitcall.txt"
+  c0=$(child_cpu_us)
   for i in $(seq "$N"); do
     t=$(date +%s%N); git add -A; git write-tree >/dev/null; us "$t" >> "$work/git.txt"
   done
+  git_cpu=$(( ($(child_cpu_us) - c0) / N ))
   for i in $(seq "$N"); do
     t=$(date +%s%N); git add -A; git write-tree >/dev/null; a=$(us "$t")
     "$BIN" touch "$tree" "$((i + 1000 * round))"
@@ -56,18 +64,20 @@ for round in $(seq "$ROUNDS"); do
   "$BIN" "$work/data" "$tree" "$N" > "$work/ckpt.out"
   ck_first=$(field first_ms "$work/ckpt.out")
   ck_p50=$(field unchanged_ms "$work/ckpt.out" | p50)
+  ck_cpu=$(grep '^unchanged_ms=' "$work/ckpt.out" | sed 's/.*cpu_ms=\([0-9.]*\).*/\1/' | awk '{ s += $1 * 1000 } END { printf "%d", s / NR }')
   cold_p50=$(field cold_ms "$work/ckpt.out" | p50)
   call_p50=$(field call_ms "$work/ckpt.out" | p50)
   load_end=$(cut -d' ' -f1 /proc/loadavg)
-  echo "$git_first $git_p50 $gitcall_p50 $ck_first $ck_p50 $cold_p50 $call_p50" >> "$work/rounds.txt"
-  printf 'round %s (load %s -> %s): git first %.1f ms, unchanged %.2f ms, call %.2f ms | checkpoints first %.1f ms, unchanged %.2f ms, cold %.2f ms, call %.2f ms\n' \
-    "$round" "$load" "$load_end" "$(ratio "$git_first" 1000)" "$(ratio "$git_p50" 1000)" "$(ratio "$gitcall_p50" 1000)" \
-    "$(ratio "$ck_first" 1000)" "$(ratio "$ck_p50" 1000)" "$(ratio "$cold_p50" 1000)" "$(ratio "$call_p50" 1000)"
+  echo "$git_first $git_p50 $gitcall_p50 $ck_first $ck_p50 $cold_p50 $call_p50 $git_cpu $ck_cpu" >> "$work/rounds.txt"
+  printf 'round %s (load %s -> %s): git first %.1f ms, unchanged %.2f ms (cpu %.1f), call %.2f ms | checkpoints first %.1f ms, unchanged %.2f ms (cpu %.1f), cold %.2f ms, call %.2f ms\n' \
+    "$round" "$load" "$load_end" "$(ratio "$git_first" 1000)" "$(ratio "$git_p50" 1000)" "$(ratio "$git_cpu" 1000)" "$(ratio "$gitcall_p50" 1000)" \
+    "$(ratio "$ck_first" 1000)" "$(ratio "$ck_p50" 1000)" "$(ratio "$ck_cpu" 1000)" "$(ratio "$cold_p50" 1000)" "$(ratio "$call_p50" 1000)"
 done
 
 med() { awk -v c="$1" '{print $c}' "$work/rounds.txt" | p50; }
 git_first=$(med 1); git_p50=$(med 2); gitcall_p50=$(med 3)
 ck_first=$(med 4); ck_p50=$(med 5); cold_p50=$(med 6); call_p50=$(med 7)
+git_cpu=$(med 8); ck_cpu=$(med 9)
 un_ratio=$(ratio "$ck_p50" "$git_p50")
 cold_ratio=$(ratio "$cold_p50" "$git_p50")
 call_ratio=$(ratio "$call_p50" "$gitcall_p50")
@@ -77,6 +87,8 @@ printf 'shadow git   first %8.1f ms   unchanged p50 %7.2f ms   call p50 %7.2f ms
 printf 'checkpoints  first %8.1f ms   unchanged p50 %7.2f ms   call p50 %7.2f ms   cold p50 %7.2f ms\n' "$(ratio "$ck_first" 1000)" "$(ratio "$ck_p50" 1000)" "$(ratio "$call_p50" 1000)" "$(ratio "$cold_p50" 1000)"
 printf 'unchanged p50: %.2f ms (goal <= 25 ms: %s), %sx shadow git (goal <= 0.5x: %s)\n' \
   "$(ratio "$ck_p50" 1000)" "$(verdict "$(ratio "$ck_p50" 1000)" 25)" "$un_ratio" "$(verdict "$un_ratio" 0.5)"
+printf 'unchanged CPU time (every thread): %.1f ms against shadow git %.1f ms: %sx\n' \
+  "$(ratio "$ck_cpu" 1000)" "$(ratio "$git_cpu" 1000)" "$(ratio "$ck_cpu" "$git_cpu")"
 printf 'call that changes one file (two snapshots): %.2f ms, %sx two shadow-git snapshots\n' "$(ratio "$call_p50" 1000)" "$call_ratio"
 printf 'cold store (a new process): %.2f ms, %sx shadow git\n' "$(ratio "$cold_p50" 1000)" "$cold_ratio"
 printf 'first snapshot: %sx shadow git (goal <= 1x: %s)\n' "$first_ratio" "$(verdict "$first_ratio" 1)"

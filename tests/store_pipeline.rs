@@ -737,7 +737,12 @@ async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
             .await
             .unwrap();
         let paths: Vec<&str> = view.files.iter().map(|f| f.change.path.as_str()).collect();
-        assert_eq!(paths, vec![own], "{} holds only its own file", out.tool_call_id);
+        assert_eq!(
+            paths,
+            vec![own],
+            "{} holds only its own file",
+            out.tool_call_id
+        );
         assert!(view.complete);
     }
 }

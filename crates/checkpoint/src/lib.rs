@@ -30,9 +30,9 @@ pub mod text;
 
 pub use diff::{ChangeKind, ChangeSet, EntryState, FileChange, SkippedChange, diff};
 pub use error::{CheckpointError, Result};
+pub use lock::CallLock;
 pub use manifest::{Entry, Kind, Manifest, SkipReason};
 pub use restore::{Conflict, Failure, Plan};
 pub use snapshot::{DEFAULT_MAX_FILE_BYTES, SnapshotOptions, SnapshotStats};
-pub use lock::CallLock;
 pub use store::{CheckpointStore, SharedSnapshot, Snapshot, project_key};
 pub use text::{FileDiff, file_diff};

@@ -104,6 +104,8 @@ fn unreadable_entry() -> Entry {
 }
 
 /// The entry of a stat (no hash): the same fields as [`stat_entry`] reads through `std`.
+// The field types of `struct stat` differ between targets: the casts are the portable form.
+#[allow(clippy::unnecessary_cast)]
 fn raw_entry(st: &rustix::fs::Stat, max_file_bytes: u64) -> Entry {
     use rustix::fs::FileType;
     let size = u64::try_from(st.st_size).unwrap_or(0);
@@ -289,9 +291,7 @@ pub(crate) fn take(
         let content = matches!(entry.kind, Kind::File | Kind::Symlink);
         match hit {
             Some(h) if h.same_stat(entry) => {
-                if content
-                    && (h.hash.is_none() || cache.is_some_and(|c| c.racy(entry.ctime_ns)))
-                {
+                if content && (h.hash.is_none() || cache.is_some_and(|c| c.racy(entry.ctime_ns))) {
                     to_read.push(i);
                 }
             }
@@ -338,10 +338,7 @@ pub(crate) fn take(
         bytes_read,
         unchanged: false,
     };
-    if cache.is_some()
-        && changed.is_empty()
-        && removed.is_empty()
-    {
+    if cache.is_some() && changed.is_empty() && removed.is_empty() {
         return Ok((Taken::Unchanged, taken_at_ns, stats));
     }
 
@@ -354,8 +351,7 @@ pub(crate) fn take(
     for p in &removed {
         manifest.entries.remove(p);
     }
-    let mut by_index: std::collections::HashMap<usize, Entry> =
-        read_entries.into_iter().collect();
+    let mut by_index: std::collections::HashMap<usize, Entry> = read_entries.into_iter().collect();
     let mut walked: Vec<Option<(PathBuf, Entry)>> = walked.into_iter().map(Some).collect();
     let mut changed_paths = Vec::with_capacity(changed.len());
     for i in changed {

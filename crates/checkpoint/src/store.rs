@@ -230,12 +230,11 @@ impl CheckpointStore {
                 reason: "not a snapshot id".into(),
             });
         }
-        if let Some(m) = self
-            .cache
-            .lock()
-            .ok()
-            .and_then(|c| c.as_ref().filter(|c| c.id == id).map(|c| c.manifest.clone()))
-        {
+        if let Some(m) = self.cache.lock().ok().and_then(|c| {
+            c.as_ref()
+                .filter(|c| c.id == id)
+                .map(|c| c.manifest.clone())
+        }) {
             return Ok(Manifest::clone(&m));
         }
         let bytes = self.objects.get(id)?;

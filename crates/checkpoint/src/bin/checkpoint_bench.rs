@@ -5,7 +5,8 @@
 //! where the stat cache stays in memory: `unchanged_ms`), the same in a store opened afresh (as
 //! an `aibuddy call` process does: `cold_ms`), and a whole mutating call that changes one file
 //! (before-snapshot, the write, after-snapshot: `call_ms`, the write itself not counted).
-//! Prints one `name=<ms>` line per measure on stdout.
+//! Prints one `name=<ms>` line per measure on stdout (`unchanged_ms` also with the CPU time the
+//! snapshot took, every thread counted: `cpu_ms`).
 //! `aibuddy-checkpoint-bench gen DIR FILES BYTES`: writes a tree of `FILES` files of `BYTES` in
 //! all (100 per folder, sizes spread around the mean, half text, half pseudo-random bytes).
 //! `aibuddy-checkpoint-bench touch PROJECT I`: rewrites one file of the tree (round `I`), as the
@@ -69,7 +70,11 @@ fn main() -> std::process::ExitCode {
             }
             wall.sort_by(f64::total_cmp);
             cpu.sort_by(f64::total_cmp);
-            println!("warm_p50_ms={:.2} cpu_p50_ms={:.2}", wall[n / 2], cpu[n / 2]);
+            println!(
+                "warm_p50_ms={:.2} cpu_p50_ms={:.2}",
+                wall[n / 2],
+                cpu[n / 2]
+            );
             Ok(())
         };
         return match run() {
@@ -102,9 +107,14 @@ fn main() -> std::process::ExitCode {
         std::thread::sleep(std::time::Duration::from_millis(100));
         store.snapshot_shared()?;
         for round in 0..n {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_ms());
             let s = store.snapshot_shared()?;
-            println!("unchanged_ms={:.2} read={}", ms(t), s.stats.read);
+            println!(
+                "unchanged_ms={:.2} read={} cpu_ms={:.2}",
+                ms(t),
+                s.stats.read,
+                cpu_ms() - c
+            );
 
             let t = Instant::now();
             let cold = open()?;
