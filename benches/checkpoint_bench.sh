@@ -29,9 +29,10 @@ echo "tree: $(find "$tree" -type f | wc -l) files, $(du -sm "$tree" | cut -f1) M
 us() { echo $(( ($(date +%s%N) - $1) / 1000 )); }   # microseconds since $1 (ns)
 p50() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { grep "^$1=" "$2" | sed "s/^$1=\([0-9.]*\).*/\1/" | awk '{printf "%d\n", $1*1000}'; }
-# CPU time (user + system) of the finished children of this shell, in microseconds (10 ms ticks:
-# averaged over N runs). Wall time on a loaded machine mostly measures waiting for a CPU.
-child_cpu_us() { times | tail -1 | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/);
+# CPU time (user + system) of the finished children of this shell, in microseconds, from the
+# output of `times` (which must run in this shell, not a subshell); 10 ms ticks, so averaged over
+# N runs. Wall time on a loaded machine mostly measures waiting for a CPU.
+cpu_of() { tail -1 "$1" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/);
   printf "%d", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r <= g) ? "PASS" : "MISS" }'; }
@@ -46,11 +47,12 @@ for round in $(seq "$ROUNDS"); do
   git config core.autocrlf false
   t=$(date +%s%N); git add -A; git write-tree >/dev/null; git_first=$(us "$t")
   : > "$work/git.txt"; : > "$work/gitcall.txt"
-  c0=$(child_cpu_us)
+  times > "$work/times0"
   for i in $(seq "$N"); do
     t=$(date +%s%N); git add -A; git write-tree >/dev/null; us "$t" >> "$work/git.txt"
   done
-  git_cpu=$(( ($(child_cpu_us) - c0) / N ))
+  times > "$work/times1"
+  git_cpu=$(( ($(cpu_of "$work/times1") - $(cpu_of "$work/times0")) / N ))
   for i in $(seq "$N"); do
     t=$(date +%s%N); git add -A; git write-tree >/dev/null; a=$(us "$t")
     "$BIN" touch "$tree" "$((i + 1000 * round))"

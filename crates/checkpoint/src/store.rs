@@ -199,7 +199,9 @@ impl CheckpointStore {
     }
 
     /// `HEAD`: the newest manifest and when its walk started (for the racy rule), replaced
-    /// atomically. Only the stat cache of a later process depends on it: a failure costs reads.
+    /// atomically. Only the stat cache of a later process depends on it: a failure (or a HEAD
+    /// lost or emptied by a crash of the machine) costs reads, never a wrong snapshot, so it is
+    /// not fsynced.
     fn write_head(&self, id: &str, taken_at_ns: i64) {
         use std::io::Write;
         let head = self.dir.join("HEAD");
@@ -207,7 +209,6 @@ impl CheckpointStore {
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(format!("{id} {taken_at_ns}\n").as_bytes())?;
-            f.sync_data()?;
             std::fs::rename(&tmp, &head)
         };
         if let Err(e) = write() {

@@ -81,7 +81,7 @@ impl ProjectRules {
         if rel.file_name().is_some_and(|n| n == ".git") {
             return false;
         }
-        !(!self.skip.is_empty() && self.skip.iter().any(|s| self.root.join(rel).starts_with(s)))
+        self.skip.is_empty() || !self.skip.iter().any(|s| self.root.join(rel).starts_with(s))
     }
 }
 
