@@ -154,6 +154,10 @@ impl CheckpointStore {
                 // Every racy entry was read again: this walk is what the cache now rests on.
                 c.taken_at_ns = taken_at_ns;
                 stats.unchanged = true;
+                if stats.read > 0 {
+                    // So that a process opening the store afresh need not read them again.
+                    self.write_head(&c.id, taken_at_ns);
+                }
                 c
             }
             (Taken::Unchanged, None) => {
