@@ -128,17 +128,52 @@ fn raw_entry(st: &rustix::fs::Stat, max_file_bytes: u64) -> Entry {
     }
 }
 
-/// Folders still to list, and how many are being listed (the walk ends when both are none).
+/// Folders still to list (with the device and inode their listing found, `None` for the root),
+/// and how many are being listed (the walk ends when both are none). Folders are opened only
+/// when listed, so a wide tree never holds more than one handle per thread.
 struct Queue {
-    dirs: Vec<(PathBuf, rustix::fd::OwnedFd)>,
+    dirs: Vec<(PathBuf, Option<(u64, u64)>)>,
     active: usize,
+}
+
+// The field types of `struct stat` differ between targets: the casts are the portable form.
+#[allow(clippy::unnecessary_cast)]
+fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+/// Opens the folder `rel` of the project for listing: beneath the root's handle, the last
+/// component never followed as a symlink, and only if it is still the folder its parent's
+/// listing found (same device and inode), so a folder swapped for a symlink (or for another
+/// folder) since is not walked.
+fn open_dir(
+    root_fd: &rustix::fd::OwnedFd,
+    rel: &Path,
+    expected: Option<(u64, u64)>,
+) -> Option<rustix::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let path = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let fd = rustix::fs::openat(root_fd, path, flags, Mode::empty()).ok()?;
+    match expected {
+        None => Some(fd),
+        Some(id) => rustix::fs::fstat(&fd)
+            .ok()
+            .filter(|st| dev_ino(st) == id)
+            .map(|_| fd),
+    }
 }
 
 /// The stat walk: every entry the project's ignore rules keep (`aibuddy_sandbox::local::
 /// project_rules`, the rules of glob and grep, hidden files included, `.git` left out), with
-/// its stat fields (no hash). Folders are listed in parallel, each through its own handle: an
-/// entry is stat'ed by name relative to its folder (`fstatat`, never following a symlink), so
-/// neither a path lookup from the root nor a symlink swapped in redirects the walk. A folder
+/// its stat fields (no hash). Folders are listed in parallel, each through its own handle
+/// (`open_dir`, opened when listed): an entry is stat'ed by name relative to its folder
+/// (`fstatat`, never following a symlink), so no path is looked up from the root per entry and
+/// a symlink swapped in does not redirect the walk. A folder
 /// that cannot be opened or listed is recorded as unreadable, so what lies beneath it is never
 /// taken as deleted (a rewind leaves it alone).
 fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
@@ -149,7 +184,7 @@ fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
     let root_fd = rustix::fs::open(root, dir_flags, Mode::empty())
         .map_err(|e| CheckpointError::io("open project", root, e.into()))?;
     let queue = Mutex::new(Queue {
-        dirs: vec![(PathBuf::new(), root_fd)],
+        dirs: vec![(PathBuf::new(), None)],
         active: 0,
     });
     let ready = std::sync::Condvar::new();
@@ -159,7 +194,7 @@ fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
         let mut local: Vec<(PathBuf, Entry)> = Vec::with_capacity(4096);
         loop {
             // The next folder, or the end of the walk.
-            let (dir_rel, fd) = {
+            let (dir_rel, expected) = {
                 let Ok(mut q) = queue.lock() else { break };
                 loop {
                     if let Some(d) = q.dirs.pop() {
@@ -182,7 +217,11 @@ fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
             };
             let mut found = Vec::new();
             let dir_rules = rules.in_dir(&dir_rel);
-            let listed = rustix::fs::Dir::read_from(&fd).map(|mut dir| {
+            let fd = open_dir(&root_fd, &dir_rel, expected);
+            let listed = fd.as_ref().map(|fd| {
+                let Ok(mut dir) = rustix::fs::Dir::read_from(fd) else {
+                    return false;
+                };
                 while let Some(item) = dir.read() {
                     let Ok(item) = item else {
                         return false;
@@ -194,7 +233,7 @@ fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
                     }
                     use std::os::unix::ffi::OsStrExt;
                     let rel = dir_rel.join(std::ffi::OsStr::from_bytes(bytes));
-                    let st = match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    let st = match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                         Ok(st) => st,
                         // Gone since it was listed: not part of the tree.
                         Err(rustix::io::Errno::NOENT) => continue,
@@ -212,20 +251,13 @@ fn walk(root: &Path, opts: &SnapshotOptions) -> Result<Vec<(PathBuf, Entry)>> {
                         continue;
                     }
                     if is_dir {
-                        match rustix::fs::openat(&fd, name, dir_flags, Mode::empty()) {
-                            Ok(sub) => found.push((rel.clone(), sub)),
-                            Err(e) => {
-                                tracing::debug!(path = %rel.display(), error = %e, "checkpoint walk: folder not opened");
-                                local.push((rel, unreadable_entry()));
-                                continue;
-                            }
-                        }
+                        found.push((rel.clone(), Some(dev_ino(&st))));
                     }
                     local.push((rel, entry));
                 }
                 true
             });
-            if !matches!(listed, Ok(true)) && !dir_rel.as_os_str().is_empty() {
+            if listed != Some(true) && !dir_rel.as_os_str().is_empty() {
                 // Listed in part or not at all: the folder stands as unreadable.
                 tracing::debug!(path = %dir_rel.display(), "checkpoint walk: folder not listed");
                 if let Ok(mut u) = unlisted.lock() {

@@ -212,3 +212,32 @@ fn the_call_lock_serializes_two_stores_of_one_project() {
         .expect("the lock is free once dropped");
     waiter.join().unwrap();
 }
+
+#[test]
+fn a_tree_with_more_folders_than_open_files_allowed_is_walked_whole() {
+    // The walk opens a folder only when it lists it: 25 folders under a limit of 20 open files.
+    let work = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_aibuddy-checkpoint-bench");
+    let tree = work.path().join("tree");
+    let run = |args: &str| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n 20 && exec \"$0\" {args}"))
+            .arg(bin)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&format!("gen {} 2500 50000", tree.display()));
+    let out = run(&format!(
+        "{} {} 0",
+        work.path().join("data").display(),
+        tree.display()
+    ));
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.contains("entries=2525 read=2500"),
+        "every folder listed, every file read: {first}"
+    );
+}
