@@ -256,7 +256,7 @@ impl App {
             &opts.data_dir,
             &project_root,
             persistence.store.clone(),
-            aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES,
+            loaded.settings.checkpoints.max_file_bytes,
         ) {
             Ok(c) => Some(Arc::new(c)),
             Err(e) => {

@@ -19,7 +19,8 @@
 //!                "protected_paths": [], "unprotected_paths": [] },
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
 //!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null,
-//!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 }
+//!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 },
+//!   "checkpoints": { "max_file_bytes": 16777216 }   // files larger are not checkpointed
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -284,6 +285,31 @@ pub struct Settings {
     pub providers: aibuddy_provider::ProvidersConfig,
     /// Agent runs: compaction threshold, turns kept, summary model, time limits of a step.
     pub agent: AgentSettings,
+    /// What a call's checkpoint covers (`docs/checkpoints.md`).
+    pub checkpoints: CheckpointSettings,
+}
+
+/// The largest `checkpoints.max_file_bytes` accepted: 1 GiB.
+pub const MAX_CHECKPOINT_FILE_BYTES: u64 = 1 << 30;
+
+/// `checkpoints`: what the checkpoint of a call covers. A project's own file may raise the size
+/// cap at once (more is protected) and lower it only when trusted ([`authority`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+#[ts(export)]
+pub struct CheckpointSettings {
+    /// Files larger than this (bytes) are not checkpointed: every preview lists a change to one
+    /// as skipped (`too_large`), and a rewind cannot put it back. 1 to 1 GiB; default 16 MiB.
+    #[ts(type = "number")]
+    pub max_file_bytes: u64,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES,
+        }
+    }
 }
 
 /// A problem found in a settings file. The field falls back to its default.

@@ -1,6 +1,7 @@
 //! The CLI over the store, as real processes: `call` persists, `history` lists and searches,
 //! `show --raw` returns the stored bytes exactly, and a `kill -9` of `aibuddy call` mid-call
-//! leaves the call `interrupted` with its spooled partial output at the next start.
+//! leaves the call `interrupted` with its spooled partial output at the next start. Checkpoints:
+//! rewind of a run, conflicts, a `kill -9` mid-call, and two processes mutating one project.
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -548,4 +549,77 @@ fn kill_9_during_an_execute_call_still_allows_its_rewind() {
     assert_eq!(changes["files"].as_array().unwrap().len(), 2, "{changes}");
     let rewound = json_of(&aibuddy(p, data.path(), &["rewind", id, "--json"]));
     assert_eq!(tree_state(p), before, "{rewound}");
+
+    // The killed call's hold on the project's call lock went with it: the next mutating call
+    // runs (a lock left behind would make it wait forever).
+    let next = call_in_run(
+        p,
+        data.path(),
+        "run_after_kill",
+        "write_file",
+        r#"{"path": "next.txt", "content": "next\n"}"#,
+    );
+    let changes = json_of(&aibuddy(
+        p,
+        data.path(),
+        &["changes", next["tool_call_id"].as_str().unwrap(), "--json"],
+    ));
+    assert_eq!(changes["complete"], true, "{changes}");
+    assert_eq!(changes["files"].as_array().unwrap().len(), 1, "{changes}");
+}
+
+#[test]
+fn two_cli_processes_mutating_one_project_at_once_each_record_only_their_own_change() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::write(p.join("old.txt"), "old\n").unwrap();
+    // The first process writes its file and holds on; the second writes while it holds.
+    let slow = Command::new(env!("CARGO_BIN_EXE_aibuddy"))
+        .arg("--project")
+        .arg(p)
+        .arg("--data-dir")
+        .arg(data.path())
+        .args([
+            "call",
+            "execute",
+            r#"{"command": "echo one > one.txt; sleep 2"}"#,
+            "--yes",
+            "--json",
+            "--id",
+            "call_slow",
+        ])
+        .env_remove("AIBUDDY_DATA_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !p.join("one.txt").exists() {
+        assert!(Instant::now() < deadline, "the first command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let fast = call_in_run(
+        p,
+        data.path(),
+        "run_fast",
+        "write_file",
+        r#"{"path": "two.txt", "content": "two\n"}"#,
+    );
+    let slow = slow.wait_with_output().unwrap();
+    assert_eq!(json_of(&slow)["status"], "ok");
+    for (id, own) in [
+        ("call_slow", "one.txt"),
+        (fast["tool_call_id"].as_str().unwrap(), "two.txt"),
+    ] {
+        let changes = json_of(&aibuddy(p, data.path(), &["changes", id, "--json"]));
+        let paths: Vec<&str> = changes["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, vec![own], "{id}: {changes}");
+    }
 }

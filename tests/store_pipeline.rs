@@ -610,3 +610,141 @@ async fn view_tool_call_does_not_reach_calls_of_another_project() {
     assert!(!out.model.contains("secret"), "{}", out.model);
     assert!(out.model.contains("no stored tool call"), "{}", out.model);
 }
+
+// --- Checkpoints: concurrent mutating calls (issue 23) ----------------------------------------
+
+/// Writes `args.path` in the project, then waits `args.hold_ms` before it ends.
+struct SlowWrite {
+    root: std::path::PathBuf,
+}
+
+#[async_trait]
+impl ToolHandler for SlowWrite {
+    async fn run(&self, _ctx: &CallContext, args: &Value) -> Result<RawOutput, ToolError> {
+        let path = self.root.join(args["path"].as_str().unwrap_or("x.txt"));
+        tokio::fs::write(&path, "written\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(args["hold_ms"].as_u64().unwrap_or(0))).await;
+        Ok(RawOutput::json(json!("ok")))
+    }
+}
+
+struct SlowWriteCfg {
+    root: std::path::PathBuf,
+}
+
+impl ToolConfig for SlowWriteCfg {
+    fn key(&self) -> &str {
+        "slow"
+    }
+    fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
+        Ok(vec![ToolDef {
+            spec: define_tool(
+                "slow_write",
+                "write a file, then wait",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"}, "hold_ms": {"type": "integer"}}}),
+            )?,
+            risk: Risk::Writes,
+            source: Source::Core,
+            handler: Arc::new(SlowWrite {
+                root: self.root.clone(),
+            }),
+        }])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("old.txt"), "old\n").unwrap();
+    let data_dir = dir.path().join("data");
+    let persistence = Persistence::open(&data_dir, &project, None).await.unwrap();
+    let checkpoints = aibuddy::checkpoints::Checkpoints::open(
+        &data_dir,
+        &project,
+        persistence.store.clone(),
+        aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES,
+    )
+    .unwrap();
+    let registry = Arc::new(
+        Registry::build(
+            vec![Arc::new(SlowWriteCfg {
+                root: project.clone(),
+            }) as Arc<dyn ToolConfig>],
+            vec![ToolConfigMeta::fixed(
+                "slow",
+                "slow",
+                "test",
+                Risk::Writes,
+                false,
+                &["slow_write"],
+            )],
+        )
+        .expect("consistent"),
+    );
+    let mut settings = Settings::default();
+    settings.tools.enabled = vec!["slow".into()];
+    let runner = Arc::new(Runner {
+        run_id: "run_concurrent".into(),
+        registry,
+        services: Arc::new(Services {
+            project_root: project.clone(),
+            data_dir,
+            settings,
+            sandbox: Err("no sandbox in this test".into()),
+        }),
+        broker: Arc::new(ApproveAll),
+        recorder: persistence.call_recorder(),
+        after_call: Some(persistence.after_call()),
+        sandbox_kind: "local".into(),
+        checkpoints: Some(Arc::new(checkpoints.clone())),
+    });
+    let toolset = discovery::effective(
+        &runner.registry,
+        &runner.services.settings,
+        &HostCaps::default(),
+        &BTreeSet::new(),
+    );
+    let spawn = |path: &str, hold_ms: u64| {
+        let (runner, toolset) = (runner.clone(), toolset.clone());
+        let args = json!({"path": path, "hold_ms": hold_ms}).to_string();
+        tokio::spawn(async move {
+            runner
+                .call(
+                    &toolset,
+                    CallRequest {
+                        id: None,
+                        name: "slow_write".into(),
+                        arguments: args,
+                    },
+                    CancellationToken::new(),
+                    CollectingSink::new(),
+                )
+                .await
+        })
+    };
+    // The first call writes its file and holds on; the second starts while it holds. Without
+    // the project's call lock the first call's change set would hold the second's file too.
+    let first = spawn("first.txt", 600);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = spawn("second.txt", 0);
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert_eq!(first.status, CallStatus::Ok, "{:?}", first.error);
+    assert_eq!(second.status, CallStatus::Ok, "{:?}", second.error);
+    for (out, own) in [(&first, "first.txt"), (&second, "second.txt")] {
+        let view = checkpoints
+            .changes_for_call(&out.tool_call_id)
+            .await
+            .unwrap();
+        let paths: Vec<&str> = view.files.iter().map(|f| f.change.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![own],
+            "{} holds only its own file",
+            out.tool_call_id
+        );
+        assert!(view.complete);
+    }
+}

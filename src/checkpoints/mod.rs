@@ -1,36 +1,48 @@
 //! Checkpoints of every call that may change the project, and the use cases built on them
 //! (host-neutral: the CLI and the desktop call the same functions).
 //!
-//! - `Checkpoints::before` (pipeline, just before a call that is not read-only runs): a fresh
-//!   snapshot, so a change made between two calls (by the person, an editor, a build) is never
-//!   attributed to the next call; its id is committed to `call_changes` before the call runs,
-//!   so a call whose process is killed can still be rewound.
+//! - `Checkpoints::before` (pipeline, just before a call that is not read-only runs): takes the
+//!   project's call lock (`serial`: mutating calls of one project run one at a time, in this
+//!   process and across processes, so no call's change set holds another's changes; read-only
+//!   calls never wait), then a fresh snapshot, so a change made between two calls (by the person,
+//!   an editor, a build) is never attributed to the next call; its id is committed to
+//!   `call_changes` before the call runs, so a call whose process is killed can still be rewound.
 //! - `Checkpoints::after` (when the call ends, whatever its status): the after-snapshot and the
-//!   change set (`aibuddy_checkpoint::diff`), stored on the call.
+//!   change set (`aibuddy_checkpoint::diff`), stored on the call; then the lock is released.
 //! - `changes` (`changes_for_call`, `changes_for_run`): the change sets with per-file diffs.
 //! - `rewind` (`rewind_calls`): plans (conflicts first), and unless it is a dry run, applies the
 //!   plan of each call newest first, itself recorded as a call of the pseudo tool `rewind` with
 //!   its own change set, so a rewind can be undone like any call.
 //!
-//! What is not covered is said by `NOT_COVERED`, which every preview carries.
+//! What is not covered is said by `Checkpoints::not_covered` (with the size cap in force, the
+//! setting `checkpoints.max_file_bytes`), which every preview carries.
 
 mod rewind;
+mod serial;
 mod views;
 
 use std::sync::Arc;
 
-use aibuddy_checkpoint::{CheckpointStore, SnapshotOptions, diff};
+use aibuddy_checkpoint::{CheckpointStore, Manifest, SnapshotOptions, diff};
 use aibuddy_store::Store;
+use tokio_util::sync::CancellationToken;
 
 use crate::contract::ToolError;
+
+pub use serial::CallGuard;
 
 pub use rewind::{CallRewind, PathAction, RewindReport, RewindTarget};
 pub use views::{CallChangesView, ChangedFile};
 
-/// The sentence every preview carries about what checkpoints do not cover.
-pub const NOT_COVERED: &str = "Checkpoints cover files inside the project only: paths its ignore \
-rules leave out (.gitignore, .ignore, .git), files over the size cap, special files and anything \
-outside the project are not checkpointed and are never put back.";
+/// The sentence every preview carries about what checkpoints do not cover, with the size cap.
+pub fn not_covered(max_file_bytes: u64) -> String {
+    format!(
+        "Checkpoints cover files inside the project only: paths its ignore rules leave out \
+(.gitignore, .ignore, .git), files over the size cap ({max_file_bytes} bytes, setting \
+checkpoints.max_file_bytes), special files and anything outside the project are not \
+checkpointed and are never put back."
+    )
+}
 
 /// The pseudo tool a rewind is recorded as.
 pub const REWIND_TOOL: &str = "rewind";
@@ -67,6 +79,15 @@ pub struct Checkpoints {
     pub(crate) store: Store,
 }
 
+/// A mutating call's before-snapshot: its id, its manifest (the after-snapshot is compared to
+/// it without reading it back), and the project's call lock, held until [`Checkpoints::after`].
+#[derive(Debug)]
+pub struct Before {
+    pub id: String,
+    manifest: Arc<Manifest>,
+    _guard: CallGuard,
+}
+
 impl Checkpoints {
     /// Opens the checkpoints of `project_root` in `data_dir`, recorded in `store`.
     pub fn open(
@@ -89,6 +110,16 @@ impl Checkpoints {
         &self.store
     }
 
+    /// The size cap in force: files larger are not checkpointed.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.cps.options().max_file_bytes
+    }
+
+    /// What these checkpoints do not cover (every preview carries it).
+    pub fn not_covered(&self) -> String {
+        not_covered(self.max_file_bytes())
+    }
+
     /// A snapshot on a blocking thread.
     pub(crate) async fn snapshot(
         &self,
@@ -104,8 +135,36 @@ impl Checkpoints {
         .map_err(Into::into)
     }
 
-    /// The before-snapshot of `call_id`, durable (objects stored, id committed) on return.
-    pub async fn before(&self, call_id: &str) -> Result<String, ToolError> {
+    /// A snapshot on a blocking thread, sharing its manifest with the stat cache.
+    async fn snapshot_shared(
+        &self,
+    ) -> Result<aibuddy_checkpoint::SharedSnapshot, CheckpointUseError> {
+        let cps = self.cps.clone();
+        tokio::task::spawn_blocking(move || {
+            aibuddy_sandbox::aibuddy_exec::protect::sweep_leftover_placeholders();
+            cps.snapshot_shared()
+        })
+        .await
+        .map_err(|e| CheckpointUseError::Task(e.to_string()))?
+        .map_err(Into::into)
+    }
+
+    /// Waits for the project's call lock (see `serial`); `None` when `cancel` fired first.
+    pub async fn serialize(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<CallGuard>, CheckpointUseError> {
+        serial::acquire(&self.cps, cancel).await
+    }
+
+    /// The before-snapshot of `call_id`, durable (objects stored, id committed) on return, taken
+    /// under the project's call lock, which the returned [`Before`] holds until
+    /// [`Checkpoints::after`].
+    pub async fn before(
+        &self,
+        call_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Before, ToolError> {
         let fail = |e: CheckpointUseError| {
             ToolError::execution(
                 "checkpoint_failed",
@@ -114,20 +173,44 @@ impl Checkpoints {
                 ),
             )
         };
-        let snap = self.snapshot().await.map_err(fail)?;
+        let Some(guard) = self.serialize(cancel).await.map_err(fail)? else {
+            return Err(ToolError::execution(
+                "cancelled",
+                "the call was cancelled while it waited for another call in this project to end",
+            ));
+        };
+        let snap = self.snapshot_shared().await.map_err(fail)?;
         self.store
             .begin_call_changes(call_id, self.cps.key(), &snap.id)
             .await
             .map_err(|e| fail(e.into()))?;
-        Ok(snap.id)
+        Ok(Before {
+            id: snap.id,
+            manifest: snap.manifest,
+            _guard: guard,
+        })
     }
 
-    /// The after-snapshot and change set of `call_id`. A failure is logged: the call's effect
-    /// happened, and a rewind recomputes its after-state from the tree.
-    pub async fn after(&self, call_id: &str, before_id: &str) {
-        if let Err(e) = self.record_after(call_id, before_id, None).await {
+    /// The after-snapshot and change set of `call_id`, then the call lock is released. A
+    /// failure is logged: the call's effect happened, and a rewind recomputes its after-state
+    /// from the tree.
+    pub async fn after(&self, call_id: &str, before: Before) {
+        let result = async {
+            let snap = self.snapshot_shared().await?;
+            let changes = if snap.id == before.id {
+                aibuddy_checkpoint::ChangeSet::default()
+            } else {
+                diff(&before.manifest, &snap.manifest)
+            };
+            self.store_changes(call_id, &snap.id, &changes, None)
+                .await
+                .map(|()| changes)
+        }
+        .await;
+        if let Err(e) = result {
             tracing::warn!(call = %call_id, error = %e, "after-call checkpoint not recorded");
         }
+        drop(before);
     }
 
     pub(crate) async fn record_after(
@@ -136,15 +219,31 @@ impl Checkpoints {
         before_id: &str,
         rewind_of: Option<String>,
     ) -> Result<aibuddy_checkpoint::ChangeSet, CheckpointUseError> {
-        let snap = self.snapshot().await?;
-        let before = self.manifest(before_id).await?;
-        let changes = diff(&before, &snap.manifest);
-        let json = serde_json::to_string(&changes)
-            .map_err(|e| CheckpointUseError::Task(format!("change set: {e}")))?;
-        self.store
-            .finish_call_changes(call_id, &snap.id, json, rewind_of)
+        let snap = self.snapshot_shared().await?;
+        let changes = if snap.id == before_id {
+            aibuddy_checkpoint::ChangeSet::default()
+        } else {
+            let before = self.manifest(before_id).await?;
+            diff(&before, &snap.manifest)
+        };
+        self.store_changes(call_id, &snap.id, &changes, rewind_of)
             .await?;
         Ok(changes)
+    }
+
+    async fn store_changes(
+        &self,
+        call_id: &str,
+        after_id: &str,
+        changes: &aibuddy_checkpoint::ChangeSet,
+        rewind_of: Option<String>,
+    ) -> Result<(), CheckpointUseError> {
+        let json = serde_json::to_string(changes)
+            .map_err(|e| CheckpointUseError::Task(format!("change set: {e}")))?;
+        self.store
+            .finish_call_changes(call_id, after_id, json, rewind_of)
+            .await?;
+        Ok(())
     }
 
     pub(crate) async fn manifest(

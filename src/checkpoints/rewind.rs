@@ -11,7 +11,7 @@ use aibuddy_common::CallStatus;
 use aibuddy_store::{CallChanges, CallFinish, CallStart, RawFormat};
 use serde::Serialize;
 
-use super::{CheckpointUseError, Checkpoints, NOT_COVERED, REWIND_TOOL};
+use super::{CheckpointUseError, Checkpoints, REWIND_TOOL};
 
 /// What to rewind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct RewindReport {
     /// What the rewind changed (a real rewind only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<ChangeSet>,
-    pub not_covered: &'static str,
+    pub not_covered: String,
 }
 
 impl RewindReport {
@@ -137,6 +137,13 @@ impl Checkpoints {
         dry_run: bool,
     ) -> Result<RewindReport, CheckpointUseError> {
         let rows = self.targets(target).await?;
+        // A rewind writes the tree: it holds off the project's mutating calls (see `serial`).
+        let _serial = if dry_run {
+            None
+        } else {
+            self.serialize(&tokio_util::sync::CancellationToken::new())
+                .await?
+        };
         let current = self.snapshot().await?;
         let mut rewind_call_id = None;
         if !dry_run {
@@ -208,7 +215,7 @@ impl Checkpoints {
             calls,
             rewind_call_id: rewind_call_id.clone(),
             changes: None,
-            not_covered: NOT_COVERED,
+            not_covered: self.not_covered(),
         };
         if let Some(id) = rewind_call_id {
             let of = serde_json::to_string(

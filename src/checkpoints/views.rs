@@ -6,7 +6,7 @@ use aibuddy_checkpoint::{ChangeSet, FileChange, FileDiff, SkippedChange, file_di
 use aibuddy_store::CallChanges;
 use serde::Serialize;
 
-use super::{CheckpointUseError, Checkpoints, NOT_COVERED};
+use super::{CheckpointUseError, Checkpoints};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangedFile {
@@ -27,7 +27,7 @@ pub struct CallChangesView {
     pub files: Vec<ChangedFile>,
     /// Paths that changed but are not checkpointed, with the reason.
     pub skipped: Vec<SkippedChange>,
-    pub not_covered: &'static str,
+    pub not_covered: String,
 }
 
 impl Checkpoints {
@@ -76,7 +76,7 @@ impl Checkpoints {
             complete,
             files,
             skipped,
-            not_covered: NOT_COVERED,
+            not_covered: self.not_covered(),
         })
     }
 

@@ -451,14 +451,14 @@ impl Runner {
         // during the call is its change set, and a killed call can still be rewound).
         let checkpoint = match &self.checkpoints {
             Some(c) if tool.risk != crate::registry::Risk::ReadOnly => {
-                Some((c.clone(), c.before(call_id).await.map_err(err)?))
+                Some((c.clone(), c.before(call_id, &cancel).await.map_err(err)?))
             }
             _ => None,
         };
         // Execution (+ the tool's own verification)
         let ran = tool.handler.run(&ctx, &args).await;
         if let Some((c, before)) = checkpoint {
-            c.after(call_id, &before).await;
+            c.after(call_id, before).await;
         }
         match ran {
             Ok(raw) => Ok((tool, policy, args, raw)),

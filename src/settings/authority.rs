@@ -31,6 +31,7 @@
 //! | `agent.compaction_threshold`, `agent.keep_recent_turns` | neutral: when older turns are summarized, not what a run may do |
 //! | `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs` | widen when above the user level (a run could hold the model, and the person's money, longer); lower narrows |
 //! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
+//! | `checkpoints.max_file_bytes` | narrows when at least the user level's (more files are checkpointed); lower widens (fewer files could be put back), so it applies only when trusted |
 
 use serde_json::Value;
 
@@ -104,6 +105,14 @@ fn turns_on(v: &Value, user_on: bool) -> Effect {
     match v.as_bool() {
         Some(true) if !user_on => Effect::Widens,
         _ => Effect::Narrows,
+    }
+}
+
+/// A floor: no lower than the user level's narrows, anything else widens.
+fn at_least(v: &Value, user: u64) -> Effect {
+    match v.as_u64() {
+        Some(n) if n >= user => Effect::Narrows,
+        _ => Effect::Widens,
     }
 }
 
@@ -182,6 +191,7 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
                 .clone()
                 .map_or(Value::Null, Value::String),
         ),
+        ("checkpoints", "max_file_bytes") => at_least(value, user.checkpoints.max_file_bytes),
         ("providers", name) => {
             let user_value = serde_json::to_value(&user.providers)
                 .ok()
@@ -225,6 +235,23 @@ mod tests {
         assert_eq!(eff("agent", "keep_recent_turns", json!(9)), Effect::Neutral);
         assert_eq!(eff("agent", "summary_model", json!("m")), Effect::Widens);
         assert_eq!(eff("agent", "summary_model", Value::Null), Effect::Neutral);
+    }
+
+    #[test]
+    fn checkpoint_size_cap_may_only_be_raised_by_an_untrusted_project() {
+        let user = Settings::default().checkpoints.max_file_bytes;
+        assert_eq!(
+            eff("checkpoints", "max_file_bytes", json!(user * 4)),
+            Effect::Narrows
+        );
+        assert_eq!(
+            eff("checkpoints", "max_file_bytes", json!(user)),
+            Effect::Narrows
+        );
+        assert_eq!(
+            eff("checkpoints", "max_file_bytes", json!(1024)),
+            Effect::Widens
+        );
     }
 
     #[test]

@@ -230,6 +230,17 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                     .map(|why| format!("rule {}: {why}; using the default []", i + 1))
             })
         }
+        ("checkpoints", "max_file_bytes", Value::Number(n))
+            if !n
+                .as_u64()
+                .is_some_and(|v| (1..=super::MAX_CHECKPOINT_FILE_BYTES).contains(&v)) =>
+        {
+            Some(format!(
+                "must be between 1 and {} bytes (1 GiB); using the default {}",
+                super::MAX_CHECKPOINT_FILE_BYTES,
+                aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES
+            ))
+        }
         ("agent", "keep_recent_turns", Value::Number(n)) if n.as_u64() == Some(0) => {
             Some("at least one turn is kept; using the default 2".into())
         }

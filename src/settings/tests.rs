@@ -178,7 +178,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent)",
+                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints)",
                 Some(19)
             ),
         ]
@@ -549,4 +549,51 @@ fn an_invalid_approval_rule_is_a_located_problem() {
     let l = layer_texts(&[("u.json".into(), r#"{"approvals": {"mode": "yolo"}}"#.into())]);
     assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
     assert_eq!(l.problems[0].field, "approvals.mode");
+}
+
+#[test]
+fn an_untrusted_project_may_raise_the_checkpoint_size_cap_but_not_lower_it() {
+    let user = SettingsText {
+        file: "u.json".into(),
+        text: r#"{"checkpoints": {"max_file_bytes": 1048576}}"#.into(),
+    };
+    let load = |project: &str, trusted: bool| {
+        layer(
+            Some(&user),
+            Some(&SettingsText {
+                file: "p.json".into(),
+                text: project.into(),
+            }),
+            &LayerContext {
+                project_root: Path::new("/nonexistent-project"),
+                home: None,
+                project_trusted: trusted,
+                user_trusted: true,
+                data_dir: None,
+                approvals_record: None,
+                canonicalize: &crate::settings::real_path,
+            },
+        )
+    };
+    let raised = load(r#"{"checkpoints": {"max_file_bytes": 4194304}}"#, false);
+    assert!(raised.widening.is_empty(), "{:?}", raised.widening);
+    assert_eq!(raised.settings.checkpoints.max_file_bytes, 4_194_304);
+    let lowered = load(r#"{"checkpoints": {"max_file_bytes": 1}}"#, false);
+    assert_eq!(
+        lowered.settings.checkpoints.max_file_bytes, 1_048_576,
+        "the user level's cap stays: a project cannot reduce what is protected"
+    );
+    let widening: Vec<&str> = lowered.widening.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(widening, vec!["checkpoints.max_file_bytes"]);
+    let trusted = load(r#"{"checkpoints": {"max_file_bytes": 1}}"#, true);
+    assert_eq!(trusted.settings.checkpoints.max_file_bytes, 1);
+    let too_big = layer_texts(&[(
+        "u.json".into(),
+        r#"{"checkpoints": {"max_file_bytes": 2147483648}}"#.into(),
+    )]);
+    assert_eq!(
+        too_big.settings.checkpoints.max_file_bytes,
+        aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES
+    );
+    assert_eq!(too_big.problems[0].field, "checkpoints.max_file_bytes");
 }

@@ -102,20 +102,43 @@ fn skip_code(e: &Entry) -> Option<&'static str> {
     }
 }
 
-/// The paths whose state differs between two manifests (what a rewind of the call touches).
+/// The paths whose state differs between two manifests (what a rewind of the call touches),
+/// in path order: one merge of the two sorted manifests.
 pub fn changed_paths<'a>(before: &'a Manifest, after: &'a Manifest) -> Vec<&'a PathBuf> {
+    use std::cmp::Ordering;
     let mut out: Vec<&PathBuf> = Vec::new();
-    for (p, b) in &before.entries {
-        if !same(Some(b), after.entries.get(p)) {
-            out.push(p);
+    let mut b = before.entries.iter().peekable();
+    let mut a = after.entries.iter().peekable();
+    loop {
+        match (b.peek(), a.peek()) {
+            (None, None) => break,
+            (Some((p, _)), None) => {
+                out.push(p);
+                b.next();
+            }
+            (None, Some((p, _))) => {
+                out.push(p);
+                a.next();
+            }
+            (Some((bp, be)), Some((ap, ae))) => match bp.cmp(ap) {
+                Ordering::Less => {
+                    out.push(bp);
+                    b.next();
+                }
+                Ordering::Greater => {
+                    out.push(ap);
+                    a.next();
+                }
+                Ordering::Equal => {
+                    if !same(Some(be), Some(ae)) {
+                        out.push(bp);
+                    }
+                    b.next();
+                    a.next();
+                }
+            },
         }
     }
-    for p in after.entries.keys() {
-        if !before.entries.contains_key(p) {
-            out.push(p);
-        }
-    }
-    out.sort();
     out
 }
 

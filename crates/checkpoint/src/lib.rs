@@ -19,17 +19,20 @@
 
 pub mod diff;
 mod error;
+mod lock;
 pub mod manifest;
 pub mod objects;
 pub mod restore;
 pub mod snapshot;
+mod statcache;
 mod store;
 pub mod text;
 
 pub use diff::{ChangeKind, ChangeSet, EntryState, FileChange, SkippedChange, diff};
 pub use error::{CheckpointError, Result};
+pub use lock::CallLock;
 pub use manifest::{Entry, Kind, Manifest, SkipReason};
 pub use restore::{Conflict, Failure, Plan};
 pub use snapshot::{DEFAULT_MAX_FILE_BYTES, SnapshotOptions, SnapshotStats};
-pub use store::{CheckpointStore, Snapshot, project_key};
+pub use store::{CheckpointStore, SharedSnapshot, Snapshot, project_key};
 pub use text::{FileDiff, file_diff};

@@ -146,8 +146,10 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.entries.len() * 120);
-        out.extend_from_slice(format!("{MAGIC}\n").as_bytes());
+        use std::io::Write;
+        let mut out = Vec::with_capacity(64 + self.entries.len() * 160);
+        out.extend_from_slice(MAGIC.as_bytes());
+        out.push(b'\n');
         for (path, e) in &self.entries {
             let (kind, skip) = match e.kind {
                 Kind::File => ('f', "-"),
@@ -156,12 +158,11 @@ impl Manifest {
                 Kind::Skipped(r) => ('s', r.code()),
             };
             let hash = if e.hash.is_empty() { "-" } else { &e.hash };
-            out.extend_from_slice(
-                format!(
-                    "{kind} {:o} {} {} {} {} {hash} {skip} ",
-                    e.mode, e.size, e.mtime_ns, e.ctime_ns, e.ino
-                )
-                .as_bytes(),
+            // Writing to a Vec cannot fail.
+            let _ = write!(
+                out,
+                "{kind} {:o} {} {} {} {} {hash} {skip} ",
+                e.mode, e.size, e.mtime_ns, e.ctime_ns, e.ino
             );
             out.extend_from_slice(path.as_os_str().as_bytes());
             out.push(0);

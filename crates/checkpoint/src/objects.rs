@@ -5,11 +5,17 @@
 //! object is either whole or absent; a write that finds the object present does nothing. Reads
 //! check the hash, so a damaged object is an error, never wrong content.
 //!
-//! Objects are not fsynced: they survive the process being killed (the page cache outlives
-//! it), which is what a rewind after `kill -9` needs; a power loss may lose the newest ones.
+//! Durability: a new object's temporary file is fsynced before it is renamed into place, so the
+//! name never points at a truncated object (an object already present is not rewritten, nor
+//! synced again). The folders that gained a name are fsynced together, once per snapshot
+//! ([`ObjectStore::sync_dirs`]), before the snapshot's id is committed anywhere. A damaged object
+//! is still refused by the hash check on read, and a write that finds an empty file under its
+//! name (what a crash of an older, unsynced write leaves) replaces it.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -31,14 +37,39 @@ pub fn is_object_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ObjectStore {
     dir: PathBuf,
+    /// Folders that gained a name since the last [`ObjectStore::sync_dirs`].
+    dirty: Mutex<BTreeSet<PathBuf>>,
 }
 
 impl ObjectStore {
     pub fn new(dir: PathBuf) -> Self {
-        ObjectStore { dir }
+        ObjectStore {
+            dir,
+            dirty: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Fsyncs every folder that gained an object (or a subfolder) since the last call, so the
+    /// renames are durable; called once per snapshot, before its id is committed.
+    pub fn sync_dirs(&self) -> Result<()> {
+        let dirs = match self.dirty.lock() {
+            Ok(mut d) => std::mem::take(&mut *d),
+            Err(_) => return Ok(()),
+        };
+        // Deepest first: a new subfolder's entries, then the folder that names it.
+        for dir in dirs.iter().rev() {
+            sync_dir(dir).map_err(|e| CheckpointError::io("sync folder", dir, e))?;
+        }
+        Ok(())
+    }
+
+    fn mark_dirty(&self, dir: &Path) {
+        if let Ok(mut d) = self.dirty.lock() {
+            d.insert(dir.to_path_buf());
+        }
     }
 
     fn path_of(&self, id: &str) -> PathBuf {
@@ -60,12 +91,18 @@ impl ObjectStore {
     /// Stores `bytes` already hashed to `id`.
     pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<()> {
         let path = self.path_of(id);
-        if path.exists() {
+        // Present and whole (the size is the cheap check; reads verify the hash): nothing to do.
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.len() > 0
+        {
             return Ok(());
         }
         let parent = path.parent().unwrap_or(&self.dir);
-        std::fs::create_dir_all(parent)
-            .map_err(|e| CheckpointError::io("create folder", parent, e))?;
+        if !parent.is_dir() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CheckpointError::io("create folder", parent, e))?;
+            self.mark_dirty(&self.dir);
+        }
         let compressed = if bytes.len() >= COMPRESS_MIN {
             let mut enc = flate2::write::DeflateEncoder::new(
                 Vec::with_capacity(bytes.len() / 2),
@@ -95,7 +132,8 @@ impl ObjectStore {
                     f.write_all(bytes)?;
                 }
             }
-            Ok(())
+            // Whole on disk before the name points at it.
+            f.sync_data()
         };
         if let Err(e) = write() {
             let _ = std::fs::remove_file(&tmp);
@@ -104,7 +142,9 @@ impl ObjectStore {
         std::fs::rename(&tmp, &path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             CheckpointError::io("store object", &path, e)
-        })
+        })?;
+        self.mark_dirty(parent);
+        Ok(())
     }
 
     /// The content of `id`, checked against its hash.
@@ -139,6 +179,11 @@ impl ObjectStore {
     }
 }
 
+/// Fsyncs a folder (its entries: names created or renamed in it).
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +208,20 @@ mod tests {
             Err(CheckpointError::MissingObject(_))
         ));
         assert!(store.get("../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn an_empty_object_left_by_a_crash_is_replaced_and_new_folders_are_synced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(tmp.path().join("objects"));
+        let id = store.put(b"content").unwrap();
+        assert!(!store.dirty.lock().unwrap().is_empty());
+        store.sync_dirs().unwrap();
+        assert!(store.dirty.lock().unwrap().is_empty());
+        // What an unsynced write cut short by a power loss leaves: the name, no content.
+        std::fs::write(store.path_of(&id), b"").unwrap();
+        assert!(store.get(&id).is_err());
+        assert_eq!(store.put(b"content").unwrap(), id);
+        assert_eq!(store.get(&id).unwrap(), b"content");
     }
 }

@@ -1,25 +1,39 @@
 //! `CheckpointStore`: one project's checkpoints in the data directory,
-//! `<data_dir>/checkpoints/<project key>/` with `objects/` (content and manifests) and `HEAD`
-//! (the id of the newest manifest, the stat cache of the next snapshot, and when its walk
-//! started). The project key is the
+//! `<data_dir>/checkpoints/<project key>/` with `objects/` (content and manifests), `HEAD` (the
+//! id of the newest manifest and when its walk started: the stat cache of a process that opens
+//! the store afresh) and `calls.lock` (the project's call lock, `lock`). The project key is the
 //! first 16 bytes of the SHA-256 of the canonical project path, in hex.
+//!
+//! The stat cache is kept in memory between snapshots (`statcache`); snapshots of one store run
+//! one at a time (they share it). A snapshot's objects and manifest are durable (fsynced, their
+//! folders too) before it returns, so its id may be committed at once.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use crate::error::{CheckpointError, Result};
+use crate::lock::CallLock;
 use crate::manifest::Manifest;
 use crate::objects::{ObjectStore, hash_bytes, is_object_id};
-use crate::snapshot::{SnapshotOptions, SnapshotStats, take};
+use crate::snapshot::{SnapshotOptions, SnapshotStats, Taken, take};
+use crate::statcache::StatCache;
 
 /// A snapshot taken: its id (the manifest's object id) and content.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub id: String,
     pub manifest: Manifest,
+    pub stats: SnapshotStats,
+}
+
+/// A snapshot taken, sharing its manifest with the stat cache (no copy).
+#[derive(Debug, Clone)]
+pub struct SharedSnapshot {
+    pub id: String,
+    pub manifest: Arc<Manifest>,
     pub stats: SnapshotStats,
 }
 
@@ -31,7 +45,8 @@ pub struct CheckpointStore {
     key: String,
     objects: ObjectStore,
     opts: SnapshotOptions,
-    last: Mutex<Option<(String, Manifest)>>,
+    /// The stat cache (the newest snapshot); held for the whole of a snapshot.
+    cache: Mutex<Option<StatCache>>,
 }
 
 /// The key naming a project's checkpoint folder.
@@ -64,7 +79,7 @@ impl CheckpointStore {
             dir,
             key,
             opts,
-            last: Mutex::new(None),
+            cache: Mutex::new(None),
         })
     }
 
@@ -88,51 +103,128 @@ impl CheckpointStore {
         &self.opts
     }
 
-    /// The newest manifest, as the stat cache (this process's, else `HEAD`'s).
-    fn cache(&self) -> Option<(String, Manifest)> {
-        if let Some(last) = self.last.lock().ok().and_then(|l| l.clone()) {
-            return Some(last);
-        }
+    /// The stat cache of a store opened afresh: `HEAD`'s manifest.
+    fn load_cache(&self) -> Option<StatCache> {
         let head = std::fs::read_to_string(self.dir.join("HEAD")).ok()?;
         let mut words = head.split_whitespace();
         let id = words.next()?;
         let taken_at_ns = words.next().and_then(|t| t.parse().ok()).unwrap_or(0);
-        let mut m = self.manifest(id).ok()?;
-        m.taken_at_ns = taken_at_ns;
-        Some((id.to_string(), m))
+        let bytes = self.objects.get(id).ok()?;
+        let m = Manifest::decode(id, &bytes).ok()?;
+        Some(StatCache::new(id.to_string(), Arc::new(m), taken_at_ns))
     }
 
     /// Takes a snapshot: walks the tree, stores new content and the manifest; returns once
-    /// every object it names is stored.
+    /// every object it names is durable.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let previous = self.cache();
-        let (manifest, stats) = take(
+        let s = self.snapshot_shared()?;
+        Ok(Snapshot {
+            id: s.id,
+            manifest: Manifest::clone(&s.manifest),
+            stats: s.stats,
+        })
+    }
+
+    /// [`CheckpointStore::snapshot`], sharing the manifest with the stat cache.
+    pub fn snapshot_shared(&self) -> Result<SharedSnapshot> {
+        let mut slot = match self.cache.lock() {
+            Ok(g) => g,
+            Err(poisoned) => {
+                let mut g = poisoned.into_inner();
+                *g = None;
+                g
+            }
+        };
+        let cache = slot.take().or_else(|| self.load_cache());
+        let (taken, taken_at_ns, mut stats) = match take(
             &self.root,
             &self.root_dir,
             &self.objects,
-            previous.as_ref().map(|(_, m)| m),
+            cache.as_ref(),
             &self.opts,
-        )?;
-        let bytes = manifest.encode();
-        let id = hash_bytes(&bytes);
-        self.objects.put_with_id(&id, &bytes)?;
-        // `HEAD`: the newest manifest and when its walk started (for the racy rule).
+        ) {
+            Ok(t) => t,
+            Err(e) => {
+                *slot = cache;
+                return Err(e);
+            }
+        };
+        let next = match (taken, cache) {
+            (Taken::Unchanged, Some(mut c)) => {
+                // Every racy entry was read again: this walk is what the cache now rests on.
+                c.taken_at_ns = taken_at_ns;
+                stats.unchanged = true;
+                if stats.read > 0 {
+                    // So that a process opening the store afresh need not read them again.
+                    self.write_head(&c.id, taken_at_ns);
+                }
+                c
+            }
+            (Taken::Unchanged, None) => {
+                return Err(CheckpointError::Walk("no stat cache to compare".into()));
+            }
+            (
+                Taken::Changed {
+                    manifest,
+                    changed,
+                    removed,
+                },
+                cache,
+            ) => {
+                let bytes = manifest.encode();
+                let id = hash_bytes(&bytes);
+                let stored = self
+                    .objects
+                    .put_with_id(&id, &bytes)
+                    .and_then(|()| self.objects.sync_dirs());
+                if let Err(e) = stored {
+                    *slot = cache;
+                    return Err(e);
+                }
+                self.write_head(&id, taken_at_ns);
+                let manifest = Arc::new(manifest);
+                match cache {
+                    Some(c) => {
+                        let changed: Vec<&Path> = changed.iter().map(PathBuf::as_path).collect();
+                        let removed: Vec<&Path> = removed.iter().map(PathBuf::as_path).collect();
+                        c.updated(id, manifest, taken_at_ns, &changed, &removed)
+                    }
+                    None => StatCache::new(id, manifest, taken_at_ns),
+                }
+            }
+        };
+        let snap = SharedSnapshot {
+            id: next.id.clone(),
+            manifest: next.manifest.clone(),
+            stats,
+        };
+        *slot = Some(next);
+        Ok(snap)
+    }
+
+    /// `HEAD`: the newest manifest and when its walk started (for the racy rule), replaced
+    /// atomically. Only the stat cache of a later process depends on it: a failure (or a HEAD
+    /// lost or emptied by a crash of the machine) costs reads, never a wrong snapshot, so it is
+    /// not fsynced.
+    fn write_head(&self, id: &str, taken_at_ns: i64) {
+        use std::io::Write;
         let head = self.dir.join("HEAD");
         let tmp = self.dir.join(format!("HEAD.tmp-{}", std::process::id()));
-        if let Err(e) = std::fs::write(&tmp, format!("{id} {}\n", manifest.taken_at_ns))
-            .and_then(|_| std::fs::rename(&tmp, &head))
-        {
-            // Only the cache of the next snapshot is lost: it reads more.
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(format!("{id} {taken_at_ns}\n").as_bytes())?;
+            std::fs::rename(&tmp, &head)
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
             tracing::debug!(error = %e, "checkpoint HEAD not updated");
         }
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some((id.clone(), manifest.clone()));
-        }
-        Ok(Snapshot {
-            id,
-            manifest,
-            stats,
-        })
+    }
+
+    /// Blocks until no other mutating call of this project runs (in any process), and holds
+    /// the project's call lock until the returned guard is dropped.
+    pub fn lock_calls(&self) -> Result<CallLock> {
+        CallLock::acquire(&self.dir)
     }
 
     /// A stored manifest by id.
@@ -143,10 +235,12 @@ impl CheckpointStore {
                 reason: "not a snapshot id".into(),
             });
         }
-        if let Some((last_id, m)) = self.last.lock().ok().and_then(|l| l.clone())
-            && last_id == id
-        {
-            return Ok(m);
+        if let Some(m) = self.cache.lock().ok().and_then(|c| {
+            c.as_ref()
+                .filter(|c| c.id == id)
+                .map(|c| c.manifest.clone())
+        }) {
+            return Ok(Manifest::clone(&m));
         }
         let bytes = self.objects.get(id)?;
         Manifest::decode(id, &bytes)

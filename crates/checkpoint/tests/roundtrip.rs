@@ -134,3 +134,110 @@ fn a_folder_swapped_for_an_outside_symlink_does_not_redirect_a_restore() {
     );
     assert!(!outside.path().join("g.txt").exists());
 }
+
+#[test]
+fn the_in_memory_stat_cache_reuses_an_unchanged_tree_and_sees_every_change_between_snapshots() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    std::fs::create_dir(p.join("sub")).unwrap();
+    std::fs::write(p.join("sub/a.txt"), "aaaa\n").unwrap();
+    std::fs::write(p.join("b.txt"), "bbbb\n").unwrap();
+    std::fs::write(p.join(".gitignore"), "skipme/\n").unwrap();
+    std::fs::create_dir(p.join("skipme")).unwrap();
+    std::fs::write(p.join("skipme/x"), "x").unwrap();
+    let store = open(data.path(), p);
+    // Taken at once: every file is racy for the next snapshot, so it is read again.
+    let first = store.snapshot_shared().unwrap();
+    assert!(!first.manifest.entries.contains_key(Path::new("skipme/x")));
+    let racy = store.snapshot_shared().unwrap();
+    assert_eq!(racy.id, first.id);
+    assert!(racy.stats.unchanged);
+    // Past the racy window: nothing is read and the very manifest is reused.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    store.snapshot_shared().unwrap();
+    let quiet = store.snapshot_shared().unwrap();
+    assert!(quiet.stats.unchanged);
+    assert_eq!(quiet.stats.read, 0);
+    assert_eq!(quiet.id, first.id);
+
+    // A change made between two snapshots with the size and mtime kept (an editor that
+    // restores the mtime): ctime still tells it, and it is not hidden by the cache.
+    let a = p.join("sub/a.txt");
+    let mtime = std::fs::metadata(&a).unwrap().modified().unwrap();
+    std::fs::write(&a, "AAAA\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    std::fs::remove_file(p.join("b.txt")).unwrap();
+    std::fs::write(p.join("sub/c.txt"), "c\n").unwrap();
+    let changed = store.snapshot_shared().unwrap();
+    assert!(!changed.stats.unchanged);
+    let cs = diff(&quiet.manifest, &changed.manifest);
+    let mut paths: Vec<&str> = cs.files.iter().map(|f| f.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, vec!["b.txt", "sub/a.txt", "sub/c.txt"]);
+    // The new manifest is the one a fresh process computes from scratch.
+    let fresh_data = tempfile::tempdir().unwrap();
+    let fresh = open(fresh_data.path(), p).snapshot().unwrap();
+    assert_eq!(changed.id, fresh.id);
+    assert_eq!(changed.manifest.entries, fresh.manifest.entries);
+    // And a store opened afresh on the same data starts from HEAD with the same result.
+    let reopened = open(data.path(), p).snapshot().unwrap();
+    assert_eq!(reopened.id, changed.id);
+}
+
+#[test]
+fn the_call_lock_serializes_two_stores_of_one_project() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let one = open(data.path(), project.path());
+    let two = open(data.path(), project.path());
+    let held = one.lock_calls().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _lock = two.lock_calls().unwrap();
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(300))
+            .is_err(),
+        "the second store waits while the first holds the lock"
+    );
+    drop(held);
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the lock is free once dropped");
+    waiter.join().unwrap();
+}
+
+#[test]
+fn a_tree_with_more_folders_than_open_files_allowed_is_walked_whole() {
+    // The walk opens a folder only when it lists it: 25 folders under a limit of 20 open files.
+    let work = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_aibuddy-checkpoint-bench");
+    let tree = work.path().join("tree");
+    let run = |args: &str| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n 20 && exec \"$0\" {args}"))
+            .arg(bin)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&format!("gen {} 2500 50000", tree.display()));
+    let out = run(&format!(
+        "{} {} 0",
+        work.path().join("data").display(),
+        tree.display()
+    ));
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.contains("entries=2525 read=2500"),
+        "every folder listed, every file read: {first}"
+    );
+}

@@ -1,13 +1,32 @@
 //! The benchmark driver of `benches/checkpoint_bench.sh`: snapshots of a project, timed.
 //!
 //! `aibuddy-checkpoint-bench DATA_DIR PROJECT N`: the first snapshot (fresh store), then `N`
-//! snapshots with nothing changed; prints `first_ms=<ms>` and `unchanged_ms=<ms>` lines, one
-//! per snapshot, on stdout.
+//! rounds of: a snapshot with nothing changed on the store kept open (as in a run or the window,
+//! where the stat cache stays in memory: `unchanged_ms`), the same in a store opened afresh (as
+//! an `aibuddy call` process does: `cold_ms`), and a whole mutating call that changes one file
+//! (before-snapshot, the write, after-snapshot: `call_ms`, the write itself not counted).
+//! Prints one `name=<ms>` line per measure on stdout (`unchanged_ms` also with the CPU time the
+//! snapshot took, every thread counted: `cpu_ms`).
 //! `aibuddy-checkpoint-bench gen DIR FILES BYTES`: writes a tree of `FILES` files of `BYTES` in
 //! all (100 per folder, sizes spread around the mean, half text, half pseudo-random bytes).
+//! `aibuddy-checkpoint-bench touch PROJECT I`: rewrites one file of the tree (round `I`), as the
+//! shadow-git side of `call_ms` does.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use aibuddy_checkpoint::{CheckpointStore, SnapshotOptions};
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// CPU time of the process so far (user + system, every thread), in ms: unlike wall time, it
+/// hardly moves with the load other processes put on a shared machine.
+fn cpu_ms() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
+}
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -22,6 +41,50 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if args.len() == 4 && args[1] == "touch" {
+        let round: usize = args[3].parse().unwrap_or(0);
+        return match touch(Path::new(&args[2]), round) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("checkpoint bench: touch: {e}");
+                std::process::ExitCode::from(1)
+            }
+        };
+    }
+    if args.len() == 5 && args[1] == "warm" {
+        // Profiling aid: N unchanged snapshots on one open store, CPU time per snapshot.
+        let n: usize = args[4].parse().unwrap_or(100);
+        let run = || -> aibuddy_checkpoint::Result<()> {
+            let mut opts = SnapshotOptions::default();
+            if let Some(t) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
+                opts.threads = t;
+            }
+            let store = CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts)?;
+            store.snapshot_shared()?;
+            let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                let (t, c) = (Instant::now(), cpu_ms());
+                store.snapshot_shared()?;
+                wall.push(ms(t));
+                cpu.push(cpu_ms() - c);
+            }
+            wall.sort_by(f64::total_cmp);
+            cpu.sort_by(f64::total_cmp);
+            println!(
+                "warm_p50_ms={:.2} cpu_p50_ms={:.2}",
+                wall[n / 2],
+                cpu[n / 2]
+            );
+            Ok(())
+        };
+        return match run() {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("checkpoint bench: {e}");
+                std::process::ExitCode::from(1)
+            }
+        };
+    }
     if args.len() != 4 {
         eprintln!("usage: aibuddy-checkpoint-bench DATA_DIR PROJECT N");
         return std::process::ExitCode::from(2);
@@ -29,35 +92,49 @@ fn main() -> std::process::ExitCode {
     let data = PathBuf::from(&args[1]);
     let project = PathBuf::from(&args[2]);
     let n: usize = args[3].parse().unwrap_or(20);
+    let open = || CheckpointStore::open(&data, &project, SnapshotOptions::default());
     let run = || -> aibuddy_checkpoint::Result<()> {
         let t = Instant::now();
-        let store = aibuddy_checkpoint::CheckpointStore::open(
-            &data,
-            &project,
-            aibuddy_checkpoint::SnapshotOptions::default(),
-        )?;
-        let s = store.snapshot()?;
+        let store = open()?;
+        let s = store.snapshot_shared()?;
         println!(
             "first_ms={:.2} entries={} read={}",
-            t.elapsed().as_secs_f64() * 1000.0,
+            ms(t),
             s.stats.entries,
             s.stats.read
         );
-        for _ in 0..n {
-            // A fresh store each time, as each `aibuddy call` process opens one: the stat cache
-            // comes from HEAD on disk.
-            let t = Instant::now();
-            let store = aibuddy_checkpoint::CheckpointStore::open(
-                &data,
-                &project,
-                aibuddy_checkpoint::SnapshotOptions::default(),
-            )?;
-            let s = store.snapshot()?;
+        // Past the racy window of the first snapshot, as between two calls of a person.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        store.snapshot_shared()?;
+        for round in 0..n {
+            let (t, c) = (Instant::now(), cpu_ms());
+            let s = store.snapshot_shared()?;
             println!(
-                "unchanged_ms={:.2} read={}",
-                t.elapsed().as_secs_f64() * 1000.0,
-                s.stats.read
+                "unchanged_ms={:.2} read={} cpu_ms={:.2}",
+                ms(t),
+                s.stats.read,
+                cpu_ms() - c
             );
+
+            let t = Instant::now();
+            let cold = open()?;
+            let s = cold.snapshot_shared()?;
+            println!("cold_ms={:.2} read={}", ms(t), s.stats.read);
+
+            let t = Instant::now();
+            let before = store.snapshot_shared()?;
+            let before_ms = ms(t);
+            touch(&project, round)
+                .map_err(|e| aibuddy_checkpoint::CheckpointError::io("touch", &project, e))?;
+            let t = Instant::now();
+            let after = store.snapshot_shared()?;
+            let changes = aibuddy_checkpoint::diff(&before.manifest, &after.manifest);
+            println!(
+                "call_ms={:.2} files={}",
+                before_ms + ms(t),
+                changes.files.len()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(60));
         }
         Ok(())
     };
@@ -68,6 +145,15 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// Rewrites one file of a generated tree (a different one each round).
+fn touch(project: &Path, round: usize) -> std::io::Result<()> {
+    let i = (round * 7919) % 10_000;
+    let path = project
+        .join(format!("d{:03}", i / 100))
+        .join(format!("f{i:05}.dat"));
+    std::fs::write(path, format!("round {round}: edited\n"))
 }
 
 /// A deterministic tree: `files` files, `bytes` in all.

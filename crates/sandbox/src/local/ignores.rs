@@ -68,6 +68,19 @@ enum GitEntry {
     File,
 }
 
+/// The rules of one directory's children ([`IgnoreRules::in_dir`]).
+pub struct DirRules<'a> {
+    rules: &'a IgnoreRules,
+    chain: Chain,
+}
+
+impl DirRules<'_> {
+    /// Is the child `rel` (relative to the root) of this directory ignored?
+    pub fn is_ignored(&self, rel: &Path, is_dir: bool) -> bool {
+        self.rules.matches(&self.chain, rel, is_dir)
+    }
+}
+
 pub struct IgnoreRules {
     root: PathBuf,
     dir: Dir,
@@ -102,6 +115,23 @@ impl IgnoreRules {
     pub fn is_ignored(&self, rel: &Path, is_dir: bool) -> bool {
         let parent = rel.parent().unwrap_or(Path::new(""));
         let chain = self.chain(parent);
+        self.matches(&chain, rel, is_dir)
+    }
+
+    /// The rules that apply to the children of the directory `dir` (relative, `""` for the
+    /// root), looked up once for all of them.
+    pub fn in_dir(&self, dir: &Path) -> DirRules<'_> {
+        DirRules {
+            rules: self,
+            chain: self.chain(dir),
+        }
+    }
+
+    /// Is `rel` ignored by the levels of `chain` (those of its parent directory)?
+    fn matches(&self, chain: &Chain, rel: &Path, is_dir: bool) -> bool {
+        if chain.is_empty() {
+            return false;
+        }
         let abs = self.root.join(rel);
         let (mut ignore, mut git, mut exclude) = (Match::None, Match::None, Match::None);
         // Deepest level first; once a repository's root is passed, the git rules of the levels

@@ -35,7 +35,7 @@ use crate::kind::{Capabilities, Confinement, SandboxKind, SandboxSettings};
 use crate::limits::Limits;
 use crate::scope;
 
-pub use project_walk::project_walker;
+pub use project_walk::{ProjectDirRules, ProjectRules, project_rules, project_walker};
 
 /// State shared by the async front and the blocking workers.
 #[derive(Debug)]

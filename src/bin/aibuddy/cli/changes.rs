@@ -12,7 +12,7 @@ use clap::Args;
 use super::history::open_store;
 use super::print_json;
 use aibuddy::app::AppOptions;
-use aibuddy::checkpoints::{CallChangesView, Checkpoints, NOT_COVERED};
+use aibuddy::checkpoints::{CallChangesView, Checkpoints};
 
 #[derive(Debug, Args)]
 pub struct ChangesArgs {
@@ -32,12 +32,12 @@ pub(crate) async fn open_checkpoints(opts: &AppOptions) -> Result<Arc<Checkpoint
     let store = open_store(opts).await?;
     let (data, project) = (opts.data_dir.clone(), opts.project.clone());
     tokio::task::spawn_blocking(move || {
-        Checkpoints::open(
-            &data,
-            &project,
-            store,
-            aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES,
-        )
+        // The same size cap as the calls' own snapshots (a rewind's snapshots must agree).
+        let cap = aibuddy::settings::load(&data, &project)
+            .settings
+            .checkpoints
+            .max_file_bytes;
+        Checkpoints::open(&data, &project, store, cap)
     })
     .await
     .map_err(|e| e.to_string())?
@@ -71,14 +71,14 @@ pub async fn run(args: ChangesArgs, opts: AppOptions) -> ExitCode {
             None => print_json(&serde_json::json!({
                 "run_id": args.run,
                 "calls": views,
-                "not_covered": NOT_COVERED,
+                "not_covered": cps.not_covered(),
             })),
         };
     }
     for v in &views {
         print_view(v);
     }
-    outln!("note: {NOT_COVERED}");
+    outln!("note: {}", cps.not_covered());
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,157 @@
+//! The stat cache: the newest snapshot of a store, kept in memory between snapshots in a compact
+//! form (a hash table from path bytes to the stat fields and the raw content hash), so that a
+//! snapshot of an unchanged tree costs the stat walk and one table lookup per entry: no manifest
+//! decode, no encode, no hash, no write.
+//!
+//! Racy entries: an entry whose ctime is within `RACY_NS` of the start of the walk the cache was
+//! built from (`taken_at_ns`) may have changed again within the same timestamp tick, so its
+//! cached hash is not trusted and the file is read again (git's "racily clean" rule, on ctime,
+//! which every change moves and nobody can set). The cache's `taken_at_ns` only moves forward to
+//! the start of a walk that re-read every entry racy to the one before.
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::manifest::{Entry, Kind, Manifest};
+
+/// Entries changed this close to the cache's walk start are re-read.
+pub(crate) const RACY_NS: i64 = 50_000_000;
+
+/// One entry of the cache: what the stat test compares, and the content hash as bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cached {
+    pub kind: Kind,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub hash: Option<[u8; 32]>,
+}
+
+impl Cached {
+    fn of(e: &Entry) -> Cached {
+        let mut raw = [0u8; 32];
+        let hash = (hex::decode_to_slice(&e.hash, &mut raw).is_ok()).then_some(raw);
+        Cached {
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            mtime_ns: e.mtime_ns,
+            ctime_ns: e.ctime_ns,
+            ino: e.ino,
+            hash,
+        }
+    }
+
+    /// Whether a freshly walked entry has the same kind and stat fields.
+    pub fn same_stat(&self, e: &Entry) -> bool {
+        self.kind == e.kind
+            && self.mode == e.mode
+            && self.size == e.size
+            && self.mtime_ns == e.mtime_ns
+            && self.ctime_ns == e.ctime_ns
+            && self.ino == e.ino
+    }
+}
+
+/// The newest snapshot of a store, as the next snapshot's stat cache.
+#[derive(Debug, Clone)]
+pub(crate) struct StatCache {
+    /// The manifest's object id (the snapshot id).
+    pub id: String,
+    pub manifest: Arc<Manifest>,
+    /// Start of the walk the cached hashes were verified by (ns since the epoch).
+    pub taken_at_ns: i64,
+    table: HashMap<Box<[u8]>, Cached>,
+}
+
+impl StatCache {
+    pub fn new(id: String, manifest: Arc<Manifest>, taken_at_ns: i64) -> StatCache {
+        let table = manifest
+            .entries
+            .iter()
+            .map(|(p, e)| (Box::<[u8]>::from(p.as_os_str().as_bytes()), Cached::of(e)))
+            .collect();
+        StatCache {
+            id,
+            manifest,
+            taken_at_ns,
+            table,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn get(&self, rel: &Path) -> Option<&Cached> {
+        self.table.get(rel.as_os_str().as_bytes())
+    }
+
+    /// Whether an entry last changed at `ctime_ns` is racy for this cache.
+    pub fn racy(&self, ctime_ns: i64) -> bool {
+        ctime_ns >= self.taken_at_ns.saturating_sub(RACY_NS)
+    }
+
+    /// The cache after a snapshot: the new manifest, updating only the paths that differ from
+    /// this cache's (`changed`: paths added or changed; `removed`: paths gone).
+    pub fn updated(
+        mut self,
+        id: String,
+        manifest: Arc<Manifest>,
+        taken_at_ns: i64,
+        changed: &[&Path],
+        removed: &[&Path],
+    ) -> StatCache {
+        for p in removed {
+            self.table.remove(p.as_os_str().as_bytes());
+        }
+        for p in changed {
+            if let Some(e) = manifest.entries.get(*p) {
+                self.table
+                    .insert(Box::from(p.as_os_str().as_bytes()), Cached::of(e));
+            }
+        }
+        self.id = id;
+        self.manifest = manifest;
+        self.taken_at_ns = taken_at_ns;
+        self
+    }
+
+    /// The content hash of a cached entry, as the manifest writes it.
+    pub fn hex(c: &Cached) -> String {
+        c.hash.map(hex::encode).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn racy_entries_are_those_changed_within_the_window_of_the_walk() {
+        let mut m = Manifest::default();
+        m.entries.insert(
+            PathBuf::from("a"),
+            Entry {
+                kind: Kind::File,
+                mode: 0o100644,
+                size: 1,
+                mtime_ns: 5,
+                ctime_ns: 5,
+                ino: 1,
+                hash: "ab".repeat(32),
+            },
+        );
+        let c = StatCache::new("x".into(), Arc::new(m), 1_000_000_000);
+        assert!(c.racy(1_000_000_000 - RACY_NS));
+        assert!(c.racy(1_000_000_001));
+        assert!(!c.racy(1_000_000_000 - RACY_NS - 1));
+        let got = c.get(Path::new("a")).unwrap();
+        assert_eq!(StatCache::hex(got), "ab".repeat(32));
+    }
+}
