@@ -694,6 +694,7 @@ async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
             data_dir,
             settings,
             sandbox: Err("no sandbox in this test".into()),
+            session_rules: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),
