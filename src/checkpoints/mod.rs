@@ -14,6 +14,7 @@
 //!
 //! What is not covered is said by `NOT_COVERED`, which every preview carries.
 
+mod error_stage;
 mod rewind;
 mod views;
 
