@@ -381,3 +381,29 @@ export async function readyApproval(page) {
   const inside = await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement) ?? false);
   if (!inside) await page.keyboard.press("Tab");
 }
+
+// ---- Checkpoints and rewind (issue 23): the shell's checkpoint commands, kept in their own block ----
+
+/**
+ * JS source of the shell's checkpoint commands (src-tauri/src/checkpoints_view.rs) over `changes`
+ * (an object `callId -> ChangesView`): `call_changes {callId}` answers the call's view or the
+ * core's typed "no checkpoint" error (code `checkpoint`, stage Parameters); `rewind_preview
+ * {target, force}` answers `preview(target, force)` with `dry_run: true`; `rewind {target, force}`
+ * the same with `dry_run: false` and `rewind_call_id` set (`call_rewind_<n>`). `previewSource` is
+ * JS source of that function: `(target, force) => RewindView` without `dry_run` / `rewind_call_id`.
+ */
+export function checkpointsMock(changes, previewSource) {
+  return `(() => {
+    const changes = ${JSON.stringify(changes)};
+    const preview = ${previewSource};
+    let n = 0;
+    return {
+      call_changes: ({ callId }) => {
+        if (changes[callId]) return changes[callId];
+        throw { code: "checkpoint", stage: "Parameters", message: "call \`" + callId + "\` has no checkpoint (it was read-only, or it ran before checkpoints existed)" };
+      },
+      rewind_preview: ({ target, force }) => ({ ...preview(target, force), dry_run: true, force, rewind_call_id: null }),
+      rewind: ({ target, force }) => ({ ...preview(target, force), dry_run: false, force, rewind_call_id: "call_rewind_" + ++n }),
+    };
+  })()`;
+}

@@ -17,7 +17,7 @@ const READ_ONLY = new Set(["read_file", "glob", "grep", "ls", "tool_search", "vi
  * every tool but the core's read-only ones (the core checkpoints each call that is not read-only).
  */
 export function mayChangeFiles(tool: string): boolean {
-  if (READ_ONLY.has(tool)) return false;
+  if (tool.trim() === "" || READ_ONLY.has(tool)) return false;
   const kind = toolKind(tool);
   return kind !== "search" && kind !== "skill";
 }
