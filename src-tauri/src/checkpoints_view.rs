@@ -159,8 +159,13 @@ impl From<CallChangesView> for ChangesView {
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[ts(export)]
 pub enum RewindTargetArg {
-    Call { call_id: String },
-    Run { run_id: String, from: Option<String> },
+    Call {
+        call_id: String,
+    },
+    Run {
+        run_id: String,
+        from: Option<String>,
+    },
 }
 
 impl From<RewindTargetArg> for RewindTarget {
@@ -312,7 +317,11 @@ pub async fn call_changes(
     call_id: String,
 ) -> Result<ChangesView, CommandError> {
     let cps = checkpoints_of(&state)?;
-    Ok(cps.changes_for_call(&call_id).await.map_err(use_error)?.into())
+    Ok(cps
+        .changes_for_call(&call_id)
+        .await
+        .map_err(use_error)?
+        .into())
 }
 
 /// What each checkpointed call of run `run_id` changed, oldest first.

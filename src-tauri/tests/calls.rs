@@ -651,7 +651,10 @@ fn the_window_lists_a_calls_changes_previews_and_rewinds_them_leaving_conflicts_
     assert_eq!(changes["files"][0]["path"], json!("notes.txt"), "{changes}");
     assert_eq!(changes["files"][0]["change"], json!("modified"));
     let diff = changes["files"][0]["diff"].as_str().unwrap();
-    assert!(diff.contains("-first line") && diff.contains("+rewritten"), "{diff}");
+    assert!(
+        diff.contains("-first line") && diff.contains("+rewritten"),
+        "{diff}"
+    );
     assert!(changes["not_covered"].as_str().unwrap().contains("ignore"));
     let run_id = changes["run_id"].as_str().unwrap().to_string();
     let run = invoke(&f.window, "run_changes", json!({ "runId": run_id })).unwrap();
@@ -669,9 +672,19 @@ fn the_window_lists_a_calls_changes_previews_and_rewinds_them_leaving_conflicts_
     .unwrap();
     assert_eq!(preview["dry_run"], json!(true));
     assert_eq!(preview["rewind_call_id"], Value::Null);
-    assert_eq!(preview["calls"][0]["call_id"], json!(create), "newest first");
-    assert_eq!(preview["calls"][0]["conflicts"][0]["path"], json!("made.txt"));
-    assert_eq!(preview["calls"][1]["actions"][0]["path"], json!("notes.txt"));
+    assert_eq!(
+        preview["calls"][0]["call_id"],
+        json!(create),
+        "newest first"
+    );
+    assert_eq!(
+        preview["calls"][0]["conflicts"][0]["path"],
+        json!("made.txt")
+    );
+    assert_eq!(
+        preview["calls"][1]["actions"][0]["path"],
+        json!("notes.txt")
+    );
     assert_eq!(preview["unresolved_conflicts"], json!(1));
     assert_eq!(
         std::fs::read(root.join("notes.txt")).unwrap(),

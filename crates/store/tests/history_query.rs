@@ -352,10 +352,22 @@ async fn the_changed_path_filter_keeps_the_calls_that_changed_that_path() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let sets = [
-        ("w1", r#"{"files":[{"path":"src/main.rs","change":"modified"}],"skipped":[]}"#),
-        ("w2", r#"{"files":[{"path":"docs/new.md","change":"renamed","from":"src/old.md"}],"skipped":[]}"#),
-        ("w3", r#"{"files":[],"skipped":[{"path":"src/big.bin","reason":"too_large"}]}"#),
-        ("w4", r#"{"files":[{"path":"srcx/a_b.rs","change":"added"}],"skipped":[]}"#),
+        (
+            "w1",
+            r#"{"files":[{"path":"src/main.rs","change":"modified"}],"skipped":[]}"#,
+        ),
+        (
+            "w2",
+            r#"{"files":[{"path":"docs/new.md","change":"renamed","from":"src/old.md"}],"skipped":[]}"#,
+        ),
+        (
+            "w3",
+            r#"{"files":[],"skipped":[{"path":"src/big.bin","reason":"too_large"}]}"#,
+        ),
+        (
+            "w4",
+            r#"{"files":[{"path":"srcx/a_b.rs","change":"added"}],"skipped":[]}"#,
+        ),
     ];
     for (i, (id, set)) in sets.iter().enumerate() {
         store
@@ -374,7 +386,10 @@ async fn the_changed_path_filter_keeps_the_calls_that_changed_that_path() {
         .begin_call(begin("w5", None, "execute", 2_000))
         .await
         .unwrap();
-    store.begin_call_changes("w5", "key", "before").await.unwrap();
+    store
+        .begin_call_changes("w5", "key", "before")
+        .await
+        .unwrap();
     let by = |p: &str| {
         let store = store.clone();
         let q = HistoryQuery {
@@ -388,11 +403,23 @@ async fn the_changed_path_filter_keeps_the_calls_that_changed_that_path() {
         }
     };
     assert_eq!(by("src/main.rs").await, ["w1"]);
-    assert_eq!(by("./src/").await, ["w1", "w2", "w3"], "a folder: paths beneath it");
+    assert_eq!(
+        by("./src/").await,
+        ["w1", "w2", "w3"],
+        "a folder: paths beneath it"
+    );
     assert_eq!(by("src/old.md").await, ["w2"], "a rename's source");
     assert_eq!(by("docs").await, ["w2"]);
-    assert_eq!(by("src/big.bin").await, ["w3"], "changed but not checkpointed");
-    assert_eq!(by("srcx/a%").await, Vec::<String>::new(), "no LIKE wildcards");
+    assert_eq!(
+        by("src/big.bin").await,
+        ["w3"],
+        "changed but not checkpointed"
+    );
+    assert_eq!(
+        by("srcx/a%").await,
+        Vec::<String>::new(),
+        "no LIKE wildcards"
+    );
     assert_eq!(by("srcx/a_b.rs").await, ["w4"]);
     assert!(by("nowhere").await.is_empty());
     assert_eq!(walk(&store, HistoryQuery::default()).await.len(), 5);
