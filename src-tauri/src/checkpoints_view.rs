@@ -10,13 +10,17 @@
 //! window is in progress (it would race their writes). Conflicts are put back only when the
 //! person chose `force` for that rewind; a rewind is recorded as a call (tool `rewind`) with its
 //! own change set, so the window can undo it like any call. Paths and contents come from the
-//! project and from commands: the UI shows them as text, never as HTML.
+//! project and from commands: each path and each diff line also comes revealed
+//! (`aibuddy_common::term::reveal`, as the confirmation dialog shows them), so a bidi override or
+//! zero-width character is shown as its code, never obeyed; the UI shows them as text, never as
+//! HTML.
 
 use aibuddy::checkpoints::{
     CallChangesView, CallRewind, ChangedFile, CheckpointUseError, Checkpoints, RewindReport,
     RewindTarget,
 };
 use aibuddy_checkpoint::{ChangeKind, EntryState};
+use aibuddy_common::term::{self, DisplaySegment};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tauri::State;
@@ -74,12 +78,25 @@ impl From<EntryState> for EntryStateView {
     }
 }
 
+/// A text as lines of display segments, split at `\n` (a final empty line left out), as the
+/// confirmation dialog's diff is: one entry per line of the text. Pure.
+pub fn reveal_lines(text: &str) -> Vec<Vec<DisplaySegment>> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    body.split('\n').map(term::reveal).collect()
+}
+
 /// One changed path with its diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct ChangedFileView {
     /// Relative to the project root.
     pub path: String,
+    /// `path` revealed (invisible and format characters as their codes).
+    pub path_shown: Vec<DisplaySegment>,
+    /// `from` revealed.
+    pub from_shown: Option<Vec<DisplaySegment>>,
+    /// `diff` revealed, one entry per line of it.
+    pub diff_shown: Option<Vec<Vec<DisplaySegment>>>,
     pub change: ChangeKindView,
     /// For a rename: where the content came from.
     pub from: Option<String>,
@@ -96,6 +113,9 @@ pub struct ChangedFileView {
 impl From<ChangedFile> for ChangedFileView {
     fn from(f: ChangedFile) -> Self {
         ChangedFileView {
+            path_shown: term::reveal(&f.change.path),
+            from_shown: f.change.from.as_deref().map(term::reveal),
+            diff_shown: f.diff.diff.as_deref().map(reveal_lines),
             path: f.change.path,
             change: f.change.change.into(),
             from: f.change.from,
@@ -113,6 +133,7 @@ impl From<ChangedFile> for ChangedFileView {
 #[ts(export)]
 pub struct SkippedView {
     pub path: String,
+    pub path_shown: Vec<DisplaySegment>,
     /// `too_large`, `special` or `unreadable`.
     pub reason: String,
 }
@@ -145,6 +166,7 @@ impl From<CallChangesView> for ChangesView {
                 .skipped
                 .into_iter()
                 .map(|s| SkippedView {
+                    path_shown: term::reveal(&s.path),
                     path: s.path,
                     reason: s.reason,
                 })
@@ -182,6 +204,7 @@ impl From<RewindTargetArg> for RewindTarget {
 #[ts(export)]
 pub struct PathActionView {
     pub path: String,
+    pub path_shown: Vec<DisplaySegment>,
     /// `restore` (content, mode or symlink put back, or recreated) or `remove` (the call
     /// created it).
     pub action: String,
@@ -194,6 +217,7 @@ pub struct PathActionView {
 #[ts(export)]
 pub struct ConflictView {
     pub path: String,
+    pub path_shown: Vec<DisplaySegment>,
     /// What the call left.
     pub expected: String,
     /// What is there now.
@@ -205,6 +229,7 @@ pub struct ConflictView {
 #[ts(export)]
 pub struct FailureView {
     pub path: String,
+    pub path_shown: Vec<DisplaySegment>,
     pub error: String,
 }
 
@@ -217,8 +242,8 @@ pub struct CallRewindView {
     pub complete: bool,
     pub actions: Vec<PathActionView>,
     pub conflicts: Vec<ConflictView>,
-    /// Paths the call changed that were not checkpointed: cannot be put back.
-    pub not_restorable: Vec<String>,
+    /// Paths the call changed that were not checkpointed: cannot be put back (revealed).
+    pub not_restorable: Vec<Vec<DisplaySegment>>,
     pub failures: Vec<FailureView>,
 }
 
@@ -232,6 +257,7 @@ impl From<CallRewind> for CallRewindView {
                 .actions
                 .into_iter()
                 .map(|a| PathActionView {
+                    path_shown: term::reveal(&a.path),
                     path: a.path,
                     action: a.action.to_string(),
                     forced: a.forced,
@@ -241,16 +267,18 @@ impl From<CallRewind> for CallRewindView {
                 .conflicts
                 .into_iter()
                 .map(|k| ConflictView {
+                    path_shown: term::reveal(&k.path),
                     path: k.path,
                     expected: k.expected,
                     found: k.found,
                 })
                 .collect(),
-            not_restorable: c.not_restorable,
+            not_restorable: c.not_restorable.iter().map(|p| term::reveal(p)).collect(),
             failures: c
                 .failures
                 .into_iter()
                 .map(|f| FailureView {
+                    path_shown: term::reveal(&f.path),
                     path: f.path,
                     error: f.error,
                 })

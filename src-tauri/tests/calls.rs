@@ -645,7 +645,7 @@ fn the_window_lists_a_calls_changes_previews_and_rewinds_them_leaving_conflicts_
     let root = f.project.path().to_path_buf();
     let original = std::fs::read(root.join("notes.txt")).unwrap();
     let edit = approved_write(&f, "notes.txt", "rewritten\n");
-    let create = approved_write(&f, "made.txt", "made by the call\n");
+    let create = approved_write(&f, "made.txt", "made by\u{202e} the call\n");
 
     let changes = invoke(&f.window, "call_changes", json!({ "callId": edit })).unwrap();
     assert_eq!(changes["files"][0]["path"], json!("notes.txt"), "{changes}");
@@ -660,6 +660,13 @@ fn the_window_lists_a_calls_changes_previews_and_rewinds_them_leaving_conflicts_
     let run = invoke(&f.window, "run_changes", json!({ "runId": run_id })).unwrap();
     assert_eq!(run.as_array().unwrap().len(), 2, "{run}");
     assert_eq!(run[1]["files"][0]["change"], json!("added"));
+    // Content from the project comes revealed too: a bidi override is a code, never obeyed.
+    assert_eq!(
+        run[1]["files"][0]["diff_shown"][3][1],
+        json!({ "kind": "code", "code": "U+202E" }),
+        "{}",
+        run[1]["files"][0]
+    );
 
     // The person changes the created file after the call: a conflict.
     std::fs::write(root.join("made.txt"), "the person's edit\n").unwrap();

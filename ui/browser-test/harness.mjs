@@ -391,15 +391,37 @@ export async function readyApproval(page) {
  * {target, force}` answers `preview(target, force)` with `dry_run: true`; `rewind {target, force}`
  * the same with `dry_run: false` and `rewind_call_id` set (`call_rewind_<n>`). `previewSource` is
  * JS source of that function: `(target, force) => RewindView` without `dry_run` / `rewind_call_id`.
+ * The revealed forms the shell adds (`path_shown`, `from_shown`, `diff_shown`, a preview's paths)
+ * are filled in as plain text segments where a fixture leaves them out.
  */
 export function checkpointsMock(changes, previewSource) {
   return `(() => {
     const changes = ${JSON.stringify(changes)};
-    const preview = ${previewSource};
+    const preview0 = ${previewSource};
+    const seg = (t) => (t === "" ? [] : [{ kind: "text", text: t }]);
+    const lines = (t) => (t.endsWith("\\n") ? t.slice(0, -1) : t).split("\\n").map(seg);
+    const shown = (v) => ({
+      ...v,
+      files: v.files.map((f) => ({ path_shown: seg(f.path), from_shown: f.from == null ? null : seg(f.from), diff_shown: f.diff == null ? null : lines(f.diff), ...f })),
+      skipped: v.skipped.map((s) => ({ path_shown: seg(s.path), ...s })),
+    });
+    const preview = (target, force) => {
+      const p = preview0(target, force);
+      return {
+        ...p,
+        calls: p.calls.map((c) => ({
+          ...c,
+          actions: c.actions.map((a) => ({ path_shown: seg(a.path), ...a })),
+          conflicts: c.conflicts.map((k) => ({ path_shown: seg(k.path), ...k })),
+          not_restorable: c.not_restorable.map((x) => (typeof x === "string" ? seg(x) : x)),
+          failures: c.failures.map((f) => ({ path_shown: seg(f.path), ...f })),
+        })),
+      };
+    };
     let n = 0;
     return {
       call_changes: ({ callId }) => {
-        if (changes[callId]) return changes[callId];
+        if (changes[callId]) return shown(changes[callId]);
         throw { code: "checkpoint", stage: "Parameters", message: "call \`" + callId + "\` has no checkpoint (it was read-only, or it ran before checkpoints existed)" };
       },
       rewind_preview: ({ target, force }) => ({ ...preview(target, force), dry_run: true, force, rewind_call_id: null }),

@@ -335,13 +335,16 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
   it("a card shows what its call changed; Undo previews the rewind with its conflict before anything is written", async () => {
-    const HOSTILE = "notes/<img src=x onerror=alert(1)>.md";
+    // A hostile name: markup, and a right-to-left override that would reorder what follows it.
+    const HOSTILE = "notes/<img src=x onerror=alert(1)>\u202Edm.txt";
+    const HOSTILE_SHOWN = [{ kind: "text", text: "notes/<img src=x onerror=alert(1)>" }, { kind: "code", code: "U+202E" }, { kind: "text", text: "dm.txt" }];
+    const HOSTILE_TEXT = "notes/<img src=x onerror=alert(1)><U+202E>dm.txt";
     const changes = {
       call_w: {
         call_id: "call_w", run_id: RUN, tool: "execute", complete: true,
         files: [
           { path: "src/main.rs", change: "modified", from: null, before: { kind: "file", mode: "644", size: 120 }, after: { kind: "file", mode: "644", size: 168 }, binary: false, diff: DIFF, note: null },
-          { path: HOSTILE, change: "added", from: null, before: null, after: { kind: "file", mode: "644", size: 9 }, binary: false, diff: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+<b>bold</b>\n", note: null },
+          { path: HOSTILE, path_shown: HOSTILE_SHOWN, change: "added", from: null, before: null, after: { kind: "file", mode: "644", size: 9 }, binary: false, diff: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+<b>bold</b>\n", note: null },
           { path: "assets/logo.png", change: "modified", from: null, before: { kind: "file", mode: "644", size: 2048 }, after: { kind: "file", mode: "644", size: 4096 }, binary: true, diff: null, note: "binary file" },
           { path: "run.sh", change: "mode_changed", from: null, before: { kind: "file", mode: "644", size: 30 }, after: { kind: "file", mode: "755", size: 30 }, binary: false, diff: "", note: null },
           { path: "docs/new.md", change: "renamed", from: "docs/old.md", before: null, after: { kind: "file", mode: "644", size: 12 }, binary: false, diff: null, note: null },
@@ -354,7 +357,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     const preview = `(target, force) => ({
       calls: [{
         call_id: target.kind === "call" ? target.call_id : "call_w", tool: "execute", complete: true,
-        actions: [{ path: "run.sh", action: "restore", forced: false }, { path: ${JSON.stringify(HOSTILE)}, action: "remove", forced: false },
+        actions: [{ path: "run.sh", action: "restore", forced: false }, { path: ${JSON.stringify(HOSTILE)}, path_shown: ${JSON.stringify(HOSTILE_SHOWN)}, action: "remove", forced: false },
           ...(force ? [{ path: "src/main.rs", action: "restore", forced: true }] : [])],
         conflicts: [{ path: "src/main.rs", expected: "file of 168 bytes (mode 644, 1a2b)", found: "file of 171 bytes (mode 644, 9f9f)" }],
         not_restorable: ["data/big.bin"], failures: [],
@@ -381,7 +384,8 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.match(await panel.locator('[data-testid="changed-skipped"]').textContent(), /data\/big\.bin: larger than the checkpoint size cap/);
     assert.match(await panel.locator('[data-testid="changes-not-covered"]').textContent(), /ignore rules/);
     // Untrusted paths and contents are text, never markup.
-    assert.equal(await panel.locator('[data-testid="change-path"]').nth(1).textContent(), HOSTILE);
+    assert.equal(await panel.locator('[data-testid="change-path"]').nth(1).textContent(), HOSTILE_TEXT, "the override is shown as its code");
+    assert.ok(!(await panel.textContent()).includes("\u202E"), "never obeyed");
     await panel.locator('[data-testid="changed-file"]').nth(1).locator("summary").click();
     await panel.locator('[data-testid="changed-file"]').nth(0).locator("summary").click();
     assert.equal(await panel.locator("img, b").count(), 0);
@@ -394,7 +398,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await dialog.waitFor();
     assert.deepEqual(await argsOf(page, "rewind_preview"), [{ target: { kind: "call", call_id: "call_w" }, force: false }]);
     assert.deepEqual(await argsOf(page, "rewind"), [], "nothing is written before the person confirms");
-    assert.deepEqual(await dialog.locator('[data-testid="rewind-action"] code').allTextContents(), ["run.sh", HOSTILE]);
+    assert.deepEqual(await dialog.locator('[data-testid="rewind-action"] code').allTextContents(), ["run.sh", HOSTILE_TEXT]);
     assert.match(await dialog.locator('[data-testid="rewind-conflict"]').textContent(), /src\/main\.rs: the call left file of 168 bytes.*now file of 171 bytes/);
     assert.match(await dialog.locator('[data-testid="rewind-not-restorable"]').textContent(), /data\/big\.bin: not checkpointed/);
     assert.equal(await dialog.locator('[data-testid="rewind-force"]').isChecked(), false, "conflicts are left alone by default");

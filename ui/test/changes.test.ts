@@ -25,6 +25,9 @@ import { createCheckpointsApi } from "../src/run/checkpoints-api";
 
 const file = (over: Partial<ChangedFileView>): ChangedFileView => ({
   path: "src/a.rs",
+  path_shown: [{ kind: "text", text: "src/a.rs" }],
+  from_shown: null,
+  diff_shown: null,
   change: "modified",
   from: null,
   before: { kind: "file", mode: "644", size: 12 },
@@ -54,8 +57,8 @@ const report = (conflicts: number, actions: number, over: Partial<RewindView> = 
       call_id: "call_2",
       tool: "write_file",
       complete: true,
-      actions: Array.from({ length: actions }, (_, i) => ({ path: `f${i}`, action: "restore", forced: false })),
-      conflicts: Array.from({ length: conflicts }, (_, i) => ({ path: `c${i}`, expected: "file", found: "file of 3 bytes" })),
+      actions: Array.from({ length: actions }, (_, i) => ({ path: `f${i}`, path_shown: [], action: "restore", forced: false })),
+      conflicts: Array.from({ length: conflicts }, (_, i) => ({ path: `c${i}`, path_shown: [], expected: "file", found: "file of 3 bytes" })),
       not_restorable: [],
       failures: [],
     },
@@ -86,7 +89,7 @@ describe("what a call changed", () => {
   it("names what was not checkpointed and why", () => {
     expect(skippedReason("too_large")).toMatch(/size cap.*cannot be put back/);
     expect(skippedReason("special")).toMatch(/fifo, socket or device/);
-    const v = view({ files: [file({})], skipped: [{ path: "big.bin", reason: "too_large" }], complete: false });
+    const v = view({ files: [file({})], skipped: [{ path: "big.bin", path_shown: [], reason: "too_large" }], complete: false });
     expect(hasChanges(v)).toBe(true);
     expect(changesSummary(v)).toBe("1 file changed, 1 not checkpointed, the call never finished: changes up to now");
     expect(hasChanges(view({}))).toBe(false);
