@@ -311,7 +311,7 @@ export const ipcMisses = [];
  * `window.__emit(event, payload)` to play shell events. `dynamicSource` is JS source of an object of
  * functions `cmd -> (args) => result` for answers too large to inline (e.g. `historyMock(...)` over
  * 100,000 rows). The history commands fall back to an empty `historyMock()`, the views' own reads
- * to `viewDefaults()`; anything else is an "unexpected command", logged as a console error.
+ * to `viewDefaults()`, a card's `call_changes` to `checkpointsDefault()`; anything else is an "unexpected command", logged as a console error.
  */
 export async function mockScript(responses, dynamicSource = "{}") {
   const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
@@ -325,6 +325,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
     const dynamic = ${dynamicSource};
     const history = ${historyMock()};
     const defaults = ${viewDefaults()};
+    const checkpoints = ${checkpointsDefault()};
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
@@ -335,6 +336,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
       const r = responses[cmd];
       if (!r && history[cmd]) return history[cmd](args);
       if (!r && cmd in defaults) return structuredClone(defaults[cmd]);
+      if (!r && checkpoints[cmd]) return checkpoints[cmd](args);
       if (!r) {
         console.error("unexpected command " + cmd);
         throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
@@ -515,5 +517,17 @@ export function checkpointsMock(changes, previewSource) {
       rewind_preview: ({ target, force }) => ({ ...preview(target, force), dry_run: true, force, rewind_call_id: null }),
       rewind: ({ target, force }) => ({ ...preview(target, force), dry_run: false, force, rewind_call_id: "call_rewind_" + ++n }),
     };
+  })()`;
+}
+
+/**
+ * JS source of the default answer to `call_changes`, which every card of a finished call that may
+ * change files asks on its own: the core's typed "no checkpoint" rejection (code `checkpoint`, stage
+ * Parameters), as for a call that changed nothing checkpointed; the card then shows no change list.
+ */
+export function checkpointsDefault() {
+  return `(() => {
+    const all = ${checkpointsMock({}, "() => ({ calls: [], unresolved_conflicts: 0, failures: 0, not_covered: '' })")};
+    return { call_changes: all.call_changes };
   })()`;
 }
