@@ -48,4 +48,8 @@ pub const COMMANDS: &[&str] = &[
     "cancel_mcp_login",
     "mcp_logout",
     "mcp_logins",
+    "call_changes",
+    "run_changes",
+    "rewind_preview",
+    "rewind",
 ];

@@ -19,6 +19,8 @@ pub enum ErrorCode {
     Run,
     /// Another run of this project is in progress (one run at a time per project).
     Busy,
+    /// A checkpoint use case (changes, rewind preview, rewind) failed: `stage` says where.
+    Checkpoint,
     /// A bug or an unexpected state in the shell.
     Internal,
     /// Set by the UI, never by the shell: Tauri itself rejected the call (unknown or not permitted command).

@@ -51,6 +51,9 @@ pub struct HistoryPageQuery {
     pub until_ms: Option<i64>,
     /// Full text over tool name, target and input, display text and the model's text.
     pub search: Option<String>,
+    /// Only calls that changed this project-relative path, or a path beneath it (their stored
+    /// change set: `aibuddy_store::HistoryQuery::changed_path`).
+    pub changed_path: Option<String>,
     /// Page size (default 200, at most 1000).
     pub limit: Option<u32>,
     /// The previous page's `next`: the page after it (older calls).
@@ -228,6 +231,7 @@ pub fn query_of(q: HistoryPageQuery, project_root: &str) -> Result<HistoryQuery,
         since_ms: q.since_ms,
         until_ms: q.until_ms,
         search: q.search.filter(|s| !s.trim().is_empty()),
+        changed_path: q.changed_path.filter(|s| !s.trim().is_empty()),
         limit: Some(q.limit.map_or(DEFAULT_PAGE, |l| l as usize)),
         after: q.cursor.as_deref().map(parse_cursor).transpose()?,
     })

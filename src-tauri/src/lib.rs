@@ -10,6 +10,7 @@ mod args;
 pub mod bindings;
 pub mod calls;
 pub mod catalog;
+pub mod checkpoints_view;
 mod command_names;
 pub mod commands;
 pub mod compacted;
@@ -91,6 +92,10 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             mcp_login::cancel_mcp_login,
             mcp_login::mcp_logout,
             mcp_login::mcp_logins,
+            checkpoints_view::call_changes,
+            checkpoints_view::run_changes,
+            checkpoints_view::rewind_preview,
+            checkpoints_view::rewind,
         ])
 }
 

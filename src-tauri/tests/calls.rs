@@ -619,3 +619,120 @@ fn a_commands_unlisted_host_is_asked_in_the_window_and_answered_by_id() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Runs `write_file` through the window (approved) and returns its call id.
+fn approved_write(f: &Fixture, path: &str, content: &str) -> String {
+    let call = call_in_background(f, "write_file", json!({ "path": path, "content": content }));
+    let call_id = wait_for_confirmation(f);
+    invoke(
+        &f.window,
+        "answer_confirm",
+        json!({ "callId": call_id, "approve": true }),
+    )
+    .unwrap();
+    let result = call.join().unwrap().unwrap();
+    assert_eq!(result["status"], json!("ok"), "{result}");
+    call_id
+}
+
+/// Checkpoints through the window: real writes through the shell, their change sets through
+/// `call_changes`, a preview that writes nothing and lists the conflict (a file the person changed
+/// since the call), a rewind that puts the bytes back and leaves the conflict alone without
+/// force, recorded as a call of its own that can itself be undone.
+#[test]
+fn the_window_lists_a_calls_changes_previews_and_rewinds_them_leaving_conflicts_alone() {
+    let f = fixture();
+    let root = f.project.path().to_path_buf();
+    let original = std::fs::read(root.join("notes.txt")).unwrap();
+    let edit = approved_write(&f, "notes.txt", "rewritten\n");
+    let create = approved_write(&f, "made.txt", "made by\u{202e} the call\n");
+
+    let changes = invoke(&f.window, "call_changes", json!({ "callId": edit })).unwrap();
+    assert_eq!(changes["files"][0]["path"], json!("notes.txt"), "{changes}");
+    assert_eq!(changes["files"][0]["change"], json!("modified"));
+    let diff = changes["files"][0]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-first line") && diff.contains("+rewritten"),
+        "{diff}"
+    );
+    assert!(changes["not_covered"].as_str().unwrap().contains("ignore"));
+    let run_id = changes["run_id"].as_str().unwrap().to_string();
+    let run = invoke(&f.window, "run_changes", json!({ "runId": run_id })).unwrap();
+    assert_eq!(run.as_array().unwrap().len(), 2, "{run}");
+    assert_eq!(run[1]["files"][0]["change"], json!("added"));
+    // Content from the project comes revealed too: a bidi override is a code, never obeyed.
+    assert_eq!(
+        run[1]["files"][0]["diff_shown"][3][1],
+        json!({ "kind": "code", "code": "U+202E" }),
+        "{}",
+        run[1]["files"][0]
+    );
+
+    // The person changes the created file after the call: a conflict.
+    std::fs::write(root.join("made.txt"), "the person's edit\n").unwrap();
+    let target = json!({ "kind": "run", "run_id": run_id, "from": edit });
+    let preview = invoke(
+        &f.window,
+        "rewind_preview",
+        json!({ "target": target, "force": false }),
+    )
+    .unwrap();
+    assert_eq!(preview["dry_run"], json!(true));
+    assert_eq!(preview["rewind_call_id"], Value::Null);
+    assert_eq!(
+        preview["calls"][0]["call_id"],
+        json!(create),
+        "newest first"
+    );
+    assert_eq!(
+        preview["calls"][0]["conflicts"][0]["path"],
+        json!("made.txt")
+    );
+    assert_eq!(
+        preview["calls"][1]["actions"][0]["path"],
+        json!("notes.txt")
+    );
+    assert_eq!(preview["unresolved_conflicts"], json!(1));
+    assert_eq!(
+        std::fs::read(root.join("notes.txt")).unwrap(),
+        b"rewritten\n",
+        "a preview writes nothing"
+    );
+
+    let done = invoke(
+        &f.window,
+        "rewind",
+        json!({ "target": target, "force": false }),
+    )
+    .unwrap();
+    assert_eq!(done["dry_run"], json!(false));
+    assert_eq!(done["failures"], json!(0));
+    assert_eq!(done["unresolved_conflicts"], json!(1));
+    assert_eq!(std::fs::read(root.join("notes.txt")).unwrap(), original);
+    assert_eq!(
+        std::fs::read_to_string(root.join("made.txt")).unwrap(),
+        "the person's edit\n",
+        "a conflict is left alone without force"
+    );
+
+    // The rewind is a call with its own change set, and undoing it puts the call's bytes back.
+    let rewind_id = done["rewind_call_id"].as_str().unwrap().to_string();
+    let own = invoke(&f.window, "call_changes", json!({ "callId": rewind_id })).unwrap();
+    assert_eq!(own["tool"], json!("rewind"));
+    assert_eq!(own["files"][0]["path"], json!("notes.txt"), "{own}");
+    invoke(
+        &f.window,
+        "rewind",
+        json!({ "target": { "kind": "call", "call_id": rewind_id }, "force": false }),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(root.join("notes.txt")).unwrap(),
+        b"rewritten\n"
+    );
+
+    // Errors carry their code and stage.
+    let err = invoke(&f.window, "call_changes", json!({ "callId": "call_nope" })).unwrap_err();
+    assert_eq!(err["code"], json!("checkpoint"), "{err}");
+    assert_eq!(err["stage"], json!("Parameters"), "{err}");
+}

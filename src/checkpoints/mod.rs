@@ -17,6 +17,7 @@
 //! What is not covered is said by `Checkpoints::not_covered` (with the size cap in force, the
 //! setting `checkpoints.max_file_bytes`), which every preview carries.
 
+mod error_stage;
 mod rewind;
 mod serial;
 mod views;

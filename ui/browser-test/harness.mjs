@@ -311,7 +311,7 @@ export const ipcMisses = [];
  * `window.__emit(event, payload)` to play shell events. `dynamicSource` is JS source of an object of
  * functions `cmd -> (args) => result` for answers too large to inline (e.g. `historyMock(...)` over
  * 100,000 rows). The history commands fall back to an empty `historyMock()`, the views' own reads
- * to `viewDefaults()`; anything else is an "unexpected command", logged as a console error.
+ * to `viewDefaults()`, a card's `call_changes` to `checkpointsDefault()`; anything else is an "unexpected command", logged as a console error.
  */
 export async function mockScript(responses, dynamicSource = "{}") {
   const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
@@ -325,6 +325,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
     const dynamic = ${dynamicSource};
     const history = ${historyMock()};
     const defaults = ${viewDefaults()};
+    const checkpoints = ${checkpointsDefault()};
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
@@ -335,6 +336,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
       const r = responses[cmd];
       if (!r && history[cmd]) return history[cmd](args);
       if (!r && cmd in defaults) return structuredClone(defaults[cmd]);
+      if (!r && checkpoints[cmd]) return checkpoints[cmd](args);
       if (!r) {
         console.error("unexpected command " + cmd);
         throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
@@ -468,4 +470,64 @@ export async function readyApproval(page) {
   await page.locator('[data-testid="approval-dialog"][data-armed="true"]').waitFor();
   const inside = await page.evaluate(() => document.querySelector('[data-testid="approval-dialog"]')?.contains(document.activeElement) ?? false);
   if (!inside) await page.keyboard.press("Tab");
+}
+
+// ---- Checkpoints and rewind (issue 23): the shell's checkpoint commands, kept in their own block ----
+
+/**
+ * JS source of the shell's checkpoint commands (src-tauri/src/checkpoints_view.rs) over `changes`
+ * (an object `callId -> ChangesView`): `call_changes {callId}` answers the call's view or the
+ * core's typed "no checkpoint" error (code `checkpoint`, stage Parameters); `rewind_preview
+ * {target, force}` answers `preview(target, force)` with `dry_run: true`; `rewind {target, force}`
+ * the same with `dry_run: false` and `rewind_call_id` set (`call_rewind_<n>`). `previewSource` is
+ * JS source of that function: `(target, force) => RewindView` without `dry_run` / `rewind_call_id`.
+ * The revealed forms the shell adds (`path_shown`, `from_shown`, `diff_shown`, a preview's paths)
+ * are filled in as plain text segments where a fixture leaves them out.
+ */
+export function checkpointsMock(changes, previewSource) {
+  return `(() => {
+    const changes = ${JSON.stringify(changes)};
+    const preview0 = ${previewSource};
+    const seg = (t) => (t === "" ? [] : [{ kind: "text", text: t }]);
+    const lines = (t) => (t.endsWith("\\n") ? t.slice(0, -1) : t).split("\\n").map(seg);
+    const shown = (v) => ({
+      ...v,
+      files: v.files.map((f) => ({ path_shown: seg(f.path), from_shown: f.from == null ? null : seg(f.from), diff_shown: f.diff == null ? null : lines(f.diff), ...f })),
+      skipped: v.skipped.map((s) => ({ path_shown: seg(s.path), ...s })),
+    });
+    const preview = (target, force) => {
+      const p = preview0(target, force);
+      return {
+        ...p,
+        calls: p.calls.map((c) => ({
+          ...c,
+          actions: c.actions.map((a) => ({ path_shown: seg(a.path), ...a })),
+          conflicts: c.conflicts.map((k) => ({ path_shown: seg(k.path), ...k })),
+          not_restorable: c.not_restorable.map((x) => (typeof x === "string" ? seg(x) : x)),
+          failures: c.failures.map((f) => ({ path_shown: seg(f.path), ...f })),
+        })),
+      };
+    };
+    let n = 0;
+    return {
+      call_changes: ({ callId }) => {
+        if (changes[callId]) return shown(changes[callId]);
+        throw { code: "checkpoint", stage: "Parameters", message: "call \`" + callId + "\` has no checkpoint (it was read-only, or it ran before checkpoints existed)" };
+      },
+      rewind_preview: ({ target, force }) => ({ ...preview(target, force), dry_run: true, force, rewind_call_id: null }),
+      rewind: ({ target, force }) => ({ ...preview(target, force), dry_run: false, force, rewind_call_id: "call_rewind_" + ++n }),
+    };
+  })()`;
+}
+
+/**
+ * JS source of the default answer to `call_changes`, which every card of a finished call that may
+ * change files asks on its own: the core's typed "no checkpoint" rejection (code `checkpoint`, stage
+ * Parameters), as for a call that changed nothing checkpointed; the card then shows no change list.
+ */
+export function checkpointsDefault() {
+  return `(() => {
+    const all = ${checkpointsMock({}, "() => ({ calls: [], unresolved_conflicts: 0, failures: 0, not_covered: '' })")};
+    return { call_changes: all.call_changes };
+  })()`;
 }

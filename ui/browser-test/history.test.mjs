@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { argsOf, browserSuite, callCount, historyMock, historyRowsSource, openPage, projectInfo, repo } from "./harness.mjs";
+import { argsOf, browserSuite, callCount, checkpointsMock, historyMock, historyRowsSource, openPage, projectInfo, repo } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 const ALPHA = projectInfo("/home/me/work/alpha");
@@ -80,7 +80,7 @@ describe("history browser in Chromium with mocked IPC", () => {
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 1);
     assert.deepEqual(await rows(page), [{ id: "call_001949", tool: "execute", status: "error" }]);
-    assert.deepEqual(await lastQuery(page), { tools: ["execute"], statuses: ["error"], stages: [], run_id: null, since_ms: null, until_ms: null, search: "1949", limit: 500, cursor: null });
+    assert.deepEqual(await lastQuery(page), { tools: ["execute"], statuses: ["error"], stages: [], run_id: null, since_ms: null, until_ms: null, search: "1949", changed_path: null, limit: 500, cursor: null });
 
     // The detail, from the keyboard: focus the row, Enter.
     await page.locator('[data-testid="hb-row"]').focus();
@@ -218,6 +218,58 @@ describe("history browser in Chromium with mocked IPC", () => {
     await page.keyboard.press("Alt+3");
     await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_5", null, { timeout: 10_000 });
     console.log(`[history] a call stored while the tab is open appeared after ${appeared} ms (probe every 1.5 s)`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+  it("filters the calls that changed a path, and undoes one from its detail after a preview", async () => {
+    const row = (id, tool, target, i) => ({ tool_call_id: id, run_id: "run_p", tool, status: "ok", stage: null, error_message: null, started_at: new Date(Date.UTC(2026, 10, 30, 12) - i * 1000).toISOString(), duration_ms: 5, target, compaction_state: "none" });
+    const all = [row("call_fmt", "execute", "cargo fmt", 0), row("call_read", "read_file", "src/lib.rs", 1), row("call_edit", "edit_file", "src/main.rs", 2), row("call_doc", "write_file", "README.md", 3)];
+    const touched = all.filter((r) => r.tool_call_id === "call_fmt" || r.tool_call_id === "call_edit");
+    const changes = {
+      call_edit: {
+        call_id: "call_edit", run_id: "run_p", tool: "edit_file", complete: true,
+        files: [{ path: "src/main.rs", change: "modified", from: null, before: { kind: "file", mode: "644", size: 10 }, after: { kind: "file", mode: "644", size: 12 }, binary: false, diff: "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1 +1 @@\n-old\n+new\n", note: null }],
+        skipped: [], not_covered: "Checkpoints cover files inside the project only.",
+      },
+    };
+    const preview = `(target, force) => ({ calls: [{ call_id: target.call_id, tool: "edit_file", complete: true, actions: [{ path: "src/main.rs", action: "restore", forced: false }], conflicts: [], not_restorable: [], failures: [] }], unresolved_conflicts: 0, failures: 0, not_covered: "Checkpoints cover files inside the project only." })`;
+    const dynamic = `{
+      ...${checkpointsMock(changes, preview)},
+      ...(() => {
+        const every = ${historyMock(JSON.stringify(all))};
+        const some = ${historyMock(JSON.stringify(touched))};
+        const pick = (a) => (a?.query?.changed_path ? some : every);
+        return {
+          history_page: (a) => pick(a).history_page(a),
+          history_head: (a) => pick(a).history_head(a),
+          history_facets: (a) => every.history_facets(a),
+          call_record: (a) => every.call_record(a),
+          raw_output_range: (a) => every.raw_output_range(a),
+        };
+      })(),
+    }`;
+    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] }, project_info: { resolve: ALPHA } }, { width: 1280, height: 860 }, "light", dynamic);
+    await page.keyboard.press("Alt+3");
+    await page.locator('[data-testid="hb-row"]').nth(3).waitFor({ timeout: 15_000 });
+    await page.locator('[data-testid="hb-changed-path"]').fill("src");
+    await page.locator('[data-testid="hb-changed-path"]').press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="hb-row"]').length === 2);
+    assert.equal((await lastQuery(page)).changed_path, "src");
+    assert.deepEqual((await rows(page)).map((r) => r.id), ["call_fmt", "call_edit"]);
+    await page.locator('[data-testid="hb-row"][data-id="call_edit"]').click();
+    const panel = page.locator('[data-testid="hb-detail"] [data-testid="call-changes"]');
+    await panel.waitFor();
+    assert.equal(await panel.locator('[data-testid="change-path"]').textContent(), "src/main.rs");
+    await panel.locator('[data-testid="undo-call"]').click();
+    const dialog = page.locator('[data-testid="rewind-dialog"][data-step="preview"]');
+    await dialog.waitFor();
+    assert.deepEqual(await argsOf(page, "rewind_preview"), [{ target: { kind: "call", call_id: "call_edit" }, force: false }]);
+    assert.deepEqual(await argsOf(page, "rewind"), []);
+    assert.equal(await dialog.locator('[data-testid="rewind-force"]').count(), 0, "no conflict: nothing to overwrite");
+    writeFileSync(join(shots, "history-changed-path-undo-preview.png"), await page.screenshot());
+    await dialog.locator('[data-testid="rewind-confirm"]').click();
+    await page.locator('[data-testid="rewind-dialog"][data-step="done"]').waitFor();
+    assert.deepEqual(await argsOf(page, "rewind"), [{ target: { kind: "call", call_id: "call_edit" }, force: false }]);
     assert.deepEqual(problems, []);
     await page.close();
   });

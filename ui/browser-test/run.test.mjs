@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { argsOf, browserSuite, confirmRequest, openPage, projectInfo, readyApproval, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
+import { argsOf, browserSuite, checkpointsMock, confirmRequest, openPage, projectInfo, readyApproval, repo, runEmitter, startRun as startRunAs, unexpected, waitForCall } from "./harness.mjs";
 
 const shots = join(repo, "target/e2e-screenshots");
 
@@ -332,6 +332,106 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.ok(missing.width > 0, "the placeholder takes room on the card");
     await shot(page, "tool-card-no-name.png");
     assert.deepEqual(problems, []);
+    await page.close();
+  });
+  it("a card shows what its call changed; Undo previews the rewind with its conflict before anything is written", async () => {
+    // A hostile name: markup, and a right-to-left override that would reorder what follows it.
+    const HOSTILE = "notes/<img src=x onerror=alert(1)>\u202Edm.txt";
+    const HOSTILE_SHOWN = [{ kind: "text", text: "notes/<img src=x onerror=alert(1)>" }, { kind: "code", code: "U+202E" }, { kind: "text", text: "dm.txt" }];
+    const HOSTILE_TEXT = "notes/<img src=x onerror=alert(1)><U+202E>dm.txt";
+    const changes = {
+      call_w: {
+        call_id: "call_w", run_id: RUN, tool: "execute", complete: true,
+        files: [
+          { path: "src/main.rs", change: "modified", from: null, before: { kind: "file", mode: "644", size: 120 }, after: { kind: "file", mode: "644", size: 168 }, binary: false, diff: DIFF, note: null },
+          { path: HOSTILE, path_shown: HOSTILE_SHOWN, change: "added", from: null, before: null, after: { kind: "file", mode: "644", size: 9 }, binary: false, diff: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+<b>bold</b>\n", note: null },
+          { path: "assets/logo.png", change: "modified", from: null, before: { kind: "file", mode: "644", size: 2048 }, after: { kind: "file", mode: "644", size: 4096 }, binary: true, diff: null, note: "binary file" },
+          { path: "run.sh", change: "mode_changed", from: null, before: { kind: "file", mode: "644", size: 30 }, after: { kind: "file", mode: "755", size: 30 }, binary: false, diff: "", note: null },
+          { path: "docs/new.md", change: "renamed", from: "docs/old.md", before: null, after: { kind: "file", mode: "644", size: 12 }, binary: false, diff: null, note: null },
+        ],
+        skipped: [{ path: "data/big.bin", reason: "too_large" }],
+        not_covered: "Checkpoints cover files inside the project only: paths its ignore rules leave out (.gitignore, .ignore, .git), files over the size cap, special files and anything outside the project are not checkpointed and are never put back.",
+      },
+    };
+    // The person edited src/main.rs after the call: a conflict, put back only when forced.
+    const preview = `(target, force) => ({
+      calls: [{
+        call_id: target.kind === "call" ? target.call_id : "call_w", tool: "execute", complete: true,
+        actions: [{ path: "run.sh", action: "restore", forced: false }, { path: ${JSON.stringify(HOSTILE)}, path_shown: ${JSON.stringify(HOSTILE_SHOWN)}, action: "remove", forced: false },
+          ...(force ? [{ path: "src/main.rs", action: "restore", forced: true }] : [])],
+        conflicts: [{ path: "src/main.rs", expected: "file of 168 bytes (mode 644, 1a2b)", found: "file of 171 bytes (mode 644, 9f9f)" }],
+        not_restorable: ["data/big.bin"], failures: [],
+      }],
+      unresolved_conflicts: force ? 0 : 1, failures: 0, not_covered: "Checkpoints cover files inside the project only.",
+    })`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 900 }, "light", checkpointsMock(changes, preview));
+    await startRun(page, "Add a --top N option");
+    await emit(page, { type: "tool_call", tool_call_id: "call_read", tool: "read_file", input: { path: "src/main.rs" } });
+    await emit(page, { type: "tool_result", tool_call_id: "call_read", status: "ok", stage: null, model: "fn main() {}", duration_ms: 2, exit_code: null, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "tool_call", tool_call_id: "call_w", tool: "execute", input: { command: "./fix.sh" } });
+    await emit(page, { type: "tool_result", tool_call_id: "call_w", status: "ok", stage: null, model: "exit code 0", duration_ms: 40, exit_code: 0, omitted_bytes: null, activated: [] });
+    const card = page.locator('[data-testid="tool-card"][data-id="call_w"]');
+    const panel = card.locator('[data-testid="call-changes"]');
+    await panel.waitFor();
+    // A read-only call is not asked about; the execute card is, once.
+    assert.deepEqual(await argsOf(page, "call_changes"), [{ callId: "call_w" }]);
+    assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_read"] [data-testid="call-changes"]').count(), 0);
+    assert.equal(await panel.locator('[data-testid="changes-summary"]').textContent(), "5 files changed, 1 not checkpointed");
+    assert.deepEqual(await panel.locator('[data-testid="change-kind"]').allTextContents(), ["modified", "added", "modified", "mode changed", "renamed"]);
+    assert.deepEqual(await panel.locator('[data-testid="change-size"]').allTextContents(), ["120 B → 168 B", "new, 9 B", "2.0 KiB → 4.0 KiB", "mode 644 → 755", "new, 12 B"]);
+    assert.equal(await panel.locator('[data-testid="change-binary"]').count(), 1);
+    assert.equal(await panel.locator('[data-testid="change-from"]').textContent(), "docs/old.md");
+    assert.match(await panel.locator('[data-testid="changed-skipped"]').textContent(), /data\/big\.bin: larger than the checkpoint size cap/);
+    assert.match(await panel.locator('[data-testid="changes-not-covered"]').textContent(), /ignore rules/);
+    // Untrusted paths and contents are text, never markup.
+    assert.equal(await panel.locator('[data-testid="change-path"]').nth(1).textContent(), HOSTILE_TEXT, "the override is shown as its code");
+    assert.ok(!(await panel.textContent()).includes("\u202E"), "never obeyed");
+    await panel.locator('[data-testid="changed-file"]').nth(1).locator("summary").click();
+    await panel.locator('[data-testid="changed-file"]').nth(0).locator("summary").click();
+    assert.equal(await panel.locator("img, b").count(), 0);
+    assert.ok((await panel.locator('.diff-line[data-kind="add"] .diff-text').allTextContents()).includes("added: <b>bold</b>"));
+    assert.equal(await panel.locator('[data-testid="changed-file"]').nth(0).locator('.diff-line[data-kind="del"]').count(), 1);
+
+    // Undo this call: a preview first, with the conflict, nothing written.
+    await panel.locator('[data-testid="undo-call"]').click();
+    const dialog = page.locator('[data-testid="rewind-dialog"][data-step="preview"]');
+    await dialog.waitFor();
+    assert.deepEqual(await argsOf(page, "rewind_preview"), [{ target: { kind: "call", call_id: "call_w" }, force: false }]);
+    assert.deepEqual(await argsOf(page, "rewind"), [], "nothing is written before the person confirms");
+    assert.deepEqual(await dialog.locator('[data-testid="rewind-action"] code').allTextContents(), ["run.sh", HOSTILE_TEXT]);
+    assert.match(await dialog.locator('[data-testid="rewind-conflict"]').textContent(), /src\/main\.rs: the call left file of 168 bytes.*now file of 171 bytes/);
+    assert.match(await dialog.locator('[data-testid="rewind-not-restorable"]').textContent(), /data\/big\.bin: not checkpointed/);
+    assert.equal(await dialog.locator('[data-testid="rewind-force"]').isChecked(), false, "conflicts are left alone by default");
+    assert.equal(await dialog.locator("img").count(), 0);
+    await shot(page, "rewind-preview-with-conflict.png");
+
+    await dialog.locator('[data-testid="rewind-confirm"]').click();
+    const done = page.locator('[data-testid="rewind-dialog"][data-step="done"]');
+    await done.waitFor();
+    assert.deepEqual(await argsOf(page, "rewind"), [{ target: { kind: "call", call_id: "call_w" }, force: false }]);
+    assert.equal(await done.locator('[data-testid="rewind-result"]').textContent(), "2 paths put back, 1 conflicting path left alone.");
+    assert.match(await done.locator('[data-testid="rewind-recorded"]').textContent(), /call_rewind_1: it can be undone/);
+    await shot(page, "rewind-done-conflict-left-alone.png");
+    // The rewind is a call of its own: it can be undone (previewed first, again).
+    await done.locator('[data-testid="rewind-undo"]').click();
+    await page.locator('[data-testid="rewind-dialog"][data-step="preview"]').waitFor();
+    assert.deepEqual((await argsOf(page, "rewind_preview")).at(-1), { target: { kind: "call", call_id: "call_rewind_1" }, force: false });
+    await page.locator('[data-testid="rewind-close"]').click();
+    await page.locator('[data-testid="rewind-dialog"]').waitFor({ state: "detached" });
+    assert.equal((await argsOf(page, "rewind")).length, 1, "cancel writes nothing");
+
+    // Undo the run from here, overwriting the conflict by the person's explicit choice.
+    await panel.locator('[data-testid="undo-run-from"]').click();
+    const runDialog = page.locator('[data-testid="rewind-dialog"][data-step="preview"]');
+    await runDialog.waitFor();
+    assert.deepEqual((await argsOf(page, "rewind_preview")).at(-1), { target: { kind: "run", run_id: RUN, from: "call_w" }, force: false });
+    await runDialog.locator('[data-testid="rewind-force"]').check();
+    await shot(page, "rewind-preview-overwrite-chosen.png");
+    await runDialog.locator('[data-testid="rewind-confirm"]').click();
+    await page.locator('[data-testid="rewind-dialog"][data-step="done"]').waitFor();
+    assert.deepEqual((await argsOf(page, "rewind")).at(-1), { target: { kind: "run", run_id: RUN, from: "call_w" }, force: true });
+    assert.equal(await page.locator('[data-testid="rewind-result"]').textContent(), "3 paths put back.");
+    assert.deepEqual(unexpected(problems), []);
     await page.close();
   });
 });

@@ -155,4 +155,42 @@ describe("settings pages in Chromium with mocked IPC", () => {
     assert.deepEqual(problems, []);
     await page.close();
   });
+  it("the approval mode field shows the mode in force and chooses one for the project (approvals.mode)", async () => {
+    const modes = [
+      { mode: "ask", sentence: "ask: every write and command asks you first" },
+      { mode: "auto", sentence: "auto: confined, checkpointed calls run without asking" },
+      { mode: "read-only", sentence: "read-only: nothing is written" },
+    ];
+    const view = (next, chosen) => ({ mode: "ask", next_mode: next, chosen_for_project: chosen, chosen: chosen !== null, project_narrows: null, rules: ["allow command `cargo test *`"], modes });
+    const responses = {
+      list_runs: { resolve: [] },
+      project_info: { resolve: PROJECT },
+      list_tools: { resolve: [] },
+      list_servers: { resolve: [] },
+      list_skills: { resolve: { skills: [], problems: [] } },
+      settings_pages: { resolve: PAGES },
+      approvals_view: { resolve: view("ask", null) },
+    };
+    const dynamic = `{ set_approval_mode: ({ mode }) => ({ ...${JSON.stringify(view("ask", null))}, next_mode: mode, chosen_for_project: mode, chosen: true }) }`;
+    const { page, problems } = await openPage(browser, base, responses, { width: 1180, height: 820 }, "light", dynamic);
+    // Always visible in the run header.
+    await page.locator('[data-testid="run-approvals"]').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid="run-approvals"]').textContent(), "approvals: ask");
+    await page.keyboard.press("Alt+4");
+    await page.locator('[data-testid="settings-tab-exec"]').click();
+    const field = page.locator('[data-testid="approval-mode"]');
+    await field.locator('[data-testid="approval-mode-now"]').waitFor();
+    assert.match(await field.locator('[data-testid="approval-mode-now"]').textContent(), /In force: ask.*not chosen yet/);
+    assert.deepEqual(await field.locator('[data-testid="approval-rules"] li').allTextContents(), ["allow command `cargo test *`"]);
+    assert.equal(await field.locator('input[value="ask"]').isChecked(), true);
+    await field.locator('input[value="auto"]').check();
+    await waitForCall(page, "set_approval_mode");
+    assert.deepEqual(await argsOf(page, "set_approval_mode"), [{ mode: "auto" }]);
+    await page.waitForFunction(() => document.querySelector('[data-testid="approval-mode-now"]')?.textContent?.includes("next time the project is opened: auto"));
+    assert.equal(await field.locator('input[value="auto"]').isChecked(), true);
+    await field.scrollIntoViewIfNeeded();
+    writeFileSync(join(shots, "settings-approval-mode-auto-chosen.png"), await page.screenshot());
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
 });

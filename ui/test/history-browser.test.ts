@@ -76,6 +76,11 @@ describe("history filters", () => {
     expect(q.since_ms).toBe(new Date("2026-11-30T08:00").getTime());
     expect(localTimeMs("not a date")).toBeNull();
   });
+
+  it("filter by a path the call changed, trimmed; blank leaves it out", () => {
+    expect(queryOf({ ...emptyForm(), changedPath: "  src/main.rs " }, null, 10).changed_path).toBe("src/main.rs");
+    expect(queryOf({ ...emptyForm(), changedPath: "   " }, null, 10).changed_path).toBeNull();
+  });
 });
 
 describe("history browser", () => {

@@ -78,6 +78,11 @@ pub struct HistoryQuery {
     /// Full-text search over tool name, input (target included), display text and model text:
     /// every word must match as a token prefix; FTS syntax is treated as plain words.
     pub search: Option<String>,
+    /// Only calls whose stored change set (`call_changes`) touched this project-relative path, or
+    /// a path beneath it when it names a folder: added, modified, deleted, renamed to or from, or
+    /// changed but not checkpointed. `./` and a trailing `/` are ignored. A call that never
+    /// finished has no stored change set and does not match.
+    pub changed_path: Option<String>,
     /// Page size (capped at [`MAX_PAGE`]; `None` = 100).
     pub limit: Option<usize>,
     /// Only calls older than this cursor (the previous page's `next`).
@@ -132,6 +137,9 @@ fn filters(q: &HistoryQuery, scope: Scope) -> (Vec<String>, Vec<Value>) {
     if let Some(run) = &q.run_id {
         conds.push(format!("c.run_id = {}", arg(Value::Text(run.clone()))));
     }
+    if let Some(p) = q.changed_path.as_deref().and_then(changed_path_arg) {
+        conds.push(changed_path_condition(&arg(Value::Text(p))));
+    }
     if let Some(t) = q.since_ms {
         conds.push(format!("c.started_at >= {}", arg(Value::Integer(t))));
     }
@@ -139,6 +147,39 @@ fn filters(q: &HistoryQuery, scope: Scope) -> (Vec<String>, Vec<Value>) {
         conds.push(format!("c.started_at < {}", arg(Value::Integer(t))));
     }
     (conds, args)
+}
+
+/// The path a `changed_path` filter compares: without `./` and trailing `/`; `None` when blank.
+/// Pure.
+fn changed_path_arg(p: &str) -> Option<String> {
+    let mut p = p.trim();
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest;
+    }
+    let p = p.trim_end_matches('/');
+    (!p.is_empty() && p != ".").then(|| p.to_string())
+}
+
+/// The condition "the call's change set touched `mark` or a path beneath it", over the JSON
+/// change set stored in `call_changes` (`files[].path`, `files[].from`, `skipped[].path`).
+/// Compared with `=` and `substr`, never `LIKE`, so `%` and `_` in a path are plain characters.
+/// Pure.
+fn changed_path_condition(mark: &str) -> String {
+    let hit = |col: &str| {
+        format!("({col} = {mark} OR substr({col}, 1, length({mark}) + 1) = {mark} || '/')")
+    };
+    let path = "json_extract(f.value, '$.path')";
+    let from = "json_extract(f.value, '$.from')";
+    format!(
+        "c.tool_call_id IN (\
+         SELECT k.tool_call_id FROM call_changes k, json_each(k.changes, '$.files') f \
+         WHERE k.changes IS NOT NULL AND ({} OR {}) \
+         UNION SELECT k.tool_call_id FROM call_changes k, json_each(k.changes, '$.skipped') f \
+         WHERE k.changes IS NOT NULL AND {})",
+        hit(path),
+        hit(from),
+        hit(path)
+    )
 }
 
 /// `conds` and'ed into a `WHERE` clause ("" when there is none). Pure.

@@ -343,3 +343,84 @@ async fn the_head_counts_newer_calls_of_the_project_and_reports_watched_rows() {
     println!("history_head over 10,004 calls: {per:?} per probe");
     assert!(per < std::time::Duration::from_millis(50), "{per:?}");
 }
+
+/// `changed_path` keeps the calls whose stored change set touched the path (as `path`, as a
+/// rename's `from`, or as a changed path that was not checkpointed) or a path beneath it; `%` and
+/// `_` are plain characters; a call without a finished change set never matches.
+#[tokio::test]
+async fn the_changed_path_filter_keeps_the_calls_that_changed_that_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let sets = [
+        (
+            "w1",
+            r#"{"files":[{"path":"src/main.rs","change":"modified"}],"skipped":[]}"#,
+        ),
+        (
+            "w2",
+            r#"{"files":[{"path":"docs/new.md","change":"renamed","from":"src/old.md"}],"skipped":[]}"#,
+        ),
+        (
+            "w3",
+            r#"{"files":[],"skipped":[{"path":"src/big.bin","reason":"too_large"}]}"#,
+        ),
+        (
+            "w4",
+            r#"{"files":[{"path":"srcx/a_b.rs","change":"added"}],"skipped":[]}"#,
+        ),
+    ];
+    for (i, (id, set)) in sets.iter().enumerate() {
+        store
+            .begin_call(begin(id, None, "execute", 1_000 + i as i64))
+            .await
+            .unwrap();
+        store.begin_call_changes(id, "key", "before").await.unwrap();
+        store
+            .finish_call_changes(id, "after", set.to_string(), None)
+            .await
+            .unwrap();
+        store.finish_call(finish(id, CallStatus::Ok)).await.unwrap();
+    }
+    // A call that never finished: its change set is not stored.
+    store
+        .begin_call(begin("w5", None, "execute", 2_000))
+        .await
+        .unwrap();
+    store
+        .begin_call_changes("w5", "key", "before")
+        .await
+        .unwrap();
+    let by = |p: &str| {
+        let store = store.clone();
+        let q = HistoryQuery {
+            changed_path: Some(p.into()),
+            ..HistoryQuery::default()
+        };
+        async move {
+            let mut ids: Vec<String> = walk(&store, q).await;
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(by("src/main.rs").await, ["w1"]);
+    assert_eq!(
+        by("./src/").await,
+        ["w1", "w2", "w3"],
+        "a folder: paths beneath it"
+    );
+    assert_eq!(by("src/old.md").await, ["w2"], "a rename's source");
+    assert_eq!(by("docs").await, ["w2"]);
+    assert_eq!(
+        by("src/big.bin").await,
+        ["w3"],
+        "changed but not checkpointed"
+    );
+    assert_eq!(
+        by("srcx/a%").await,
+        Vec::<String>::new(),
+        "no LIKE wildcards"
+    );
+    assert_eq!(by("srcx/a_b.rs").await, ["w4"]);
+    assert!(by("nowhere").await.is_empty());
+    assert_eq!(walk(&store, HistoryQuery::default()).await.len(), 5);
+}

@@ -3,4 +3,4 @@
 /**
  * What kind of failure a command reports.
  */
-export type ErrorCode = "tool" | "project" | "run" | "busy" | "internal" | "ipc";
+export type ErrorCode = "tool" | "project" | "run" | "busy" | "checkpoint" | "internal" | "ipc";

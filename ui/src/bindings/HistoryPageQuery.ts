@@ -29,6 +29,11 @@ until_ms: number | null,
  */
 search: string | null, 
 /**
+ * Only calls that changed this project-relative path, or a path beneath it (their stored
+ * change set: `aibuddy_store::HistoryQuery::changed_path`).
+ */
+changed_path: string | null, 
+/**
  * Page size (default 200, at most 1000).
  */
 limit: number | null, 

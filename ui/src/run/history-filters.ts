@@ -10,10 +10,12 @@ export interface HistoryForm {
   since: string;
   until: string;
   search: string;
+  /** Only calls that changed this project-relative path (or a path beneath it); "" when unset. */
+  changedPath: string;
 }
 
 export function emptyForm(): HistoryForm {
-  return { tool: "", status: "", stage: "", run: "", since: "", until: "", search: "" };
+  return { tool: "", status: "", stage: "", run: "", since: "", until: "", search: "", changedPath: "" };
 }
 
 /** Unix ms of a `datetime-local` value; null when blank or not a date. */
@@ -34,6 +36,7 @@ export function queryOf(form: HistoryForm, cursor: string | null, limit: number)
     since_ms: localTimeMs(form.since),
     until_ms: localTimeMs(form.until),
     search: form.search.trim() === "" ? null : form.search.trim(),
+    changed_path: form.changedPath.trim() === "" ? null : form.changedPath.trim(),
     limit,
     cursor,
   };
