@@ -18,7 +18,7 @@ const TOOLS = [
   { ...TOOL, name: "mcp__github__issues", config: "mcp:github", display_name: "github", source: "mcp:github", exposure: "absent", absent_reason: "needs login" },
 ];
 const SERVERS = [
-  { name: "docs", state: { kind: "connected" }, tool_count: 42, server_info: "docs-server 1.2.0", rejected_tools: [{ tool: "bad<script>", reason: "input schema is not an object" }], sandbox: { confinement: "namespaces+landlock-v7+nonet", network: "off", writable_roots: [] } },
+  { name: "docs", state: { kind: "connected" }, tool_count: 42, server_info: "docs-server 1.2.0", rejected_tools: [{ tool: "bad<script>", reason: "input schema is not an object" }], sandbox: { confinement: "namespaces+landlock-v7", network: "through the allow list", writable_roots: [], refused_hosts: ["evil.example:443"], refused_more: 2 } },
   { name: "github", state: { kind: "needs_login" }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
   { name: "flaky", state: { kind: "failed", reason: "exited with status 1: <img src=x onerror=alert(1)>", retry_in_ms: 4000 }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
   { name: "starting", state: { kind: "connecting" }, tool_count: 0, server_info: null, rejected_tools: [], sandbox: null },
@@ -50,6 +50,8 @@ describe("catalog in Chromium with mocked IPC", () => {
     assert.deepEqual(states, ["docs:connected · 42 tools", "github:needs login", "flaky:failed · retry in 4 s", "starting:connecting"]);
     assert.equal(await page.locator('[data-server="flaky"] img').count(), 0);
     assert.match(await page.locator('[data-server="flaky"] [data-testid="server-detail"]').textContent(), /<img src=x/);
+    // A sandboxed server's line names the hosts its proxy refused.
+    assert.match(await page.locator('[data-server="docs"] [data-testid="server-sandbox"]').textContent(), /refused evil\.example:443 and 2 more$/);
     assert.equal(await page.locator('[data-testid="deferred-reason"]').textContent(), "deferred: 42 MCP tools exceed the 20-tool gate");
     assert.equal(await page.locator('[data-testid="confinement"]').textContent(), "confinement: landlock-v7");
     assert.match(await page.locator('[data-testid="skill-problem"]').textContent(), /SKILL\.md:1: missing `name`/);
