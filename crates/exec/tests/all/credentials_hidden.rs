@@ -4,7 +4,7 @@
 //! readable (issue 22: `~/.claude/.credentials.json`, rclone, browser profiles, histories and the
 //! file named by `GOOGLE_APPLICATION_CREDENTIALS` were readable).
 
-mod support;
+use crate::support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! keyrings are not namespaced. Other system calls are untouched (the same command's `perl` runs).
 #![cfg(target_arch = "x86_64")]
 
-mod support;
+use crate::support;
 
 use aibuddy_exec::{ExecRequest, NamespacePolicy, Stream, run};
 use support::Recorder;

@@ -3,7 +3,7 @@
 //! on cancellation, never exceeds the size limit, and stays silent for a sink that does not
 //! listen (the capture and the spool are complete either way).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

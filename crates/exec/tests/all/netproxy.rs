@@ -3,7 +3,7 @@
 //! server, the OAuth redirect listener) and `/proc/net/tcp` listed them. Each test runs a REAL
 //! loopback server on the host and a real command (`curl`, bash's `/dev/tcp`) through `run`.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

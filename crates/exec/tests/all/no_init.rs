@@ -2,7 +2,7 @@
 //! own reaper, the mounts and namespaces still confine it, and `confinement` says there is no
 //! Landlock layer inside.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

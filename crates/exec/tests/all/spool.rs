@@ -2,7 +2,7 @@
 //! not (a listening sink also gets every byte live, through the coalescer): compared with the
 //! input, with each other, and after a `kill -9` of the runner.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

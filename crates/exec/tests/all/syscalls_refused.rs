@@ -4,7 +4,7 @@
 //! `io_uring_setup` and `perf_event_open` succeeded inside commands).
 #![cfg(target_arch = "x86_64")]
 
-mod support;
+use crate::support;
 
 use aibuddy_exec::{ExecRequest, NamespacePolicy, Stream, run};
 use support::Recorder;

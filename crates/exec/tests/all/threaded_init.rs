@@ -3,7 +3,7 @@
 //! other thread, the init's signalfd never woke, and the command printed its output and then hung
 //! until its timeout (18 of 20 runs with the desktop binary). Several runs in a row, each bounded.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! tool list mid-run. Each call gets a stage-attributed error or a bounded result, a healthy
 //! sibling server keeps answering during the chaos, and the bad server is reconnected with backoff.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

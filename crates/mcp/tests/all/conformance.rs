@@ -4,7 +4,7 @@
 //! `McpManager`, the 19 auth ones through `aibuddy_mcp::oauth` (discovery, registration, PKCE,
 //! client credentials, step-up; the loopback redirect listener receives the harness's redirect).
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -4,7 +4,7 @@
 //! loops and remote or file `$ref`s (never fetched), a megabyte JSON-RPC error message, and a
 //! server that closes its stdout but keeps running.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! stays connected for its other tools. A small real HTTP server on 127.0.0.1 speaks just enough
 //! streamable HTTP (JSON responses) to play it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

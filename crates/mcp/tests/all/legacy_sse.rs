@@ -8,9 +8,8 @@
 //! names its endpoint times out with that reason; an oversized or non-JSON-RPC event breaks the
 //! session without a panic, and the server is reconnected.
 
-mod common;
-#[path = "support/legacy_sse_server.rs"]
-mod legacy_server;
+use crate::common;
+use crate::legacy_server;
 
 use std::net::TcpListener;
 use std::path::Path;

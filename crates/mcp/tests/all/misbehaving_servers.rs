@@ -2,7 +2,7 @@
 //! crash, hang, garbage, bad schemas, pagination, old protocol, progress, cancellation,
 //! list_changed, elicitation, sampling, argument checks.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! planned), offers none of its tools, and does not hammer it with reconnects. A small real HTTP
 //! server on 127.0.0.1 plays the server (every request counted).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

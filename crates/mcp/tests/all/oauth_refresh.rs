@@ -8,9 +8,8 @@
 //! token lacks scope for gets a typed `insufficient_scope` error (connection kept), the vault
 //! records the required scope, and the next login asks for it; the tool then works.
 
-mod common;
-#[path = "support/oauth_fixture.rs"]
-mod oauth_fixture;
+use crate::common;
+use crate::oauth_fixture;
 
 use std::sync::Arc;
 use std::time::Duration;

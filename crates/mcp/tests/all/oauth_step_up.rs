@@ -8,9 +8,8 @@
 //! (client-credentials grant, its secret kept in the vault) gets the wider scope by a new
 //! client-credentials grant instead.
 
-mod common;
-#[path = "support/oauth_fixture.rs"]
-mod oauth_fixture;
+use crate::common;
+use crate::oauth_fixture;
 
 use std::sync::Arc;
 use std::time::Duration;

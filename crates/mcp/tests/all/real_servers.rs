@@ -2,7 +2,7 @@
 //! (npm: server-everything, -filesystem, -memory, -github; PyPI: mcp-server-time, -git, -fetch).
 //! Skipped with a loud notice when they are not installed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;

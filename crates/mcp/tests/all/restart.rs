@@ -2,7 +2,7 @@
 //! process ends, a new one starts and connects, its tools come back; unknown and disabled servers
 //! are refused.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! left-out tool is absent from the catalog, cannot be called, and is reported with its reason;
 //! a server configured through an `mcp.json` with variables gets the expanded values.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

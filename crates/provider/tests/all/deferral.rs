@@ -1,7 +1,7 @@
 //! Native deferral (Anthropic `defer_loading` + `tool_reference`; OpenAI `tool_search_output`) and
 //! the activeTools shape, over real HTTP with the fake server checking every request.
 
-mod common;
+use crate::common;
 
 use aibuddy_provider::testing::{Chunk, Reply, Turn};
 use aibuddy_provider::{

@@ -1,7 +1,7 @@
 //! Failures over real HTTP: rate limits with retry-after, fatal 4xx with the provider's message,
 //! in-stream errors, a stalled stream, cancellation mid-stream, and the unstreamed Chat fallback.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! real HTTP client, and at the end of stdin exits 0 only when every step was answered and no
 //! request broke the protocol.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

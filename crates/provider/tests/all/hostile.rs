@@ -4,7 +4,7 @@
 //! on every chunk, error objects with a 200 status, numeric error codes (OpenRouter), SSE lines
 //! split across reads with CRLF ends, block indices that do not start at 0, events nobody uses.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The fake server catches protocol violations: bad conversations sent over HTTP are reported
 //! with their rule and request body, and each rule is exercised on hand-made bodies.
 
-mod common;
+use crate::common;
 
 use aibuddy_provider::testing::{Turn, check_request, valid_tool_name};
 use aibuddy_provider::{ContentBlock, Message, Presentation, ProviderKind, ResultBlock};

@@ -1,7 +1,7 @@
 //! Each route over real HTTP against the fake server: text, one tool call, parallel tool calls,
 //! the follow-up request with results, pings surfacing as events, and the key only in headers.
 
-mod common;
+use crate::common;
 
 use aibuddy_provider::testing::Turn;
 use aibuddy_provider::{ContentBlock, Message, Presentation, ProviderEvent, StopReason};

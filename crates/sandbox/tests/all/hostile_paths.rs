@@ -1,7 +1,7 @@
 //! Every path of `fixtures/hostile_paths.txt` against every filesystem operation: zero escapes
 //! (nothing outside the root read, listed, created or changed) and the expected refusals.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

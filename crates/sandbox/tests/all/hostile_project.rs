@@ -12,7 +12,7 @@ use aibuddy_sandbox::*;
 use ops_support::{c, glob_req, grep_req, ls_req, project_with_line_bound, put, put_all, read_req};
 use pretty_assertions::assert_eq;
 
-mod ops_support;
+use crate::ops_support;
 
 /// A project `root` beside an `outside` folder (both under one temp dir).
 fn layout() -> (tempfile::TempDir, std::path::PathBuf, Arc<dyn Sandbox>) {

@@ -7,7 +7,7 @@ use aibuddy_sandbox::*;
 use ops_support::{c, edit, project, put, read_req};
 use pretty_assertions::assert_eq;
 
-mod ops_support;
+use crate::ops_support;
 
 #[tokio::test]
 async fn read_slices_lines_and_cuts_long_ones() {

@@ -8,8 +8,8 @@ use immutable_fs::{chattr, immutable_project};
 use ops_support::{c, edit, project, put, read_req};
 use pretty_assertions::assert_eq;
 
-mod immutable_fs;
-mod ops_support;
+use crate::immutable_fs;
+use crate::ops_support;
 
 #[tokio::test]
 async fn capabilities_and_exec_run_in_the_root() {

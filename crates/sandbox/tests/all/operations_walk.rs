@@ -7,7 +7,7 @@ use aibuddy_sandbox::*;
 use ops_support::{c, gitignored_project, glob_req, grep_req, ls_req, project, put, put_all};
 use pretty_assertions::assert_eq;
 
-mod ops_support;
+use crate::ops_support;
 
 #[tokio::test]
 async fn glob_is_gitignore_aware_ordered_and_bounded() {

@@ -1,7 +1,7 @@
 //! A directory is swapped for a symlink to the canary folder (and back) while operations run:
 //! no result may contain canary content or outside names, and nothing outside may change.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

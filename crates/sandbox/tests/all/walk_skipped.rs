@@ -8,7 +8,7 @@ use aibuddy_sandbox::*;
 use ops_support::{c, glob_req, grep_req, project, put};
 use rustix::fs::{Mode, OFlags};
 
-mod ops_support;
+use crate::ops_support;
 
 /// `deep/` holding 25 levels of 200-character names (more than 4096 bytes of path), created with
 /// `mkdirat`/`openat` (no absolute path that long exists for `mkdir`), a file at the bottom.
