@@ -3,7 +3,7 @@
 //! `PendingQuestions` broker answered by the test. Every test ends with the fake server's protocol
 //! check (`assert_clean`).
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! starts with the summary must replay exactly the served turns after it, in order
 //! (`summaries_start_with`; summary replies are `Turn::summary`, never replayed).
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::Duration;

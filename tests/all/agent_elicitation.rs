@@ -6,7 +6,7 @@
 //! - with two runs live in one process, an elicitation goes to the person of the run whose call
 //!   caused it, not to the run started last.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! `continue_run` after a cancelled and after an interrupted run (dangling calls answered).
 //! Every test ends with the fake server's protocol check (`assert_clean`).
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

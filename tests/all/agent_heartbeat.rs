@@ -4,7 +4,7 @@
 //! answered to the model, which goes on. Real commands, real HTTP, real SQLite; on the Anthropic
 //! and Responses routes.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,8 +7,8 @@
 //! killed mid-command, the next process attaches it as the call's partial output; finished, the
 //! store consumes it and nothing is left in `spool/`.
 
-mod agent_common;
-mod support;
+use crate::agent_common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! (the repo's fixture server, made slow by a `sleep` before `exec`), real HTTP to the fake
 //! provider, real SQLite.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

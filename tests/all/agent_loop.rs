@@ -3,7 +3,7 @@
 //! with `tool_search` then called (native on Anthropic and Responses, activeTools on Chat).
 //! Every test ends with the fake server's protocol check (`assert_clean`).
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 

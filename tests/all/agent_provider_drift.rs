@@ -5,7 +5,7 @@
 //! every call is stored and answered, and the model gets back the ids of the message it was
 //! replayed. Keep-alives: a stream that sends nothing but pings is bounded and retried.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! Responses (`tool_search: "active_tools"`), and an interrupted run continued. Real HTTP, real
 //! tools, files and SQLite; every test ends with the fake server's protocol check.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! the next open of the store, its dangling call is answered as interrupted, and the continued
 //! run sends a valid protocol (checked by the fake server on every request).
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! continued automatically (the conversation is sent back with the paused content last), a
 //! bounded number of times.
 
-mod agent_common;
+use crate::agent_common;
 
 use agent_common::*;
 use aibuddy::agent::{RunEvent, RunOutcome, RunStatus};

@@ -4,7 +4,7 @@
 //! an honest "not known" for a model the window table does not know; and, for a continued run,
 //! its last step's counts right after `run_started`.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::sync::Arc;
 

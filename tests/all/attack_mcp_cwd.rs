@@ -19,7 +19,7 @@
 //! `AIBUDDY_MCP_TOOLS`): the venv's `mcp-server-git`, and `@modelcontextprotocol/server-everything`
 //! (found by `npx --no-install` through a global prefix: no network at test time).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -13,7 +13,7 @@
 //!    `server.sh`, and the next start ran it unconfined while the project still counted as trusted;
 //! 4. `aibuddy trust` showed a server's `cwd` unresolved (`/p/../..`), hiding that it runs outside.
 
-mod support;
+use crate::support;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! The real `aibuddy` binary: stable subcommands and JSON shapes.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::aibuddy;

@@ -3,7 +3,7 @@
 //! person answers the prompt; with `--json` and no terminal the model gets the "no person" error
 //! and the run goes on, and the `ask_user` event is on stdout.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};

@@ -2,7 +2,7 @@
 //! and from where, never the key; `auth set` stores a key from stdin in the OS keyring or, where
 //! there is none (this container), says so clearly and points at the environment variables.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! with deferred MCP tools in the catalog; `tool_search` still loads and uses them. The probe is
 //! the library's own debug log lines for those loads (`AIBUDDY_LOG`), not timing.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! backtrace on the closed pipe (issue 22). The output is dropped quietly, nothing reaches stderr,
 //! and the command keeps its own exit code (0 for these).
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::process::Stdio;

@@ -8,7 +8,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 use support::aibuddy_cmd;
 

@@ -3,7 +3,7 @@
 //! `mcp login` refuses unknown and local (stdio) servers with a usage error. A small real HTTP
 //! server on 127.0.0.1 plays the remote server.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -3,7 +3,7 @@
 //! loopback "registry" only through the proxy, the host port directly not at all; the refused host
 //! is named in the result with how to allow it, and recorded with the call (`aibuddy show --json`).
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -5,7 +5,7 @@
 //! Either way nothing is left behind and the person's own `git status`/`git commit` afterwards
 //! runs nothing the command planted; `git add/commit/checkout` inside a command still work.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

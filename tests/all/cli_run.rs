@@ -2,7 +2,7 @@
 //! scripted fake provider (which checks the protocol on every request), `aibuddy runs`, `runs
 //! show`, `--continue`, and settings `providers` gated by the project's trust.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod support;
+use crate::support;
 
 use support::aibuddy_cmd as aibuddy;
 

@@ -2,7 +2,7 @@
 //! `mcp:<server>` sources, deferred exposure and absent reasons; `tools search` ranks the deferred
 //! tools; malformed skills are reported with file and line.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

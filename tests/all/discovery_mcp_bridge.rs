@@ -6,7 +6,7 @@
 //! messages reference. MCP servers are untrusted: a server's own `readOnlyHint` does not spare its
 //! tools the confirmation unless the person marked the server `trustAnnotations`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! environment values (`DATABASE_URL` with a password, `MYSQL_PWD`, `GH_PAT`) never reach the
 //! command; the confirmation scope counts the withheld variables.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::aibuddy_cmd;

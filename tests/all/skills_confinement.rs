@@ -4,7 +4,7 @@
 //! `SKILL.md` files and references that lead out are reported or refused (Authorization), and no
 //! byte of the outside file reaches the model.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod support;
+use crate::support;
 
 use support::aibuddy_output as aibuddy;
 

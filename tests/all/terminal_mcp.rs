@@ -4,7 +4,7 @@
 //! escaped. The server is a real stdio process (python3, standard library), configured in the
 //! user-level `mcp.json` (the person's own config, so no project trust is involved).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! live. A terminal is a real pseudo-terminal made by util-linux `script`; pipes get the same
 //! escaped text, except `show --raw`, which stays byte for byte to a pipe.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::Path;

@@ -8,7 +8,7 @@
 //!
 //! Now the project's requests need the person's trust at the files' current content.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
