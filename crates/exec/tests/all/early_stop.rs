@@ -8,7 +8,6 @@
 //! carries the command in its own arguments too), kills what it finds so nothing outlives the test,
 //! and then fails.
 
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

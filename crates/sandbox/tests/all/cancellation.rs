@@ -1,7 +1,6 @@
 //! Cancellation is honoured promptly: a grep over a big tree and a read of a huge file stop
 //! mid-way, and the async call returns as soon as the token fires.
 
-
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
