@@ -1,6 +1,6 @@
 //! The committed TypeScript bindings in `ui/src/bindings/` must be exactly what ts-rs generates from
 //! the Rust types today. Regenerate with:
-//!     UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test bindings
+//!     UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -78,6 +78,6 @@ fn committed_bindings_match_the_rust_types() {
     assert!(
         stale.is_empty() && orphans.is_empty(),
         "ui/src/bindings is out of date: stale or missing {stale:?}, no longer generated {orphans:?}.\n\
-         Regenerate with: UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test bindings"
+         Regenerate with: UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings"
     );
 }

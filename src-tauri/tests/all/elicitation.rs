@@ -5,7 +5,7 @@
 //! spec's accept (with the content), decline or cancel: the server's own result text says which.
 //! The run's `usage` events (the context meter) reach the window too.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! and a large binary raw output recovered byte-exact by `raw_output_range` and saved whole; and
 //! the history scoped to the open project (two projects, one data dir, switched from the window).
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 

@@ -7,7 +7,7 @@
 //! the project or data folders (settings, SQLite, logs) nor in any event; the server ends
 //! connected with its tool. A server of an untrusted project's mcp.json is refused.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! progress, and after a switch every command answering for the new project while the old
 //! project's MCP server process is gone.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! run's tool call id ends that command's process tree, the model gets the call back as cancelled,
 //! and the run goes on to its next step. Real fake provider on 127.0.0.1, real child processes.
 
-mod fake_run;
+use crate::fake_run;
 
 use std::time::{Duration, Instant};
 

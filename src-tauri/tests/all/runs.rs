@@ -3,7 +3,7 @@
 //! 127.0.0.1), real tools and child processes, real SQLite, and the `run-event` channel the window
 //! listens to.
 
-mod fake_run;
+use crate::fake_run;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! change on disk while open sends `trust-changed`, a rewritten script a trusted server runs
 //! included.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
