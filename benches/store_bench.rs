@@ -101,6 +101,7 @@ async fn per_call_overhead(dir: &std::path::Path) {
             data_dir: data.clone(),
             settings,
             sandbox: Err("none".into()),
+            session_rules: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: p.call_recorder(),

@@ -241,6 +241,7 @@ impl App {
             data_dir: opts.data_dir.clone(),
             settings: loaded.settings.clone(),
             sandbox,
+            session_rules: Default::default(),
         });
         let mut host = host_caps(&services);
         capabilities.fill_host(&mut host);
@@ -299,6 +300,16 @@ impl App {
         trust::revoke(&self.project_root, &self.data_dir)
     }
 
+    /// Where the person's offered rules are stored for this project: the user-level record, and
+    /// this session (the next identical call of the same run is not asked again).
+    pub fn rule_book(&self) -> crate::approvals::RuleBook {
+        crate::approvals::RuleBook {
+            data_dir: self.data_dir.clone(),
+            project: self.project_root.clone(),
+            session: self.services.session_rules.clone(),
+        }
+    }
+
     /// The approval mode of this invocation, given by the person (`--approvals MODE`): it takes
     /// the place of the user level's, and the project's own settings file still narrows it.
     pub fn set_approval_mode(&mut self, mode: crate::approvals::ApprovalMode) {
@@ -310,6 +321,7 @@ impl App {
             data_dir: self.services.data_dir.clone(),
             settings,
             sandbox: self.services.sandbox.clone(),
+            session_rules: self.services.session_rules.clone(),
         });
         self.capabilities.set_catalog_context(CatalogContext {
             settings: self.services.settings.clone(),

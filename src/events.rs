@@ -11,16 +11,6 @@ use ts_rs::TS;
 use crate::confirm::{ConfirmRequest, NetworkAnswer, NetworkAsk};
 use crate::contract::Stage;
 
-/// Version of the event wire format; bump when a variant changes shape (a field renamed, removed
-/// or retyped, a variant removed; adding a variant or an optional field is not a change a client
-/// must refuse).
-///
-/// How a client learns it: the desktop sends it once per window as `ProjectInfo.event_version`
-/// (the `project_info` command the UI calls first), before any event; a UI built against another
-/// version knows the events may not have the shape its bindings describe. The CLI streams no
-/// events (its `--json` outputs are call outcomes and listings), so it carries no version.
-pub const EVENT_VERSION: u32 = 1;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use aibuddy_sandbox::{Capabilities, Sandbox, SandboxKind, SandboxSettings};
 
+use crate::approvals::SessionRules;
 use crate::contract::ToolError;
 use crate::settings::Settings;
 
@@ -17,6 +18,9 @@ pub struct Services {
     pub settings: Settings,
     /// The project's sandbox, or why there is none (e.g. a remote kind that is unavailable).
     pub sandbox: Result<Arc<dyn Sandbox>, String>,
+    /// Approval rules the person added since the project was opened (applied with the settings'
+    /// rules; shared by every runner of the project).
+    pub session_rules: SessionRules,
 }
 
 impl Services {

@@ -12,9 +12,13 @@
 //!    Goal <= 5 ms/step.
 //! 4. `rss`: peak RSS of the CLI over a 50-step run that includes a 50 MB command output, beside
 //!    a one-step run. Goal <= 64 MiB.
+//! 5. `approvals` (issue 23): asks of a scripted 30-call coding session in `auto` mode against
+//!    the same session in `ask` mode (the CLI, a temp git project, a loopback registry on the
+//!    allow list). Goal <= 3 asks, each a case still asked in `auto`.
 //!
 //! Arguments name the sections to run (default: all); cargo's own `--bench` flag is ignored.
 
+mod approvals;
 mod common;
 mod first_request;
 mod rss;
@@ -46,5 +50,8 @@ async fn main() {
     }
     if want("rss") {
         rss::run(&bin).await;
+    }
+    if want("approvals") {
+        approvals::run(&bin).await;
     }
 }

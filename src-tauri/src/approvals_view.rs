@@ -136,8 +136,10 @@ pub async fn answer_confirm_with_rule(
     else {
         return Ok(false);
     };
-    let app = &project.app;
-    record::add_rule(&app.data_dir, &app.project_root, rule)
+    project
+        .app
+        .rule_book()
+        .remember(rule)
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
     Ok(crate::calls::answer_confirm(&project, &call_id, true).await)
 }

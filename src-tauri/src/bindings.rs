@@ -14,8 +14,6 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::error::CommandError::export_all(&cfg)?;
     crate::calls::CallResult::export_all(&cfg)?;
     aibuddy::events::Event::export_all(&cfg)?;
-    crate::history::HistoryEntry::export_all(&cfg)?;
-    crate::history::CallDetail::export_all(&cfg)?;
     crate::runs::RunEventEnvelope::export_all(&cfg)?;
     crate::runs::RunHandle::export_all(&cfg)?;
     crate::run_views::RunSummary::export_all(&cfg)?;

@@ -10,8 +10,6 @@ pub const COMMANDS: &[&str] = &[
     "cancel_call",
     "answer_confirm",
     "answer_network",
-    "list_history",
-    "show_call",
     "start_run",
     "stop_run",
     "continue_run",

@@ -12,7 +12,6 @@ use tauri::{AppHandle, Runtime, State};
 
 use crate::calls::{CallResult, ChannelSink, run_call};
 use crate::error::{CommandError, ErrorCode};
-use crate::history::{self, CallDetail, HistoryEntry};
 use crate::run_views::{DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT, RunDetail, RunSummary};
 use crate::runs::{self, RunHandle, WindowSink};
 use crate::state::{Project, ProjectInfo, ShellState};
@@ -75,33 +74,6 @@ pub async fn answer_network(
     answer: aibuddy::confirm::NetworkAnswer,
 ) -> Result<bool, CommandError> {
     Ok(state.project()?.calls.answer_network(&ask_id, answer))
-}
-
-/// Stored calls of the open project, newest first: `limit` (default 50, at most 200), full-text
-/// `search`, and `status` narrow the list. Same store queries as `aibuddy history`.
-#[tauri::command]
-pub async fn list_history(
-    state: State<'_, ShellState>,
-    limit: Option<usize>,
-    search: Option<String>,
-    status: Option<String>,
-) -> Result<Vec<HistoryEntry>, CommandError> {
-    let filter = history::filter(limit, search, status)?;
-    let project = state.project()?;
-    history::list(store(&project)?, filter).await
-}
-
-/// One stored call: tool, status, stage, input, model text and a bounded slice of its raw output
-/// (`offset`, `limit` bytes; default 4 KiB, at most 64 KiB). Same reads as `aibuddy show`.
-#[tauri::command]
-pub async fn show_call(
-    state: State<'_, ShellState>,
-    tool_call_id: String,
-    offset: Option<u64>,
-    limit: Option<u64>,
-) -> Result<CallDetail, CommandError> {
-    let project = state.project()?;
-    history::show(store(&project)?, &tool_call_id, offset, limit).await
 }
 
 /// Starts an agent run on the settings' provider entry `provider` (default `providers.default`),

@@ -15,7 +15,6 @@ pub mod commands;
 pub mod compacted;
 mod display;
 mod error;
-pub mod history;
 pub mod history_browser;
 pub mod mcp_login;
 pub mod project_commands;
@@ -54,8 +53,6 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             commands::cancel_call,
             commands::answer_confirm,
             commands::answer_network,
-            commands::list_history,
-            commands::show_call,
             commands::start_run,
             commands::stop_run,
             commands::continue_run,

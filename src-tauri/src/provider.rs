@@ -14,7 +14,7 @@ use crate::error::{CommandError, ErrorCode};
 pub fn provider_error(e: ProviderError) -> CommandError {
     CommandError {
         code: ErrorCode::Run,
-        stage: Some(aibuddy::agent::stage_of(e.stage())),
+        stage: Some(e.stage()),
         message: e.to_string(),
     }
 }

@@ -30,9 +30,6 @@ pub struct ProjectInfo {
     pub settings_files: Vec<String>,
     /// Problems found in those files; each field named here fell back to its default.
     pub settings_problems: Vec<SettingsProblem>,
-    /// The core's event wire format version (`aibuddy::events::EVENT_VERSION`): a UI built for
-    /// another version knows the events it receives may not have the shape it expects.
-    pub event_version: u32,
 }
 
 /// One open project and everything scoped to it.
@@ -63,7 +60,6 @@ impl Project {
                 .map(|f| f.display().to_string())
                 .collect(),
             settings_problems: app.settings.problems.clone(),
-            event_version: aibuddy::events::EVENT_VERSION,
         };
         let run_id = format!(
             "desktop_{}",

@@ -12,6 +12,10 @@
 //!   -> until no tool calls, max_steps, an error, or stop; finish the run in the store
 //! ```
 //!
+//! `run_loop` holds `Agent::run` and the step stages (`RunSteps`: request, model answer, calls),
+//! each returning `Err(End)` where the run ends (`run_end`); `next_request` rebuilds a step's
+//! request from storage; `answer` stores the model's answer before its calls run.
+//!
 //! Confirmations reach the host's broker through `confirms::RunConfirm`, which emits the run's
 //! `confirm_request` only once the request can be answered (`ConfirmBroker::decide_announced`).
 //! Each tool call runs as its run's MCP caller (`calls::Asker`): an elicitation a server sends
@@ -24,6 +28,7 @@
 //! back. A continued run keeps its stored provider and model unless flags say otherwise
 //! (`stored_route`).
 
+mod answer;
 pub mod call_stops;
 mod calls;
 mod compact_step;
@@ -32,6 +37,8 @@ mod confirms;
 pub mod context;
 pub mod events;
 pub mod human;
+mod next_request;
+mod run_end;
 mod run_loop;
 pub mod search_note;
 pub mod stored_route;
@@ -266,18 +273,5 @@ impl Agent {
 
     pub fn options(&self) -> &AgentOptions {
         &self.options
-    }
-}
-
-/// The provider crate's stage as the tool plane's.
-pub fn stage_of(s: aibuddy_provider::Stage) -> Stage {
-    use aibuddy_provider::Stage as P;
-    match s {
-        P::Discovery => Stage::Discovery,
-        P::Parameters => Stage::Parameters,
-        P::Authorization => Stage::Authorization,
-        P::Execution => Stage::Execution,
-        P::Projection => Stage::Projection,
-        P::Verification => Stage::Verification,
     }
 }

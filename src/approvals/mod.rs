@@ -6,16 +6,19 @@
 //! - [`rules`]: `approvals.rules`, command and tool patterns, the verdict on a line;
 //! - [`policy`]: the precedence table deciding run / ask / refuse for one call;
 //! - [`record`]: `project-approvals.json` in the data directory, the person's mode and rules for
-//!   one project (never stored in the project).
+//!   one project (never stored in the project);
+//! - [`learned`]: a rule the person adds at a confirmation, recorded and applied at once.
 //!
 //! See `docs/approvals.md`.
 
+pub mod learned;
 pub mod mode;
 pub mod policy;
 pub mod record;
 pub mod rules;
 pub mod shell;
 
+pub use learned::{RuleBook, SessionRules};
 pub use mode::ApprovalMode;
 pub use policy::{CallKind, Facts, Launch, Verdict, decide};
 pub use rules::{ApprovalRule, RuleDecision};

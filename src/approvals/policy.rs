@@ -11,7 +11,8 @@
 //!      `confirm.auto_approve_writes`;
 //!    - `auto`: a command on the full namespace path runs; on a weaker launch path it is asked;
 //!      a file write inside the project runs; a write outside it, an MCP tool that is not
-//!      read-only, and any other call are asked;
+//!      read-only, and any other call are asked; and both run unasked only when the project is
+//!      checkpointed (every change can be put back), else they are asked too;
 //!    - `read-only`: a confined command runs (step 2 made it read-only).
 //!
 //! A call that runs without asking carries the reason (`Verdict::Run(Some(why))`), recorded with
@@ -57,6 +58,9 @@ pub struct Facts<'a> {
     pub mode: ApprovalMode,
     /// The legacy `confirm.auto_approve_writes` (applies in `ask` mode).
     pub auto_approve_writes: bool,
+    /// The call's changes to the project are checkpointed (before and after), so `aibuddy
+    /// rewind` can put them back: `auto` runs nothing unasked without it.
+    pub checkpointed: bool,
 }
 
 /// The decision.
@@ -70,6 +74,12 @@ pub enum Verdict {
     /// Refused at Authorization without asking.
     Refuse(String),
 }
+
+/// The record of a command `auto` ran without asking.
+pub const AUTO_CONFINED: &str = "ran without asking: auto mode, confined, checkpointed";
+/// The record of a file write inside the project `auto` ran without asking.
+pub const AUTO_WRITE: &str =
+    "ran without asking: auto mode, a write inside the project, checkpointed";
 
 /// The decision for one call (see the module docs for the precedence).
 pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
@@ -163,8 +173,15 @@ pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
                 Verdict::Ask(None)
             }
         }
+        (ApprovalMode::Auto, CallKind::Command { .. } | CallKind::File) if !facts.checkpointed => {
+            Verdict::Ask(Some(
+                "auto mode asks here: the project's checkpoints are unavailable, so the call's \
+                 changes could not be undone"
+                    .into(),
+            ))
+        }
         (ApprovalMode::Auto, CallKind::Command { launch, .. }) => match launch {
-            Launch::Full => Verdict::Run(Some("ran without asking: auto mode, confined".into())),
+            Launch::Full => Verdict::Run(Some(AUTO_CONFINED.into())),
             Launch::Degraded => Verdict::Ask(Some(
                 "auto mode asks for commands here: the sandbox is weaker on this machine (no \
                  namespaces or no Landlock inside them)"
@@ -175,9 +192,9 @@ pub fn decide(facts: &Facts<'_>, rules: &[ApprovalRule]) -> Verdict {
                     .into(),
             )),
         },
-        (ApprovalMode::Auto, CallKind::File) if facts.inside_project => Verdict::Run(Some(
-            "ran without asking: auto mode, a write inside the project".into(),
-        )),
+        (ApprovalMode::Auto, CallKind::File) if facts.inside_project => {
+            Verdict::Run(Some(AUTO_WRITE.into()))
+        }
         (ApprovalMode::Auto, CallKind::File) => Verdict::Ask(Some(
             "auto mode asks for writes outside the project and its writable roots".into(),
         )),
@@ -213,6 +230,7 @@ mod tests {
             inside_project: inside,
             mode,
             auto_approve_writes: false,
+            checkpointed: true,
         }
     }
 
@@ -324,7 +342,38 @@ mod tests {
                 &facts(Auto, cmd("ls", Launch::Full), Risk::HighImpact, false),
                 &[]
             ),
-            Verdict::Run(Some("ran without asking: auto mode, confined".into()))
+            Verdict::Run(Some(
+                "ran without asking: auto mode, confined, checkpointed".into()
+            ))
         );
+        assert_eq!(
+            decide(&facts(Auto, CallKind::File, Risk::Writes, true), &[]),
+            Verdict::Run(Some(
+                "ran without asking: auto mode, a write inside the project, checkpointed".into()
+            ))
+        );
+    }
+
+    /// `auto` runs a call unasked only when its changes can be undone: without checkpoints a
+    /// confined command and a write inside the project are asked, with the reason.
+    #[test]
+    fn auto_asks_when_the_project_is_not_checkpointed() {
+        for kind in [cmd("ls", Launch::Full), CallKind::File] {
+            let mut f = facts(Auto, kind, Risk::Writes, true);
+            f.checkpointed = false;
+            match decide(&f, &[]) {
+                Verdict::Ask(Some(why)) => assert!(why.contains("checkpoints"), "{why}"),
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            // An explicit allow rule is the person's own answer and still runs.
+            let allowed = decide(&f, &[ApprovalRule::command("ls", Allow)]);
+            if matches!(kind, CallKind::Command { .. }) {
+                assert!(matches!(allowed, Verdict::Run(Some(_))), "{allowed:?}");
+            }
+        }
+        // Read-only tools never depend on it.
+        let mut f = facts(Auto, CallKind::File, Risk::ReadOnly, true);
+        f.checkpointed = false;
+        assert_eq!(decide(&f, &[]), Verdict::Run(None));
     }
 }

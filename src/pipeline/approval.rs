@@ -5,19 +5,22 @@ use crate::approvals::{CallKind, Facts, Verdict, decide};
 use crate::confirm::ConfirmRequest;
 use crate::contract::ToolError;
 use crate::registry::{Prepared, Risk, Source, ToolDef};
-use crate::settings::Settings;
+use crate::services::Services;
 
 use super::record::CallRecorder;
 
-/// The approval decision for one prepared call.
+/// The approval decision for one prepared call; `checkpointed`: its changes to the project will
+/// be checkpointed (the pipeline has the project's checkpoints).
 pub(super) fn verdict(
-    settings: &Settings,
+    services: &Services,
     name: &str,
     tool: &ToolDef,
     config_key: &str,
     risk: Risk,
     prepared: &Prepared,
+    checkpointed: bool,
 ) -> Verdict {
+    let settings = &services.settings;
     let kind = match (&prepared.launch, &tool.source) {
         (Some(launch), _) => CallKind::Command {
             line: &prepared.target,
@@ -34,8 +37,12 @@ pub(super) fn verdict(
         inside_project: prepared.inside_project,
         mode: settings.approvals.mode,
         auto_approve_writes: settings.confirm.auto_approve_writes,
+        checkpointed,
     };
-    decide(&facts, &settings.approvals.rules)
+    // The settings' rules, then those the person added since the project opened.
+    let mut rules = settings.approvals.rules.clone();
+    rules.extend(services.session_rules.snapshot());
+    decide(&facts, &rules)
 }
 
 /// Keep a decision made by the person's standing policy with the call (`aibuddy show --json`

@@ -359,12 +359,13 @@ impl Runner {
         let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;
         let risk = prepared.risk.map_or(tool.risk, |r| r.min(tool.risk));
         let verdict = approval::verdict(
-            &self.services.settings,
+            &self.services,
             &req.name,
             &tool,
             &policy.config_key,
             risk,
             &prepared,
+            self.checkpoints.is_some(),
         );
         let ask_why = match verdict {
             Verdict::Run(None) => None,

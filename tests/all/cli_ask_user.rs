@@ -308,3 +308,186 @@ async fn stop_while_the_question_waits_at_the_terminal() {
     assert_eq!(f.server.requests().len(), 1, "no step after the stop");
     f.server.assert_clean();
 }
+
+/// Runs `aibuddy ARGS` with stdin and stderr on a pseudo-terminal; for each `(prompt, answer)`
+/// waits for the prompt and types the answer; returns (exit code, stdout, terminal text).
+fn at_terminal(f: &Fx, args: &[&str], dialog: &[(&str, &str)]) -> (i32, String, String) {
+    let (master, slave) = pty();
+    let mut writer = master.try_clone().unwrap();
+    let seen = collect(master);
+    let mut child = f
+        .cmd(args)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for (prompt, answer) in dialog {
+        wait_for(&seen, prompt, &mut child);
+        writer.write_all(answer.as_bytes()).unwrap();
+        writer.write_all(b"\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let terminal = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        terminal,
+    )
+}
+
+/// The person's approvals record for the project (`project-approvals.json` in the data dir).
+fn approvals_record(f: &Fx) -> Value {
+    let text = std::fs::read_to_string(f.data.join("project-approvals.json")).unwrap();
+    let all: Value = serde_json::from_str(&text).unwrap();
+    all["projects"][f.project.to_str().unwrap()].clone()
+}
+
+const MODE_PROMPT: &str = "Mode [1=ask, 2=auto, 3=read-only; Enter: ask] ";
+
+/// Issue 23, choosing the mode: the first `aibuddy run` in a project on a terminal asks once,
+/// with one sentence on each mode; the answer is kept at the user level for this project (never
+/// in the project), shown by the banner and `aibuddy trust --json`, and the next run does not ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_run_asks_the_mode_once_and_keeps_it_at_the_user_level() {
+    let f = fx().await;
+    let k = ProviderKind::Anthropic;
+    f.server.push(Turn::text("Hello.").reply(k));
+    let (code, stdout, terminal) =
+        tokio::task::block_in_place(|| at_terminal(&f, &["run", "hi"], &[(MODE_PROMPT, "2")]));
+    assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
+    assert!(stdout.contains("Hello."), "{stdout}");
+    assert!(
+        terminal.contains("How much should aibuddy ask you in this project? (asked once"),
+        "{terminal}"
+    );
+    for sentence in [
+        "1) ask: every command and every change to a file is shown to you before it runs",
+        "2) auto: commands confined by the sandbox and file edits inside the project run without",
+        "3) read-only: nothing may change the project",
+    ] {
+        assert!(terminal.contains(sentence), "{sentence}: {terminal}");
+    }
+    assert!(
+        terminal.contains("aibuddy: approvals for this project: auto (recorded)"),
+        "{terminal}"
+    );
+    assert!(terminal.contains("aibuddy: approvals: auto"), "{terminal}");
+    assert_eq!(approvals_record(&f)["mode"], "auto");
+    assert!(
+        !f.project.join(".aibuddy").exists(),
+        "nothing was written into the project"
+    );
+
+    // The next run on a terminal does not ask again: the mode stands.
+    f.server.push(Turn::text("Again.").reply(k));
+    let (code, stdout, terminal) =
+        tokio::task::block_in_place(|| at_terminal(&f, &["run", "hi again"], &[]));
+    assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
+    assert!(
+        !terminal.contains("How much should aibuddy ask"),
+        "{terminal}"
+    );
+    assert!(terminal.contains("aibuddy: approvals: auto"), "{terminal}");
+    f.server.assert_clean();
+    let out = f.cmd(&["trust", "--json"]).output().unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["approvals"]["mode"], "auto", "{status}");
+    assert_eq!(status["approvals"]["chosen"], true, "{status}");
+}
+
+/// Issue 23, the rule offer: a command asked at the terminal offers `[y/N/a]`; `a` shows and
+/// stores the exact rule at the user level for this project (never in the project), approves this
+/// call once, and the next identical command runs without asking (here with nobody to ask), its
+/// record naming the rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_a_key_stores_the_offered_rule_at_the_user_level() {
+    let f = fx().await;
+    let k = ProviderKind::Anthropic;
+    let ls = json!({"command": "ls -a"});
+    f.server.push(
+        Turn::text("Listing.")
+            .call("toolu_a1", "execute", ls.clone())
+            .reply(k),
+    );
+    // A later command the rule covers, in the same run: not asked again (the rule applies at
+    // once, not from the next session). Were it asked, the queued `n` would decline it.
+    f.server.push(
+        Turn::text("Listing more.")
+            .call("toolu_a1b", "execute", json!({"command": "ls -l"}))
+            .reply(k),
+    );
+    f.server.push(Turn::text("Listed.").reply(k));
+    let (code, stdout, terminal) = tokio::task::block_in_place(|| {
+        at_terminal(
+            &f,
+            &["run", "--approvals", "ask", "list"],
+            &[("Approve? [y/N/a] ", "a\nn")],
+        )
+    });
+    assert_eq!(
+        terminal.matches("Approve? [y/N/a] ").count(),
+        1,
+        "{terminal}"
+    );
+    assert!(terminal.contains(":toolu_a1b ok"), "{terminal}");
+    assert_eq!(code, 0, "stdout: {stdout}\nterminal: {terminal}");
+    assert!(
+        terminal.contains(
+            "[a] approve this call once and allow commands starting with `ls` in this project"
+        ),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("(adds the rule {\"command\": \"ls *\", \"decision\": \"allow\"} to your own approvals for this project, never to the project's files)"),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains("aibuddy: rule recorded for this project: allow command `ls *`"),
+        "{terminal}"
+    );
+    assert!(terminal.contains(":toolu_a1 ok"), "{terminal}");
+    assert_eq!(
+        approvals_record(&f)["rules"],
+        json!([{"command": "ls *", "decision": "allow"}])
+    );
+    assert!(
+        !f.project.join(".aibuddy").exists(),
+        "the rule was not written into the project"
+    );
+
+    // The next identical command runs without asking: no terminal, no --yes. (A new run with the
+    // same tool call id: the fake provider's cross-run replay check does not apply.)
+    f.server.check_replay(false);
+    f.server.push(
+        Turn::text("Again.")
+            .call("toolu_a2", "execute", ls)
+            .reply(k),
+    );
+    f.server.push(Turn::text("Done.").reply(k));
+    let out = f
+        .cmd(&["run", "--approvals", "ask", "--json", "list again"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        !events.iter().any(|e| e["type"] == "confirm_request"),
+        "{stdout}"
+    );
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["status"], "ok", "{result}");
+    let id = result["tool_call_id"].as_str().unwrap();
+    let shown = f.cmd(&["show", id, "--json"]).output().unwrap();
+    let record: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        record["confirm_decisions"][0]["policy"],
+        "ran without asking: allowed by your rules `ls *`"
+    );
+    f.server.assert_clean();
+}

@@ -577,3 +577,269 @@ async fn the_settings_step_time_limit_ends_a_trickling_run() {
     assert_eq!(f.server.requests().len(), 1, "not retried");
     f.server.assert_clean();
 }
+
+/// A loopback package registry on the host serving one tarball at `/tinypkg-0.1.0.tar.gz`, on
+/// 127.0.0.2: a loopback address commands reach only through the allow-list proxy (`NO_PROXY`
+/// names 127.0.0.1 and localhost).
+fn tarball_registry(tarball: Vec<u8>) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let body = tarball.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let ok = String::from_utf8_lossy(&got).contains("/tinypkg-0.1.0.tar.gz ");
+                let (status, body) = if ok {
+                    ("200 OK", body)
+                } else {
+                    ("404 Not Found", b"no\n".to_vec())
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&body);
+            });
+        }
+    });
+    port
+}
+
+fn sh(dir: &std::path::Path, line: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", line])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The calls of a short coding session: listing, reading, grep, make build and test, edits,
+/// git status, diff, commit and push, a package install from the allowed loopback registry.
+fn coding_session(port: u16) -> Vec<(&'static str, Value)> {
+    let x = |c: &str| ("execute", json!({ "command": c }));
+    vec![
+        ("ls", json!({"path": "."})),
+        x("git status --short"),
+        ("read_file", json!({"path": "Makefile"})),
+        ("grep", json!({"pattern": "expr"})),
+        x("make build"),
+        x("make test 2>&1 | tail -2"),
+        (
+            "edit_file",
+            json!({"path": "src/add.sh", "old_string": "expr \"$1\" + \"$2\"",
+                "new_string": "expr \"$1\" + \"$2\" + 0"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "NOTES.md", "content": "sums\n"}),
+        ),
+        x("git diff --stat"),
+        x(&format!(
+            "mkdir -p vendor && curl -fsS http://127.0.0.2:{port}/tinypkg-0.1.0.tar.gz | tar xz -C vendor && ls vendor"
+        )),
+        x("git add -A && git commit -qm sums"),
+        x("git push -q origin main"),
+    ]
+}
+
+/// One session in `mode` through `aibuddy run --json --yes` in a fresh git project: the
+/// fixture, the run's events, the `confirm_request` events (each an ask) and the tool results.
+async fn run_session(mode: &str) -> (Fx, Vec<Value>, Vec<Value>, Vec<Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("tinypkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("VERSION"), "0.1.0\n").unwrap();
+    sh(tmp.path(), "tar czf t.tar.gz tinypkg");
+    let port = tarball_registry(std::fs::read(tmp.path().join("t.tar.gz")).unwrap());
+    let f = fx(move |_| {
+        json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}},
+            "exec": {"network": {"allow": [format!("127.0.0.2:{port}")]}},
+            "approvals": {"rules": [{"command": "git push *", "decision": "ask"}]}})
+    })
+    .await;
+    f.server.expect_key(KEY);
+    std::fs::create_dir_all(f.project.join("src")).unwrap();
+    std::fs::write(
+        f.project.join("Makefile"),
+        "build:\n\tmkdir -p out && cp src/add.sh out/add && chmod +x out/add\n\
+         test: build\n\ttest \"$$(./out/add 2 3)\" = 5 && echo tests-pass\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.project.join("src/add.sh"),
+        "#!/bin/sh\nexpr \"$1\" + \"$2\"\n",
+    )
+    .unwrap();
+    std::fs::write(f.project.join(".gitignore"), "/out\n/vendor\n/remote.git\n").unwrap();
+    sh(
+        &f.project,
+        "git init -q -b main . && git config user.email t@example.com && git config user.name t \
+         && git add -A && git commit -qm init && git init -q --bare remote.git \
+         && git remote add origin ./remote.git",
+    );
+    let k = ProviderKind::Anthropic;
+    for (i, (tool, input)) in coding_session(port).into_iter().enumerate() {
+        f.server.push(
+            Turn::text("Next.")
+                .call(&format!("toolu_s{i:02}"), tool, input)
+                .reply(k),
+        );
+    }
+    f.server.push(Turn::text("Done.").reply(k));
+    let (code, ev, err) = f
+        .events(&["run", "--json", "--yes", "--approvals", mode, "work on it"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(finished(&ev)["status"], "completed", "{ev:?}");
+    f.server.assert_clean();
+    let asks: Vec<Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "confirm_request")
+        .map(|e| e["request"].clone())
+        .collect();
+    let results: Vec<Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .cloned()
+        .collect();
+    drop(tmp);
+    (f, ev, asks, results)
+}
+
+/// The reason the approvals gave for asking (the request's `approvals: ...` scope line).
+fn ask_reason(request: &Value) -> String {
+    request["scope"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|s| s.strip_prefix("approvals: "))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Issue 23, measured: a scripted coding session asks at most 3 times in `auto` mode, each ask a
+/// case the issue still asks about (here the person's own `ask` rule for `git push`), against
+/// every command and write in `ask` mode; the package install reaches the allowed registry
+/// without a network question; each call run without asking says why on its record.
+/// (`benches/approvals_bench.sh` runs the full 30-call session.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_mode_asks_at_most_three_times_in_a_coding_session() {
+    let (f, _, asks, results) = run_session("ask").await;
+    let (_, tools, _) = f.run(&["tools", "list", "--json"]).await;
+    let full = tools.contains("\"confinement\": \"namespaces+landlock")
+        || tools.contains("\"confinement\":\"namespaces+landlock");
+    let changing = coding_session(0)
+        .iter()
+        .filter(|(t, _)| ["execute", "write_file", "edit_file"].contains(t))
+        .count();
+    assert_eq!(
+        asks.len(),
+        changing,
+        "ask mode asks for every command and write"
+    );
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{results:?}");
+
+    let (f, _, asks, results) = run_session("auto").await;
+    for r in &results {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["exit_code"].is_null() || r["exit_code"] == 0, "{r}");
+    }
+    assert!(
+        f.project.join("vendor/tinypkg/VERSION").exists(),
+        "the package was installed"
+    );
+    if !full {
+        // A weaker launch path: auto asks for every command, and says why.
+        for a in asks.iter().filter(|a| a["tool"] == "execute") {
+            assert!(
+                ask_reason(a).contains("auto mode asks for commands here")
+                    || ask_reason(a).contains("your rule `ask git push *`"),
+                "{a}"
+            );
+        }
+        return;
+    }
+    let shown: Vec<String> = asks
+        .iter()
+        .map(|a| {
+            let (tool, target) = (a["tool"].as_str().unwrap(), a["target"].as_str().unwrap());
+            format!("{tool} `{target}`: {}", ask_reason(a))
+        })
+        .collect();
+    assert!(
+        asks.len() <= 3,
+        "auto asked {} times: {shown:#?}",
+        asks.len()
+    );
+    assert_eq!(
+        shown,
+        vec![
+            "execute `git push -q origin main`: your rule `ask git push *` matches \
+             `git push -q origin main`"
+                .to_string()
+        ]
+    );
+    // Every call's record says why it ran without asking.
+    let id = |i: usize| results[i]["tool_call_id"].as_str().unwrap().to_string();
+    let policy = |id: String| {
+        let f = &f;
+        async move {
+            let (_, out, _) = f.run(&["show", &id, "--json"]).await;
+            let v: Value = serde_json::from_str(&out).unwrap();
+            (
+                v["confirm_decisions"][0]["policy"].clone(),
+                v["client_projection"]["network"]["events"].clone(),
+            )
+        }
+    };
+    assert_eq!(
+        policy(id(1)).await.0,
+        "ran without asking: auto mode, confined, checkpointed"
+    );
+    assert_eq!(
+        policy(id(6)).await.0,
+        "ran without asking: auto mode, a write inside the project, checkpointed"
+    );
+    let (p, network) = policy(id(9)).await;
+    assert_eq!(p, "ran without asking: auto mode, confined, checkpointed");
+    let network = network.as_array().unwrap();
+    assert!(!network.is_empty(), "the install used the registry");
+    for n in network {
+        assert_eq!(n["allowed"], true, "{n}");
+        assert!(n["rule"].as_str().unwrap().starts_with("127.0.0.2:"), "{n}");
+    }
+    assert_eq!(
+        policy(id(0)).await.0,
+        Value::Null,
+        "a read-only tool has none"
+    );
+    let (_, human, _) = f.run(&["show", &id(1)]).await;
+    assert!(
+        human
+            .contains("approval: ran without asking: auto mode, confined, checkpointed (approved)"),
+        "{human}"
+    );
+    let (_, human, _) = f.run(&["show", &id(11)]).await;
+    assert!(human.contains("approval: asked, approved"), "{human}");
+    assert!(
+        f.project.join("remote.git/refs/heads/main").exists(),
+        "pushed"
+    );
+}

@@ -106,6 +106,7 @@ fn runner(run_id: &str, dir: &std::path::Path, persistence: &Persistence) -> Run
             data_dir: dir.join("data"),
             settings,
             sandbox: Err("no sandbox in this test".into()),
+            session_rules: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),

@@ -158,6 +158,7 @@ fn runner(f: &Fixture, broker: Arc<dyn ConfirmBroker>, settings: Settings) -> Ru
             data_dir: f.dir.path().join(".data"),
             settings,
             sandbox: Err("no sandbox in this test".into()),
+            session_rules: Default::default(),
         }),
         broker,
         recorder: f.recorder.clone(),

@@ -173,6 +173,7 @@ async fn env(summarizer: Option<Arc<dyn Summarizer>>) -> Env {
             data_dir,
             settings,
             sandbox: Err("no sandbox in this test".into()),
+            session_rules: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),
@@ -515,6 +516,7 @@ async fn a_confirm_request_is_durable_before_the_person_is_asked() {
             data_dir: e.dir.path().join("data"),
             settings,
             sandbox: Err("no sandbox in this test".into()),
+            session_rules: Default::default(),
         });
         let out = call(&e, "touch", json!({"n": 1})).await;
         let seen = broker.seen.lock().unwrap().clone();

@@ -471,7 +471,10 @@ fn auto_mode_runs_a_confined_command_without_a_prompt_and_its_record_says_why() 
         );
         let p = policies(&f, &id);
         assert_eq!(p.len(), 1, "{p:?}");
-        assert_eq!(p[0]["policy"], "ran without asking: auto mode, confined");
+        assert_eq!(
+            p[0]["policy"],
+            "ran without asking: auto mode, confined, checkpointed"
+        );
         assert_eq!(p[0]["decision"], "approved");
         assert!(
             err.contains("ran without asking: auto mode, confined"),
@@ -620,6 +623,13 @@ fn a_project_settings_file_cannot_allow_commands_or_widen_the_mode_unless_truste
     assert_eq!(code, 1);
     // The grant lists the allow rule; once trusted it applies. The wider mode never does.
     let (_, status) = f.json(&["trust", "--json"]);
+    // The approval mode beside the trust fields: not chosen yet, the project's wider `auto`
+    // ignored.
+    assert_eq!(
+        status["approvals"],
+        json!({"mode": "ask", "chosen": false, "narrowed_by_project": null}),
+        "{status}"
+    );
     assert!(
         status["grants"]["settings"]
             .as_array()
@@ -645,4 +655,24 @@ fn a_project_settings_file_cannot_allow_commands_or_widen_the_mode_unless_truste
     );
     let (_, _, err) = call(&f, "ls", json!({"path": "."}), &[]);
     assert!(err.contains("approvals: auto"), "{err}");
+    let (code, status) = f.json(&["trust", "--json"]);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["state"], "trusted", "{status}");
+    assert_eq!(
+        status["approvals"],
+        json!({"mode": "auto", "chosen": true, "narrowed_by_project": null}),
+        "{status}"
+    );
+    // A project narrowing to read-only shows as such.
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"approvals": {"mode": "read-only"}}).to_string(),
+    )
+    .unwrap();
+    let (_, status) = f.json(&["trust", "--json"]);
+    assert_eq!(status["approvals"]["mode"], "read-only", "{status}");
+    assert_eq!(
+        status["approvals"]["narrowed_by_project"], "read-only",
+        "{status}"
+    );
 }

@@ -73,6 +73,11 @@ describe("desktop window (real app under Xvfb via tauri-driver)", () => {
       const [el] = await driver.findAll('[data-testid="prompt"]');
       return el ?? null;
     });
+    // The shot is of the run view of the open project: the header names it (not "Opening project…").
+    await driver.poll("the project path in the header", async () => {
+      const [el] = await driver.findAll('[data-testid="project-path"]');
+      return el ?? null;
+    });
     await saveScreenshot(driver, "window-run-view.png");
   });
 

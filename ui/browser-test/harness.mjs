@@ -58,6 +58,9 @@ export function browserSuite(dir, ready) {
   after(async () => {
     await browser?.close();
     server?.close();
+    // A screenshot of a page that called something nobody answered shows that error, not the
+    // state it is named for.
+    assert.deepEqual(ipcMisses, [], "commands the mocked shell did not answer");
   });
 }
 
@@ -226,12 +229,89 @@ export function historyMock(rowsSource = "[]") {
   })()`;
 }
 
+// ---- Default answers for the reads the views make on their own ----
+
+/**
+ * JS source of answers to every command a view calls without the person asking (on opening, on
+ * showing a tab), as the shell answers a plain project: nothing to trust (`trust_status`
+ * `not_needed`), approval mode `ask` already chosen, one Anthropic provider with a key, no runs,
+ * tools, servers, skills, logins, recent projects or offered approval rule, empty settings files. Every test page gets them
+ * unless it answers a command itself, so no screenshot shows an error only because a test left a
+ * read out. A command that is answered by neither is reported (see `ipcMisses`).
+ */
+export function viewDefaults(root = "/home/me/work/sample-project") {
+  const aibuddy = "/home/me/.local/share/aibuddy";
+  const defaults = {
+    project_info: projectInfo(root),
+    list_tools: [],
+    list_runs: [],
+    list_recent: [],
+    trust_status: {
+      ask: false,
+      applied: "not_needed",
+      status: { project: root, state: "not_needed", digest: "", grants: { servers: [], settings: [] }, problems: [] },
+    },
+    list_providers: {
+      providers: [{ name: "anthropic", kind: "anthropic", model: "claude-sonnet-4-6", host: "api.anthropic.com", has_key: true, problem: null }],
+      default: "anthropic",
+      chosen: null,
+      chosen_model: null,
+    },
+    approvals_view: {
+      mode: "ask",
+      next_mode: "ask",
+      chosen_for_project: "ask",
+      chosen: true,
+      project_narrows: null,
+      rules: [],
+      modes: [
+        // As src/approvals/mode.rs says them.
+        { mode: "ask", sentence: "ask: every command and every change to a file is shown to you before it runs" },
+        {
+          mode: "auto",
+          sentence:
+            "auto: commands confined by the sandbox and file edits inside the project run without asking; writes outside the project, MCP tools that change things and commands on a weaker sandbox are still asked",
+        },
+        { mode: "read-only", sentence: "read-only: nothing may change the project: file writes are refused and commands see the project read-only, with no network" },
+      ],
+    },
+    // Asked by the approval dialog: the command-prefix rule it may offer (none here).
+    confirm_offer: null,
+    list_servers: [],
+    list_skills: { skills: [], problems: [] },
+    mcp_logins: [],
+    settings_pages: {
+      files: {
+        user_settings: `${aibuddy}/settings.json`,
+        project_settings: `${root}/.aibuddy/settings.json`,
+        user_mcp: `${aibuddy}/mcp.json`,
+        project_mcp: `${root}/.aibuddy/mcp.json`,
+      },
+      user: null,
+      project: null,
+      problems: [],
+      mcp_servers: [],
+      mcp_problems: [],
+      provider_keys: [{ name: "anthropic", key: "set" }],
+      trust: "not_needed",
+    },
+  };
+  return JSON.stringify(defaults);
+}
+
+/**
+ * Commands a page called that nothing answered (`{cmd, url}`), across every page opened through
+ * `openPage`; `browserSuite` fails the suite when any is left at its end.
+ */
+export const ipcMisses = [];
+
 /**
  * An init script that installs mockIPC (events mocked too) answering `responses[cmd]` (`{resolve}`
  * or `{reject}`), records every call in `window.__ipcCalls` / `window.__ipcArgs`, and exposes
  * `window.__emit(event, payload)` to play shell events. `dynamicSource` is JS source of an object of
  * functions `cmd -> (args) => result` for answers too large to inline (e.g. `historyMock(...)` over
- * 100,000 rows). The history commands fall back to an empty `historyMock()`.
+ * 100,000 rows). The history commands fall back to an empty `historyMock()`, the views' own reads
+ * to `viewDefaults()`; anything else is an "unexpected command", logged as a console error.
  */
 export async function mockScript(responses, dynamicSource = "{}") {
   const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
@@ -244,6 +324,7 @@ export async function mockScript(responses, dynamicSource = "{}") {
     const responses = ${JSON.stringify(responses)};
     const dynamic = ${dynamicSource};
     const history = ${historyMock()};
+    const defaults = ${viewDefaults()};
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
@@ -253,7 +334,11 @@ export async function mockScript(responses, dynamicSource = "{}") {
       if (dynamic[cmd]) return dynamic[cmd](args);
       const r = responses[cmd];
       if (!r && history[cmd]) return history[cmd](args);
-      if (!r) throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
+      if (!r && cmd in defaults) return structuredClone(defaults[cmd]);
+      if (!r) {
+        console.error("unexpected command " + cmd);
+        throw { code: "ipc", stage: null, message: "unexpected command " + cmd };
+      }
       if ("reject" in r) throw r.reject;
       return r.resolve;
     }, { shouldMockEvents: true });`;
@@ -266,7 +351,10 @@ export async function openPage(browser, base, responses, viewport = { width: 118
   const page = await browser.newPage({ viewport, colorScheme });
   const problems = [];
   page.on("console", (msg) => {
-    if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
+    if (msg.type() !== "error") return;
+    problems.push(`console: ${msg.text()}`);
+    const miss = /^unexpected command (\S+)$/.exec(msg.text());
+    if (miss) ipcMisses.push({ cmd: miss[1], url: page.url() });
   });
   page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
   await page.addInitScript({ content: await mockScript(responses, dynamicSource) });
@@ -277,11 +365,11 @@ export async function openPage(browser, base, responses, viewport = { width: 118
 // ---- Helpers of the test pages (every browser test uses these rather than its own copy) ----
 
 /**
- * The shell's `project_info` answer for a project at `root` (no settings file, no problem, event
- * version 1); `extra` overrides or adds fields.
+ * The shell's `project_info` answer for a project at `root` (no settings file, no problem);
+ * `extra` overrides or adds fields.
  */
 export function projectInfo(root = "/home/me/work/sample-project", extra = {}) {
-  return { root, data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], event_version: 1, ...extra };
+  return { root, data_dir: "/home/me/.local/share/aibuddy", settings_files: [], settings_problems: [], ...extra };
 }
 
 /** Plays one shell `run-event` of run `runId` in the page (through `window.__emit` of mockScript). */

@@ -17,7 +17,6 @@ const RUN = "run_01JFOLLOW";
 const RESPONSES = {
   project_info: { resolve: projectInfo() },
   list_tools: { resolve: [] },
-  list_history: { resolve: [] },
   list_runs: { resolve: [] },
   start_run: { resolve: { run_id: RUN } },
   stop_run: { resolve: null },

@@ -79,7 +79,7 @@ describe("settings pages in Chromium with mocked IPC", () => {
     await page.locator('button[aria-label="Edit local"]').click();
     assert.equal(await page.locator('[data-testid="provider-url"]').inputValue(), "http://127.0.0.1:11434/v1");
     assert.equal(await page.locator('[data-testid="provider-kind"]').inputValue(), "openai-chat");
-    await page.locator('[data-testid="provider-model"]').fill("qwen3:14b");
+    await page.locator('[data-testid="provider-form"] [data-testid="provider-model"]').fill("qwen3:14b");
     await page.locator('[data-testid="provider-save"]').click();
     await page.locator('[data-testid="settings-notice"]').waitFor();
     assert.match(await page.locator('[data-testid="settings-notice"]').textContent(), /Saved to .*settings\.json\. .*opened again/);

@@ -1,11 +1,9 @@
 // Typed wrappers over the shell's commands. Argument and result types come from ./bindings, which
 // is generated from Rust (ts-rs) and checked for staleness in CI; nothing here restates a Rust type.
 import { Channel, invoke } from "@tauri-apps/api/core";
-import type { CallDetail } from "./bindings/CallDetail";
 import type { CallResult } from "./bindings/CallResult";
 import type { CommandError } from "./bindings/CommandError";
 import type { Event } from "./bindings/Event";
-import type { HistoryEntry } from "./bindings/HistoryEntry";
 import type { NetworkAnswer } from "./bindings/NetworkAnswer";
 import type { ProjectInfo } from "./bindings/ProjectInfo";
 import type { ToolListing } from "./bindings/ToolListing";
@@ -21,16 +19,6 @@ export interface Api {
   answerConfirm(callId: string, approve: boolean): Promise<boolean>;
   /** Answers the network question `askId` of a running command; false if it is no longer open. */
   answerNetwork(askId: string, answer: NetworkAnswer): Promise<boolean>;
-  /** Stored calls of the project, newest first (`search` is full text over tool, input and display text). */
-  listHistory(query?: HistoryQuery): Promise<HistoryEntry[]>;
-  /** One stored call with a bounded slice of its raw output, from byte `offset`. */
-  showCall(toolCallId: string, offset?: number, limit?: number): Promise<CallDetail>;
-}
-
-export interface HistoryQuery {
-  limit?: number;
-  search?: string;
-  status?: string;
 }
 
 /** Command names, exactly as registered by the shell (src-tauri/src/commands). */
@@ -41,8 +29,6 @@ export const COMMANDS = {
   cancelCall: "cancel_call",
   answerConfirm: "answer_confirm",
   answerNetwork: "answer_network",
-  listHistory: "list_history",
-  showCall: "show_call",
 } as const;
 
 export function createApi(call: InvokeFn = invoke): Api {
@@ -64,14 +50,6 @@ export function createApi(call: InvokeFn = invoke): Api {
     cancelCall: (callId) => run<boolean>(COMMANDS.cancelCall, { callId }),
     answerConfirm: (callId, approve) => run<boolean>(COMMANDS.answerConfirm, { callId, approve }),
     answerNetwork: (askId, answer) => run<boolean>(COMMANDS.answerNetwork, { askId, answer }),
-    listHistory: (query = {}) =>
-      run<HistoryEntry[]>(COMMANDS.listHistory, {
-        limit: query.limit ?? null,
-        search: query.search ?? null,
-        status: query.status ?? null,
-      }),
-    showCall: (toolCallId, offset, limit) =>
-      run<CallDetail>(COMMANDS.showCall, { toolCallId, offset: offset ?? null, limit: limit ?? null }),
   };
 }
 

@@ -7,31 +7,13 @@ describe("createApi", () => {
     const calls: Array<[string, unknown]> = [];
     const api = createApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
       calls.push([cmd, args]);
-      return (cmd === COMMANDS.listTools ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 }) as T;
+      return (cmd === COMMANDS.listTools ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }) as T;
     });
     expect(await api.listTools()).toEqual(TOOLS);
-    expect(await api.projectInfo()).toEqual({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 });
+    expect(await api.projectInfo()).toEqual({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] });
     expect(calls).toEqual([
       ["list_tools", undefined],
       ["project_info", undefined],
-    ]);
-  });
-
-  it("sends history arguments by the names the shell's commands take", async () => {
-    const calls: Array<[string, unknown]> = [];
-    const api = createApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
-      calls.push([cmd, args]);
-      return [] as T;
-    });
-    await api.listHistory();
-    await api.listHistory({ search: "notes", limit: 10 });
-    await api.showCall("call_1", 4096, 100);
-    await api.showCall("call_2");
-    expect(calls).toEqual([
-      ["list_history", { limit: null, search: null, status: null }],
-      ["list_history", { limit: 10, search: "notes", status: null }],
-      ["show_call", { toolCallId: "call_1", offset: 4096, limit: 100 }],
-      ["show_call", { toolCallId: "call_2", offset: null, limit: null }],
     ]);
   });
 

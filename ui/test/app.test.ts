@@ -16,7 +16,6 @@ const PROJECT: ProjectInfo = {
   data_dir: "/home/me/.local/share/aibuddy",
   settings_files: ["/home/me/work/sample-project/.aibuddy/settings.json"],
   settings_problems: [],
-  event_version: 1,
 };
 
 const NO_CALLS = {
@@ -26,12 +25,6 @@ const NO_CALLS = {
   cancelCall: async () => false,
   answerConfirm: async () => false,
   answerNetwork: async () => false,
-  listHistory: async () => {
-    throw new Error("the History tab reads history_page, not list_history");
-  },
-  showCall: async () => {
-    throw new Error("no show_call expected");
-  },
 };
 
 /** The shell's history commands (the History tab's own API goes through Tauri's IPC). */

@@ -42,7 +42,7 @@ function scriptedApi(events: Event[]) {
   let finish: (r: CallResult) => void = () => {};
   let emit: (e: Event) => void = () => {};
   const api: Api = {
-    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 }),
+    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }),
     listTools: async () => TOOLS,
     callTool: (tool, args, onEvent) => {
       calls.push([tool, args]);
@@ -65,10 +65,6 @@ function scriptedApi(events: Event[]) {
       networkAnswers.push([askId, answer]);
       emit({ type: "network_ask_resolved", call_id: "call_1", ask_id: askId, answer });
       return true;
-    },
-    listHistory: async () => [],
-    showCall: async () => {
-      throw new Error("no show_call expected");
     },
   };
   return { api, answers, networkAnswers, cancels, calls };

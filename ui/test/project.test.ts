@@ -16,7 +16,7 @@ import { ProjectController } from "../src/project/controller.svelte";
 import { commandLine, decide, fieldValue, initialChoice, recentRows, shouldOpenDialog, startFields } from "../src/project/state";
 import type { RunApi } from "../src/run/api";
 
-const info = (root: string): ProjectInfo => ({ root, data_dir: "/d", settings_files: [], settings_problems: [], event_version: 1 });
+const info = (root: string): ProjectInfo => ({ root, data_dir: "/d", settings_files: [], settings_problems: [] });
 
 const recent = (path: string, extra: Partial<RecentProject> = {}): RecentProject => ({
   path,

@@ -12,12 +12,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::cut_text;
 use crate::config::ServerConfig;
-use crate::connection::{Ended, Wiring, child_exit, exit_or, pending_broken, with_exit};
 use crate::handler::{ConnEvent, Handler};
 use crate::listing::list_tools_bounded;
-use crate::manager::STABLE_CONNECTION;
 use crate::shared::Shared;
 use crate::status::ServerState;
+use crate::wiring::{
+    Ended, STABLE_CONNECTION, Wiring, child_exit, exit_or, pending_broken, with_exit,
+};
 
 /// Fewest time between the starts of two listings of one server: a sustained storm of
 /// `list_changed` (a hostile or broken server) costs one listing (and one catalog rebuild) per

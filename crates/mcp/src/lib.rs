@@ -54,6 +54,7 @@ pub mod sse;
 pub mod status;
 mod stdio;
 mod supervisor;
+mod wiring;
 
 pub use catalog::McpToolEntry;
 pub use config::{

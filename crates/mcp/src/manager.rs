@@ -23,9 +23,7 @@ use crate::shared::{Shared, Slot};
 use crate::status::{SandboxStatus, ServerState, ServerStatus};
 use crate::supervisor::{disconnected, supervise};
 
-/// A connection that lasted this long resets the reconnect backoff; shorter ones keep climbing it,
-/// so a server that crashes right after connecting is not restarted every second forever.
-pub const STABLE_CONNECTION: Duration = Duration::from_secs(30);
+pub use crate::wiring::STABLE_CONNECTION;
 
 pub use crate::options::{
     DEFAULT_HEALTH_CHECK_TIMEOUT, DEFAULT_PROGRESS_INTERVAL, McpCallResult, McpHandlers, McpOptions,

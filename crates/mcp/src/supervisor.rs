@@ -1,14 +1,15 @@
 //! Supervision: one task per enabled server runs its connection ([`crate::connection`]) again
 //! and again, waiting a backoff ([`crate::status::Backoff`]) after each failure; a connection
-//! that lasted [`crate::manager::STABLE_CONNECTION`] starts the backoff over.
+//! that lasted [`crate::wiring::STABLE_CONNECTION`] starts the backoff over.
 
 use std::sync::{Arc, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Ended, run_connection};
+use crate::connection::run_connection;
 use crate::shared::{Shared, Slot};
 use crate::status::ServerState;
+use crate::wiring::Ended;
 
 /// The slot of a server whose connection ended: no peer, no tools, `state`.
 pub(crate) fn disconnected(slot: &mut Slot, state: ServerState) {

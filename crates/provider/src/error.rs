@@ -4,17 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Where in a call's lifecycle a failure belongs (mirrors the seed's stage table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Discovery,
-    Parameters,
-    Authorization,
-    Execution,
-    Projection,
-    Verification,
-}
+/// Where in a call's lifecycle a failure belongs: the one `Stage` every crate uses.
+pub use aibuddy_common::Stage;
 
 /// What went wrong on the transport, without the underlying error's text (which may quote a URL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

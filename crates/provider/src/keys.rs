@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// The keyring service name under which keys are stored (account = provider entry name).
 pub const KEYRING_SERVICE: &str = "aibuddy";

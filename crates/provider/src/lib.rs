@@ -17,6 +17,7 @@ pub mod http;
 pub mod keys;
 #[cfg(target_os = "linux")]
 mod keys_linux;
+pub mod kind;
 pub mod model;
 pub mod provider;
 pub mod request;

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// Who wrote a message. Tool results travel in user messages (the Anthropic convention; the other
 /// formats split them into their own items when the request is built).

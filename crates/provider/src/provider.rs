@@ -8,10 +8,11 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ProviderKind, Route};
+use crate::config::Route;
 use crate::error::ProviderError;
 use crate::http::{self, EventStream};
 use crate::keys::ApiKey;
+use crate::kind::ProviderKind;
 use crate::request::ModelRequest;
 use crate::wire::{anthropic, chat, responses};
 

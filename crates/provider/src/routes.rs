@@ -1,7 +1,7 @@
 //! The route capability table, pure: which routes get native tool search, and model windows.
 
-use crate::config::{ProviderKind, ToolSearchMode};
 use crate::error::ProviderError;
+use crate::kind::{ProviderKind, ToolSearchMode};
 use crate::request::Presentation;
 
 /// Whether `base_url` is the vendor's own API host.

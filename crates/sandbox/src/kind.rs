@@ -1,18 +1,15 @@
-//! Sandbox kinds, their settings, capabilities, and the `create_sandbox` factory.
+//! Sandbox kinds, their settings and capabilities (data only; `factory::create_sandbox` makes
+//! one).
 //!
 //! Only `local` has a runnable adapter. `daytona` and `e2b` exist in the kind enum and in the
 //! settings so configurations can name them, but creating one returns an explicit
-//! [`SandboxError::Unavailable`]: presence in the enum is not a claim of deployed support.
+//! [`crate::SandboxError::Unavailable`]: presence in the enum is not a claim of deployed support.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use crate::api::Sandbox;
-use crate::error::SandboxError;
 use crate::limits::Limits;
-use crate::local::LocalSandbox;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -112,22 +109,6 @@ pub struct Capabilities {
     pub confinement: Confinement,
 }
 
-/// Create the sandbox for `kind`. Only `local` is runnable; other kinds are explicit errors.
-pub fn create_sandbox(
-    kind: SandboxKind,
-    settings: &SandboxSettings,
-) -> Result<Arc<dyn Sandbox>, SandboxError> {
-    match kind {
-        SandboxKind::Local => Ok(Arc::new(LocalSandbox::open(settings)?)),
-        SandboxKind::Daytona | SandboxKind::E2b => Err(SandboxError::Unavailable {
-            kind,
-            reason: format!(
-                "no {kind} adapter is built into this version of aibuddy; only `local` is runnable"
-            ),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,15 +122,5 @@ mod tests {
             assert_eq!(kind.as_str().parse::<SandboxKind>().unwrap(), kind);
         }
         assert!("docker".parse::<SandboxKind>().is_err());
-    }
-
-    #[test]
-    fn remote_kinds_are_explicitly_unavailable() {
-        let settings = SandboxSettings::new("/");
-        for kind in [SandboxKind::Daytona, SandboxKind::E2b] {
-            let err = create_sandbox(kind, &settings).err().unwrap();
-            assert!(matches!(err, SandboxError::Unavailable { kind: k, .. } if k == kind));
-            assert_eq!(err.stage(), crate::Stage::Execution);
-        }
     }
 }

@@ -13,6 +13,7 @@ pub mod api;
 pub mod bounded;
 pub mod edits;
 pub mod error;
+pub mod factory;
 pub mod kind;
 pub mod limits;
 pub mod local;
@@ -23,9 +24,8 @@ pub mod text;
 pub use aibuddy_exec;
 pub use api::*;
 pub use error::{SandboxError, Stage};
-pub use kind::{
-    Capabilities, Confinement, RemoteSettings, SandboxKind, SandboxSettings, create_sandbox,
-};
+pub use factory::create_sandbox;
+pub use kind::{Capabilities, Confinement, RemoteSettings, SandboxKind, SandboxSettings};
 pub use limits::Limits;
 pub use local::LocalSandbox;
 pub use scoped_dir::{DirEntryInfo, ScopedDir};

@@ -110,4 +110,17 @@ mod tests {
         upgrade(&mut conn).unwrap();
         assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
     }
+
+    /// The crate README's table of schema versions has one row per version, in order, and no more.
+    #[test]
+    fn the_readme_lists_every_schema_version() {
+        let readme = include_str!("../README.md");
+        let rows: Vec<usize> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter_map(|l| l.split(" |").next())
+            .filter_map(|v| v.trim().parse().ok())
+            .collect();
+        assert_eq!(rows, (1..=LATEST_VERSION).collect::<Vec<_>>());
+    }
 }

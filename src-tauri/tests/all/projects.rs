@@ -48,8 +48,12 @@ fn a_switch_rescopes_everything_and_the_old_servers_are_gone() {
         )
         .unwrap();
     assert_eq!(read["status"], json!("ok"), "{read}");
-    let history_a = w.invoke("list_history", json!({})).unwrap();
-    assert_eq!(history_a.as_array().unwrap().len(), 1, "{history_a}");
+    let history_a = w.invoke("history_page", json!({})).unwrap();
+    assert_eq!(
+        history_a["rows"].as_array().unwrap().len(),
+        1,
+        "{history_a}"
+    );
 
     seed_recent(&data, &[&b]);
     let info = w
@@ -68,11 +72,10 @@ fn a_switch_rescopes_everything_and_the_old_servers_are_gone() {
     );
     let tools = w.invoke("list_tools", json!({})).unwrap();
     assert!(!tools.to_string().contains("memory"), "{tools}");
-    // The store is the data directory's (shared with the CLI, like `aibuddy history`): the call
-    // made in A is listed, recorded under A's window run, not B's.
-    let history = w.invoke("list_history", json!({})).unwrap();
-    assert_eq!(history.as_array().unwrap().len(), 1, "{history}");
-    assert_eq!(history[0]["run_id"], history_a[0]["run_id"]);
+    // The store is the data directory's (shared with the CLI), the History tab the open project's:
+    // the call made in A is not B's.
+    let history = w.invoke("history_page", json!({})).unwrap();
+    assert_eq!(history["rows"], json!([]), "{history}");
     // The sandbox is B's: A's file is not reachable by a relative path any more.
     let read = w
         .invoke(

@@ -189,6 +189,7 @@ fn fixture(settings: Settings) -> Fixture {
         data_dir: data.path().to_path_buf(),
         settings,
         sandbox: open_sandbox("local", &root),
+        session_rules: Default::default(),
     });
     Fixture {
         _project: project,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::args::path_prop;
 use super::plans::Plans;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Prepared, Risk};
@@ -80,8 +80,8 @@ fn consequence(plan: &EditPlan) -> String {
         plan.replacements,
         if plan.replacements == 1 { "" } else { "s" },
         ranges.join(", "),
-        project::lines(plan.before.lines),
-        project::lines(plan.after.lines)
+        projection::lines(plan.before.lines),
+        projection::lines(plan.after.lines)
     )
 }
 
@@ -157,11 +157,11 @@ impl FsTool for EditFile {
     }
 
     fn model(_args: &EditArgs, out: &EditOutcome) -> String {
-        project::edit_model(out)
+        projection::edit_model(out)
     }
 
     fn client(_args: &EditArgs, out: &EditOutcome, _raw: &Value) -> Value {
-        project::edit_client(out)
+        projection::edit_client(out)
     }
 }
 

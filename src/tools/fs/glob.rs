@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::args::path_prop;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Risk};
@@ -64,6 +64,6 @@ impl FsTool for Glob {
     }
 
     fn model(args: &GlobArgs, out: &GlobOutcome) -> String {
-        project::glob_model(&args.pattern, out)
+        projection::glob_model(&args.pattern, out)
     }
 }

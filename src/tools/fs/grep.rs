@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::args::path_prop;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Risk};
@@ -84,6 +84,6 @@ impl FsTool for Grep {
     }
 
     fn model(args: &GrepArgs, out: &GrepOutcome) -> String {
-        project::grep_model(&args.pattern, out)
+        projection::grep_model(&args.pattern, out)
     }
 }

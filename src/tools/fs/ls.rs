@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::args::path_prop;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Risk};
@@ -58,6 +58,6 @@ impl FsTool for Ls {
     }
 
     fn model(_args: &LsArgs, out: &Listing) -> String {
-        project::ls_model(out)
+        projection::ls_model(out)
     }
 }

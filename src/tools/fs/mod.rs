@@ -8,7 +8,7 @@
 //! - `tool`: the [`tool::FsTool`] shape and the one adaptor to the registry's `ToolHandler`
 //!   (decoding, typed projections, sandbox errors as tool errors);
 //! - `plans`: the plan binding between confirmation and effect for writes and edits;
-//! - `project`: pure model/client projections; every bound that cut something is stated;
+//! - `projection`: pure model/client projections; every bound that cut something is stated;
 //! - `args`: schema pieces.
 
 mod args;
@@ -17,7 +17,7 @@ mod glob;
 mod grep;
 mod ls;
 mod plans;
-mod project;
+mod projection;
 mod read_file;
 mod tool;
 mod write_file;

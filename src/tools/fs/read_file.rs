@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::args::path_prop;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Risk};
@@ -66,10 +66,10 @@ impl FsTool for ReadFile {
     }
 
     fn model(_args: &ReadArgs, out: &ReadOutcome) -> String {
-        project::read_model(out)
+        projection::read_model(out)
     }
 
     fn client(_args: &ReadArgs, out: &ReadOutcome, _raw: &Value) -> Value {
-        project::read_client(out)
+        projection::read_client(out)
     }
 }

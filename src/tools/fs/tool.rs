@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::project;
+use super::projection;
 use crate::contract::{DefineError, ToolError, define_tool};
 use crate::registry::{CallContext, Prepared, RawOutput, Risk, Source, ToolDef, ToolHandler};
 
@@ -149,7 +149,7 @@ impl<T: FsTool> ToolHandler for Handler<T> {
     }
 
     fn trim(&self, args: &Value, raw: &RawOutput, max_chars: usize) -> Option<String> {
-        project::trim_lines(&self.model(args, raw), max_chars)
+        projection::trim_lines(&self.model(args, raw), max_chars)
     }
 }
 

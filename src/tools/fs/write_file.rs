@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::args::path_prop;
 use super::plans::Plans;
-use super::project;
+use super::projection;
 use super::tool::{FsTool, tool_error};
 use crate::contract::ToolError;
 use crate::registry::{CallContext, Prepared, Risk};
@@ -42,16 +42,16 @@ fn consequence(plan: &WritePlan) -> String {
         Some(old) => format!(
             "overwrites {}: {} -> {} ({} -> {})",
             plan.path,
-            project::lines(old.lines),
-            project::lines(plan.new.lines),
-            project::human_bytes(old.bytes),
-            project::human_bytes(plan.new.bytes)
+            projection::lines(old.lines),
+            projection::lines(plan.new.lines),
+            projection::human_bytes(old.bytes),
+            projection::human_bytes(plan.new.bytes)
         ),
         None => format!(
             "creates {}: {} ({}){}",
             plan.path,
-            project::lines(plan.new.lines),
-            project::human_bytes(plan.new.bytes),
+            projection::lines(plan.new.lines),
+            projection::human_bytes(plan.new.bytes),
             if plan.creates_dirs.is_empty() {
                 String::new()
             } else {
@@ -121,10 +121,10 @@ impl FsTool for WriteFile {
     }
 
     fn model(_args: &WriteArgs, out: &WriteOutcome) -> String {
-        project::write_model(out)
+        projection::write_model(out)
     }
 
     fn client(_args: &WriteArgs, out: &WriteOutcome, _raw: &Value) -> Value {
-        project::write_client(out)
+        projection::write_client(out)
     }
 }

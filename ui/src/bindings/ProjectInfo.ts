@@ -20,9 +20,4 @@ settings_files: Array<string>,
 /**
  * Problems found in those files; each field named here fell back to its default.
  */
-settings_problems: Array<SettingsProblem>, 
-/**
- * The core's event wire format version (`aibuddy::events::EVENT_VERSION`): a UI built for
- * another version knows the events it receives may not have the shape it expects.
- */
-event_version: number, };
+settings_problems: Array<SettingsProblem>, };

@@ -1,5 +1,6 @@
 // Typed wrappers over the shell's run commands and its `run-event` event. Types: the generated
-// bindings, through ../provisional/run-types.ts (which adds the not-yet-generated ask_user parts).
+// bindings, through ../provisional/run-types.ts (which names their parts and adds the UI-only
+// replay events).
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import { ApiError, type InvokeFn, toCommandError } from "../api";

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// One broken rule, with the request body that broke it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::script::{Reply, Turn};
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

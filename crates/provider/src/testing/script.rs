@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 use crate::model::CallKind;
 
 /// One piece of an SSE response body.

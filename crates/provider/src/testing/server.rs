@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::invariants::{Violation, check_request};
 use super::script::{Chunk, Reply};
-use crate::config::ProviderKind;
+use crate::kind::ProviderKind;
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]

@@ -4,9 +4,9 @@ use serde_json::{Map, Value, json};
 
 use super::usage::{ANTHROPIC, usage_of};
 use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
-use crate::config::ProviderKind;
 use crate::error::{ProviderError, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
+use crate::kind::ProviderKind;
 use crate::model::{CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, result_text};
 use crate::request::{ModelRequest, Presentation};
 

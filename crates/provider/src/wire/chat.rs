@@ -6,9 +6,9 @@ use serde_json::{Map, Value, json};
 use super::responses::arguments_string;
 use super::usage::{CHAT, usage_of};
 use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field};
-use crate::config::ProviderKind;
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
+use crate::kind::ProviderKind;
 use crate::model::{CallKind, ContentBlock, Message, RawContent, Role, result_text};
 use crate::request::ModelRequest;
 

@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::usage::{RESPONSES, usage_of};
 use super::{StreamParser, parse_arguments, parse_json, str_field};
-use crate::config::ProviderKind;
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason};
+use crate::kind::ProviderKind;
 use crate::model::{CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, result_text};
 use crate::request::{ModelRequest, Presentation, TOOL_SEARCH_NAME, ToolSpec};
 

@@ -168,7 +168,7 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     install_lazy_summarizer(&app);
     let runner = app.runner(
         args.run.clone(),
-        prompt::broker_in(args.yes, &app.data_dir, &app.project_root),
+        prompt::broker_in(args.yes, app.rule_book()),
     );
     // A person naming a tool on the command line is an exact selection: a deferred tool of that
     // name is activated for this one-call run (as `tool_search` with `select:` would).

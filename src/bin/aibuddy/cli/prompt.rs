@@ -6,14 +6,13 @@
 //! never ask: such hosts are refused and the model is told how the person can allow them.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aibuddy_common::term;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use aibuddy::approvals::record;
+use aibuddy::approvals::RuleBook;
 use aibuddy::approvals::rules::{ApprovalRule, offer_for_call};
 use aibuddy::confirm::{
     ApproveAll, ConfirmBroker, ConfirmDisplay, ConfirmRequest, Decision, NetworkAnswer, NetworkAsk,
@@ -23,12 +22,12 @@ use aibuddy::confirm::{
 /// One question on the terminal at a time (a command may ask about several hosts at once).
 static PROMPT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Asks on stderr and reads the answer from stdin (a terminal). With `offers` (the data
-/// directory and the project), a command's prompt may offer a rule for this project
-/// ([`offer_text`]), stored at the user level when the person picks it.
+/// Asks on stderr and reads the answer from stdin (a terminal). With `offers` (where the
+/// project's rules are kept), a command's prompt may offer a rule for this project
+/// ([`offer_text`]), stored at the user level and applied to later calls when the person picks it.
 #[derive(Default)]
 pub struct TerminalBroker {
-    pub offers: Option<(PathBuf, PathBuf)>,
+    pub offers: Option<RuleBook>,
 }
 
 /// The rule a confirmation of `req` may offer: for `execute`, "allow commands starting with
@@ -201,9 +200,9 @@ impl ConfirmBroker for TerminalBroker {
                 Ok(Answer::Once) => Decision::Approved { digest: req.digest.clone() },
                 Ok(Answer::OnceAndRule) => {
                     // This call is approved once, by its digest; the rule applies to later calls.
-                    if let (Some((data, project)), Some(rule)) = (&self.offers, offer) {
+                    if let (Some(book), Some(rule)) = (&self.offers, offer) {
                         let shown = rule.shown();
-                        match record::add_rule(data, project, rule) {
+                        match book.remember(rule) {
                             Ok(_) => eprintln!("aibuddy: rule recorded for this project: {}", term::line(&shown)),
                             Err(e) => eprintln!("aibuddy: the rule was not recorded: {}", term::line(&e.to_string())),
                         }
@@ -226,12 +225,12 @@ enum Answer {
 }
 
 /// Choose the broker for one CLI invocation in a project: the terminal prompt may offer a rule
-/// for commands, stored in `data_dir` for `project`.
-pub fn broker_in(yes: bool, data_dir: &Path, project: &Path) -> Arc<dyn ConfirmBroker> {
+/// for commands, kept by `rules` (`App::rule_book`).
+pub fn broker_in(yes: bool, rules: RuleBook) -> Arc<dyn ConfirmBroker> {
     choose(
         yes,
         TerminalBroker {
-            offers: Some((data_dir.to_path_buf(), project.to_path_buf())),
+            offers: Some(rules),
         },
     )
 }

@@ -16,7 +16,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::{ask, prompt};
-use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus, stage_of};
+use aibuddy::agent::{Agent, AgentOptions, RunEvent, RunEventSink, RunStart, RunStatus};
 use aibuddy::app::{App, AppOptions};
 use aibuddy::contract::Stage;
 use aibuddy::plane::PlaneOptions;
@@ -237,14 +237,14 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     }
     let provider = match provider_for(&app, &args).await {
         Ok(p) => p,
-        Err(e) => return fail(stage_of(e.stage()), &e.to_string(), 2),
+        Err(e) => return fail(e.stage(), &e.to_string(), 2),
     };
     let app = Arc::new(app);
     // `ask_user_question` and MCP elicitations of the run: the terminal, or nobody.
     let agent = Agent::new(
         app.clone(),
         Arc::new(provider),
-        prompt::broker_in(args.yes, &app.data_dir, &app.project_root),
+        prompt::broker_in(args.yes, app.rule_book()),
         AgentOptions::from_settings(&app.settings.settings),
     )
     .with_human(ask::human_broker());

@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use std::sync::Arc;
 
 use aibuddy::agent::stored_route::route_for;
-use aibuddy::agent::{Agent, AgentOptions, stage_of};
+use aibuddy::agent::{Agent, AgentOptions};
 use aibuddy::app::AppOptions;
 use aibuddy::confirm::RejectAll;
 use aibuddy::contract::Stage;
@@ -88,7 +88,7 @@ async fn next_request(run_id: &str, opts: AppOptions) -> ExitCode {
             eprintln!(
                 "aibuddy: {} (stage {})",
                 term::line(&e.to_string()),
-                stage_of(e.stage())
+                e.stage()
             );
             return ExitCode::from(2);
         }
@@ -104,7 +104,7 @@ async fn next_request(run_id: &str, opts: AppOptions) -> ExitCode {
             eprintln!(
                 "aibuddy: {} (stage {})",
                 term::line(&e.to_string()),
-                stage_of(e.stage())
+                e.stage()
             );
             return ExitCode::from(2);
         }

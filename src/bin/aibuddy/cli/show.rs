@@ -129,6 +129,9 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         outln!("error: {}", term::block(msg));
     }
     outln!("input: {}", term::line(&rec.input.to_string()));
+    for line in approval_lines(&store.confirm_records(&args.id).await?) {
+        outln!("{line}");
+    }
     match (
         rec.compaction_state,
         &rec.recovery_pointer,
@@ -170,6 +173,19 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How the call was approved: the standing policy that decided without asking (`approval: ran
+/// without asking: auto mode, confined, checkpointed`), or the person's answer (`approval: asked,
+/// approved`). Every stored string is escaped.
+fn approval_lines(records: &[aibuddy_store::ConfirmRecord]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| match &r.policy {
+            Some(why) => format!("approval: {} ({})", term::line(why), r.decision.as_str()),
+            None => format!("approval: asked, {}", r.decision.as_str()),
+        })
+        .collect()
 }
 
 /// The network decisions stored with an `execute` call (its client projection's `network.events`),

@@ -2,7 +2,8 @@
 //! MCP servers' commands and URLs, each widening settings field with its resolved value) and record
 //! it after confirmation on the terminal. `--yes` approves without asking; with no terminal and no
 //! `--yes` nothing is recorded (exit 3, like a rejected call). `--json` without `--yes` only
-//! reports the status. Everything that comes from the project is escaped before printing.
+//! reports the status; every `--json` status carries the project's approval mode (`approvals`, see
+//! [`with_approvals`]). Everything that comes from the project is escaped before printing.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use clap::Args;
 use super::print_json;
 use aibuddy::app::AppOptions;
 use aibuddy::approvals::{self, ApprovalMode};
+use aibuddy::settings::ApprovalsSettings;
 use aibuddy::trust::{self, TrustState, TrustStatus};
 
 #[derive(Debug, Args)]
@@ -123,6 +125,20 @@ pub fn render(status: &TrustStatus) -> String {
     out
 }
 
+/// The `--json` status with the project's approval mode beside the trust fields:
+/// `"approvals": {"mode": "auto", "chosen": true, "narrowed_by_project": null}` (`chosen`: the
+/// person chose a mode, for this project or in their settings; `narrowed_by_project`: the stricter
+/// mode the project's own settings impose, if any).
+pub fn with_approvals(status: &TrustStatus, approvals: &ApprovalsSettings) -> serde_json::Value {
+    let mut value = serde_json::to_value(status).unwrap_or_else(|_| serde_json::json!({}));
+    value["approvals"] = serde_json::json!({
+        "mode": approvals.mode,
+        "chosen": approvals.chosen,
+        "narrowed_by_project": approvals.project_narrows,
+    });
+    value
+}
+
 fn ask() -> bool {
     let mut err = std::io::stderr();
     let _ = write!(err, "Trust this project with exactly this? [y/N] ");
@@ -186,15 +202,15 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let approvals = trust::load_project(project, data)
+        .settings
+        .settings
+        .approvals;
     if args.json && !args.yes {
-        return print_json(&shown);
+        return print_json(&with_approvals(&shown, &approvals));
     }
     if !args.json {
         out!("{}", render(&shown));
-        let approvals = trust::load_project(project, data)
-            .settings
-            .settings
-            .approvals;
         outln!(
             "{}\nmodes (change with `aibuddy trust --approvals MODE`):\n{}",
             super::approvals::banner(&approvals),
@@ -203,7 +219,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
     }
     if matches!(shown.state, TrustState::Trusted | TrustState::NotNeeded) {
         return if args.json {
-            print_json(&shown)
+            print_json(&with_approvals(&shown, &approvals))
         } else {
             ExitCode::SUCCESS
         };
@@ -221,7 +237,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
         return ExitCode::from(3);
     }
     match trust::grant(project, data, &shown.digest) {
-        Ok(s) if args.json => print_json(&s),
+        Ok(s) if args.json => print_json(&with_approvals(&s, &approvals)),
         Ok(s) => {
             outln!(
                 "recorded: this project is {} at digest {}",
