@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v curl >/dev/null || { echo "netproxy bench: curl is not installed; skipped"; exit 0; }
-cargo bench --locked -p aibuddy-exec --bench netproxy -- "${1:-5}" "${2:-100}"
+cargo bench --locked -p aibuddy-exec --bench netproxy -- "${1:-9}" "${2:-100}"

@@ -70,6 +70,11 @@ pub struct SandboxView {
     pub network: String,
     /// Its writable roots besides its private temp dir.
     pub writable_roots: Vec<String>,
+    /// Destinations (`host:port`) it tried that its proxy refused, the first 20, oldest first
+    /// (chosen by the server: shown as text, never markup).
+    pub refused_hosts: Vec<String>,
+    /// How many more refused destinations there were.
+    pub refused_more: u32,
 }
 
 /// The sandbox of one server for the UI (pure).
@@ -78,6 +83,8 @@ pub fn sandbox_view(status: Option<aibuddy_mcp::SandboxStatus>) -> Option<Sandbo
         confinement: s.confinement,
         network: s.network,
         writable_roots: s.writable_roots,
+        refused_hosts: s.refused_hosts,
+        refused_more: u32::try_from(s.refused_more).unwrap_or(u32::MAX),
     })
 }
 

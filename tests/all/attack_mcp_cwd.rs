@@ -342,6 +342,20 @@ const PROBE_SERVER: &str = r#"
 import json, sys
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+# `--started=FILE`: leave a mark that it started; `--try=URL`: fetch URL first (through the proxy
+# the variables name), whatever the answer.
+for a in sys.argv[1:]:
+    if a.startswith("--started="):
+        try:
+            open(a[len("--started="):], "w").write("started")
+        except Exception:
+            pass
+    elif a.startswith("--try="):
+        import urllib.request
+        try:
+            urllib.request.urlopen(a[len("--try="):], timeout=10).read()
+        except Exception:
+            pass
 schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 for line in sys.stdin:
     if not line.strip():
@@ -503,4 +517,162 @@ fn a_sandboxed_server_cannot_read_hidden_credentials_or_write_outside_its_roots(
     let outside = f.base.join("outside/plain");
     f.call("plain", "write", &outside);
     assert!(outside.exists());
+}
+
+/// Runs `cmd` as if on a kernel without Landlock: a seccomp filter installed just before `exec`
+/// makes the Landlock calls fail with `ENOSYS` (what a kernel without it answers) in the CLI and
+/// everything it starts. No switch of the app is involved.
+fn without_landlock(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // landlock_create_ruleset, landlock_add_rule, landlock_restrict_self: 444..=446 on every
+    // architecture with the generic table (x86_64 and aarch64 alike).
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xC000_003E;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xC000_00B7;
+    fn stmt(code: u16, k: u32) -> libc::sock_filter {
+        libc::sock_filter {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+    fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+        libc::sock_filter { code, jt, jf, k }
+    }
+    const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const JGT: u16 = (libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let filter = [
+        stmt(LD_W_ABS, 4), // seccomp_data.arch
+        jump(JEQ, ARCH, 0, 4),
+        stmt(LD_W_ABS, 0), // seccomp_data.nr
+        jump(JGE, 444, 0, 2),
+        jump(JGT, 446, 1, 0),
+        stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        stmt(RET, libc::SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: between fork and exec only prctl runs, on a filter this closure owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Issue 22: where no confinement can be applied (the person turned namespaces off and the
+/// kernel has no Landlock), a sandboxed server is not started at all, never unconfined: its state
+/// is failed with an Execution-stage reason, in `mcp status` text and `--json`; a plain server
+/// beside it starts (the CLI under the filter works).
+#[test]
+fn a_sandboxed_server_is_not_started_where_no_confinement_is_possible() {
+    let f = boxed_fixture();
+    let script = f.base.join("probe_server.py").display().to_string();
+    let mark = f.base.join("outside/started");
+    let started = format!("--started={}", mark.display());
+    std::fs::write(
+        f.data.join("settings.json"),
+        r#"{"exec": {"namespaces": false}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        f.data.join("mcp.json"),
+        json!({"mcpServers": {
+            "plain": {"command": "python3", "args": [script]},
+            "boxed": {"command": "python3", "args": [script, started], "sandbox": true},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let status = |args: &[&str]| {
+        let mut cmd = support::aibuddy_cmd(&f.project, &f.data);
+        cmd.env("HOME", &f.home)
+            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "20000")
+            .args(args);
+        without_landlock(&mut cmd);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = status(&["mcp", "status", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = |name: &str| {
+        (rows.as_array().unwrap().iter())
+            .find(|r| r["server"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {rows}"))
+            .clone()
+    };
+    assert_eq!(row("plain")["state"], "connected", "{rows}");
+    let boxed = row("boxed");
+    assert_eq!(boxed["state"], "failed", "{rows}");
+    let reason = boxed["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("Execution stage")
+            && reason.contains("not started unconfined")
+            && reason.contains("no Landlock"),
+        "{reason}"
+    );
+    assert_eq!(boxed["sandbox"]["confinement"], serde_json::Value::Null);
+    let text = status(&["mcp", "status"]);
+    assert!(
+        text.contains(
+            "boxed  failed (0 tools): cannot start \"python3\": sandbox (Execution stage)"
+        ) && text.contains("not started unconfined")
+            && text.contains("sandboxed: not started yet, network: off"),
+        "{text}"
+    );
+    assert!(!mark.exists(), "the sandboxed server was started");
+}
+
+/// Issue 22: the hosts a sandboxed server tried and its proxy refused are shown in its status
+/// (text and `--json`), oldest first, once each; a host on its allow list is not among them.
+#[test]
+fn a_sandboxed_server_status_lists_the_hosts_its_proxy_refused() {
+    let f = boxed_fixture();
+    let script = f.base.join("probe_server.py").display().to_string();
+    std::fs::write(
+        f.data.join("mcp.json"),
+        json!({"mcpServers": {
+            "boxed": {"command": "python3",
+                      "args": [script, "--try=http://refused.example/a",
+                               "--try=http://refused.example:8080/", "--try=http://refused.example/b"],
+                      "sandbox": {"network": {"allow": ["allowed.example"]}}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = f.aibuddy(&["mcp", "status", "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let boxed = &rows[0];
+    assert_eq!(boxed["state"], "connected", "{rows}");
+    assert_eq!(
+        boxed["sandbox"]["refused_hosts"],
+        json!(["refused.example:80", "refused.example:8080"]),
+        "{rows}"
+    );
+    assert_eq!(boxed["sandbox"]["refused_more"], 0, "{rows}");
+    let (_, text, _) = f.aibuddy(&["mcp", "status"]);
+    assert!(
+        text.contains(
+            "network: allow: allowed.example, refused: refused.example:80, refused.example:8080"
+        ),
+        "{text}"
+    );
 }

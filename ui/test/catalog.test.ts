@@ -33,7 +33,7 @@ describe("catalog model", () => {
     expect(sandboxLine(server("plain", { kind: "connected" }))).toEqual({ label: "not sandboxed", sandboxed: false });
     const boxed: CatalogServer = {
       ...server("boxed", { kind: "connected" }, 2),
-      sandbox: { confinement: "namespaces+landlock-v7+nonet", network: "off", writable_roots: [] },
+      sandbox: { confinement: "namespaces+landlock-v7+nonet", network: "off", writable_roots: [], refused_hosts: [], refused_more: 0 },
     };
     expect(sandboxLine(boxed)).toEqual({
       label: "sandboxed: namespaces+landlock-v7+nonet · network off · writes only its temp dir",
@@ -41,9 +41,29 @@ describe("catalog model", () => {
     });
     const waiting: CatalogServer = {
       ...boxed,
-      sandbox: { confinement: null, network: "allow: api.example.com", writable_roots: ["/p", "/c"] },
+      sandbox: {
+        confinement: null,
+        network: "allow: api.example.com",
+        writable_roots: ["/p", "/c"],
+        refused_hosts: [],
+        refused_more: 0,
+      },
     };
     expect(sandboxLine(waiting).label).toBe("sandboxed: not started yet · network allow: api.example.com · writes /p, /c");
+    // Hosts it tried that its proxy refused are listed (with how many more beyond the first 20).
+    const refused: CatalogServer = {
+      ...boxed,
+      sandbox: {
+        confinement: "namespaces+landlock-v7",
+        network: "allow: api.example.com",
+        writable_roots: [],
+        refused_hosts: ["evil.example:443", "[::1]:80"],
+        refused_more: 3,
+      },
+    };
+    expect(sandboxLine(refused).label).toBe(
+      "sandboxed: namespaces+landlock-v7 · network allow: api.example.com · writes only its temp dir · refused evil.example:443, [::1]:80 and 3 more",
+    );
   });
 
   it("labels each state and offers reconnect and login where they apply", () => {

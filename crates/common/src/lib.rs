@@ -14,6 +14,7 @@
 mod decision;
 pub mod json_edit;
 pub mod located;
+pub mod sse;
 mod stage;
 mod status;
 pub mod term;

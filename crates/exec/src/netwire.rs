@@ -139,6 +139,11 @@ impl Net {
         Ok(net)
     }
 
+    /// A view of the proxy's decisions that outlives it (None without a proxy).
+    pub(crate) fn watch(&self) -> Option<aibuddy_netproxy::NetWatch> {
+        self.proxy.as_ref().map(aibuddy_netproxy::Proxy::watch)
+    }
+
     /// How the command reaches the network (the report's `mode`).
     pub(crate) fn mode(&self) -> &str {
         &self.mode

@@ -42,6 +42,8 @@ pub struct ConfinedServer {
     pub confinement: Confinement,
     /// How the server reaches the network (`off (empty network namespace)`, `proxy: ...`).
     pub network: String,
+    /// Its proxy's decisions, readable while it runs and after it ended (None: no proxy).
+    pub network_watch: Option<aibuddy_netproxy::NetWatch>,
     control: Option<Control>,
     pgid: i32,
     kind: GroupKind,
@@ -279,10 +281,12 @@ fn started(
     drop(report);
     let kind = control.group_kind();
     let network = net.mode().to_string();
+    let network_watch = net.watch();
     tracing::debug!(pgid, confinement = %confinement.label(), "confined server started");
     let guard = ConfinedServer {
         confinement,
         network,
+        network_watch,
         control: Some(control),
         pgid,
         kind,

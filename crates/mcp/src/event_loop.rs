@@ -210,6 +210,7 @@ impl<'a> Session<'a> {
             .or_else(|| self.wiring.broken.clone());
         let auth = self.wiring.auth.clone();
         let confinement = (self.wiring.process.as_ref()).and_then(|p| p.confinement.clone());
+        let watch = (self.wiring.process.as_ref()).and_then(|p| p.network_watch.clone());
         self.shared
             .update_as(self.name, self.generation, true, move |slot| {
                 slot.tools = tools;
@@ -221,6 +222,9 @@ impl<'a> Session<'a> {
                 slot.protocol_version = pv;
                 slot.server_info = si;
                 slot.confinement = confinement;
+                if let Some(w) = watch {
+                    crate::status::keep_watch(&mut slot.network_watches, w);
+                }
                 slot.events = Some(ev);
                 slot.peer = Some(pr);
                 slot.broken = broken;

@@ -68,6 +68,7 @@ impl McpManager {
                     protocol_version: None,
                     server_info: None,
                     confinement: None,
+                    network_watches: Vec::new(),
                     tools: Vec::new(),
                     tools_refreshed: 0,
                     peer: None,
@@ -162,6 +163,7 @@ impl McpManager {
                     &slot.config,
                     &slot.redactor,
                     slot.confinement.as_deref(),
+                    &slot.network_watches,
                 ),
                 tools_refreshed: slot.tools_refreshed,
                 rejected_tools: catalog

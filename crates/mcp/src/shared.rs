@@ -30,6 +30,9 @@ pub(crate) struct Slot {
     pub server_info: Option<String>,
     /// How the live process of a sandboxed server is confined (`namespaces+landlock-v7+nonet`).
     pub confinement: Option<String>,
+    /// The proxies of its latest processes (a sandboxed server with a network), newest last, at
+    /// most [`crate::status::NETWORK_WATCHES`]: the hosts it tried and was refused, for status.
+    pub network_watches: Vec<aibuddy_exec::netproxy::NetWatch>,
     pub tools: Vec<Tool>,
     pub tools_refreshed: u32,
     pub peer: Option<Peer<RoleClient>>,

@@ -72,6 +72,45 @@ pub struct SandboxStatus {
     /// Its writable roots besides its private `TMPDIR`, as configured, with configured values
     /// cut out as in every text about a server ([`crate::Redactor`]).
     pub writable_roots: Vec<String>,
+    /// Destinations (`host:port`) it tried and its proxy refused, in the order first tried, at
+    /// most [`MAX_REFUSED_SHOWN`] (of its latest [`NETWORK_WATCHES`] processes). Chosen by the
+    /// server: untrusted text (escape it before printing).
+    pub refused_hosts: Vec<String>,
+    /// How many more refused destinations there were.
+    pub refused_more: usize,
+}
+
+/// Refused destinations a status lists at most.
+pub const MAX_REFUSED_SHOWN: usize = 20;
+/// Processes of one server whose proxy decisions a status covers (the newest).
+pub const NETWORK_WATCHES: usize = 4;
+
+/// Keeps `w` as the newest of `watches` (once), dropping the oldest beyond [`NETWORK_WATCHES`].
+pub(crate) fn keep_watch(
+    watches: &mut Vec<aibuddy_exec::netproxy::NetWatch>,
+    w: aibuddy_exec::netproxy::NetWatch,
+) {
+    if watches.iter().any(|old| old.same(&w)) {
+        return;
+    }
+    watches.push(w);
+    if watches.len() > NETWORK_WATCHES {
+        watches.remove(0);
+    }
+}
+
+/// The distinct refused destinations of `lists` (oldest process first), the first
+/// [`MAX_REFUSED_SHOWN`] and how many more. Pure.
+fn refused_of(lists: impl IntoIterator<Item = Vec<String>>) -> (Vec<String>, usize) {
+    let mut all: Vec<String> = Vec::new();
+    for host in lists.into_iter().flatten() {
+        if !all.contains(&host) {
+            all.push(host);
+        }
+    }
+    let more = all.len().saturating_sub(MAX_REFUSED_SHOWN);
+    all.truncate(MAX_REFUSED_SHOWN);
+    (all, more)
 }
 
 impl SandboxStatus {
@@ -80,9 +119,17 @@ impl SandboxStatus {
         config: &crate::ServerConfig,
         redactor: &crate::Redactor,
         confinement: Option<&str>,
+        watches: &[aibuddy_exec::netproxy::NetWatch],
     ) -> Option<SandboxStatus> {
         let sandbox = config.sandbox.as_ref()?;
+        let (refused_hosts, refused_more) = refused_of(
+            watches
+                .iter()
+                .map(aibuddy_exec::netproxy::NetWatch::refused_hosts),
+        );
         Some(SandboxStatus {
+            refused_hosts,
+            refused_more,
             confinement: confinement.map(str::to_owned),
             network: sandbox.network.describe(),
             writable_roots: (sandbox.writable_roots.iter())
@@ -91,12 +138,20 @@ impl SandboxStatus {
         })
     }
 
-    /// One line: `sandboxed: namespaces+landlock-v7+nonet, network: off, writable: /a, /b`.
+    /// One line: `sandboxed: namespaces+landlock-v7+nonet, network: off, writable: /a, /b`,
+    /// then `, refused: evil.example:443, 10.0.0.5:80` when its proxy refused hosts (untrusted
+    /// text: print it through `aibuddy_common::term`).
     pub fn describe(&self) -> String {
         let how = self.confinement.as_deref().unwrap_or("not started yet");
         let mut out = format!("sandboxed: {how}, network: {}", self.network);
         if !self.writable_roots.is_empty() {
             out.push_str(&format!(", writable: {}", self.writable_roots.join(", ")));
+        }
+        if !self.refused_hosts.is_empty() {
+            out.push_str(&format!(", refused: {}", self.refused_hosts.join(", ")));
+            if self.refused_more > 0 {
+                out.push_str(&format!(" and {} more", self.refused_more));
+            }
         }
         out
     }
@@ -143,6 +198,33 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_hosts_are_distinct_oldest_first_and_capped() {
+        let old = vec!["a.example:443".to_string(), "b.example:80".to_string()];
+        let new: Vec<String> = std::iter::once("a.example:443".to_string())
+            .chain((0..30).map(|i| format!("h{i}.example:443")))
+            .collect();
+        let (shown, more) = refused_of([old, new]);
+        assert_eq!(shown.len(), MAX_REFUSED_SHOWN);
+        assert_eq!(
+            &shown[..3],
+            ["a.example:443", "b.example:80", "h0.example:443"]
+        );
+        assert_eq!(more, 2 + 30 - MAX_REFUSED_SHOWN);
+        let status = SandboxStatus {
+            confinement: Some("namespaces+landlock-v7".into()),
+            network: "allow: x.example".into(),
+            writable_roots: Vec::new(),
+            refused_hosts: shown[..2].to_vec(),
+            refused_more: 3,
+        };
+        assert_eq!(
+            status.describe(),
+            "sandboxed: namespaces+landlock-v7, network: allow: x.example, refused: \
+             a.example:443, b.example:80 and 3 more"
+        );
+    }
 
     #[test]
     fn needs_login_is_its_own_state() {

@@ -44,6 +44,8 @@ pub(crate) struct StdioProcess {
     confined: Option<aibuddy_exec::ConfinedServer>,
     /// How it is confined, for status: `namespaces+landlock-v7+nonet` (None: unconfined).
     pub confinement: Option<String>,
+    /// Its proxy's decisions (hosts it tried), for status (None: unconfined or no network).
+    pub network_watch: Option<aibuddy_exec::netproxy::NetWatch>,
     pub stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// Set by the stdout screen before it ends the stream.
     pub broken: BrokenReason,
@@ -366,6 +368,7 @@ pub(crate) fn spawn(
 ) -> std::io::Result<(StdioProcess, DuplexStream, ChildStdin)> {
     let (mut child, confined) = start(spec)?;
     let confinement = confined.as_ref().map(|c| c.confinement.label());
+    let network_watch = confined.as_ref().and_then(|c| c.network_watch.clone());
     let (Some(stdout), Some(stdin), Some(stderr)) =
         (child.stdout.take(), child.stdin.take(), child.stderr.take())
     else {
@@ -397,6 +400,7 @@ pub(crate) fn spawn(
             child,
             confined,
             confinement,
+            network_watch,
             stderr_tail,
             broken,
             stderr_done,

@@ -17,7 +17,7 @@ pub mod log;
 pub mod policy;
 pub mod server;
 
-pub use log::{NetEvent, NetReport, Protocol};
+pub use log::{NetEvent, NetReport, NetWatch, Protocol};
 pub use policy::{DEFAULT_ALLOW, Entry, EntryError, Policy, Verdict, is_public};
 pub use server::{Proxy, ProxyConfig};
 

@@ -62,6 +62,31 @@ impl NetReport {
     }
 }
 
+/// A live view of one proxy's decisions that outlives the proxy ([`crate::Proxy::watch`]): what
+/// a long-running client (a sandboxed MCP server) tried so far, for its status.
+#[derive(Debug, Clone)]
+pub struct NetWatch(pub(crate) std::sync::Arc<Log>);
+
+impl NetWatch {
+    /// The decisions so far and how many distinct ones did not fit.
+    pub fn snapshot(&self) -> (Vec<NetEvent>, u64) {
+        self.0.snapshot()
+    }
+
+    /// Whether both view the same proxy.
+    pub fn same(&self, other: &NetWatch) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// `host:port` of every refused destination so far, in the order first tried.
+    pub fn refused_hosts(&self) -> Vec<String> {
+        let (events, _) = self.snapshot();
+        (events.iter().filter(|e| !e.allowed))
+            .map(|e| crate::policy::host_port(&e.host, e.port))
+            .collect()
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Log {
     started: Instant,

@@ -87,6 +87,15 @@ fn valid_name(name: &str) -> bool {
         })
 }
 
+/// `host:port`, an IPv6 host in brackets (`[::1]:80`). Pure.
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// A host as the proxy compares it: lower-case, no trailing dot, no brackets.
 pub fn normalize_host(host: &str) -> String {
     let h = host.trim();

@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::log::{Log, NetEvent, Protocol};
+use crate::log::{Log, NetEvent, NetWatch, Protocol};
 use crate::policy::{Policy, Verdict, normalize_host};
 use crate::{Answer, Ask, Decider};
 
@@ -45,7 +45,7 @@ type AnswerCell = Arc<tokio::sync::OnceCell<Answer>>;
 struct Shared {
     policy: Policy,
     decider: Arc<dyn Decider>,
-    log: Log,
+    log: Arc<Log>,
     /// One answer per host and port: the first connection asks, the others wait for its answer.
     answers: Mutex<HashMap<(String, u16), AnswerCell>>,
     stop: CancellationToken,
@@ -62,7 +62,7 @@ impl Proxy {
         Arc::new(Shared {
             policy: cfg.policy,
             decider: cfg.decider,
-            log: Log::new(),
+            log: Arc::new(Log::new()),
             answers: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
         })
@@ -126,6 +126,11 @@ impl Proxy {
     /// The decisions so far and how many distinct ones did not fit.
     pub fn events(&self) -> (Vec<NetEvent>, u64) {
         self.shared.log.snapshot()
+    }
+
+    /// A view of the decisions that stays readable after the proxy stopped.
+    pub fn watch(&self) -> NetWatch {
+        NetWatch(self.shared.log.clone())
     }
 
     /// Stops listening, ends every connection, returns the decisions.
@@ -442,6 +447,7 @@ mod zero_copy {
         Ok((r, w))
     }
 
+    /// One non-blocking `splice(2)` of at most `len` bytes.
     fn splice(from: RawFd, to: RawFd, len: usize) -> std::io::Result<usize> {
         // SAFETY: splice between descriptors we hold, no offsets.
         let n = unsafe {
@@ -486,32 +492,72 @@ mod zero_copy {
     }
 
     /// `from` -> pipe -> `to` until end of file, then half-closes `to`.
+    ///
+    /// Pipelined: bytes enter the pipe while earlier ones leave it, so neither socket waits for
+    /// the other (a read-then-drain loop left the receiving side idle while it drained). Each
+    /// turn tries both moves without waiting; only when neither moved does it wait, for `from`
+    /// to become readable (room in the pipe) or `to` writable (bytes in the pipe). A splice
+    /// that would block clears only the readiness it waited for (`try_io`), so a wake-up is
+    /// never lost: a pipe full by its slots while `from` holds data leaves bytes queued, and
+    /// `to` becoming writable drains them and the next turn reads again.
     async fn one_way(
         from: &AsyncFd<OwnedFd>,
         to: &AsyncFd<OwnedFd>,
         (pr, pw): &(OwnedFd, OwnedFd),
     ) -> std::io::Result<()> {
+        let (from_fd, to_fd) = (from.get_ref().as_raw_fd(), to.get_ref().as_raw_fd());
+        let (pr, pw) = (pr.as_raw_fd(), pw.as_raw_fd());
+        // Bytes in the pipe, and whether `from` reached its end.
+        let (mut queued, mut eof) = (0usize, false);
+        let would_block = |e: &std::io::Error| e.kind() == std::io::ErrorKind::WouldBlock;
         loop {
-            let mut ready = from.readable().await?;
-            let n = match ready.try_io(|fd| splice(fd.get_ref().as_raw_fd(), pw.as_raw_fd(), CHUNK))
-            {
-                Ok(r) => r?,
-                Err(_would_block) => continue,
-            };
-            if n == 0 {
+            let mut moved = false;
+            if !eof && queued < CHUNK {
+                match splice(from_fd, pw, CHUNK - queued) {
+                    Ok(0) => (eof, moved) = (true, true),
+                    Ok(n) => (queued, moved) = (queued + n, true),
+                    Err(e) if would_block(&e) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if queued > 0 {
+                // No SPLICE_F_MORE: it corks the socket, and a peer waiting for the last bytes
+                // of a message (a TLS handshake) would wait for the cork's timer.
+                match splice(pr, to_fd, queued) {
+                    Ok(n) => (queued, moved) = (queued - n, moved || n > 0),
+                    Err(e) if would_block(&e) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if eof && queued == 0 {
                 break;
             }
-            let mut left = n;
-            while left > 0 {
-                let mut ready = to.writable().await?;
-                match ready.try_io(|fd| splice(pr.as_raw_fd(), fd.get_ref().as_raw_fd(), left)) {
-                    Ok(r) => left -= r?,
-                    Err(_would_block) => continue,
+            if moved {
+                continue;
+            }
+            // At least one branch is enabled: `eof && queued == 0` ended the loop above, and
+            // otherwise either there is room to read or bytes to write.
+            let can_read = !eof && queued < CHUNK;
+            tokio::select! {
+                r = from.readable(), if can_read => {
+                    let mut ready = r?;
+                    if let Ok(r) = ready.try_io(|_| splice(from_fd, pw, CHUNK - queued)) {
+                        match r? {
+                            0 => eof = true,
+                            n => queued += n,
+                        }
+                    }
+                }
+                w = to.writable(), if queued > 0 => {
+                    let mut ready = w?;
+                    if let Ok(r) = ready.try_io(|_| splice(pr, to_fd, queued)) {
+                        queued -= r?;
+                    }
                 }
             }
         }
         // SAFETY: half-close of our duplicate (shared socket): the peer sees end of file.
-        unsafe { libc::shutdown(to.get_ref().as_raw_fd(), libc::SHUT_WR) };
+        unsafe { libc::shutdown(to_fd, libc::SHUT_WR) };
         Ok(())
     }
 }
@@ -845,6 +891,58 @@ mod tests {
         let target = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
         let r = connect_through(port, &target).await;
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        drop(proxy);
+    }
+
+    /// The tunnel moves bytes both ways at once, in order and complete, and passes a half-close
+    /// on: 24 MB echoed back while still being sent (both pipes full and draining at the same
+    /// time, where a lost wake-up would hang), then the client's end of file ends the echo.
+    #[tokio::test]
+    async fn a_tunnel_echoes_a_large_stream_both_ways_at_once_and_passes_the_half_close() {
+        let allow = Answer::Allow {
+            rule: "asked: allowed once".into(),
+        };
+        let cfg = ProxyConfig {
+            policy: Policy::from_lists(&[], &[]).0,
+            decider: Arc::new(Slow(Arc::new(AtomicUsize::new(0)), allow)),
+        };
+        let (proxy, port) = Proxy::serve_tcp_loopback(cfg).unwrap();
+        let echo = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = format!("127.0.0.1:{}", echo.local_addr().unwrap().port());
+        tokio::spawn(async move {
+            let (s, _) = echo.accept().await.unwrap();
+            let (mut r, mut w) = s.into_split();
+            tokio::io::copy(&mut r, &mut w).await.unwrap();
+            w.shutdown().await.unwrap();
+        });
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).await.unwrap();
+            head.push(b[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 200"), "{head:?}");
+        let data: Vec<u8> = (0..24 * 1024 * 1024u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let (mut r, mut w) = s.into_split();
+        let sent = data.clone();
+        let writer = tokio::spawn(async move {
+            for chunk in sent.chunks(100_003) {
+                w.write_all(chunk).await.unwrap();
+            }
+            w.shutdown().await.unwrap();
+        });
+        let mut back = Vec::with_capacity(data.len());
+        let got = tokio::time::timeout(Duration::from_secs(60), r.read_to_end(&mut back)).await;
+        assert!(got.is_ok(), "the tunnel stalled after {} bytes", back.len());
+        writer.await.unwrap();
+        assert_eq!(back.len(), data.len());
+        assert!(back == data, "the echoed bytes differ");
         drop(proxy);
     }
 

@@ -4,9 +4,9 @@
 
 use std::pin::Pin;
 
+use aibuddy_common::sse::SseDecoder;
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -250,11 +250,12 @@ async fn drive<P: StreamParser>(
     tx: Tx,
 ) {
     let mut body = resp.bytes_stream();
-    let (btx, brx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
-    let mut sse = brx.eventsource();
-    let mut btx = Some(btx);
+    // One event may be as large as the whole stream may be (a final `response.completed`
+    // repeats the whole answer); the stream's own bound is checked on every chunk.
+    let mut sse = SseDecoder::new(MAX_STREAM_BODY);
     let mut total = 0usize;
     let mut utf8 = LossyUtf8::default();
+    let mut events = Vec::new();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -266,7 +267,7 @@ async fn drive<P: StreamParser>(
             _ = tx.closed() => return,
             c = body.next() => c,
         };
-        let ended = match chunk {
+        let (text, ended) = match chunk {
             Some(Err(e)) => {
                 let _ = emit(&tx, &cancel, Err(ProviderError::from_reqwest(&e))).await;
                 return;
@@ -280,38 +281,29 @@ async fn drive<P: StreamParser>(
                     let _ = emit(&tx, &cancel, Err(too_big)).await;
                     return;
                 }
-                if let Some(b) = &btx {
-                    let _ = b.unbounded_send(Ok(utf8.push(&bytes)));
-                }
-                false
+                (utf8.push(&bytes), false)
             }
-            None => {
-                if let Some(b) = &btx {
-                    let rest = utf8.finish();
-                    if !rest.is_empty() {
-                        let _ = b.unbounded_send(Ok(rest));
-                    }
-                }
-                btx = None;
-                true
-            }
+            // An event not ended by its blank line when the stream ends is not dispatched.
+            None => (utf8.finish(), true),
         };
+        // Everything the parser can complete from what it has, without waiting for more.
+        events.clear();
+        if let Err(e) = sse.feed(&text, &mut events) {
+            let bad = ProviderError::Protocol(format!("bad event stream: {e}"));
+            let _ = emit(&tx, &cancel, Err(bad)).await;
+            return;
+        }
         let mut produced = false;
-        loop {
-            // Everything the parser can complete from what it has, without waiting for more.
-            let next = if ended {
-                Some(sse.next().await)
+        for ev in events.drain(..) {
+            // An event with no `event:` field is a `message` event.
+            let name = if ev.event.is_empty() {
+                "message"
             } else {
-                sse.next().now_or_never()
+                ev.event.as_str()
             };
-            let Some(Some(ev)) = next else { break };
-            let out = match ev {
-                Ok(ev) => parser.on_event(&ev.event, &ev.data),
-                Err(e) => Err(ProviderError::Protocol(format!("bad event stream: {e}"))),
-            };
-            match out {
-                Ok(events) => {
-                    for e in events {
+            match parser.on_event(name, &ev.data) {
+                Ok(out) => {
+                    for e in out {
                         produced = true;
                         if !emit(&tx, &cancel, Ok(e)).await {
                             return;

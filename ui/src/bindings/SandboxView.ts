@@ -16,4 +16,13 @@ network: string,
 /**
  * Its writable roots besides its private temp dir.
  */
-writable_roots: Array<string>, };
+writable_roots: Array<string>, 
+/**
+ * Destinations (`host:port`) it tried that its proxy refused, the first 20, oldest first
+ * (chosen by the server: shown as text, never markup).
+ */
+refused_hosts: Array<string>, 
+/**
+ * How many more refused destinations there were.
+ */
+refused_more: number, };

@@ -42,7 +42,9 @@ export function sandboxLine(server: CatalogServer): { label: string; sandboxed: 
   const how = s.confinement ?? "not started yet";
   const network = s.network === "off" ? "network off" : `network ${s.network}`;
   const writes = s.writable_roots.length === 0 ? "writes only its temp dir" : `writes ${s.writable_roots.join(", ")}`;
-  return { label: `sandboxed: ${how} · ${network} · ${writes}`, sandboxed: true };
+  const more = s.refused_more > 0 ? ` and ${s.refused_more} more` : "";
+  const refused = s.refused_hosts.length === 0 ? "" : ` · refused ${s.refused_hosts.join(", ")}${more}`;
+  return { label: `sandboxed: ${how} · ${network} · ${writes}${refused}`, sandboxed: true };
 }
 
 /** Reconnect is offered where a running supervisor can be restarted. */
