@@ -5,7 +5,7 @@
 //! refused and nothing is left behind; on the Landlock-only path (which cannot refuse) everything
 //! is restored or removed after the command. Real git throughout.
 
-use crate::support;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

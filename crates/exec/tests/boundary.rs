@@ -2,7 +2,7 @@
 //! reproducing an attack that worked before the namespace path, run on the namespace path (and on
 //! the Landlock-only fallback where the fallback claims to stop it too).
 
-use crate::support;
+mod support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
