@@ -11,9 +11,11 @@
 //! error with the connection kept (the strict authorization server refuses a wider scope on
 //! refresh, so no person-less step-up).
 
-use crate::common;
-use crate::legacy_server;
-use crate::oauth_fixture;
+mod common;
+#[path = "support/legacy_sse_server.rs"]
+mod legacy_server;
+#[path = "support/oauth_fixture.rs"]
+mod oauth_fixture;
 
 use std::path::Path;
 use std::sync::Arc;
