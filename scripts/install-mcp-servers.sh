@@ -54,7 +54,7 @@ if [ ! -f "$dest/node/package.json" ]; then
   printf '{\n  "name": "aibuddy-mcp-test-servers",\n  "private": true\n}\n' >"$dest/node/package.json"
 fi
 npm install --prefix "$dest/node" --no-audit --no-fund --loglevel=error --save-exact "${NPM_PACKAGES[@]}"
-# `npx <package>` (tests/attack_mcp_cwd.rs runs it offline, as a person's global install) reads the
+# `npx <package>` (tests/all/attack_mcp_cwd.rs runs it offline, as a person's global install) reads the
 # package's abbreviated registry metadata before it looks at the global tree; `npm install` caches
 # only the full form. One `npx --no-install` from an empty folder caches it (and then declines).
 warm="$(mktemp -d)"

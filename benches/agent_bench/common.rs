@@ -74,7 +74,7 @@ impl Project {
     }
 }
 
-/// The 7 servers of `tests/discovery_real_servers.rs` (78 tools), with generous connect timeouts.
+/// The 7 servers of `tests/all/discovery_real_servers.rs` (78 tools), with generous connect timeouts.
 pub fn real_servers(t: &Path, tmp: &Path) -> Value {
     let repo = tmp.join("repo");
     std::fs::create_dir_all(&repo).expect("repo dir");

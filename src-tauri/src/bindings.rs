@@ -1,6 +1,6 @@
 //! TypeScript bindings of every type that crosses the IPC boundary, generated with ts-rs into
-//! `ui/src/bindings/` and committed. `tests/bindings.rs` fails when the committed files are stale;
-//! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test bindings` rewrites them.
+//! `ui/src/bindings/` and committed. `tests/all/bindings.rs` fails when the committed files are stale;
+//! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings` rewrites them.
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@ use super::*;
 use pretty_assertions::assert_eq;
 
 /// Layer `files` as [user, project] with the project trusted (the field rules are tested in
-/// `authority`, the gating in `tests/settings_trust.rs`).
+/// `authority`, the gating in `tests/all/settings_trust.rs`).
 fn layer_texts(files: &[(String, String)]) -> LoadedSettings {
     let texts: Vec<SettingsText> = files
         .iter()

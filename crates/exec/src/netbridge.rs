@@ -10,7 +10,7 @@
 //! created before the shell is forked (connections queue in its backlog) and served by threads
 //! started after the fork, so the forked child never inherits a lock held by another thread.
 //! Landlock (ABI <= 7) does not restrict connecting to a path Unix socket, and the socket lies
-//! under a directory readable by the ruleset; `tests/netproxy.rs` checks it.
+//! under a directory readable by the ruleset; `tests/all/netproxy.rs` checks it.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};

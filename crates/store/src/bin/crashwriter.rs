@@ -1,4 +1,4 @@
-//! Test helper for the durability test (`tests/durability.rs`): writes tool calls forever,
+//! Test helper for the durability test (`tests/all/durability.rs`): writes tool calls forever,
 //! `TASKS` at a time, until it is killed. Protocol on stdout, one line each, flushed:
 //! `BEGIN <id>` after `begin_call` returned, `FINISHED <id> <len>` after `finish_call` returned.
 //! The raw output of a call is `expected_output(id, len)`: the id repeated to `len` bytes, so the

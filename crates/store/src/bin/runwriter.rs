@@ -1,4 +1,4 @@
-//! Test helper for `tests/run_durability.rs`: drives an agent run's storage the way the run loop
+//! Test helper for `tests/all/run_durability.rs`: drives an agent run's storage the way the run loop
 //! does, step after step, until it is killed. Protocol on stdout, one flushed line each:
 //! `RUN <run_id>` once the run exists, `STEP <n>` after step n's messages were appended.
 //! A step: an assistant message (exact JSON text, usage, two requested calls), then for each call

@@ -1,0 +1,24 @@
+//! The integration tests of `aibuddy-exec`, gathered into one binary: each test binary links the
+//! crate and its dependencies, and linking dominated the test run. One module per former
+//! `tests/<name>.rs`; run one with `cargo test -p aibuddy-exec --test all <name>::`.
+
+// Kept apart, each its own binary: `tests/run.rs` sets environment variables of the test process;
+// `tests/boundary.rs` and `tests/protected_paths.rs` kill a helper app and check what it leaves
+// until the next app start, which any other test starting the helper would sweep first.
+
+// Support modules shared by the test modules (each uses a subset).
+#[path = "../support/mod.rs"]
+mod support;
+
+// One module per former test file (tests/<name>.rs, one binary each before).
+mod credentials_hidden;
+mod early_stop;
+mod keyring_denied;
+mod live;
+mod netproxy;
+mod no_init;
+mod nproc;
+mod prop_projection;
+mod spool;
+mod syscalls_refused;
+mod threaded_init;
