@@ -8,7 +8,7 @@
 //! a person's app gets. The helper and the init beside it are copied, with the project, into a
 //! directory `nobody` can reach, so the tests pass wherever the repository is cloned.
 
-use crate::support;
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
