@@ -120,6 +120,39 @@ struct Failure {
     error: ToolError,
 }
 
+impl Failure {
+    fn error(error: ToolError) -> Failure {
+        Failure {
+            status: CallStatus::Error,
+            error,
+        }
+    }
+}
+
+/// A call that ran: what its result is projected and recorded with.
+struct Ran {
+    tool: ToolDef,
+    policy: ResultPolicy,
+    args: Value,
+    raw: RawOutput,
+    confirm: Option<ConfirmRecord>,
+}
+
+/// A call that ended at a stage, with the confirmation it got before (if it was asked).
+struct Stopped {
+    failure: Failure,
+    confirm: Option<ConfirmRecord>,
+}
+
+impl From<Failure> for Stopped {
+    fn from(failure: Failure) -> Stopped {
+        Stopped {
+            failure,
+            confirm: None,
+        }
+    }
+}
+
 impl Runner {
     /// Run one call through the whole pipeline. Never panics on model or user input.
     pub async fn call(
@@ -165,19 +198,17 @@ impl Runner {
                 .await;
         }
 
-        let mut confirm_record = None;
         let result = self
-            .run_stages(
-                toolset,
-                &req,
-                &tool_call_id,
-                cancel,
-                events.clone(),
-                &mut confirm_record,
-            )
+            .run_stages(toolset, &req, &tool_call_id, cancel, events.clone())
             .await;
         match result {
-            Ok((tool, policy, args, raw)) => {
+            Ok(Ran {
+                tool,
+                policy,
+                args,
+                raw,
+                confirm: confirm_record,
+            }) => {
                 let (client, model) = match tool.handler.project(&args, &raw) {
                     Ok(p) => p,
                     // The effect happened but its result cannot be read: the call fails at
@@ -261,20 +292,16 @@ impl Runner {
                 }
                 outcome
             }
-            Err(failure) => {
-                self.finish_failure(
-                    &tool_call_id,
-                    &req.name,
-                    failure,
-                    confirm_record,
-                    started,
-                    &events,
-                )
-                .await
+            Err(Stopped { failure, confirm }) => {
+                self.finish_failure(&tool_call_id, &req.name, failure, confirm, started, &events)
+                    .await
             }
         }
     }
 
+    /// The stages of one call: Discovery, Parameters, Authorization (the person's confirmation
+    /// when asked), Execution with its checkpoint. `Err(Stopped)`: the call ended at a stage,
+    /// with the confirmation it got so far.
     async fn run_stages(
         &self,
         toolset: &ToolSet,
@@ -282,13 +309,44 @@ impl Runner {
         call_id: &str,
         cancel: CancellationToken,
         events: Arc<dyn EventSink>,
-        confirm_record: &mut Option<ConfirmRecord>,
-    ) -> Result<(ToolDef, ResultPolicy, Value, RawOutput), Failure> {
-        let err = |error: ToolError| Failure {
-            status: CallStatus::Error,
-            error,
+    ) -> Result<Ran, Stopped> {
+        let (tool, policy) = self.discover(toolset, req).map_err(Stopped::from)?;
+        // Parameters
+        let args = tool
+            .spec
+            .parse_args(&req.arguments)
+            .map_err(|error| Stopped::from(Failure::error(error)))?;
+        let ctx = CallContext {
+            call_id: call_id.to_string(),
+            run_id: self.run_id.clone(),
+            tool: req.name.clone(),
+            cancel: cancel.clone(),
+            events: events.clone(),
+            services: self.services.clone(),
+            broker: self.broker.clone(),
         };
-        // Discovery
+        let confirm = self
+            .authorize(&tool, &policy, &ctx, req, &args, &events)
+            .await?;
+        match self.execute(&tool, &ctx, &args).await {
+            Ok(raw) => Ok(Ran {
+                tool,
+                policy,
+                args,
+                raw,
+                confirm,
+            }),
+            Err(failure) => Err(Stopped { failure, confirm }),
+        }
+    }
+
+    /// Discovery: the tool is active in this run's tool set and registered.
+    fn discover(
+        &self,
+        toolset: &ToolSet,
+        req: &CallRequest,
+    ) -> Result<(ToolDef, ResultPolicy), Failure> {
+        let err = Failure::error;
         if has_no_name(&req.name) {
             return Err(err(ToolError::discovery(
                 "missing_tool_name",
@@ -344,24 +402,28 @@ impl Runner {
             compaction: rc.config.compaction(),
             disposable: rc.meta.disposable,
         };
-        // Parameters
-        let args = tool.spec.parse_args(&req.arguments).map_err(err)?;
-        let ctx = CallContext {
-            call_id: call_id.to_string(),
-            run_id: self.run_id.clone(),
-            tool: req.name.clone(),
-            cancel: cancel.clone(),
-            events: events.clone(),
-            services: self.services.clone(),
-            broker: self.broker.clone(),
-        };
-        // Authorization
-        let prepared = tool.handler.prepare(&ctx, &args).await.map_err(err)?;
+        Ok((tool, policy))
+    }
+
+    /// Authorization: the tool's own checks, then the approval verdict (standing policy
+    /// recorded, a refusal, or the person asked). The confirmation the person gave, if asked.
+    async fn authorize(
+        &self,
+        tool: &ToolDef,
+        policy: &ResultPolicy,
+        ctx: &CallContext,
+        req: &CallRequest,
+        args: &Value,
+        events: &Arc<dyn EventSink>,
+    ) -> Result<Option<ConfirmRecord>, Stopped> {
+        let err = |error: ToolError| Stopped::from(Failure::error(error));
+        let (call_id, cancel) = (ctx.call_id.as_str(), &ctx.cancel);
+        let prepared = tool.handler.prepare(ctx, args).await.map_err(err)?;
         let risk = prepared.risk.map_or(tool.risk, |r| r.min(tool.risk));
         let verdict = approval::verdict(
             &self.services,
             &req.name,
-            &tool,
+            tool,
             &policy.config_key,
             risk,
             &prepared,
@@ -370,14 +432,14 @@ impl Runner {
         let ask_why = match verdict {
             Verdict::Run(None) => None,
             Verdict::Run(Some(why)) => {
-                let request = self.confirm_request(call_id, req, &args, &prepared, risk, None);
+                let request = self.confirm_request(call_id, req, args, &prepared, risk, None);
                 approval::record(self.recorder.as_ref(), &request, true, &why)
                     .await
                     .map_err(err)?;
                 None
             }
             Verdict::Refuse(why) => {
-                let request = self.confirm_request(call_id, req, &args, &prepared, risk, None);
+                let request = self.confirm_request(call_id, req, args, &prepared, risk, None);
                 approval::record(self.recorder.as_ref(), &request, false, &why)
                     .await
                     .map_err(err)?;
@@ -386,7 +448,7 @@ impl Runner {
             Verdict::Ask(why) => Some(why),
         };
         if let Some(why) = ask_why {
-            let request = self.confirm_request(call_id, req, &args, &prepared, risk, why);
+            let request = self.confirm_request(call_id, req, args, &prepared, risk, why);
             // The request is durable before anyone is asked and before any effect.
             if let Err(e) = self.recorder.confirm_requested(&request).await {
                 return Err(err(ToolError::execution(
@@ -404,7 +466,7 @@ impl Runner {
             };
             let decision = self
                 .broker
-                .decide_announced(&request, &cancel, &announce)
+                .decide_announced(&request, cancel, &announce)
                 .await;
             let approved = decision.approves(&request);
             events.emit(Event::ConfirmResolved {
@@ -417,27 +479,44 @@ impl Runner {
                     Some("the approval was given for a different call".to_string())
                 }
             };
-            *confirm_record = Some(ConfirmRecord {
+            let record = ConfirmRecord {
                 request: request.clone(),
                 decision,
                 approved,
                 decided_at: now_ms(),
-            });
+            };
             if !approved {
-                return Err(Failure {
-                    status: CallStatus::Rejected,
-                    error: ToolError::authorization(
-                        "rejected",
-                        format!(
-                            "the person did not approve `{}` on {}{}; nothing was done",
-                            req.name,
-                            request.target,
-                            reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                return Err(Stopped {
+                    failure: Failure {
+                        status: CallStatus::Rejected,
+                        error: ToolError::authorization(
+                            "rejected",
+                            format!(
+                                "the person did not approve `{}` on {}{}; nothing was done",
+                                req.name,
+                                request.target,
+                                reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                            ),
                         ),
-                    ),
+                    },
+                    confirm: Some(record),
                 });
             }
+            return Ok(Some(record));
         }
+        Ok(None)
+    }
+
+    /// Execution (and the tool's own verification), between a before- and an after-snapshot
+    /// when the tool may change the project.
+    async fn execute(
+        &self,
+        tool: &ToolDef,
+        ctx: &CallContext,
+        args: &Value,
+    ) -> Result<RawOutput, Failure> {
+        let (call_id, cancel) = (ctx.call_id.as_str(), &ctx.cancel);
+        let err = Failure::error;
         if cancel.is_cancelled() {
             return Err(Failure {
                 status: CallStatus::Cancelled,
@@ -451,17 +530,17 @@ impl Runner {
         // during the call is its change set, and a killed call can still be rewound).
         let checkpoint = match &self.checkpoints {
             Some(c) if tool.risk != crate::registry::Risk::ReadOnly => {
-                Some((c.clone(), c.before(call_id, &cancel).await.map_err(err)?))
+                Some((c.clone(), c.before(call_id, cancel).await.map_err(err)?))
             }
             _ => None,
         };
         // Execution (+ the tool's own verification)
-        let ran = tool.handler.run(&ctx, &args).await;
+        let ran = tool.handler.run(ctx, args).await;
         if let Some((c, before)) = checkpoint {
             c.after(call_id, before).await;
         }
         match ran {
-            Ok(raw) => Ok((tool, policy, args, raw)),
+            Ok(raw) => Ok(raw),
             Err(e) => {
                 let status = if cancel.is_cancelled() || e.code == "cancelled" {
                     CallStatus::Cancelled
