@@ -87,6 +87,9 @@ pub struct App {
     /// Checkpoints of the calls that may change the project (`None` when they could not be
     /// opened: calls then run without them, and a warning is logged).
     pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
+    /// The running calls of this project's runs, each stoppable alone by its id (a window's
+    /// card Stop).
+    pub call_stops: Arc<crate::agent::call_stops::CallStops>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -280,6 +283,7 @@ impl App {
             capabilities,
             trust: config.status,
             checkpoints,
+            call_stops: Default::default(),
         })
     }
 

@@ -77,9 +77,10 @@ impl Calls {
         }
     }
 
-    /// Stops a running call: one started from the UI, or one call of the run in progress (the run
-    /// goes on; the model sees that call cancelled). False when no such call is running.
-    pub fn cancel(&self, call_id: &str) -> bool {
+    /// Stops a running call: one started from the UI, or one call of the run in progress
+    /// (`stops`, the project's `App::call_stops`: the run goes on; the model sees that call
+    /// cancelled). False when no such call is running.
+    pub fn cancel(&self, call_id: &str, stops: &aibuddy::agent::call_stops::CallStops) -> bool {
         let token = self
             .running
             .lock()
@@ -90,7 +91,7 @@ impl Calls {
                 t.cancel();
                 true
             }
-            None => aibuddy::agent::call_stops::global().cancel(call_id),
+            None => stops.cancel(call_id),
         }
     }
 

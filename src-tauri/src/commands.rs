@@ -48,7 +48,8 @@ pub async fn cancel_call(
     state: State<'_, ShellState>,
     call_id: String,
 ) -> Result<bool, CommandError> {
-    Ok(state.project()?.calls.cancel(&call_id))
+    let project = state.project()?;
+    Ok(project.calls.cancel(&call_id, &project.app.call_stops))
 }
 
 /// Answers the confirmation a call or a run's call is waiting for (one broker for both). The

@@ -1,12 +1,12 @@
-//! Stopping one call of a run (a desktop `execute` card's own Stop): while a call of any run in
-//! this process runs, its own cancellation token (a child of the run's) is registered here under
+//! Stopping one call of a run (a desktop `execute` card's own Stop): while a call of any run of
+//! the project (`App::call_stops`) runs, its own cancellation token (a child of the run's) is registered here under
 //! its stored tool call id (`<run_id>:<provider id>`, unique across runs). Cancelling it ends that
 //! call alone (process tree, confirmation wait): the model gets the call back cancelled and the
 //! run goes on. Entries leave when the call ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
@@ -16,13 +16,6 @@ use tokio_util::sync::CancellationToken;
 pub struct CallStops {
     running: Mutex<HashMap<String, (u64, CancellationToken)>>,
     next: AtomicU64,
-}
-
-static GLOBAL: LazyLock<CallStops> = LazyLock::new(CallStops::default);
-
-/// The process's registry (runs register their calls here; hosts stop them by id).
-pub fn global() -> &'static CallStops {
-    &GLOBAL
 }
 
 /// Keeps a call stoppable until dropped.

@@ -90,10 +90,12 @@ impl EventSink for ToolEvents {
 }
 
 /// The run whose calls these are: MCP elicitations that arrive while a call is in flight are asked
-/// through the run's person and stored under that call (`aibuddy_mcp::with_caller`).
+/// through the run's person and stored under that call (`aibuddy_mcp::with_caller`), and each call
+/// is stoppable alone by its id while it runs (`stops`, the project's `App::call_stops`).
 pub(crate) struct Asker<'a> {
     pub run_id: &'a str,
     pub human: &'a Arc<RunHuman>,
+    pub stops: &'a super::call_stops::CallStops,
 }
 
 impl Asker<'_> {
@@ -138,7 +140,7 @@ pub(crate) async fn execute(
             // The call's own token: a host may stop this call alone (`call_stops`); the run's
             // stop reaches it too. Stoppable from here until the call has ended.
             let call_cancel = cancel.child_token();
-            let stoppable = super::call_stops::global().register(&c.id, &call_cancel);
+            let stoppable = asker.stops.register(&c.id, &call_cancel);
             let sink = sink.clone();
             let caller = asker.caller(&c.id);
             async move {

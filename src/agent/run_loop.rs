@@ -245,7 +245,11 @@ impl Agent {
                 watchdog: watchdog.clone(),
             }),
             watchdog,
-            asker: Asker { run_id, human },
+            asker: Asker {
+                run_id,
+                human,
+                stops: &self.app.call_stops,
+            },
             cache: SearchCache::new(),
             run,
         };
