@@ -170,8 +170,9 @@ pub fn untrusted_server_problem(file: &str, server: &str) -> String {
     format!("{file}: server \"{server}\": not started: {NOT_TRUSTED} (run `aibuddy trust`)")
 }
 
-/// Run the startup checks without opening anything else.
-pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
+/// Run the startup checks without opening anything else; `bundled_skills`: the host's bundled
+/// skills folder (`PlaneOptions::bundled_skills`).
+pub fn check(opts: &AppOptions, bundled_skills: Option<&Path>) -> Result<CheckReport, AppError> {
     let project = resolve_project(&opts.project)?;
     let config = trust::load_project(&project, &opts.data_dir);
     let loaded = with_tool_key_problems(config.settings);
@@ -179,7 +180,7 @@ pub fn check(opts: &AppOptions) -> Result<CheckReport, AppError> {
         Ok(_) => Vec::new(),
         Err(problems) => problems,
     };
-    let skills = crate::skills::skills_catalog_problems(&project, &opts.data_dir);
+    let skills = crate::skills::skills_catalog_problems(&project, &opts.data_dir, bundled_skills);
     let mut mcp: Vec<String> = config.mcp.errors.iter().map(ToString::to_string).collect();
     mcp.extend(config.mcp.untrusted.iter().map(|s| {
         let file = config

@@ -23,7 +23,7 @@
 //! user-level server starts in an empty directory of the data dir, never in the project.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
@@ -81,6 +81,9 @@ pub struct PlaneOptions {
     /// The host's part of the confinement of MCP servers with `"sandbox"` (`App::open_with`
     /// sets it from the effective settings); `None`: from the default exec settings.
     pub mcp_sandbox_host: Option<aibuddy_mcp::SandboxHost>,
+    /// The bundled skills folder the host chose (`AIBUDDY_SKILLS_DIR`, the desktop's resource
+    /// dir); `None`: the default search (`skills::bundled_dir_in`).
+    pub bundled_skills: Option<PathBuf>,
 }
 
 impl PlaneOptions {
@@ -104,6 +107,7 @@ impl Default for PlaneOptions {
             mcp_token_vault: None,
             prewarm_search: false,
             mcp_sandbox_host: None,
+            bundled_skills: None,
         }
     }
 }
@@ -281,7 +285,7 @@ impl CapabilityPlane {
         opts: PlaneOptions,
         plan: McpPlan,
     ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
-        let roots = default_roots(project_root, data_dir);
+        let roots = default_roots(project_root, data_dir, opts.bundled_skills.as_deref());
         let skills = if opts.watch_skills {
             SkillsService::watched(roots)
         } else {
@@ -373,7 +377,7 @@ impl CapabilityPlane {
         project_root: &Path,
         data_dir: &Path,
     ) -> Result<Arc<CapabilityPlane>, Vec<ConsistencyProblem>> {
-        let skills = SkillsService::load(default_roots(project_root, data_dir));
+        let skills = SkillsService::load(default_roots(project_root, data_dir, None));
         let discovery = Arc::new(DiscoveryService::new());
         let readiness = Arc::new(PlaneReadiness::default());
         let (registry, left) = build_registry(&discovery, &skills, &readiness, None)?;

@@ -57,8 +57,8 @@ fn main() -> ExitCode {
         Path::is_dir,
     );
     tracing::info!(dir = ?skills, "bundled skills folder (None: next to the executable or the source tree)");
-    aibuddy::skills::set_bundled_dir(skills);
     let plane = PlaneOptions {
+        bundled_skills: skills,
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
         // The window runs agents: the first `tool_search` should not wait for the index.

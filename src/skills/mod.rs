@@ -24,21 +24,9 @@ pub use catalog::{RootKind, Skill, SkillCatalog, SkillRoot, load_catalog, read_r
 pub use parse::{SkillProblem, parse_skill};
 
 /// The environment variable the hosts (CLI, desktop) read to override the bundled skills folder;
-/// the library never reads it: the host passes the value to [`set_bundled_dir`].
+/// the library never reads it: the host passes the value in `PlaneOptions::bundled_skills`.
 pub const SKILLS_DIR_ENV: &str = "AIBUDDY_SKILLS_DIR";
 pub const PROJECT_SKILLS: &str = ".aibuddy/skills";
-
-/// The bundled-skills folder the host chose, if any (set once at start-up by the host).
-static BUNDLED_OVERRIDE: RwLock<Option<PathBuf>> = RwLock::new(None);
-
-/// Use `dir` as the bundled skills folder for projects opened from now on (`None`: the default
-/// search). Called by the hosts at start-up with the value of [`SKILLS_DIR_ENV`].
-pub fn set_bundled_dir(dir: Option<PathBuf>) {
-    match BUNDLED_OVERRIDE.write() {
-        Ok(mut g) => *g = dir,
-        Err(poisoned) => *poisoned.into_inner() = dir,
-    }
-}
 
 /// The bundled skills folder: `override_dir` when given, else `skills/` next to the executable
 /// (or in `../share/aibuddy/skills`, or the source tree's for development builds).
@@ -57,19 +45,15 @@ pub fn bundled_dir_in(override_dir: Option<&Path>) -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_dir())
 }
 
-/// The bundled skills folder: the one the host set ([`set_bundled_dir`]), else the default search.
-pub fn bundled_dir() -> Option<PathBuf> {
-    let chosen = match BUNDLED_OVERRIDE.read() {
-        Ok(g) => g.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    };
-    bundled_dir_in(chosen.as_deref())
-}
-
-/// The standard roots for a project.
-pub fn default_roots(project_root: &Path, data_dir: &Path) -> Vec<SkillRoot> {
+/// The standard roots for a project; `bundled`: the host's bundled skills folder (`None`: the
+/// default search, [`bundled_dir_in`]).
+pub fn default_roots(
+    project_root: &Path,
+    data_dir: &Path,
+    bundled: Option<&Path>,
+) -> Vec<SkillRoot> {
     let mut roots = Vec::new();
-    if let Some(b) = bundled_dir() {
+    if let Some(b) = bundled_dir_in(bundled) {
         roots.push(SkillRoot {
             kind: RootKind::Bundled,
             path: b,
@@ -166,8 +150,12 @@ impl SkillsService {
 }
 
 /// Problems of the skills a project would load (for `aibuddy tools check`), without watching.
-pub fn skills_catalog_problems(project_root: &Path, data_dir: &Path) -> Vec<String> {
-    catalog::load_catalog(&default_roots(project_root, data_dir))
+pub fn skills_catalog_problems(
+    project_root: &Path,
+    data_dir: &Path,
+    bundled: Option<&Path>,
+) -> Vec<String> {
+    catalog::load_catalog(&default_roots(project_root, data_dir, bundled))
         .problems
         .iter()
         .map(ToString::to_string)

@@ -230,7 +230,7 @@ fn a_symlinked_mcp_json_pointing_outside_is_refused_trusted_or_not() {
         cfg.status.grants.servers.is_empty(),
         "nothing from outside to grant"
     );
-    let report = check(&f.opts()).unwrap();
+    let report = check(&f.opts(), None).unwrap();
     assert!(
         report
             .mcp
@@ -315,7 +315,7 @@ fn corrupt_trust_records_mean_untrusted_and_are_reported_never_overwritten() {
     std::fs::write(&records, "{ not json").unwrap();
     let shown = trust::status(&f.project, &f.data).unwrap();
     assert_eq!(shown.state, TrustState::Untrusted);
-    let report = check(&f.opts()).unwrap();
+    let report = check(&f.opts(), None).unwrap();
     assert!(
         report
             .trust

@@ -146,8 +146,15 @@ pub(crate) fn plane_options() -> PlaneOptions {
         mcp_connect_wait: connect_wait(std::env::var(MCP_CONNECT_WAIT_ENV).ok().as_deref()),
         mcp_token_vault: Some(std::sync::Arc::new(aibuddy::plane::KeyringVault)),
         watch_skills: false,
+        bundled_skills: bundled_skills(),
         ..PlaneOptions::default()
     }
+}
+
+/// The bundled skills folder the person chose (`AIBUDDY_SKILLS_DIR`): the CLI is an edge, it reads
+/// the environment and hands the value to the library.
+pub(crate) fn bundled_skills() -> Option<std::path::PathBuf> {
+    std::env::var_os(aibuddy::skills::SKILLS_DIR_ENV).map(Into::into)
 }
 
 /// The result is already delivered; lets background precompaction finish before the process
@@ -183,10 +190,6 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
 
 pub fn main() -> ExitCode {
     aibuddy::logging::init_stderr();
-    // The CLI is an edge: it reads the environment and hands the values to the library.
-    aibuddy::skills::set_bundled_dir(
-        std::env::var_os(aibuddy::skills::SKILLS_DIR_ENV).map(Into::into),
-    );
     let cli = Cli::parse();
     let opts = match cli.options() {
         Ok(o) => o,

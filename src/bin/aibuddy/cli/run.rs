@@ -222,6 +222,7 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
     // A run never waits for MCP servers still connecting: `tool_search` waits for them instead.
     let plane = PlaneOptions {
         mcp_token_vault: Some(Arc::new(aibuddy::plane::KeyringVault)),
+        bundled_skills: super::bundled_skills(),
         ..PlaneOptions::for_runs()
     };
     let mut app = match App::open_with(opts, plane).await {

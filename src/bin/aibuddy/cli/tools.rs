@@ -111,7 +111,7 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
             ExitCode::SUCCESS
         }
         ToolsCommand::Check { json } => {
-            let report = match check(&opts) {
+            let report = match check(&opts, super::bundled_skills().as_deref()) {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("aibuddy: {}", term::block(&e.to_string()));
