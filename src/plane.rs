@@ -35,6 +35,7 @@ use aibuddy_mcp::{
 
 use crate::discovery::service::DiscoveryService;
 use crate::discovery::{self, HostCaps, ToolSet};
+use crate::human::HumanDesk;
 use crate::registry::{ConsistencyProblem, Registry, ToolConfig, ToolConfigMeta};
 use crate::settings::Settings;
 use crate::skills::{SkillsService, default_roots};
@@ -161,6 +162,9 @@ pub struct CapabilityPlane {
     refreshed: AtomicU64,
     /// [`PlaneOptions::prewarm_search`].
     prewarm_search: bool,
+    /// Which person answers the questions of which run (`ask_user_question`): the runs of this
+    /// plane attach their broker here ([`CapabilityPlane::human_desk`]).
+    desk: Arc<HumanDesk>,
 }
 
 /// The settings and host capabilities (as far as the injected services go) a tool set is computed
@@ -187,12 +191,14 @@ impl std::fmt::Debug for CapabilityPlane {
     }
 }
 
-/// Replace the unbound `tool_search` and `view_skill` configs with ones bound to these services.
+/// Replace the unbound `tool_search`, `view_skill` and `ask_user_question` configs with ones
+/// bound to these services.
 pub fn bind(
     configs: Vec<Arc<dyn ToolConfig>>,
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
     readiness: &Arc<PlaneReadiness>,
+    desk: &Arc<HumanDesk>,
 ) -> Vec<Arc<dyn ToolConfig>> {
     configs
         .into_iter()
@@ -204,6 +210,9 @@ pub fn bind(
                 ),
                 tools::view_skill::KEY => {
                     Arc::new(tools::view_skill::ViewSkillConfig::new(skills.clone()))
+                }
+                tools::ask_user_question::KEY => {
+                    Arc::new(tools::ask_user_question::AskUserConfig::new(desk.clone()))
                 }
                 _ => c,
             }
@@ -266,6 +275,11 @@ fn spawn_gate(
 }
 
 impl CapabilityPlane {
+    /// Where this plane's runs attach the broker that answers their questions.
+    pub fn human_desk(&self) -> Arc<HumanDesk> {
+        self.desk.clone()
+    }
+
     /// Load skills, connect the MCP servers the project's trust allows (waiting at most
     /// `mcp_connect_wait`), build the registry.
     pub async fn open(
@@ -350,8 +364,11 @@ impl CapabilityPlane {
         let discovery = Arc::new(DiscoveryService::new());
         let readiness = Arc::new(PlaneReadiness::default());
         let changes = mcp.as_ref().map_or(0, |m| *m.subscribe().borrow());
-        let (registry, left) = build_registry(&discovery, &skills, &readiness, mcp.as_ref())?;
+        let desk = Arc::new(HumanDesk::default());
+        let (registry, left) =
+            build_registry(&discovery, &skills, &readiness, &desk, mcp.as_ref())?;
         let plane = Arc::new(CapabilityPlane {
+            desk,
             discovery,
             skills,
             mcp,
@@ -380,8 +397,10 @@ impl CapabilityPlane {
         let skills = SkillsService::load(default_roots(project_root, data_dir, None));
         let discovery = Arc::new(DiscoveryService::new());
         let readiness = Arc::new(PlaneReadiness::default());
-        let (registry, left) = build_registry(&discovery, &skills, &readiness, None)?;
+        let desk = Arc::new(HumanDesk::default());
+        let (registry, left) = build_registry(&discovery, &skills, &readiness, &desk, None)?;
         Ok(Arc::new(CapabilityPlane {
+            desk,
             discovery,
             skills,
             mcp: None,
@@ -445,6 +464,7 @@ impl CapabilityPlane {
             &self.discovery,
             &self.skills,
             &self.readiness,
+            &self.desk,
             self.mcp.as_ref(),
         );
         match built {
@@ -560,9 +580,10 @@ fn build_registry(
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
     readiness: &Arc<PlaneReadiness>,
+    desk: &Arc<HumanDesk>,
     mcp: Option<&Arc<McpManager>>,
 ) -> Result<(Registry, Vec<LeftOut>), Vec<ConsistencyProblem>> {
-    let mut configs = bind(tools::builtin_configs(), discovery, skills, readiness);
+    let mut configs = bind(tools::builtin_configs(), discovery, skills, readiness, desk);
     let mut metas: Vec<ToolConfigMeta> = tools::builtin_metas();
     let mut left = Vec::new();
     if let Some(m) = mcp {

@@ -24,7 +24,7 @@ use super::{Agent, AgentError, RunOutcome, RunStart};
 use crate::confirm::ConfirmBroker;
 use crate::contract::Stage;
 use crate::events::EventSink;
-use crate::human::{HumanDesk, RunHuman};
+use crate::human::RunHuman;
 use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
 
 /// Longest run title kept from the prompt.
@@ -155,7 +155,11 @@ impl Agent {
             &run_id,
             cancel.clone(),
         ));
-        let _desk = HumanDesk::global().attach(&run_id, human.clone());
+        let _desk = self
+            .app
+            .capabilities
+            .human_desk()
+            .attach(&run_id, human.clone());
         // Stopping this run also stops the background precompaction of its calls (only its own).
         let _compactions = self
             .app

@@ -4,7 +4,7 @@
 //! and gets the clear "no person" error.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use super::HumanBroker;
 
@@ -13,14 +13,7 @@ pub struct HumanDesk {
     runs: Mutex<HashMap<String, Arc<dyn HumanBroker>>>,
 }
 
-static GLOBAL: LazyLock<Arc<HumanDesk>> = LazyLock::new(|| Arc::new(HumanDesk::default()));
-
 impl HumanDesk {
-    /// The process's desk (the built-in `ask_user_question` config and `Agent::run` share it).
-    pub fn global() -> Arc<HumanDesk> {
-        GLOBAL.clone()
-    }
-
     /// Route the questions of `run_id` to `broker` until the guard is dropped.
     pub fn attach(self: &Arc<Self>, run_id: &str, broker: Arc<dyn HumanBroker>) -> DeskGuard {
         if let Ok(mut r) = self.runs.lock() {

@@ -34,14 +34,15 @@ pub const MAX_QUESTION_CHARS: usize = 4000;
 /// Most options accepted.
 pub const MAX_OPTIONS: usize = 20;
 
-/// The config; asks through the brokers attached to `desk` (the process's by default).
+/// The config; asks through the brokers attached to `desk` (the plane binds its own; the default
+/// desk has nobody attached, so the person cannot be reached).
 pub struct AskUserConfig {
     desk: Arc<HumanDesk>,
 }
 
 impl Default for AskUserConfig {
     fn default() -> Self {
-        Self::new(HumanDesk::global())
+        Self::new(Arc::new(HumanDesk::default()))
     }
 }
 

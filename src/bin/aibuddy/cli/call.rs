@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{print_json, prompt};
 use aibuddy::app::AppOptions;
 use aibuddy::events::{CallStatus, Event, EventSink, OutputStream};
-use aibuddy::human::{HumanDesk, HumanElicitation};
+use aibuddy::human::HumanElicitation;
 use aibuddy::pipeline::CallRequest;
 
 #[derive(Debug, Args)]
@@ -177,7 +177,10 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
     // MCP elicitation requests and `ask_user_question` go to the one broker for the person's
     // questions: the terminal when there is one; nobody otherwise (declined / a clear error).
     let human = super::ask::human_broker();
-    let _desk = HumanDesk::global().attach(&runner.run_id, human.clone());
+    let _desk = app
+        .capabilities
+        .human_desk()
+        .attach(&runner.run_id, human.clone());
     let elicitation = HumanElicitation::new(human, cancel.clone());
     app.capabilities
         .set_elicitation_broker(Arc::new(elicitation));
