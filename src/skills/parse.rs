@@ -76,8 +76,11 @@ pub fn parse_skill(file: &str, text: &str) -> Result<ParsedSkill, SkillProblem> 
     };
     let body = text.get(consumed..).unwrap_or_default().trim().to_string();
     let value: Value = serde_norway::from_str(&yaml).map_err(|e| {
-        // The frontmatter starts on file line 2.
-        let line = e.location().map_or(2, |l| l.line() + 1);
+        // The frontmatter starts on file line 2. YAML also breaks lines at a lone `\r` (and
+        // NEL, LS, PS), so the file line is counted from the error's character index.
+        let line = e.location().map_or(2, |l| {
+            2 + yaml.chars().take(l.index()).filter(|&c| c == '\n').count()
+        });
         problem(line, format!("invalid YAML frontmatter: {e}"))
     })?;
     let Value::Mapping(map) = value else {
@@ -185,6 +188,14 @@ mod tests {
 
         let e = parse_skill("f", "---\nname: a\ndescription: d\n---\n\n").unwrap_err();
         assert!(e.message.contains("no instructions"), "{e}");
+    }
+
+    #[test]
+    fn a_yaml_error_after_lone_carriage_returns_names_a_line_of_the_file() {
+        let text = "---\nname: \ndescription: {\r\ra\r\u{a1}\n---\n";
+        let e = parse_skill("f", text).unwrap_err();
+        assert!(e.message.contains("invalid YAML"), "{e}");
+        assert!(e.line >= 2 && e.line <= text.split('\n').count(), "{e}");
     }
 
     #[test]
