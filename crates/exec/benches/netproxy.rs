@@ -20,9 +20,12 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use aibuddy_exec::netproxy::Policy;
+use aibuddy_exec::netproxy::{Policy, Proxy, ProxyConfig, Refuse};
 use aibuddy_exec::{ExecRequest, NamespacePolicy, NullSink, run};
 use tokio_util::sync::CancellationToken;
+
+#[path = "netproxy/floor.rs"]
+mod floor;
 
 fn server(big: usize) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -57,13 +60,51 @@ fn server(big: usize) -> u16 {
     port
 }
 
-fn curl_loop(port: u16, path: &str, rounds: usize, proxied: bool) -> String {
-    let env = if proxied { "NO_PROXY= no_proxy= " } else { "" };
-    let noproxy = if proxied { "" } else { "--noproxy '*'" };
-    format!(
-        "for i in $(seq {rounds}); do {env}curl -s {noproxy} -o /dev/null -w '%{{time_total}}\\n' \
-         http://localhost:{port}{path}; done"
-    )
+/// How one side reaches the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// `curl` on the host, straight to the server.
+    Direct,
+    /// `curl` on the host through the blocking splice relay ([`floor::splice_relay`]).
+    Splice(u16),
+    /// `curl` on the host through the read/write relay ([`floor::copy_relay`]).
+    Copy(u16),
+    /// `curl` on the host through `socat`.
+    Socat(u16),
+    /// `curl -x` on the host through our proxy on a loopback port (no namespace, no bridge).
+    ProxyHost(u16),
+    /// `curl` inside a command (`aibuddy_exec::run`, namespace path) through its proxy.
+    Proxy,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Direct => "direct",
+            Side::Splice(_) => "floor: splice relay",
+            Side::Copy(_) => "floor: copy relay",
+            Side::Socat(_) => "floor: socat",
+            Side::ProxyHost(_) => "proxy, host (curl -x)",
+            Side::Proxy => "proxy, command",
+        }
+    }
+
+    /// The shell loop of `rounds` requests of `path` (the server is always named by its own
+    /// port as `localhost`, so the proxy decides the same host on both proxy sides).
+    fn curl_loop(self, port: u16, path: &str, rounds: usize) -> String {
+        let (env, how, target) = match self {
+            Side::Direct => ("", "--noproxy '*'".to_string(), port),
+            Side::Splice(p) | Side::Copy(p) | Side::Socat(p) => {
+                ("", "--noproxy '*'".to_string(), p)
+            }
+            Side::ProxyHost(p) => ("", format!("--noproxy '' -x http://127.0.0.1:{p}"), port),
+            Side::Proxy => ("NO_PROXY= no_proxy= ", String::new(), port),
+        };
+        format!(
+            "for i in $(seq {rounds}); do {env}curl -s {how} -o /dev/null -w '%{{time_total}}\\n' \
+             http://localhost:{target}{path}; done"
+        )
+    }
 }
 
 fn times(text: &str) -> Vec<f64> {
@@ -133,13 +174,46 @@ fn direct(cmd: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// One timing per request of `cmd` run directly or through the proxy.
-async fn measure(cmd_direct: &str, cmd_proxied: &str, port: u16, proxy: bool) -> Vec<f64> {
-    if proxy {
-        times(&proxied(cmd_proxied, port).await)
+/// CPU seconds (user + system) of this process and of its waited-for children so far.
+fn cpu_now() -> f64 {
+    let secs = |who| {
+        // SAFETY: getrusage fills a struct we own.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getrusage(who, &mut u) };
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    let socat = SOCAT.get().map_or(0.0, |pid| floor::proc_cpu(*pid));
+    secs(libc::RUSAGE_SELF) + secs(libc::RUSAGE_CHILDREN) + socat
+}
+
+/// The `socat` relay's process, when there is one (its CPU is counted with ours).
+static SOCAT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// One timing per request of `side`'s loop, and the CPU time all of it took (this process:
+/// server, relays, proxies; its children: sh, curl, and for the command the sandbox start too).
+async fn measure(side: Side, port: u16, path: &str, rounds: usize) -> (Vec<f64>, f64) {
+    let cmd = side.curl_loop(port, path, rounds);
+    let cpu = cpu_now();
+    let t = if side == Side::Proxy {
+        times(&proxied(&cmd, port).await)
     } else {
-        times(&direct(cmd_direct))
+        times(&direct(&cmd))
+    };
+    if matches!(side, Side::Socat(_)) {
+        // socat reaps the child that served the connection on SIGCHLD: let it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    (t, cpu_now() - cpu)
+}
+
+/// What one side measured over the rounds.
+#[derive(Default)]
+struct Series {
+    big: Vec<f64>,
+    cpu: Vec<f64>,
+    small: Vec<f64>,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -151,72 +225,125 @@ async fn main() {
     let mb = args.next().unwrap_or(100);
     let port = server(mb * 1024 * 1024);
     let setup_rounds = 30;
-    let big = (
-        curl_loop(port, "/big", 1, false),
-        curl_loop(port, "/big", 1, true),
-    );
-    let small = (
-        curl_loop(port, "/small", setup_rounds, false),
-        curl_loop(port, "/small", setup_rounds, true),
-    );
+    let (host_policy, _) = Policy::from_lists(&[format!("localhost:{port}")], &[]);
+    let (host_proxy, host_proxy_port) = Proxy::serve_tcp_loopback(ProxyConfig {
+        policy: host_policy,
+        decider: Arc::new(Refuse),
+    })
+    .expect("the host proxy listens");
+    let socat = floor::Socat::start(port);
+    let mut sides = vec![
+        Side::Direct,
+        Side::Splice(floor::splice_relay(port)),
+        Side::Copy(floor::copy_relay(port)),
+    ];
+    if let Some(s) = &socat {
+        let _ = SOCAT.set(s.pid());
+        sides.push(Side::Socat(s.port));
+    }
+    sides.extend([Side::ProxyHost(host_proxy_port), Side::Proxy]);
     let load_before = loadavg();
     // Warm-up (not counted): the first sandbox start, the page cache, the sockets' buffers.
-    for proxy in [false, true] {
-        measure(&big.0, &big.1, port, proxy).await;
-        measure(&small.0, &small.1, port, proxy).await;
+    for &side in &sides {
+        measure(side, port, "/big", 1).await;
+        measure(side, port, "/small", setup_rounds).await;
     }
-    // Paired rounds: one direct and one proxied download back to back, the order alternating,
-    // so load from other processes falls on both sides of a pair alike; the verdict is the
-    // median of the pairs' ratios.
-    let (mut d_big, mut p_big, mut ratios) = (vec![], vec![], vec![]);
-    let (mut d_small, mut p_small, mut extras) = (vec![], vec![], vec![]);
+    // Rounds: every side once per round, back to back, the starting side rotating, so load from
+    // other processes falls on all sides of a round alike; each ratio is taken within a round and
+    // the verdict is the median of the rounds' ratios.
+    let mut series: Vec<Series> = sides.iter().map(|_| Series::default()).collect();
     for round in 0..rounds {
-        let order = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        let mut pair = [0.0f64; 2];
-        let mut pair_small = [0.0f64; 2];
-        for proxy in order {
-            let t = measure(&big.0, &big.1, port, proxy).await;
-            pair[usize::from(proxy)] = t.first().copied().expect("a download timing");
-            let s = measure(&small.0, &small.1, port, proxy).await;
-            pair_small[usize::from(proxy)] = median(&s);
+        for k in 0..sides.len() {
+            let i = (round + k) % sides.len();
+            let (t, cpu) = measure(sides[i], port, "/big", 1).await;
+            series[i]
+                .big
+                .push(t.first().copied().expect("a download timing"));
+            series[i].cpu.push(cpu);
+            let (s, _) = measure(sides[i], port, "/small", setup_rounds).await;
+            series[i].small.push(median(&s));
         }
-        d_big.push(pair[0]);
-        p_big.push(pair[1]);
-        ratios.push(pair[1] / pair[0]);
-        d_small.push(pair_small[0]);
-        p_small.push(pair_small[1]);
-        extras.push(pair_small[1] - pair_small[0]);
     }
-    let ratio = median(&ratios);
-    let extra_ms = median(&extras) * 1e3;
+    let load_after = loadavg();
+    drop(host_proxy);
+    drop(socat);
+    report(
+        &sides,
+        &series,
+        mb,
+        rounds,
+        setup_rounds,
+        (&load_before, &load_after),
+    );
+}
+
+/// Per-round ratio of side `a` to side `b` (download times).
+fn ratios(a: &Series, b: &Series) -> Vec<f64> {
+    a.big.iter().zip(&b.big).map(|(x, y)| x / y).collect()
+}
+
+/// Per-round extra set-up time of `a` over `b`.
+fn extras(a: &Series, b: &Series) -> Vec<f64> {
+    a.small.iter().zip(&b.small).map(|(x, y)| x - y).collect()
+}
+
+fn report(
+    sides: &[Side],
+    series: &[Series],
+    mb: usize,
+    rounds: usize,
+    setup_rounds: usize,
+    (load_before, load_after): (&str, &str),
+) {
+    let at = |want: fn(Side) -> bool| sides.iter().position(|s| want(*s)).expect("side measured");
+    let direct = &series[at(|s| s == Side::Direct)];
+    let floor = &series[at(|s| matches!(s, Side::Splice(_)))];
+    let proxy = &series[at(|s| s == Side::Proxy)];
     let mark = |ok: bool| if ok { "PASS" } else { "MISS" };
     println!(
-        "netproxy bench: {mb} MB download, {rounds} paired rounds (+1 warm-up); set-up: median of \
-         {setup_rounds} empty requests per round; load average {load_before} before, {} after",
-        loadavg()
+        "netproxy bench: {mb} MB download, {rounds} rounds (+1 warm-up) of {} sides; set-up: \
+         median of {setup_rounds} empty requests per side and round; {} cores; load average \
+         {load_before} before, {load_after} after",
+        sides.len(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
-    println!("  values: median [min..max] over the rounds");
+    println!("  values: median [min..max] over the rounds; ratios and extras taken per round");
+    for (side, s) in sides.iter().zip(series) {
+        println!(
+            "  {:<22} download {} ms ({:>5.0} MB/s, cpu {} ms) x{} of direct   set-up {} ms \
+             (+{} ms)",
+            side.name(),
+            spread(&s.big, 1e3, 1),
+            mb as f64 / median(&s.big),
+            spread(&s.cpu, 1e3, 0),
+            spread(&ratios(s, direct), 1.0, 2),
+            spread(&s.small, 1e3, 2),
+            spread(&extras(s, direct), 1e3, 2),
+        );
+    }
+    let (pd, fd, pf) = (
+        ratios(proxy, direct),
+        ratios(floor, direct),
+        ratios(proxy, floor),
+    );
+    let extra_ms = median(&extras(proxy, direct)) * 1e3;
     println!(
-        "  download  direct {} ms  proxy {} ms  ({:.0} vs {:.0} MB/s)",
-        spread(&d_big, 1e3, 1),
-        spread(&p_big, 1e3, 1),
-        mb as f64 / median(&d_big),
-        mb as f64 / median(&p_big),
+        "  proxy/direct {}x (goal <= 1.10x) {}",
+        spread(&pd, 1.0, 2),
+        mark(median(&pd) <= 1.10)
     );
     println!(
-        "  download  ratio (per pair) {}x (goal <= 1.10x) {}",
-        spread(&ratios, 1.0, 2),
-        mark(ratio <= 1.10)
+        "  floor/direct {}x (the cheapest relay with the same hops, no policy: below this no \
+         relay goes on this machine)",
+        spread(&fd, 1.0, 2)
     );
     println!(
-        "  set-up    direct {} ms  proxy {} ms  extra {} ms (goal <= 5 ms) {}",
-        spread(&d_small, 1e3, 2),
-        spread(&p_small, 1e3, 2),
-        spread(&extras, 1e3, 2),
+        "  proxy/floor  {}x (what the proxy costs beyond any relay)",
+        spread(&pf, 1.0, 2)
+    );
+    println!(
+        "  set-up extra {} ms (goal <= 5 ms) {}",
+        spread(&extras(proxy, direct), 1e3, 2),
         mark(extra_ms <= 5.0)
     );
 }
