@@ -117,15 +117,20 @@ impl Side {
             Side::Proxy => ("NO_PROXY= no_proxy= ", String::new(), port),
         };
         format!(
-            "for i in $(seq {rounds}); do {env}curl -s {how} -o /dev/null -w '%{{time_total}}\\n' \
+            "for i in $(seq {rounds}); do {env}curl -s {how} -o /dev/null -w '%{{time_total}} %{{size_download}}\\n' \
              http://localhost:{target}{path}; done"
         )
     }
 }
 
-fn times(text: &str) -> Vec<f64> {
+/// curl's `time_total` of each request that received `size` bytes (a failed request, or one
+/// that got something else, is left out, and the side then has too few timings).
+fn times(text: &str, size: usize) -> Vec<f64> {
     text.lines()
-        .filter_map(|l| l.trim().parse::<f64>().ok())
+        .filter_map(|l| {
+            let (t, n) = l.trim().split_once(' ')?;
+            (n.parse::<usize>().ok()? == size).then_some(t.parse::<f64>().ok()?)
+        })
         .collect()
 }
 
@@ -177,7 +182,14 @@ async fn proxied(cmd: &str, port: u16) -> String {
     let mut all = out.head.clone();
     all.extend_from_slice(&out.tail);
     let text = String::from_utf8_lossy(&all).into_owned();
-    let refused = out.network.map(|n| n.refused().count()).unwrap_or(0);
+    let net = out.network.expect("the command's network report");
+    assert!(
+        net.mode.starts_with("proxy: own network namespace"),
+        "the command did not get the namespace path's proxy ({}): run the bench binary where \
+         cargo built it (the init program is found beside it); {text}",
+        net.mode
+    );
+    let refused = net.refused().count();
     assert_eq!(refused, 0, "the proxy refused the bench server: {text}");
     text
 }
@@ -209,14 +221,27 @@ static SOCAT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
 
 /// One timing per request of `side`'s loop, and the CPU time all of it took (this process:
 /// server, relays, proxies; its children: sh, curl, and for the command the sandbox start too).
-async fn measure(side: Side, port: u16, path: &str, rounds: usize) -> (Vec<f64>, f64) {
+async fn measure(
+    side: Side,
+    port: u16,
+    (path, size): (&str, usize),
+    rounds: usize,
+) -> (Vec<f64>, f64) {
     let cmd = side.curl_loop(port, path, rounds);
     let cpu = cpu_now();
     let t = if side == Side::Proxy {
-        times(&proxied(&cmd, port).await)
+        proxied(&cmd, port).await
     } else {
-        times(&direct(&cmd))
+        direct(&cmd)
     };
+    let t = times(&t, size);
+    assert_eq!(
+        t.len(),
+        rounds,
+        "{}: {} of {rounds} requests got the {size} bytes of {path}",
+        side.name(),
+        t.len()
+    );
     if matches!(side, Side::Socat(_)) {
         // socat reaps the child that served the connection on SIGCHLD: let it.
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -240,6 +265,7 @@ async fn main() {
     let rounds = args.next().unwrap_or(9).max(1);
     let mb = args.next().unwrap_or(100);
     let port = server(mb * 1024 * 1024);
+    let (big, small) = (("/big", mb * 1024 * 1024), ("/small", 0));
     let setup_rounds = 30;
     let (host_policy, _) = Policy::from_lists(&[format!("localhost:{port}")], &[]);
     let (host_proxy, host_proxy_port) = Proxy::serve_tcp_loopback(ProxyConfig {
@@ -261,8 +287,8 @@ async fn main() {
     let load_before = loadavg();
     // Warm-up (not counted): the first sandbox start, the page cache, the sockets' buffers.
     for &side in &sides {
-        measure(side, port, "/big", 1).await;
-        measure(side, port, "/small", setup_rounds).await;
+        measure(side, port, big, 1).await;
+        measure(side, port, small, setup_rounds).await;
     }
     // Rounds: every side once per round, back to back, the starting side rotating, so load from
     // other processes falls on all sides of a round alike; each ratio is taken within a round and
@@ -271,12 +297,12 @@ async fn main() {
     for round in 0..rounds {
         for k in 0..sides.len() {
             let i = (round + k) % sides.len();
-            let (t, cpu) = measure(sides[i], port, "/big", 1).await;
+            let (t, cpu) = measure(sides[i], port, big, 1).await;
             series[i]
                 .big
                 .push(t.first().copied().expect("a download timing"));
             series[i].cpu.push(cpu);
-            let (s, _) = measure(sides[i], port, "/small", setup_rounds).await;
+            let (s, _) = measure(sides[i], port, small, setup_rounds).await;
             series[i].small.push(median(&s));
         }
     }
