@@ -284,6 +284,19 @@ async fn main() {
         sides.push(Side::Socat(s.port));
     }
     sides.extend([Side::ProxyHost(host_proxy_port), Side::Proxy]);
+    // Profiling one side: `NETPROXY_BENCH_ONLY=<side name prefix>` downloads through that side
+    // only, `rounds` times, and prints each time and CPU (run it under `perf record -a -g`).
+    if let Ok(only) = std::env::var("NETPROXY_BENCH_ONLY") {
+        let side = *sides
+            .iter()
+            .find(|s| s.name().starts_with(only.as_str()))
+            .expect("NETPROXY_BENCH_ONLY names a side");
+        for _ in 0..rounds {
+            let (t, cpu) = measure(side, port, big, 1).await;
+            println!("{}: {:.1} ms, cpu {:.0} ms", side.name(), t[0] * 1e3, cpu * 1e3);
+        }
+        return;
+    }
     let load_before = loadavg();
     // Warm-up (not counted): the first sandbox start, the page cache, the sockets' buffers.
     for &side in &sides {
