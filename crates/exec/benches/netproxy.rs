@@ -293,7 +293,12 @@ async fn main() {
             .expect("NETPROXY_BENCH_ONLY names a side");
         for _ in 0..rounds {
             let (t, cpu) = measure(side, port, big, 1).await;
-            println!("{}: {:.1} ms, cpu {:.0} ms", side.name(), t[0] * 1e3, cpu * 1e3);
+            println!(
+                "{}: {:.1} ms, cpu {:.0} ms",
+                side.name(),
+                t[0] * 1e3,
+                cpu * 1e3
+            );
         }
         return;
     }

@@ -161,6 +161,9 @@ async fn read_head<S: AsyncRead + Unpin>(s: &mut S) -> String {
     String::from_utf8_lossy(&head).into_owned()
 }
 
+/// Held by the tests that need tunnels on threads, and by the one that takes every place.
+static THREAD_PLACES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The copying threads of tunnels alive in this process (other tests' tunnels included).
 fn tunnel_threads() -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
@@ -177,6 +180,7 @@ fn tunnel_threads() -> usize {
 /// also when both threads are blocked (the client reads nothing, the server writes on).
 #[tokio::test]
 async fn a_stop_mid_transfer_closes_both_sides_and_ends_the_tunnel_threads() {
+    let _places = THREAD_PLACES.lock().await;
     let (proxy, port) = Proxy::serve_tcp_loopback(allow_all()).unwrap();
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let target = format!("127.0.0.1:{}", server.local_addr().unwrap().port());
@@ -323,6 +327,61 @@ fn send_fd(sock: &std::os::unix::net::UnixStream, fd: std::os::fd::RawFd) {
         libc::sendmsg(sock.as_raw_fd(), &msg, 0)
     };
     assert_eq!(rc, 1, "sendmsg: {}", std::io::Error::last_os_error());
+}
+
+/// The places of tunnels on threads are bounded and given back.
+#[test]
+fn tunnel_thread_places_are_bounded_and_given_back() {
+    static SLOTS: threaded::Slots = threaded::Slots::new(2);
+    let a = SLOTS.take();
+    let b = SLOTS.take();
+    assert!(a.is_some() && b.is_some());
+    assert!(SLOTS.take().is_none(), "a third place beyond the bound");
+    drop(a);
+    assert_eq!(SLOTS.used(), 1);
+    assert!(SLOTS.take().is_some());
+    assert_eq!(SLOTS.used(), 1, "a place dropped at once is given back");
+}
+
+/// A command cannot exhaust the app's threads: with every place on threads taken, a tunnel is
+/// copied on the runtime, its bytes identical.
+#[tokio::test]
+async fn with_every_thread_place_taken_a_tunnel_still_works_on_the_runtime() {
+    let _places = THREAD_PLACES.lock().await;
+    let (proxy, port) = Proxy::serve_tcp_loopback(allow_all()).unwrap();
+    let echo = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = format!("127.0.0.1:{}", echo.local_addr().unwrap().port());
+    tokio::spawn(async move {
+        let (s, _) = echo.accept().await.unwrap();
+        let (mut r, mut w) = s.into_split();
+        tokio::io::copy(&mut r, &mut w).await.unwrap();
+        w.shutdown().await.unwrap();
+    });
+    let mut held = Vec::new();
+    while let Some(slot) = threaded::take_slot() {
+        held.push(slot);
+    }
+    assert!(held.len() <= threaded::MAX_TUNNELS);
+    let mut c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    c.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let head = read_head(&mut c).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let data: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let (mut r, mut w) = c.into_split();
+    let sent = data.clone();
+    let writer = tokio::spawn(async move {
+        w.write_all(&sent).await.unwrap();
+        w.shutdown().await.unwrap();
+    });
+    let mut back = Vec::new();
+    let got = tokio::time::timeout(Duration::from_secs(60), r.read_to_end(&mut back)).await;
+    assert!(got.is_ok(), "the tunnel stalled after {} bytes", back.len());
+    writer.await.unwrap();
+    assert!(back == data, "the echoed bytes differ");
+    drop(held);
+    drop(proxy);
 }
 
 #[test]

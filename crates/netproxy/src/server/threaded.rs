@@ -11,9 +11,14 @@
 //! A stop (the proxy's, or the connection's task being dropped) shuts both sockets down
 //! (`SHUT_RDWR`): the threads' blocked calls return at once, they end, and the last holder of
 //! each duplicate closes it. The first error in either direction ends both.
+//!
+//! A command decides how many connections it opens: at most [`MAX_TUNNELS`] tunnels of the
+//! process run on threads at once; the others are copied on the runtime (`start` refuses, the
+//! caller falls back), so a command cannot exhaust the app's threads.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use tokio::sync::oneshot;
@@ -24,6 +29,55 @@ const BUF: usize = 256 * 1024;
 const STACK: usize = 64 * 1024;
 /// The name of the copying threads (tests count them).
 pub(super) const THREAD_NAME: &str = "aibuddy-tunnel";
+/// Tunnels of this process on threads at once (two threads each).
+pub(super) const MAX_TUNNELS: usize = 128;
+
+/// A bounded count of tunnels on threads.
+pub(super) struct Slots {
+    max: usize,
+    used: AtomicUsize,
+}
+
+/// One tunnel's place in [`Slots`], given back when the last of its threads drops it.
+pub(super) struct Slot(&'static Slots);
+
+impl Slots {
+    pub(super) const fn new(max: usize) -> Slots {
+        Slots {
+            max,
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    /// A place, or `None` when `max` tunnels hold one.
+    pub(super) fn take(&'static self) -> Option<Slot> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(self))
+    }
+
+    #[cfg(test)]
+    pub(super) fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.used.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+static SLOTS: Slots = Slots::new(MAX_TUNNELS);
+
+/// A place of this process's bound (tests hold them all to see the fallback).
+#[cfg(test)]
+pub(super) fn take_slot() -> Option<Slot> {
+    SLOTS.take()
+}
 
 fn dup(fd: RawFd) -> std::io::Result<OwnedFd> {
     // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we own.
@@ -70,12 +124,15 @@ impl Tunnel {
     /// Starts copying `a` <-> `b` (duplicates are used; the caller's descriptors stay open and
     /// owned by it). On an error nothing was changed or moved: the caller may relay otherwise.
     pub(super) fn start(a: RawFd, b: RawFd) -> std::io::Result<Tunnel> {
+        let slot = Arc::new(SLOTS.take().ok_or_else(|| {
+            std::io::Error::other(format!("{MAX_TUNNELS} tunnels already run on threads"))
+        })?);
         let a = Arc::new(dup(a)?);
         let b = Arc::new(dup(b)?);
         // The threads wait for `go`: if the second cannot be started, the first ends without
         // touching the sockets (its sender is dropped), which are still non-blocking.
-        let (go1, done1) = spawn(a.clone(), b.clone())?;
-        let (go2, done2) = spawn(b.clone(), a.clone())?;
+        let (go1, done1) = spawn(a.clone(), b.clone(), slot.clone())?;
+        let (go2, done2) = spawn(b.clone(), a.clone(), slot)?;
         set_blocking(a.as_raw_fd())?;
         if let Err(e) = set_blocking(b.as_raw_fd()) {
             // Undo, so the caller's fallback does not block its runtime.
@@ -108,7 +165,7 @@ impl Tunnel {
 
 type Started = (mpsc::Sender<()>, oneshot::Receiver<std::io::Result<()>>);
 
-fn spawn(from: Arc<OwnedFd>, to: Arc<OwnedFd>) -> std::io::Result<Started> {
+fn spawn(from: Arc<OwnedFd>, to: Arc<OwnedFd>, slot: Arc<Slot>) -> std::io::Result<Started> {
     let (go, wait) = mpsc::channel::<()>();
     let (done, done_rx) = oneshot::channel();
     std::thread::Builder::new()
@@ -116,7 +173,11 @@ fn spawn(from: Arc<OwnedFd>, to: Arc<OwnedFd>) -> std::io::Result<Started> {
         .stack_size(STACK)
         .spawn(move || {
             if wait.recv().is_ok() {
-                let _ = done.send(one_way(from.as_raw_fd(), to.as_raw_fd()));
+                let r = one_way(from.as_raw_fd(), to.as_raw_fd());
+                // The place is given back before the result is told (a test that waits for
+                // the result finds the count already lowered).
+                drop(slot);
+                let _ = done.send(r);
             }
         })?;
     Ok((go, done_rx))
