@@ -1,12 +1,13 @@
 //! Both directions of a tunnel copied by a blocking thread each (`read`/`send` through a
 //! 256 KiB buffer): no event loop, no wake-up of the runtime per chunk.
 //!
-//! Why not `splice(2)`: measured on loopback (kernel 6.18, 2 cores, `benches/netproxy_bench.sh`,
-//! CPU of the whole transfer), a relay through a pipe costs more CPU than a copy through user
-//! space (a 100 MB download: direct 55 ms; relays with the same hops and no policy: splice
-//! ~95 ms, copy ~80 ms, `socat` ~80 ms; this proxy with the splice loop ~100 ms, with these
-//! threads ~88 ms): the per-page bookkeeping of splicing from one TCP socket into another
-//! outweighs the copy it saves, and a loopback transfer is CPU-bound.
+//! Why not `splice(2)`: measured on loopback (kernel 6.18, 2 cores; `perf stat`, CPU per 100 MB
+//! download, `crates/exec/README.md`), a relay through a pipe costs more CPU than a copy through
+//! user space: direct ~65 ms; relays with the same hops and no policy: splice ~100-107 ms, copy
+//! ~92 ms; this proxy with its former splice loop ~104-112 ms, with these threads ~92-96 ms. The
+//! receiver's copy of spliced pages costs more than the relay's copy saves, and a loopback
+//! transfer is CPU-bound. The runtime lets go of both sockets while the threads run (the caller
+//! drops its streams): their edge-triggered registrations woke its I/O driver per segment.
 //!
 //! A stop (the proxy's, or the connection's task being dropped) shuts both sockets down
 //! (`SHUT_RDWR`): the threads' blocked calls return at once, they end, and the last holder of
