@@ -416,27 +416,16 @@ fn extras(a: &Series, b: &Series) -> Vec<f64> {
     a.small.iter().zip(&b.small).map(|(x, y)| x - y).collect()
 }
 
-/// Per round, the cheapest of the floor relays (time and CPU taken apart: the cheapest in
-/// each).
-fn floor_of(sides: &[Side], series: &[Series]) -> Series {
-    let floors: Vec<&Series> = sides
+/// The floor: the relay with the lowest median download time over the run (one relay for every
+/// round: the cheapest of three noisy samples per round would be an optimistic floor).
+fn floor_of(sides: &[Side], series: &[Series]) -> usize {
+    sides
         .iter()
-        .zip(series)
-        .filter(|(s, _)| matches!(s, Side::Splice(_) | Side::Copy(_) | Side::Socat(_)))
-        .map(|(_, s)| s)
-        .collect();
-    let min_at = |get: fn(&Series) -> &Vec<f64>, i: usize| {
-        floors
-            .iter()
-            .map(|s| get(s)[i])
-            .fold(f64::INFINITY, f64::min)
-    };
-    let rounds = floors.first().map_or(0, |s| s.big.len());
-    Series {
-        big: (0..rounds).map(|i| min_at(|s| &s.big, i)).collect(),
-        cpu: (0..rounds).map(|i| min_at(|s| &s.cpu, i)).collect(),
-        small: (0..rounds).map(|i| min_at(|s| &s.small, i)).collect(),
-    }
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Side::Splice(_) | Side::Copy(_) | Side::Socat(_)))
+        .min_by(|(i, _), (j, _)| median(&series[*i].big).total_cmp(&median(&series[*j].big)))
+        .map(|(i, _)| i)
+        .expect("a floor relay was measured")
 }
 
 /// Per-round ratio of the CPU times of `a` and `b`.
@@ -456,7 +445,8 @@ fn report(
     let direct = &series[at(|s| s == Side::Direct)];
     let host = &series[at(|s| matches!(s, Side::ProxyHost(_)))];
     let proxy = &series[at(|s| s == Side::Proxy)];
-    let floor = floor_of(sides, series);
+    let floor_at = floor_of(sides, series);
+    let floor = &series[floor_at];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Wall time means something only while nothing else wants the CPU: a 1-minute load average
     // above half the cores (before or after) turns the time verdicts into no verdict.
@@ -497,11 +487,14 @@ fn report(
             spread(&extras(s, direct), 1e3, 2),
         );
     }
-    println!("  floor = per round the cheapest relay with the proxy's hops and no policy");
+    println!(
+        "  floor = {} (of the relays with the proxy's hops and no policy, the lowest median time)",
+        sides[floor_at].name()
+    );
     let (pd, fd, pf) = (
         ratios(proxy, direct),
-        ratios(&floor, direct),
-        ratios(proxy, &floor),
+        ratios(floor, direct),
+        ratios(proxy, floor),
     );
     println!(
         "  time  proxy/direct {}x (goal <= 1.10x) {}",
@@ -530,8 +523,8 @@ fn report(
         "  cpu   proxy(host)/direct {}x  floor/direct {}x  proxy(host)/floor {}x (the command's \
          cpu also holds its sandbox start)",
         spread(&cpu_ratios(host, direct), 1.0, 2),
-        spread(&cpu_ratios(&floor, direct), 1.0, 2),
-        spread(&cpu_ratios(host, &floor), 1.0, 2),
+        spread(&cpu_ratios(floor, direct), 1.0, 2),
+        spread(&cpu_ratios(host, floor), 1.0, 2),
     );
     let extra_ms = median(&extras(proxy, direct)) * 1e3;
     println!(
