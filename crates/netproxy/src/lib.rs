@@ -7,7 +7,9 @@
 //! - [`server`] (I/O, tokio): one proxy per command, on a Unix socket (bridged into the command's
 //!   network namespace by the exec init) or on a loopback TCP port (the Landlock-only path).
 //!   It speaks HTTP `CONNECT`, absolute-form HTTP requests (`GET http://host/...`) and SOCKS5
-//!   (`CONNECT` only), resolves names itself and connects only to addresses it checked.
+//!   (`CONNECT` only), resolves names itself and connects only to addresses it checked. An
+//!   admitted tunnel is copied by a blocking thread per direction (`server/threaded.rs`: less
+//!   CPU than `splice(2)` on loopback; at most 128 tunnels on threads, the rest on the runtime).
 //! - [`log`]: every decision and refused connection, aggregated per host, port and verdict,
 //!   returned when the proxy stops (stored with the call).
 //! - [`Decider`]: asked about a host on no list (once per host and port and command, however many

@@ -217,3 +217,90 @@ async fn network_off_gives_no_egress_and_no_proxy() {
         assert!(net.events.is_empty());
     }
 }
+
+/// A host loopback server streaming an endless body (64 KiB every 5 ms); its sender says when
+/// a write failed, i.e. its connection was closed.
+fn endless() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n";
+                let chunk = vec![b'z'; 64 * 1024];
+                if s.write_all(head.as_bytes()).is_ok() {
+                    while s.write_all(&chunk).is_ok() {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+                let _ = tx.send(());
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// The proxy's copying threads alive in this process (other tests' tunnels included).
+fn tunnel_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim() == "aibuddy-tunnel")
+        .count()
+}
+
+/// A stop in the middle of a download through the proxy releases everything, on both launch
+/// paths: the run ends, the upstream connection is closed, and no tunnel thread stays behind.
+#[tokio::test]
+async fn a_stop_mid_download_closes_the_upstream_connection_and_ends_the_tunnel() {
+    let project = tempfile::tempdir().unwrap();
+    for path in PATHS {
+        let (port, closed) = endless();
+        let cmd = format!("NO_PROXY= no_proxy= curl -s -o /dev/null http://localhost:{port}/");
+        let allow = format!("localhost:{port}");
+        let stop = CancellationToken::new();
+        let stopper = stop.clone();
+        let during = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            let threads = tunnel_threads();
+            stopper.cancel();
+            threads
+        });
+        let r = req(&cmd, project.path(), path, Some(policy(&[&allow], &[])));
+        let started = std::time::Instant::now();
+        let out = run(r, stop, Recorder::new()).await.unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{path:?}: the stop took {:?}",
+            started.elapsed()
+        );
+        let net = out.network.unwrap();
+        assert!(
+            net.events.iter().any(|e| e.allowed && e.port == port),
+            "{path:?}: the download never went through the proxy: {net:?}"
+        );
+        assert!(
+            during.await.unwrap() >= 2,
+            "{path:?}: no tunnel thread copied the download"
+        );
+        let gone = tokio::task::spawn_blocking(move || {
+            closed.recv_timeout(std::time::Duration::from_secs(10))
+        });
+        assert!(
+            gone.await.unwrap().is_ok(),
+            "{path:?}: the upstream connection stayed open after the stop"
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tunnel_threads() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(tunnel_threads(), 0, "tunnel threads left after the stop");
+}
