@@ -531,8 +531,12 @@ impl CapabilityPlane {
                 mcp.insert(server.clone(), Err(format!("bad configuration: {e}")));
             }
         }
+        let mut pending = BTreeSet::new();
         if let Some(m) = &self.mcp {
             for s in m.status() {
+                if s.state == ServerState::Connecting {
+                    pending.insert(s.server.clone());
+                }
                 mcp.insert(
                     s.server.clone(),
                     match server_absence(&s) {
@@ -543,6 +547,7 @@ impl CapabilityPlane {
             }
         }
         host.mcp = mcp;
+        host.mcp_pending = pending;
     }
 }
 

@@ -1,5 +1,6 @@
 //! `tool_search`: finds deferred tools and activates their full schemas for the following steps of
-//! the run. Exists only while something is deferred (`Requirement::DeferredTools`).
+//! the run. Exists only while something is deferred or an MCP server is still on its first
+//! connection (`Requirement::DeferredTools`, `DeferDecision::offers_search`).
 //!
 //! A run never waits for MCP servers still connecting; `tool_search` does, before it ranks (bounded
 //! by the setting `tool_search.connect_wait_ms`), through [`ServerReadiness`], and its result names
@@ -94,7 +95,8 @@ impl ToolConfig for ToolSearchConfig {
 
     fn instructions(&self) -> Option<String> {
         Some(format!(
-            "Some tools are deferred: only their names and descriptions are indexed. When you need a \
+            "Some tools are deferred: only their names and descriptions are indexed, and the tools of MCP \
+servers still connecting are not listed yet ({TOOL_NAME} waits for them). When you need a \
 capability none of your active tools offers, call {TOOL_NAME} with a short description of the action \
 (e.g. \"create a github issue\") or `select:<name>[,<name>]` for known names. The tools it returns \
 become callable in your following steps."
