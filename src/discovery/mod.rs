@@ -103,9 +103,9 @@ impl HostCaps {
                     .to_string()
             }),
             Requirement::Skills => (self.skills == 0).then(|| "no skills are loaded".to_string()),
-            Requirement::DeferredTools => (!search_offered).then(|| {
-                "nothing is deferred in this run and no MCP server is still connecting".to_string()
-            }),
+            Requirement::DeferredTools => {
+                (!search_offered).then(|| "nothing is deferred in this run".to_string())
+            }
             Requirement::McpServer(server) => match self.mcp.get(server) {
                 Some(Ok(())) => None,
                 Some(Err(reason)) => {

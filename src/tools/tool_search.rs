@@ -232,6 +232,8 @@ impl ToolHandler for ToolSearchHandler {
             .as_u64()
             .unwrap_or(DEFAULT_LIMIT)
             .clamp(1, MAX_LIMIT) as usize;
+        // The ranking resources load while the search waits for servers still connecting.
+        crate::discovery::search::load_in_background();
         let unavailable = match &self.readiness {
             Some(readiness) => tokio::select! {
                 u = readiness.settle() => u,

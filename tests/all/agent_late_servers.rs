@@ -357,3 +357,39 @@ async fn unavailable_servers_are_told_native_responses() {
 async fn unavailable_servers_are_told_active_tools_chat() {
     unavailable_servers_are_told_on_every_route(ProviderKind::OpenAiChat).await;
 }
+
+/// A run that never searches never builds the `tool_search` index (with the thesaurus, the
+/// embedding table and the encoder, most of a run's memory), though `tool_search` is offered and
+/// the request is rebuilt before every step; its first search builds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_never_searches_never_builds_the_index() {
+    let h = late_harness(ProviderKind::Anthropic, "0", None).await;
+    h.push(Turn::text("Listing.").call("call_l1", "ls", json!({"path": "."})));
+    h.push(Turn::text("Listing again.").call("call_l2", "ls", json!({"path": "."})));
+    h.push(Turn::text("Done."));
+    let (out, events) = h.run_prompt("list the project").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?} {events:?}");
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        sent_tools(&reqs[2]).iter().any(|(n, _)| n == "tool_search"),
+        "tool_search is offered"
+    );
+    let discovery = &h.app.capabilities.discovery;
+    assert_eq!(discovery.index_builds(), 0, "no search, no index");
+
+    h.push(Turn::text("Searching.").call(
+        "call_s1",
+        "tool_search",
+        json!({"query": "select:mcp__fast__echo"}),
+    ));
+    h.push(Turn::text("Found."));
+    let (out, events) = h.continue_run(&out.run_id, "find echo").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?} {events:?}");
+    assert!(
+        search_model(&events, "call_s1").contains("mcp__fast__echo"),
+        "{events:?}"
+    );
+    assert_eq!(discovery.index_builds(), 1, "the first search built it");
+    h.server.assert_clean();
+}
