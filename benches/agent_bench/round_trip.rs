@@ -104,7 +104,14 @@ async fn round_trip(bin: &Path, tools: &Path, kind: ProviderKind) -> Result<f64,
         let why = events
             .iter()
             .filter(|e| e["type"] == "tool_result")
-            .map(|e| e["model"].as_str().unwrap_or_default().chars().take(200).collect::<String>())
+            .map(|e| {
+                e["model"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            })
             .collect::<Vec<_>>()
             .join(" | ");
         return Err(format!("get_current_time did not answer: {why}"));

@@ -39,10 +39,9 @@ async fn peak_rss(bin: &Path, turns: &[Turn], tools: &Path) -> Result<(u64, usiz
         server.push(t.reply(ProviderKind::OpenAiChat));
     }
     p.chat_settings(&server);
-    let mut cmd = tokio::process::Command::from(p.cli(
-        bin,
-        &["run", "--json", "--yes", "--max-steps", "100", "go"],
-    ));
+    let mut cmd = tokio::process::Command::from(
+        p.cli(bin, &["run", "--json", "--yes", "--max-steps", "100", "go"]),
+    );
     let stderr_path = p.tmp.path().join("stderr.txt");
     let stderr = std::fs::File::create(&stderr_path).map_err(|e| e.to_string())?;
     cmd.stdout(Stdio::null())

@@ -73,7 +73,11 @@ impl DeferDecision {
                 "MCP server{} {} still connecting: tool_search waits for {}",
                 if names.len() == 1 { "" } else { "s" },
                 names.join(", "),
-                if names.len() == 1 { "its tools" } else { "their tools" }
+                if names.len() == 1 {
+                    "its tools"
+                } else {
+                    "their tools"
+                }
             ));
         }
         self.pending = pending;

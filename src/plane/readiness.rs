@@ -11,9 +11,9 @@ use aibuddy_mcp::{ServerState, ServerStatus};
 use async_trait::async_trait;
 
 use super::{CapabilityPlane, server_absence};
-use crate::settings::ToolSearchSettings;
 use crate::discovery::Exposure;
 use crate::registry::Source;
+use crate::settings::ToolSearchSettings;
 use crate::tools::tool_search::{ServerReadiness, Settled, Unavailable};
 
 /// The servers whose tools cannot be found now (pure): every configured server that is not

@@ -361,10 +361,13 @@ mod tests {
             model_text("q", &out),
             "nothing added when every server is up"
         );
-        let joined = model_text_with("q", &out, &["mcp__slow__echo".into()], &[]);
-        assert!(
-            joined.ends_with("call them directly from your next step: mcp__slow__echo"),
-            "{joined}"
+        let nothing = SearchOutcome::default();
+        let joined = model_text_with("q", &nothing, &["mcp__slow__echo".into()], &[]);
+        assert_eq!(
+            joined,
+            "These MCP tools connected while the search waited and are active (not deferred): \
+call them directly from your next step: mcp__slow__echo",
+            "no \"nothing matches\" when tools joined"
         );
     }
 }
