@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-first-request-7c2d";
 /// How long each server's wrapper sleeps before it execs the real server.
-const SLOW_START_SECS: u32 = 4;
+const SLOW_START_SECS: u32 = 5;
 
 fn installed() -> PathBuf {
     let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
