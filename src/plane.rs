@@ -11,8 +11,9 @@
 //! [`CapabilityPlane::set_catalog_context`]), never as a side effect of reading a tool set. Skills
 //! never enter the index (only MCP tools are deferrable), so a skills change needs no rebuild.
 //! "Rebuilt" means handed the new documents: the index itself (and the ranking resources it loads,
-//! tens of MiB) is built by its first reader, `tool_search`, or ahead of it on a background thread
-//! for hosts that run agents ([`PlaneOptions::prewarm_search`]).
+//! tens of MiB) is built by its first search, or ahead of it on a background thread for the
+//! desktop ([`PlaneOptions::prewarm_search`]); a run rebuilding its context needs only the names
+//! of the deferrable tools (`DiscoveryService::deferrable_names`), never the index.
 //!
 //! Nothing here reads the environment: the hosts (CLI, desktop) read [`MCP_CONNECT_WAIT_ENV`] and
 //! pass the wait in [`PlaneOptions`].
@@ -75,9 +76,10 @@ pub struct PlaneOptions {
     /// a server that asks for authorization is listed as `needs login`.
     pub mcp_token_vault: Option<Arc<dyn aibuddy_mcp::oauth::TokenVault>>,
     /// Build the `tool_search` index on a background thread as soon as the catalog context is
-    /// set, so a run's first search does not wait for the ranking resources. Off by default:
-    /// the index is otherwise built by its first reader, and a host that never searches
-    /// (`aibuddy call`) never loads them.
+    /// set, so a first search does not wait for the ranking resources. Off by default (and for
+    /// `aibuddy run`, [`PlaneOptions::for_runs`]): the index is otherwise built by its first
+    /// search, and a process that never searches never loads them. The desktop, long-lived,
+    /// turns it on.
     pub prewarm_search: bool,
     /// The host's part of the confinement of MCP servers with `"sandbox"` (`App::open_with`
     /// sets it from the effective settings); `None`: from the default exec settings.
@@ -89,11 +91,14 @@ pub struct PlaneOptions {
 
 impl PlaneOptions {
     /// The options of a host that starts an agent run right away (`aibuddy run`): MCP servers
-    /// connect in the background and join the tool set when ready.
+    /// connect in the background and join the tool set when ready. The search resources are not
+    /// prewarmed: most runs never search, and the index, the WordNet thesaurus and the sentence
+    /// encoder would be most of their memory; `tool_search` loads them as it starts, while it
+    /// waits for servers still connecting.
     pub fn for_runs() -> Self {
         Self {
             mcp_connect_wait: RUN_MCP_CONNECT_WAIT,
-            prewarm_search: true,
+            prewarm_search: false,
             ..Self::default()
         }
     }
@@ -531,8 +536,12 @@ impl CapabilityPlane {
                 mcp.insert(server.clone(), Err(format!("bad configuration: {e}")));
             }
         }
+        let mut pending = BTreeSet::new();
         if let Some(m) = &self.mcp {
             for s in m.status() {
+                if s.state == ServerState::Connecting {
+                    pending.insert(s.server.clone());
+                }
                 mcp.insert(
                     s.server.clone(),
                     match server_absence(&s) {
@@ -543,6 +552,7 @@ impl CapabilityPlane {
             }
         }
         host.mcp = mcp;
+        host.mcp_pending = pending;
     }
 }
 

@@ -11,16 +11,20 @@
 //!    `Runner::call`s of the same tool and the same 51 provider requests made directly.
 //!    Goal <= 5 ms/step.
 //! 4. `rss`: peak RSS of the CLI over a 50-step run that includes a 50 MB command output, beside
-//!    a one-step run. Goal <= 64 MiB.
+//!    a one-step run, both with the 7 real MCP servers configured. Goal <= 64 MiB.
 //! 5. `approvals` (issue 23): asks of a scripted 30-call coding session in `auto` mode against
 //!    the same session in `ask` mode (the CLI, a temp git project, a loopback registry on the
 //!    allow list). Goal <= 3 asks, each a case still asked in `auto`.
+//! 6. `roundtrip` (issue 25): the round trip "search for the time tool -> get_current_time ->
+//!    answer" from the very first request, with the 7 real MCP servers starting with the run;
+//!    10 runs per route. Goal: 10/10 on each route.
 //!
 //! Arguments name the sections to run (default: all); cargo's own `--bench` flag is ignored.
 
 mod approvals;
 mod common;
 mod first_request;
+mod round_trip;
 mod rss;
 mod step_overhead;
 mod tool_bytes;
@@ -53,5 +57,8 @@ async fn main() {
     }
     if want("approvals") {
         approvals::run(&bin).await;
+    }
+    if want("roundtrip") {
+        round_trip::run(&bin).await;
     }
 }

@@ -49,6 +49,7 @@ pub fn search_note(output: &Value) -> Option<String> {
         .unwrap_or_default();
     let activated = strings(output, "activated");
     let unknown = strings(output, "unknown");
+    let joined = strings(output, "joined_active");
     let unavailable: Vec<(String, String)> = output
         .get("unavailable")
         .and_then(Value::as_array)
@@ -62,7 +63,7 @@ pub fn search_note(output: &Value) -> Option<String> {
         })
         .collect();
     let mut parts = Vec::new();
-    if activated.is_empty() {
+    if activated.is_empty() && joined.is_empty() {
         parts.push(format!(
             "No deferred tool matches {}. Try other words for the action or object, or \
 select:<exact name>.",
@@ -75,6 +76,13 @@ select:<exact name>.",
             .map(|n| quoted(&bounded(n, ECHO_CHARS)))
             .collect();
         parts.push(format!("No deferred tool is named: {}", names.join(", ")));
+    }
+    if !joined.is_empty() {
+        let names: Vec<String> = joined
+            .iter()
+            .map(|n| quoted(&bounded(n, ECHO_CHARS)))
+            .collect();
+        parts.push(crate::tools::tool_search::joined_active_text(&names));
     }
     if !unavailable.is_empty() {
         let mut s = "These MCP servers are not available now, so their tools were not searched:"
@@ -95,6 +103,17 @@ select:<exact name>.",
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn tools_that_joined_as_active_ones_are_named_instead_of_nothing_found() {
+        let out = json!({"query": "select:echo", "activated": [], "unknown": [],
+            "joined_active": ["mcp__slow__echo"], "unavailable": []});
+        assert_eq!(
+            search_note(&out).unwrap(),
+            "These MCP tools connected while the search waited and are active (not deferred): \
+call them directly from your next step: \"mcp__slow__echo\""
+        );
+    }
 
     #[test]
     fn found_tools_need_no_note() {

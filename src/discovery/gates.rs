@@ -8,6 +8,12 @@
 //!
 //! The decision is one value consumed by both presentation strategies (provider-native deferral and
 //! the app-side active-tools path); only schema presentation differs.
+//!
+//! A configured server still on its first connection has no tools to count yet. It is *pending*:
+//! its tools are expected to be found through `tool_search` (which waits for it, bounded), so a
+//! pending server alone makes `tool_search` offered ([`DeferDecision::offers_search`]) from the
+//! first request on. Once connected it is counted like any other: when the gates leave it under
+//! the limits, its tools join as active tools in a later step.
 
 use std::collections::BTreeSet;
 
@@ -27,6 +33,10 @@ pub struct DeferDecision {
     pub servers: BTreeSet<String>,
     /// Why, in words (shown by `tools list` and the UI).
     pub reasons: Vec<String>,
+    /// Configured servers still on their first connection (tools not known yet): `tool_search`
+    /// is offered for them and waits for them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub pending: BTreeSet<String>,
 }
 
 impl DeferDecision {
@@ -47,6 +57,31 @@ impl DeferDecision {
 
     pub fn any(&self) -> bool {
         self.all_mcp || !self.servers.is_empty()
+    }
+
+    /// Whether `tool_search` is offered: something is deferred, or a server is still connecting
+    /// whose tools only a search (which waits for it) can bring in.
+    pub fn offers_search(&self) -> bool {
+        self.any() || !self.pending.is_empty()
+    }
+
+    /// The same decision with `pending` servers still on their first connection.
+    pub fn with_pending(mut self, pending: BTreeSet<String>) -> Self {
+        if !pending.is_empty() {
+            let names: Vec<String> = pending.iter().map(|s| format!("`{s}`")).collect();
+            self.reasons.push(format!(
+                "MCP server{} {} still connecting: tool_search waits for {}",
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                if names.len() == 1 {
+                    "its tools"
+                } else {
+                    "their tools"
+                }
+            ));
+        }
+        self.pending = pending;
+        self
     }
 }
 
@@ -119,6 +154,21 @@ mod tests {
             all.reason_for("b").as_deref(),
             Some("40 MCP tools in all exceed 30: every MCP tool is deferred")
         );
+    }
+
+    #[test]
+    fn a_pending_server_offers_search_without_deferring_anything() {
+        let pending: BTreeSet<String> = ["slow".to_string()].into();
+        let d = decide(&c(&[("a", 3)])).with_pending(pending);
+        assert!(!d.any(), "nothing known is deferred");
+        assert!(d.offers_search());
+        assert!(!d.defers("slow") && !d.defers("a"));
+        assert_eq!(
+            d.reasons,
+            vec!["MCP server `slow` still connecting: tool_search waits for its tools"]
+        );
+        assert!(!decide(&c(&[("a", 3)])).offers_search());
+        assert!(decide(&c(&[("a", 11)])).offers_search());
     }
 
     #[test]

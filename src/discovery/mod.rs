@@ -81,11 +81,15 @@ pub struct HostCaps {
     pub skills: usize,
     /// Connected MCP servers: Ok, or why the server's tools are missing.
     pub mcp: BTreeMap<String, Result<(), String>>,
+    /// MCP servers still on their first connection (a subset of the `Err` entries of `mcp`):
+    /// the defer decision's `pending` servers.
+    pub mcp_pending: BTreeSet<String>,
 }
 
 impl HostCaps {
-    /// Why a requirement is not met, or None when it is.
-    pub fn missing(&self, req: &Requirement, deferred_any: bool) -> Option<String> {
+    /// Why a requirement is not met, or None when it is. `search_offered`: the defer decision
+    /// offers `tool_search` (something deferred, or a server still connecting).
+    pub fn missing(&self, req: &Requirement, search_offered: bool) -> Option<String> {
         let cap = |c: &Option<Result<(), String>>, what: &str| match c {
             Some(Ok(())) => None,
             Some(Err(reason)) => Some(reason.clone()),
@@ -100,7 +104,7 @@ impl HostCaps {
             }),
             Requirement::Skills => (self.skills == 0).then(|| "no skills are loaded".to_string()),
             Requirement::DeferredTools => {
-                (!deferred_any).then(|| "nothing is deferred in this run".to_string())
+                (!search_offered).then(|| "nothing is deferred in this run".to_string())
             }
             Requirement::McpServer(server) => match self.mcp.get(server) {
                 Some(Ok(())) => None,
@@ -193,7 +197,13 @@ pub fn effective(
             }
         }
     }
-    let defer = decide(&counts.into_iter().collect::<Vec<_>>());
+    let pending: BTreeSet<String> = host
+        .mcp_pending
+        .iter()
+        .filter(|s| is_configured(settings, &format!("mcp:{s}")))
+        .cloned()
+        .collect();
+    let defer = decide(&counts.into_iter().collect::<Vec<_>>()).with_pending(pending);
     let mut tools = Vec::new();
     for pass_deferred_req in [false, true] {
         for rc in registry.configs() {
@@ -205,12 +215,13 @@ pub fn effective(
             if needs_deferred != pass_deferred_req {
                 continue;
             }
-            let any_deferred = tools
-                .iter()
-                .any(|t: &ToolListing| t.exposure == Exposure::Deferred);
+            let search_offered = !defer.pending.is_empty()
+                || tools
+                    .iter()
+                    .any(|t: &ToolListing| t.exposure == Exposure::Deferred);
             let missing: Vec<String> = reqs
                 .iter()
-                .filter_map(|r| host.missing(r, any_deferred))
+                .filter_map(|r| host.missing(r, search_offered))
                 .collect();
             for t in &rc.tools {
                 let (exposure, absent_reason) = if !missing.is_empty() {

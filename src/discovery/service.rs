@@ -185,6 +185,21 @@ impl DiscoveryService {
             .unwrap_or_else(|p| p.into_inner().clone())
     }
 
+    /// The names of the deferrable tools of the last observed tool set, without building the
+    /// index (a run rebuilds its context before every step; only a search needs the ranking
+    /// resources).
+    pub fn deferrable_names(&self) -> BTreeSet<String> {
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = pending.as_ref() {
+            return p.docs.iter().map(|(d, _)| d.name.clone()).collect();
+        }
+        drop(pending);
+        self.index
+            .read()
+            .map(|i| i.names())
+            .unwrap_or_else(|p| p.into_inner().names())
+    }
+
     /// How many indexes were built from observed tool sets so far.
     pub fn index_builds(&self) -> usize {
         self.builds.load(Ordering::Relaxed)
@@ -262,7 +277,7 @@ impl DiscoveryService {
     /// The context of a run was rebuilt (compaction): keep exactly the deferrable tools the
     /// retained messages reference.
     pub fn rebuild_run(&self, run: &str, messages: &[ContextMessage]) -> BTreeSet<String> {
-        let deferrable = self.index().names();
+        let deferrable = self.deferrable_names();
         let rebuilt = DiscoveryState::rebuilt_from(messages, &deferrable);
         let activated = rebuilt.activated().clone();
         self.with_run(run, |s| *s = rebuilt);

@@ -1,5 +1,6 @@
 //! `tool_search`: finds deferred tools and activates their full schemas for the following steps of
-//! the run. Exists only while something is deferred (`Requirement::DeferredTools`).
+//! the run. Exists only while something is deferred or an MCP server is still on its first
+//! connection (`Requirement::DeferredTools`, `DeferDecision::offers_search`).
 //!
 //! A run never waits for MCP servers still connecting; `tool_search` does, before it ranks (bounded
 //! by the setting `tool_search.connect_wait_ms`), through [`ServerReadiness`], and its result names
@@ -34,14 +35,24 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+/// What waiting for the MCP servers still connecting came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The servers whose tools cannot be found now.
+    pub unavailable: Vec<Unavailable>,
+    /// Tools of servers that were still connecting when the search began and joined as active
+    /// tools (under the defer gates): nothing to search, they are callable from the next step.
+    pub joined_active: Vec<String>,
+}
+
 /// What `tool_search` waits on before it ranks: the MCP servers still connecting (implemented by the
 /// capability plane).
 #[async_trait]
 pub trait ServerReadiness: Send + Sync {
     /// Waits (bounded by the configured wait) until no MCP server is still on its first
-    /// connection, brings the search index up to date with the servers that connected, and returns
-    /// the servers still unavailable.
-    async fn settle(&self) -> Vec<Unavailable>;
+    /// connection, brings the search index up to date with the servers that connected, and says
+    /// which servers are still unavailable and which tools joined as active ones.
+    async fn settle(&self) -> Settled;
 }
 
 /// The config. Built unbound by `builtin_configs` (its own empty service); the app binds it to the
@@ -94,7 +105,8 @@ impl ToolConfig for ToolSearchConfig {
 
     fn instructions(&self) -> Option<String> {
         Some(format!(
-            "Some tools are deferred: only their names and descriptions are indexed. When you need a \
+            "Some tools are deferred: only their names and descriptions are indexed, and the tools of MCP \
+servers still connecting are not listed yet ({TOOL_NAME} waits for them). When you need a \
 capability none of your active tools offers, call {TOOL_NAME} with a short description of the action \
 (e.g. \"create a github issue\") or `select:<name>[,<name>]` for known names. The tools it returns \
 become callable in your following steps."
@@ -156,9 +168,42 @@ fn shorten(s: &str, max: usize) -> String {
     }
 }
 
-/// The model text of a search result, then the servers whose tools could not be searched. Pure.
-pub fn model_text_with(query: &str, out: &SearchOutcome, unavailable: &[Unavailable]) -> String {
-    let mut text = model_text(query, out);
+/// The sentence naming tools that joined as active tools while the search waited (shared with the
+/// native presentation's note, `agent::search_note`).
+pub fn joined_active_text(names: &[String]) -> String {
+    format!(
+        "These MCP tools connected while the search waited and are active (not deferred): call \
+them directly from your next step: {}",
+        names.join(", ")
+    )
+}
+
+/// The model text of a search result, then the tools that joined as active ones and the servers
+/// whose tools could not be searched. Pure.
+pub fn model_text_with(
+    query: &str,
+    out: &SearchOutcome,
+    joined_active: &[String],
+    unavailable: &[Unavailable],
+) -> String {
+    let mut text = if out.candidates.is_empty() && !joined_active.is_empty() {
+        // Nothing deferred matched, but the tools asked for may be among those that joined.
+        let mut t = joined_active_text(joined_active);
+        if !out.unknown.is_empty() {
+            t.push_str(&format!(
+                "\nNo deferred tool is named: {}",
+                out.unknown.join(", ")
+            ));
+        }
+        t
+    } else {
+        let mut t = model_text(query, out);
+        if !joined_active.is_empty() {
+            t.push_str("\n\n");
+            t.push_str(&joined_active_text(joined_active));
+        }
+        t
+    };
     if !unavailable.is_empty() {
         text.push_str(
             "\n\nThese MCP servers are not available now, so their tools were not searched:",
@@ -230,7 +275,9 @@ impl ToolHandler for ToolSearchHandler {
             .as_u64()
             .unwrap_or(DEFAULT_LIMIT)
             .clamp(1, MAX_LIMIT) as usize;
-        let unavailable = match &self.readiness {
+        // The ranking resources load while the search waits for servers still connecting.
+        crate::discovery::search::load_in_background();
+        let settled = match &self.readiness {
             Some(readiness) => tokio::select! {
                 u = readiness.settle() => u,
                 _ = ctx.cancel.cancelled() => {
@@ -240,9 +287,19 @@ impl ToolHandler for ToolSearchHandler {
                     ));
                 }
             },
-            None => Vec::new(),
+            None => Settled::default(),
         };
-        let out = self.service.search(&query, limit);
+        let Settled {
+            unavailable,
+            joined_active,
+        } = settled;
+        let mut out = self.service.search(&query, limit);
+        // A `select:` name of a tool that joined as an active one is not unknown: it is callable.
+        out.unknown.retain(|n| {
+            !joined_active
+                .iter()
+                .any(|j| j == n || j.ends_with(&format!("__{n}")))
+        });
         let names: Vec<String> = out.candidates.iter().map(|c| c.name.clone()).collect();
         let newly = self.service.activate(&ctx.run_id, &names);
         tracing::debug!(run = %ctx.run_id, %query, activated = ?names, "tool_search");
@@ -252,6 +309,7 @@ impl ToolHandler for ToolSearchHandler {
             "newly_activated": newly,
             "candidates": out.candidates,
             "unknown": out.unknown,
+            "joined_active": joined_active,
             "unavailable": unavailable,
         })))
     }
@@ -263,9 +321,12 @@ impl ToolHandler for ToolSearchHandler {
         };
         let unavailable: Vec<Unavailable> =
             serde_json::from_value(raw.value["unavailable"].clone()).unwrap_or_default();
+        let joined: Vec<String> =
+            serde_json::from_value(raw.value["joined_active"].clone()).unwrap_or_default();
         model_text_with(
             args["query"].as_str().unwrap_or_default(),
             &out,
+            &joined,
             &unavailable,
         )
     }
@@ -284,6 +345,7 @@ mod tests {
         let text = model_text_with(
             "select:mcp__slow__echo",
             &out,
+            &[],
             &[Unavailable {
                 server: "slow".into(),
                 reason: "still connecting\nsecond line".into(),
@@ -295,9 +357,17 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            model_text_with("q", &out, &[]),
+            model_text_with("q", &out, &[], &[]),
             model_text("q", &out),
             "nothing added when every server is up"
+        );
+        let nothing = SearchOutcome::default();
+        let joined = model_text_with("q", &nothing, &["mcp__slow__echo".into()], &[]);
+        assert_eq!(
+            joined,
+            "These MCP tools connected while the search waited and are active (not deferred): \
+call them directly from your next step: mcp__slow__echo",
+            "no \"nothing matches\" when tools joined"
         );
     }
 }

@@ -357,3 +357,141 @@ async fn unavailable_servers_are_told_native_responses() {
 async fn unavailable_servers_are_told_active_tools_chat() {
     unavailable_servers_are_told_on_every_route(ProviderKind::OpenAiChat).await;
 }
+
+/// A run that never searches never builds the `tool_search` index (with the thesaurus, the
+/// embedding table and the encoder, most of a run's memory), though `tool_search` is offered and
+/// the request is rebuilt before every step; its first search builds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_never_searches_never_builds_the_index() {
+    let h = late_harness(ProviderKind::Anthropic, "0", None).await;
+    h.push(Turn::text("Listing.").call("call_l1", "ls", json!({"path": "."})));
+    h.push(Turn::text("Listing again.").call("call_l2", "ls", json!({"path": "."})));
+    h.push(Turn::text("Done."));
+    let (out, events) = h.run_prompt("list the project").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?} {events:?}");
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        sent_tools(&reqs[2]).iter().any(|(n, _)| n == "tool_search"),
+        "tool_search is offered"
+    );
+    let discovery = &h.app.capabilities.discovery;
+    assert_eq!(discovery.index_builds(), 0, "no search, no index");
+
+    h.push(Turn::text("Searching.").call(
+        "call_s1",
+        "tool_search",
+        json!({"query": "select:mcp__fast__echo"}),
+    ));
+    h.push(Turn::text("Found."));
+    let (out, events) = h.continue_run(&out.run_id, "find echo").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?} {events:?}");
+    assert!(
+        search_model(&events, "call_s1").contains("mcp__fast__echo"),
+        "{events:?}"
+    );
+    assert_eq!(discovery.index_builds(), 1, "the first search built it");
+    h.server.assert_clean();
+}
+
+/// A project whose only MCP server (9 tools, under the defer gates) is still starting when the
+/// run begins: the first request offers `tool_search` for it (a pending server); the search waits,
+/// the server joins with its tools active (not deferred), the result says so, and the tool is
+/// called in the next step, where `tool_search` is gone (nothing deferred, nothing pending).
+async fn few_tools_server_joins_active(kind: ProviderKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(root.join(".aibuddy")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let fixture = fixture_server().to_string_lossy().into_owned();
+    let slow = format!("sleep 3; exec python3 '{fixture}'");
+    std::fs::write(
+        data.join("mcp.json"),
+        json!({"mcpServers": {"slow": {"command": "sh", "args": ["-c", slow]}}}).to_string(),
+    )
+    .unwrap();
+    let app = App::open_with(
+        AppOptions {
+            project: root,
+            data_dir: data.clone(),
+        },
+        PlaneOptions::for_runs(),
+    )
+    .await
+    .unwrap();
+    let server = FakeServer::start().await.unwrap();
+    server.expect_key(KEY);
+    let h = Harness {
+        root: app.project_root.clone(),
+        dir,
+        data,
+        app: Arc::new(app),
+        server,
+        kind,
+    };
+    let search = json!({"query": "select:echo"});
+    h.push(if kind == ProviderKind::OpenAiResponses {
+        Turn::default().search_call("call_s1", search)
+    } else {
+        Turn::text("Searching.").call("call_s1", "tool_search", search)
+    });
+    h.push(Turn::text("Echoing.").call(
+        "call_e1",
+        "mcp__slow__echo",
+        json!({"message": "joined-41"}),
+    ));
+    h.push(Turn::text("Done."));
+    let (out, events) = h.run_prompt("echo joined-41").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?} {events:?}");
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 3);
+    let first = sent_tools(&reqs[0]);
+    assert!(
+        first.iter().all(|(n, _)| !n.starts_with("mcp__")),
+        "{first:?}"
+    );
+    let offered = |r: &aibuddy_provider::testing::RecordedRequest| {
+        r.body["tools"].as_array().unwrap().iter().any(|t| {
+            t["name"] == "tool_search"
+                || t["type"] == "tool_search"
+                || t["function"]["name"] == "tool_search"
+        })
+    };
+    assert!(offered(&reqs[0]), "pending server: tool_search offered");
+    let said = search_model(&events, "call_s1");
+    assert!(
+        said.contains("active (not deferred)") && said.contains("mcp__slow__echo"),
+        "{said}"
+    );
+    assert!(!said.contains("No deferred tool is named"), "{said}");
+    let second = sent_tools(&reqs[1]);
+    assert!(
+        second.iter().any(|(n, d)| n == "mcp__slow__echo" && !d),
+        "joined as an active tool: {second:?}"
+    );
+    assert!(!offered(&reqs[1]), "nothing deferred or pending any more");
+    let body = reqs[1].body.to_string();
+    assert!(body.contains("call them directly"), "{body}");
+    let echoed = events.iter().any(|e| {
+        matches!(e, RunEvent::ToolResult { tool_call_id, status: CallStatus::Ok, model, .. }
+            if tool_call_id.ends_with(":call_e1") && model.contains("joined-41"))
+    });
+    assert!(echoed, "{events:?}");
+    h.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn few_tools_server_joins_active_native_anthropic() {
+    few_tools_server_joins_active(ProviderKind::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn few_tools_server_joins_active_native_responses() {
+    few_tools_server_joins_active(ProviderKind::OpenAiResponses).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn few_tools_server_joins_active_active_tools_chat() {
+    few_tools_server_joins_active(ProviderKind::OpenAiChat).await;
+}

@@ -31,6 +31,7 @@ mod cli_auth;
 mod cli_call_startup;
 mod cli_closed_stdout;
 mod cli_early_stop;
+mod cli_first_request_search;
 mod cli_mcp;
 mod cli_network;
 mod cli_protected_paths;

@@ -58,6 +58,25 @@ pub fn preload_in_background() {
     });
 }
 
+/// Everything a search loads (the WordNet thesaurus, the embedding table and the sentence
+/// encoder), on a background thread, once per process. `tool_search` calls it as it starts, so
+/// the loading overlaps its wait for MCP servers still connecting; a run that never searches
+/// never loads them (they are most of a run's memory).
+pub fn load_in_background() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("tool-search-load".into())
+            .spawn(|| {
+                preload();
+                let _ = encoder::encoder();
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "tool_search resources not loaded ahead; loading on first use");
+        }
+    });
+}
+
 /// One searchable tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchDoc {
