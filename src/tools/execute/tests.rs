@@ -190,6 +190,7 @@ fn fixture(settings: Settings) -> Fixture {
         settings,
         sandbox: open_sandbox("local", &root),
         session_rules: Default::default(),
+        processes: Default::default(),
     });
     Fixture {
         _project: project,
