@@ -425,7 +425,8 @@ impl ToolHandler for ExecuteHandler {
         .await;
         bridge.flush();
         let outcome = result?;
-        let value = raw_value(&a, &req, &outcome, &ctx.call_id);
+        let own_id = crate::tools::view_tool_call::model_call_id(&ctx.run_id, &ctx.call_id);
+        let value = raw_value(&a, &req, &outcome, &own_id);
         if let Some(err) = ended_early(&req, &outcome, &value) {
             return Err(err);
         }

@@ -28,6 +28,7 @@ mod attack_trust_files;
 mod cli;
 mod cli_ask_user;
 mod cli_auth;
+mod cli_background;
 mod cli_call_startup;
 mod cli_closed_stdout;
 mod cli_early_stop;

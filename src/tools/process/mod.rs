@@ -48,7 +48,7 @@ fn id_schema() -> serde_json::Value {
         "type": "string",
         "minLength": 1,
         "maxLength": 64,
-        "description": "The process id execute returned (bg-...)."
+        "description": "The process id execute returned (bg1, bg2, ...)."
     })
 }
 

@@ -2,7 +2,9 @@
 //!
 //! The request is the one `execute` builds (the same confinement, environment policy, hidden
 //! paths, protected paths, network lists and spool cap), with stdin a pipe and no timeout unless
-//! the call gave `timeout_ms`. The process gets a call record of its own, `<run id>:<process id>`
+//! the call gave `timeout_ms`. Process ids are `bg1`, `bg2`, ... numbered per app, so an id of
+//! another run of the same app names that run's process (refused), never this run's. The process
+//! gets a call record of its own, `<run id>:<process id>.<ulid>`
 //! (tool `execute`, `running` until it ends), whose spool file receives its output: its complete
 //! output is recoverable by that id like any call's (`view_tool_call`), the start-up recovery of
 //! a dead app attaches what was spooled, and the finish moves the spool into the store. Hosts on
@@ -39,13 +41,6 @@ impl ExecSink for ProcSink {
     }
 }
 
-/// A new process id: `bg-` and 8 random characters (unique among the app's processes in practice;
-/// the table refuses nothing on a clash, so the stored id carries the run too).
-fn new_process_id() -> String {
-    let ulid = aibuddy_store::new_id().to_ascii_lowercase();
-    format!("bg-{}", &ulid[ulid.len() - 8..])
-}
-
 /// Starts `req` in the background for the call in `ctx` and returns the call's result at once.
 pub async fn start(
     ctx: &CallContext,
@@ -54,11 +49,14 @@ pub async fn start(
     sandbox: Arc<dyn Sandbox>,
 ) -> Result<RawOutput, ToolError> {
     let processes = ctx.services.processes.clone();
-    let id = new_process_id();
+    let id = processes.next_id();
     let recorder = processes.recorder();
-    let record_id = recorder
-        .as_ref()
-        .map(|_| aibuddy_store::scoped_call_id(&ctx.run_id, &id));
+    // The process's own call: unique even when a continued run in another app numbers its
+    // processes from 1 again.
+    let record_id = recorder.as_ref().map(|_| {
+        let unique = format!("{id}.{}", aibuddy_store::new_id().to_ascii_lowercase());
+        aibuddy_store::scoped_call_id(&ctx.run_id, &unique)
+    });
     req.stdin_piped = true;
     req.untimed = args.timeout_ms.is_none();
     req.spool_path = record_id.as_deref().and_then(|rid| {
@@ -117,9 +115,9 @@ pub async fn start(
         "description": args.description,
         "background": true,
         "process_id": id,
-        "output_call_id": record_id,
+        "output_call_id": proc.output_id(),
         "timeout_ms": args.timeout_ms,
-        "model": started_text(&id, &args.command, record_id.as_deref(), args.timeout_ms),
+        "model": started_text(&id, &args.command, proc.output_id().as_deref(), args.timeout_ms),
     });
     Ok(RawOutput::json(value))
 }
@@ -180,7 +178,8 @@ async fn supervise(
                 error: None,
                 duration_ms,
             };
-            let value = raw_value(&args, &req, &outcome, record_id.as_deref().unwrap_or(""));
+            let own = proc.output_id().unwrap_or_default();
+            let value = raw_value(&args, &req, &outcome, &own);
             let early = ended_early(&req, &outcome, &value);
             let model = value["model"].as_str().unwrap_or_default().to_string();
             let client = client_projection(&value);

@@ -137,6 +137,13 @@ impl Proc {
         }
     }
 
+    /// The id the run's model reads its complete output by (`view_tool_call`), when recorded.
+    pub fn output_id(&self) -> Option<String> {
+        self.record_id
+            .as_deref()
+            .map(|r| crate::tools::view_tool_call::model_call_id(&self.run_id, r))
+    }
+
     fn lock(&self) -> MutexGuard<'_, ProcState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -200,7 +207,7 @@ impl Proc {
             process_id: self.id.clone(),
             command: self.command.clone(),
             tool_call_id: self.call_id.clone(),
-            output_call_id: self.record_id.clone(),
+            output_call_id: self.output_id(),
             running: st.end.is_none(),
             end: st.end.clone(),
             output_bytes: st.ring.total(),
@@ -329,6 +336,8 @@ pub struct Processes {
 #[derive(Default)]
 struct Inner {
     procs: Mutex<HashMap<String, Arc<Proc>>>,
+    /// The number of the next process (`bg1`, `bg2`, ...).
+    next: std::sync::atomic::AtomicU64,
     /// Where each process's own call is recorded (the app's store); none: output in memory only.
     recorder: OnceLock<Arc<dyn CallRecorder>>,
 }
@@ -344,6 +353,15 @@ impl std::fmt::Debug for Processes {
 impl Processes {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Proc>>> {
         self.inner.procs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A fresh process id: `bg1`, `bg2`, ... (never reused in this app).
+    pub fn next_id(&self) -> String {
+        let n = self
+            .inner
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("bg{}", n + 1)
     }
 
     /// Records each process as a call of its own from now on (set once, by `App::open`).

@@ -97,7 +97,7 @@ impl ToolHandler for ProcessOutput {
                 "new output (bytes {}..{}):\n",
                 read.from, read.to
             ));
-            model.push_str(&read_text(&read, proc.record_id.as_deref()));
+            model.push_str(&read_text(&read, proc.output_id().as_deref()));
         }
         Ok(RawOutput::json(json!({
             "process_id": proc.id,
@@ -106,7 +106,7 @@ impl ToolHandler for ProcessOutput {
             "from": read.from,
             "to": read.to,
             "dropped": read.dropped,
-            "output_call_id": proc.record_id,
+            "output_call_id": proc.output_id(),
             "model": model,
         })))
     }
@@ -230,7 +230,7 @@ impl ToolHandler for ProcessStop {
         }
         if read.to > read.from {
             model.push_str(&format!("\nunread output (bytes {}..{}):\n", read.from, read.to));
-            model.push_str(&read_text(&read, proc.record_id.as_deref()));
+            model.push_str(&read_text(&read, proc.output_id().as_deref()));
         }
         model.push_str(
             "\nnote: files it changed after its execute call returned are in no call's change set \
@@ -240,7 +240,7 @@ impl ToolHandler for ProcessStop {
             "process_id": proc.id,
             "was_running": was_running,
             "end": end,
-            "output_call_id": proc.record_id,
+            "output_call_id": proc.output_id(),
             "model": model,
         })))
     }
