@@ -258,7 +258,9 @@ impl App {
             })?;
         host.store = true;
         // Each background process is recorded as a call of its own (its output by call id).
-        services.processes.attach_recorder(persistence.call_recorder());
+        services
+            .processes
+            .attach_recorder(persistence.call_recorder());
         let checkpoints = match crate::checkpoints::Checkpoints::open(
             &opts.data_dir,
             &project_root,

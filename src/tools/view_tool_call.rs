@@ -239,8 +239,8 @@ impl ToolHandler for ViewToolCall {
         let page = tokio::task::spawn_blocking(move || {
             read_page(&data_dir, &project, &run_id, &id, offset, limit)
         })
-                .await
-                .map_err(|e| ToolError::execution("internal", e.to_string()))??;
+        .await
+        .map_err(|e| ToolError::execution("internal", e.to_string()))??;
         Ok(RawOutput::json(page))
     }
 

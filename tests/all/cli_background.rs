@@ -135,12 +135,20 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     );
     f.server.push(
         Turn::text("Saying hello.")
-            .call("toolu_b2", "process_input", json!({"process_id": "bg1", "input": "hello\n"}))
+            .call(
+                "toolu_b2",
+                "process_input",
+                json!({"process_id": "bg1", "input": "hello\n"}),
+            )
             .reply(K),
     );
     f.server.push(
         Turn::text("Reading.")
-            .call("toolu_b3", "process_output", json!({"process_id": "bg1", "wait_ms": 10000}))
+            .call(
+                "toolu_b3",
+                "process_output",
+                json!({"process_id": "bg1", "wait_ms": 10000}),
+            )
             .reply(K),
     );
     f.server.push(
@@ -151,7 +159,9 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     );
     f.server.push(Turn::text("Done.").reply(K));
     let started = Instant::now();
-    let (code, ev, err) = f.events(&["run", "--json", "--yes", "start the server"]).await;
+    let (code, ev, err) = f
+        .events(&["run", "--json", "--yes", "start the server"])
+        .await;
     assert_eq!(code, 0, "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(30),
@@ -171,11 +181,18 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     assert_eq!(r[2]["status"], "ok", "{}", r[2]);
     let out = model(r[2]);
     assert!(out.starts_with("process bg1: running"), "{out}");
-    assert!(out.contains("ready\n") && out.contains("got:hello"), "{out}");
+    assert!(
+        out.contains("ready\n") && out.contains("got:hello"),
+        "{out}"
+    );
     assert_eq!(r[3]["status"], "error");
     assert_eq!(r[3]["stage"], "Parameters", "{}", r[3]);
     assert!(model(r[3]).contains("no background process has the id `bg99`"));
-    assert!(model(r[4]).starts_with("process bg1: running"), "{}", model(r[4]));
+    assert!(
+        model(r[4]).starts_with("process bg1: running"),
+        "{}",
+        model(r[4])
+    );
     assert!(
         err.contains(&format!(
             "aibuddy: stopped background process bg1 at the end of the run: {command}"
@@ -198,7 +215,10 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     assert!(own.starts_with("bg1."), "{own}");
     let reader = aibuddy_store::Reader::open(&f.data).unwrap();
     let stored = format!("{run_id}:{own}");
-    let rec = reader.get_call(&stored).unwrap().expect("the process's record");
+    let rec = reader
+        .get_call(&stored)
+        .unwrap()
+        .expect("the process's record");
     assert_eq!(rec.tool, "execute");
     assert_eq!(rec.status.as_str(), "cancelled");
     let raw = reader.read_raw_slice(&stored, 0, 1000).unwrap();
@@ -220,7 +240,11 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
     );
     f.server.push(
         Turn::text("Waiting.")
-            .call("toolu_k2", "process_output", json!({"process_id": "bg1", "wait_ms": 60000}))
+            .call(
+                "toolu_k2",
+                "process_output",
+                json!({"process_id": "bg1", "wait_ms": 60000}),
+            )
             .reply(K),
     );
     f.server.push(Turn::text("Done.").reply(K));
@@ -232,7 +256,10 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
         .unwrap();
     let until = Instant::now() + Duration::from_secs(30);
     while pids_with(&marker).is_empty() {
-        assert!(Instant::now() < until, "the background process never started");
+        assert!(
+            Instant::now() < until,
+            "the background process never started"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The run waits in process_output now; the app dies without any clean-up.
@@ -281,7 +308,10 @@ async fn a_cut_output_names_its_omitted_range_and_the_model_reads_it_by_its_own_
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no recovery pointer in: {}", &cut[cut.len() - 600..]));
     assert!(
-        cut.contains(&format!("omitted: output bytes {from}..{} are not shown", from + omitted)),
+        cut.contains(&format!(
+            "omitted: output bytes {from}..{} are not shown",
+            from + omitted
+        )),
         "{}",
         &cut[cut.len() - 600..]
     );
@@ -293,6 +323,62 @@ async fn a_cut_output_names_its_omitted_range_and_the_model_reads_it_by_its_own_
     assert_eq!(r[1]["status"], "ok", "{}", r[1]);
     let page = model(r[1]);
     assert!(page.contains(line_at_probe), "{page}");
-    assert!(page.contains(&format!("raw output bytes {probe}..{}", probe + 200)), "{page}");
+    assert!(
+        page.contains(&format!("raw output bytes {probe}..{}", probe + 200)),
+        "{page}"
+    );
     f.server.assert_clean();
+}
+
+/// The table's rules, on the real type: an unknown id is a Parameters error, another run's
+/// process an Authorization error, and a run has at most `MAX_LIVE_PER_RUN` running.
+#[test]
+fn processes_are_reachable_from_their_own_run_only_and_bounded_per_run() {
+    use aibuddy::contract::Stage;
+    use aibuddy::tools::process::{MAX_LIVE_PER_RUN, Proc, Processes};
+    use std::sync::Arc;
+    let table = Processes::default();
+    let proc = |run: &str| {
+        let id = table.next_id();
+        Arc::new(Proc::new(
+            id,
+            run.into(),
+            "c".into(),
+            None,
+            "sleep 1".into(),
+        ))
+    };
+    let a = proc("runA");
+    table.insert(a.clone()).unwrap();
+    assert_eq!(a.id, "bg1");
+    assert!(Arc::ptr_eq(&table.get("bg1", "runA").unwrap(), &a));
+    assert_eq!(
+        table.get("bg1", "runB").unwrap_err().stage,
+        Stage::Authorization
+    );
+    assert_eq!(
+        table.get("bg7", "runA").unwrap_err().stage,
+        Stage::Parameters
+    );
+    for _ in 1..MAX_LIVE_PER_RUN {
+        table.insert(proc("runA")).unwrap();
+    }
+    let over = table.insert(proc("runA")).unwrap_err();
+    assert_eq!(over.code, "process_limit");
+    // Another run is not limited by this one's processes.
+    table.insert(proc("runB")).unwrap();
+    assert_eq!(table.of_run("runA").len(), MAX_LIVE_PER_RUN);
+}
+
+#[test]
+fn the_model_names_a_call_by_its_own_id_when_the_stored_one_is_run_scoped() {
+    use aibuddy::tools::view_tool_call::model_call_id;
+    assert_eq!(model_call_id("01RUN", "01RUN:toolu_1"), "toolu_1");
+    assert_eq!(model_call_id("01RUN", "01OTHER:toolu_1"), "01OTHER:toolu_1");
+    assert_eq!(model_call_id("", ":x"), ":x");
+    let long = "x".repeat(200);
+    let stored = aibuddy_store::scoped_call_id("01RUN", &long);
+    // Whatever form is named, view_tool_call's run-scoped lookup finds the stored call again.
+    let named = model_call_id("01RUN", &stored);
+    assert_eq!(aibuddy_store::scoped_call_id("01RUN", &named), stored);
 }

@@ -407,9 +407,7 @@ mod model_text_tests {
     fn the_omitted_range_is_exactly_the_bytes_not_shown() {
         // Distinct digits so a misplaced range shows; contiguous (one buffer) and with a capture
         // gap (small head and tail buffers).
-        let data: Vec<u8> = (0..300_000u32)
-            .map(|i| b'0' + (i % 10) as u8)
-            .collect();
+        let data: Vec<u8> = (0..300_000u32).map(|i| b'0' + (i % 10) as u8).collect();
         for (head, tail) in [(1 << 20, 1 << 20), (8 * 1024, 8 * 1024)] {
             let o = super::tests::outcome_from(&data, head, tail);
             let m = model_text(&o);

@@ -151,7 +151,10 @@ mod tests {
         );
         r.push(b"ghijkl");
         let read = r.read_from(2);
-        assert_eq!((read.dropped, read.bytes.as_slice(), read.to), (2, &b"efghijkl"[..], 12));
+        assert_eq!(
+            (read.dropped, read.bytes.as_slice(), read.to),
+            (2, &b"efghijkl"[..], 12)
+        );
         assert_eq!(r.read_from(12).bytes, Vec::<u8>::new());
         // A chunk larger than the ring keeps its end.
         r.push(&[b'z'; 20]);

@@ -22,9 +22,7 @@ use crate::contract::ToolError;
 use crate::events::CallStatus;
 use crate::pipeline::{CallEnd, CallStart};
 use crate::registry::{CallContext, RawOutput};
-use crate::tools::execute::{
-    ExecArgs, client_projection, ended_early, execute_on, raw_value,
-};
+use crate::tools::execute::{ExecArgs, client_projection, ended_early, execute_on, raw_value};
 
 /// Where a background process's output goes: its ring (and the spool, written by the runner).
 struct ProcSink {
@@ -101,7 +99,9 @@ pub async fn start(
             proc.set_settled();
             return Err(ToolError::execution(
                 "store_unavailable",
-                format!("the background process was not started: its record could not be stored: {e}"),
+                format!(
+                    "the background process was not started: its record could not be stored: {e}"
+                ),
             ));
         }
     }
@@ -123,7 +123,12 @@ pub async fn start(
 }
 
 /// The model's text of a start.
-pub fn started_text(id: &str, command: &str, record_id: Option<&str>, timeout_ms: Option<u64>) -> String {
+pub fn started_text(
+    id: &str,
+    command: &str,
+    record_id: Option<&str>,
+    timeout_ms: Option<u64>,
+) -> String {
     let lifetime = match timeout_ms {
         Some(ms) => format!("it is ended after {ms} ms, when you stop it, or when this run ends"),
         None => "it runs until it exits, you stop it, or this run ends".to_string(),
@@ -159,7 +164,14 @@ async fn supervise(
             .await
             .map_err(ToolError::from)
     } else {
-        execute_on(sandbox.as_ref(), req.clone(), &token, sink, HARD_DEADLINE_GRACE).await
+        execute_on(
+            sandbox.as_ref(),
+            req.clone(),
+            &token,
+            sink,
+            HARD_DEADLINE_GRACE,
+        )
+        .await
     };
     let duration_ms = proc.elapsed().as_millis() as u64;
     let record_id = proc.record_id.clone();
@@ -190,7 +202,14 @@ async fn supervise(
             };
             (
                 end,
-                (status, early, value, model, client, spool.filter(|p| p.exists())),
+                (
+                    status,
+                    early,
+                    value,
+                    model,
+                    client,
+                    spool.filter(|p| p.exists()),
+                ),
             )
         }
         Err(e) => {
@@ -205,7 +224,14 @@ async fn supervise(
             let model = e.model_text();
             (
                 end,
-                (CallStatus::Error, Some(e), Value::Null, model, Value::Null, spool.filter(|p| p.exists())),
+                (
+                    CallStatus::Error,
+                    Some(e),
+                    Value::Null,
+                    model,
+                    Value::Null,
+                    spool.filter(|p| p.exists()),
+                ),
             )
         }
     };

@@ -268,16 +268,25 @@ impl Proc {
     }
 
     /// Writes `bytes` to its stdin (and closes it after them when `close`). Bounded by `max`.
-    pub async fn write_stdin(&self, bytes: &[u8], close: bool, max: Duration) -> Result<(), ToolError> {
+    pub async fn write_stdin(
+        &self,
+        bytes: &[u8],
+        close: bool,
+        max: Duration,
+    ) -> Result<(), ToolError> {
         use tokio::io::AsyncWriteExt;
         let mut writer = self.stdin_writer.lock().await;
         if writer.is_none() {
             let fd = self.lock().stdin.take();
             match fd {
                 Some(fd) => {
-                    let sender = tokio::net::unix::pipe::Sender::from_owned_fd(fd).map_err(|e| {
-                        ToolError::execution("stdin_unavailable", format!("its stdin cannot be written: {e}"))
-                    })?;
+                    let sender =
+                        tokio::net::unix::pipe::Sender::from_owned_fd(fd).map_err(|e| {
+                            ToolError::execution(
+                                "stdin_unavailable",
+                                format!("its stdin cannot be written: {e}"),
+                            )
+                        })?;
                     *writer = Some(sender);
                 }
                 None => {
@@ -403,7 +412,9 @@ impl Processes {
             )),
             Some(p) if p.run_id != run_id => Err(ToolError::authorization(
                 "other_run",
-                format!("process `{id}` belongs to another run: only the run that started a process may use it"),
+                format!(
+                    "process `{id}` belongs to another run: only the run that started a process may use it"
+                ),
             )),
             Some(p) => Ok(p.clone()),
         }
@@ -455,7 +466,10 @@ impl Processes {
             }
         }
         // Ended ones wait for their record too (a process that ended a moment ago).
-        for p in procs.iter().filter(|p| !running.iter().any(|r| Arc::ptr_eq(r, p))) {
+        for p in procs
+            .iter()
+            .filter(|p| !running.iter().any(|r| Arc::ptr_eq(r, p)))
+        {
             p.wait_settled(STOP_WAIT).await;
         }
         let mut table = self.lock();

@@ -93,10 +93,7 @@ impl ToolHandler for ProcessOutput {
                 model.push_str(&format!(" within {} ms", wait.as_millis()));
             }
         } else {
-            model.push_str(&format!(
-                "new output (bytes {}..{}):\n",
-                read.from, read.to
-            ));
+            model.push_str(&format!("new output (bytes {}..{}):\n", read.from, read.to));
             model.push_str(&read_text(&read, proc.output_id().as_deref()));
         }
         Ok(RawOutput::json(json!({
@@ -133,11 +130,20 @@ impl ToolHandler for ProcessList {
         } else {
             infos
                 .iter()
-                .map(|i| format!("{}; {} bytes of output, {} unread", status_line(i), i.output_bytes, i.unread_bytes))
+                .map(|i| {
+                    format!(
+                        "{}; {} bytes of output, {} unread",
+                        status_line(i),
+                        i.output_bytes,
+                        i.unread_bytes
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        Ok(RawOutput::json(json!({ "processes": infos, "model": model })))
+        Ok(RawOutput::json(
+            json!({ "processes": infos, "model": model }),
+        ))
     }
 
     fn model(&self, _args: &Value, raw: &RawOutput) -> String {
@@ -170,11 +176,15 @@ impl ToolHandler for ProcessInput {
         if a.input.len() > MAX_INPUT_BYTES {
             return Err(ToolError::parameters(
                 "input_too_large",
-                format!("process_input takes at most {MAX_INPUT_BYTES} bytes at once, got {}", a.input.len()),
+                format!(
+                    "process_input takes at most {MAX_INPUT_BYTES} bytes at once, got {}",
+                    a.input.len()
+                ),
             ));
         }
         let proc = ctx.services.processes.get(&a.process_id, &ctx.run_id)?;
-        proc.write_stdin(a.input.as_bytes(), a.close_stdin, INPUT_WAIT).await?;
+        proc.write_stdin(a.input.as_bytes(), a.close_stdin, INPUT_WAIT)
+            .await?;
         let model = format!(
             "wrote {} bytes to the stdin of process {}{}; read what it answers with process_output",
             a.input.len(),
@@ -229,7 +239,10 @@ impl ToolHandler for ProcessStop {
             ));
         }
         if read.to > read.from {
-            model.push_str(&format!("\nunread output (bytes {}..{}):\n", read.from, read.to));
+            model.push_str(&format!(
+                "\nunread output (bytes {}..{}):\n",
+                read.from, read.to
+            ));
             model.push_str(&read_text(&read, proc.output_id().as_deref()));
         }
         model.push_str(
