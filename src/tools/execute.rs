@@ -457,7 +457,9 @@ impl ToolHandler for ExecuteHandler {
 mod live;
 mod netask;
 mod projection;
-pub use projection::{client_projection, ended_early, network_lines, raw_value, trim_model};
+pub use projection::{
+    client_projection, ended_early, network_lines, raw_value, recovery_line, trim_model,
+};
 pub mod project_hosts;
 mod scope;
 

@@ -48,6 +48,12 @@ pub fn model_text(outcome: &ExecOutcome) -> ModelText {
     project_detailed(outcome, MODEL_CHAR_CAP)
 }
 
+/// [`model_text`] with another cap (a caller that appends its own lines to a cut text keeps
+/// room for them).
+pub fn model_text_with_cap(outcome: &ExecOutcome, cap: usize) -> ModelText {
+    project_detailed(outcome, cap)
+}
+
 /// As [`project_for_model`] with another cap (at least a few hundred characters are needed for
 /// any output to show).
 pub fn project_with_cap(outcome: &ExecOutcome, cap: usize) -> String {

@@ -16,7 +16,14 @@ pub fn raw_value(
         Termination::Exited { code } => (Some(code), None),
         Termination::Signaled { signal } => (None, Some(signal)),
     };
-    let model = model_text(outcome);
+    let mut model = model_text(outcome);
+    if model.omitted_bytes > 0 {
+        // The recovery line fits inside the cap: the output gives up room for it.
+        model = aibuddy_sandbox::aibuddy_exec::model_text_with_cap(
+            outcome,
+            aibuddy_sandbox::aibuddy_exec::MODEL_CHAR_CAP - RECOVERY_RESERVE,
+        );
+    }
     let mut model_text = model.text;
     if model.omitted_bytes > 0 {
         model_text.push_str(&recovery_line(
@@ -61,6 +68,10 @@ pub fn raw_value(
         "model": model_text,
     })
 }
+
+/// Characters of the model text kept for [`recovery_line`] (it is at most ~400 with a 128-byte
+/// call id and 20-digit numbers).
+const RECOVERY_RESERVE: usize = 500;
 
 /// The model's line saying how to read the bytes its text leaves out: `view_tool_call` with the
 /// call id and the byte range (`offset`, `limit`, paged with `next_offset`). `stored` is how many
