@@ -18,6 +18,7 @@ mod display;
 mod error;
 pub mod history_browser;
 pub mod mcp_login;
+pub mod processes_view;
 pub mod project_commands;
 pub mod projects;
 pub mod provider;
@@ -96,6 +97,8 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             checkpoints_view::run_changes,
             checkpoints_view::rewind_preview,
             checkpoints_view::rewind,
+            processes_view::list_processes,
+            processes_view::stop_process,
         ])
 }
 

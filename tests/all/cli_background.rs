@@ -276,6 +276,63 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_run_and_its_background_processes_and_says_so() {
+    let f = fx().await;
+    let marker = format!("6{}.{}", std::process::id() % 10, std::process::id());
+    f.server.push(
+        Turn::text("Starting it.")
+            .call(
+                "toolu_c1",
+                "execute",
+                json!({"command": format!("sleep {marker}"), "background": true}),
+            )
+            .reply(K),
+    );
+    f.server.push(
+        Turn::text("Waiting.")
+            .call(
+                "toolu_c2",
+                "process_output",
+                json!({"process_id": "bg1", "wait_ms": 60000}),
+            )
+            .reply(K),
+    );
+    f.server.push(Turn::text("Done.").reply(K));
+    let child = f
+        .command(&["run", "--json", "--yes", "start it"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while pids_with(&marker).is_empty() {
+        assert!(
+            Instant::now() < until,
+            "the background process never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The run waits in process_output (the process writes nothing): Ctrl-C ends the run.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = child.id().unwrap() as i32;
+    // SAFETY: a signal to a pid this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("aibuddy ended after Ctrl-C")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("aibuddy: stopped background process bg1 at the end of the run"),
+        "{err}"
+    );
+    assert!(
+        gone_within(&marker, Duration::from_secs(2)).await,
+        "the background process outlived the stopped run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_output_names_its_omitted_range_and_the_model_reads_it_by_its_own_call_id() {
     let f = fx().await;
     let full: String = (1..=60000).map(|i| format!("{i}\n")).collect();

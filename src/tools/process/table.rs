@@ -201,6 +201,15 @@ impl Proc {
         (read, st.end.clone())
     }
 
+    /// The last `max` bytes of its output, lossily decoded (the window's live view; the model's
+    /// read position does not move).
+    pub fn tail(&self, max: usize) -> String {
+        let st = self.lock();
+        let total = st.ring.total();
+        let read = st.ring.read_from(total.saturating_sub(max as u64));
+        String::from_utf8_lossy(&read.bytes).into_owned()
+    }
+
     pub fn info(&self) -> ProcInfo {
         let st = self.lock();
         ProcInfo {
@@ -432,10 +441,10 @@ impl Processes {
         v
     }
 
-    /// Every process of every run (the window's panel).
-    pub fn all(&self) -> Vec<ProcInfo> {
-        let mut v: Vec<ProcInfo> = self.lock().values().map(|p| p.info()).collect();
-        v.sort_by_key(|p| (p.started_at_ms, p.process_id.clone()));
+    /// Every process of every run, oldest first (the window's panel).
+    pub fn all(&self) -> Vec<Arc<Proc>> {
+        let mut v: Vec<Arc<Proc>> = self.lock().values().cloned().collect();
+        v.sort_by_key(|p| (p.started_at_ms, p.id.clone()));
         v
     }
 
