@@ -123,7 +123,7 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     let f = fx().await;
     // A marker no other process has: its sleep must not outlive the run.
     let marker = format!("4{}.{}", std::process::id() % 10, std::process::id());
-    let command = format!("echo ready; read line; echo got:$line; sleep {marker}");
+    let command = format!("read line; echo got:$line; sleep {marker}");
     f.server.push(
         Turn::text("Starting it.")
             .call(
@@ -182,7 +182,7 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     let out = model(r[2]);
     assert!(out.starts_with("process bg1: running"), "{out}");
     assert!(
-        out.contains("ready\n") && out.contains("got:hello"),
+        out.ends_with("new output (bytes 0..10):\ngot:hello\n"),
         "{out}"
     );
     assert_eq!(r[3]["status"], "error");
@@ -222,7 +222,7 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
     assert_eq!(rec.tool, "execute");
     assert_eq!(rec.status.as_str(), "cancelled");
     let raw = reader.read_raw_slice(&stored, 0, 1000).unwrap();
-    assert_eq!(String::from_utf8_lossy(&raw.bytes), "ready\ngot:hello\n");
+    assert_eq!(String::from_utf8_lossy(&raw.bytes), "got:hello\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
