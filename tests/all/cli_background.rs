@@ -226,6 +226,69 @@ async fn a_background_process_takes_input_shows_output_and_is_stopped_at_the_end
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_timeout_ends_the_process_and_process_output_says_so() {
+    let f = fx().await;
+    f.server.push(
+        Turn::text("Starting it.")
+            .call(
+                "toolu_t1",
+                "execute",
+                json!({"command": "echo up; sleep 30", "background": true, "timeout_ms": 300}),
+            )
+            .reply(K),
+    );
+    for (i, wait) in [(2, 10_000), (3, 10_000)] {
+        f.server.push(
+            Turn::text("Reading.")
+                .call(
+                    &format!("toolu_t{i}"),
+                    "process_output",
+                    json!({"process_id": "bg1", "wait_ms": wait}),
+                )
+                .reply(K),
+        );
+    }
+    f.server.push(
+        Turn::text("Stopping.")
+            .call("toolu_t4", "process_stop", json!({"process_id": "bg1"}))
+            .reply(K),
+    );
+    f.server.push(Turn::text("Done.").reply(K));
+    let started = Instant::now();
+    let (code, ev, err) = f.events(&["run", "--json", "--yes", "start it"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(25));
+    let r = results(&ev);
+    assert_eq!(r.len(), 4, "{ev:?}");
+    assert!(
+        model(r[0]).contains("it is ended after 300 ms"),
+        "{}",
+        model(r[0])
+    );
+    assert!(model(r[1]).ends_with("up\n"), "{}", model(r[1]));
+    // The second read waits for the end: the timeout ended it.
+    assert!(
+        model(r[2]).starts_with("process bg1: ended (timed out, "),
+        "{}",
+        model(r[2])
+    );
+    let stop = model(r[3]);
+    assert!(
+        stop.starts_with("it had already ended: process bg1: ended (timed out, "),
+        "{stop}"
+    );
+    assert!(
+        stop.contains(
+            "note: files it changed after its execute call returned are in no call's change set"
+        ),
+        "{stop}"
+    );
+    // Nothing was left to stop at the end of the run.
+    assert!(!err.contains("stopped background process"), "{err}");
+    f.server.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_app_leaves_no_background_process() {
     let f = fx().await;
     let marker = format!("5{}.{}", std::process::id() % 10, std::process::id());
