@@ -10,6 +10,7 @@ mod support;
 
 // One module per former test file (tests/<name>.rs, one binary each before).
 mod agent_ask_user;
+mod agent_background;
 mod agent_compaction;
 mod agent_elicitation;
 mod agent_failures;
