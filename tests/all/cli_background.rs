@@ -502,3 +502,36 @@ fn the_model_names_a_call_by_its_own_id_when_the_stored_one_is_run_scoped() {
     let named = model_call_id("01RUN", &stored);
     assert_eq!(aibuddy_store::scoped_call_id("01RUN", &named), stored);
 }
+
+#[test]
+fn aibuddy_call_stops_its_background_process_when_it_exits_and_records_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let (project, data) = (base.join("p"), base.join("d"));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let marker = format!("7{}.{}", std::process::id() % 10, std::process::id());
+    let args =
+        json!({"command": format!("echo hi; sleep {marker}"), "background": true}).to_string();
+    let out = support::aibuddy_output(&project, &data, &["call", "execute", &args, "--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "aibuddy: stopped background process bg1 at the end of the run: echo hi; sleep {marker}"
+        )),
+        "{err}"
+    );
+    assert!(
+        pids_with(&marker).is_empty(),
+        "the process outlived `aibuddy call`"
+    );
+    // Its record is final (cancelled by the stop), not left running for the next open.
+    let reader = aibuddy_store::Reader::open(&data).unwrap();
+    let rows = reader.history(&Default::default()).unwrap();
+    let own = rows
+        .iter()
+        .find(|r| r.tool_call_id.contains(":bg1."))
+        .expect("the process's record");
+    assert_eq!(own.status.as_str(), "cancelled", "{own:?}");
+}

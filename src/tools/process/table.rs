@@ -457,6 +457,14 @@ impl Processes {
         }
     }
 
+    /// Stops every process still running, whatever its run (a host that exits: `aibuddy call`),
+    /// and waits for their records. Returns what was stopped.
+    pub async fn stop_all(&self) -> Vec<ProcInfo> {
+        let running: Vec<Arc<Proc>> = self.all().into_iter().filter(|p| p.is_running()).collect();
+        futures::future::join_all(running.iter().map(|p| p.stop_and_wait(STOP_WAIT))).await;
+        running.iter().map(|p| p.info()).collect()
+    }
+
     /// The end of run `run_id`: its processes still running are stopped (their whole trees), each
     /// one's record is awaited, and the run's processes leave the table. With `keep`, running ones
     /// stay (the person keeps them; they end with the app). Returns what was stopped.
