@@ -126,6 +126,20 @@ pub fn on_exit(state: &ShellState) {
             tracing::warn!("some calls did not finish within the exit grace period");
         }
     }
+    // Background processes the run's end did not stop (started from the tool console, or kept):
+    // stopped and recorded before the process exits (bounded).
+    let processes = &state.app.services.processes;
+    let stopped = processes.cancel_all();
+    if stopped > 0 {
+        tracing::info!(stopped, "window closing: stopping background processes");
+        let until = std::time::Instant::now() + EXIT_GRACE;
+        while !processes.all_settled() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !processes.all_settled() {
+            tracing::warn!("some background processes did not settle within the exit grace period");
+        }
+    }
 }
 
 /// The app's context, generated from the root `tauri.conf.json` and `capabilities/` at build time.

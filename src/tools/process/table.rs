@@ -457,6 +457,21 @@ impl Processes {
         }
     }
 
+    /// Starts stopping every process still running (a host closing from a thread that cannot
+    /// wait asynchronously; see [`Processes::all_settled`]). Returns how many.
+    pub fn cancel_all(&self) -> usize {
+        let running: Vec<Arc<Proc>> = self.all().into_iter().filter(|p| p.is_running()).collect();
+        for p in &running {
+            p.stop.cancel();
+        }
+        running.len()
+    }
+
+    /// Whether every process has ended and its end is recorded.
+    pub fn all_settled(&self) -> bool {
+        self.all().iter().all(|p| p.lock().settled)
+    }
+
     /// Stops every process still running, whatever its run (a host that exits: `aibuddy call`),
     /// and waits for their records. Returns what was stopped.
     pub async fn stop_all(&self) -> Vec<ProcInfo> {
