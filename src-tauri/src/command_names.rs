@@ -54,4 +54,5 @@ pub const COMMANDS: &[&str] = &[
     "rewind",
     "list_processes",
     "stop_process",
+    "keep_process",
 ];

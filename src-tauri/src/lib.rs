@@ -99,6 +99,7 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             checkpoints_view::rewind,
             processes_view::list_processes,
             processes_view::stop_process,
+            processes_view::keep_process,
         ])
 }
 

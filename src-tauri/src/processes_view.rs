@@ -1,6 +1,7 @@
 //! The window's processes panel (issue 25): the background processes of the open project's runs
-//! with the tail of their output, polled by the panel, and the person's Stop (whatever run started
-//! the process: the person's authority, not the model's). The table is the core's
+//! with the tail of their output, polled by the panel, the person's Stop and Keep (whatever run
+//! started the process: the person's authority, not the model's; a kept process outlives its
+//! run and is stopped when the window closes). The table is the core's
 //! `Services::processes`; nothing here decides anything.
 
 use serde::Serialize;
@@ -22,6 +23,8 @@ pub struct ProcessRow {
     pub run_id: String,
     pub command: String,
     pub running: bool,
+    /// The person keeps it running after its run ends.
+    pub kept: bool,
     /// `running`, or how it ended (`ended (exit code 0) after 1200 ms`, `failed to start: ...`).
     pub status: String,
     #[ts(type = "number")]
@@ -41,6 +44,7 @@ pub fn rows(processes: &aibuddy::tools::process::Processes) -> Vec<ProcessRow> {
                 run_id: p.run_id.clone(),
                 command: info.command,
                 running: info.running,
+                kept: info.kept,
                 status: info
                     .end
                     .as_ref()
@@ -70,4 +74,29 @@ pub async fn stop_process(
 ) -> Result<bool, CommandError> {
     let project = state.project()?;
     Ok(project.app.services.processes.stop_any(&process_id).await)
+}
+
+/// The person keeps background process `process_id` running after its run ends (`keep`), or
+/// lets the run's end stop it again. False when there is no such process.
+#[tauri::command]
+pub fn keep_process(
+    state: State<'_, ShellState>,
+    process_id: String,
+    keep: bool,
+) -> Result<bool, CommandError> {
+    let project = state.project()?;
+    let found = project
+        .app
+        .services
+        .processes
+        .all()
+        .into_iter()
+        .find(|p| p.id == process_id);
+    Ok(match found {
+        Some(p) => {
+            p.set_kept(keep);
+            true
+        }
+        None => false,
+    })
 }

@@ -97,3 +97,65 @@ async fn another_run_cannot_reach_a_kept_process_and_the_person_stops_it() {
     assert!(!kept[0].is_running());
     h.server.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_the_person_keeps_outlives_its_run_and_the_others_do_not() {
+    let k = ProviderKind::Anthropic;
+    let h = harness(k, None).await;
+    h.server.push(
+        Turn::text("Starting two.")
+            .call(
+                "toolu_k1",
+                "execute",
+                json!({"command": "sleep 30", "background": true}),
+            )
+            .reply(k),
+    );
+    h.server.push(
+        Turn::text("And the other.")
+            .call(
+                "toolu_k2",
+                "execute",
+                json!({"command": "sleep 31", "background": true}),
+            )
+            .reply(k),
+    );
+    h.server.push(
+        Turn::text("Waiting a little.")
+            .call(
+                "toolu_k3",
+                "process_output",
+                json!({"process_id": "bg2", "wait_ms": 3000}),
+            )
+            .reply(k),
+    );
+    h.server.push(Turn::text("Done.").reply(k));
+    let procs = h.app.services.processes.clone();
+    let person = {
+        let procs = procs.clone();
+        tokio::spawn(async move {
+            // The person ticks Keep on the first one while the run waits.
+            loop {
+                if let Some(p) = procs.all().into_iter().find(|p| p.id == "bg1") {
+                    p.set_kept(true);
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let (outcome, _ev) = h.run_prompt("start them").await;
+    person.await.unwrap();
+    let stopped: Vec<&str> = outcome
+        .stopped_processes
+        .iter()
+        .map(|p| p.process_id.as_str())
+        .collect();
+    assert_eq!(stopped, ["bg2"]);
+    let left = procs.all();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].id, "bg1");
+    assert!(left[0].is_running() && left[0].info().kept);
+    assert!(procs.stop_any("bg1").await);
+    h.server.assert_clean();
+}

@@ -193,7 +193,7 @@ describe("run view in Chromium with mocked IPC and run events", () => {
   it("the processes panel shows a background process with its output as text and stops it", async () => {
     // A table of one running process; stop_process ends it, as the shell does.
     const table = `{
-      list_processes: () => [{ process_id: "bg1", run_id: "${RUN}", command: "npm run dev <b>x</b>", running: !window.__stopped,
+      list_processes: () => [{ process_id: "bg1", run_id: "${RUN}", command: "npm run dev <b>x</b>", running: !window.__stopped, kept: false,
         status: window.__stopped ? "ended (stopped, signal 9) after 1200 ms" : "running", output_bytes: 40,
         tail: "ready on http://localhost:3000\\n<img src=x onerror=alert(1)>" }],
       stop_process: () => { window.__stopped = true; return true; },

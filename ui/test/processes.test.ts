@@ -9,6 +9,7 @@ const row = (over: Partial<ProcessRow>): ProcessRow => ({
   run_id: "01RUN",
   command: "npm run dev",
   running: true,
+  kept: false,
   status: "running",
   output_bytes: 12,
   tail: "ready on :3000\n",
@@ -18,7 +19,14 @@ const row = (over: Partial<ProcessRow>): ProcessRow => ({
 /** A fake table: Stop ends the process, as the shell's `stop_process` does. */
 function fakeApi(rows: ProcessRow[]) {
   const stopped: string[] = [];
+  const kept: [string, boolean][] = [];
   const api: ProcessesApi = {
+    keepProcess: async (id, keep) => {
+      kept.push([id, keep]);
+      const r = rows.find((x) => x.process_id === id);
+      if (r) r.kept = keep;
+      return r !== undefined;
+    },
     listProcesses: async () => rows.map((r) => ({ ...r })),
     stopProcess: async (id) => {
       stopped.push(id);
@@ -29,7 +37,7 @@ function fakeApi(rows: ProcessRow[]) {
       return true;
     },
   };
-  return { api, stopped };
+  return { api, stopped, kept };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
@@ -44,7 +52,7 @@ describe("processes panel", () => {
   });
 
   it("shows each process with its output as text and stops one", async () => {
-    const { api, stopped } = fakeApi([
+    const { api, stopped, kept } = fakeApi([
       row({}),
       row({ process_id: "bg2", command: "<img src=x onerror=alert(1)>", running: false, status: "ended (exit code 0) after 10 ms", tail: "<b>bold?</b>" }),
     ]);
@@ -61,6 +69,15 @@ describe("processes panel", () => {
     expect(host.querySelector("img")).toBeNull();
     expect(host.querySelector("b")).toBeNull();
     expect(second.querySelector('[data-testid="process-output"]')?.textContent).toBe("<b>bold?</b>");
+    // Keep: only a running process offers it.
+    const keeps = [...host.querySelectorAll<HTMLInputElement>('[data-testid="process-keep"]')];
+    expect(keeps.length).toBe(1);
+    keeps[0]?.click();
+    await tick();
+    await tick();
+    flushSync();
+    expect(kept).toEqual([["bg1", true]]);
+    expect(host.querySelector<HTMLInputElement>('[data-testid="process-keep"]')?.checked).toBe(true);
     const stops = [...host.querySelectorAll<HTMLButtonElement>('[data-testid="process-stop"]')] as [HTMLButtonElement, HTMLButtonElement];
     expect(stops[1].disabled).toBe(true);
     stops[0].click();
@@ -86,13 +103,15 @@ describe("processes panel", () => {
     const calls: [string, unknown][] = [];
     const api = createProcessesApi(async <T,>(cmd: string, args?: Record<string, unknown>) => {
       calls.push([cmd, args]);
-      return (cmd === PROCESS_COMMANDS.stopProcess ? true : []) as T;
+      return (cmd === PROCESS_COMMANDS.listProcesses ? [] : true) as T;
     });
     await api.listProcesses();
     expect(await api.stopProcess("bg3")).toBe(true);
+    expect(await api.keepProcess("bg4", true)).toBe(true);
     expect(calls).toEqual([
       ["list_processes", undefined],
       ["stop_process", { processId: "bg3" }],
+      ["keep_process", { processId: "bg4", keep: true }],
     ]);
   });
 });

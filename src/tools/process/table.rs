@@ -69,6 +69,8 @@ pub struct ProcInfo {
     /// The stored call holding its complete output (`view_tool_call`), when stored.
     pub output_call_id: Option<String>,
     pub running: bool,
+    /// The person keeps it past the end of its run (`Proc::set_kept`).
+    pub kept: bool,
     pub end: Option<ProcEnd>,
     pub output_bytes: u64,
     pub unread_bytes: u64,
@@ -97,6 +99,8 @@ pub struct Proc {
     pub started_at_ms: i64,
     started: Instant,
     stop: CancellationToken,
+    /// The person keeps it past the end of its run (the window's Keep); never the model.
+    kept: std::sync::atomic::AtomicBool,
     state: Mutex<ProcState>,
     /// Bumped on every change (output, end, settled): waiters watch it.
     version: watch::Sender<u64>,
@@ -131,6 +135,7 @@ impl Proc {
             started_at_ms: aibuddy_store::now_ms(),
             started: Instant::now(),
             stop: CancellationToken::new(),
+            kept: Default::default(),
             state: Mutex::new(ProcState::default()),
             version: watch::Sender::new(0),
             stdin_writer: tokio::sync::Mutex::new(None),
@@ -155,6 +160,18 @@ impl Proc {
     /// The token that ends its whole tree (the runner's cancellation).
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
+    }
+
+    /// Whether the person keeps it past the end of its run.
+    pub fn is_kept(&self) -> bool {
+        self.kept.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The person's choice: keep it running after its run ends (until it exits, a Stop, or the
+    /// app's end), or not.
+    pub fn set_kept(&self, keep: bool) {
+        self.kept.store(keep, std::sync::atomic::Ordering::Relaxed);
+        self.bump();
     }
 
     pub fn push_output(&self, chunk: &[u8]) {
@@ -218,6 +235,7 @@ impl Proc {
             tool_call_id: self.call_id.clone(),
             output_call_id: self.output_id(),
             running: st.end.is_none(),
+            kept: self.is_kept(),
             end: st.end.clone(),
             output_bytes: st.ring.total(),
             unread_bytes: st.ring.total() - st.read.min(st.ring.total()),
@@ -481,10 +499,16 @@ impl Processes {
     }
 
     /// The end of run `run_id`: its processes still running are stopped (their whole trees), each
-    /// one's record is awaited, and the run's processes leave the table. With `keep`, running ones
-    /// stay (the person keeps them; they end with the app). Returns what was stopped.
+    /// one's record is awaited, and the run's processes leave the table. Those the person keeps
+    /// (`Proc::set_kept`), and all running ones with `keep`, stay (they end when they exit, on a
+    /// Stop, or with the app). Returns what was stopped.
     pub async fn end_run(&self, run_id: &str, keep: bool) -> Vec<ProcInfo> {
-        let procs = self.of_run(run_id);
+        // Processes the person keeps stay, running, in the table (the window still lists them).
+        let procs: Vec<Arc<Proc>> = self
+            .of_run(run_id)
+            .into_iter()
+            .filter(|p| !(p.is_kept() && p.is_running()))
+            .collect();
         let running: Vec<Arc<Proc>> = procs.iter().filter(|p| p.is_running()).cloned().collect();
         if keep && !running.is_empty() {
             tracing::info!(run = %run_id, kept = running.len(), "background processes kept after the run");

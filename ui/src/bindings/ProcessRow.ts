@@ -6,6 +6,10 @@
  */
 export type ProcessRow = { process_id: string, run_id: string, command: string, running: boolean, 
 /**
+ * The person keeps it running after its run ends.
+ */
+kept: boolean, 
+/**
  * `running`, or how it ended (`ended (exit code 0) after 1200 ms`, `failed to start: ...`).
  */
 status: string, output_bytes: number, tail: string, };
