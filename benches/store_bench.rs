@@ -102,6 +102,7 @@ async fn per_call_overhead(dir: &std::path::Path) {
             settings,
             sandbox: Err("none".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: p.call_recorder(),

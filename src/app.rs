@@ -246,6 +246,7 @@ impl App {
             settings: loaded.settings.clone(),
             sandbox,
             session_rules: Default::default(),
+            processes: Default::default(),
         });
         let mut host = host_caps(&services);
         capabilities.fill_host(&mut host);
@@ -256,6 +257,10 @@ impl App {
                 reason: e.to_string(),
             })?;
         host.store = true;
+        // Each background process is recorded as a call of its own (its output by call id).
+        services
+            .processes
+            .attach_recorder(persistence.call_recorder());
         let checkpoints = match crate::checkpoints::Checkpoints::open(
             &opts.data_dir,
             &project_root,
@@ -327,6 +332,7 @@ impl App {
             settings,
             sandbox: self.services.sandbox.clone(),
             session_rules: self.services.session_rules.clone(),
+            processes: self.services.processes.clone(),
         });
         self.capabilities.set_catalog_context(CatalogContext {
             settings: self.services.settings.clone(),

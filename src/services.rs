@@ -21,6 +21,9 @@ pub struct Services {
     /// Approval rules the person added since the project was opened (applied with the settings'
     /// rules; shared by every runner of the project).
     pub session_rules: SessionRules,
+    /// The background processes of the project's runs (`execute` with `"background": true`);
+    /// shared by every runner of the project.
+    pub processes: crate::tools::process::Processes,
 }
 
 impl Services {

@@ -38,6 +38,7 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::mcp_login::McpTokenState::export_all(&cfg)?;
     crate::approvals_view::ApprovalsView::export_all(&cfg)?;
     crate::approvals_view::ConfirmOffer::export_all(&cfg)?;
+    crate::processes_view::ProcessRow::export_all(&cfg)?;
     crate::checkpoints_view::ChangesView::export_all(&cfg)?;
     crate::checkpoints_view::RewindTargetArg::export_all(&cfg)?;
     crate::checkpoints_view::RewindView::export_all(&cfg)?;

@@ -52,4 +52,7 @@ pub const COMMANDS: &[&str] = &[
     "run_changes",
     "rewind_preview",
     "rewind",
+    "list_processes",
+    "stop_process",
+    "keep_process",
 ];

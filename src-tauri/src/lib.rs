@@ -18,6 +18,7 @@ mod display;
 mod error;
 pub mod history_browser;
 pub mod mcp_login;
+pub mod processes_view;
 pub mod project_commands;
 pub mod projects;
 pub mod provider;
@@ -96,6 +97,9 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             checkpoints_view::run_changes,
             checkpoints_view::rewind_preview,
             checkpoints_view::rewind,
+            processes_view::list_processes,
+            processes_view::stop_process,
+            processes_view::keep_process,
         ])
 }
 
@@ -121,6 +125,20 @@ pub fn on_exit(state: &ShellState) {
         tracing::info!(stopped, "window closing: stopping running calls");
         if !state.calls.wait_idle(EXIT_GRACE) {
             tracing::warn!("some calls did not finish within the exit grace period");
+        }
+    }
+    // Background processes the run's end did not stop (started from the tool console, or kept):
+    // stopped and recorded before the process exits (bounded).
+    let processes = &state.app.services.processes;
+    let stopped = processes.cancel_all();
+    if stopped > 0 {
+        tracing::info!(stopped, "window closing: stopping background processes");
+        let until = std::time::Instant::now() + EXIT_GRACE;
+        while !processes.all_settled() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !processes.all_settled() {
+            tracing::warn!("some background processes did not settle within the exit grace period");
         }
     }
 }

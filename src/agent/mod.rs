@@ -94,6 +94,9 @@ pub struct AgentOptions {
     pub max_tokens: u32,
     /// Conversation compaction (settings `agent.*`).
     pub compaction: CompactionOptions,
+    /// The run's background processes still running when it ends are kept (the person chose
+    /// to; they end with the app or a Stop) instead of stopped.
+    pub keep_processes: bool,
 }
 
 impl Default for AgentOptions {
@@ -106,6 +109,7 @@ impl Default for AgentOptions {
             backoff: BackoffPolicy::default(),
             max_tokens: 8192,
             compaction: CompactionOptions::default(),
+            keep_processes: false,
         }
     }
 }
@@ -187,6 +191,9 @@ pub struct RunOutcome {
     /// after the automatic continuations), or the provider's own word for another reason.
     /// `None` otherwise.
     pub stop_reason: Option<String>,
+    /// Background processes of the run that were still running when it ended and were stopped
+    /// then (empty when the person keeps them).
+    pub stopped_processes: Vec<crate::tools::process::ProcInfo>,
 }
 
 /// Failures that prevent a run from starting or being recorded (a run that started and failed

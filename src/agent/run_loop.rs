@@ -176,6 +176,13 @@ impl Agent {
         if let Some(e) = &end.error {
             tracing::warn!(run = %run_id, stage = ?end.stage, "run failed: {e}");
         }
+        // Its background processes end with it (their records stored first), unless kept.
+        let stopped_processes = self
+            .app
+            .services
+            .processes
+            .end_run(&run_id, self.options.keep_processes)
+            .await;
         let finished = store
             .finish_run(
                 &run_id,
@@ -210,6 +217,7 @@ impl Agent {
             usage,
             steps: steps.done,
             stop_reason: end.stop_reason,
+            stopped_processes,
         })
     }
 

@@ -74,7 +74,9 @@ pub struct ExecuteConfig;
 
 /// UI metadata (the config's entry in `TOOL_CONFIG_METAS`).
 pub fn meta() -> ToolConfigMeta {
-    ToolConfigMeta::fixed(KEY, "Execute", "commands", Risk::HighImpact, false, &[NAME])
+    let mut names = vec![NAME];
+    names.extend(crate::tools::process::NAMES);
+    ToolConfigMeta::fixed(KEY, "Execute", "commands", Risk::HighImpact, false, &names)
 }
 
 fn schema() -> Value {
@@ -96,6 +98,10 @@ fn schema() -> Value {
                 "type": "string",
                 "maxLength": 500,
                 "description": "What the command does, in a few words; shown to the person who confirms it."
+            },
+            "background": {
+                "type": "boolean",
+                "description": "Start the command in the background and return at once with its process id (a dev server, a watcher, a database). Read its output with process_output, write to its stdin with process_input, stop it with process_stop, list them with process_list. No timeout unless timeout_ms is given; it is stopped when this run ends."
             }
         },
         "required": ["command"],
@@ -116,8 +122,10 @@ impl ToolConfig for ExecuteConfig {
         Some(
             "`execute` runs shell commands in the project root; each call is confirmed by the person. \
              Check the exit code and the artifacts a command should produce before treating it as done. \
-             Output beyond 30,000 characters is cut in the middle: prefer focused commands over dumping \
-             large outputs."
+             Output beyond 30,000 characters is cut in the middle (the text names the omitted byte range \
+             and how to read it with view_tool_call): prefer focused commands over dumping large outputs. \
+             Long-running commands (servers, watchers) go in the background (`\"background\": true`): \
+             poll them with process_output and stop them with process_stop when done."
                 .to_string(),
         )
     }
@@ -127,12 +135,15 @@ impl ToolConfig for ExecuteConfig {
     }
 
     fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
-        Ok(vec![ToolDef {
+        let mut tools = vec![ToolDef {
             spec: define_tool(NAME, DESCRIPTION, schema())?,
             risk: Risk::HighImpact,
             source: Source::Core,
             handler: Arc::new(ExecuteHandler),
-        }])
+        }];
+        // The background processes `execute` starts are managed by tools of this config.
+        tools.extend(crate::tools::process::tools()?);
+        Ok(tools)
     }
 }
 
@@ -144,6 +155,9 @@ pub struct ExecArgs {
     pub command: String,
     pub timeout_ms: Option<u64>,
     pub description: Option<String>,
+    /// Start in the background (`crate::tools::process`): the call returns with a process id.
+    #[serde(default)]
+    pub background: bool,
 }
 
 fn decode(args: &Value) -> Result<ExecArgs, ToolError> {
@@ -364,6 +378,18 @@ impl ToolHandler for ExecuteHandler {
                     .to_string(),
             );
         }
+        if a.background {
+            scope.push(match a.timeout_ms {
+                Some(ms) => format!(
+                    "in the background: the call returns at once; the command is ended after {ms} ms \
+                     or when the run ends; hosts on no network list are refused"
+                ),
+                None => "in the background: the call returns at once; no timeout, the command runs \
+                         until it exits, is stopped, or the run ends; hosts on no network list are \
+                         refused"
+                    .to_string(),
+            });
+        }
         Ok(Prepared {
             target: a.command.clone(),
             scope,
@@ -380,6 +406,9 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let sandbox = ctx.services.sandbox()?.clone();
+        if a.background {
+            return crate::tools::process::start(ctx, &a, req, sandbox).await;
+        }
         // Hosts on no list: asked through the run's broker (or refused without a person); the
         // questions end with the command (`_asks` dropped when this returns).
         let (decider, _asks) = netask::decider(ctx, &a.command, req.timeout + HARD_DEADLINE_GRACE);
@@ -396,7 +425,8 @@ impl ToolHandler for ExecuteHandler {
         .await;
         bridge.flush();
         let outcome = result?;
-        let value = raw_value(&a, &req, &outcome);
+        let own_id = crate::tools::view_tool_call::model_call_id(&ctx.run_id, &ctx.call_id);
+        let value = raw_value(&a, &req, &outcome, &own_id);
         if let Some(err) = ended_early(&req, &outcome, &value) {
             return Err(err);
         }
@@ -427,7 +457,9 @@ impl ToolHandler for ExecuteHandler {
 mod live;
 mod netask;
 mod projection;
-pub use projection::{client_projection, ended_early, network_lines, raw_value, trim_model};
+pub use projection::{
+    client_projection, ended_early, network_lines, raw_value, recovery_line, trim_model,
+};
 pub mod project_hosts;
 mod scope;
 

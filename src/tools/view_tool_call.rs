@@ -50,7 +50,8 @@ impl ToolConfig for ViewToolCallConfig {
         Some(
             "Large tool results may be compacted in your context. A compacted result says so and \
              names its tool_call_id; call view_tool_call with that id (and offset/limit to page) \
-             to read the complete raw input and output."
+             to read the complete raw input and output. A cut command output names the byte range \
+             it left out: pass it as offset and limit."
                 .into(),
         )
     }
@@ -87,6 +88,18 @@ impl ToolConfig for ViewToolCallConfig {
 
 struct ViewToolCall;
 
+/// The id the model of run `run_id` knows a stored call by: its provider's own id when the
+/// stored id is the run-scoped form of it (`<run_id>:<id>`, which `view_tool_call` resolves
+/// within the run), else the stored id. Pure.
+pub fn model_call_id(run_id: &str, stored: &str) -> String {
+    stored
+        .strip_prefix(run_id)
+        .and_then(|r| r.strip_prefix(':'))
+        .filter(|own| !run_id.is_empty() && aibuddy_store::scoped_call_id(run_id, own) == stored)
+        .unwrap_or(stored)
+        .to_string()
+}
+
 fn store_error(e: StoreError) -> ToolError {
     match e {
         StoreError::CallNotFound(id) => ToolError::new(
@@ -99,30 +112,74 @@ fn store_error(e: StoreError) -> ToolError {
 }
 
 /// Reads one page of a call (blocking; run on a blocking thread). Calls of another project are
-/// reported as unknown: recovery does not reach past the open project.
+/// reported as unknown: recovery does not reach past the open project. An id this run's model
+/// knows (its provider's own id, stored run-scoped as `<run_id>:<id>`) is found too. A call still
+/// running (a background process) is read from its spool file, as far as it is written.
 fn read_page(
     data_dir: &std::path::Path,
     project_root: &std::path::Path,
-    id: &str,
+    run_id: &str,
+    given: &str,
     offset: u64,
     limit: u64,
 ) -> Result<Value, ToolError> {
     let reader = Reader::open(data_dir).map_err(store_error)?;
-    let unknown = || store_error(StoreError::CallNotFound(id.to_string()));
-    match reader.project_root_of(id).map_err(store_error)? {
+    let unknown = || store_error(StoreError::CallNotFound(given.to_string()));
+    let mut id = given.to_string();
+    let mut owner = reader.project_root_of(&id).map_err(store_error)?;
+    if owner.is_none() && !run_id.is_empty() {
+        let scoped = aibuddy_store::scoped_call_id(run_id, given);
+        owner = reader.project_root_of(&scoped).map_err(store_error)?;
+        id = scoped;
+    }
+    match owner {
         None => return Err(unknown()),
         Some(Some(root)) if root != project_root.display().to_string() => return Err(unknown()),
         Some(_) => {}
     }
     let rec = reader
-        .get_call(id)
+        .get_call(&id)
         .map_err(store_error)?
         .ok_or_else(unknown)?;
+    if rec.status == aibuddy_store::CallStatus::Running {
+        let spool = aibuddy_store::DataPaths::new(data_dir)
+            .spool_file(&id)
+            .map_err(store_error)?;
+        let (bytes, total) = read_spool_slice(&spool, offset, limit)?;
+        let (text, next) = utf8_window(&bytes, offset.min(total));
+        let mut page = page_value(&rec, offset, &text, next, total);
+        page["running"] = Value::Bool(true);
+        return Ok(page);
+    }
     let slice = reader
-        .read_raw_slice(id, offset, limit)
+        .read_raw_slice(&id, offset, limit)
         .map_err(store_error)?;
     let (text, next) = utf8_window(&slice.bytes, slice.offset);
     Ok(page_value(&rec, offset, &text, next, slice.total_len))
+}
+
+/// At most `limit` bytes of a running call's spool from `offset`, and its length now (a call
+/// that spools nothing reads as empty).
+fn read_spool_slice(
+    path: &std::path::Path,
+    offset: u64,
+    limit: u64,
+) -> Result<(Vec<u8>, u64), ToolError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(ToolError::execution("store_unavailable", e.to_string())),
+    };
+    let io = |e: std::io::Error| ToolError::execution("store_unavailable", e.to_string());
+    let total = file.metadata().map_err(io)?.len();
+    let start = offset.min(total);
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(limit.min(total - start))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok((bytes, total))
 }
 
 /// At most `INPUT_PREVIEW_CHARS` characters of `s`, saying how many were left out.
@@ -178,10 +235,12 @@ impl ToolHandler for ViewToolCall {
             .clamp(1, MAX_LIMIT);
         let data_dir = ctx.services.data_dir.clone();
         let project = ctx.services.project_root.clone();
-        let page =
-            tokio::task::spawn_blocking(move || read_page(&data_dir, &project, &id, offset, limit))
-                .await
-                .map_err(|e| ToolError::execution("internal", e.to_string()))??;
+        let run_id = ctx.run_id.clone();
+        let page = tokio::task::spawn_blocking(move || {
+            read_page(&data_dir, &project, &run_id, &id, offset, limit)
+        })
+        .await
+        .map_err(|e| ToolError::execution("internal", e.to_string()))??;
         Ok(RawOutput::json(page))
     }
 
@@ -220,7 +279,9 @@ fn model_text(p: &Value) -> String {
     let end = p["next_offset"].as_u64().unwrap_or(total);
     out.push_str(&format!(
         "raw output bytes {offset}..{end} of {total}{}:\n",
-        if p["partial"].as_bool() == Some(true) {
+        if p["running"].as_bool() == Some(true) {
+            " (so far: the call is still running)"
+        } else if p["partial"].as_bool() == Some(true) {
             " (partial: the process ended while the call ran)"
         } else {
             ""

@@ -107,6 +107,7 @@ fn runner(run_id: &str, dir: &std::path::Path, persistence: &Persistence) -> Run
             settings,
             sandbox: Err("no sandbox in this test".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),

@@ -10,6 +10,7 @@ mod support;
 
 // One module per former test file (tests/<name>.rs, one binary each before).
 mod agent_ask_user;
+mod agent_background;
 mod agent_compaction;
 mod agent_elicitation;
 mod agent_failures;
@@ -28,6 +29,7 @@ mod attack_trust_files;
 mod cli;
 mod cli_ask_user;
 mod cli_auth;
+mod cli_background;
 mod cli_call_startup;
 mod cli_closed_stdout;
 mod cli_early_stop;

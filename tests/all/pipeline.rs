@@ -159,6 +159,7 @@ fn runner(f: &Fixture, broker: Arc<dyn ConfirmBroker>, settings: Settings) -> Ru
             settings,
             sandbox: Err("no sandbox in this test".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         }),
         broker,
         recorder: f.recorder.clone(),

@@ -174,6 +174,7 @@ async fn env(summarizer: Option<Arc<dyn Summarizer>>) -> Env {
             settings,
             sandbox: Err("no sandbox in this test".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),
@@ -517,6 +518,7 @@ async fn a_confirm_request_is_durable_before_the_person_is_asked() {
             settings,
             sandbox: Err("no sandbox in this test".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         });
         let out = call(&e, "touch", json!({"n": 1})).await;
         let seen = broker.seen.lock().unwrap().clone();
@@ -695,6 +697,7 @@ async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
             settings,
             sandbox: Err("no sandbox in this test".into()),
             session_rules: Default::default(),
+            processes: Default::default(),
         }),
         broker: Arc::new(ApproveAll),
         recorder: persistence.call_recorder(),

@@ -278,6 +278,8 @@ export function viewDefaults(root = "/home/me/work/sample-project") {
     // Asked by the approval dialog: the command-prefix rule it may offer (none here).
     confirm_offer: null,
     list_servers: [],
+    // The run view's processes panel polls this (no background processes here).
+    list_processes: [],
     list_skills: { skills: [], problems: [] },
     mcp_logins: [],
     settings_pages: {

@@ -190,6 +190,29 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.close();
   });
 
+  it("the processes panel shows a background process with its output as text and stops it", async () => {
+    // A table of one running process; stop_process ends it, as the shell does.
+    const table = `{
+      list_processes: () => [{ process_id: "bg1", run_id: "${RUN}", command: "npm run dev <b>x</b>", running: !window.__stopped, kept: false,
+        status: window.__stopped ? "ended (stopped, signal 9) after 1200 ms" : "running", output_bytes: 40,
+        tail: "ready on http://localhost:3000\\n<img src=x onerror=alert(1)>" }],
+      stop_process: () => { window.__stopped = true; return true; },
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "light", table);
+    await startRun(page, "Start the dev server");
+    const row = page.locator('[data-testid="process"][data-process-id="bg1"]');
+    await row.waitFor();
+    assert.match(await row.locator('[data-testid="process-output"]').textContent(), /ready on http:\/\/localhost:3000\n<img src=x onerror=alert\(1\)>/);
+    assert.equal(await page.locator('[data-testid="processes-panel"] img').count(), 0, "output is text, never markup");
+    await row.locator('[data-testid="process-stop"]').click();
+    await page.locator('[data-testid="process"][data-running="false"]').waitFor();
+    assert.equal(await row.locator('[data-testid="process-status"]').textContent(), "ended (stopped, signal 9) after 1200 ms");
+    assert.deepEqual(await argsOf(page, "stop_process"), [{ processId: "bg1" }]);
+    await shot(page, "run-processes.png");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+
   it("an approval the shell did not receive is asked again, and answered again from the keyboard", async () => {
     // answer_confirm fails once (the IPC refused it), then the shell takes the answer.
     const flaky = `{ answer_confirm: () => { window.__answers = (window.__answers ?? 0) + 1; if (window.__answers === 1) throw { code: "ipc", stage: null, message: "the answer could not be delivered" }; return true; } }`;

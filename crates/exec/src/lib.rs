@@ -66,7 +66,9 @@ pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use netwire::PROXY_VARS;
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use process_group::group_alive;
-pub use projection::{MODEL_CHAR_CAP, ModelText, model_text, project_for_model};
+pub use projection::{
+    MODEL_CHAR_CAP, ModelText, model_text, model_text_with_cap, project_for_model,
+};
 pub use protect::{PROTECTED_PATHS, ProtectedReport};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,

@@ -38,11 +38,20 @@ pub fn project_for_model(outcome: &ExecOutcome) -> String {
 pub struct ModelText {
     pub text: String,
     pub omitted_bytes: u64,
+    /// Byte offset in the combined output (the spool) where the omitted bytes begin: they are
+    /// `omitted_from..omitted_from + omitted_bytes`. Zero when nothing was cut.
+    pub omitted_from: u64,
 }
 
 /// [`project_for_model`] with the omitted byte count.
 pub fn model_text(outcome: &ExecOutcome) -> ModelText {
     project_detailed(outcome, MODEL_CHAR_CAP)
+}
+
+/// [`model_text`] with another cap (a caller that appends its own lines to a cut text keeps
+/// room for them).
+pub fn model_text_with_cap(outcome: &ExecOutcome, cap: usize) -> ModelText {
+    project_detailed(outcome, cap)
 }
 
 /// As [`project_for_model`] with another cap (at least a few hundred characters are needed for
@@ -108,6 +117,7 @@ fn project_detailed(outcome: &ExecOutcome, cap: usize) -> ModelText {
     ModelText {
         text: out,
         omitted_bytes: body.omitted,
+        omitted_from: if body.omitted > 0 { body.from } else { 0 },
     }
 }
 
@@ -156,6 +166,8 @@ struct Body {
     head: String,
     tail: String,
     omitted: u64,
+    /// Raw bytes of the output before the omitted part (the head shown).
+    from: u64,
 }
 
 fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
@@ -174,6 +186,7 @@ fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
             head: head_full.text,
             tail: String::new(),
             omitted: 0,
+            from: 0,
         };
     }
     if gap == 0 {
@@ -182,6 +195,7 @@ fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
         let rest = &head[h.raw_used..];
         let (t, start) = suffix(rest, budget - h.chars);
         return Body {
+            from: h.raw_used as u64,
             head: h.text,
             tail: t,
             omitted: start as u64,
@@ -203,6 +217,7 @@ fn cut_body(head: &[u8], gap: u64, tail: &[u8], budget: usize) -> Body {
         .count();
     let (t, start) = suffix(&tail[skip..], budget - h.chars);
     Body {
+        from: h.raw_used as u64,
         head: h.text,
         tail: t,
         omitted: head_cut + gap + (skip + start) as u64,
@@ -392,6 +407,34 @@ mod model_text_tests {
         assert!(line.contains("/p/.x7, and 12 more"), "{line}");
         assert!(line.contains("changed by the command and restored after it: /p/.git/config"));
         assert!(text.ends_with("ok\n\n--- end of output ---"), "{text}");
+    }
+
+    #[test]
+    fn the_omitted_range_is_exactly_the_bytes_not_shown() {
+        // Distinct digits so a misplaced range shows; contiguous (one buffer) and with a capture
+        // gap (small head and tail buffers).
+        let data: Vec<u8> = (0..300_000u32).map(|i| b'0' + (i % 10) as u8).collect();
+        for (head, tail) in [(1 << 20, 1 << 20), (8 * 1024, 8 * 1024)] {
+            let o = super::tests::outcome_from(&data, head, tail);
+            let m = model_text(&o);
+            assert!(m.omitted_bytes > 0);
+            let (from, to) = (
+                m.omitted_from as usize,
+                (m.omitted_from + m.omitted_bytes) as usize,
+            );
+            let start = m.text.find("--- output ---\n").unwrap() + 15;
+            let end = m.text.rfind("\n--- end of output ---").unwrap();
+            let body = m.text[start..end].replace(
+                &format!("[... {} bytes omitted ...]\n", m.omitted_bytes),
+                "",
+            );
+            let expected = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&data[..from]),
+                String::from_utf8_lossy(&data[to..])
+            );
+            assert_eq!(body, expected, "head {head}");
+        }
     }
 
     fn outcome_for_test(data: &[u8]) -> ExecOutcome {

@@ -179,6 +179,15 @@ pub struct ExecRequest {
     /// command may change).
     #[serde(default)]
     pub unprotected_paths: Vec<String>,
+    /// stdin is a pipe instead of `/dev/null`: its write end is handed to the sink once the
+    /// command started ([`crate::ExecSink::stdin`]; a background process's `process_input`).
+    /// Closing it gives the command end of file.
+    #[serde(default)]
+    pub stdin_piped: bool,
+    /// No sandbox timeout: the command runs until it ends or the caller's cancellation token
+    /// fires (a background process, stopped by its owner). `timeout` is then not used.
+    #[serde(default)]
+    pub untimed: bool,
 }
 
 fn default_max_processes() -> u32 {
@@ -224,6 +233,8 @@ impl ExecRequest {
             max_processes: DEFAULT_MAX_PROCESSES,
             protected_paths: Vec::new(),
             unprotected_paths: Vec::new(),
+            stdin_piped: false,
+            untimed: false,
         }
     }
 

@@ -97,7 +97,10 @@ pub(crate) async fn run(
                 env: kept_env,
                 tmpdir: sandbox_tmpdir(),
                 bridge: n.bridge.clone(),
-                shape: Default::default(),
+                shape: crate::launch::Shape {
+                    stdin_piped: req.stdin_piped,
+                    ..Default::default()
+                },
             };
             net = n;
             if let Err(reason) = &init {
@@ -155,7 +158,10 @@ pub(crate) async fn run(
                 env: kept_env,
                 tmpdir: tmp.path().to_path_buf(),
                 bridge: None,
-                shape: Default::default(),
+                shape: crate::launch::Shape {
+                    stdin_piped: req.stdin_piped,
+                    ..Default::default()
+                },
             };
             host_tmp = Some(tmp);
             (spawn_landlock(&req, &wiring, prepared)?, Some(confinement))
@@ -174,6 +180,12 @@ pub(crate) async fn run(
         armed: true,
     };
     tracing::debug!(pgid, command = %req.command, "command started");
+    if let Some(stdin) = child.stdin.take() {
+        match stdin.into_owned_fd() {
+            Ok(fd) => sink.stdin(fd),
+            Err(e) => tracing::warn!(pgid, "the command's stdin is not usable: {e}"),
+        }
+    }
     let stdout = child.stdout.take().map(|p| p.into_owned_fd()).transpose();
     let stderr = child.stderr.take().map(|p| p.into_owned_fd()).transpose();
     let (stdout, stderr) = match (stdout, stderr) {
@@ -207,8 +219,10 @@ pub(crate) async fn run(
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // Timers and the cancellation future are created once and polled by reference: re-creating
     // them per loop turn costs a timer-wheel insertion per output chunk.
+    // An untimed command (a background process) has no deadline: the timer is never armed.
     let timeout_sleep = tokio::time::sleep_until(started + req.timeout);
     tokio::pin!(timeout_sleep);
+    let timed = !req.untimed;
     // One timer for the next phase: the SIGKILL after the grace, then the post-exit drain limit.
     let phase_sleep = tokio::time::sleep_until(started + req.timeout);
     tokio::pin!(phase_sleep);
@@ -248,7 +262,7 @@ pub(crate) async fn run(
                 phase_sleep.as_mut().reset(Instant::now() + DRAIN_AFTER_EXIT);
                 phase_armed = true;
             }
-            _ = &mut timeout_sleep, if running && !timed_out && !cancelled => {
+            _ = &mut timeout_sleep, if timed && running && !timed_out && !cancelled => {
                 timed_out = true;
                 control.terminate();
                 phase_sleep.as_mut().reset(Instant::now() + req.kill_grace);

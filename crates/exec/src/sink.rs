@@ -42,6 +42,9 @@ pub trait ExecSink: Send + Sync {
     fn network_decider(&self) -> Option<std::sync::Arc<dyn aibuddy_netproxy::Decider>> {
         None
     }
+    /// The write end of the command's stdin, once it started (only for a request with
+    /// `stdin_piped`). The default drops it: the command reads end of file.
+    fn stdin(&self, _pipe: std::os::fd::OwnedFd) {}
 }
 
 /// A sink that discards everything.

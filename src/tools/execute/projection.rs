@@ -4,13 +4,35 @@
 use super::*;
 
 /// The raw value persisted for a call: the outcome's facts and the model text built from it.
-pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> Value {
+/// `call_id` is the stored id the output is recoverable by (`view_tool_call`), named in the
+/// model text when its middle was cut.
+pub fn raw_value(
+    args: &ExecArgs,
+    req: &ExecRequest,
+    outcome: &ExecOutcome,
+    call_id: &str,
+) -> Value {
     let (exit_code, signal) = match outcome.termination {
         Termination::Exited { code } => (Some(code), None),
         Termination::Signaled { signal } => (None, Some(signal)),
     };
-    let model = model_text(outcome);
+    let mut model = model_text(outcome);
+    if model.omitted_bytes > 0 {
+        // The recovery line fits inside the cap: the output gives up room for it.
+        model = aibuddy_sandbox::aibuddy_exec::model_text_with_cap(
+            outcome,
+            aibuddy_sandbox::aibuddy_exec::MODEL_CHAR_CAP - RECOVERY_RESERVE,
+        );
+    }
     let mut model_text = model.text;
+    if model.omitted_bytes > 0 {
+        model_text.push_str(&recovery_line(
+            call_id,
+            model.omitted_from,
+            model.omitted_bytes,
+            outcome.spool.as_ref().map(|s| s.written_bytes),
+        ));
+    }
     if let Some(lines) = network_lines(outcome) {
         model_text.push_str(&lines);
     }
@@ -45,6 +67,31 @@ pub fn raw_value(args: &ExecArgs, req: &ExecRequest, outcome: &ExecOutcome) -> V
         "unguarded_protected": outcome.protected.unguarded,
         "model": model_text,
     })
+}
+
+/// Characters of the model text kept for [`recovery_line`] (it is at most ~400 with a 128-byte
+/// call id and 20-digit numbers).
+const RECOVERY_RESERVE: usize = 500;
+
+/// The model's line saying how to read the bytes its text leaves out: `view_tool_call` with the
+/// call id and the byte range (`offset`, `limit`, paged with `next_offset`). `stored` is how many
+/// bytes the spool kept (it is capped): omitted bytes beyond it are said to be lost. Pure.
+pub fn recovery_line(call_id: &str, from: u64, omitted: u64, stored: Option<u64>) -> String {
+    let to = from + omitted;
+    let limit = omitted.min(crate::tools::view_tool_call::MAX_LIMIT);
+    let stored_note = match stored {
+        None => " (this call kept no spool: the omitted bytes are not stored)".to_string(),
+        Some(n) if n < to => {
+            format!(" (the stored output ends at byte {n}: later bytes were not kept)")
+        }
+        Some(_) => String::new(),
+    };
+    format!(
+        "\nomitted: output bytes {from}..{to} are not shown{stored_note}; read them with \
+         view_tool_call {{\"tool_call_id\": \"{call_id}\", \"offset\": {from}, \"limit\": {limit}}} \
+         and page on with its next_offset (up to {} bytes a page), or narrow the command",
+        crate::tools::view_tool_call::MAX_LIMIT
+    )
 }
 
 /// Refused hosts shown to the model at most.

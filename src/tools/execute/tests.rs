@@ -41,15 +41,27 @@ fn args(cmd: &str) -> ExecArgs {
         command: cmd.into(),
         timeout_ms: None,
         description: None,
+        background: false,
     }
 }
 
 #[test]
-fn one_config_one_high_impact_tool_with_stable_arguments() {
+fn one_config_execute_and_its_process_tools_with_stable_arguments() {
     let tools = ExecuteConfig.tools().unwrap();
-    assert_eq!(tools.len(), 1);
-    assert_eq!((tools[0].name(), tools[0].risk), (NAME, Risk::HighImpact));
-    assert!(meta().names.covers(NAME));
+    let named: Vec<(&str, Risk)> = tools.iter().map(|t| (t.name(), t.risk)).collect();
+    assert_eq!(
+        named,
+        [
+            (NAME, Risk::HighImpact),
+            ("process_output", Risk::ReadOnly),
+            ("process_input", Risk::HighImpact),
+            ("process_stop", Risk::Writes),
+            ("process_list", Risk::ReadOnly),
+        ]
+    );
+    for t in &tools {
+        assert!(meta().names.covers(t.name()));
+    }
     let mut props: Vec<String> = schema()["properties"]
         .as_object()
         .unwrap()
@@ -57,7 +69,10 @@ fn one_config_one_high_impact_tool_with_stable_arguments() {
         .cloned()
         .collect();
     props.sort();
-    assert_eq!(props, ["command", "description", "timeout_ms"]);
+    assert_eq!(
+        props,
+        ["background", "command", "description", "timeout_ms"]
+    );
     let spec = &tools[0].spec;
     assert!(spec.parse_args(r#"{"command":"ls"}"#).is_ok());
     assert!(
@@ -190,6 +205,7 @@ fn fixture(settings: Settings) -> Fixture {
         settings,
         sandbox: open_sandbox("local", &root),
         session_rules: Default::default(),
+        processes: Default::default(),
     });
     Fixture {
         _project: project,
@@ -685,4 +701,20 @@ fn visible_tempdir() -> tempfile::TempDir {
         .prefix("aibuddy-execute-test-")
         .tempdir_in("/var/tmp")
         .unwrap()
+}
+
+#[test]
+fn the_recovery_line_fits_the_room_kept_for_it_and_says_what_the_spool_lost() {
+    let id = "x".repeat(128);
+    let big = u64::MAX / 4;
+    let line = recovery_line(&id, big, big, Some(1));
+    assert!(line.chars().count() <= 500, "{}", line.chars().count());
+    assert!(line.contains("the stored output ends at byte 1"), "{line}");
+    let line = recovery_line("toolu_1", 100, 50, Some(1000));
+    assert_eq!(
+        line,
+        "\nomitted: output bytes 100..150 are not shown; read them with view_tool_call \
+         {\"tool_call_id\": \"toolu_1\", \"offset\": 100, \"limit\": 50} and page on with its \
+         next_offset (up to 30000 bytes a page), or narrow the command"
+    );
 }

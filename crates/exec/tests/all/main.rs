@@ -13,6 +13,7 @@
 mod support;
 
 // One module per former test file (tests/<name>.rs, one binary each before).
+mod background;
 mod credentials_hidden;
 mod early_stop;
 mod keyring_denied;

@@ -243,6 +243,11 @@ pub async fn run(args: CallArgs, opts: AppOptions) -> ExitCode {
             );
         }
     }
+    // A background process started by this one call ends with the command, recorded, and said.
+    let stopped = app.services.processes.stop_all().await;
+    for line in super::run::stopped_lines(&stopped) {
+        eprintln!("{line}");
+    }
     super::settle_precompaction(&app, &stop).await;
     exit_code(outcome.status)
 }

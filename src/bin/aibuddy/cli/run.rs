@@ -167,6 +167,20 @@ fn fail(stage: Stage, message: &str, code: u8) -> ExitCode {
 
 /// The exit code of a finished run (as `call`: 0 completed, 1 error or bound reached, 3 rejected
 /// is per call and does not end a run, 130 cancelled).
+/// The lines saying which background processes the end of the run stopped (command escaped).
+pub fn stopped_lines(stopped: &[aibuddy::tools::process::ProcInfo]) -> Vec<String> {
+    stopped
+        .iter()
+        .map(|p| {
+            format!(
+                "aibuddy: stopped background process {} at the end of the run: {}",
+                term::line(&p.process_id),
+                term::line(&p.command)
+            )
+        })
+        .collect()
+}
+
 pub fn exit_code(status: RunStatus) -> ExitCode {
     match status {
         RunStatus::Completed => ExitCode::SUCCESS,
@@ -289,6 +303,10 @@ pub async fn run(args: RunArgs, opts: AppOptions) -> ExitCode {
                     .unwrap_or_default()
             );
         }
+    }
+    // Said in both modes (on stderr: the `--json` lines stay events).
+    for line in stopped_lines(&outcome.stopped_processes) {
+        eprintln!("{line}");
     }
     super::settle_precompaction(&app, &cancel).await;
     exit_code(outcome.status)
