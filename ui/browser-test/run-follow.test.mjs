@@ -125,7 +125,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       return el.scrollHeight - el.scrollTop - el.clientHeight > 600;
     });
     const top = await page.locator('[data-testid="messages"]').evaluate((el) => el.scrollTop);
-    await emit(page, { type: "tool_result", tool_call_id: "call_ls", status: "ok", stage: null, model: "Cargo.toml\nsrc/", duration_ms: 4, exit_code: null, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "tool_result", tool_call_id: "call_ls", status: "ok", stage: null, model: "Cargo.toml\nsrc/", duration_ms: 4, exit_code: null, omitted_bytes: null, activated: [], hooks: [] });
     await emit(page, { type: "text_delta", text: "More: the assets step can be skipped.\n\n" });
     const jump = page.locator('[data-testid="jump-latest"]');
     await jump.waitFor();
