@@ -114,7 +114,7 @@ fn stored_id(ev: &[Value]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
-    let f = fx(|side| {
+    let guard = |side: &Path| {
         let cmd = script(
             side,
             "guard.sh",
@@ -124,8 +124,8 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
             ),
         );
         json!({"pre_tool_call": [{"match": "read_*|grep", "command": cmd}]})
-    })
-    .await;
+    };
+    let f = fx(guard).await;
     std::fs::write(f.project.join("secret.txt"), "kiwi").unwrap();
     let ev = f
         .one_call("toolu_b1", "read_file", json!({"path": "secret.txt"}), &[])
@@ -157,7 +157,8 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     assert_eq!(shown["hooks"][0]["outcome"], "blocked", "{shown}");
     assert_eq!(shown["hooks"][0]["reason"], "secrets stay unread");
     assert!(shown["hooks"][0]["duration_ms"].as_u64().is_some());
-    // A tool the match does not name runs as before.
+    // A tool the match does not name runs as before (a fresh provider: it checks replays).
+    let f = fx(guard).await;
     std::fs::write(f.project.join("a.txt"), "x").unwrap();
     let ev = f.one_call("toolu_b2", "ls", json!({"path": "."}), &[]).await;
     assert_eq!(result(&ev)["status"], "ok");
@@ -166,15 +167,15 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_ask_makes_the_person_confirm_a_call_that_would_run_without_asking() {
-    let f = fx(|side| {
+    let asks = |side: &Path| {
         let cmd = script(
             side,
             "ask.sh",
             r#"echo '{"decision": "ask", "reason": "look at this read first"}'"#,
         );
         json!({"pre_tool_call": [{"match": "read_file", "command": cmd}]})
-    })
-    .await;
+    };
+    let f = fx(asks).await;
     std::fs::write(f.project.join("a.txt"), "apple").unwrap();
     // No terminal and no --yes: a confirmation is rejected.
     let ev = f
@@ -191,6 +192,8 @@ async fn a_decision_ask_makes_the_person_confirm_a_call_that_would_run_without_a
     assert_eq!(result(&ev)["status"], "rejected");
     assert!(!result(&ev)["model"].as_str().unwrap().contains("apple"));
     // Approved (--yes): it runs.
+    let f = fx(asks).await;
+    std::fs::write(f.project.join("a.txt"), "apple").unwrap();
     let ev = f
         .one_call("toolu_a2", "read_file", json!({"path": "a.txt"}), &["--yes"])
         .await;
