@@ -107,7 +107,7 @@ describe("hooks on a card", () => {
     const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "rm -rf /" } };
     const card = cardAfter([call, result({ status: "rejected", stage: "Authorization", hooks: [hook] })]);
     expect(card.hooks).toHaveLength(1);
-    expect(hookSummary(card.hooks[0])).toBe("Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here");
+    expect(card.hooks.map(hookSummary)[0]).toBe("Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here");
   });
   it("a timed-out hook says why it did not block", () => {
     const slow = { ...hook, outcome: "timed_out" as const, exit_code: null, decision: null, reason: null, stderr: "", problem: "timed out after 1 s; its process group was killed", duration_ms: 1004 };
@@ -115,7 +115,7 @@ describe("hooks on a card", () => {
   });
   it("a run's own hook is a line in the conversation", () => {
     const s = applyRunEvent(emptyRun(), { type: "hook", hook: { ...hook, event: "run_end", outcome: "ok", exit_code: 0, decision: null, reason: null, duration_ms: 3 } }, 0);
-    const item = s.items[s.items.length - 1];
-    expect(item.kind === "notice" && item.text).toBe("Hook run_end `./guard.sh` ok · exit 0 · 3 ms");
+    const item = s.items.at(-1);
+    expect(item?.kind === "notice" ? item.text : null).toBe("Hook run_end `./guard.sh` ok · exit 0 · 3 ms");
   });
 });
