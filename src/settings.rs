@@ -53,7 +53,8 @@ use ts_rs::TS;
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
 pub use hooks::{
-    DEFAULT_HOOK_TIMEOUT_SECS, HOOK_EVENTS, HookEntry, HookLevel, HooksSettings, MAX_HOOK_TIMEOUT_SECS,
+    DEFAULT_HOOK_TIMEOUT_SECS, HOOK_EVENTS, HookEntry, HookLevel, HooksSettings,
+    MAX_HOOK_TIMEOUT_SECS,
 };
 pub use layer::{
     DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,

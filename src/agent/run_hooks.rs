@@ -1,10 +1,11 @@
 //! The run events of hooks (`crate::hooks`): `run_start` once the run is open, `run_end` once its
-//! end is stored, `waiting_for_person` when a confirmation or a network question waits for the
-//! person (started beside the wait, never holding it up). Each run is stored with the run
+//! end is stored, `waiting_for_person` when a confirmation, a network question, a question of the
+//! model (`ask_user_question`) or an MCP server's form waits for the person (started beside the
+//! wait, never holding it up). Each run is stored with the run
 //! (`hook_runs`, no call) and reported as a `hook` run event.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aibuddy_store::Store;
 use serde_json::Value;
@@ -22,6 +23,8 @@ pub(crate) struct RunHooks {
     run_id: String,
     store: Store,
     events: Arc<dyn RunEventSink>,
+    /// `waiting_for_person` hooks still running (awaited before `run_end`).
+    pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl RunHooks {
@@ -39,6 +42,7 @@ impl RunHooks {
             run_id: run_id.to_string(),
             store,
             events,
+            pending: Mutex::new(Vec::new()),
         })
     }
 
@@ -75,6 +79,18 @@ impl RunHooks {
             "message": format!("aibuddy is waiting for you: {what}"),
             "notification_type": "permission_prompt",
         });
-        tokio::spawn(async move { me.run("waiting_for_person", extra, &cancel).await });
+        let task = tokio::spawn(async move { me.run("waiting_for_person", extra, &cancel).await });
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.retain(|t| !t.is_finished());
+        pending.push(task);
+    }
+
+    /// Wait for the `waiting_for_person` hooks still running (each bounded by its timeout), so
+    /// they are recorded before the run ends and a CLI exit does not cut them short.
+    pub async fn settle(&self) {
+        let tasks = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in tasks {
+            let _ = t.await;
+        }
     }
 }

@@ -17,7 +17,6 @@ use super::events::{RunEvent, RunEventSink};
 use super::next_request::{SearchCache, searched};
 use super::run_end::{End, stored_usage};
 use super::run_hooks::RunHooks;
-use serde_json::json;
 use super::tools::presentation_name;
 use super::watchdog::{
     IdleWatchdog, StepContext, StepEnd, guard_tools, over_time_reason, stream_step,
@@ -28,6 +27,7 @@ use crate::contract::Stage;
 use crate::events::EventSink;
 use crate::human::RunHuman;
 use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
+use serde_json::json;
 
 /// Longest run title kept from the prompt.
 const TITLE_CHARS: usize = 80;
@@ -160,13 +160,19 @@ impl Agent {
         let first = json!({"continued": start.continue_run.is_some(), "prompt": start.prompt});
         hooks.run("run_start", first, &cancel).await;
         // The person's questions of this run (ask_user_question, MCP elicitation): one broker.
-        let human = Arc::new(RunHuman::new(
-            self.human.clone(),
-            events.clone(),
-            Some(store.clone()),
-            &run_id,
-            cancel.clone(),
-        ));
+        let human = Arc::new(
+            RunHuman::new(
+                self.human.clone(),
+                events.clone(),
+                Some(store.clone()),
+                &run_id,
+                cancel.clone(),
+            )
+            .with_wait_notice({
+                let (hooks, cancel) = (hooks.clone(), cancel.clone());
+                Arc::new(move |what: &str, id: &str| hooks.waiting(what, id, &cancel))
+            }),
+        );
         let _desk = self
             .app
             .capabilities
@@ -183,7 +189,9 @@ impl Agent {
             max: start.max_steps.unwrap_or(self.options.max_steps).max(1),
         };
         let end = self
-            .steps(&store, &run_id, &mut steps, &cancel, &events, &human, &hooks)
+            .steps(
+                &store, &run_id, &mut steps, &cancel, &events, &human, &hooks,
+            )
             .await;
         if let Some(e) = &end.error {
             tracing::warn!(run = %run_id, stage = ?end.stage, "run failed: {e}");
@@ -204,7 +212,9 @@ impl Agent {
         }
         self.app.capabilities.discovery.end_run(&run_id);
         // A stopped run's `run_end` hooks still run (bounded by their own timeouts).
-        let last = json!({"status": end.status, "stage": end.stage, "stop_reason": end.stop_reason});
+        let last =
+            json!({"status": end.status, "stage": end.stage, "stop_reason": end.stop_reason});
+        hooks.settle().await;
         hooks.run("run_end", last, &CancellationToken::new()).await;
         let usage = match store.get_run(&run_id).await {
             Ok(Some(r)) => r.usage,

@@ -47,7 +47,10 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 
 /// The entries of a tool event that match `tool`, in settings order.
 pub fn for_tool<'a>(entries: &'a [HookEntry], tool: &str) -> Vec<&'a HookEntry> {
-    entries.iter().filter(|h| matches(&h.matcher, tool)).collect()
+    entries
+        .iter()
+        .filter(|h| matches(&h.matcher, tool))
+        .collect()
 }
 
 #[cfg(test)]

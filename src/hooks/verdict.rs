@@ -25,7 +25,9 @@ pub enum Exit {
     Code(i32),
     /// Killed by a signal (not by us).
     Signal(i32),
-    TimedOut { after_secs: u64 },
+    TimedOut {
+        after_secs: u64,
+    },
     Cancelled,
     /// It could not be started.
     NotStarted(String),
@@ -90,7 +92,13 @@ fn non_empty(s: &str) -> Option<String> {
 }
 
 fn first_line(s: &str) -> String {
-    s.trim().lines().next().unwrap_or("").chars().take(200).collect()
+    s.trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -166,9 +174,13 @@ pub fn pre(exit: &Exit, stdout: &str, stderr: &str) -> Reading {
             ));
         }
     };
-    let reason = ["/hookSpecificOutput/permissionDecisionReason", "/reason", "/stopReason"]
-        .iter()
-        .find_map(|p| str_at(&v, p).and_then(non_empty));
+    let reason = [
+        "/hookSpecificOutput/permissionDecisionReason",
+        "/reason",
+        "/stopReason",
+    ]
+    .iter()
+    .find_map(|p| str_at(&v, p).and_then(non_empty));
     Reading {
         outcome: if decision == PreDecision::Block {
             HookOutcome::Blocked
@@ -235,20 +247,40 @@ mod tests {
 
     #[test]
     fn our_json_and_claude_codes() {
-        let r = pre(&Exit::Code(0), r#"{"decision":"ask","reason":"prod db"}"#, "");
-        assert_eq!((r.decision, r.reason.as_deref()), (PreDecision::Ask, Some("prod db")));
+        let r = pre(
+            &Exit::Code(0),
+            r#"{"decision":"ask","reason":"prod db"}"#,
+            "",
+        );
+        assert_eq!(
+            (r.decision, r.reason.as_deref()),
+            (PreDecision::Ask, Some("prod db"))
+        );
         let r = pre(&Exit::Code(0), r#"{"decision":"allow"}"#, "");
-        assert_eq!((r.decision, r.outcome), (PreDecision::Allow, HookOutcome::Ok));
+        assert_eq!(
+            (r.decision, r.outcome),
+            (PreDecision::Allow, HookOutcome::Ok)
+        );
         let r = pre(
             &Exit::Code(0),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"nope"}}"#,
             "",
         );
-        assert_eq!((r.decision, r.reason.as_deref()), (PreDecision::Block, Some("nope")));
+        assert_eq!(
+            (r.decision, r.reason.as_deref()),
+            (PreDecision::Block, Some("nope"))
+        );
         let r = pre(&Exit::Code(0), r#"{"decision":"approve"}"#, "");
         assert_eq!(r.decision, PreDecision::Allow);
-        let r = pre(&Exit::Code(0), r#"{"continue":false,"stopReason":"halt"}"#, "");
-        assert_eq!((r.decision, r.reason.as_deref()), (PreDecision::Block, Some("halt")));
+        let r = pre(
+            &Exit::Code(0),
+            r#"{"continue":false,"stopReason":"halt"}"#,
+            "",
+        );
+        assert_eq!(
+            (r.decision, r.reason.as_deref()),
+            (PreDecision::Block, Some("halt"))
+        );
         let r = pre(&Exit::Code(0), r#"{"decision":"block"}"#, "");
         assert_eq!(r.reason.as_deref(), Some("a hook blocked the call"));
     }
@@ -268,16 +300,24 @@ mod tests {
             assert!(r.problem.is_some());
         }
         let r = pre(&Exit::TimedOut { after_secs: 3 }, "", "");
-        assert_eq!((r.outcome, r.decision), (HookOutcome::TimedOut, PreDecision::None));
+        assert_eq!(
+            (r.outcome, r.decision),
+            (HookOutcome::TimedOut, PreDecision::None)
+        );
         assert!(r.problem.unwrap().contains("timed out after 3 s"));
         let r = pre(&Exit::Code(0), "plain words", "");
-        assert_eq!((r.outcome, r.decision), (HookOutcome::Ok, PreDecision::None));
+        assert_eq!(
+            (r.outcome, r.decision),
+            (HookOutcome::Ok, PreDecision::None)
+        );
     }
 
     #[test]
     fn post_notes() {
         assert_eq!(
-            post(&Exit::Code(0), r#"{"note":"formatted"}"#, "").note.as_deref(),
+            post(&Exit::Code(0), r#"{"note":"formatted"}"#, "")
+                .note
+                .as_deref(),
             Some("formatted")
         );
         assert_eq!(
@@ -290,7 +330,10 @@ mod tests {
             .as_deref(),
             Some("lint: 2 warnings")
         );
-        assert_eq!(post(&Exit::Code(2), "", "check it\n").note.as_deref(), Some("check it"));
+        assert_eq!(
+            post(&Exit::Code(2), "", "check it\n").note.as_deref(),
+            Some("check it")
+        );
         assert_eq!(post(&Exit::Code(0), "formatted 3 files", "").note, None);
         assert_eq!(post(&Exit::Code(1), "", "x").outcome, HookOutcome::Failed);
     }

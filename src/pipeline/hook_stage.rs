@@ -20,7 +20,11 @@ impl Runner {
     /// Keep each hook run with the call (a record that cannot be stored is logged: the hook ran).
     async fn keep_hook_runs(&self, call_id: &str, runs: &[HookRun]) {
         for run in runs {
-            if let Err(e) = self.recorder.hook_ran(&self.run_id, Some(call_id), run).await {
+            if let Err(e) = self
+                .recorder
+                .hook_ran(&self.run_id, Some(call_id), run)
+                .await
+            {
                 tracing::error!(call = %call_id, "could not record a hook run: {e}");
             }
         }
@@ -84,14 +88,9 @@ impl Runner {
         if self.services.settings.hooks.post_tool_call.is_empty() {
             return model.to_string();
         }
-        let (notes, runs) = hooks::post_tool_call(
-            self.hook_scope(cancel),
-            tool,
-            args,
-            call_id,
-            ("ok", model),
-        )
-        .await;
+        let (notes, runs) =
+            hooks::post_tool_call(self.hook_scope(cancel), tool, args, call_id, ("ok", model))
+                .await;
         self.keep_hook_runs(call_id, &runs).await;
         kept.extend(runs);
         hooks::with_notes(model, &notes)

@@ -291,9 +291,7 @@ pub fn layer(
         &mut widening,
     );
     if let Some(hooks) = project_hooks {
-        settings
-            .hooks
-            .extend_with(hooks, super::HookLevel::Project);
+        settings.hooks.extend_with(hooks, super::HookLevel::Project);
     }
     LoadedSettings {
         settings,

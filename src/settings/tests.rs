@@ -627,7 +627,8 @@ fn layer_trust(user: &str, project: &str, trusted: bool) -> LoadedSettings {
 #[test]
 fn a_projects_hooks_are_added_after_the_users_only_when_trusted() {
     let user = r#"{"hooks": {"pre_tool_call": [{"match": "execute", "command": "mine"}]}}"#;
-    let project = r#"{"hooks": {"pre_tool_call": [{"command": "theirs"}], "run_end": [{"command": "bye"}]}}"#;
+    let project =
+        r#"{"hooks": {"pre_tool_call": [{"command": "theirs"}], "run_end": [{"command": "bye"}]}}"#;
     let commands = |l: &LoadedSettings| -> Vec<(String, HookLevel)> {
         l.settings
             .hooks
@@ -665,7 +666,11 @@ fn a_projects_hooks_are_added_after_the_users_only_when_trusted() {
     assert_eq!(untrusted.project_hooks.entries().count(), 2);
     assert_eq!(untrusted.project_hooks.pre_tool_call[0].command, "theirs");
     // A bad entry is a located problem; the rest of the list's section still loads.
-    let bad = layer_trust("{}", r#"{"hooks": {"pre_tool_call": [{"cmd": "x"}]}}"#, true);
+    let bad = layer_trust(
+        "{}",
+        r#"{"hooks": {"pre_tool_call": [{"cmd": "x"}]}}"#,
+        true,
+    );
     assert!(bad.settings.hooks.is_empty());
     assert!(
         bad.problems

@@ -169,6 +169,9 @@ mod tests {
         assert_ne!(hook_pins(&root, "sh check.sh")[0].state, before);
         // A script not there yet is pinned as absent: creating it is a change.
         let p = hook_pins(&root, "./later.sh");
-        assert_eq!((p[0].path.as_str(), p[0].state.as_str()), ("later.sh", "absent"));
+        assert_eq!(
+            (p[0].path.as_str(), p[0].state.as_str()),
+            ("later.sh", "absent")
+        );
     }
 }

@@ -138,7 +138,10 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     assert_eq!(r["hooks"][0]["outcome"], "blocked");
     assert_eq!(r["hooks"][0]["exit_code"], 2);
     let second = f.server.requests()[1].body.to_string();
-    assert!(second.contains("secrets stay unread"), "the model reads the reason");
+    assert!(
+        second.contains("secrets stay unread"),
+        "the model reads the reason"
+    );
     // The hook read the call on stdin, with Claude Code's names too.
     let input: Value =
         serde_json::from_str(&std::fs::read_to_string(f.side.join("input.json")).unwrap()).unwrap();
@@ -160,7 +163,9 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     // A tool the match does not name runs as before (a fresh provider: it checks replays).
     let f = fx(guard).await;
     std::fs::write(f.project.join("a.txt"), "x").unwrap();
-    let ev = f.one_call("toolu_b2", "ls", json!({"path": "."}), &[]).await;
+    let ev = f
+        .one_call("toolu_b2", "ls", json!({"path": "."}), &[])
+        .await;
     assert_eq!(result(&ev)["status"], "ok");
     assert_eq!(result(&ev)["hooks"], json!([]));
 }
@@ -195,7 +200,12 @@ async fn a_decision_ask_makes_the_person_confirm_a_call_that_would_run_without_a
     let f = fx(asks).await;
     std::fs::write(f.project.join("a.txt"), "apple").unwrap();
     let ev = f
-        .one_call("toolu_a2", "read_file", json!({"path": "a.txt"}), &["--yes"])
+        .one_call(
+            "toolu_a2",
+            "read_file",
+            json!({"path": "a.txt"}),
+            &["--yes"],
+        )
         .await;
     assert_eq!(result(&ev)["status"], "ok");
     assert!(result(&ev)["model"].as_str().unwrap().contains("apple"));
@@ -206,7 +216,15 @@ async fn a_decision_ask_makes_the_person_confirm_a_call_that_would_run_without_a
 async fn allow_never_skips_a_confirmation_the_mode_requires() {
     let f = fx(|side| {
         let cmd = script(side, "allow.sh", r#"echo '{"decision": "allow"}'"#);
-        json!({"pre_tool_call": [{"match": "write_file", "command": cmd}]})
+        let waiting = script(
+            side,
+            "waiting.sh",
+            &format!("cat > {}/waiting.json", side.display()),
+        );
+        json!({
+            "pre_tool_call": [{"match": "write_file", "command": cmd}],
+            "waiting_for_person": [{"command": waiting}],
+        })
     })
     .await;
     let ev = f
@@ -221,6 +239,19 @@ async fn allow_never_skips_a_confirmation_the_mode_requires() {
     assert_eq!(result(&ev)["status"], "rejected");
     assert_eq!(result(&ev)["hooks"][0]["decision"], "allow");
     assert!(!f.project.join("out.txt").exists());
+    // The confirmation started the `waiting_for_person` hooks.
+    let waiting: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.side.join("waiting.json")).unwrap())
+            .unwrap();
+    assert_eq!(waiting["event"], "waiting_for_person");
+    assert_eq!(waiting["hook_event_name"], "Notification");
+    assert_eq!(waiting["waiting_for"], "confirmation");
+    assert_eq!(waiting["call_id"], stored_id(&ev));
+    let hook = ev
+        .iter()
+        .find(|e| e["type"] == "hook")
+        .expect("a hook event");
+    assert_eq!(hook["hook"]["event"], "waiting_for_person");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,9 +273,15 @@ async fn a_post_hook_adds_a_note_to_the_models_text() {
         .one_call("toolu_p1", "read_file", json!({"path": "a.txt"}), &[])
         .await;
     let model = result(&ev)["model"].as_str().unwrap();
-    assert!(model.contains("pear") && model.contains("linted: 0 warnings"), "{model}");
+    assert!(
+        model.contains("pear") && model.contains("linted: 0 warnings"),
+        "{model}"
+    );
     let second = f.server.requests()[1].body.to_string();
-    assert!(second.contains("linted: 0 warnings"), "the model reads the note");
+    assert!(
+        second.contains("linted: 0 warnings"),
+        "the model reads the note"
+    );
     let input: Value =
         serde_json::from_str(&std::fs::read_to_string(f.side.join("post.json")).unwrap()).unwrap();
     assert_eq!(input["hook_event_name"], "PostToolUse");
@@ -265,7 +302,11 @@ async fn run_start_and_run_end_hooks_run_and_are_reported() {
         let end = script(
             side,
             "end.sh",
-            &format!("cat > {}/end.json\necho end >> {}", side.display(), log.display()),
+            &format!(
+                "cat > {}/end.json\necho end >> {}",
+                side.display(),
+                log.display()
+            ),
         );
         json!({"run_start": [{"command": start}], "run_end": [{"command": end}]})
     })
@@ -309,7 +350,10 @@ async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes
     assert!(!marker.exists(), "an untrusted project's hook ran");
     // Trusting shows the hook and its pinned script.
     let (code, out, err) = f.run(&["trust"]).await;
-    assert!(out.contains("hook run_start[0]") && out.contains("hook.sh: file sha256:"), "{code} {out} {err}");
+    assert!(
+        out.contains("hook run_start[0]") && out.contains("hook.sh: file sha256:"),
+        "{code} {out} {err}"
+    );
     let (code, _, err) = f.run(&["trust", "--yes"]).await;
     assert_eq!(code, 0, "{err}");
     hello(&f);
@@ -351,7 +395,12 @@ async fn a_pre_hook_past_its_timeout_is_killed_with_its_group_and_does_not_block
     assert_eq!(r["status"], "ok", "a timed-out hook does not block: {r}");
     assert!(r["model"].as_str().unwrap().contains("plum"));
     assert_eq!(r["hooks"][0]["outcome"], "timed_out");
-    assert!(r["hooks"][0]["problem"].as_str().unwrap().contains("timed out after 1 s"));
+    assert!(
+        r["hooks"][0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1 s")
+    );
     let pid: i32 = std::fs::read_to_string(f.side.join("pid"))
         .unwrap()
         .trim()

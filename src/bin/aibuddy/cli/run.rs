@@ -124,7 +124,10 @@ pub fn hook_line(h: &aibuddy::hooks::HookRun) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    let exit = h.exit_code.map(|c| format!("exit {c}, ")).unwrap_or_default();
+    let exit = h
+        .exit_code
+        .map(|c| format!("exit {c}, "))
+        .unwrap_or_default();
     let said = [
         h.decision.as_ref().map(|d| format!("decision {d}")),
         h.reason.as_ref().map(|r| format!("reason: {r}")),
