@@ -239,6 +239,7 @@ impl Agent {
     }
 
     /// The steps of a run, until it ends (however it ends).
+    #[allow(clippy::too_many_arguments)]
     async fn steps(
         &self,
         store: &Store,
