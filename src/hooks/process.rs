@@ -66,10 +66,15 @@ fn kill_group(pgid: u32) {
     }
 }
 
-/// The environment of a project hook: what commands get.
-fn filtered_env(exec: &ExecSettings) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+type EnvPairs = Vec<(std::ffi::OsString, std::ffi::OsString)>;
+
+/// The environment of a project hook: what commands get (exec's policy over `vars`).
+fn filtered_env(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    exec: &ExecSettings,
+) -> EnvPairs {
     let policy = crate::tools::execute::env_policy(exec);
-    aibuddy_sandbox::aibuddy_exec::filter_env(std::env::vars_os(), &policy).0
+    aibuddy_sandbox::aibuddy_exec::filter_env(vars, &policy).0
 }
 
 /// Run `hook` for `event` with `input` on stdin.
@@ -93,7 +98,8 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true);
     if hook.level == HookLevel::Project {
-        cmd.env_clear().envs(filtered_env(exec));
+        cmd.env_clear()
+            .envs(filtered_env(std::env::vars_os(), exec));
     }
     cmd.env("AIBUDDY_PROJECT_ROOT", project)
         .env("CLAUDE_PROJECT_DIR", project)
@@ -178,5 +184,81 @@ pub async fn run(
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
         truncated: cut_out || cut_err,
         duration: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn hook(command: &str, timeout_secs: u64) -> HookEntry {
+        HookEntry {
+            matcher: "*".into(),
+            command: command.into(),
+            timeout_secs,
+            level: HookLevel::User,
+        }
+    }
+
+    #[test]
+    fn a_project_hook_gets_the_filtered_environment() {
+        let vars = [
+            ("PATH", "/usr/bin"),
+            ("GITHUB_TOKEN", "ghp_x"),
+            ("ANTHROPIC_API_KEY", "sk-x"),
+            ("DB_URL", "postgres://u:pw@h/db"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let kept: Vec<String> = filtered_env(vars, &ExecSettings::default())
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept, vec!["PATH"]);
+    }
+
+    #[tokio::test]
+    async fn stopping_the_run_kills_a_running_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            stop.cancel();
+        });
+        let t = Instant::now();
+        let ran = run(
+            &hook("sleep 30", 60),
+            "run_start",
+            &json!({}),
+            dir.path(),
+            &ExecSettings::default(),
+            &cancel,
+        )
+        .await;
+        assert_eq!(ran.exit, Exit::Cancelled);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+
+    #[tokio::test]
+    async fn output_is_capped_and_stdin_carries_the_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run(
+            &hook("cat; head -c 100000 /dev/zero | tr '\\0' x", 30),
+            "pre_tool_call",
+            &json!({"tool": "execute"}),
+            dir.path(),
+            &ExecSettings::default(),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(ran.exit, Exit::Code(0));
+        assert!(ran.truncated);
+        assert_eq!(ran.stdout.len(), MAX_KEPT_BYTES);
+        assert!(
+            ran.stdout.starts_with(r#"{"tool":"execute"}"#),
+            "{}",
+            &ran.stdout[..40]
+        );
     }
 }

@@ -385,4 +385,30 @@ mod tests {
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
         assert!(card(&RunEvent::TextDelta { text: "x".into() }).is_none());
     }
+
+    #[test]
+    fn a_hook_line_escapes_the_command_and_what_the_hook_said() {
+        let h = aibuddy::hooks::HookRun {
+            event: "pre_tool_call".into(),
+            level: aibuddy::settings::HookLevel::Project,
+            matcher: "*".into(),
+            command: "./guard\u{1b}[2J.sh".into(),
+            outcome: aibuddy::hooks::HookOutcome::Blocked,
+            exit_code: Some(2),
+            duration_ms: 7,
+            stdout: String::new(),
+            stderr: "no\u{1b}]0;x".into(),
+            truncated: false,
+            decision: Some("block".into()),
+            reason: Some("no\u{1b}]0;x\rway".into()),
+            note: None,
+            problem: None,
+        };
+        let l = hook_line(&h);
+        assert!(!l.contains('\u{1b}') && !l.contains('\r'), "{l}");
+        assert!(
+            l.starts_with("[hook] pre_tool_call `./guard\\e[2J.sh` blocked (exit 2, 7 ms): decision block; reason: no"),
+            "{l}"
+        );
+    }
 }
