@@ -160,6 +160,16 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     assert_eq!(shown["hooks"][0]["outcome"], "blocked", "{shown}");
     assert_eq!(shown["hooks"][0]["reason"], "secrets stay unread");
     assert!(shown["hooks"][0]["duration_ms"].as_u64().is_some());
+    let (code, out, err) = f.run(&["history", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tool_call_id"] == stored_id(&ev).as_str())
+        .unwrap();
+    assert_eq!(row["hooks"][0]["outcome"], "blocked", "{row}");
     // A tool the match does not name runs as before (a fresh provider: it checks replays).
     let f = fx(guard).await;
     std::fs::write(f.project.join("a.txt"), "x").unwrap();

@@ -484,6 +484,14 @@ impl Store {
             .await
     }
 
+    /// The hook runs of several calls (one query), in order.
+    pub async fn hook_runs_of_calls(&self, call_ids: &[String]) -> Result<Vec<crate::HookRunRow>> {
+        let ids =
+            serde_json::to_string(call_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.read(move |conn, _| crate::tables::hook_runs::for_calls(conn, &ids))
+            .await
+    }
+
     /// Every hook run of a run (its calls' and its own), in order.
     pub async fn run_hook_runs(&self, run_id: &str) -> Result<Vec<crate::HookRunRow>> {
         let id = run_id.to_string();

@@ -81,6 +81,15 @@ pub fn for_call(conn: &Connection, call_id: &str) -> Result<Vec<HookRunRow>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The hook runs of the calls named in `call_ids` (a JSON array of ids), in order.
+pub fn for_calls(conn: &Connection, call_ids_json: &str) -> Result<Vec<HookRunRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE tool_call_id IN (SELECT value FROM json_each(?1)) ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([call_ids_json], row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Every hook run of a run (its calls' and its own), in order.
 pub fn for_run(conn: &Connection, run_id: &str) -> Result<Vec<HookRunRow>> {
     let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE run_id = ?1 ORDER BY id"))?;
