@@ -56,7 +56,7 @@ describe("tool cards", () => {
 
   it("a replayed stored result has no live fields", () => {
     const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "ls" } };
-    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "ok", stage: null, model: "x" }]);
+    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "ok", stage: null, model: "x", hooks: [] }]);
     expect(card).toMatchObject({ status: "ok", durationMs: null, exitCode: null, omittedBytes: null });
   });
 });
@@ -108,6 +108,11 @@ describe("hooks on a card", () => {
     const card = cardAfter([call, result({ status: "rejected", stage: "Authorization", hooks: [hook] })]);
     expect(card.hooks).toHaveLength(1);
     expect(card.hooks.map(hookSummary)[0]).toBe("Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here");
+  });
+  it("a stored run's card shows the hooks kept with its call", () => {
+    const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "rm -rf /" } };
+    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "rejected", stage: "Authorization", model: "blocked", hooks: [hook] }]);
+    expect(card.hooks.map(hookSummary)).toEqual(["Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here"]);
   });
   it("a timed-out hook says why it did not block", () => {
     const slow = { ...hook, outcome: "timed_out" as const, exit_code: null, decision: null, reason: null, stderr: "", problem: "timed out after 1 s; its process group was killed", duration_ms: 1004 };

@@ -50,7 +50,7 @@ function fakeShell() {
             role: "tool",
             text: "",
             tool_calls: [],
-            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false },
+            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false, hooks: [] },
             usage: null,
           },
         ],

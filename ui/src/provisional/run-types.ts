@@ -23,7 +23,7 @@ export type AskUserQuestion = Omit<Extract<ShellRunEvent, { type: "ask_user" }>,
 export type AskUserAnswer = HumanAnswer;
 
 /** A stored call's result in a replay (show_run): a `tool_result` without the live-only fields. */
-export type StoredResultEvent = Omit<Extract<ShellRunEvent, { type: "tool_result" }>, "type" | "duration_ms" | "exit_code" | "omitted_bytes" | "activated" | "hooks"> & {
+export type StoredResultEvent = Omit<Extract<ShellRunEvent, { type: "tool_result" }>, "type" | "duration_ms" | "exit_code" | "omitted_bytes" | "activated"> & {
   type: "stored_result";
 };
 
@@ -59,6 +59,7 @@ export function detailEvents(detail: RunDetail): RunEvent[] {
         status: r.status,
         stage: (r.stage as ShellStage | null) ?? null,
         model: r.model ?? r.error_message ?? "",
+        hooks: r.hooks ?? [],
       });
     }
   }

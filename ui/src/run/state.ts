@@ -235,7 +235,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         exitCode: live ? event.exit_code : null,
         omittedBytes: live ? event.omitted_bytes : null,
         activated: live ? event.activated : [],
-        hooks: live ? (event.hooks ?? []) : [],
+        hooks: event.hooks ?? [],
       }));
       return {
         ...done,
