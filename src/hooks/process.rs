@@ -158,7 +158,9 @@ pub async fn run(
             Exit::Cancelled
         }
     };
-    // Whatever it left running in its group ends with it.
+    // Whatever it left running in its group ends with it. (The group id stays taken while any
+    // member lives; once none does, the kill finds nothing: a new process would have to reuse the
+    // shell's pid and make itself a group leader in between for it to land elsewhere.)
     kill_group(pgid);
     writer.abort();
     let collect = |h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>| async move {
