@@ -13,6 +13,7 @@ pub mod contract;
 pub mod discovery;
 pub mod events;
 pub mod hooks;
+pub mod host;
 pub mod human;
 pub mod logging;
 pub mod pipeline;

@@ -25,7 +25,7 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::providers_view::ProviderList::export_all(&cfg)?;
     crate::settings_pages::SettingsPages::export_all(&cfg)?;
     crate::settings_pages::SettingsWrite::export_all(&cfg)?;
-    crate::settings_pages::KeyState::export_all(&cfg)?;
+    aibuddy::host::provider_keys::KeyState::export_all(&cfg)?;
     aibuddy::settings::edit::Level::export_all(&cfg)?;
     crate::catalog::CatalogServer::export_all(&cfg)?;
     crate::catalog::CatalogSkills::export_all(&cfg)?;

@@ -48,6 +48,17 @@ impl CommandError {
     }
 }
 
+impl CommandError {
+    /// A refused or failed core use case (`aibuddy::host`), reported under `code`.
+    pub fn from_host(code: ErrorCode, error: aibuddy::host::HostError) -> Self {
+        Self {
+            code,
+            stage: Some(error.stage),
+            message: error.message,
+        }
+    }
+}
+
 impl From<aibuddy::contract::ToolError> for CommandError {
     fn from(error: aibuddy::contract::ToolError) -> Self {
         Self {

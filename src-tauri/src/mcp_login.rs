@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aibuddy::contract::Stage;
+use aibuddy::host::mcp_login::browser_url_allowed;
 use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault, VaultCredentialStore};
 use aibuddy_mcp::{ServerConfig, Transport};
 use serde::Serialize;
@@ -125,34 +126,6 @@ impl McpLogins {
     }
 }
 
-/// Whether `url` may be handed to the system browser (pure): `https`, or `http` on a loopback
-/// host (a local authorization server). Anything else (`file:`, `javascript:`, custom schemes
-/// that start other programs) comes from untrusted metadata and is refused.
-pub fn browser_url_allowed(url: &str) -> Result<(), String> {
-    let parsed =
-        tauri::Url::parse(url).map_err(|_| "the authorization URL is not a URL".to_owned())?;
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" => {
-            let host = parsed.host_str().unwrap_or_default();
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let loopback = host.eq_ignore_ascii_case("localhost")
-                || host
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            if loopback {
-                Ok(())
-            } else {
-                Err("the authorization URL is plain http to another machine: refused".into())
-            }
-        }
-        other => Err(format!(
-            "the authorization URL has scheme `{}`: only https is opened",
-            other.chars().take(16).collect::<String>()
-        )),
-    }
-}
-
 fn authz(message: impl Into<String>) -> CommandError {
     CommandError {
         code: ErrorCode::Tool,
@@ -161,36 +134,15 @@ fn authz(message: impl Into<String>) -> CommandError {
     }
 }
 
-fn params(message: impl Into<String>) -> CommandError {
-    CommandError {
-        code: ErrorCode::Tool,
-        stage: Some(Stage::Parameters),
-        message: message.into(),
-    }
-}
-
-/// The remote server `server` as configured now, when the person may log in to it (pure over
-/// the loaded plan): unknown names and local servers are Parameters errors, servers of an
-/// untrusted project Authorization errors.
+/// The remote server `server` as configured now, when the person may log in to it (the core's
+/// use case, [`aibuddy::host::mcp_login::login_url`]).
 pub fn login_url(
     servers: &[ServerConfig],
     untrusted: &[String],
     server: &str,
 ) -> Result<String, CommandError> {
-    if untrusted.iter().any(|n| n == server) {
-        return Err(authz(format!(
-            "server `{server}` comes from this project's mcp.json, which you have not trusted: trust the project first"
-        )));
-    }
-    let Some(config) = servers.iter().find(|s| s.name == server) else {
-        return Err(params(format!("no MCP server named `{server}`")));
-    };
-    match &config.transport {
-        Transport::Http { url, .. } | Transport::Sse { url, .. } => Ok(url.clone()),
-        _ => Err(params(format!(
-            "server `{server}` is a local (stdio) server: it takes its credentials from its env, not OAuth"
-        ))),
-    }
+    aibuddy::host::mcp_login::login_url(servers, untrusted, server)
+        .map_err(|e| CommandError::from_host(ErrorCode::Tool, e))
 }
 
 fn vault(state: &ShellState) -> Result<Arc<dyn TokenVault>, CommandError> {
@@ -379,56 +331,6 @@ pub async fn mcp_logins(state: State<'_, ShellState>) -> Result<Vec<McpTokenStat
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_https_or_loopback_http_reaches_the_browser() {
-        assert!(browser_url_allowed("https://auth.example/authorize?x=1").is_ok());
-        assert!(browser_url_allowed("http://127.0.0.1:4000/authorize").is_ok());
-        assert!(browser_url_allowed("http://localhost:4000/authorize").is_ok());
-        assert!(browser_url_allowed("http://[::1]:4000/authorize").is_ok());
-        for bad in [
-            "http://auth.example/authorize",
-            "http://10.0.0.1/authorize",
-            "file:///etc/passwd",
-            "javascript:alert(1)",
-            "vscode://x/y",
-            "not a url",
-        ] {
-            assert!(browser_url_allowed(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn untrusted_unknown_and_local_servers_are_refused_remote_ones_log_in() {
-        let mut legacy = ServerConfig::http("legacy", "https://old.example/sse");
-        legacy.transport = Transport::Sse {
-            url: "https://old.example/sse".into(),
-            headers: Default::default(),
-        };
-        let servers = vec![
-            ServerConfig::http("remote", "https://mcp.example/mcp"),
-            ServerConfig::stdio("local", "/bin/true", Vec::new()),
-            legacy,
-        ];
-        let untrusted = vec!["proj".to_owned()];
-        assert_eq!(
-            login_url(&servers, &untrusted, "remote").unwrap(),
-            "https://mcp.example/mcp"
-        );
-        assert_eq!(
-            login_url(&servers, &untrusted, "legacy").unwrap(),
-            "https://old.example/sse"
-        );
-        let e = login_url(&servers, &untrusted, "proj").unwrap_err();
-        assert_eq!(e.stage, Some(Stage::Authorization));
-        assert!(e.message.contains("not trusted"), "{}", e.message);
-        let e = login_url(&servers, &untrusted, "local").unwrap_err();
-        assert_eq!(e.stage, Some(Stage::Parameters));
-        assert_eq!(
-            login_url(&servers, &untrusted, "nope").unwrap_err().stage,
-            Some(Stage::Parameters)
-        );
-    }
 
     #[test]
     fn a_new_login_of_a_server_cancels_the_waiting_one() {

@@ -2,7 +2,6 @@
 //! shaped from the store's records (pure; the store queries are the CLI's `aibuddy runs`).
 //! Everything here came from a model, a tool or a project: the UI renders it as text.
 
-use aibuddy_provider::Message;
 use aibuddy_store::{
     CallStatus, CompactionState, Conversation, MessageRecord, MessageRole, RunListRow, RunStatus,
     Usage,
@@ -120,31 +119,6 @@ pub struct RunDetail {
     pub messages: Vec<RunMessage>,
 }
 
-/// The text and tool calls of a stored message's content (provider-neutral `{"text"}` or a
-/// provider message kept exactly as received).
-fn content_of(m: &MessageRecord) -> (String, Vec<RunToolCall>) {
-    let Ok(value) = serde_json::from_str::<Value>(&m.content) else {
-        return (m.content.clone(), Vec::new());
-    };
-    if let Some(text) = value.get("text").and_then(Value::as_str) {
-        return (text.to_string(), Vec::new());
-    }
-    match serde_json::from_value::<Message>(value) {
-        Ok(message) => {
-            let calls = message
-                .tool_calls()
-                .map(|(id, tool, input, _)| RunToolCall {
-                    tool_call_id: id.to_string(),
-                    tool: tool.to_string(),
-                    input: input.clone(),
-                })
-                .collect();
-            (message.text(), calls)
-        }
-        Err(_) => (String::new(), Vec::new()),
-    }
-}
-
 fn message_view(m: &MessageRecord) -> RunMessage {
     if m.role == MessageRole::Tool {
         let result = m.result.as_ref().map(|r| RunToolResult {
@@ -166,20 +140,15 @@ fn message_view(m: &MessageRecord) -> RunMessage {
             usage: m.usage,
         };
     }
-    let (text, mut tool_calls) = content_of(m);
-    // Calls the store knows of but the content does not show (never expected): still listed.
-    for requested in &m.requested_calls {
-        if !tool_calls
-            .iter()
-            .any(|c| c.tool_call_id == requested.tool_call_id)
-        {
-            tool_calls.push(RunToolCall {
-                tool_call_id: requested.tool_call_id.clone(),
-                tool: requested.tool.clone(),
-                input: Value::Null,
-            });
-        }
-    }
+    let (text, calls) = aibuddy::host::stored_messages::text_and_calls(m);
+    let tool_calls = calls
+        .into_iter()
+        .map(|c| RunToolCall {
+            tool_call_id: c.tool_call_id,
+            tool: c.tool,
+            input: c.input,
+        })
+        .collect();
     RunMessage {
         seq: m.seq,
         role: m.role.as_str().to_string(),

@@ -12,11 +12,11 @@
 
 use std::path::Path;
 
+use aibuddy::host::provider_keys::{self, KeyState, key_state};
 use aibuddy::settings::edit::{self, ConfigFile, EditError, Level, Written};
 use aibuddy::settings::{SettingsProblem, edit::mcp_problem};
 use aibuddy::trust::{FileContent, TrustState};
 use aibuddy_common::located;
-use aibuddy_provider::keys::{ApiKey, KeyError, KeyStore, keyring_get};
 use serde::Serialize;
 use serde_json::Value;
 use tauri::State;
@@ -46,18 +46,6 @@ pub struct McpServerEntry {
     pub entry: Value,
     /// A user entry replaced by a project entry of the same name.
     pub shadowed: bool,
-}
-
-/// Where a provider entry's key is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum KeyState {
-    /// In the OS keyring under the entry's name.
-    Set,
-    NotSet,
-    /// The OS keyring cannot be used here (the environment variables still work).
-    KeyringUnavailable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -168,15 +156,6 @@ fn servers_of(file: &Value, level: Level) -> Vec<McpServerEntry> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn key_state(name: &str) -> KeyState {
-    match keyring_get(name) {
-        Ok(Some(_)) => KeyState::Set,
-        Ok(None) => KeyState::NotSet,
-        Err(KeyError::Unavailable) => KeyState::KeyringUnavailable,
-        Err(_) => KeyState::NotSet,
-    }
 }
 
 /// Provider entry names at either level (not `default`), sorted, once each.
@@ -291,45 +270,14 @@ pub fn set(
 }
 
 /// Whether `name` may name a keyring entry: what a provider entry name is in practice.
-fn valid_entry_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
-
-fn key_error(e: KeyError) -> CommandError {
-    CommandError {
-        code: ErrorCode::Project,
-        stage: Some(aibuddy::contract::Stage::Execution),
-        message: e.to_string(),
-    }
-}
-
-/// Stores `key` in the OS keyring for provider entry `name` (replacing any). The key is never
-/// logged, returned or written to a file.
+/// Stores `key` in the OS keyring for provider entry `name` (replacing any): the core's use case.
 pub fn set_key(name: &str, key: &str) -> Result<KeyState, CommandError> {
-    if !valid_entry_name(name) {
-        return Err(parameters(
-            "a provider entry name is letters, digits, `_`, `-` or `.`",
-        ));
-    }
-    let key = ApiKey::new(key).ok_or_else(|| parameters("the key is empty"))?;
-    KeyStore::new().set(name, &key).map_err(key_error)?;
-    tracing::info!(provider = ?name, "provider key stored in the OS keyring");
-    Ok(key_state(name))
+    provider_keys::store_key(name, key).map_err(|e| CommandError::from_host(ErrorCode::Project, e))
 }
 
 /// Removes the keyring entry of provider `name`.
 pub fn remove_key(name: &str) -> Result<KeyState, CommandError> {
-    if !valid_entry_name(name) {
-        return Err(parameters(
-            "a provider entry name is letters, digits, `_`, `-` or `.`",
-        ));
-    }
-    KeyStore::new().delete(name).map_err(key_error)?;
-    Ok(key_state(name))
+    provider_keys::remove_key(name).map_err(|e| CommandError::from_host(ErrorCode::Project, e))
 }
 
 /// Both levels of both settings files, their problems, and which provider keys are set.
@@ -428,7 +376,6 @@ mod tests {
         assert!(!editable(&p(&["sandbox", "kind"])));
         assert!(!editable(&p(&["exec"])));
         assert!(!editable(&p(&["providers", "a", "model"])));
-        assert!(valid_entry_name("local-2.x") && !valid_entry_name("a/b") && !valid_entry_name(""));
     }
 
     #[test]

@@ -149,33 +149,10 @@ pub struct GrantVariable {
     pub value: Option<String>,
 }
 
-/// Name parts that mark a variable as a secret.
-const SECRET_NAME_PARTS: &[&str] = &[
-    "TOKEN",
-    "KEY",
-    "SECRET",
-    "PASS",
-    "AUTH",
-    "CRED",
-    "SESSION",
-    "COOKIE",
-    "PRIVATE",
-    "CERT",
-    "SIGNATURE",
-    "BEARER",
-];
-
-/// Whether a variable's value should stay hidden: its name says secret, or the value looks like a
-/// token (16+ characters without `/` or spaces, letters and digits mixed). Pure.
+/// Whether a variable's value should stay hidden (the one rule of
+/// [`aibuddy_common::secrets::variable_looks_secret`]). Pure.
 pub fn looks_secret(name: &str, value: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    if SECRET_NAME_PARTS.iter().any(|p| upper.contains(p)) {
-        return true;
-    }
-    value.chars().count() >= 16
-        && !value.contains(['/', ' ', '\\'])
-        && value.chars().any(|c| c.is_ascii_digit())
-        && value.chars().any(|c| c.is_ascii_alphabetic())
+    aibuddy_common::secrets::variable_looks_secret(name, value)
 }
 
 fn grant_variables(

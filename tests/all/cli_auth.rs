@@ -120,7 +120,7 @@ fn set_without_a_keyring_says_so_and_points_at_the_environment() {
         e.contains("ANTHROPIC_API_KEY") && e.contains("OPENAI_API_KEY"),
         "{e}"
     );
-    assert!(e.contains("stage Authorization"), "{e}");
+    assert!(e.contains("stage Execution"), "{e}");
 }
 
 #[test]
@@ -129,4 +129,29 @@ fn set_with_nothing_on_stdin_is_a_usage_error() {
     let (code, _, err) = support::aibuddy(&project, &data, &["auth", "set", "anthropic"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no key on stdin"), "{err}");
+}
+
+#[test]
+fn set_with_a_name_no_provider_entry_can_have_is_refused_at_parameters() {
+    let (_tmp, project, data) = dirs();
+    for name in ["a/b", "../x", "with space"] {
+        let out = support::aibuddy_cmd(&project, &data)
+            .args(["auth", "set", name])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(b"sk-test")?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {e}");
+        assert!(
+            e.contains("provider entry name") && e.contains("stage Parameters"),
+            "{e}"
+        );
+    }
 }

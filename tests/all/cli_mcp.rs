@@ -111,7 +111,7 @@ fn login_refuses_unknown_and_local_servers_and_tries_remote_ones() {
     write_user_servers(&data, "http://127.0.0.1:9/mcp");
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "nope"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no MCP server named nope"), "{err}");
+    assert!(err.contains("no MCP server named `nope`"), "{err}");
     let (code, _, err) = support::aibuddy(&project, &data, &["mcp", "login", "local"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("stdio"), "{err}");
@@ -224,4 +224,44 @@ fn variables_disabled_servers_and_tool_lists_through_the_cli() {
     assert_eq!(exposure, "absent", "{listing}");
     assert_eq!(why, "not in allow list");
     assert_eq!(absent("mcp__fx__echo").unwrap().0, "active", "{listing}");
+}
+
+/// Authorization metadata is the server's (untrusted): an authorization URL the browser must not
+/// get (`javascript:`, `file:`, plain http to another host) is never printed for the person to
+/// open, and the login ends at once (the same rule as the window's, `aibuddy::host::mcp_login`).
+#[test]
+fn login_never_prints_an_authorization_url_the_browser_must_not_get() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/mcp/tests/fixtures/oauth_server.py"
+    );
+    for bad in [
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "http://auth.example/authorize",
+    ] {
+        let (_tmp, project, data) = dirs();
+        let mut child = std::process::Command::new("python3")
+            .args([script, "--authorize-url", bad])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+        write_user_servers(&data, &format!("http://127.0.0.1:{port}/mcp"));
+        let (code, out, err) = support::aibuddy(&project, &data, &["mcp", "login", "remote"]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(code, 1, "{bad}: {err}");
+        assert!(
+            !err.contains("open this URL") && !out.contains(bad) && !err.contains(bad),
+            "{bad}: {err}"
+        );
+        assert!(err.contains("the login to remote stopped"), "{bad}: {err}");
+    }
 }

@@ -8,12 +8,14 @@
 //! - [`located`]: JSON with the position of every key and value, and typed decoding that reports
 //!   structured, located problems (settings and `mcp.json`).
 //! - [`json_edit`]: one value of such a file changed, the rest of the text kept as written.
+//! - [`secrets`]: which variable names and values look like secrets (one rule for every crate).
 //!
 //! With the `ts-rs` feature the shared types also derive `ts_rs::TS` for the UI's bindings.
 
 mod decision;
 pub mod json_edit;
 pub mod located;
+pub mod secrets;
 pub mod sse;
 mod stage;
 mod status;

@@ -49,12 +49,13 @@ mod runner;
 mod server;
 mod sink;
 mod supervisor;
+mod support;
 mod syscall_filter;
 pub mod tmpdir;
 
 /// The allow-list proxy crate (policy, decider, report types).
 pub use aibuddy_netproxy as netproxy;
-pub use confine::{confinement_support, landlock_support, prewarm_probes};
+pub use confine::landlock_support;
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{
     EnvDecision, decide as env_decide, decide_var as env_decide_var, filter_env,
@@ -75,6 +76,7 @@ pub use request::{
 };
 pub use server::{ConfinedServer, shell_line, spawn_server};
 pub use sink::{ExecSink, NullSink, Stream};
+pub use support::{confinement_for, confinement_support, prewarm_probes};
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 use aibuddy_sandbox::aibuddy_exec::protect::{
     NESTED_DEPTH_CAP, NESTED_DIR_CAP, NestedSearch, effective_list,
 };
-use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest, NamespacePolicy};
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest};
 
 /// Whether this confinement refuses writes to protected paths (the namespace path does; on the
 /// Landlock-only path they are restored after the command instead).
@@ -137,25 +137,7 @@ fn policy_text(req: &ExecRequest) -> String {
 /// The confinement this request will get: the host's support, or the Landlock-only fallback when
 /// the request turns namespaces off.
 pub fn confinement_for(req: &ExecRequest, support: Confinement) -> Confinement {
-    match (req.namespaces, support) {
-        (NamespacePolicy::Off, Confinement::Namespaces { .. }) => {
-            match aibuddy_sandbox::aibuddy_exec::landlock_support() {
-                Confinement::Landlock {
-                    abi,
-                    network,
-                    scopes,
-                    ..
-                } => Confinement::Landlock {
-                    abi,
-                    network,
-                    scopes,
-                    no_namespaces: Some("namespaces turned off for this request".into()),
-                },
-                other => other,
-            }
-        }
-        (_, support) => support,
-    }
+    aibuddy_sandbox::aibuddy_exec::confinement_for(req.namespaces, support)
 }
 
 /// The confirmation's scope lines for a request.
@@ -187,6 +169,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+    use aibuddy_sandbox::aibuddy_exec::NamespacePolicy;
 
     #[test]
     fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {

@@ -4,9 +4,10 @@
 use std::io::Read;
 use std::process::ExitCode;
 
+use aibuddy::contract::Stage;
 use aibuddy_common::term;
 use aibuddy_provider::keys::{KeyError, keyring_get};
-use aibuddy_provider::{ApiKey, KeySource, KeyStore, ProviderKind, ProvidersConfig};
+use aibuddy_provider::{KeySource, KeyStore, ProviderKind, ProvidersConfig};
 use clap::Subcommand;
 use serde::Serialize;
 
@@ -60,8 +61,6 @@ pub fn provider_kinds(config: &ProvidersConfig) -> Vec<(String, ProviderKind)> {
     out
 }
 
-const UNAVAILABLE_HINT: &str = "the OS keyring is not available on this system; set ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment instead";
-
 pub fn run(command: AuthCommand, opts: AppOptions) -> ExitCode {
     match command {
         AuthCommand::Set { name } => set(&name),
@@ -75,25 +74,25 @@ fn set(name: &str) -> ExitCode {
         eprintln!("aibuddy: cannot read the key from stdin: {e} (stage Parameters)");
         return ExitCode::from(2);
     }
-    let Some(key) = ApiKey::new(text.trim().to_string()) else {
+    if text.trim().is_empty() {
         eprintln!("aibuddy: no key on stdin (stage Parameters)");
         return ExitCode::from(2);
-    };
-    match KeyStore::new().set(name, &key) {
-        Ok(()) => {
+    }
+    match aibuddy::host::provider_keys::store_key(name, &text) {
+        Ok(_) => {
             eprintln!(
                 "aibuddy: key for `{}` stored in the OS keyring",
                 term::line(name)
             );
             ExitCode::SUCCESS
         }
-        Err(KeyError::Unavailable) => {
-            eprintln!("aibuddy: {UNAVAILABLE_HINT} (stage Authorization)");
-            ExitCode::from(1)
-        }
         Err(e) => {
-            eprintln!("aibuddy: cannot store the key: {e} (stage Authorization)");
-            ExitCode::from(1)
+            eprintln!(
+                "aibuddy: cannot store the key: {} (stage {})",
+                term::line(&e.message),
+                e.stage
+            );
+            ExitCode::from(if e.stage == Stage::Parameters { 2 } else { 1 })
         }
     }
 }

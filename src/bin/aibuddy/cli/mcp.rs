@@ -6,17 +6,19 @@
 //! in settings files, logs, events or SQLite.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aibuddy::app::AppOptions;
+use aibuddy::host::mcp_login::browser_url_allowed;
 use aibuddy::plane::KeyringVault;
 use aibuddy::plane::{MCP_CONNECT_WAIT_ENV, connect_wait};
 use aibuddy_common::term;
 use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault};
-use aibuddy_mcp::{McpHandlers, McpManager, McpOptions, ServerConfig, ServerState, Transport};
+use aibuddy_mcp::{McpHandlers, McpManager, McpOptions, ServerConfig, ServerState};
 use clap::Subcommand;
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use super::print_json;
 
@@ -70,13 +72,13 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
     let plan = project.mcp;
     match cmd {
         McpCommand::Login { server } => {
-            if plan.untrusted.contains(&server) {
-                return not_trusted(&server);
+            match aibuddy::host::mcp_login::login_url(&plan.servers, &plan.untrusted, &server) {
+                Ok(url) => login(&server, &url).await,
+                Err(e) => {
+                    eprintln!("aibuddy: {} (stage {})", term::line(&e.message), e.stage);
+                    ExitCode::from(2)
+                }
             }
-            let Some(config) = plan.servers.iter().find(|s| s.name == server) else {
-                return unknown(&server);
-            };
-            login(config).await
         }
         McpCommand::Logout { server } => {
             match aibuddy_mcp::oauth::logout(&server, &KeyringVault) {
@@ -131,36 +133,27 @@ pub async fn run(cmd: McpCommand, opts: AppOptions) -> ExitCode {
     }
 }
 
-fn not_trusted(server: &str) -> ExitCode {
-    eprintln!(
-        "aibuddy: server {} belongs to a project that is not trusted (run `aibuddy trust`)",
-        term::line(server)
-    );
-    ExitCode::from(2)
-}
-
-fn unknown(server: &str) -> ExitCode {
-    eprintln!("aibuddy: no MCP server named {}", term::line(server));
-    ExitCode::from(2)
-}
-
-async fn login(config: &ServerConfig) -> ExitCode {
-    let (Transport::Http { url, .. } | Transport::Sse { url, .. }) = &config.transport else {
-        eprintln!(
-            "aibuddy: {} is a local (stdio) server: it takes its credentials from its env, not OAuth",
-            term::line(&config.name)
-        );
-        return ExitCode::from(2);
-    };
-    let server = config.name.clone();
+/// Runs the OAuth flow of remote server `server` at `url`: the authorization URL is printed for
+/// the person to open (only one the browser may get: [`browser_url_allowed`]; any other ends the
+/// login at once), the redirect is awaited on the loopback listener.
+async fn login(server: &str, url: &str) -> ExitCode {
+    let refused: Arc<Mutex<Option<String>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let (name, why, stop_now) = (server.to_owned(), refused.clone(), stop.clone());
     let open: OpenUrl = Arc::new(move |url: String| {
-        let server = server.clone();
+        let (name, why, stop_now) = (name.clone(), why.clone(), stop_now.clone());
         Box::pin(async move {
-            eprintln!(
-                "To authorize aibuddy at {}, open this URL in your browser:\n\n  {}\n\nWaiting for the browser to come back…",
-                term::line(&server),
-                term::line(&url)
-            );
+            match browser_url_allowed(&url) {
+                Ok(()) => eprintln!(
+                    "To authorize aibuddy at {}, open this URL in your browser:\n\n  {}\n\nWaiting for the browser to come back…",
+                    term::line(&name),
+                    term::line(&url)
+                ),
+                Err(e) => {
+                    *why.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                    stop_now.cancel();
+                }
+            }
         })
     });
     let identity = ClientIdentity {
@@ -168,19 +161,32 @@ async fn login(config: &ServerConfig) -> ExitCode {
         ..ClientIdentity::default()
     };
     let vault: Arc<dyn TokenVault> = Arc::new(KeyringVault);
-    match aibuddy_mcp::oauth::login(&config.name, url, identity, vault, open).await {
+    let flow = aibuddy_mcp::oauth::login(server, url, identity, vault, open);
+    let result = tokio::select! {
+        r = flow => r,
+        _ = stop.cancelled() => {
+            let why = refused.lock().unwrap_or_else(PoisonError::into_inner).take();
+            eprintln!(
+                "aibuddy: the login to {} stopped: {} (stage Authorization)",
+                term::line(server),
+                term::line(why.as_deref().unwrap_or("cancelled"))
+            );
+            return ExitCode::from(1);
+        }
+    };
+    match result {
         Ok(LoginOutcome::LoggedIn) => {
-            eprintln!("logged in to {}", term::line(&config.name));
+            eprintln!("logged in to {}", term::line(server));
             ExitCode::SUCCESS
         }
         Ok(LoginOutcome::NotNeeded) => {
-            eprintln!("{} needs no login", term::line(&config.name));
+            eprintln!("{} needs no login", term::line(server));
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!(
                 "aibuddy: login to {} failed ({}): {}",
-                term::line(&config.name),
+                term::line(server),
                 e.stage(),
                 term::line(&e.to_string())
             );

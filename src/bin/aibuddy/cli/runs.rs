@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use aibuddy_common::term;
-use aibuddy_store::{Conversation, MessageRecord, RunListRow};
+use aibuddy_store::{Conversation, RunListRow};
 use clap::{Args, Subcommand};
 
 use std::sync::Arc;
@@ -143,17 +143,6 @@ pub fn row_line(r: &RunListRow) -> String {
     )
 }
 
-/// The readable text of a stored message's content: its text parts, or its JSON.
-fn message_text(m: &MessageRecord) -> String {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&m.content) else {
-        return m.content.clone();
-    };
-    if let Some(t) = v.get("text").and_then(|t| t.as_str()) {
-        return t.to_string();
-    }
-    v.to_string()
-}
-
 /// The conversation as text (pure; every stored string escaped).
 pub fn render(c: &Conversation) -> String {
     let r = &c.run;
@@ -197,9 +186,10 @@ follow) ──\n{}\n",
             ));
             continue;
         }
-        s.push_str(&term::block(&message_text(m)));
+        let (text, calls) = aibuddy::host::stored_messages::text_and_calls(m);
+        s.push_str(&term::block(&text));
         s.push('\n');
-        for call in &m.requested_calls {
+        for call in &calls {
             s.push_str(&format!(
                 "[call {} {}]\n",
                 term::line(&call.tool_call_id),
