@@ -18,6 +18,7 @@ const KEY: &str = "sk-test-hooks-9c2d";
 const K: ProviderKind = ProviderKind::Anthropic;
 
 struct Fx {
+    kind: ProviderKind,
     _tmp: tempfile::TempDir,
     project: PathBuf,
     data: PathBuf,
@@ -34,6 +35,25 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 }
 
 async fn fx(hooks: impl Fn(&Path) -> Value) -> Fx {
+    fx_on(K, hooks).await
+}
+
+/// The provider entry of each route, against the fake server.
+fn providers(kind: ProviderKind, server: &FakeServer) -> Value {
+    match kind {
+        ProviderKind::Anthropic => {
+            json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
+        }
+        // Its base URL comes from `OPENAI_BASE_URL` (a key from the environment only goes there).
+        ProviderKind::OpenAiResponses => {
+            json!({"default": "openai", "openai": {"model": "gpt-5.1"}})
+        }
+        ProviderKind::OpenAiChat => json!({"default": "local", "local": {
+            "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}),
+    }
+}
+
+async fn fx_on(kind: ProviderKind, hooks: impl Fn(&Path) -> Value) -> Fx {
     let tmp = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(tmp.path()).unwrap();
     let (project, data, side) = (base.join("proj"), base.join("data"), base.join("side"));
@@ -41,13 +61,16 @@ async fn fx(hooks: impl Fn(&Path) -> Value) -> Fx {
         std::fs::create_dir_all(d).unwrap();
     }
     let server = FakeServer::start().await.unwrap();
-    server.expect_key(KEY);
+    if kind != ProviderKind::OpenAiChat {
+        server.expect_key(KEY);
+    }
     let settings = json!({
-        "providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}},
+        "providers": providers(kind, &server),
         "hooks": hooks(&side),
     });
     std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
     Fx {
+        kind,
         _tmp: tmp,
         project,
         data,
@@ -62,8 +85,8 @@ impl Fx {
         cmd.args(args)
             .env("ANTHROPIC_API_KEY", KEY)
             .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
+            .env("OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", self.server.openai_base())
             .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
         let out = tokio::process::Command::from(cmd).output().await.unwrap();
         (
@@ -84,9 +107,10 @@ impl Fx {
 
     /// One call of `tool`, then a final answer; the run's events.
     async fn one_call(&self, id: &str, tool: &str, input: Value, extra: &[&str]) -> Vec<Value> {
+        let k = self.kind;
         self.server
-            .push(Turn::text("Calling.").call(id, tool, input).reply(K));
-        self.server.push(Turn::text("Done.").reply(K));
+            .push(Turn::text("Calling.").call(id, tool, input).reply(k));
+        self.server.push(Turn::text("Done.").reply(k));
         let mut args = vec!["run", "do it", "--json"];
         args.extend_from_slice(extra);
         let (code, ev, err) = self.events(&args).await;
@@ -424,4 +448,35 @@ async fn a_pre_hook_past_its_timeout_is_killed_with_its_group_and_does_not_block
                 .is_ok_and(|s| s.contains(") Z "))
     });
     assert!(gone, "the hook's child {pid} still runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_call_reads_the_same_on_every_route() {
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::OpenAiChat,
+    ] {
+        let f = fx_on(kind, |side| {
+            let cmd = script(
+                side,
+                "guard.sh",
+                "echo 'not on this route either' >&2\nexit 2",
+            );
+            json!({"pre_tool_call": [{"match": "read_file", "command": cmd}]})
+        })
+        .await;
+        std::fs::write(f.project.join("a.txt"), "kumquat").unwrap();
+        let ev = f
+            .one_call("call_r1", "read_file", json!({"path": "a.txt"}), &[])
+            .await;
+        let r = result(&ev);
+        assert_eq!(r["status"], "rejected", "{kind:?}: {r}");
+        assert_eq!(r["stage"], "Authorization", "{kind:?}");
+        let second = f.server.requests()[1].body.to_string();
+        assert!(
+            second.contains("not on this route either") && !second.contains("kumquat"),
+            "{kind:?}: {second}"
+        );
+    }
 }
