@@ -8,8 +8,12 @@
 //! The command is a shell line: it is split into words (quotes and backslashes honoured) at
 //! blanks and at the operators `;`, `&`, `|`, `(`, `)`, `<`, `>`; the first word of each simple
 //! command is the command (looked up like a server's), the others its arguments (option words
-//! without `=` are not paths and are left out). What cannot be split this simply (`$(...)`,
-//! variables) pins what it can: a hook whose script is named through a variable is not pinned.
+//! without `=` are not paths and are left out). A `cd DIR` moves where later words are looked up;
+//! the `-c` line of `sh`/`bash`/`dash`/`zsh`/`ksh` is pinned the same way (nested up to 4 deep).
+//! A line with a variable or a substitution (`$`, a backtick) gets the pin `(dynamic)`
+//! ([`DYNAMIC`]), shown with the grant: what it names is not pinned. What a pinned program reads
+//! in turn (a `Makefile` for `make`, `package.json` for `npm run`, a linter's config) is not
+//! pinned either, as for servers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -99,9 +103,41 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// Shells whose `-c` argument is a command line of its own (pinned like the hook's).
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
+
+/// How deep `sh -c "sh -c ..."` is followed.
+const MAX_NESTING: usize = 4;
+
+/// The pin that says a command line names something this split cannot follow.
+pub const DYNAMIC: &str =
+    "names something through a variable or a substitution: what that is, is not pinned";
+
 /// The pins of one hook command run in `project_root`.
 pub fn hook_pins(project_root: &Path, command: &str) -> Vec<Pin> {
     let mut out: Vec<Pin> = Vec::new();
+    collect(project_root, project_root, command, 0, &mut out);
+    out
+}
+
+fn collect(project_root: &Path, cwd: &Path, command: &str, depth: usize, out: &mut Vec<Pin>) {
+    let mut push = |p: Pin, out: &mut Vec<Pin>| {
+        if !out.iter().any(|o| o.path == p.path) {
+            out.push(p);
+        }
+    };
+    if command.contains('$') || command.contains('`') {
+        push(
+            Pin {
+                path: "(dynamic)".to_string(),
+                state: DYNAMIC.to_string(),
+                at: Default::default(),
+            },
+            out,
+        );
+    }
+    // A `cd` moves where the words after it are looked up (`cd tools && ./lint.sh`).
+    let mut cwd = cwd.to_path_buf();
     for words in simple_commands(command) {
         // Leading `VAR=value` assignments are not the command.
         let mut rest = words
@@ -110,16 +146,37 @@ pub fn hook_pins(project_root: &Path, command: &str) -> Vec<Pin> {
         let Some(cmd) = rest.next() else {
             continue;
         };
-        let args: Vec<String> = rest
-            .filter(|a| !a.starts_with('-') || a.contains('='))
-            .collect();
-        for p in pins::pins(project_root, project_root, &cmd, &args, &BTreeMap::new()) {
-            if !out.iter().any(|o| o.path == p.path) {
-                out.push(p);
+        let mut all: Vec<String> = rest.collect();
+        let base = cmd.rsplit('/').next().unwrap_or(&cmd).to_string();
+        if SHELLS.contains(&base.as_str())
+            && let Some(i) = all.iter().position(|a| a == "-c")
+            && i + 1 < all.len()
+        {
+            // The `-c` line is a command line, not a path.
+            let inner = all.remove(i + 1);
+            if depth < MAX_NESTING {
+                collect(project_root, &cwd, &inner, depth + 1, out);
             }
         }
+        // Words with a variable or substitution are the `(dynamic)` pin's, not paths as written.
+        let literal = |w: &String| !w.contains('$') && !w.contains('`');
+        let args: Vec<String> = all
+            .iter()
+            .filter(|a| (!a.starts_with('-') || a.contains('=')) && literal(a))
+            .cloned()
+            .collect();
+        if !literal(&cmd) {
+            continue;
+        }
+        for p in pins::pins(project_root, &cwd, &cmd, &args, &BTreeMap::new()) {
+            push(p, out);
+        }
+        if matches!(base.as_str(), "cd" | "pushd")
+            && let Some(dir) = args.first()
+        {
+            cwd = crate::settings::normalize_lexically(&cwd.join(dir));
+        }
     }
-    out
 }
 
 /// Every project hook with its pins.
@@ -167,6 +224,20 @@ mod tests {
         let before = pins[0].state.clone();
         std::fs::write(root.join("check.sh"), "exit 2").unwrap();
         assert_ne!(hook_pins(&root, "sh check.sh")[0].state, before);
+        // `cd` and `sh -c` are followed; a variable is said to be unpinned.
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/lint.sh"), "exit 0").unwrap();
+        let names =
+            |c: &str| -> Vec<String> { hook_pins(&root, c).into_iter().map(|p| p.path).collect() };
+        assert_eq!(
+            names("cd tools && ./lint.sh"),
+            vec!["tools", "tools/lint.sh"]
+        );
+        assert_eq!(
+            names("bash -c 'cd tools; sh lint.sh'"),
+            vec!["tools", "tools/lint.sh"]
+        );
+        assert_eq!(names("sh $SCRIPT"), vec!["(dynamic)"]);
         // A script not there yet is pinned as absent: creating it is a change.
         let p = hook_pins(&root, "./later.sh");
         assert_eq!(
