@@ -121,7 +121,7 @@ pub fn hook_pins(project_root: &Path, command: &str) -> Vec<Pin> {
 }
 
 fn collect(project_root: &Path, cwd: &Path, command: &str, depth: usize, out: &mut Vec<Pin>) {
-    let mut push = |p: Pin, out: &mut Vec<Pin>| {
+    let push = |p: Pin, out: &mut Vec<Pin>| {
         if !out.iter().any(|o| o.path == p.path) {
             out.push(p);
         }
