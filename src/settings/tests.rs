@@ -680,3 +680,30 @@ fn a_projects_hooks_are_added_after_the_users_only_when_trusted() {
         bad.problems
     );
 }
+
+#[test]
+fn a_user_file_a_command_could_have_written_runs_no_hooks() {
+    let user = SettingsText {
+        file: "user".into(),
+        text: r#"{"hooks": {"run_start": [{"command": "planted"}]}}"#.into(),
+    };
+    let l = layer(
+        Some(&user),
+        None,
+        &LayerContext {
+            project_root: Path::new("/nonexistent-project"),
+            home: None,
+            project_trusted: false,
+            user_trusted: false,
+            data_dir: None,
+            approvals_record: None,
+            canonicalize: &crate::settings::real_path,
+        },
+    );
+    assert!(l.settings.hooks.is_empty(), "{:?}", l.settings.hooks);
+    assert!(
+        l.problems
+            .iter()
+            .any(|p| p.field == "hooks.run_start" && p.message == USER_FILE_EXPOSED)
+    );
+}
