@@ -12,6 +12,7 @@ pub mod confirm;
 pub mod contract;
 pub mod discovery;
 pub mod events;
+pub mod hooks;
 pub mod host;
 pub mod human;
 pub mod logging;

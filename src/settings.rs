@@ -20,7 +20,9 @@
 //!   "providers": { "default": "anthropic", "anthropic": { "model": "claude-sonnet-4-6" } },
 //!   "agent":   { "compaction_threshold": 0.8, "keep_recent_turns": 2, "summary_model": null,
 //!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 },
-//!   "checkpoints": { "max_file_bytes": 16777216 }   // files larger are not checkpointed
+//!   "checkpoints": { "max_file_bytes": 16777216 },  // files larger are not checkpointed
+//!   "hooks": { "pre_tool_call": [{"match": "execute", "command": "./check.sh", "timeout_secs": 60}],
+//!              "post_tool_call": [], "run_start": [], "run_end": [], "waiting_for_person": [] }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -36,6 +38,7 @@
 mod approvals;
 mod authority;
 pub mod edit;
+mod hooks;
 mod layer;
 mod network;
 mod parse;
@@ -49,6 +52,10 @@ use ts_rs::TS;
 
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
 pub use authority::{Effect, effect as authority_effect, effect_or_widens};
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT_SECS, HOOK_EVENTS, HookEntry, HookLevel, HooksSettings,
+    MAX_HOOK_TIMEOUT_SECS,
+};
 pub use layer::{
     DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,
 };
@@ -287,6 +294,9 @@ pub struct Settings {
     pub agent: AgentSettings,
     /// What a call's checkpoint covers (`docs/checkpoints.md`).
     pub checkpoints: CheckpointSettings,
+    /// Commands run around tool calls and runs (`docs/hooks.md`): the user file's, then the
+    /// project file's (only when trusted).
+    pub hooks: HooksSettings,
 }
 
 /// The largest `checkpoints.max_file_bytes` accepted: 1 GiB.
@@ -362,6 +372,9 @@ pub struct LoadedSettings {
     pub files: Vec<PathBuf>,
     /// The project fields that widen authority (applied only when the project is trusted).
     pub widening: Vec<WideningField>,
+    /// The project file's hooks as given, trusted or not (their scripts are pinned into the
+    /// trust digest: `crate::trust`); they run only when in `settings.hooks`.
+    pub project_hooks: HooksSettings,
 }
 
 /// Sandbox kinds a settings file may name (only `local` runs in this build; the others are

@@ -16,6 +16,7 @@
 
 pub mod exposure;
 pub mod files;
+pub mod hook_pins;
 pub mod mcp;
 pub mod pins;
 pub mod record;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use files::{FileContent, Snapshot};
+pub use hook_pins::HookGrant;
 pub use mcp::{McpPlan, NOT_TRUSTED, ServerGrant};
 pub use watch::watched_paths;
 
@@ -75,11 +77,14 @@ pub struct Grants {
     pub servers: Vec<ServerGrant>,
     /// Project settings fields that widen authority, with their effective (resolved) values.
     pub settings: Vec<WideningField>,
+    /// Project hooks that would run, with the project files their commands name (pinned).
+    #[serde(default)]
+    pub hooks: Vec<HookGrant>,
 }
 
 impl Grants {
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty() && self.settings.is_empty()
+        self.servers.is_empty() && self.settings.is_empty() && self.hooks.is_empty()
     }
 }
 
@@ -192,14 +197,24 @@ pub fn load_project(project_root: &Path, data_dir: &Path) -> ProjectConfig {
     let grants = Grants {
         servers: mcp::grants(&root, data_dir, &snapshot.mcp),
         settings: untrusted.widening.clone(),
+        hooks: hook_pins::grants(&root, &untrusted.project_hooks),
     };
-    // The files' digest, with the project paths each server's command line names folded in.
+    // The files' digest, with the project paths each server's command line and each project
+    // hook's command names folded in.
+    let hook_labels: Vec<String> = grants.hooks.iter().map(HookGrant::label).collect();
     let digest = pins::fold_digest(
         &snapshot.digest(),
         grants
             .servers
             .iter()
-            .map(|s| (s.name.as_str(), s.pins.as_slice())),
+            .map(|s| (s.name.as_str(), s.pins.as_slice()))
+            .chain(
+                grants
+                    .hooks
+                    .iter()
+                    .zip(&hook_labels)
+                    .map(|(h, label)| (label.as_str(), h.pins.as_slice())),
+            ),
     );
     let mut problems: Vec<String> = snapshot
         .refusals()

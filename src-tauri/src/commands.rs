@@ -218,6 +218,10 @@ pub async fn show_run(
         .await
         .map_err(|e| CommandError::new(ErrorCode::Project, e.to_string()))?;
     let mut detail = RunDetail::from(&conversation);
+    match store.run_hook_runs(&run_id).await {
+        Ok(rows) => detail.attach_hooks(&rows),
+        Err(e) => tracing::warn!(run = %run_id, "hook runs not read: {e}"),
+    }
     detail.meter =
         crate::provider::stored_route(&project.app, &conversation.run).and_then(|route| {
             aibuddy::agent::usage_event::stored_usage(

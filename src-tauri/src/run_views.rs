@@ -70,6 +70,8 @@ pub struct RunToolResult {
     pub model: Option<String>,
     /// Precompaction replaced the model text.
     pub compacted: bool,
+    /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
+    pub hooks: Vec<aibuddy::hooks::HookRun>,
 }
 
 /// One stored message: `user` and `assistant` carry text (and the assistant's tool calls), `tool`
@@ -127,6 +129,7 @@ fn message_view(m: &MessageRecord) -> RunMessage {
             error_message: r.error_message.clone(),
             model: r.model_projection.clone(),
             compacted: r.compaction_state == CompactionState::Compacted,
+            hooks: Vec::new(),
         });
         return RunMessage {
             seq: m.seq,
@@ -156,6 +159,25 @@ fn message_view(m: &MessageRecord) -> RunMessage {
     }
 }
 
+impl RunDetail {
+    /// Put each stored hook run on the result of its call (run events' hooks have no call).
+    pub fn attach_hooks(&mut self, rows: &[aibuddy_store::HookRunRow]) {
+        let run_id = self.run_id.clone();
+        for result in self.messages.iter_mut().filter_map(|m| m.result.as_mut()) {
+            let scoped = aibuddy_store::scoped_call_id(&run_id, &result.tool_call_id);
+            result.hooks = rows
+                .iter()
+                .filter(|h| {
+                    h.tool_call_id
+                        .as_deref()
+                        .is_some_and(|id| id == result.tool_call_id || id == scoped)
+                })
+                .filter_map(|h| serde_json::from_value(h.record.clone()).ok())
+                .collect();
+        }
+    }
+}
+
 impl From<&Conversation> for RunDetail {
     fn from(c: &Conversation) -> Self {
         let r = &c.run;
@@ -177,5 +199,78 @@ impl From<&Conversation> for RunDetail {
             tool_calls: r.tool_calls,
             messages: c.messages.iter().map(message_view).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detail_with_result(call_id: &str) -> RunDetail {
+        RunDetail {
+            run_id: "r1".into(),
+            title: None,
+            provider: None,
+            model: None,
+            presentation: None,
+            status: None,
+            stage: None,
+            error_message: None,
+            stop_reason: None,
+            started_at: String::new(),
+            finished_at_ms: None,
+            usage: Usage::default(),
+            meter: None,
+            steps: 0,
+            tool_calls: 0,
+            messages: vec![RunMessage {
+                seq: 1,
+                role: "tool".into(),
+                text: String::new(),
+                tool_calls: Vec::new(),
+                result: Some(RunToolResult {
+                    tool_call_id: call_id.into(),
+                    tool: "execute".into(),
+                    status: CallStatus::Rejected,
+                    stage: Some("Authorization".into()),
+                    error_message: None,
+                    model: None,
+                    compacted: false,
+                    hooks: Vec::new(),
+                }),
+                usage: None,
+            }],
+        }
+    }
+
+    fn row(call: Option<&str>, command: &str) -> aibuddy_store::HookRunRow {
+        aibuddy_store::HookRunRow {
+            run_id: "r1".into(),
+            tool_call_id: call.map(str::to_string),
+            event: "pre_tool_call".into(),
+            outcome: "blocked".into(),
+            exit_code: Some(2),
+            duration_ms: 3,
+            record: serde_json::json!({
+                "event": "pre_tool_call", "level": "user", "matcher": "*", "command": command,
+                "outcome": "blocked", "exit_code": 2, "duration_ms": 3, "stdout": "",
+                "stderr": "no", "truncated": false, "decision": "block", "reason": "no",
+                "note": null, "problem": null
+            }),
+            recorded_at: 0,
+        }
+    }
+
+    #[test]
+    fn stored_hook_runs_land_on_their_calls_result() {
+        let mut d = detail_with_result("toolu_1");
+        d.attach_hooks(&[
+            row(Some("r1:toolu_1"), "guard"),
+            row(Some("r1:other"), "elsewhere"),
+            row(None, "run_end"),
+        ]);
+        let hooks = &d.messages[0].result.as_ref().unwrap().hooks;
+        assert_eq!(hooks.len(), 1);
+        assert_eq!(hooks[0].command, "guard");
     }
 }

@@ -71,6 +71,14 @@ pub fn escaped(mut status: TrustStatus) -> TrustStatus {
             var.value.iter_mut().for_each(esc);
         }
     }
+    for hook in &mut status.grants.hooks {
+        esc(&mut hook.event);
+        esc(&mut hook.command);
+        for pin in &mut hook.pins {
+            esc(&mut pin.path);
+            esc(&mut pin.state);
+        }
+    }
     for field in &mut status.grants.settings {
         esc(&mut field.file);
         esc(&mut field.field);
@@ -135,6 +143,7 @@ mod tests {
                     field: "exec.writable_roots".into(),
                     value: serde_json::json!(["/etc\u{1b}]0;t"]),
                 }],
+                hooks: vec![],
             },
             problems: vec![],
         }

@@ -204,6 +204,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
         exit_code,
         omitted_bytes,
         activated,
+        hooks: outcome.hooks.clone(),
     }
 }
 
@@ -246,6 +247,7 @@ mod tests {
             client,
             duration_ms: 1234,
             confirm: None,
+            hooks: Vec::new(),
         }
     }
 

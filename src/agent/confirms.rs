@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{RunEvent, RunEventSink};
+use super::run_hooks::RunHooks;
 use super::watchdog::IdleWatchdog;
 use crate::confirm::{ConfirmBroker, ConfirmRequest, Decision, NetworkAnswer, NetworkAsk};
 
@@ -17,6 +18,10 @@ pub(crate) struct RunConfirm {
     pub inner: Arc<dyn ConfirmBroker>,
     pub events: Arc<dyn RunEventSink>,
     pub watchdog: Arc<IdleWatchdog>,
+    /// `waiting_for_person` hooks, started when a question is announced.
+    pub hooks: Arc<RunHooks>,
+    /// The run's token (stopping the run ends those hooks).
+    pub cancel: CancellationToken,
 }
 
 impl RunConfirm {
@@ -27,6 +32,8 @@ impl RunConfirm {
             tool_call_id: request.call_id.clone(),
             request: request.clone(),
         });
+        self.hooks
+            .waiting("confirmation", &request.call_id, &self.cancel);
     }
 }
 
@@ -74,6 +81,7 @@ impl ConfirmBroker for RunConfirm {
                 tool_call_id: ask.call_id.clone(),
                 ask: ask.clone(),
             });
+            self.hooks.waiting("network", &ask.call_id, &self.cancel);
         };
         let answer = self.inner.network_announced(ask, cancel, &both).await;
         self.events.emit(RunEvent::NetworkAskResolved {

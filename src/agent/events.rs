@@ -56,7 +56,11 @@ pub enum RunEvent {
         omitted_bytes: Option<u64>,
         /// `tool_search` only: the tools the search activated (empty otherwise).
         activated: Vec<String>,
+        /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`).
+        hooks: Vec<crate::hooks::HookRun>,
     },
+    /// A hook of the run itself ran (`run_start`, `run_end`, `waiting_for_person`).
+    Hook { hook: crate::hooks::HookRun },
     ConfirmRequest {
         tool_call_id: String,
         request: ConfirmRequest,

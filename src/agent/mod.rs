@@ -39,6 +39,7 @@ pub mod events;
 pub mod human;
 mod next_request;
 mod run_end;
+mod run_hooks;
 mod run_loop;
 pub mod search_note;
 pub mod stored_route;

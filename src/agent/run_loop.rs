@@ -16,6 +16,7 @@ use super::confirms::RunConfirm;
 use super::events::{RunEvent, RunEventSink};
 use super::next_request::{SearchCache, searched};
 use super::run_end::{End, stored_usage};
+use super::run_hooks::RunHooks;
 use super::tools::presentation_name;
 use super::watchdog::{
     IdleWatchdog, StepContext, StepEnd, guard_tools, over_time_reason, stream_step,
@@ -26,6 +27,7 @@ use crate::contract::Stage;
 use crate::events::EventSink;
 use crate::human::RunHuman;
 use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
+use serde_json::json;
 
 /// Longest run title kept from the prompt.
 const TITLE_CHARS: usize = 80;
@@ -124,7 +126,8 @@ impl Agent {
         Ok(run_id)
     }
 
-    /// Runs the agent until the model stops, `max_steps`, an error, or `cancel`. A run that
+    /// Runs the agent until the model stops, `max_steps`, an error, or `cancel`. The person's
+    /// `run_start` hooks run once the run is open, `run_end` hooks once its end is stored. A run that
     /// started always ends recorded (`Ok`), whatever its status; `Err` means it could not start.
     pub async fn run(
         &self,
@@ -147,14 +150,29 @@ impl Agent {
             // The context meter of a continued run starts from its last step.
             self.emit_stored_usage(&conv, events.as_ref());
         }
-        // The person's questions of this run (ask_user_question, MCP elicitation): one broker.
-        let human = Arc::new(RunHuman::new(
-            self.human.clone(),
-            events.clone(),
-            Some(store.clone()),
+        let hooks = RunHooks::new(
+            &self.app.services.settings,
+            self.app.project_root.clone(),
             &run_id,
-            cancel.clone(),
-        ));
+            store.clone(),
+            events.clone(),
+        );
+        let first = json!({"continued": start.continue_run.is_some(), "prompt": start.prompt});
+        hooks.run("run_start", first, &cancel).await;
+        // The person's questions of this run (ask_user_question, MCP elicitation): one broker.
+        let human = Arc::new(
+            RunHuman::new(
+                self.human.clone(),
+                events.clone(),
+                Some(store.clone()),
+                &run_id,
+                cancel.clone(),
+            )
+            .with_wait_notice({
+                let (hooks, cancel) = (hooks.clone(), cancel.clone());
+                Arc::new(move |what: &str, id: &str| hooks.waiting(what, id, &cancel))
+            }),
+        );
         let _desk = self
             .app
             .capabilities
@@ -171,7 +189,9 @@ impl Agent {
             max: start.max_steps.unwrap_or(self.options.max_steps).max(1),
         };
         let end = self
-            .steps(&store, &run_id, &mut steps, &cancel, &events, &human)
+            .steps(
+                &store, &run_id, &mut steps, &cancel, &events, &human, &hooks,
+            )
             .await;
         if let Some(e) = &end.error {
             tracing::warn!(run = %run_id, stage = ?end.stage, "run failed: {e}");
@@ -198,6 +218,11 @@ impl Agent {
             tracing::error!(run = %run_id, "could not record the end of the run: {e}");
         }
         self.app.capabilities.discovery.end_run(&run_id);
+        // A stopped run's `run_end` hooks still run (bounded by their own timeouts).
+        let last =
+            json!({"status": end.status, "stage": end.stage, "stop_reason": end.stop_reason});
+        hooks.settle().await;
+        hooks.run("run_end", last, &CancellationToken::new()).await;
         let usage = match store.get_run(&run_id).await {
             Ok(Some(r)) => r.usage,
             _ => Usage::default(),
@@ -222,6 +247,7 @@ impl Agent {
     }
 
     /// The steps of a run, until it ends (however it ends).
+    #[allow(clippy::too_many_arguments)]
     async fn steps(
         &self,
         store: &Store,
@@ -230,6 +256,7 @@ impl Agent {
         cancel: &CancellationToken,
         events: &Arc<dyn RunEventSink>,
         human: &Arc<RunHuman>,
+        hooks: &Arc<RunHooks>,
     ) -> End {
         // Calls are stored under run-scoped ids (a provider reusing `call_0` in another run must
         // not collide); the model keeps its own ids (the context maps them back).
@@ -251,6 +278,8 @@ impl Agent {
                 inner: self.broker.clone(),
                 events: events.clone(),
                 watchdog: watchdog.clone(),
+                hooks: hooks.clone(),
+                cancel: cancel.clone(),
             }),
             tool_sink: Arc::new(ToolEvents {
                 run: events.clone(),

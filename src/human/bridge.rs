@@ -27,7 +27,12 @@ pub struct RunHuman {
     cancel: CancellationToken,
     /// Read by the run's idle watchdog: a pending question is not a stalled call.
     waits: Arc<PersonWaits>,
+    /// Told when a question is announced (`what`, id): the run's `waiting_for_person` hooks.
+    on_wait: Option<WaitNotice>,
 }
+
+/// Called with what waits (`question`, `elicitation`) and its id when the person is asked.
+pub type WaitNotice = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 impl RunHuman {
     pub fn new(
@@ -44,7 +49,14 @@ impl RunHuman {
             run_id: run_id.to_string(),
             cancel,
             waits: Arc::default(),
+            on_wait: None,
         }
+    }
+
+    /// Tell `notice` each time a question is announced.
+    pub fn with_wait_notice(mut self, notice: WaitNotice) -> Self {
+        self.on_wait = Some(notice);
+        self
     }
 
     /// The waits the run's watchdog reads (see [`PersonWaits`]).
@@ -53,6 +65,12 @@ impl RunHuman {
     }
 
     fn announce(&self, question: &HumanQuestion) {
+        if let Some(notice) = &self.on_wait {
+            match question {
+                HumanQuestion::Ask(a) => notice("question", &a.id),
+                HumanQuestion::Elicit(e) => notice("elicitation", &e.id),
+            }
+        }
         self.events.emit(match question {
             HumanQuestion::Ask(a) => RunEvent::AskUser {
                 tool_call_id: a.id.clone(),

@@ -4,16 +4,19 @@
 //! call {id, name, args}
 //!   -> discovery: is `name` active in this run?                       else Discovery error
 //!   -> registry: name -> tool; parse + validate args                  else Parameters error
+//!   -> pre_tool_call hooks: block (Authorization error), ask (confirm), allow (nothing skipped)
 //!   -> authorization: prepare (target, scope, consequence); confirm   else Authorization error
 //!   -> checkpoint (not read-only): before-snapshot committed            else Execution error
 //!   -> execution: the handler, with the call's cancellation token     else Execution error
 //!   -> checkpoint: after-snapshot and change set (crate::checkpoints)
 //!   -> projections: client (display) and model (compact hook)
+//!   -> post_tool_call hooks: their notes join the model text
 //!   -> store: commit raw + status; only then report finished
 //!   -> background precompaction when the model projection is large (results::Compactor)
 //! ```
 
 mod approval;
+mod hook_stage;
 pub mod record;
 mod stages;
 
@@ -29,6 +32,7 @@ use crate::confirm::{Approves, ConfirmBroker, ConfirmRequest, call_digest};
 use crate::contract::{Stage, ToolError};
 use crate::discovery::{Exposure, ToolSet};
 use crate::events::{CallStatus, Event, EventSink};
+use crate::hooks::HookRun;
 use crate::registry::{CallContext, Compaction, Prepared, RawOutput, Registry, Risk, ToolDef};
 use crate::services::Services;
 pub use record::{CallEnd, CallRecorder, CallStart, ConfirmRecord, MemoryRecorder, now_ms};
@@ -61,6 +65,9 @@ pub struct CallOutcome {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirm: Option<ConfirmRecord>,
+    /// The person's hooks that ran for this call (`pre_tool_call`, `post_tool_call`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
 }
 
 /// What the owning config declares about a call's results, taken from the registry at call time
@@ -195,12 +202,28 @@ impl Runner {
                 ),
             };
             return self
-                .finish_failure(&tool_call_id, &req.name, failure, None, started, &events)
+                .finish_failure(
+                    &tool_call_id,
+                    &req.name,
+                    failure,
+                    None,
+                    Vec::new(),
+                    started,
+                    &events,
+                )
                 .await;
         }
 
+        let mut hooks = Vec::new();
         let result = self
-            .run_stages(toolset, &req, &tool_call_id, cancel, events.clone())
+            .run_stages(
+                toolset,
+                &req,
+                &tool_call_id,
+                cancel.clone(),
+                events.clone(),
+                &mut hooks,
+            )
             .await;
         match result {
             Ok(Ran {
@@ -229,12 +252,17 @@ impl Runner {
                                 &req.name,
                                 failure,
                                 confirm_record,
+                                hooks,
                                 started,
                                 &events,
                             )
                             .await;
                     }
                 };
+                // post_tool_call hooks: their notes join the model's text (stored with it).
+                let model = self
+                    .post_hooks(&req.name, &args, &tool_call_id, &model, &cancel, &mut hooks)
+                    .await;
                 let outcome = CallOutcome {
                     tool_call_id: tool_call_id.clone(),
                     run_id: self.run_id.clone(),
@@ -246,6 +274,7 @@ impl Runner {
                     client,
                     duration_ms: started.elapsed().as_millis() as u64,
                     confirm: confirm_record,
+                    hooks,
                 };
                 let end = CallEnd {
                     tool_call_id: tool_call_id.clone(),
@@ -276,6 +305,7 @@ impl Runner {
                             &req.name,
                             failure,
                             outcome.confirm,
+                            outcome.hooks,
                             started,
                             &events,
                         )
@@ -294,8 +324,16 @@ impl Runner {
                 outcome
             }
             Err(Stopped { failure, confirm }) => {
-                self.finish_failure(&tool_call_id, &req.name, failure, confirm, started, &events)
-                    .await
+                self.finish_failure(
+                    &tool_call_id,
+                    &req.name,
+                    failure,
+                    confirm,
+                    hooks,
+                    started,
+                    &events,
+                )
+                .await
             }
         }
     }
@@ -310,6 +348,7 @@ impl Runner {
         call_id: &str,
         cancel: CancellationToken,
         events: Arc<dyn EventSink>,
+        hooks: &mut Vec<HookRun>,
     ) -> Result<Ran, Stopped> {
         let (tool, policy) = self.discover(toolset, req).map_err(Stopped::from)?;
         // Parameters
@@ -326,8 +365,10 @@ impl Runner {
             services: self.services.clone(),
             broker: self.broker.clone(),
         };
+        // pre_tool_call hooks: a block ends the call here; `ask` makes the person confirm.
+        let hook_ask = self.pre_hooks(req, &args, call_id, &cancel, hooks).await?;
         let confirm = self
-            .authorize(&tool, &policy, &ctx, req, &args, &events)
+            .authorize(&tool, &policy, &ctx, req, &args, &events, hook_ask)
             .await?;
         match self.execute(&tool, &ctx, &args).await {
             Ok(raw) => Ok(Ran {
@@ -378,12 +419,14 @@ impl Runner {
         .revealed()
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn finish_failure(
         &self,
         call_id: &str,
         tool: &str,
         failure: Failure,
         confirm: Option<ConfirmRecord>,
+        hooks: Vec<HookRun>,
         started: Instant,
         events: &Arc<dyn EventSink>,
     ) -> CallOutcome {
@@ -447,6 +490,7 @@ impl Runner {
             client,
             duration_ms,
             confirm,
+            hooks,
         }
     }
 }

@@ -77,6 +77,15 @@ pub trait CallRecorder: Send + Sync {
     ) -> Result<(), RecordError> {
         Ok(())
     }
+    /// One run of a person's hook, kept with its call (`call_id`) or only its run (run events).
+    async fn hook_ran(
+        &self,
+        _run_id: &str,
+        _call_id: Option<&str>,
+        _run: &crate::hooks::HookRun,
+    ) -> Result<(), RecordError> {
+        Ok(())
+    }
 }
 
 /// Keeps records in memory (tests; hosts without a data directory).

@@ -72,6 +72,9 @@ impl Runner {
 
     /// Authorization: the tool's own checks, then the approval verdict (standing policy
     /// recorded, a refusal, or the person asked). The confirmation the person gave, if asked.
+    /// `hook_ask`: a `pre_tool_call` hook asked for the person's confirmation (with its reason):
+    /// a call that would run without asking is asked; a refusal stays a refusal.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn authorize(
         &self,
         tool: &ToolDef,
@@ -80,6 +83,7 @@ impl Runner {
         req: &CallRequest,
         args: &Value,
         events: &Arc<dyn EventSink>,
+        hook_ask: Option<String>,
     ) -> Result<Option<ConfirmRecord>, Stopped> {
         let err = |error: ToolError| Stopped::from(Failure::error(error));
         let (call_id, cancel) = (ctx.call_id.as_str(), &ctx.cancel);
@@ -94,6 +98,12 @@ impl Runner {
             &prepared,
             self.checkpoints.is_some(),
         );
+        let verdict = match (verdict, hook_ask) {
+            (Verdict::Refuse(why), _) => Verdict::Refuse(why),
+            (v, None) => v,
+            (Verdict::Ask(Some(why)), Some(hook)) => Verdict::Ask(Some(format!("{why}; {hook}"))),
+            (_, Some(hook)) => Verdict::Ask(Some(hook)),
+        };
         let ask_why = match verdict {
             Verdict::Run(None) => None,
             Verdict::Run(Some(why)) => {

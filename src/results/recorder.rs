@@ -190,6 +190,19 @@ impl CallRecorder for StoreRecorder {
             .map_err(|e| RecordError(e.to_string()))
     }
 
+    async fn hook_ran(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        run: &crate::hooks::HookRun,
+    ) -> Result<(), RecordError> {
+        self.store
+            .record_hook_run(crate::hooks::store_row(run_id, call_id, run))
+            .await
+            .map(|_| ())
+            .map_err(|e| RecordError(e.to_string()))
+    }
+
     async fn finish(&self, end: &CallEnd) -> Result<(), RecordError> {
         let pending = self
             .pending_confirms

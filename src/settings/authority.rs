@@ -31,6 +31,7 @@
 //! | `agent.compaction_threshold`, `agent.keep_recent_turns` | neutral: when older turns are summarized, not what a run may do |
 //! | `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs` | widen when above the user level (a run could hold the model, and the person's money, longer); lower narrows |
 //! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
+//! | `hooks.*` (`pre_tool_call`, `post_tool_call`, `run_start`, `run_end`, `waiting_for_person`) | widens when non-empty (a hook runs a command with the person's authority, outside the sandbox); a project's hooks are added after the user level's, never replace them (`settings/hooks.rs`), and their scripts are pinned into the trust digest |
 //! | `checkpoints.max_file_bytes` | narrows when at least the user level's (more files are checkpointed); lower widens (fewer files could be put back), so it applies only when trusted |
 
 use serde_json::Value;
@@ -192,6 +193,8 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
                 .map_or(Value::Null, Value::String),
         ),
         ("checkpoints", "max_file_bytes") => at_least(value, user.checkpoints.max_file_bytes),
+        // A hook runs a command with the person's authority, outside the sandbox.
+        ("hooks", event) if super::HOOK_EVENTS.contains(&event) => non_empty_list(value),
         ("providers", name) => {
             let user_value = serde_json::to_value(&user.providers)
                 .ok()
@@ -504,6 +507,16 @@ mod tests {
             Some(Effect::Widens)
         );
         assert_eq!(eff("exec", "namespaces", json!(true)), Effect::Narrows);
+    }
+
+    #[test]
+    fn project_hooks_widen_when_any_is_given() {
+        assert_eq!(
+            eff("hooks", "pre_tool_call", json!([{"command": "x"}])),
+            Effect::Widens
+        );
+        assert_eq!(eff("hooks", "run_end", json!([])), Effect::Narrows);
+        assert_eq!(effect("hooks", "PreToolUse", &json!([]), &user()), None);
     }
 
     #[test]

@@ -384,6 +384,16 @@ impl<'a> Target<'a> {
                 })
             })
         });
+        let hook_pins_kept = before.status.grants.hooks.iter().all(|b| {
+            b.pins.iter().all(|pin| {
+                after.status.grants.hooks.iter().all(|a| {
+                    a.pins
+                        .iter()
+                        .all(|p| p.path != pin.path || p.state == pin.state)
+                })
+            })
+        });
+        let pins_kept = pins_kept && hook_pins_kept;
         let only_this = *self.content(&after) == FileContent::Present(written.to_string())
             && self.other(&after) == self.other(before)
             && pins_kept;

@@ -257,6 +257,8 @@ pub fn layer(
         trusted: ctx.user_trusted,
     };
     let mut project_approvals = None;
+    let mut project_hooks = None;
+    let mut project_hooks_given = super::HooksSettings::default();
     if let Some(file) = project {
         let first = problems.len();
         let mut map = clean(&file.file, &file.text, &mut problems);
@@ -267,12 +269,15 @@ pub fn layer(
         resolve_roots_in(file, &mut map, scope, ctx, &mut problems);
         drop_user_only(file, &mut map, &mut problems);
         project_approvals = super::approvals::take(&mut map).map(|t| (file, t));
+        project_hooks_given = super::hooks::peek(&map).unwrap_or_default();
         let gate = Gate {
             base: &user_settings,
             trusted: ctx.project_trusted,
             ignored: UNTRUSTED_IGNORED,
         };
         gate_fields(file, &mut map, &gate, &mut problems, Some(&mut widening));
+        // What is left (all of it when trusted) is added after the user's hooks, not merged.
+        project_hooks = super::hooks::take(&mut map);
         problems[first..].sort_by_key(|p| (p.line.unwrap_or(u32::MAX), p.column.unwrap_or(0)));
         merge(&mut merged, map.map);
     }
@@ -285,10 +290,14 @@ pub fn layer(
         &mut problems,
         &mut widening,
     );
+    if let Some(hooks) = project_hooks {
+        settings.hooks.extend_with(hooks, super::HookLevel::Project);
+    }
     LoadedSettings {
         settings,
         problems,
         files: Vec::new(),
         widening,
+        project_hooks: project_hooks_given,
     }
 }

@@ -178,7 +178,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints)",
+                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints, hooks)",
                 Some(19)
             ),
         ]
@@ -596,4 +596,114 @@ fn an_untrusted_project_may_raise_the_checkpoint_size_cap_but_not_lower_it() {
         aibuddy_checkpoint::DEFAULT_MAX_FILE_BYTES
     );
     assert_eq!(too_big.problems[0].field, "checkpoints.max_file_bytes");
+}
+
+fn layer_trust(user: &str, project: &str, trusted: bool) -> LoadedSettings {
+    let (u, p) = (
+        SettingsText {
+            file: "user".into(),
+            text: user.into(),
+        },
+        SettingsText {
+            file: "project".into(),
+            text: project.into(),
+        },
+    );
+    layer(
+        Some(&u),
+        Some(&p),
+        &LayerContext {
+            project_root: Path::new("/nonexistent-project"),
+            home: None,
+            project_trusted: trusted,
+            user_trusted: true,
+            data_dir: None,
+            approvals_record: None,
+            canonicalize: &crate::settings::real_path,
+        },
+    )
+}
+
+#[test]
+fn a_projects_hooks_are_added_after_the_users_only_when_trusted() {
+    let user = r#"{"hooks": {"pre_tool_call": [{"match": "execute", "command": "mine"}]}}"#;
+    let project =
+        r#"{"hooks": {"pre_tool_call": [{"command": "theirs"}], "run_end": [{"command": "bye"}]}}"#;
+    let commands = |l: &LoadedSettings| -> Vec<(String, HookLevel)> {
+        l.settings
+            .hooks
+            .entries()
+            .map(|(e, h)| (format!("{e}:{}", h.command), h.level))
+            .collect()
+    };
+    let trusted = layer_trust(user, project, true);
+    assert_eq!(
+        commands(&trusted),
+        vec![
+            ("pre_tool_call:mine".to_string(), HookLevel::User),
+            ("pre_tool_call:theirs".to_string(), HookLevel::Project),
+            ("run_end:bye".to_string(), HookLevel::Project),
+        ]
+    );
+    let untrusted = layer_trust(user, project, false);
+    assert_eq!(
+        commands(&untrusted),
+        vec![("pre_tool_call:mine".to_string(), HookLevel::User)]
+    );
+    // Listed as what trust grants, reported as ignored, and kept as given for the pins.
+    let fields: Vec<&str> = untrusted
+        .widening
+        .iter()
+        .map(|w| w.field.as_str())
+        .collect();
+    assert_eq!(fields, vec!["hooks.pre_tool_call", "hooks.run_end"]);
+    assert!(
+        untrusted
+            .problems
+            .iter()
+            .any(|p| p.field == "hooks.pre_tool_call" && p.message == UNTRUSTED_IGNORED)
+    );
+    assert_eq!(untrusted.project_hooks.entries().count(), 2);
+    assert_eq!(untrusted.project_hooks.pre_tool_call[0].command, "theirs");
+    // A bad entry is a located problem; the rest of the list's section still loads.
+    let bad = layer_trust(
+        "{}",
+        r#"{"hooks": {"pre_tool_call": [{"cmd": "x"}]}}"#,
+        true,
+    );
+    assert!(bad.settings.hooks.is_empty());
+    assert!(
+        bad.problems
+            .iter()
+            .any(|p| p.field.starts_with("hooks.pre_tool_call")),
+        "{:?}",
+        bad.problems
+    );
+}
+
+#[test]
+fn a_user_file_a_command_could_have_written_runs_no_hooks() {
+    let user = SettingsText {
+        file: "user".into(),
+        text: r#"{"hooks": {"run_start": [{"command": "planted"}]}}"#.into(),
+    };
+    let l = layer(
+        Some(&user),
+        None,
+        &LayerContext {
+            project_root: Path::new("/nonexistent-project"),
+            home: None,
+            project_trusted: false,
+            user_trusted: false,
+            data_dir: None,
+            approvals_record: None,
+            canonicalize: &crate::settings::real_path,
+        },
+    );
+    assert!(l.settings.hooks.is_empty(), "{:?}", l.settings.hooks);
+    assert!(
+        l.problems
+            .iter()
+            .any(|p| p.field == "hooks.run_start" && p.message == USER_FILE_EXPOSED)
+    );
 }

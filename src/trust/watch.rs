@@ -31,7 +31,7 @@ impl fmt::Debug for PinnedAt {
 }
 
 /// Every path whose change may change `status` (absolute, sorted, no duplicates): the project's
-/// `.aibuddy/mcp.json` and `.aibuddy/settings.json`, and each pinned path of its servers.
+/// `.aibuddy/mcp.json` and `.aibuddy/settings.json`, and each pinned path of its servers and hooks.
 pub fn watched_paths(status: &TrustStatus) -> Vec<PathBuf> {
     let root = Path::new(&status.project);
     let files = [PROJECT_MCP, PROJECT_SETTINGS].map(|f| root.join(f));
@@ -40,6 +40,7 @@ pub fn watched_paths(status: &TrustStatus) -> Vec<PathBuf> {
         .servers
         .iter()
         .flat_map(|s| s.pins.iter())
+        .chain(status.grants.hooks.iter().flat_map(|h| h.pins.iter()))
         .filter(|p| p.at.0.is_absolute())
         .map(|p| p.at.0.clone());
     files

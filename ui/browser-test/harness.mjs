@@ -249,7 +249,7 @@ export function viewDefaults(root = "/home/me/work/sample-project") {
     trust_status: {
       ask: false,
       applied: "not_needed",
-      status: { project: root, state: "not_needed", digest: "", grants: { servers: [], settings: [] }, problems: [] },
+      status: { project: root, state: "not_needed", digest: "", grants: { servers: [], settings: [], hooks: [] }, problems: [] },
     },
     list_providers: {
       providers: [{ name: "anthropic", kind: "anthropic", model: "claude-sonnet-4-6", host: "api.anthropic.com", has_key: true, problem: null }],

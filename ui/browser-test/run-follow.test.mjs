@@ -125,7 +125,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       return el.scrollHeight - el.scrollTop - el.clientHeight > 600;
     });
     const top = await page.locator('[data-testid="messages"]').evaluate((el) => el.scrollTop);
-    await emit(page, { type: "tool_result", tool_call_id: "call_ls", status: "ok", stage: null, model: "Cargo.toml\nsrc/", duration_ms: 4, exit_code: null, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "tool_result", tool_call_id: "call_ls", status: "ok", stage: null, model: "Cargo.toml\nsrc/", duration_ms: 4, exit_code: null, omitted_bytes: null, activated: [], hooks: [] });
     await emit(page, { type: "text_delta", text: "More: the assets step can be skipped.\n\n" });
     const jump = page.locator('[data-testid="jump-latest"]');
     await jump.waitFor();
@@ -250,7 +250,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       { seq: 2, role: "assistant", text: "Running the tests.", tool_calls: [{ tool_call_id: "call_t", tool: "execute", input: { command: "cargo test" } }], result: null, usage: null },
     ];
     const later = [
-      { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "call_t", tool: "execute", status: "ok", stage: null, error_message: null, model: "ok", compacted: false }, usage: null },
+      { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "call_t", tool: "execute", status: "ok", stage: null, error_message: null, model: "ok", compacted: false, hooks: [] }, usage: null },
       { seq: 4, role: "assistant", text: "Reading the report.", tool_calls: [{ tool_call_id: "call_r", tool: "read_file", input: { path: "report.txt" } }], result: null, usage: null },
     ];
     const detail = {

@@ -390,9 +390,9 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 900 }, "light", checkpointsMock(changes, preview));
     await startRun(page, "Add a --top N option");
     await emit(page, { type: "tool_call", tool_call_id: "call_read", tool: "read_file", input: { path: "src/main.rs" } });
-    await emit(page, { type: "tool_result", tool_call_id: "call_read", status: "ok", stage: null, model: "fn main() {}", duration_ms: 2, exit_code: null, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "tool_result", tool_call_id: "call_read", status: "ok", stage: null, model: "fn main() {}", duration_ms: 2, exit_code: null, omitted_bytes: null, activated: [], hooks: [] });
     await emit(page, { type: "tool_call", tool_call_id: "call_w", tool: "execute", input: { command: "./fix.sh" } });
-    await emit(page, { type: "tool_result", tool_call_id: "call_w", status: "ok", stage: null, model: "exit code 0", duration_ms: 40, exit_code: 0, omitted_bytes: null, activated: [] });
+    await emit(page, { type: "tool_result", tool_call_id: "call_w", status: "ok", stage: null, model: "exit code 0", duration_ms: 40, exit_code: 0, omitted_bytes: null, activated: [], hooks: [] });
     const card = page.locator('[data-testid="tool-card"][data-id="call_w"]');
     const panel = card.locator('[data-testid="call-changes"]');
     await panel.waitFor();

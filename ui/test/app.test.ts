@@ -175,7 +175,7 @@ describe("mountApp", () => {
 const TRUSTED: TrustPrompt = {
   ask: false,
   applied: "trusted",
-  status: { project: PROJECT.root, state: "trusted", digest: "d1", problems: [], grants: { servers: [], settings: [] } },
+  status: { project: PROJECT.root, state: "trusted", digest: "d1", problems: [], grants: { servers: [], settings: [], hooks: [] } },
 };
 
 describe("a project switch while a console call runs", () => {

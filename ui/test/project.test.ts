@@ -54,6 +54,7 @@ const PROMPT: TrustPrompt = {
         },
       ],
       settings: [{ file: "/w/p/.aibuddy/settings.json", line: 3, field: "exec.writable_roots", value: ["/etc"] }],
+      hooks: [],
     },
   },
 };

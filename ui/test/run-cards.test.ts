@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/provisional/run-types";
 import { type RawOutputApi, RawReader, asBytes } from "../src/run/raw-output";
-import { applyRunEvent, discoverySummary, emptyRun, exitSummary, omittedSummary, type ToolCard } from "../src/run/state";
+import { applyRunEvent, discoverySummary, emptyRun, exitSummary, hookSummary, omittedSummary, type ToolCard } from "../src/run/state";
 
 function cardAfter(events: RunEvent[]): ToolCard {
   let s = emptyRun();
@@ -21,6 +21,7 @@ const result = (over: Partial<Extract<RunEvent, { type: "tool_result" }>>): RunE
   exit_code: null,
   omitted_bytes: null,
   activated: [],
+  hooks: [],
   ...over,
 });
 
@@ -55,7 +56,7 @@ describe("tool cards", () => {
 
   it("a replayed stored result has no live fields", () => {
     const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "ls" } };
-    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "ok", stage: null, model: "x" }]);
+    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "ok", stage: null, model: "x", hooks: [] }]);
     expect(card).toMatchObject({ status: "ok", durationMs: null, exitCode: null, omittedBytes: null });
   });
 });
@@ -82,5 +83,44 @@ describe("raw output reader", () => {
     expect(Array.from(asBytes(new Uint8Array([1, 2]).buffer))).toEqual([1, 2]);
     expect(Array.from(asBytes([3, 255]))).toEqual([3, 255]);
     expect(() => asBytes("text")).toThrow();
+  });
+});
+
+describe("hooks on a card", () => {
+  const hook = {
+    event: "pre_tool_call",
+    level: "user" as const,
+    matcher: "execute",
+    command: "./guard.sh",
+    outcome: "blocked" as const,
+    exit_code: 2,
+    duration_ms: 12,
+    stdout: "",
+    stderr: "no rm here",
+    truncated: false,
+    decision: "block",
+    reason: "no rm here",
+    note: null,
+    problem: null,
+  };
+  it("a call's hooks stay on its card, each said in one line", () => {
+    const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "rm -rf /" } };
+    const card = cardAfter([call, result({ status: "rejected", stage: "Authorization", hooks: [hook] })]);
+    expect(card.hooks).toHaveLength(1);
+    expect(card.hooks.map(hookSummary)[0]).toBe("Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here");
+  });
+  it("a stored run's card shows the hooks kept with its call", () => {
+    const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "rm -rf /" } };
+    const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "rejected", stage: "Authorization", model: "blocked", hooks: [hook] }]);
+    expect(card.hooks.map(hookSummary)).toEqual(["Hook pre_tool_call `./guard.sh` blocked · exit 2 · 12 ms: decision block; no rm here"]);
+  });
+  it("a timed-out hook says why it did not block", () => {
+    const slow = { ...hook, outcome: "timed_out" as const, exit_code: null, decision: null, reason: null, stderr: "", problem: "timed out after 1 s; its process group was killed", duration_ms: 1004 };
+    expect(hookSummary(slow)).toBe("Hook pre_tool_call `./guard.sh` timed out · 1.0 s: timed out after 1 s; its process group was killed");
+  });
+  it("a run's own hook is a line in the conversation", () => {
+    const s = applyRunEvent(emptyRun(), { type: "hook", hook: { ...hook, event: "run_end", outcome: "ok", exit_code: 0, decision: null, reason: null, duration_ms: 3 } }, 0);
+    const item = s.items.at(-1);
+    expect(item?.kind === "notice" ? item.text : null).toBe("Hook run_end `./guard.sh` ok · exit 0 · 3 ms");
   });
 });

@@ -61,10 +61,10 @@ describe("approval card state", () => {
     expect(status(waiting)).toBe("waiting_approval");
     const approved = answeredConfirm(waiting, "c1", true);
     expect(status(approved)).toBe("running");
-    expect(status(play([{ type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "wrote", duration_ms: 5, exit_code: null, omitted_bytes: null, activated: [] }], approved))).toBe("ok");
+    expect(status(play([{ type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "wrote", duration_ms: 5, exit_code: null, omitted_bytes: null, activated: [], hooks: [] }], approved))).toBe("ok");
     expect(status(answeredConfirm(waiting, "c1", false))).toBe("rejected");
     // A card that already finished keeps its status.
-    const done = play([{ type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "x", duration_ms: 5, exit_code: null, omitted_bytes: null, activated: [] }], waiting);
+    const done = play([{ type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "x", duration_ms: 5, exit_code: null, omitted_bytes: null, activated: [], hooks: [] }], waiting);
     expect(status(answeredConfirm(done, "c1", true))).toBe("error");
   });
 });

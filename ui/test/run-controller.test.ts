@@ -50,7 +50,7 @@ function fakeShell() {
             role: "tool",
             text: "",
             tool_calls: [],
-            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false },
+            result: { tool_call_id: "c9", tool: "ls", status: "ok", stage: null, error_message: null, model: "a.txt", compacted: false, hooks: [] },
             usage: null,
           },
         ],
@@ -167,7 +167,7 @@ describe("run controller", () => {
       throw new ApiError({ code: "ipc", stage: null, message: "gone" });
     };
     const late = c.answerConfirm("c1", true);
-    shell.emit("r1", { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "created a.txt", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] });
+    shell.emit("r1", { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "created a.txt", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [], hooks: [] });
     await late;
     expect(c.state.confirms).toEqual([]);
     expect(card()?.kind === "tool" && card()?.card.status).toBe("ok");

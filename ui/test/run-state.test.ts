@@ -58,7 +58,7 @@ describe("run state reducer", () => {
     let card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ tool: "execute", target: "make test", status: "running", outputBytes: 3, lastHeartbeat: 1500 });
     // The shell's duration and exit code are the card's (not the window's clock).
-    const result: RunEvent = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", duration_ms: 1234, exit_code: 2, omitted_bytes: null, activated: [] };
+    const result: RunEvent = { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Execution", model: "exit 2", duration_ms: 1234, exit_code: 2, omitted_bytes: null, activated: [], hooks: [] };
     s = applyRunEvent(s, result, 3400);
     card = s.items[0]?.kind === "tool" ? s.items[0].card : null;
     expect(card).toMatchObject({ status: "error", stage: "Execution", model: "exit 2", durationMs: 1234, exitCode: 2, omittedBytes: null });
@@ -80,7 +80,7 @@ describe("run state reducer", () => {
     s = applyRunEvent(s, { type: "network_ask_resolved", tool_call_id: "c1", ask_id: "net_2", answer: "deny" }, 1000);
     expect(s.networkAsks).toEqual([]);
     s = play([{ type: "network_ask", tool_call_id: "c1", ask: a }], s);
-    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "ok", duration_ms: 1, exit_code: 0, omitted_bytes: null, activated: [] }, 1000);
+    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "ok", duration_ms: 1, exit_code: 0, omitted_bytes: null, activated: [], hooks: [] }, 1000);
     expect(s.networkAsks).toEqual([]);
   });
 
@@ -99,7 +99,7 @@ describe("run state reducer", () => {
     const rejected = answeredConfirm(s, "call_w", false);
     expect(rejected.items[0]?.kind === "tool" && rejected.items[0].card.status).toBe("rejected");
     expect(rejected.confirms).toEqual([]);
-    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] }, 2000);
+    s = applyRunEvent(s, { type: "tool_result", tool_call_id: "call_w", status: "rejected", stage: "Authorization", model: "rejected", duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [], hooks: [] }, 2000);
     expect(s.confirms).toEqual([]);
 
     s = applyRunEvent(s, { type: "ask_user", tool_call_id: "q1", question: "Which?", options: ["a", "b"], multi_select: false, allow_other: true }, 2000);

@@ -20,7 +20,7 @@ const tick = () => new Promise((r) => setTimeout(r, 0));
 function cardOf(tool: string): ToolCard {
   const events: RunEvent[] = [
     { type: "tool_call", tool_call_id: "c1", tool, input: {} },
-    { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Discovery", model: "a tool call must name a tool", duration_ms: 0, exit_code: null, omitted_bytes: null, activated: [] },
+    { type: "tool_result", tool_call_id: "c1", status: "error", stage: "Discovery", model: "a tool call must name a tool", duration_ms: 0, exit_code: null, omitted_bytes: null, activated: [], hooks: [] },
   ];
   let s = emptyRun();
   for (const e of events) s = applyRunEvent(s, e, 1000);

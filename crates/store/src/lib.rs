@@ -14,6 +14,7 @@
 //!   summaries for compaction; completed interactions per run; pure rules in `conversation`.
 //! - Checkpoints of calls that may change the project (`tables::call_changes`, schema 10): the
 //!   before-snapshot committed before the call runs, the after-snapshot and change set at its end.
+//! - Hook runs (`tables::hook_runs`, schema 11): each run of a person's hook, with its call or run.
 //! - Writes never block the async runtime: one writer thread with group commit (`writer`).
 
 pub mod call_ids;
@@ -49,6 +50,7 @@ pub use run_types::{
 };
 pub use store::Store;
 pub use tables::call_changes::CallChanges;
+pub use tables::hook_runs::HookRunRow;
 pub use types::{
     CallFinish, CallRecord, CallStart, CallStatus, CompactionState, ConfirmRecord, Decision,
     HistoryFilter, HistoryRow, RawFormat, RawOutputLocation, RawSlice, UserAnswer,

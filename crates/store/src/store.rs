@@ -466,6 +466,39 @@ impl Store {
             .await
     }
 
+    /// Records one run of a hook (with its call, or only its run).
+    pub async fn record_hook_run(&self, row: crate::HookRunRow) -> Result<i64> {
+        if let Some(id) = &row.tool_call_id {
+            validate_id(id)?;
+        }
+        self.write(Durability::Process, move |conn| {
+            crate::tables::hook_runs::insert(conn, &row)
+        })
+        .await
+    }
+
+    /// The hook runs of one call, in order.
+    pub async fn hook_runs(&self, tool_call_id: &str) -> Result<Vec<crate::HookRunRow>> {
+        let id = tool_call_id.to_string();
+        self.read(move |conn, _| crate::tables::hook_runs::for_call(conn, &id))
+            .await
+    }
+
+    /// The hook runs of several calls (one query), in order.
+    pub async fn hook_runs_of_calls(&self, call_ids: &[String]) -> Result<Vec<crate::HookRunRow>> {
+        let ids =
+            serde_json::to_string(call_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.read(move |conn, _| crate::tables::hook_runs::for_calls(conn, &ids))
+            .await
+    }
+
+    /// Every hook run of a run (its calls' and its own), in order.
+    pub async fn run_hook_runs(&self, run_id: &str) -> Result<Vec<crate::HookRunRow>> {
+        let id = run_id.to_string();
+        self.read(move |conn, _| crate::tables::hook_runs::for_run(conn, &id))
+            .await
+    }
+
     pub async fn confirm_records(&self, tool_call_id: &str) -> Result<Vec<ConfirmRecord>> {
         let id = tool_call_id.to_string();
         self.read(move |conn, _| confirm_decisions::for_call(conn, &id))

@@ -63,6 +63,7 @@ export function fieldMeaning(field: string): string {
   if (field.startsWith("tools.")) return "tools you did not enable become available";
   if (field.startsWith("providers")) return "the project chooses the model provider";
   if (field.startsWith("sandbox")) return "commands and files run elsewhere";
+  if (field.startsWith("hooks.")) return "the project's commands run around tool calls and runs, outside the sandbox, with your authority";
   return "gives more than your own settings";
 }
 

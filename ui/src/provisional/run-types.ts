@@ -59,6 +59,7 @@ export function detailEvents(detail: RunDetail): RunEvent[] {
         status: r.status,
         stage: (r.stage as ShellStage | null) ?? null,
         model: r.model ?? r.error_message ?? "",
+        hooks: r.hooks ?? [],
       });
     }
   }

@@ -4,6 +4,7 @@
 // the output bus (output-bus.ts) carries the bytes straight to the card's terminal.
 import type { CallStatus } from "../bindings/CallStatus";
 import type { ConfirmRequest } from "../bindings/ConfirmRequest";
+import type { HookRun } from "../bindings/HookRun";
 import type { NetworkAsk } from "../bindings/NetworkAsk";
 import type { Stage } from "../bindings/Stage";
 import { formatBytes, formatDuration } from "../lib/format";
@@ -31,6 +32,8 @@ export interface ToolCard {
   omittedBytes: number | null;
   /** `tool_search`: the tools it activated. */
   activated: string[];
+  /** The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order. */
+  hooks: HookRun[];
 }
 
 export type ConversationItem =
@@ -201,6 +204,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         exitCode: null,
         omittedBytes: null,
         activated: [],
+        hooks: [],
       };
       return push(state, { kind: "tool", card }, "t");
     }
@@ -231,6 +235,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         exitCode: live ? event.exit_code : null,
         omittedBytes: live ? event.omitted_bytes : null,
         activated: live ? event.activated : [],
+        hooks: event.hooks ?? [],
       }));
       return {
         ...done,
@@ -255,6 +260,9 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
     }
     case "retry":
       return { ...state, retry: { attempt: event.attempt, delayMs: event.delay_ms, reason: event.reason } };
+    case "hook":
+      // A hook of the run itself (run_start, run_end, waiting_for_person): a line in the conversation.
+      return push(state, { kind: "notice", text: hookSummary(event.hook), tone: event.hook.outcome === "ok" ? "info" : "warn" }, "n");
     case "compaction":
       return push(state, { kind: "notice", text: "Earlier turns were summarized to fit the model's context.", tone: "info" }, "n");
     case "run_finished": {
@@ -422,4 +430,22 @@ export function omittedSummary(card: ToolCard): string | null {
   if (card.omittedBytes === null) return null;
   const lines = /\[\.\.\. (\d+) lines/.exec(card.model ?? "");
   return `${formatBytes(card.omittedBytes)}${lines ? ` (${lines[1]} lines)` : ""} omitted from the model's text`;
+}
+
+/**
+ * One hook run as a line: event, command, outcome, exit code, time, and what it said (decision,
+ * reason, note) or why it failed. Everything in it is the hook's or the person's text: shown as text.
+ */
+export function hookSummary(h: HookRun): string {
+  const command = h.command.length > 80 ? `${h.command.slice(0, 79)}…` : h.command;
+  const parts = [`${h.event} \`${command}\` ${h.outcome.replace("_", " ")}`];
+  if (h.exit_code !== null) parts.push(`exit ${h.exit_code}`);
+  parts.push(formatDuration(h.duration_ms));
+  const said = [
+    h.decision !== null ? `decision ${h.decision}` : null,
+    h.reason,
+    h.note !== null ? `note: ${h.note}` : null,
+    h.problem,
+  ].filter((x): x is string => x !== null && x !== "");
+  return `Hook ${parts.join(" · ")}${said.length > 0 ? `: ${said.join("; ")}` : ""}`;
 }

@@ -3,6 +3,7 @@
 
 pub mod call_changes;
 pub mod confirm_decisions;
+pub mod hook_runs;
 pub mod messages;
 pub mod projects;
 pub mod runs;

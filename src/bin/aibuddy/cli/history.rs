@@ -85,7 +85,7 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
         }
     };
     if args.json {
-        return print_json(&rows);
+        return print_json(&with_hooks(&store, &rows).await);
     }
     if rows.is_empty() {
         eprintln!("aibuddy: no stored calls match");
@@ -94,6 +94,37 @@ pub async fn run(args: HistoryArgs, opts: AppOptions) -> ExitCode {
         outln!("{}", human_line(row));
     }
     ExitCode::SUCCESS
+}
+
+/// The rows as JSON, each with the hooks that ran for its call (`hooks`, `docs/hooks.md`).
+async fn with_hooks(
+    store: &aibuddy_store::Store,
+    rows: &[aibuddy_store::HistoryRow],
+) -> serde_json::Value {
+    let ids: Vec<String> = rows.iter().map(|r| r.tool_call_id.clone()).collect();
+    let hooks = match store.hook_runs_of_calls(&ids).await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!("hook runs not read: {e}");
+            Vec::new()
+        }
+    };
+    let values = rows
+        .iter()
+        .map(|row| {
+            let mut v = serde_json::to_value(row).unwrap_or(serde_json::Value::Null);
+            let mine: Vec<serde_json::Value> = hooks
+                .iter()
+                .filter(|h| h.tool_call_id.as_deref() == Some(row.tool_call_id.as_str()))
+                .map(|h| h.record.clone())
+                .collect();
+            if let serde_json::Value::Object(m) = &mut v {
+                m.insert("hooks".into(), serde_json::Value::Array(mine));
+            }
+            v
+        })
+        .collect();
+    serde_json::Value::Array(values)
 }
 
 /// One readable row. The tool name, ids and input come from the model, the project or an MCP

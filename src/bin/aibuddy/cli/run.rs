@@ -81,13 +81,22 @@ pub fn card(event: &RunEvent) -> Option<String> {
             tool_call_id,
             status,
             stage,
+            hooks,
             ..
-        } => Some(format!(
-            "[tool] {} {}{}",
-            term::line(tool_call_id),
-            status.as_str(),
-            stage.map(|s| format!(" (stage {s})")).unwrap_or_default()
-        )),
+        } => {
+            let mut out = format!(
+                "[tool] {} {}{}",
+                term::line(tool_call_id),
+                status.as_str(),
+                stage.map(|s| format!(" (stage {s})")).unwrap_or_default()
+            );
+            for h in hooks {
+                out.push('\n');
+                out.push_str(&hook_line(h));
+            }
+            Some(out)
+        }
+        RunEvent::Hook { hook } => Some(hook_line(hook)),
         RunEvent::Retry {
             step,
             attempt,
@@ -105,6 +114,42 @@ pub fn card(event: &RunEvent) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// One hook run on a card: event, command, outcome, exit, time, and the reason, note or problem
+/// (the command and its output are untrusted for a terminal: escaped).
+pub fn hook_line(h: &aibuddy::hooks::HookRun) -> String {
+    let command: String = h.command.chars().take(80).collect();
+    let outcome = serde_json::to_value(h.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let exit = h
+        .exit_code
+        .map(|c| format!("exit {c}, "))
+        .unwrap_or_default();
+    let said = [
+        h.decision.as_ref().map(|d| format!("decision {d}")),
+        h.reason.as_ref().map(|r| format!("reason: {r}")),
+        h.note.as_ref().map(|n| format!("note: {n}")),
+        h.problem.as_ref().map(|p| format!("problem: {p}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join("; ");
+    let said: String = said.chars().take(300).collect();
+    format!(
+        "[hook] {} `{}` {outcome} ({exit}{} ms){}",
+        term::line(&h.event),
+        term::line(&command),
+        h.duration_ms,
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", term::line(&said))
+        }
+    )
 }
 
 impl RunEventSink for PrintSink {
@@ -352,9 +397,36 @@ mod tests {
             exit_code: None,
             omitted_bytes: None,
             activated: Vec::new(),
+            hooks: Vec::new(),
         })
         .unwrap();
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
         assert!(card(&RunEvent::TextDelta { text: "x".into() }).is_none());
+    }
+
+    #[test]
+    fn a_hook_line_escapes_the_command_and_what_the_hook_said() {
+        let h = aibuddy::hooks::HookRun {
+            event: "pre_tool_call".into(),
+            level: aibuddy::settings::HookLevel::Project,
+            matcher: "*".into(),
+            command: "./guard\u{1b}[2J.sh".into(),
+            outcome: aibuddy::hooks::HookOutcome::Blocked,
+            exit_code: Some(2),
+            duration_ms: 7,
+            stdout: String::new(),
+            stderr: "no\u{1b}]0;x".into(),
+            truncated: false,
+            decision: Some("block".into()),
+            reason: Some("no\u{1b}]0;x\rway".into()),
+            note: None,
+            problem: None,
+        };
+        let l = hook_line(&h);
+        assert!(!l.contains('\u{1b}') && !l.contains('\r'), "{l}");
+        assert!(
+            l.starts_with("[hook] pre_tool_call `./guard\\e[2J.sh` blocked (exit 2, 7 ms): decision block; reason: no"),
+            "{l}"
+        );
     }
 }

@@ -76,6 +76,14 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         let confirms = store.confirm_records(&args.id).await?;
         value["confirm_decisions"] = serde_json::to_value(confirms)
             .map_err(|e| StoreError::Corrupt(format!("confirm records: {e}")))?;
+        // The person's hooks that ran for the call (`docs/hooks.md`), in order.
+        let hooks: Vec<serde_json::Value> = store
+            .hook_runs(&args.id)
+            .await?
+            .into_iter()
+            .map(|h| h.record)
+            .collect();
+        value["hooks"] = serde_json::Value::Array(hooks);
         // The call's change set (checkpoints), `null` for a call that changed nothing checkpointed
         // or has not finished (`aibuddy changes ID` computes the latter against the tree).
         value["changes"] = match store.call_changes(&args.id).await? {
@@ -131,6 +139,17 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
     outln!("input: {}", term::line(&rec.input.to_string()));
     for line in approval_lines(&store.confirm_records(&args.id).await?) {
         outln!("{line}");
+    }
+    for h in store.hook_runs(&args.id).await? {
+        match serde_json::from_value::<aibuddy::hooks::HookRun>(h.record) {
+            Ok(run) => outln!("{}", super::run::hook_line(&run)),
+            Err(_) => outln!(
+                "[hook] {} {} ({} ms)",
+                term::line(&h.event),
+                term::line(&h.outcome),
+                h.duration_ms
+            ),
+        }
     }
     match (
         rec.compaction_state,

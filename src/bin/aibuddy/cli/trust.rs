@@ -113,6 +113,21 @@ pub fn render(status: &TrustStatus) -> String {
             out.push_str(&format!("    reads env: {}\n", vars.join(", ")));
         }
     }
+    for h in &status.grants.hooks {
+        out.push_str(&format!(
+            "  hook {}[{}] runs: {:?}\n",
+            line(&h.event),
+            h.index,
+            line(&h.command)
+        ));
+        for p in h.pins.iter().filter(|p| p.state != "absent") {
+            out.push_str(&format!(
+                "    pins:    {}: {} (any change needs trust again)\n",
+                line(&p.path),
+                line(&p.state)
+            ));
+        }
+    }
     for f in &status.grants.settings {
         let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
         out.push_str(&format!(
@@ -283,6 +298,7 @@ mod tests {
                     field: "exec.writable_roots".into(),
                     value: serde_json::json!(["/p/cache"]),
                 }],
+                hooks: vec![],
             },
             problems: vec![],
         };
