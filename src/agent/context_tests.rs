@@ -99,6 +99,7 @@ fn result(
         error_message: Some("stopped".into()),
         model_projection: model.map(str::to_string),
         compaction_state: CompactionState::None,
+        model_images: None,
     });
     r
 }

@@ -6,6 +6,7 @@ pub mod ask_user_question;
 pub mod execute;
 pub mod fs;
 pub mod mcp;
+pub mod mcp_images;
 pub mod tool_search;
 pub mod view_skill;
 pub mod view_tool_call;
