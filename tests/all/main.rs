@@ -45,6 +45,7 @@ mod discovery_real_servers;
 mod discovery_search_recall;
 mod execute_secrets;
 mod execute_timeout;
+mod images;
 mod instructions;
 mod mcp_hostile_calls;
 mod pipeline;
