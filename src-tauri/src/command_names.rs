@@ -52,4 +52,6 @@ pub const COMMANDS: &[&str] = &[
     "run_changes",
     "rewind_preview",
     "rewind",
+    "call_images",
+    "model_setup",
 ];

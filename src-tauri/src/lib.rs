@@ -8,6 +8,7 @@
 pub mod approvals_view;
 mod args;
 pub mod bindings;
+pub mod call_images;
 pub mod calls;
 pub mod catalog;
 pub mod checkpoints_view;
@@ -22,6 +23,7 @@ pub mod project_commands;
 pub mod projects;
 pub mod provider;
 pub mod providers_view;
+pub mod local_servers;
 pub mod raw_output;
 pub mod recent;
 pub mod run_views;
@@ -96,6 +98,8 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             checkpoints_view::run_changes,
             checkpoints_view::rewind_preview,
             checkpoints_view::rewind,
+            call_images::call_images,
+            local_servers::model_setup,
         ])
 }
 
