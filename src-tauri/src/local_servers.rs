@@ -118,11 +118,7 @@ pub fn parse_models(body: &[u8]) -> Option<Vec<String>> {
 
 async fn probe(client: &reqwest::Client, host: &str, t: Target) -> Option<LocalServer> {
     let base_url = format!("http://{host}:{}/v1", t.port);
-    let mut resp = client
-        .get(format!("{base_url}/models"))
-        .send()
-        .await
-        .ok()?;
+    let mut resp = client.get(format!("{base_url}/models")).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
     }

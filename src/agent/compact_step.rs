@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Agent;
 use super::compaction::{
-    BYTES_PER_TOKEN, LastUsage, TurnView, cut_point, estimate_next_tokens, prompt_tokens, should_compact,
+    BYTES_PER_TOKEN, LastUsage, TurnView, cut_point, estimate_next_tokens, prompt_tokens,
+    should_compact,
 };
 use super::events::{RunEvent, RunEventSink};
 use super::summarize::{

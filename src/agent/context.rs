@@ -19,7 +19,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use aibuddy_provider::{ContentBlock, Message, ResultBlock, Role};
 use aibuddy_store::{
-    CallStatus, CompactionState, ContextItem, Conversation, Interaction, LinkedResult, MessageRecord, MessageRole,
+    CallStatus, CompactionState, ContextItem, Conversation, Interaction, LinkedResult,
+    MessageRecord, MessageRole,
 };
 
 use crate::contract::Stage;
@@ -161,7 +162,10 @@ fn result_images(status: CallStatus, result: Option<&LinkedResult>) -> Vec<Resul
             })
             .collect(),
         Err(e) => {
-            tracing::warn!("stored images of a {} result are unreadable (Projection): {e}", r.tool);
+            tracing::warn!(
+                "stored images of a {} result are unreadable (Projection): {e}",
+                r.tool
+            );
             Vec::new()
         }
     }

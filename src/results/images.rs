@@ -232,7 +232,9 @@ mod tests {
     use image::{ImageEncoder, Rgba, RgbaImage, codecs::png::PngEncoder};
 
     fn png(w: u32, h: u32) -> Vec<u8> {
-        let img = RgbaImage::from_fn(w, h, |x, y| Rgba([(x % 256) as u8, (y % 256) as u8, 7, 255]));
+        let img = RgbaImage::from_fn(w, h, |x, y| {
+            Rgba([(x % 256) as u8, (y % 256) as u8, 7, 255])
+        });
         let mut out = Vec::new();
         PngEncoder::new(&mut out)
             .write_image(img.as_raw(), w, h, image::ExtendedColorType::Rgba8)

@@ -328,7 +328,13 @@ pub fn bound_text(text: String, max: usize) -> String {
 /// Names the image block `i` in `parts` when the raw value says what became of it (sent as
 /// image input, or why not); false when it says nothing (results stored before images were
 /// sent). Pure.
-fn image_part(v: &Value, i: usize, block: &Value, sent: &mut usize, parts: &mut Vec<String>) -> bool {
+fn image_part(
+    v: &Value,
+    i: usize,
+    block: &Value,
+    sent: &mut usize,
+    parts: &mut Vec<String>,
+) -> bool {
     match super::mcp_images::entry(v, i) {
         None => false,
         Some(Ok(img)) => {

@@ -61,7 +61,9 @@ async fn fx(kind: ProviderKind, chat_images: Option<bool>) -> Fx {
         ProviderKind::Anthropic => {
             json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
         }
-        ProviderKind::OpenAiResponses => json!({"default": "openai", "openai": {"model": "gpt-5.4"}}),
+        ProviderKind::OpenAiResponses => {
+            json!({"default": "openai", "openai": {"model": "gpt-5.4"}})
+        }
         ProviderKind::OpenAiChat => {
             let mut local = json!({"kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"});
             if let Some(i) = chat_images {
@@ -127,7 +129,8 @@ impl Fx {
             chunks.insert(0, Chunk::Sleep(Duration::from_secs(4)));
         }
         self.server.push(first);
-        self.server.push(Turn::text("A gradient and a logo.").reply(k));
+        self.server
+            .push(Turn::text("A gradient and a logo.").reply(k));
         let (code, ev, err) = self
             .run(&["run", "what do these look like?", "--json", "--yes"])
             .await;
@@ -137,7 +140,10 @@ impl Fx {
         for r in &results {
             assert_eq!(r["status"], "ok", "{r}");
             let model = r["model"].as_str().unwrap();
-            assert!(!model.contains("iVBORw0KGgo"), "no base64 in the model text: {model}");
+            assert!(
+                !model.contains("iVBORw0KGgo"),
+                "no base64 in the model text: {model}"
+            );
         }
         let model_of = |tool: &str| {
             let id = ev

@@ -43,11 +43,7 @@ async fn serve(status: &'static str, body: String, hang: bool) -> u16 {
 }
 
 fn target(id: &'static str, port: u16) -> Target {
-    Target {
-        id,
-        name: id,
-        port,
-    }
+    Target { id, name: id, port }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,7 +113,9 @@ fn nothing_can_run_without_an_entry_a_key_or_a_local_base_url() {
     ));
     // A local base URL needs no key.
     assert!(!needs_setup(
-        &cfg(json!({"local": {"kind": "openai-chat", "base_url": "http://127.0.0.1:11434/v1", "model": "q"}})),
+        &cfg(
+            json!({"local": {"kind": "openai-chat", "base_url": "http://127.0.0.1:11434/v1", "model": "q"}})
+        ),
         &env,
         |_| false
     ));

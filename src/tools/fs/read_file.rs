@@ -102,10 +102,7 @@ impl FsTool for ReadFile {
                 projection::human_bytes(out.read.size),
                 img.label(1)
             ),
-            (None, Some(reason)) => format!(
-                "{}[not sent as an image: {reason}]\n",
-                text
-            ),
+            (None, Some(reason)) => format!("{}[not sent as an image: {reason}]\n", text),
             (None, None) => text,
         }
     }

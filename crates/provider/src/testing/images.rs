@@ -21,7 +21,9 @@ pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Why a base64 image of `media_type` would be refused, if it would.
 pub fn image_problem(media_type: &str, data: &str) -> Option<String> {
     if !IMAGE_MEDIA_TYPES.contains(&media_type) {
-        return Some(format!("media type {media_type:?} is not an image type the API takes"));
+        return Some(format!(
+            "media type {media_type:?} is not an image type the API takes"
+        ));
     }
     if data.is_empty() {
         return Some("empty image data".into());
@@ -66,7 +68,10 @@ pub fn anthropic_image_problem(block: &Value) -> Option<String> {
         .get("media_type")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let data = source.get("data").and_then(Value::as_str).unwrap_or_default();
+    let data = source
+        .get("data")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     image_problem(media_type, data)
 }
 
@@ -104,8 +109,14 @@ mod tests {
         assert!(image_problem("image/svg+xml", PNG).is_some());
         assert!(image_problem("image/png", "").is_some());
         assert!(image_problem("image/png", "!!not base64").is_some());
-        assert!(image_problem("image/jpeg", PNG).is_some(), "PNG bytes as JPEG");
-        assert_eq!(data_url_problem(&format!("data:image/png;base64,{PNG}")), None);
+        assert!(
+            image_problem("image/jpeg", PNG).is_some(),
+            "PNG bytes as JPEG"
+        );
+        assert_eq!(
+            data_url_problem(&format!("data:image/png;base64,{PNG}")),
+            None
+        );
         assert!(data_url_problem("https://example.com/a.png").is_some());
         let block = json!({"type": "image", "source": {"type": "url", "url": "https://x"}});
         assert!(anthropic_image_problem(&block).is_some());

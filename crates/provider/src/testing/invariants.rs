@@ -5,9 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::images::{
-    anthropic_image_problem, chat_image_problem, input_image_problem,
-};
+use super::images::{anthropic_image_problem, chat_image_problem, input_image_problem};
 use crate::kind::ProviderKind;
 
 /// One broken rule, with the request body that broke it.

@@ -132,8 +132,10 @@ fn push_items(
                     input.push(json!({"type": "tool_search_output", "call_id": tool_use_id,
                         "execution": "client", "status": "completed", "tools": tools}));
                 } else {
-                    input.push(json!({"type": "function_call_output", "call_id": tool_use_id,
-                        "output": call_output(content, *is_error)}));
+                    input.push(
+                        json!({"type": "function_call_output", "call_id": tool_use_id,
+                        "output": call_output(content, *is_error)}),
+                    );
                 }
             }
             ContentBlock::ToolUse { .. } | ContentBlock::Opaque { .. } => {}

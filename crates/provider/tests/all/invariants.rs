@@ -411,9 +411,17 @@ async fn images_in_results_are_checked_on_each_route() {
     let m = c["messages"].as_array().unwrap();
     // messages[0] is the system prompt.
     assert_eq!(m[3]["role"], "tool");
-    assert!(m[3]["content"].as_str().unwrap().contains("attached in the next user message"));
+    assert!(
+        m[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("attached in the next user message")
+    );
     assert_eq!(m[4]["role"], "user");
-    assert_eq!(m[4]["content"][1], json!({"type": "image_url", "image_url": {"url": url}}));
+    assert_eq!(
+        m[4]["content"][1],
+        json!({"type": "image_url", "image_url": {"url": url}})
+    );
     let c = chat::build_request(&req, false).unwrap();
     let m = c["messages"].as_array().unwrap();
     assert_eq!(m.len(), 4, "{c}");
