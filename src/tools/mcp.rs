@@ -478,6 +478,30 @@ mod tests {
         );
     }
 
+    /// Image blocks the call bounded are named in place (sent) or described with the reason (not
+    /// sent); the sent ones go to the client projection as `model_images`, never into the text.
+    #[tokio::test]
+    async fn images_are_named_in_the_text_and_kept_in_the_client_projection() {
+        let tiny = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+        let content = json!([
+            {"type": "text", "text": "two pictures"},
+            {"type": "image", "mimeType": "image/png", "data": tiny},
+            {"type": "image", "mimeType": "image/png", "data": "AAAA"}
+        ]);
+        let mut raw = json!({"server": "s", "tool": "t", "content": content.clone(),
+            "structured_content": null});
+        raw[super::super::mcp_images::RAW_KEY] =
+            super::super::mcp_images::bound_content_images(&content).await;
+        assert_eq!(
+            model_text(&raw),
+            "two pictures\n[image 1: image/png, 1x1]\n[image content, image/png, 4 base64 chars; \
+not sent as an image: not a PNG, JPEG, GIF, WebP or BMP image]"
+        );
+        let client = client_value(&raw);
+        assert_eq!(client["model_images"][0]["data"], tiny);
+        assert_eq!(client["model_images"].as_array().map(Vec::len), Some(1));
+    }
+
     #[test]
     fn the_client_projection_is_bounded() {
         let big = "y".repeat(3 * CLIENT_MAX_CHARS);
