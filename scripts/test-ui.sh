@@ -33,4 +33,4 @@ if [ -z "$chromium_bin" ]; then
 fi
 CHROMIUM_BIN="$chromium_bin" node --test --test-reporter=spec --test-concurrency=1 \
   ui/browser-test/panel.test.mjs ui/browser-test/run.test.mjs ui/browser-test/perf.test.mjs ui/browser-test/project.test.mjs ui/browser-test/settings.test.mjs ui/browser-test/catalog.test.mjs \
-  ui/browser-test/history.test.mjs ui/browser-test/elicitation.test.mjs ui/browser-test/run-follow.test.mjs
+  ui/browser-test/history.test.mjs ui/browser-test/elicitation.test.mjs ui/browser-test/run-follow.test.mjs ui/browser-test/first-run.test.mjs

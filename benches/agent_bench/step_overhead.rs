@@ -66,6 +66,7 @@ async fn fake() -> Result<(FakeServer, Arc<HttpProvider>), String> {
         presentation: Presentation::Native,
         context_window: 200_000,
         stream: None,
+        images: true,
     };
     let provider =
         HttpProvider::new(route, ApiKey::new("sk-bench-key")).map_err(|e| e.to_string())?;

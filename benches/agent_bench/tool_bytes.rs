@@ -45,6 +45,7 @@ fn route(kind: ProviderKind, presentation: Presentation, server: &FakeServer) ->
         presentation,
         context_window: 200_000,
         stream: None,
+        images: true,
     }
 }
 

@@ -42,6 +42,8 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::checkpoints_view::ChangesView::export_all(&cfg)?;
     crate::checkpoints_view::RewindTargetArg::export_all(&cfg)?;
     crate::checkpoints_view::RewindView::export_all(&cfg)?;
+    crate::call_images::CallImage::export_all(&cfg)?;
+    crate::local_servers::ModelSetup::export_all(&cfg)?;
     Ok(())
 }
 

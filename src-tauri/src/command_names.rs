@@ -55,4 +55,6 @@ pub const COMMANDS: &[&str] = &[
     "list_processes",
     "stop_process",
     "keep_process",
+    "call_images",
+    "model_setup",
 ];

@@ -8,6 +8,7 @@
 pub mod approvals_view;
 mod args;
 pub mod bindings;
+pub mod call_images;
 pub mod calls;
 pub mod catalog;
 pub mod checkpoints_view;
@@ -17,6 +18,7 @@ pub mod compacted;
 mod display;
 mod error;
 pub mod history_browser;
+pub mod local_servers;
 pub mod mcp_login;
 pub mod processes_view;
 pub mod project_commands;
@@ -100,6 +102,8 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
             processes_view::list_processes,
             processes_view::stop_process,
             processes_view::keep_process,
+            call_images::call_images,
+            local_servers::model_setup,
         ])
 }
 

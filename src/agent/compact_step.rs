@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Agent;
 use super::compaction::{
-    LastUsage, TurnView, cut_point, estimate_next_tokens, prompt_tokens, should_compact,
+    BYTES_PER_TOKEN, LastUsage, TurnView, cut_point, estimate_next_tokens, prompt_tokens,
+    should_compact,
 };
 use super::events::{RunEvent, RunEventSink};
 use super::summarize::{
@@ -69,8 +70,34 @@ fn appended_bytes(req: &ModelRequest) -> u64 {
         .map_or(0, |i| i + 1);
     req.messages[start..]
         .iter()
-        .map(|m| serde_json::to_string(m).map_or(0, |s| s.len() as u64))
+        .map(|m| {
+            let json = serde_json::to_string(m).map_or(0, |s| s.len() as u64);
+            // An image costs the tokens of its pixels, not of its base64 text.
+            let (data, count) = image_bytes(m);
+            json.saturating_sub(data)
+                .saturating_add(count.saturating_mul(IMAGE_TOKENS * BYTES_PER_TOKEN))
+        })
         .sum()
+}
+
+/// The tokens one bounded image is counted as (about `width * height / 750` at the bound of
+/// `crate::results::images`, Anthropic's rule; OpenAI's high detail is of the same order).
+const IMAGE_TOKENS: u64 = 1_600;
+
+/// The base64 bytes and the number of the images in a message's tool results.
+fn image_bytes(m: &aibuddy_provider::Message) -> (u64, u64) {
+    let mut out = (0, 0);
+    for b in &m.content {
+        if let aibuddy_provider::ContentBlock::ToolResult { content, .. } = b {
+            for c in content {
+                if let aibuddy_provider::ResultBlock::Image { data, .. } = c {
+                    out.0 += data.len() as u64;
+                    out.1 += 1;
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Agent {

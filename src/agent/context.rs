@@ -10,6 +10,8 @@
 //! - `tool_search` results carry `tool_reference`s on the native presentation, plus a note of
 //!   what references cannot say (nothing found, servers not searched: `super::search_note`);
 //!   their activations and every retained call are listed for reactivation of deferred tools;
+//! - a result's bounded images (kept in its client projection) follow its text as image blocks,
+//!   unless compaction replaced the text;
 //! - a requested call with no stored result is answered as interrupted, so the protocol stays
 //!   valid whatever the store holds.
 
@@ -17,11 +19,13 @@ use std::collections::{BTreeSet, HashMap};
 
 use aibuddy_provider::{ContentBlock, Message, ResultBlock, Role};
 use aibuddy_store::{
-    CallStatus, ContextItem, Conversation, Interaction, LinkedResult, MessageRecord, MessageRole,
+    CallStatus, CompactionState, ContextItem, Conversation, Interaction, LinkedResult,
+    MessageRecord, MessageRole,
 };
 
 use crate::contract::Stage;
 use crate::discovery::ContextMessage;
+use crate::results::images::ModelImage;
 use crate::tools::tool_search::TOOL_NAME as TOOL_SEARCH;
 
 /// A stored conversation the loop cannot turn into a request.
@@ -126,10 +130,44 @@ fn result_block(
     if content.is_empty() {
         content.push(ResultBlock::Text { text });
     }
+    content.extend(result_images(status, result));
     ContentBlock::ToolResult {
         tool_use_id: call.provider_id.clone(),
         content,
         is_error: status != CallStatus::Ok,
+    }
+}
+
+/// The images a successful result sends beside its text (bounded when the call finished:
+/// `crate::results::images`), unless compaction replaced the text they belong with.
+fn result_images(status: CallStatus, result: Option<&LinkedResult>) -> Vec<ResultBlock> {
+    let Some(r) = result.filter(|_| status == CallStatus::Ok) else {
+        return Vec::new();
+    };
+    if matches!(
+        r.compaction_state,
+        CompactionState::Compacted | CompactionState::Dropped
+    ) {
+        return Vec::new();
+    }
+    let Some(json) = r.model_images.as_deref() else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<Vec<ModelImage>>(json) {
+        Ok(images) => images
+            .into_iter()
+            .map(|i| ResultBlock::Image {
+                media_type: i.media_type,
+                data: i.data,
+            })
+            .collect(),
+        Err(e) => {
+            tracing::warn!(
+                "stored images of a {} result are unreadable (Projection): {e}",
+                r.tool
+            );
+            Vec::new()
+        }
     }
 }
 

@@ -99,6 +99,7 @@ fn result(
         error_message: Some("stopped".into()),
         model_projection: model.map(str::to_string),
         compaction_state: CompactionState::None,
+        model_images: None,
     });
     r
 }
@@ -385,4 +386,50 @@ fn run_scoped_ids_are_stored_but_the_model_gets_its_own_ids_back() {
     let r = rebuild(&c, &SearchResults::default()).unwrap();
     let results = results_of(&r.messages[2]);
     assert!(results.iter().all(|(_, _, err)| *err), "{results:?}");
+}
+
+/// A result's stored images follow its text as image blocks; a compacted or dropped text takes
+/// its images with it, and a failed call sends none.
+#[test]
+fn stored_images_follow_the_text_unless_compaction_replaced_it() {
+    let images = json!([{"media_type": "image/png", "data": "iVBORw0KGgo=", "width": 2,
+        "height": 1, "source_width": 2, "source_height": 1}])
+    .to_string();
+    let with = |state: CompactionState, status: CallStatus| {
+        let mut r = result(
+            3,
+            "a",
+            "read_file",
+            status,
+            Some("[image 1: image/png, 2x1]"),
+        );
+        if let Some(l) = r.result.as_mut() {
+            l.compaction_state = state;
+            l.model_images = Some(images.clone());
+        }
+        let c = conv(vec![
+            user(1, "look"),
+            assistant(2, &[("a", "read_file")]),
+            r,
+        ]);
+        let rebuilt = rebuild(&c, &SearchResults::default()).unwrap();
+        results_of(&rebuilt.messages[2])[0].1.to_vec()
+    };
+    let text = ResultBlock::Text {
+        text: "[image 1: image/png, 2x1]".into(),
+    };
+    let image = ResultBlock::Image {
+        media_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    assert_eq!(
+        with(CompactionState::None, CallStatus::Ok),
+        vec![text.clone(), image]
+    );
+    assert_eq!(
+        with(CompactionState::Compacted, CallStatus::Ok),
+        vec![text.clone()]
+    );
+    assert_eq!(with(CompactionState::Dropped, CallStatus::Ok).len(), 1);
+    assert_eq!(with(CompactionState::None, CallStatus::Error).len(), 1);
 }

@@ -35,6 +35,7 @@ pub fn with_model(
                     tool_search: None,
                     stream: None,
                     context_window: None,
+                    images: None,
                 },
             );
         }

@@ -402,6 +402,7 @@ mod tests {
             error_message: None,
             model_projection: Some("x".repeat(TRANSCRIPT_RESULT_CHARS + 10)),
             compaction_state: aibuddy_store::CompactionState::None,
+            model_images: None,
         });
         let t = transcript(&[
             ContextItem::Summary(&s),

@@ -150,6 +150,7 @@ mod tests {
             presentation: Presentation::ActiveTools,
             context_window: window,
             stream: None,
+            images: true,
         }
     }
 

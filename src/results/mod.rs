@@ -7,9 +7,12 @@
 //!   [`PRECOMPACTION_THRESHOLD`] tokens ([`estimate_tokens`]) it compacts it in the background with
 //!   the config's strategy (trim / summarize / drop), offloads raw input+output for trim and
 //!   summarize, and replaces the projection in the cache and the store only when smaller.
+//! - [`images`]: the images of a result bounded in bytes and pixels for the model and the window,
+//!   kept in the client projection (`model_images`), never in the model text.
 //! - [`view_tool_call`](crate::tools::view_tool_call) recovers raw results by call id.
 
 mod compactor;
+pub mod images;
 mod persistence;
 mod plan;
 mod recorder;

@@ -51,7 +51,7 @@ impl StoreRecorder {
 }
 
 /// Searchable text of a client projection: its string values (depth first, object keys in
-/// sorted order), space-separated,
+/// sorted order; the bounded images under `model_images` left out), space-separated,
 /// at most 4 KiB.
 pub fn display_text(client: &Value) -> Option<String> {
     fn walk(v: &Value, out: &mut String) {
@@ -66,7 +66,11 @@ pub fn display_text(client: &Value) -> Option<String> {
                 out.push_str(s);
             }
             Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
-            Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+            // A result's images are pixels, not searchable text.
+            Value::Object(map) => map
+                .iter()
+                .filter(|(k, _)| k.as_str() != super::images::CLIENT_KEY)
+                .for_each(|(_, i)| walk(i, out)),
             _ => {}
         }
     }
@@ -254,6 +258,10 @@ mod tests {
             Some("a.rs b.rs grep TODO".to_string())
         );
         assert_eq!(display_text(&json!({"n": 1})), None);
+        assert_eq!(
+            display_text(&json!({"model_images": [{"data": "iVBORw0KGgo"}], "summary": "a.png"})),
+            Some("a.png".to_string())
+        );
         let long = display_text(&json!("é".repeat(5000))).unwrap();
         assert!(long.len() <= DISPLAY_TEXT_MAX);
     }

@@ -215,12 +215,18 @@ impl ToolHandler for McpToolHandler {
         if result.is_error {
             return Err(reported_error(&result));
         }
-        Ok(RawOutput::json(json!({
+        let content = Value::Array(result.content);
+        let bounded = super::mcp_images::bound_content_images(&content).await;
+        let mut raw = json!({
             "server": result.server,
             "tool": result.tool,
-            "content": result.content,
+            "content": content,
             "structured_content": result.structured_content,
-        })))
+        });
+        if !bounded.is_null() {
+            raw[super::mcp_images::RAW_KEY] = bounded;
+        }
+        Ok(RawOutput::json(raw))
     }
 
     fn client(&self, _args: &Value, raw: &RawOutput) -> Value {
@@ -283,6 +289,10 @@ pub fn client_value(raw: &Value) -> Value {
         })
         .collect();
     out["content"] = Value::Array(blocks);
+    let images = super::mcp_images::sent(raw);
+    if !images.is_empty() {
+        out[crate::results::images::CLIENT_KEY] = json!(images);
+    }
     out["structured_content"] = match &raw["structured_content"] {
         Value::Null => Value::Null,
         v => {
@@ -315,6 +325,34 @@ pub fn bound_text(text: String, max: usize) -> String {
     )
 }
 
+/// Names the image block `i` in `parts` when the raw value says what became of it (sent as
+/// image input, or why not); false when it says nothing (results stored before images were
+/// sent). Pure.
+fn image_part(
+    v: &Value,
+    i: usize,
+    block: &Value,
+    sent: &mut usize,
+    parts: &mut Vec<String>,
+) -> bool {
+    match super::mcp_images::entry(v, i) {
+        None => false,
+        Some(Ok(img)) => {
+            *sent += 1;
+            parts.push(img.label(*sent));
+            true
+        }
+        Some(Err(reason)) => {
+            parts.push(format!(
+                "[image content, {}, {} base64 chars; not sent as an image: {reason}]",
+                block["mimeType"].as_str().unwrap_or("unknown type"),
+                block["data"].as_str().map_or(0, str::len),
+            ));
+            true
+        }
+    }
+}
+
 /// The model text of an MCP result: text blocks verbatim, other blocks summarised, structured
 /// content as JSON when there is no text, bounded to [`MODEL_MAX_CHARS`]. Pure.
 pub fn model_text(v: &Value) -> String {
@@ -323,9 +361,12 @@ pub fn model_text(v: &Value) -> String {
 
 fn model_text_unbounded(v: &Value) -> String {
     let mut parts = Vec::new();
-    for block in v["content"].as_array().into_iter().flatten() {
+    let mut sent = 0;
+    for (i, block) in v["content"].as_array().into_iter().flatten().enumerate() {
         match block["type"].as_str() {
             Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_string()),
+            // An image sent as image input is named in place; one not sent is described.
+            Some("image") if image_part(v, i, block, &mut sent, &mut parts) => {}
             Some("image") | Some("audio") => parts.push(format!(
                 "[{} content, {}, {} base64 chars]",
                 block["type"].as_str().unwrap_or_default(),
@@ -435,6 +476,30 @@ mod tests {
             risk_of_level(McpRisk::from_hints(None, true).level),
             Risk::HighImpact
         );
+    }
+
+    /// Image blocks the call bounded are named in place (sent) or described with the reason (not
+    /// sent); the sent ones go to the client projection as `model_images`, never into the text.
+    #[tokio::test]
+    async fn images_are_named_in_the_text_and_kept_in_the_client_projection() {
+        let tiny = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+        let content = json!([
+            {"type": "text", "text": "two pictures"},
+            {"type": "image", "mimeType": "image/png", "data": tiny},
+            {"type": "image", "mimeType": "image/png", "data": "AAAA"}
+        ]);
+        let mut raw = json!({"server": "s", "tool": "t", "content": content.clone(),
+            "structured_content": null});
+        raw[super::super::mcp_images::RAW_KEY] =
+            super::super::mcp_images::bound_content_images(&content).await;
+        assert_eq!(
+            model_text(&raw),
+            "two pictures\n[image 1: image/png, 1x1]\n[image content, image/png, 4 base64 chars; \
+not sent as an image: not a PNG, JPEG, GIF, WebP or BMP image]"
+        );
+        let client = client_value(&raw);
+        assert_eq!(client["model_images"][0]["data"], tiny);
+        assert_eq!(client["model_images"].as_array().map(Vec::len), Some(1));
     }
 
     #[test]

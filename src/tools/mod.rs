@@ -7,6 +7,7 @@ pub mod execute;
 pub mod fs;
 pub mod mcp;
 pub mod process;
+pub mod mcp_images;
 pub mod tool_search;
 pub mod view_skill;
 pub mod view_tool_call;

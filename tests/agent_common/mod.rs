@@ -116,6 +116,7 @@ impl Harness {
             presentation: presentation(self.kind),
             context_window: 200_000,
             stream: None,
+            images: true,
         }
     }
 

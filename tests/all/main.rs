@@ -49,6 +49,7 @@ mod discovery_search_recall;
 mod execute_secrets;
 mod execute_timeout;
 mod hooks;
+mod images;
 mod instructions;
 mod mcp_hostile_calls;
 mod pipeline;

@@ -282,6 +282,10 @@ export function viewDefaults(root = "/home/me/work/sample-project") {
     list_processes: [],
     list_skills: { skills: [], problems: [] },
     mcp_logins: [],
+    // The run view's first-run check: a model is set up, nothing probed.
+    model_setup: { needs_setup: false, local_servers: [] },
+    // A card's images (none unless a test answers them).
+    call_images: [],
     settings_pages: {
       files: {
         user_settings: `${aibuddy}/settings.json`,

@@ -69,7 +69,7 @@ describe("built UI in Chromium with mocked IPC", () => {
     await page.locator("input.search").fill("write");
     assert.deepEqual(await page.locator('[data-testid="tool"] .tool-name').allTextContents(), ["write_file"]);
 
-    assert.deepEqual((await callNames(page)).sort(), ["approvals_view", "history_facets", "history_page", "list_processes", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "project_info", "trust_status"]);
+    assert.deepEqual((await callNames(page)).sort(), ["approvals_view", "history_facets", "history_page", "list_processes", "list_providers", "list_recent", "list_runs", "list_servers", "list_skills", "list_tools", "model_setup", "project_info", "trust_status"]);
     assert.deepEqual(problems, []);
     await page.locator("input.search").fill("");
     writeFileSync(join(artifacts, "panel.png"), await page.screenshot());

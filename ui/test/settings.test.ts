@@ -19,6 +19,7 @@ import {
   problemText,
   problemsFor,
   providerEntry,
+  withImages,
   providerRows,
   valueAt,
   writtenNotice,
@@ -81,6 +82,9 @@ describe("settings model", () => {
     const rows = providerRows(pages({ project: { providers: { cloud: { model: "m" } } } }));
     expect(rows.map((r) => `${r.level}/${r.name}/${r.isDefault}`)).toEqual(["project/cloud/false", "user/local/true"]);
     expect(providerEntry("", " m ", "", { context_window: 8 })).toEqual({ model: "m", context_window: 8 });
+    expect(withImages({ model: "m" }, "openai-chat", true)).toEqual({ model: "m", images: true });
+    expect(withImages({ model: "m", images: true }, "openai-chat", false)).toEqual({ model: "m" });
+    expect(withImages({ model: "m", images: true }, "anthropic", true)).toEqual({ model: "m" });
   });
 
   it("reads a time limit in seconds, minutes or hours, within 1 s to 24 h, and says it back", () => {

@@ -34,6 +34,11 @@ pub struct ProviderEntry {
     /// Overrides the context window table for this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// `true`: the Chat Completions endpoint takes image input (`image_url` parts), so images
+    /// of tool results follow the tool messages as a user message. Unset or `false`: they are
+    /// described in text. Anthropic and Responses always take images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
 }
 
 /// The `providers` settings object: `default` plus named entries side by side.
@@ -93,6 +98,9 @@ pub struct Route {
     pub presentation: Presentation,
     pub context_window: u64,
     pub stream: Option<bool>,
+    /// Images of tool results are sent as image input (always on Anthropic and Responses; on
+    /// Chat only when `providers.NAME.images` is `true`).
+    pub images: bool,
 }
 
 impl ProvidersConfig {
@@ -182,6 +190,10 @@ pub fn resolve_entry(
             .context_window
             .unwrap_or_else(|| routes::context_window(kind, &entry.model)),
         stream: entry.stream,
+        images: match kind {
+            ProviderKind::OpenAiChat => entry.images.unwrap_or(false),
+            _ => true,
+        },
     })
 }
 

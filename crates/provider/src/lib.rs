@@ -35,7 +35,10 @@ pub use error::{ProviderError, Stage};
 pub use event::{ProviderEvent, StopReason, Usage};
 pub use http::EventStream;
 pub use keys::{ApiKey, KeySource, KeyStore};
-pub use model::{CallKind, ContentBlock, Conversation, Message, RawContent, ResultBlock, Role};
+pub use model::{
+    CallKind, ContentBlock, Conversation, Message, RawContent, ResultBlock, Role, image_data_url,
+    image_placeholder,
+};
 pub use provider::{HttpProvider, Provider};
 pub use request::{ModelRequest, Presentation, TOOL_SEARCH_NAME, ToolSpec};
 pub use retry::{BackoffPolicy, RetryDecision};

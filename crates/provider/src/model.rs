@@ -42,6 +42,24 @@ pub enum ResultBlock {
     ToolReference {
         tool_name: String,
     },
+    /// An image the tool returned, already bounded in bytes and pixels by the core: base64 of
+    /// a PNG, JPEG, GIF or WebP file. Sent as image input where the route takes it (Anthropic
+    /// image blocks, Responses `input_image`, Chat `image_url` parts when the endpoint takes
+    /// images), else described by [`image_placeholder`].
+    Image {
+        media_type: String,
+        data: String,
+    },
+}
+
+/// The text that stands for an image on a route that cannot send it.
+pub fn image_placeholder(media_type: &str, data: &str) -> String {
+    format!("[image content, {media_type}, {} base64 chars]", data.len())
+}
+
+/// The `data:` URL of a base64 image (Responses `input_image`, Chat `image_url`).
+pub fn image_data_url(media_type: &str, data: &str) -> String {
+    format!("data:{media_type};base64,{data}")
 }
 
 /// One block of message content.
@@ -238,6 +256,12 @@ pub fn result_text(blocks: &[ResultBlock]) -> String {
                 out.push_str(text);
             }
             ResultBlock::ToolReference { tool_name } => refs.push(tool_name),
+            ResultBlock::Image { media_type, data } => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&image_placeholder(media_type, data));
+            }
         }
     }
     if !refs.is_empty() {

@@ -124,7 +124,7 @@ impl HttpProvider {
             ProviderKind::Anthropic => anthropic::build_request(req, stream),
             ProviderKind::OpenAiResponses => responses::build_request(req, stream),
             ProviderKind::OpenAiChat => {
-                let mut body = chat::build_request(req, stream)?;
+                let mut body = chat::build_request_images(req, stream, self.route.images)?;
                 if self.completion_tokens.load(Ordering::Relaxed)
                     && let Some(o) = body.as_object_mut()
                     && let Some(n) = o.remove("max_tokens")

@@ -121,7 +121,14 @@ pub struct ReadOutcome {
     /// Size in bytes of the whole file.
     pub size: u64,
     pub content: ReadContent,
+    /// The bytes of an image file of at most [`IMAGE_BYTES_MAX`] bytes, for the caller to bound
+    /// and pass on as an image (never serialized: the caller stores what it made of them).
+    #[serde(skip)]
+    pub image_bytes: Option<Vec<u8>>,
 }
+
+/// The largest image file whose bytes `read` returns ([`ReadOutcome::image_bytes`]).
+pub const IMAGE_BYTES_MAX: u64 = 20 * 1024 * 1024;
 
 // ---------------------------------------------------------------- write / edit
 

@@ -271,6 +271,10 @@ pub struct LinkedResult {
     /// What the model sees: the compacted form once precompaction replaced it.
     pub model_projection: Option<String>,
     pub compaction_state: CompactionState,
+    /// The images sent to the model with the result: the JSON text of the client projection's
+    /// `model_images` list (bounded by the core), `None` when it has none. Kept out of listings.
+    #[serde(skip)]
+    pub model_images: Option<String>,
 }
 
 fn content_as_json<S: Serializer>(content: &str, s: S) -> Result<S::Ok, S::Error> {

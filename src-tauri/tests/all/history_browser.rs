@@ -500,3 +500,53 @@ fn the_head_probe_counts_calls_stored_meanwhile_and_follows_running_ones() {
         .unwrap_err();
     assert_eq!(err["code"], json!("project"), "{err}");
 }
+
+/// A card's images come from the store by call id: `read_file` of a PNG through the window
+/// stores the bounded image in the call's client projection, and `call_images` hands it back as
+/// a `data:` URL of the image type; a text read has none, and an unknown call is refused.
+#[test]
+fn call_images_gives_a_read_image_as_a_data_url() {
+    use base64::Engine;
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("proj");
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    image::RgbImage::from_pixel(3, 2, image::Rgb([1, 2, 3]))
+        .save(project.join("dot.png"))
+        .unwrap();
+    std::fs::write(project.join("a.txt"), "alpha\n").unwrap();
+    let w = support::open(&project, &data);
+    let read = |path: &str| -> String {
+        let args = json!({ "path": path }).to_string();
+        let done = w
+            .invoke(
+                "call_tool",
+                json!({"tool": "read_file", "arguments": args, "onEvent": "__CHANNEL__:7"}),
+            )
+            .unwrap();
+        assert_eq!(done["status"], json!("ok"), "{done}");
+        done["tool_call_id"].as_str().unwrap().to_string()
+    };
+    let png = read("dot.png");
+    let images = w
+        .invoke("call_images", json!({ "toolCallId": png }))
+        .unwrap();
+    let bytes = std::fs::read(project.join("dot.png")).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    assert_eq!(
+        images,
+        json!([{"media_type": "image/png", "width": 3, "height": 2,
+            "data_url": format!("data:image/png;base64,{b64}")}])
+    );
+    let text = read("a.txt");
+    assert_eq!(
+        w.invoke("call_images", json!({ "toolCallId": text }))
+            .unwrap(),
+        json!([])
+    );
+    assert!(
+        w.invoke("call_images", json!({ "toolCallId": "nope" }))
+            .is_err()
+    );
+}

@@ -13,6 +13,7 @@ mod bindings;
 mod calls;
 mod commands;
 mod elicitation;
+mod first_run;
 mod history;
 mod history_browser;
 mod mcp_login;

@@ -28,6 +28,7 @@ fn read_states_the_bound_with_line_numbers_and_next_offset() {
             cut_lines: 1,
             lossy: false,
         },
+        image_bytes: None,
     };
     assert_eq!(
         read_model(&r),
@@ -47,6 +48,7 @@ fn binary_and_images_are_described() {
             width: Some(4),
             height: Some(3),
         },
+        image_bytes: None,
     };
     assert_eq!(
         read_model(&r),

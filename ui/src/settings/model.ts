@@ -187,6 +187,17 @@ export function providerEntry(kind: string, model: string, baseUrl: string, orig
   return entry;
 }
 
+/**
+ * `providers.NAME.images` of an entry being saved: set (`true`) only for an `openai-chat` entry
+ * whose endpoint takes images, removed otherwise (Anthropic and Responses always take them).
+ */
+export function withImages(entry: Json, kind: string, images: boolean): Json {
+  const out: Json = { ...entry };
+  if (kind === "openai-chat" && images) out.images = true;
+  else delete out.images;
+  return out;
+}
+
 /** `exec.max_processes` bounds, as the loader checks them (`src/settings/parse.rs`). */
 export const MAX_PROCESSES_LIMIT = 4_194_304;
 export const MAX_PROCESSES_DEFAULT = 4096;

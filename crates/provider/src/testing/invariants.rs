@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::images::{anthropic_image_problem, chat_image_problem, input_image_problem};
 use crate::kind::ProviderKind;
 
 /// One broken rule, with the request body that broke it.
@@ -185,6 +186,11 @@ fn check_anthropic(c: &mut Checker, v: &Value, tools: &HashSet<String>) {
         };
         for (j, b) in blocks.iter().enumerate() {
             check_client_only(c, &format!("messages[{i}].content[{j}]"), b);
+            if b.get("type").and_then(Value::as_str) == Some("image")
+                && let Some(p) = anthropic_image_problem(b)
+            {
+                c.fail("image_block", format!("messages[{i}].content[{j}]: {p}"));
+            }
         }
         let ty = |b: &Value| {
             b.get("type")
@@ -299,6 +305,14 @@ fn check_result_content(c: &mut Checker, i: usize, result: &Value) {
             c.fail(
                 "result_content_type",
                 format!("messages[{i}] has a tool_result holding a {ty:?} block"),
+            );
+        }
+        if ty == "image"
+            && let Some(problem) = anthropic_image_problem(p)
+        {
+            c.fail(
+                "image_block",
+                format!("messages[{i}] has a tool_result image: {problem}"),
             );
         }
         if ty == "text" && !p.get("text").is_some_and(Value::is_string) {
@@ -436,6 +450,11 @@ fn check_item_shape(c: &mut Checker, i: usize, it: &Value) {
                                 format!("input[{i}] ({role} message) has a {pt:?} part"),
                             );
                         }
+                        if pt == "input_image"
+                            && let Some(problem) = input_image_problem(p)
+                        {
+                            c.fail("image_block", format!("input[{i}]: {problem}"));
+                        }
                     }
                 }
                 _ => c.fail(
@@ -474,7 +493,64 @@ fn check_item_shape(c: &mut Checker, i: usize, it: &Value) {
                 format!("input[{i}] function_call_output without output"),
             );
         }
+        "function_call_output" => {
+            for p in it
+                .get("output")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                check_output_part(c, i, p);
+            }
+        }
         _ => {}
+    }
+}
+
+/// One part of a `function_call_output`'s `output` list: `input_text` with text,
+/// `input_image` (checked as an image), or `input_file`.
+fn check_output_part(c: &mut Checker, i: usize, p: &Value) {
+    match p.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "input_text" if p.get("text").is_some_and(Value::is_string) => {}
+        "input_image" => {
+            if let Some(problem) = input_image_problem(p) {
+                c.fail("image_block", format!("input[{i}] output: {problem}"));
+            }
+        }
+        "input_file" => {}
+        other => c.fail(
+            "item_shape",
+            format!("input[{i}] function_call_output has a {other:?} part"),
+        ),
+    }
+}
+
+/// A Chat message's content parts: a tool message takes text alone (a string or `text` parts);
+/// a user message `text` and `image_url` parts, images checked.
+fn check_chat_content(c: &mut Checker, i: usize, m: &Value) {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+    let Some(parts) = m.get("content").and_then(Value::as_array) else {
+        return;
+    };
+    for p in parts {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        match (role, ty) {
+            (_, "text") if p.get("text").is_some_and(Value::is_string) => {}
+            ("user", "image_url") => {
+                if let Some(problem) = chat_image_problem(p) {
+                    c.fail("image_block", format!("messages[{i}]: {problem}"));
+                }
+            }
+            ("tool", _) => c.fail(
+                "image_block",
+                format!("messages[{i}] is a tool message with a {ty:?} part (text only)"),
+            ),
+            ("user", _) => c.fail(
+                "item_shape",
+                format!("messages[{i}] (user) has a {ty:?} part"),
+            ),
+            _ => {}
+        }
     }
 }
 
@@ -509,6 +585,7 @@ fn check_chat(c: &mut Checker, v: &Value) {
     while i < messages.len() {
         let m = &messages[i];
         check_client_only(c, &format!("messages[{i}]"), m);
+        check_chat_content(c, i, m);
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         if role == "tool" {
             let id = m
@@ -539,6 +616,7 @@ fn check_chat(c: &mut Checker, v: &Value) {
         while i < messages.len() && messages[i].get("role").and_then(Value::as_str) == Some("tool")
         {
             check_client_only(c, &format!("messages[{i}]"), &messages[i]);
+            check_chat_content(c, i, &messages[i]);
             let id = messages[i]
                 .get("tool_call_id")
                 .and_then(Value::as_str)

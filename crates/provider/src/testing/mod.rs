@@ -9,6 +9,7 @@
 //! server.assert_clean();
 //! ```
 
+pub mod images;
 pub mod invariants;
 pub mod scenario;
 pub mod script;

@@ -89,16 +89,14 @@ fn block(b: &ContentBlock, native: bool) -> Option<Value> {
             let has_refs = content
                 .iter()
                 .any(|c| matches!(c, ResultBlock::ToolReference { .. }));
-            let content = if native && has_refs {
+            let has_images = content
+                .iter()
+                .any(|c| matches!(c, ResultBlock::Image { .. }));
+            let content = if (native && has_refs) || has_images {
                 Value::Array(
                     content
                         .iter()
-                        .map(|c| match c {
-                            ResultBlock::Text { text } => json!({"type": "text", "text": text}),
-                            ResultBlock::ToolReference { tool_name } => {
-                                json!({"type": "tool_reference", "tool_name": tool_name})
-                            }
-                        })
+                        .filter_map(|c| result_block(c, native))
                         .collect(),
                 )
             } else {
@@ -113,6 +111,23 @@ fn block(b: &ContentBlock, native: bool) -> Option<Value> {
         }
         // Opaque blocks only mean something to the format they came from (replayed via `raw`).
         ContentBlock::Opaque { .. } => return None,
+    })
+}
+
+/// One block of a `tool_result`'s content array (images as base64 image blocks; references
+/// only on the native presentation, else their text).
+fn result_block(c: &ResultBlock, native: bool) -> Option<Value> {
+    Some(match c {
+        ResultBlock::Text { text } if text.is_empty() => return None,
+        ResultBlock::Text { text } => json!({"type": "text", "text": text}),
+        ResultBlock::ToolReference { tool_name } if native => {
+            json!({"type": "tool_reference", "tool_name": tool_name})
+        }
+        ResultBlock::ToolReference { .. } => {
+            json!({"type": "text", "text": result_text(std::slice::from_ref(c))})
+        }
+        ResultBlock::Image { media_type, data } => json!({"type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data}}),
     })
 }
 

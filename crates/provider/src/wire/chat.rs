@@ -9,11 +9,24 @@ use super::{StreamParser, error_in_body, parse_arguments, parse_json, str_field}
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason, Usage};
 use crate::kind::ProviderKind;
-use crate::model::{CallKind, ContentBlock, Message, RawContent, Role, result_text};
+use crate::model::{
+    CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, image_data_url, result_text,
+};
 use crate::request::ModelRequest;
 
 /// The request body. Chat Completions has no native deferral: only sent (active) tools go out.
+/// Images of tool results are described in text (see [`build_request_images`]).
 pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, ProviderError> {
+    build_request_images(req, stream, false)
+}
+
+/// The request body; with `images`, the images of tool results follow the tool messages as one
+/// user message of `image_url` parts (`data:` URLs), since tool messages take only text.
+pub fn build_request_images(
+    req: &ModelRequest,
+    stream: bool,
+    images: bool,
+) -> Result<Value, ProviderError> {
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
     let mut messages = Vec::new();
@@ -21,7 +34,7 @@ pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, Provider
         messages.push(json!({"role": "system", "content": req.system}));
     }
     for m in &req.messages {
-        push_messages(&mut messages, m);
+        push_messages(&mut messages, m, images);
     }
     body.insert("messages".into(), Value::Array(messages));
     let tools: Vec<Value> = req
@@ -47,7 +60,7 @@ pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, Provider
     Ok(Value::Object(body))
 }
 
-fn push_messages(out: &mut Vec<Value>, m: &Message) {
+fn push_messages(out: &mut Vec<Value>, m: &Message, images: bool) {
     if m.role == Role::Assistant {
         if let Some(raw) = &m.raw
             && raw.format == ProviderKind::OpenAiChat
@@ -60,6 +73,8 @@ fn push_messages(out: &mut Vec<Value>, m: &Message) {
         return;
     }
     let mut text = String::new();
+    // The image parts of the results, sent after the tool messages (`images` only).
+    let mut parts: Vec<Value> = Vec::new();
     for b in &m.content {
         match b {
             ContentBlock::Text { text: t } => text.push_str(t),
@@ -68,7 +83,11 @@ fn push_messages(out: &mut Vec<Value>, m: &Message) {
                 content,
                 is_error,
             } => {
-                let mut c = result_text(content);
+                let mut c = if images {
+                    tool_text_with_images(tool_use_id, content, &mut parts)
+                } else {
+                    result_text(content)
+                };
                 if *is_error {
                     c = format!("Error: {c}");
                 }
@@ -77,9 +96,38 @@ fn push_messages(out: &mut Vec<Value>, m: &Message) {
             ContentBlock::ToolUse { .. } | ContentBlock::Opaque { .. } => {}
         }
     }
-    if !text.is_empty() {
-        out.push(json!({"role": "user", "content": text}));
+    if parts.is_empty() {
+        if !text.is_empty() {
+            out.push(json!({"role": "user", "content": text}));
+        }
+        return;
     }
+    if !text.is_empty() {
+        parts.push(json!({"type": "text", "text": text}));
+    }
+    out.push(json!({"role": "user", "content": parts}));
+}
+
+/// A tool message's text when images travel in the following user message: the images are
+/// named in place, and their parts (a label, then the `data:` URL) appended to `parts`.
+fn tool_text_with_images(call_id: &str, content: &[ResultBlock], parts: &mut Vec<Value>) -> String {
+    let mut kept = Vec::new();
+    for c in content {
+        match c {
+            ResultBlock::Image { media_type, data } => {
+                let n = parts.len() / 2 + 1;
+                kept.push(ResultBlock::Text {
+                    text: format!("[image {n}, {media_type}: attached in the next user message]"),
+                });
+                parts.push(json!({"type": "text",
+                    "text": format!("[aibuddy: image {n}, returned by tool call {call_id}]")}));
+                parts.push(json!({"type": "image_url",
+                    "image_url": {"url": image_data_url(media_type, data)}}));
+            }
+            other => kept.push(other.clone()),
+        }
+    }
+    result_text(&kept)
 }
 
 fn assistant_message(m: &Message) -> Value {

@@ -10,7 +10,9 @@ use super::{StreamParser, parse_arguments, parse_json, str_field};
 use crate::error::{ProviderError, TransportKind, bounded};
 use crate::event::{ProviderEvent, StopReason};
 use crate::kind::ProviderKind;
-use crate::model::{CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, result_text};
+use crate::model::{
+    CallKind, ContentBlock, Message, RawContent, ResultBlock, Role, image_data_url, result_text,
+};
 use crate::request::{ModelRequest, Presentation, TOOL_SEARCH_NAME, ToolSpec};
 
 fn function_def(t: &ToolSpec, defer: bool) -> Value {
@@ -124,19 +126,15 @@ fn push_items(
                             ResultBlock::Text { text } if !text.is_empty() => {
                                 notes.push(search_note(tool_use_id, text));
                             }
-                            ResultBlock::Text { .. } => {}
+                            ResultBlock::Text { .. } | ResultBlock::Image { .. } => {}
                         }
                     }
                     input.push(json!({"type": "tool_search_output", "call_id": tool_use_id,
                         "execution": "client", "status": "completed", "tools": tools}));
                 } else {
-                    let mut out = result_text(content);
-                    if *is_error {
-                        out = format!("Error: {out}");
-                    }
                     input.push(
                         json!({"type": "function_call_output", "call_id": tool_use_id,
-                        "output": out}),
+                        "output": call_output(content, *is_error)}),
                     );
                 }
             }
@@ -154,6 +152,33 @@ fn push_items(
         input.push(json!({"type": "message", "role": "user", "content": parts}));
     }
     Ok(())
+}
+
+/// A `function_call_output`'s `output`: the result's text, or, when the result holds images,
+/// a list of `input_text` and `input_image` parts (images as `data:` URLs).
+fn call_output(content: &[ResultBlock], is_error: bool) -> Value {
+    let (images, rest): (Vec<&ResultBlock>, Vec<&ResultBlock>) = content
+        .iter()
+        .partition(|c| matches!(c, ResultBlock::Image { .. }));
+    let rest: Vec<ResultBlock> = rest.into_iter().cloned().collect();
+    let mut text = result_text(&rest);
+    if is_error {
+        text = format!("Error: {text}");
+    }
+    if images.is_empty() {
+        return json!(text);
+    }
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        parts.push(json!({"type": "input_text", "text": text}));
+    }
+    for i in images {
+        if let ResultBlock::Image { media_type, data } = i {
+            parts.push(json!({"type": "input_image", "detail": "auto",
+                "image_url": image_data_url(media_type, data)}));
+        }
+    }
+    Value::Array(parts)
 }
 
 /// The message text carrying a client tool search's note (written by aibuddy; the caller quotes

@@ -369,6 +369,7 @@ fn a_first_party_route_without_a_key_is_an_authorization_error() {
         presentation: Presentation::Native,
         context_window: 200_000,
         stream: None,
+        images: true,
     };
     let err = HttpProvider::new(route, None).unwrap_err();
     assert_eq!(err.stage(), Stage::Authorization);

@@ -94,6 +94,7 @@ fn provider_at(base_url: &str, key: &str) -> HttpProvider {
         presentation: Presentation::Native,
         context_window: 100_000,
         stream: None,
+        images: true,
     };
     HttpProvider::new(route, ApiKey::new(key)).unwrap()
 }

@@ -333,3 +333,108 @@ fn a_summarized_prefix_may_be_left_out_but_nothing_else() {
     let changed = json!([{"type": "text", "text": "turn 2 (edited)"}]);
     assert!(replay_violation(&[changed, t(3)], &served, true).is_some());
 }
+
+/// A 1x1 PNG, base64.
+const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+
+fn image_result(media_type: &str, data: &str) -> Vec<Message> {
+    vec![
+        Message::user_text("show me"),
+        assistant_call("c1"),
+        Message::tool_results(vec![ContentBlock::ToolResult {
+            tool_use_id: "c1".into(),
+            content: vec![
+                ResultBlock::Text {
+                    text: "[image 1: image/png, 1x1]".into(),
+                },
+                ResultBlock::Image {
+                    media_type: media_type.into(),
+                    data: data.into(),
+                },
+            ],
+            is_error: false,
+        }]),
+    ]
+}
+
+/// Images of tool results go out in each route's own shape (Anthropic image blocks inside the
+/// tool_result, Responses `input_image` parts of the function_call_output, Chat `image_url`
+/// parts of a user message after the tool messages) and pass the server's checks; an image the
+/// APIs would refuse (bytes not of its media type, not base64) is reported on every route.
+#[tokio::test]
+async fn images_in_results_are_checked_on_each_route() {
+    use aibuddy_provider::wire::{anthropic, chat, responses};
+    for kind in [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::OpenAiChat,
+    ] {
+        let p = Presentation::ActiveTools;
+        assert!(
+            send_bad(kind, p, image_result("image/png", PNG_1X1))
+                .await
+                .is_empty(),
+            "{kind:?}: a good image passes"
+        );
+        assert_eq!(
+            send_bad(kind, p, image_result("image/jpeg", PNG_1X1)).await,
+            vec!["image_block"],
+            "{kind:?}: PNG bytes sent as JPEG"
+        );
+        assert_eq!(
+            send_bad(kind, p, image_result("image/png", "not base64!")).await,
+            vec!["image_block"],
+            "{kind:?}: data that is not base64"
+        );
+    }
+    let req = request(
+        ProviderKind::Anthropic,
+        Presentation::ActiveTools,
+        image_result("image/png", PNG_1X1),
+    );
+    let a = anthropic::build_request(&req, false).unwrap();
+    assert_eq!(
+        a["messages"][2]["content"][0]["content"],
+        json!([{"type": "text", "text": "[image 1: image/png, 1x1]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_1X1}}])
+    );
+    let r = responses::build_request(&req, false).unwrap();
+    let url = format!("data:image/png;base64,{PNG_1X1}");
+    assert_eq!(
+        r["input"][2]["output"],
+        json!([{"type": "input_text", "text": "[image 1: image/png, 1x1]"},
+            {"type": "input_image", "detail": "auto", "image_url": url}])
+    );
+    // Chat: tool messages take text alone; the image follows as a user message when the
+    // endpoint takes images, else it is described.
+    let c = chat::build_request_images(&req, false, true).unwrap();
+    let m = c["messages"].as_array().unwrap();
+    // messages[0] is the system prompt.
+    assert_eq!(m[3]["role"], "tool");
+    assert!(
+        m[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("attached in the next user message")
+    );
+    assert_eq!(m[4]["role"], "user");
+    assert_eq!(
+        m[4]["content"][1],
+        json!({"type": "image_url", "image_url": {"url": url}})
+    );
+    let c = chat::build_request(&req, false).unwrap();
+    let m = c["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 4, "{c}");
+    assert_eq!(
+        m[3]["content"],
+        format!(
+            "[image 1: image/png, 1x1]\n[image content, image/png, {} base64 chars]",
+            PNG_1X1.len()
+        )
+    );
+    // An image inside a Chat tool message is what the API refuses.
+    let bad = json!({"messages": [{"role": "user", "content": "go"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "x", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "image_url", "image_url": {"url": url}}]}]});
+    assert_eq!(rules(ProviderKind::OpenAiChat, bad), vec!["image_block"]);
+}

@@ -37,6 +37,7 @@ pub fn route(server: &FakeServer, kind: ProviderKind, presentation: Presentation
         presentation,
         context_window: 100_000,
         stream: None,
+        images: true,
     }
 }
 

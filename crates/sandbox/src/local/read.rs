@@ -1,12 +1,13 @@
 //! read: a line slice bounded while reading (offset, limit, long lines cut), binary files and
-//! images described instead of dumped, and a check that the file did not change meanwhile.
+//! images described instead of dumped (their bytes handed back, bounded, for the caller to send
+//! as an image), and a check that the file did not change meanwhile.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use tokio_util::sync::CancellationToken;
 
 use super::Scoped;
 use super::fsio::{CancelReader, identity, open_regular, read_error};
-use crate::api::{Line, ReadContent, ReadOutcome, ReadRequest};
+use crate::api::{IMAGE_BYTES_MAX, Line, ReadContent, ReadOutcome, ReadRequest};
 use crate::error::SandboxError;
 use crate::scope;
 use crate::text::{SNIFF_BYTES, binary_reason, cut_line, sniff_image, trim_eol};
@@ -40,6 +41,24 @@ pub fn read(
         .map_err(|e| read_error("read", &req.path, cancel, e))?;
     let head = &head[..head.len().min(SNIFF_BYTES)];
     if let Some(image) = sniff_image(head) {
+        let image_bytes = if size <= IMAGE_BYTES_MAX {
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            (&mut reader)
+                .take(IMAGE_BYTES_MAX + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| read_error("read", &req.path, cancel, e))?;
+            let after = file
+                .metadata()
+                .map_err(|e| SandboxError::from_io("stat", &req.path, e))?;
+            if identity(&after) != identity(&meta) {
+                return Err(SandboxError::Changed {
+                    path: req.path.clone(),
+                });
+            }
+            (bytes.len() as u64 <= IMAGE_BYTES_MAX).then_some(bytes)
+        } else {
+            None
+        };
         return Ok(ReadOutcome {
             path,
             size,
@@ -48,6 +67,7 @@ pub fn read(
                 width: image.width,
                 height: image.height,
             },
+            image_bytes,
         });
     }
     if let Some(reason) = binary_reason(head) {
@@ -55,6 +75,7 @@ pub fn read(
             path,
             size,
             content: ReadContent::Binary { reason },
+            image_bytes: None,
         });
     }
 
@@ -125,6 +146,7 @@ pub fn read(
             cut_lines,
             lossy,
         },
+        image_bytes: None,
     })
 }
 

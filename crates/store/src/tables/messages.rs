@@ -178,7 +178,9 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
         "SELECT m.message_id, m.seq, m.role, m.content, m.created_at, m.provider_kind,
                 m.tool_call_id, m.input_tokens, m.output_tokens, m.cache_read_tokens,
                 m.cache_write_tokens,
-                c.tool, c.status, c.stage, c.error_message, c.model_projection, c.compaction_state
+                c.tool, c.status, c.stage, c.error_message, c.model_projection, c.compaction_state,
+                CASE WHEN json_valid(c.client_projection)
+                     THEN json_extract(c.client_projection, '$.model_images') END
          FROM messages m
          LEFT JOIN tool_calls c ON c.tool_call_id = m.tool_call_id AND c.run_id = m.run_id
          WHERE m.run_id = ?1 ORDER BY m.seq",
@@ -205,6 +207,7 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
                     compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {
                         StoreError::Corrupt(format!("compaction state {compaction:?}"))
                     })?,
+                    model_images: r.get(17)?,
                 })
             }
         };

@@ -351,6 +351,7 @@ mod tests {
             presentation: aibuddy_provider::Presentation::ActiveTools,
             context_window: 8192,
             stream: None,
+            images: true,
         };
         LazySummarizer {
             parts: std::sync::Mutex::new(Some((route, None))),
