@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::dircache::DirCache;
 use crate::manifest::{Entry, Kind, Manifest};
 
 /// Entries changed this close to the cache's walk start are re-read.
@@ -66,6 +67,8 @@ pub(crate) struct StatCache {
     /// Start of the walk the cached hashes were verified by (ns since the epoch).
     pub taken_at_ns: i64,
     table: HashMap<Box<[u8]>, Cached>,
+    /// The folder listings of the newest walk (`dircache`), kept in memory only.
+    pub dirs: DirCache,
 }
 
 impl StatCache {
@@ -80,6 +83,7 @@ impl StatCache {
             manifest,
             taken_at_ns,
             table,
+            dirs: DirCache::default(),
         }
     }
 
@@ -88,7 +92,12 @@ impl StatCache {
     }
 
     pub fn get(&self, rel: &Path) -> Option<&Cached> {
-        self.table.get(rel.as_os_str().as_bytes())
+        self.get_bytes(rel.as_os_str().as_bytes())
+    }
+
+    /// [`StatCache::get`] by the path's bytes.
+    pub fn get_bytes(&self, rel: &[u8]) -> Option<&Cached> {
+        self.table.get(rel)
     }
 
     /// Whether an entry last changed at `ctime_ns` is racy for this cache.

@@ -136,7 +136,7 @@ impl CheckpointStore {
             }
         };
         let cache = slot.take().or_else(|| self.load_cache());
-        let (taken, taken_at_ns, mut stats) = match take(
+        let (taken, taken_at_ns, mut stats, dirs) = match take(
             &self.root,
             &self.root_dir,
             &self.objects,
@@ -193,6 +193,8 @@ impl CheckpointStore {
                 }
             }
         };
+        let mut next = next;
+        next.dirs = dirs;
         let snap = SharedSnapshot {
             id: next.id.clone(),
             manifest: next.manifest.clone(),

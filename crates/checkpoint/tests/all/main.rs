@@ -4,3 +4,4 @@
 
 // One module per former test file (tests/<name>.rs, one binary each before).
 mod roundtrip;
+mod foldercache;
