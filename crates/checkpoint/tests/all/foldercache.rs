@@ -107,23 +107,25 @@ fn a_folder_replaced_by_another_of_the_same_name_is_listed_again() {
     let p = project.path();
     tree(p);
     std::fs::create_dir(p.join("spare")).unwrap();
+    std::fs::write(p.join("spare/a"), "other a\n").unwrap();
     std::fs::write(p.join("spare/z"), "z\n").unwrap();
     let store = open(data.path(), p);
     settle(&store);
 
-    // Removed and made again with other names.
+    // Removed and made again, with the same name in it and one more.
     std::fs::remove_dir_all(p.join("d/e")).unwrap();
     std::fs::create_dir(p.join("d/e")).unwrap();
+    std::fs::write(p.join("d/e/f"), "F\n").unwrap();
     std::fs::write(p.join("d/e/other"), "x\n").unwrap();
     let s = check(&store, p);
-    assert!(!has(&s, "d/e/f") && has(&s, "d/e/other"));
+    assert!(has(&s, "d/e/f") && has(&s, "d/e/other"));
     settle(&store);
 
     // Another folder, settled in the cache, renamed over it.
     std::fs::remove_dir_all(p.join("d")).unwrap();
     std::fs::rename(p.join("spare"), p.join("d")).unwrap();
     let s = check(&store, p);
-    assert!(has(&s, "d/z") && !has(&s, "d/e") && !has(&s, "spare/z"));
+    assert!(has(&s, "d/a") && has(&s, "d/z") && !has(&s, "d/e") && !has(&s, "spare/z"));
 }
 
 #[test]
