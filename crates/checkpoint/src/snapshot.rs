@@ -6,20 +6,20 @@
 //! A changed tree's manifest is the cache's with only the differing paths replaced.
 
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cap_std::fs::Dir;
 
+use crate::dircache::DirCache;
 use crate::error::{CheckpointError, Result};
 use crate::manifest::{Entry, Kind, Manifest, SkipReason};
 use crate::objects::{ObjectStore, hash_bytes};
 use crate::statcache::StatCache;
 use crate::walk::{Walked, ns, walk};
-use crate::dircache::DirCache;
 
 /// What a snapshot reads and skips.
 #[derive(Debug, Clone)]

@@ -146,7 +146,11 @@ fn rule_stamps(fd: &OwnedFd, is_root: bool, known: Option<&RuleStamps>) -> RuleS
 /// component never followed as a symlink, and only if it is still the folder its parent's
 /// listing found (same device and inode), so a folder swapped for a symlink (or for another
 /// folder) since is not walked. Returns the handle and the folder's stat.
-fn open_dir(root_fd: &OwnedFd, rel: &Path, expected: Option<(u64, u64)>) -> Option<(OwnedFd, Stat)> {
+fn open_dir(
+    root_fd: &OwnedFd,
+    rel: &Path,
+    expected: Option<(u64, u64)>,
+) -> Option<(OwnedFd, Stat)> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let path = if rel.as_os_str().is_empty() {
         Path::new(".")

@@ -20,7 +20,10 @@ fn settle_but(store: &CheckpointStore, relisted: usize) {
     store.snapshot_shared().unwrap();
     let quiet = store.snapshot_shared().unwrap();
     assert!(quiet.stats.unchanged);
-    assert_eq!(quiet.stats.listed, relisted, "an unchanged tree lists no folder");
+    assert_eq!(
+        quiet.stats.listed, relisted,
+        "an unchanged tree lists no folder"
+    );
 }
 
 fn settle(store: &CheckpointStore) {
