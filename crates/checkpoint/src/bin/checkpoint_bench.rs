@@ -52,7 +52,8 @@ fn main() -> std::process::ExitCode {
         };
     }
     if args.len() == 5 && args[1] == "warm" {
-        // Profiling aid: N unchanged snapshots on one open store, CPU time per snapshot.
+        // Profiling aid: N unchanged snapshots on one open store (THREADS: walk threads; CALLS=1:
+        // each after a one-file rewrite), wall and CPU time per snapshot.
         let n: usize = args[4].parse().unwrap_or(100);
         let run = || -> aibuddy_checkpoint::Result<()> {
             let mut opts = SnapshotOptions::default();
@@ -61,8 +62,15 @@ fn main() -> std::process::ExitCode {
             }
             let store = CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts)?;
             store.snapshot_shared()?;
+            // CALLS=1: each snapshot follows a rewrite of one file (the after-snapshot of a call).
+            let calls = std::env::var("CALLS").is_ok_and(|v| v == "1");
             let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-            for _ in 0..n {
+            for round in 0..n {
+                if calls {
+                    touch(Path::new(&args[3]), round).map_err(|e| {
+                        aibuddy_checkpoint::CheckpointError::io("touch", Path::new(&args[3]), e)
+                    })?;
+                }
                 let (t, c) = (Instant::now(), cpu_ms());
                 store.snapshot_shared()?;
                 wall.push(ms(t));
