@@ -88,10 +88,13 @@ pub(crate) struct Child {
     pub name_at: usize,
     /// Whether it was a folder; `None` when it could not be stat'ed.
     pub is_dir: Option<bool>,
+    /// Its slot in the stat cache when listed (`statcache::StatCache::at`; a slot emptied
+    /// since is looked up by path).
+    pub slot: Option<u32>,
 }
 
 impl Child {
-    pub fn new(dir_rel: &[u8], name: &[u8], is_dir: Option<bool>) -> Child {
+    pub fn new(dir_rel: &[u8], name: &[u8], is_dir: Option<bool>, slot: Option<u32>) -> Child {
         let mut path = Vec::with_capacity(dir_rel.len() + name.len() + 2);
         path.extend_from_slice(dir_rel);
         if !dir_rel.is_empty() {
@@ -104,6 +107,7 @@ impl Child {
             path_nul: path.into_boxed_slice(),
             name_at,
             is_dir,
+            slot,
         }
     }
 
@@ -188,17 +192,17 @@ mod tests {
             },
             rules: RuleStamps::default(),
             listed_at_ns: T,
-            children: vec![Child::new(b"a", b"b", Some(false))],
+            children: vec![Child::new(b"a", b"b", Some(false), None)],
             complete: true,
         }
     }
 
     #[test]
     fn a_child_is_its_path_and_its_name() {
-        let c = Child::new(b"", b"x y", Some(true));
+        let c = Child::new(b"", b"x y", Some(true), Some(3));
         assert_eq!(c.rel(), b"x y");
         assert_eq!(c.name_nul(), b"x y\0");
-        let c = Child::new(b"a/b", b"c", None);
+        let c = Child::new(b"a/b", b"c", None, None);
         assert_eq!(c.rel(), b"a/b/c");
         assert_eq!(c.name_nul(), b"c\0");
     }

@@ -211,7 +211,12 @@ impl Ctx<'_> {
         }
         let content = matches!(entry.kind, Kind::File | Kind::Symlink);
         let clean = self.cache.is_some_and(|c| {
-            c.get_bytes(rel).is_some_and(|h| {
+            // The slot the listing kept, or (emptied since, or none) the path's.
+            let hit = child
+                .slot
+                .and_then(|s| c.at(s))
+                .or_else(|| c.get_bytes(rel));
+            hit.is_some_and(|h| {
                 h.same_stat(&entry) && !(content && (h.hash.is_none() || c.racy(entry.ctime_ns)))
             })
         });
@@ -282,7 +287,7 @@ impl Ctx<'_> {
                     // Gone since it was listed: not part of the tree.
                     Err(rustix::io::Errno::NOENT) => continue,
                     Err(e) => {
-                        let child = Child::new(dir_bytes, bytes, None);
+                        let child = Child::new(dir_bytes, bytes, None, None);
                         let rel = Path::new(std::ffi::OsStr::from_bytes(child.rel()));
                         tracing::debug!(path = %rel.display(), error = %e, "checkpoint walk: stat failed");
                         if dir_rules.keeps(rel, false) {
@@ -294,11 +299,12 @@ impl Ctx<'_> {
                     }
                 };
                 let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
-                let child = Child::new(dir_bytes, bytes, Some(is_dir));
+                let mut child = Child::new(dir_bytes, bytes, Some(is_dir), None);
                 let rel = Path::new(std::ffi::OsStr::from_bytes(child.rel()));
                 if !dir_rules.keeps(rel, is_dir) {
                     continue;
                 }
+                child.slot = self.cache.and_then(|c| c.slot_of(child.rel()));
                 self.visit(&mut part, &child, &st, tainted);
                 children.push(child);
             }
@@ -417,14 +423,16 @@ pub(crate) fn walk(
             o.push(local);
         }
     };
+    // The calling thread walks too (it holds a CPU already; a helper may wait for one).
     let threads = opts.threads.clamp(1, 8);
     if threads == 1 {
         worker();
     } else {
         std::thread::scope(|s| {
-            for _ in 0..threads {
+            for _ in 1..threads {
                 s.spawn(worker);
             }
+            worker();
         });
     }
     let mut walked = Walked::default();

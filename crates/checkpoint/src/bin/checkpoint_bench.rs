@@ -65,7 +65,12 @@ fn main() -> std::process::ExitCode {
             // CALLS=1: each snapshot follows a rewrite of one file (the after-snapshot of a call).
             let calls = std::env::var("CALLS").is_ok_and(|v| v == "1");
             let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+            // SLEEP_MS: a pause before each snapshot (as between two calls).
+            let pause = std::env::var("SLEEP_MS").ok().and_then(|v| v.parse().ok());
             for round in 0..n {
+                if let Some(p) = pause {
+                    std::thread::sleep(std::time::Duration::from_millis(p));
+                }
                 if calls {
                     touch(Path::new(&args[3]), round).map_err(|e| {
                         aibuddy_checkpoint::CheckpointError::io("touch", Path::new(&args[3]), e)
@@ -118,10 +123,11 @@ fn main() -> std::process::ExitCode {
             let (t, c) = (Instant::now(), cpu_ms());
             let s = store.snapshot_shared()?;
             println!(
-                "unchanged_ms={:.2} read={} cpu_ms={:.2}",
+                "unchanged_ms={:.2} read={} cpu_ms={:.2} listed={}",
                 ms(t),
                 s.stats.read,
-                cpu_ms() - c
+                cpu_ms() - c,
+                s.stats.listed
             );
 
             let t = Instant::now();
