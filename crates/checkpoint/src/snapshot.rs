@@ -1,9 +1,10 @@
-//! Taking a snapshot: one stat walk of the project under its ignore rules (parallel, never
-//! following a symlink), then only the entries whose stat fields differ from the stat cache's
-//! (`statcache`: mode, size, mtime, ctime, inode), or that are racy for it, are read, hashed and
-//! stored, in parallel. An unchanged tree costs the walk and one table lookup per entry, and
-//! yields the cache's own manifest ([`Taken::Unchanged`]): nothing is encoded, hashed or written.
-//! A changed tree's manifest is the cache's with only the differing paths replaced.
+//! Taking a snapshot: one stat walk of the project under its ignore rules (`walk`: parallel,
+//! never following a symlink, an unchanged folder's listing reused from the folder cache), which
+//! compares every entry with the stat cache (`statcache`: mode, size, mtime, ctime, inode) as it
+//! goes; only the entries that differ, or that are racy for it, are read, hashed and stored, in
+//! parallel. An unchanged tree costs the walk (one `fstatat` and one cache slot per kept entry),
+//! and yields the cache's own manifest ([`Taken::Unchanged`]): nothing is encoded, hashed or
+//! written. A changed tree's manifest is the cache's with only the differing paths replaced.
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;

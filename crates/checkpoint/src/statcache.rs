@@ -1,7 +1,7 @@
 //! The stat cache: the newest snapshot of a store, kept in memory between snapshots in a compact
-//! form (a hash table from path bytes to the stat fields and the raw content hash), so that a
-//! snapshot of an unchanged tree costs the stat walk and one table lookup per entry: no manifest
-//! decode, no encode, no hash, no write.
+//! form (slots of stat fields and raw content hash, and a hash table from path bytes to its
+//! slot), so that a snapshot of an unchanged tree costs the stat walk and one slot per entry (the
+//! folder cache keeps each name's slot): no manifest decode, no encode, no hash, no write.
 //!
 //! Racy entries: an entry whose ctime is within `RACY_NS` of the start of the walk the cache was
 //! built from (`taken_at_ns`) may have changed again within the same timestamp tick, so its

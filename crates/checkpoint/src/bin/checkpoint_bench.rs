@@ -53,15 +53,19 @@ fn main() -> std::process::ExitCode {
     }
     if args.len() == 5 && args[1] == "warm" {
         // Profiling aid: N unchanged snapshots on one open store (THREADS: walk threads; CALLS=1:
-        // each after a one-file rewrite), wall and CPU time per snapshot.
+        // each after a one-file rewrite; COLD=1: each from a store opened afresh; SLEEP_MS: a
+        // pause before each), wall and CPU time per snapshot.
         let n: usize = args[4].parse().unwrap_or(100);
         let run = || -> aibuddy_checkpoint::Result<()> {
             let mut opts = SnapshotOptions::default();
             if let Some(t) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
                 opts.threads = t;
             }
-            let store = CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts)?;
+            let store =
+                CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts.clone())?;
             store.snapshot_shared()?;
+            // COLD=1: each snapshot from a store opened afresh (as a new process).
+            let cold = std::env::var("COLD").is_ok_and(|v| v == "1");
             // CALLS=1: each snapshot follows a rewrite of one file (the after-snapshot of a call).
             let calls = std::env::var("CALLS").is_ok_and(|v| v == "1");
             let (mut wall, mut cpu) = (Vec::new(), Vec::new());
@@ -77,7 +81,12 @@ fn main() -> std::process::ExitCode {
                     })?;
                 }
                 let (t, c) = (Instant::now(), cpu_ms());
-                store.snapshot_shared()?;
+                if cold {
+                    CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts.clone())?
+                        .snapshot_shared()?;
+                } else {
+                    store.snapshot_shared()?;
+                }
                 wall.push(ms(t));
                 cpu.push(cpu_ms() - c);
             }
