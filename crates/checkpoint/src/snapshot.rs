@@ -254,12 +254,10 @@ fn read_all(
     if workers <= 1 || which.len() < 4 {
         work();
     } else {
-        // The calling thread reads too.
         std::thread::scope(|s| {
-            for _ in 1..workers {
+            for _ in 0..workers {
                 s.spawn(work);
             }
-            work();
         });
     }
     if let Some(err) = first_error.into_inner().ok().flatten() {
