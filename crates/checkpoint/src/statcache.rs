@@ -109,6 +109,12 @@ impl StatCache {
         table.insert(Box::from(p.as_os_str().as_bytes()), slot);
     }
 
+    /// Whether most slots are empty (paths removed since the cache was built): worth building
+    /// afresh with [`StatCache::new`] (which drops the folder cache, whose listings name slots).
+    pub fn wasteful(&self) -> bool {
+        self.slots.len() > 2 * self.table.len() + 4096
+    }
+
     /// How many entries the cache holds.
     pub fn len(&self) -> usize {
         self.table.len()
@@ -253,5 +259,24 @@ mod tests {
         assert!(again != b);
         assert_eq!(c.at(b), None);
         assert_eq!(c.get(Path::new("b")).unwrap().size, 4);
+    }
+
+    #[test]
+    fn a_cache_of_mostly_removed_paths_is_wasteful() {
+        let mut m = Manifest::default();
+        let c = StatCache::new("x".into(), Arc::new(m.clone()), 0);
+        let paths: Vec<PathBuf> = (0..5000).map(|i| PathBuf::from(format!("t{i}"))).collect();
+        for p in &paths {
+            m.entries.insert(p.clone(), entry(1));
+        }
+        let added: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        let c = c.updated("y".into(), Arc::new(m.clone()), 0, &added, &[]);
+        assert!(!c.wasteful());
+        m.entries.clear();
+        let c = c.updated("z".into(), Arc::new(m.clone()), 0, &[], &added);
+        assert!(c.wasteful());
+        let fresh = StatCache::new(c.id.clone(), c.manifest.clone(), 0);
+        assert!(!fresh.wasteful());
+        assert_eq!(fresh.len(), 0);
     }
 }

@@ -195,6 +195,11 @@ impl CheckpointStore {
         };
         let mut next = next;
         next.dirs = dirs;
+        if next.wasteful() {
+            // Mostly slots of paths gone (a long session of files made and removed): rebuilt
+            // from the manifest, without the listings (they name the old slots).
+            next = StatCache::new(next.id, next.manifest, next.taken_at_ns);
+        }
         let snap = SharedSnapshot {
             id: next.id.clone(),
             manifest: next.manifest.clone(),

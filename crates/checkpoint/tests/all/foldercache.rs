@@ -188,3 +188,31 @@ fn rules_read_through_a_symlink_or_a_nested_exclude_file_decide_afresh() {
     let s = check(&store, p);
     assert!(!has(&s, "other/g"));
 }
+
+#[test]
+fn a_stat_cache_of_mostly_removed_paths_is_rebuilt_without_stale_listings() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let p = project.path();
+    tree(p);
+    std::fs::create_dir(p.join("churn")).unwrap();
+    for i in 0..5000 {
+        std::fs::write(p.join(format!("churn/t{i}")), "t").unwrap();
+    }
+    let store = open(data.path(), p);
+    settle(&store);
+    // Most of the cache's paths gone at once: the cache is rebuilt, every folder listed again.
+    std::fs::remove_dir_all(p.join("churn")).unwrap();
+    let s = check(&store, p);
+    assert!(!has(&s, "churn"));
+    let relisted = store.snapshot_shared().unwrap();
+    assert!(
+        relisted.stats.listed > 0,
+        "the listings went with the old cache"
+    );
+    settle(&store);
+    std::fs::write(p.join("d/new"), "n\n").unwrap();
+    std::fs::write(p.join("d/e/f"), "F/E/D\n").unwrap();
+    let s = check(&store, p);
+    assert!(has(&s, "d/new"));
+}
