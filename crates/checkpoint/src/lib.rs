@@ -7,6 +7,9 @@
 //! - `snapshot`: the stat walk under the project's ignore rules (the sandbox's walk rules,
 //!   hidden files included, `.git` left out) with the stat cache, so an unchanged tree costs a
 //!   walk and no reads.
+//! - `walk`: the stat walk itself (parallel, by folder handle), comparing with the stat cache
+//!   as it goes; `dircache`: the folder listings it reuses where a folder and its ignore rules
+//!   are unchanged (no listing, no ignore matching).
 //! - `store`: `CheckpointStore`, one project's checkpoints in the data directory.
 //! - `diff`: the pure change set of two manifests (added, modified, deleted, renamed, mode,
 //!   symlink and type changes; skipped paths with the reason).
@@ -18,6 +21,7 @@
 //! over the size cap, special files, and anything outside the project.
 
 pub mod diff;
+mod dircache;
 mod error;
 mod lock;
 pub mod manifest;
@@ -27,6 +31,7 @@ pub mod snapshot;
 mod statcache;
 mod store;
 pub mod text;
+mod walk;
 
 pub use diff::{ChangeKind, ChangeSet, EntryState, FileChange, SkippedChange, diff};
 pub use error::{CheckpointError, Result};

@@ -183,7 +183,9 @@ impl Manifest {
         if header != MAGIC {
             return Err(bad("header"));
         }
-        let mut entries = BTreeMap::new();
+        // Records come in the map's own order: collected first, the map is built in one pass
+        // (inserting one by one compares paths component by component, log n times each).
+        let mut entries = Vec::new();
         let mut rest = &bytes[nl + 1..];
         while !rest.is_empty() {
             let end = rest
@@ -235,7 +237,7 @@ impl Manifest {
             {
                 return Err(bad("path"));
             }
-            entries.insert(
+            entries.push((
                 path,
                 Entry {
                     kind,
@@ -246,11 +248,11 @@ impl Manifest {
                     ino,
                     hash,
                 },
-            );
+            ));
         }
         Ok(Manifest {
             taken_at_ns: 0,
-            entries,
+            entries: BTreeMap::from_iter(entries),
         })
     }
 }

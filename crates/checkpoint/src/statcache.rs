@@ -1,7 +1,7 @@
 //! The stat cache: the newest snapshot of a store, kept in memory between snapshots in a compact
-//! form (a hash table from path bytes to the stat fields and the raw content hash), so that a
-//! snapshot of an unchanged tree costs the stat walk and one table lookup per entry: no manifest
-//! decode, no encode, no hash, no write.
+//! form (slots of stat fields and raw content hash, and a hash table from path bytes to its
+//! slot), so that a snapshot of an unchanged tree costs the stat walk and one slot per entry (the
+//! folder cache keeps each name's slot): no manifest decode, no encode, no hash, no write.
 //!
 //! Racy entries: an entry whose ctime is within `RACY_NS` of the start of the walk the cache was
 //! built from (`taken_at_ns`) may have changed again within the same timestamp tick, so its
@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::dircache::DirCache;
 use crate::manifest::{Entry, Kind, Manifest};
 
 /// Entries changed this close to the cache's walk start are re-read.
@@ -58,6 +59,12 @@ impl Cached {
 }
 
 /// The newest snapshot of a store, as the next snapshot's stat cache.
+///
+/// Entries sit in `slots`, in the manifest's path order (a folder's entries side by side), and
+/// the table maps a path to its slot. A slot keeps its path for the cache's whole life (a
+/// changed entry is replaced in place, a removed one leaves an empty slot, a new one takes a
+/// new slot), so the folder cache can keep each name's slot and find its entry without hashing
+/// the path.
 #[derive(Debug, Clone)]
 pub(crate) struct StatCache {
     /// The manifest's object id (the snapshot id).
@@ -65,30 +72,71 @@ pub(crate) struct StatCache {
     pub manifest: Arc<Manifest>,
     /// Start of the walk the cached hashes were verified by (ns since the epoch).
     pub taken_at_ns: i64,
-    table: HashMap<Box<[u8]>, Cached>,
+    table: HashMap<Box<[u8]>, u32>,
+    slots: Vec<Option<Cached>>,
+    /// The folder listings of the newest walk (`dircache`), kept in memory only.
+    pub dirs: DirCache,
 }
 
 impl StatCache {
     pub fn new(id: String, manifest: Arc<Manifest>, taken_at_ns: i64) -> StatCache {
-        let table = manifest
-            .entries
-            .iter()
-            .map(|(p, e)| (Box::<[u8]>::from(p.as_os_str().as_bytes()), Cached::of(e)))
-            .collect();
+        let mut table = HashMap::with_capacity(manifest.entries.len());
+        let mut slots = Vec::with_capacity(manifest.entries.len());
+        for (p, e) in &manifest.entries {
+            Self::push(&mut table, &mut slots, p, e);
+        }
         StatCache {
             id,
             manifest,
             taken_at_ns,
             table,
+            slots,
+            dirs: DirCache::default(),
         }
     }
 
+    fn push(
+        table: &mut HashMap<Box<[u8]>, u32>,
+        slots: &mut Vec<Option<Cached>>,
+        p: &Path,
+        e: &Entry,
+    ) {
+        // More than 4 billion paths in one process's life: the rest are looked up by path only.
+        let Ok(slot) = u32::try_from(slots.len()) else {
+            return;
+        };
+        slots.push(Some(Cached::of(e)));
+        table.insert(Box::from(p.as_os_str().as_bytes()), slot);
+    }
+
+    /// Whether most slots are empty (paths removed since the cache was built): worth building
+    /// afresh with [`StatCache::new`] (which drops the folder cache, whose listings name slots).
+    pub fn wasteful(&self) -> bool {
+        self.slots.len() > 2 * self.table.len() + 4096
+    }
+
+    /// How many entries the cache holds.
     pub fn len(&self) -> usize {
         self.table.len()
     }
 
     pub fn get(&self, rel: &Path) -> Option<&Cached> {
-        self.table.get(rel.as_os_str().as_bytes())
+        self.get_bytes(rel.as_os_str().as_bytes())
+    }
+
+    /// [`StatCache::get`] by the path's bytes.
+    pub fn get_bytes(&self, rel: &[u8]) -> Option<&Cached> {
+        self.table.get(rel).and_then(|&s| self.at(s))
+    }
+
+    /// The slot of a path, for [`StatCache::at`].
+    pub fn slot_of(&self, rel: &[u8]) -> Option<u32> {
+        self.table.get(rel).copied()
+    }
+
+    /// The entry in a slot (`None` once its path was removed).
+    pub fn at(&self, slot: u32) -> Option<&Cached> {
+        self.slots.get(slot as usize).and_then(Option::as_ref)
     }
 
     /// Whether an entry last changed at `ctime_ns` is racy for this cache.
@@ -107,12 +155,23 @@ impl StatCache {
         removed: &[&Path],
     ) -> StatCache {
         for p in removed {
-            self.table.remove(p.as_os_str().as_bytes());
+            if let Some(s) = self.table.remove(p.as_os_str().as_bytes())
+                && let Some(slot) = self.slots.get_mut(s as usize)
+            {
+                *slot = None;
+            }
         }
         for p in changed {
-            if let Some(e) = manifest.entries.get(*p) {
-                self.table
-                    .insert(Box::from(p.as_os_str().as_bytes()), Cached::of(e));
+            let Some(e) = manifest.entries.get(*p) else {
+                continue;
+            };
+            match self.table.get(p.as_os_str().as_bytes()) {
+                Some(&s) => {
+                    if let Some(slot) = self.slots.get_mut(s as usize) {
+                        *slot = Some(Cached::of(e));
+                    }
+                }
+                None => Self::push(&mut self.table, &mut self.slots, p, e),
             }
         }
         self.id = id;
@@ -153,5 +212,71 @@ mod tests {
         assert!(!c.racy(1_000_000_000 - RACY_NS - 1));
         let got = c.get(Path::new("a")).unwrap();
         assert_eq!(StatCache::hex(got), "ab".repeat(32));
+    }
+
+    fn entry(size: u64) -> Entry {
+        Entry {
+            kind: Kind::File,
+            mode: 0o100644,
+            size,
+            mtime_ns: 5,
+            ctime_ns: 5,
+            ino: 1,
+            hash: "ab".repeat(32),
+        }
+    }
+
+    #[test]
+    fn a_slot_keeps_its_path_through_changes_removals_and_additions() {
+        let mut m = Manifest::default();
+        m.entries.insert(PathBuf::from("a"), entry(1));
+        m.entries.insert(PathBuf::from("b"), entry(2));
+        let c = StatCache::new("x".into(), Arc::new(m.clone()), 0);
+        let (a, b) = (c.slot_of(b"a").unwrap(), c.slot_of(b"b").unwrap());
+        // "a" changed, "b" removed, "c" added.
+        m.entries.insert(PathBuf::from("a"), entry(10));
+        m.entries.remove(Path::new("b"));
+        m.entries.insert(PathBuf::from("c"), entry(3));
+        let c = c.updated(
+            "y".into(),
+            Arc::new(m.clone()),
+            0,
+            &[Path::new("a"), Path::new("c")],
+            &[Path::new("b")],
+        );
+        assert_eq!(c.slot_of(b"a"), Some(a));
+        assert_eq!(c.at(a).unwrap().size, 10);
+        assert_eq!(c.at(b), None, "a removed path's slot is empty");
+        assert_eq!(c.slot_of(b"b"), None);
+        let new = c.slot_of(b"c").unwrap();
+        assert!(new != a && new != b);
+        assert_eq!(c.get(Path::new("c")).unwrap().size, 3);
+        assert_eq!(c.len(), 2);
+        // "b" again: a new slot, never the old one (which a listing may still name).
+        m.entries.insert(PathBuf::from("b"), entry(4));
+        let c = c.updated("z".into(), Arc::new(m), 0, &[Path::new("b")], &[]);
+        let again = c.slot_of(b"b").unwrap();
+        assert!(again != b);
+        assert_eq!(c.at(b), None);
+        assert_eq!(c.get(Path::new("b")).unwrap().size, 4);
+    }
+
+    #[test]
+    fn a_cache_of_mostly_removed_paths_is_wasteful() {
+        let mut m = Manifest::default();
+        let c = StatCache::new("x".into(), Arc::new(m.clone()), 0);
+        let paths: Vec<PathBuf> = (0..5000).map(|i| PathBuf::from(format!("t{i}"))).collect();
+        for p in &paths {
+            m.entries.insert(p.clone(), entry(1));
+        }
+        let added: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        let c = c.updated("y".into(), Arc::new(m.clone()), 0, &added, &[]);
+        assert!(!c.wasteful());
+        m.entries.clear();
+        let c = c.updated("z".into(), Arc::new(m.clone()), 0, &[], &added);
+        assert!(c.wasteful());
+        let fresh = StatCache::new(c.id.clone(), c.manifest.clone(), 0);
+        assert!(!fresh.wasteful());
+        assert_eq!(fresh.len(), 0);
     }
 }

@@ -136,7 +136,7 @@ impl CheckpointStore {
             }
         };
         let cache = slot.take().or_else(|| self.load_cache());
-        let (taken, taken_at_ns, mut stats) = match take(
+        let (taken, taken_at_ns, mut stats, dirs) = match take(
             &self.root,
             &self.root_dir,
             &self.objects,
@@ -193,6 +193,13 @@ impl CheckpointStore {
                 }
             }
         };
+        let mut next = next;
+        next.dirs = dirs;
+        if next.wasteful() {
+            // Mostly slots of paths gone (a long session of files made and removed): rebuilt
+            // from the manifest, without the listings (they name the old slots).
+            next = StatCache::new(next.id, next.manifest, next.taken_at_ns);
+        }
         let snap = SharedSnapshot {
             id: next.id.clone(),
             manifest: next.manifest.clone(),

@@ -52,19 +52,41 @@ fn main() -> std::process::ExitCode {
         };
     }
     if args.len() == 5 && args[1] == "warm" {
-        // Profiling aid: N unchanged snapshots on one open store, CPU time per snapshot.
+        // Profiling aid: N unchanged snapshots on one open store (THREADS: walk threads; CALLS=1:
+        // each after a one-file rewrite; COLD=1: each from a store opened afresh; SLEEP_MS: a
+        // pause before each), wall and CPU time per snapshot.
         let n: usize = args[4].parse().unwrap_or(100);
         let run = || -> aibuddy_checkpoint::Result<()> {
             let mut opts = SnapshotOptions::default();
             if let Some(t) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
                 opts.threads = t;
             }
-            let store = CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts)?;
+            let store =
+                CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts.clone())?;
             store.snapshot_shared()?;
+            // COLD=1: each snapshot from a store opened afresh (as a new process).
+            let cold = std::env::var("COLD").is_ok_and(|v| v == "1");
+            // CALLS=1: each snapshot follows a rewrite of one file (the after-snapshot of a call).
+            let calls = std::env::var("CALLS").is_ok_and(|v| v == "1");
             let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-            for _ in 0..n {
+            // SLEEP_MS: a pause before each snapshot (as between two calls).
+            let pause = std::env::var("SLEEP_MS").ok().and_then(|v| v.parse().ok());
+            for round in 0..n {
+                if let Some(p) = pause {
+                    std::thread::sleep(std::time::Duration::from_millis(p));
+                }
+                if calls {
+                    touch(Path::new(&args[3]), round).map_err(|e| {
+                        aibuddy_checkpoint::CheckpointError::io("touch", Path::new(&args[3]), e)
+                    })?;
+                }
                 let (t, c) = (Instant::now(), cpu_ms());
-                store.snapshot_shared()?;
+                if cold {
+                    CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts.clone())?
+                        .snapshot_shared()?;
+                } else {
+                    store.snapshot_shared()?;
+                }
                 wall.push(ms(t));
                 cpu.push(cpu_ms() - c);
             }
@@ -110,10 +132,11 @@ fn main() -> std::process::ExitCode {
             let (t, c) = (Instant::now(), cpu_ms());
             let s = store.snapshot_shared()?;
             println!(
-                "unchanged_ms={:.2} read={} cpu_ms={:.2}",
+                "unchanged_ms={:.2} read={} cpu_ms={:.2} listed={}",
                 ms(t),
                 s.stats.read,
-                cpu_ms() - c
+                cpu_ms() - c,
+                s.stats.listed
             );
 
             let t = Instant::now();

@@ -3,4 +3,5 @@
 //! `tests/<name>.rs`; run one with `cargo test -p aibuddy-checkpoint --test all <name>::`.
 
 // One module per former test file (tests/<name>.rs, one binary each before).
+mod foldercache;
 mod roundtrip;
