@@ -21,17 +21,7 @@ const KEY: &str = "sk-test-first-request-7c2d";
 const SLOW_START_SECS: u32 = 5;
 
 fn installed() -> PathBuf {
-    let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"));
-    assert!(
-        dir.join(".installed").exists(),
-        "cli_first_request_search: the real MCP servers are not installed at {}; run `make test` \
-         or `bash scripts/install-mcp-servers.sh` (a worktree may symlink .tools from the main \
-         checkout)",
-        dir.display()
-    );
-    dir
+    crate::support::mcp_tools_dir()
 }
 
 /// A wrapper script that sleeps, then execs `command` with its arguments.

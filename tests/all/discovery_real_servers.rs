@@ -5,7 +5,7 @@
 //! person's own file, which needs no project trust). A missing install fails the test (`make test`
 //! installs the servers).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,16 +20,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn installed() -> PathBuf {
-    let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"));
-    assert!(
-        dir.join(".installed").exists(),
-        "discovery_real_servers: the real MCP servers are not installed at {}; run `make test` or \
-         `bash scripts/install-mcp-servers.sh` (a worktree may symlink .tools from the main checkout)",
-        dir.display()
-    );
-    dir
+    crate::support::mcp_tools_dir()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@
 
 use crate::support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use aibuddy::results::images::{MAX_EDGE, MAX_PIXELS};
@@ -22,16 +22,7 @@ const KEY: &str = "sk-test-images-7c2d";
 const TINY: &str = "mcp__everything__get-tiny-image";
 
 fn tools_dir() -> PathBuf {
-    let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"));
-    assert!(
-        dir.join(".installed").exists(),
-        "images: the real MCP servers are not installed at {}; run `make test` or \
-         `bash scripts/install-mcp-servers.sh` (a worktree may symlink .tools from the main checkout)",
-        dir.display()
-    );
-    dir
+    crate::support::mcp_tools_dir()
 }
 
 struct Fx {

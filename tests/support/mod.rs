@@ -1,7 +1,7 @@
 //! Shared helpers for the tests that run the real `aibuddy` binary.
 #![allow(dead_code)] // each test file uses a different subset
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// `aibuddy --project P --data-dir D` with a clean logging and data-dir environment, stdin closed.
@@ -33,4 +33,19 @@ pub fn aibuddy(project: &Path, data: &Path, args: &[&str]) -> (i32, String, Stri
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Where `make test` installed the real MCP servers (`AIBUDDY_MCP_TOOLS` overrides it, e.g. a
+/// worktree pointing at the main checkout's); fails the test when they are not installed.
+pub fn mcp_tools_dir() -> PathBuf {
+    let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"));
+    assert!(
+        dir.join(".installed").exists(),
+        "the real MCP servers are not installed at {}; run `make test` or \
+         `bash scripts/install-mcp-servers.sh` (or set AIBUDDY_MCP_TOOLS)",
+        dir.display()
+    );
+    dir
 }

@@ -105,7 +105,7 @@ describe("the first run with no model set up", () => {
 function imageCard(model: string): ToolCard {
   const events: RunEvent[] = [
     { type: "tool_call", tool_call_id: "c9", tool: "read_file", input: { path: "a.png" } },
-    { type: "tool_result", tool_call_id: "c9", status: "ok", stage: null, model, duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [] },
+    { type: "tool_result", tool_call_id: "c9", status: "ok", stage: null, model, duration_ms: 3, exit_code: null, omitted_bytes: null, activated: [], hooks: [] },
   ];
   let s = emptyRun();
   for (const e of events) s = applyRunEvent(s, e, 1000);
