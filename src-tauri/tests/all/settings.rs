@@ -515,7 +515,9 @@ fn mcp_servers_are_added_validated_inline_and_removed() {
 }
 
 fn tools_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp");
+    let dir = std::env::var_os("AIBUDDY_MCP_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp"));
     assert!(
         dir.join(".installed").exists(),
         "the real MCP servers are not installed at {}; run `make test`",
