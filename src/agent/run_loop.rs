@@ -208,7 +208,7 @@ impl Agent {
                 &run_id,
                 RunEnd {
                     status: end.status,
-                    stage: end.stage.map(|s| s.as_str().to_string()),
+                    stage: end.stage,
                     error_message: end.error.clone(),
                     stop_reason: end.stop_reason.clone(),
                 },
