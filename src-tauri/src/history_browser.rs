@@ -390,7 +390,7 @@ pub async fn detail(
         tool: rec.tool.clone(),
         config: rec.config.clone(),
         status: rec.status,
-        stage: rec.stage.clone(),
+        stage: rec.stage,
         error_message: rec.error_message.clone(),
         started_at: rec.started_at.clone(),
         started_at_ms: rec.started_at_ms,
