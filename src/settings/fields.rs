@@ -123,7 +123,7 @@ pub enum SettingsPage {
     Exec,
 }
 
-/// One settings key: see the module doc.
+/// One settings key, a row of the core's field table (`src/settings/fields.rs`, [`FIELDS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct FieldSpec {
@@ -140,7 +140,7 @@ pub struct FieldSpec {
     pub user_only: Option<&'static str>,
     /// The window's settings pages may write it.
     pub editable: bool,
-    /// The page that shows it (`None`: the window does not show it).
+    /// The page that shows it (none: the window does not show it).
     pub page: Option<SettingsPage>,
     /// It may hold credentials: the trust dialog shows only its keys, the pages never show it.
     pub may_hold_secrets: bool,
