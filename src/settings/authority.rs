@@ -130,7 +130,8 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
 }
 
 /// What `rule` makes of the project value `value` over the user level's value `user` of the same
-/// key (`null` when unset there). A value of the wrong shape widens.
+/// key (`null` when unset there). `value` has been type-checked by the loader; a user-level value
+/// the rule cannot read (not the shape the key has) makes the project value widen.
 pub fn decide(rule: AuthorityRule, value: &Value, user: &Value) -> Effect {
     let user_u64 = || user.as_u64();
     match rule {
@@ -144,8 +145,15 @@ pub fn decide(rule: AuthorityRule, value: &Value, user: &Value) -> Effect {
         AuthorityRule::WidensWhenNonEmpty => non_empty_list(value),
         AuthorityRule::WidensAboveUser => user_u64().map_or(Effect::Widens, |u| at_most(value, u)),
         AuthorityRule::WidensBelowUser => user_u64().map_or(Effect::Widens, |u| at_least(value, u)),
-        AuthorityRule::WidensByDroppingUserEntries => superset_of(value, &strings(user)),
-        AuthorityRule::WidensByEntriesBeyondUser => subset_of(value, &strings(user)),
+        AuthorityRule::WidensByDroppingUserEntries if user.is_array() => {
+            superset_of(value, &strings(user))
+        }
+        AuthorityRule::WidensByEntriesBeyondUser if user.is_array() => {
+            subset_of(value, &strings(user))
+        }
+        AuthorityRule::WidensByDroppingUserEntries | AuthorityRule::WidensByEntriesBeyondUser => {
+            Effect::Widens
+        }
         AuthorityRule::WidensByNetworkBeyondUser => {
             // A user level that cannot be read allows nothing: every project host widens.
             let user = serde_json::from_value::<NetworkSetting>(user.clone())
@@ -499,6 +507,8 @@ mod tests {
             (AuthorityRule::WidensWhenFalse, json!(false)),
             (AuthorityRule::WidensByNetworkBeyondUser, json!(true)),
             (AuthorityRule::WidensByWiderMode, json!("read-only")),
+            (AuthorityRule::WidensByDroppingUserEntries, json!(["a"])),
+            (AuthorityRule::WidensByEntriesBeyondUser, json!([])),
         ] {
             assert!(decide(rule, &value, &null).widens(), "{rule:?}");
         }
