@@ -153,6 +153,7 @@ impl Agent {
         let hooks = RunHooks::new(
             &self.app.services.settings,
             self.app.project_root.clone(),
+            self.app.data_dir.clone(),
             &run_id,
             store.clone(),
             events.clone(),

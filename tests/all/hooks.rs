@@ -309,13 +309,24 @@ async fn run_start_and_run_end_hooks_run_and_are_reported() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes() {
+async fn a_project_hook_runs_only_once_trusted_confined_and_stops_when_its_script_changes() {
     let f = fx(|_| json!({})).await;
-    let marker = f.side.join("ran");
+    // The hook's marker is in the project: a project hook runs confined, as a command would.
+    let marker = f.project.join("ran.txt");
+    let escape = f.side.join("escape");
     std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    // What it runs in turn is project content a command may have rewritten: it must gain nothing
+    // (no write outside the project, no data directory, no key).
     std::fs::write(
         f.project.join("hook.sh"),
-        format!("echo ran >> {}\n", marker.display()),
+        format!(
+            "echo ran >> ran.txt\n\
+             echo out > {} 2>/dev/null\n\
+             cat {} > leak.txt 2>/dev/null\n\
+             echo \"key=$ANTHROPIC_API_KEY\" > key.txt\n",
+            escape.display(),
+            f.data.join("settings.json").display()
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -342,12 +353,19 @@ async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
     let hook = ev.iter().find(|e| e["type"] == "hook").unwrap();
     assert_eq!(hook["hook"]["level"], "project");
+    assert!(!escape.exists(), "a project hook wrote outside the project");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("leak.txt")).unwrap(),
+        "",
+        "a project hook read the data directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("key.txt")).unwrap(),
+        "key=\n",
+        "a project hook saw the provider key"
+    );
     // A command rewrites the pinned script: the project is untrusted again, the hook not run.
-    std::fs::write(
-        f.project.join("hook.sh"),
-        format!("echo changed >> {}\n", marker.display()),
-    )
-    .unwrap();
+    std::fs::write(f.project.join("hook.sh"), "echo changed >> ran.txt\n").unwrap();
     hello(&f);
     let (code, _, err) = f.events(&["run", "hello", "--json"]).await;
     assert_eq!(code, 0, "{err}");
