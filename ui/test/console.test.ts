@@ -182,9 +182,9 @@ describe("call console", () => {
     await flush();
     const hooks = [...host.querySelectorAll('[data-testid="call-hook"]')];
     expect(hooks).toHaveLength(1);
-    expect(hooks[0].getAttribute("data-outcome")).toBe("blocked");
-    expect(hooks[0].textContent).toContain("pre_tool_call");
-    expect(hooks[0].textContent).toContain("no writes under notes/");
+    expect(hooks[0]!.getAttribute("data-outcome")).toBe("blocked");
+    expect(hooks[0]!.textContent).toContain("pre_tool_call");
+    expect(hooks[0]!.textContent).toContain("no writes under notes/");
   });
 
   it("stops the running call by its id", async () => {
