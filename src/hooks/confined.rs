@@ -70,13 +70,7 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Ran {
     let started = Instant::now();
-    let not_started = |why: String| Ran {
-        exit: Exit::NotStarted(why),
-        stdout: String::new(),
-        stderr: String::new(),
-        truncated: false,
-        duration: started.elapsed(),
-    };
+    let not_started = |why: String| Ran::not_started(why, started);
     let home = dirs::home_dir();
     let args = ExecArgs {
         command: hook.command.clone(),

@@ -43,6 +43,19 @@ pub struct Ran {
     pub duration: Duration,
 }
 
+impl Ran {
+    /// A hook that did not start (or was never watched), `why`, after `started`.
+    pub(super) fn not_started(why: String, started: Instant) -> Ran {
+        Ran {
+            exit: Exit::NotStarted(why),
+            stdout: String::new(),
+            stderr: String::new(),
+            truncated: false,
+            duration: started.elapsed(),
+        }
+    }
+}
+
 /// Read everything from `r`, keeping the first `MAX_KEPT_BYTES`.
 async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
@@ -112,13 +125,7 @@ pub async fn run(
     cmd.env("AIBUDDY_PROJECT_ROOT", project)
         .env("CLAUDE_PROJECT_DIR", project)
         .env("AIBUDDY_HOOK_EVENT", event);
-    let not_started = |why: String| Ran {
-        exit: Exit::NotStarted(why),
-        stdout: String::new(),
-        stderr: String::new(),
-        truncated: false,
-        duration: started.elapsed(),
-    };
+    let not_started = |why: String| Ran::not_started(why, started);
     if cancel.is_cancelled() {
         return Ran {
             exit: Exit::Cancelled,
