@@ -31,6 +31,8 @@ pub struct Place<'a> {
     pub project: &'a Path,
     pub data_dir: &'a Path,
     pub exec: &'a ExecSettings,
+    /// The approval mode is `read-only`: a confined hook gets the project read-only, no network.
+    pub read_only: bool,
 }
 
 /// What one run of a hook's process produced.
@@ -101,17 +103,7 @@ pub async fn run(
     let secs = hook.timeout_secs.clamp(1, MAX_HOOK_TIMEOUT_SECS);
     let project = place.project;
     if hook.level == HookLevel::Project {
-        return super::confined::run(
-            hook,
-            event,
-            input,
-            project,
-            place.data_dir,
-            place.exec,
-            secs,
-            cancel,
-        )
-        .await;
+        return super::confined::run(hook, event, input, project, place, secs, cancel).await;
     }
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
@@ -236,6 +228,7 @@ mod tests {
                 project: dir.path(),
                 data_dir: dir.path(),
                 exec: &ExecSettings::default(),
+                read_only: false,
             },
             &cancel,
         )
@@ -255,6 +248,7 @@ mod tests {
                 project: dir.path(),
                 data_dir: dir.path(),
                 exec: &ExecSettings::default(),
+                read_only: false,
             },
             &CancellationToken::new(),
         )

@@ -392,6 +392,44 @@ async fn a_project_hook_runs_only_once_trusted_confined_and_stops_when_its_scrip
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_read_only_mode_a_project_hook_cannot_write_the_project() {
+    let f = fx(|_| json!({})).await;
+    std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    std::fs::write(
+        f.project.join("hook.sh"),
+        "echo ran >> ran.txt || echo refused > /dev/stderr\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"hooks": {"run_start": [{"command": "sh hook.sh"}]}}).to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = f.output(&["trust", "--yes"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = f.output(&["trust", "--approvals", "read-only"]).await;
+    assert_eq!(code, 0, "{err}");
+    f.server.push(Turn::text("Hi.").reply(K));
+    let (code, ev, err) = f.events(&["run", "hello", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let hook = ev
+        .iter()
+        .find(|e| e["type"] == "hook")
+        .expect("the hook ran");
+    assert!(
+        hook["hook"]["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused"),
+        "{hook}"
+    );
+    assert!(
+        !f.project.join("ran.txt").exists(),
+        "a read-only project was written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pre_hook_past_its_timeout_is_killed_with_its_group_and_does_not_block() {
     let f = fx(|side| {
         let cmd = script(
