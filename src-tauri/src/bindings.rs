@@ -1,6 +1,7 @@
 //! TypeScript bindings of every type that crosses the IPC boundary, generated with ts-rs into
 //! `ui/src/bindings/` and committed. `tests/all/bindings.rs` fails when the committed files are stale;
 //! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings` rewrites them.
+//! `commands.ts` (the typed command clients, from the command table) is written here too.
 
 use std::path::Path;
 
@@ -44,6 +45,12 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::checkpoints_view::RewindView::export_all(&cfg)?;
     crate::call_images::CallImage::export_all(&cfg)?;
     crate::local_servers::ModelSetup::export_all(&cfg)?;
+    // Arguments of `set_setting` / `put_mcp_server`: any JSON value.
+    serde_json::Value::export_all(&cfg)?;
+    std::fs::write(
+        dir.join(crate::commands_ts::FILE),
+        crate::commands_ts::render(&crate::command_table::table()),
+    )?;
     Ok(())
 }
 
