@@ -1,0 +1,75 @@
+// The window's state without its view (src/window/store.svelte.ts) and the services context the
+// view reads (src/services.ts).
+import { mount } from "svelte";
+import { describe, expect, it } from "vitest";
+import type { Api } from "../src/api";
+import { ApiError } from "../src/api";
+import App from "../src/components/App.svelte";
+import { ProviderChoiceStore } from "../src/project/choice.svelte";
+import { WindowStore } from "../src/window/store.svelte";
+import { TOOLS } from "./fixtures";
+
+function api(tools: () => Promise<typeof TOOLS>): Api {
+  return {
+    projectInfo: async () => ({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }),
+    listTools: tools,
+    callTool: async () => {
+      throw new Error("no call expected");
+    },
+    cancelCall: async () => false,
+    answerConfirm: async () => false,
+    answerNetwork: async () => false,
+  };
+}
+
+describe("the window store", () => {
+  it("loads project and tools and tells the console the tool list", async () => {
+    const told: number[] = [];
+    const win = new WindowStore({ api: api(async () => TOOLS), runs: null, projects: null, choice: new ProviderChoiceStore() });
+    win.onTools = (tools) => told.push(tools.length);
+    await win.load();
+    expect(win.project?.root).toBe("/p");
+    expect(win.tools).toHaveLength(TOOLS.length);
+    expect(win.toolsLoading).toBe(false);
+    expect(told).toEqual([TOOLS.length]);
+  });
+
+  it("keeps a failed tool list's typed error, and still tells the console (an empty list)", async () => {
+    const told: number[] = [];
+    const failing = new WindowStore({
+      api: api(async () => {
+        throw new ApiError({ code: "project", stage: null, message: "settings.json: bad" });
+      }),
+      runs: null,
+      projects: null,
+      choice: new ProviderChoiceStore(),
+    });
+    failing.onTools = (tools) => told.push(tools.length);
+    await failing.loadTools();
+    expect(failing.toolsError).toEqual({ code: "project", stage: null, message: "settings.json: bad" });
+    expect(told).toEqual([0]);
+  });
+
+  it("without a run controller: no Conversation tab, Alt+1 does nothing, a console call blocks a switch", () => {
+    const win = new WindowStore({ api: api(async () => []), runs: null, projects: null, choice: new ProviderChoiceStore() }, "run");
+    expect(win.tab).toBe("tools");
+    expect(win.tabs.map((t) => [t.id, t.key])).toEqual([
+      ["tools", 2],
+      ["history", 3],
+      ["settings", 4],
+    ]);
+    expect(win.showTabNumber(1)).toBe(false);
+    expect(win.showTabNumber(3)).toBe(true);
+    expect(win.tab).toBe("history");
+    expect(win.switchBlocked()).toBeNull();
+    win.consoleRunning = true;
+    expect(win.switchBlocked()).toMatch(/A tool call is running/);
+  });
+});
+
+describe("the services context", () => {
+  it("is required: the window refuses to mount without it", () => {
+    const host = document.createElement("div");
+    expect(() => mount(App, { target: host, props: {} })).toThrow(/servicesContext/);
+  });
+});
