@@ -1,5 +1,5 @@
-// The window's state without its view (src/window/store.svelte.ts) and the services context the
-// view reads (src/services.ts).
+// The window's state and the console's without their views (src/window/store.svelte.ts,
+// src/console/store.svelte.ts), and the services context the window reads (src/services.ts).
 import { mount } from "svelte";
 import { describe, expect, it } from "vitest";
 import type { Api } from "../src/api";
@@ -7,6 +7,7 @@ import { ApiError } from "../src/api";
 import App from "../src/components/App.svelte";
 import { ProviderChoiceStore } from "../src/project/choice.svelte";
 import { WindowStore } from "../src/window/store.svelte";
+import { ConsoleStore } from "../src/console/store.svelte";
 import { TOOLS } from "./fixtures";
 
 function api(tools: () => Promise<typeof TOOLS>): Api {
@@ -71,5 +72,52 @@ describe("the services context", () => {
   it("is required: the window refuses to mount without it", () => {
     const host = document.createElement("div");
     expect(() => mount(App, { target: host, props: {} })).toThrow(/servicesContext/);
+  });
+});
+
+describe("the console store (no view)", () => {
+  it("runs one call: the running flag around it, live events logged, the result kept, finished told", async () => {
+    const running: boolean[] = [];
+    let finished = 0;
+    const calls: Array<[string, string]> = [];
+    const store = new ConsoleStore(
+      {
+        ...api(async () => TOOLS),
+        callTool: async (tool, args, onEvent) => {
+          calls.push([tool, args]);
+          onEvent({ type: "tool_started", call_id: "c1", tool } as never);
+          onEvent({ type: "tool_output_delta", call_id: "c1", stream: "stdout", chunk: "hi\n" } as never);
+          return { tool_call_id: "c1", tool, status: "ok", stage: null, duration_ms: 3, model: "hi" } as never;
+        },
+      },
+      () => finished++,
+    );
+    store.onRunning = (now) => running.push(now);
+    store.setTools(TOOLS);
+    await store.start("read_file", '{"path":"a"}');
+    expect(calls).toEqual([["read_file", '{"path":"a"}']]);
+    expect(running).toEqual([true, false]);
+    expect(store.log).toEqual(["Started read_file"]);
+    expect(store.chunks).toEqual([{ stream: "stdout", text: "hi\n" }]);
+    expect(store.result?.status).toBe("ok");
+    expect(store.callId).toBeNull();
+    expect(finished).toBe(1);
+    store.dispose();
+  });
+
+  it("keeps a refused call's typed error; Stop without a call sends nothing", async () => {
+    let cancels = 0;
+    const store = new ConsoleStore({
+      ...api(async () => []),
+      callTool: async () => {
+        throw { code: "tool", stage: "Discovery", message: "no tool named `x`" };
+      },
+      cancelCall: async () => (cancels++, true),
+    });
+    await store.stop();
+    await store.start("x", "{}");
+    expect(store.failure).toEqual({ code: "tool", stage: "Discovery", message: "no tool named `x`" });
+    expect(cancels).toBe(0);
+    store.dispose();
   });
 });
