@@ -1,5 +1,5 @@
-// The window's state and the console's without their views (src/window/store.svelte.ts,
-// src/console/store.svelte.ts), and the services context the window reads (src/services.ts).
+// The feature stores without their views (src/window/, src/console/, src/catalog/
+// store.svelte.ts), and the services context the window reads (src/services.ts).
 import { mount } from "svelte";
 import { describe, expect, it } from "vitest";
 import type { Api } from "../src/api";
@@ -8,6 +8,8 @@ import App from "../src/components/App.svelte";
 import { ProviderChoiceStore } from "../src/project/choice.svelte";
 import { WindowStore } from "../src/window/store.svelte";
 import { ConsoleStore } from "../src/console/store.svelte";
+import type { CatalogApi } from "../src/catalog/api";
+import { CatalogStore, ServerActions } from "../src/catalog/store.svelte";
 import { TOOLS } from "./fixtures";
 
 function api(tools: () => Promise<typeof TOOLS>): Api {
@@ -119,5 +121,61 @@ describe("the console store (no view)", () => {
     expect(store.failure).toEqual({ code: "tool", stage: "Discovery", message: "no tool named `x`" });
     expect(cancels).toBe(0);
     store.dispose();
+  });
+});
+
+describe("the catalog stores (no view)", () => {
+  const catalogApi = (over: Partial<CatalogApi> = {}): CatalogApi => ({
+    listServers: async () => [],
+    listSkills: async () => ({ skills: [], problems: [] }),
+    reconnectServer: async () => true,
+    mcpLogin: async () => ({ kind: "logged_in" }) as never,
+    cancelMcpLogin: async () => false,
+    mcpLogout: async () => true,
+    mcpLogins: async () => [{ server: "docs", more_scope_needed: true }],
+    ...over,
+  });
+
+  it("keeps the lists' typed error and clears it once they are read", async () => {
+    let fail = true;
+    const store = new CatalogStore(
+      catalogApi({
+        listSkills: async () => {
+          if (fail) throw { code: "project", stage: null, message: "skills: unreadable" };
+          return { skills: [], problems: ["a/SKILL.md:1: no name"] };
+        },
+      }),
+    );
+    await store.load();
+    expect(store.error?.message).toBe("skills: unreadable");
+    fail = false;
+    await store.load();
+    expect(store.error).toBeNull();
+    expect(store.skills.problems).toEqual(["a/SKILL.md:1: no name"]);
+    await new CatalogStore(null).load();
+  });
+
+  it("an action's failure stays with its server, the lists are read again, tokens follow the servers", async () => {
+    let changed = 0;
+    const actions = new ServerActions(
+      catalogApi({
+        reconnectServer: async () => {
+          throw { code: "tool", stage: "Execution", message: "spawn failed" };
+        },
+      }),
+      () => changed++,
+    );
+    await actions.reconnect("docs");
+    expect(actions.failures.docs?.message).toBe("spawn failed");
+    expect(actions.pending).toBeNull();
+    expect(changed).toBe(1);
+    actions.readTokens(1);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(actions.holdsToken("docs")).toBe(true);
+    expect(actions.lacksScope("docs")).toBe(true);
+    actions.readTokens(0);
+    expect(actions.holdsToken("docs")).toBe(false);
+    await actions.logout("docs");
+    expect(actions.failures.docs).toBeUndefined();
   });
 });
