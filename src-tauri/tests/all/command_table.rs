@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use aibuddy_desktop::COMMANDS;
 use aibuddy_desktop::command_table::table;
@@ -90,19 +90,29 @@ fn is_command(attrs: &[syn::Attribute]) -> bool {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
-        segments == ["tauri", "command"]
+        segments == ["tauri", "command"] || segments == ["command"]
     })
 }
 
-/// Every `#[tauri::command]` function of `src-tauri/src`, by name.
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Every `#[tauri::command]` function of `src-tauri/src` (subfolders included), by name.
 fn handlers() -> BTreeMap<String, Signature> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = BTreeMap::new();
-    for entry in fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
+    for path in rust_files(&src) {
         let module = path.file_stem().unwrap().to_string_lossy().into_owned();
         let file = syn::parse_file(&fs::read_to_string(&path).unwrap()).unwrap();
         for item in file.items {
