@@ -9,6 +9,7 @@ import { ProviderChoiceStore } from "../src/project/choice.svelte";
 import { WindowStore } from "../src/window/store.svelte";
 import { ConsoleStore } from "../src/console/store.svelte";
 import type { CatalogApi } from "../src/catalog/api";
+import type { ProjectApi } from "../src/project/api";
 import { CatalogStore, ServerActions } from "../src/catalog/store.svelte";
 import { TOOLS } from "./fixtures";
 
@@ -177,5 +178,26 @@ describe("the catalog stores (no view)", () => {
     expect(actions.holdsToken("docs")).toBe(false);
     await actions.logout("docs");
     expect(actions.failures.docs).toBeUndefined();
+  });
+});
+
+describe("the provider choice store (no view)", () => {
+  it("a project change forgets the last project's notices with its choice", async () => {
+    const store = new ProviderChoiceStore();
+    const projects = {
+      listProviders: async () => {
+        throw new ApiError({ code: "project", stage: null, message: "settings unreadable" });
+      },
+      chooseProvider: async () => {
+        throw new ApiError({ code: "project", stage: null, message: "cannot write" });
+      },
+    } as unknown as ProjectApi;
+    await store.load(projects);
+    expect(store.failed).toBe("settings unreadable");
+    store.choice = { provider: "anthropic", model: " m " };
+    await store.remember(projects);
+    expect(store.notRemembered).toBe("cannot write");
+    store.reset();
+    expect([store.list, store.choice, store.failed, store.notRemembered]).toEqual([null, null, null, null]);
   });
 });
