@@ -10,6 +10,8 @@ import { WindowStore } from "../src/window/store.svelte";
 import { ConsoleStore } from "../src/console/store.svelte";
 import type { CatalogApi } from "../src/catalog/api";
 import type { ProjectApi } from "../src/project/api";
+import { ElicitationForm } from "../src/components/elicitation/form.svelte";
+import type { ElicitationRequest } from "../src/run/state";
 import { CatalogStore, ServerActions } from "../src/catalog/store.svelte";
 import { TOOLS } from "./fixtures";
 
@@ -199,5 +201,27 @@ describe("the provider choice store (no view)", () => {
     expect(store.notRemembered).toBe("cannot write");
     store.reset();
     expect([store.list, store.choice, store.failed, store.notRemembered]).toEqual([null, null, null, null]);
+  });
+});
+
+describe("the elicitation form store (no view)", () => {
+  it("refuses a send with a problem per field, keeps them current as typed, then answers once", () => {
+    const answers: Array<[string, unknown]> = [];
+    const request = {
+      elicitation_id: "e1",
+      server: "docs",
+      message: "Who?",
+      schema: { type: "object", properties: { name: { type: "string", minLength: 2 } }, required: ["name"] },
+    } as unknown as ElicitationRequest;
+    const form = new ElicitationForm(request, (id, answer) => answers.push([id, answer]));
+    expect(form.errors).toEqual({});
+    expect(form.send()).toBe("refused");
+    expect(Object.keys(form.errors)).toEqual(["name"]);
+    form.texts.name = "Al";
+    expect(form.errors).toEqual({});
+    expect(form.send()).toBe("sent");
+    form.answer("declined");
+    expect(form.send()).toBe("ignored");
+    expect(answers).toEqual([["e1", { kind: "form", content: { name: "Al" } }]]);
   });
 });
