@@ -124,10 +124,7 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
     outln!(
         "status: {}{}  started: {}  duration: {}",
         rec.status.as_str(),
-        rec.stage
-            .as_deref()
-            .map(|s| format!(" [{}]", term::line(s)))
-            .unwrap_or_default(),
+        rec.stage.map(|s| format!(" [{s}]")).unwrap_or_default(),
         rec.started_at,
         rec.duration_ms
             .map(|d| format!("{d} ms"))
@@ -141,15 +138,7 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         outln!("{line}");
     }
     for h in store.hook_runs(&args.id).await? {
-        match serde_json::from_value::<aibuddy::hooks::HookRun>(h.record) {
-            Ok(run) => outln!("{}", super::run::hook_line(&run)),
-            Err(_) => outln!(
-                "[hook] {} {} ({} ms)",
-                term::line(&h.event),
-                term::line(&h.outcome),
-                h.duration_ms
-            ),
-        }
+        outln!("{}", super::run::hook_row_line(&h));
     }
     match (
         rec.compaction_state,
