@@ -1,0 +1,363 @@
+//! [`ContainerSandbox`]: the `Sandbox` of a container on a Docker Engine API host.
+//!
+//! The container is created on first use (opening a project never waits for an engine) from the
+//! configured image, with no network (`NetworkMode: none`), the project bind-mounted at `workdir`
+//! (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
+//!
+//! File operations run on the project's mount: in `bind` mode the container sees the project
+//! folder itself, so list, read, write, edit, glob and grep go through the local adapter's cap-std
+//! handle on that folder: the same bounds, the same stage-attributed errors and the same scoping
+//! (nothing outside the mounted folder, symlinks included), and the bytes the container sees.
+//! Commands run inside the container (`exec.rs`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy_sandbox::aibuddy_exec::{ExecOutcome, ExecRequest, ExecSink};
+use aibuddy_sandbox::api::*;
+use aibuddy_sandbox::{
+    Capabilities, LocalSandbox, Sandbox, SandboxError, SandboxKind, SandboxSettings,
+};
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Endpoint;
+use crate::settings::{ContainerSettings, ProjectMode};
+use crate::wrapper::KEEP_ALIVE;
+
+/// How long one engine request may take before its response starts (create, start, inspect...).
+pub const DEFAULT_ENGINE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What [`ContainerSandbox::open`] needs besides the sandbox settings.
+#[derive(Debug, Clone)]
+pub struct ContainerOptions {
+    pub endpoint: Endpoint,
+    pub image: String,
+    pub workdir: String,
+    pub project: ProjectMode,
+    /// Bound of each engine request (see [`DEFAULT_ENGINE_TIMEOUT`]).
+    pub engine_timeout: Duration,
+}
+
+impl ContainerOptions {
+    /// The options of the `sandbox.container` settings; the engine is resolved from them, then
+    /// `DOCKER_HOST`, then the usual sockets.
+    pub fn from_settings(
+        s: &ContainerSettings,
+        docker_host: Option<&str>,
+        runtime_dir: Option<&Path>,
+    ) -> Result<Self, SandboxError> {
+        let unavailable = |reason: String| SandboxError::Unavailable {
+            kind: SandboxKind::Container,
+            reason,
+        };
+        s.check().map_err(unavailable)?;
+        let image = s.image.clone().ok_or_else(|| {
+            unavailable("`sandbox.container.image` is not set: name the image to run in".into())
+        })?;
+        let endpoint = crate::engine::resolve(s.engine.as_deref(), docker_host, runtime_dir, |p| {
+            p.exists()
+        })
+        .map_err(unavailable)?;
+        Ok(ContainerOptions {
+            endpoint,
+            image,
+            workdir: s.workdir().to_string(),
+            project: s.project,
+            engine_timeout: DEFAULT_ENGINE_TIMEOUT,
+        })
+    }
+}
+
+/// The container of one sandbox, once created.
+#[derive(Debug)]
+pub(crate) struct Created {
+    pub id: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub docker: Docker,
+    pub opts: ContainerOptions,
+    pub files: LocalSandbox,
+    pub container: OnceCell<Created>,
+}
+
+/// A sandbox whose commands run in a container of a Docker Engine API host.
+#[derive(Debug, Clone)]
+pub struct ContainerSandbox {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl ContainerSandbox {
+    /// Open the sandbox (no engine request yet: the container is created on first use).
+    pub fn open(settings: &SandboxSettings, opts: ContainerOptions) -> Result<Self, SandboxError> {
+        if opts.project == ProjectMode::Sync {
+            return Err(SandboxError::Unavailable {
+                kind: SandboxKind::Container,
+                reason: "`project: \"sync\"` (copying the project into a volume and bringing the \
+                         changes back) is not built yet; use `\"bind\"` with an engine on this machine"
+                    .into(),
+            });
+        }
+        if !opts.endpoint.is_local() {
+            return Err(SandboxError::Unavailable {
+                kind: SandboxKind::Container,
+                reason: format!(
+                    "`project: \"bind\"` mounts this machine's project folder, but the engine {} is \
+                     not on this machine (`\"sync\"` is not built yet)",
+                    opts.endpoint.shown()
+                ),
+            });
+        }
+        let docker = opts
+            .endpoint
+            .connect(opts.engine_timeout)
+            .map_err(|reason| SandboxError::Unavailable {
+                kind: SandboxKind::Container,
+                reason,
+            })?;
+        let files = LocalSandbox::open(settings)?;
+        Ok(ContainerSandbox {
+            inner: Arc::new(Inner {
+                docker,
+                opts,
+                files,
+                container: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The container's id, once one was created.
+    pub fn container_id(&self) -> Option<String> {
+        self.inner.container.get().map(|c| c.id.clone())
+    }
+
+    /// Remove the container now (force), if one was created; the sandbox creates a new one on
+    /// its next command. Dropping the sandbox does the same in the background.
+    pub async fn close(&self) -> Result<(), SandboxError> {
+        let Some(id) = self.container_id() else {
+            return Ok(());
+        };
+        let opts = RemoveContainerOptions {
+            force: true,
+            ..Default::default()
+        };
+        let bound = self.inner.opts.engine_timeout;
+        match tokio::time::timeout(bound, self.inner.docker.remove_container(&id, Some(opts))).await
+        {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(engine_error(
+                &self.inner.opts.endpoint,
+                format!("could not remove container {id}: {e}"),
+            )),
+            Err(_) => Err(engine_error(
+                &self.inner.opts.endpoint,
+                format!("did not remove container {id} within {} s", bound.as_secs()),
+            )),
+        }
+    }
+
+    pub fn options(&self) -> &ContainerOptions {
+        &self.inner.opts
+    }
+
+    /// The container, created and started on first use (bounded by the engine timeout).
+    pub(crate) async fn ensure(&self) -> Result<&Created, SandboxError> {
+        let inner = &self.inner;
+        let bound = inner.opts.engine_timeout.saturating_mul(2);
+        let create = inner.container.get_or_try_init(|| async {
+            match tokio::time::timeout(bound, create_container(inner)).await {
+                Ok(r) => r,
+                Err(_) => Err(engine_error(
+                    &inner.opts.endpoint,
+                    format!(
+                        "did not create the container within {} s",
+                        bound.as_secs()
+                    ),
+                )),
+            }
+        });
+        create.await
+    }
+}
+
+/// An Execution-stage error about the engine, naming it.
+pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Exec {
+        stage: aibuddy_sandbox::Stage::Execution,
+        message: format!("container engine {}: {what}", endpoint.shown()),
+    }
+}
+
+async fn create_container(inner: &Inner) -> Result<Created, SandboxError> {
+    let o = &inner.opts;
+    let root = inner.files.root().to_string_lossy().into_owned();
+    let body = ContainerCreateBody {
+        image: Some(o.image.clone()),
+        cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
+        working_dir: Some(o.workdir.clone()),
+        labels: Some(
+            [
+                ("aibuddy.sandbox".to_string(), "1".to_string()),
+                ("aibuddy.project".to_string(), root.clone()),
+            ]
+            .into(),
+        ),
+        network_disabled: Some(true),
+        host_config: Some(HostConfig {
+            binds: Some(vec![format!("{root}:{}:rw", o.workdir)]),
+            network_mode: Some("none".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let created = inner
+        .docker
+        .create_container(None::<CreateContainerOptions>, body)
+        .await
+        .map_err(|e| engine_error(&o.endpoint, format!("could not create the container from image `{}`: {e}", o.image)))?;
+    let id = created.id;
+    if let Err(e) = inner.docker.start_container(&id, None).await {
+        remove_quietly(inner.docker.clone(), id.clone());
+        return Err(engine_error(
+            &o.endpoint,
+            format!("could not start the container: {e}"),
+        ));
+    }
+    tracing::debug!(container = %id, image = %o.image, "container sandbox started");
+    Ok(Created { id })
+}
+
+/// Remove a container in the background (best effort, force).
+fn remove_quietly(docker: Docker, id: String) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let opts = RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            };
+            if let Err(e) = docker.remove_container(&id, Some(opts)).await {
+                tracing::debug!(container = %id, error = %e, "container not removed");
+            }
+        });
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(c) = self.container.take() {
+            remove_quietly(self.docker.clone(), c.id);
+        }
+    }
+}
+
+#[async_trait]
+impl Sandbox for ContainerSandbox {
+    fn kind(&self) -> SandboxKind {
+        SandboxKind::Container
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            kind: SandboxKind::Container,
+            ..self.inner.files.capabilities()
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.inner.files.root()
+    }
+
+    fn location(&self) -> String {
+        let o = &self.inner.opts;
+        let which = match self.container_id() {
+            Some(id) => format!("container {}", &id[..id.len().min(12)]),
+            None => "a container (created on first use)".to_string(),
+        };
+        format!(
+            "container: {which} of image `{}` on engine {}, project bound at {}, no network",
+            o.image,
+            o.endpoint.shown(),
+            o.workdir
+        )
+    }
+
+    fn scope(&self, given: &str) -> Result<String, SandboxError> {
+        self.inner.files.scope(given)
+    }
+
+    async fn list(&self, req: ListRequest, c: CancellationToken) -> Result<Listing, SandboxError> {
+        self.inner.files.list(req, c).await
+    }
+
+    async fn read(
+        &self,
+        req: ReadRequest,
+        c: CancellationToken,
+    ) -> Result<ReadOutcome, SandboxError> {
+        self.inner.files.read(req, c).await
+    }
+
+    async fn preview_write(
+        &self,
+        req: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WritePlan, SandboxError> {
+        self.inner.files.preview_write(req, c).await
+    }
+
+    async fn write(
+        &self,
+        req: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WriteOutcome, SandboxError> {
+        self.inner.files.write(req, c).await
+    }
+
+    async fn preview_edit(
+        &self,
+        req: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditPlan, SandboxError> {
+        self.inner.files.preview_edit(req, c).await
+    }
+
+    async fn edit(
+        &self,
+        req: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditOutcome, SandboxError> {
+        self.inner.files.edit(req, c).await
+    }
+
+    async fn glob(
+        &self,
+        req: GlobRequest,
+        c: CancellationToken,
+    ) -> Result<GlobOutcome, SandboxError> {
+        self.inner.files.glob(req, c).await
+    }
+
+    async fn grep(
+        &self,
+        req: GrepRequest,
+        c: CancellationToken,
+    ) -> Result<GrepOutcome, SandboxError> {
+        self.inner.files.grep(req, c).await
+    }
+
+    async fn exec(
+        &self,
+        req: ExecRequest,
+        cancel: CancellationToken,
+        sink: Arc<dyn ExecSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        crate::exec::run(self, req, cancel, sink).await
+    }
+}
