@@ -236,7 +236,7 @@ impl App {
             CapabilityPlane::open_with_plan(&project_root, &opts.data_dir, plane, config.mcp)
                 .await
                 .map_err(AppError::Inconsistent)?;
-        let sandbox = open_sandbox(&loaded.settings.sandbox.kind, &project_root);
+        let sandbox = open_sandbox(&loaded.settings.sandbox, &project_root);
         if let Err(reason) = &sandbox {
             tracing::warn!("{reason}");
         }

@@ -13,6 +13,7 @@
 //! | `tools.disabled` | widens when it drops a key the user level disables; untrusted, the user level's keys are kept too |
 //! | `sandbox.kind` | widens when it differs from the user level (commands and files would go elsewhere) |
 //! | `sandbox.daytona`, `sandbox.e2b` | widen when they differ from the user level (where a remote sandbox runs, with what credentials) |
+//! | `sandbox.container` | widens when it differs from the user level (which image commands run in, where the project is mounted); its `engine` is user level only: a project's is always ignored (see `layer`) |
 //! | `confirm.auto_approve_writes` | widens when `true` and the user level is `false` |
 //! | `approvals.mode` | narrows when at least as strict as the user level (`auto` < `ask` < `read-only`); a wider one is never applied from a project, trusted or not (`settings/approvals.rs`): only the person chooses it |
 //! | `approvals.rules` | narrows when it holds only `ask` and `deny` rules (they apply at once, added to the user level's); widens by its `allow` rules, which apply only when the project is trusted |
@@ -146,6 +147,12 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
             differs(value, user.sandbox.daytona.as_ref().unwrap_or(&Value::Null))
         }
         ("sandbox", "e2b") => differs(value, user.sandbox.e2b.as_ref().unwrap_or(&Value::Null)),
+        // Which image commands run in and where the project is inside; the engine is dropped
+        // from a project before this (`layer::drop_user_only`): user level only.
+        ("sandbox", "container") => differs(
+            value,
+            user.sandbox.container.as_ref().unwrap_or(&Value::Null),
+        ),
         ("confirm", "auto_approve_writes") => turns_on(value, user.confirm.auto_approve_writes),
         ("approvals", "mode") => match serde_json::from_value::<ApprovalMode>(value.clone()) {
             Ok(m) if m.at_least_as_strict_as(user.approvals.mode) => Effect::Narrows,
@@ -313,6 +320,20 @@ mod tests {
         assert_eq!(eff("sandbox", "kind", json!("local")), Effect::Neutral);
         assert_eq!(eff("sandbox", "kind", json!("e2b")), Effect::Widens);
         assert_eq!(eff("sandbox", "kind", json!("daytona")), Effect::Widens);
+    }
+
+    #[test]
+    fn container_settings_widen_when_they_differ() {
+        let mut u = user();
+        u.sandbox.container = Some(json!({"image": "debian:12"}));
+        let same = json!({"image": "debian:12"});
+        assert_eq!(effect("sandbox", "container", &same, &u), Some(Effect::Neutral));
+        let other = json!({"image": "evil:latest"});
+        assert_eq!(effect("sandbox", "container", &other, &u), Some(Effect::Widens));
+        assert_eq!(
+            eff("sandbox", "container", json!({"project": "bind"})),
+            Effect::Widens
+        );
     }
 
     #[test]

@@ -110,8 +110,24 @@ pub const USER_FILE_EXPOSED: &str = "ignored: the data directory lies inside the
 /// The problem of a project's `exec.unprotected_paths`.
 pub const UNPROTECTED_USER_ONLY: &str = "ignored: only the user-level settings may remove protected paths (a project may add some with `exec.protected_paths`)";
 
+/// The problem of a project's `sandbox.container.engine`.
+pub const ENGINE_USER_ONLY: &str = "ignored: only the user-level settings may choose the container engine (where commands are sent)";
+
 /// Fields only the user-level file may set: a project's are left out, trusted or not.
 fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec<SettingsProblem>) {
+    let at = cleaned.position("sandbox", "container");
+    if let Some(Value::Object(sandbox)) = cleaned.map.get_mut("sandbox")
+        && let Some(Value::Object(container)) = sandbox.get_mut("container")
+        && container.remove("engine").is_some()
+    {
+        problems.push(SettingsProblem {
+            file: file.file.clone(),
+            line: at.map(|p| p.line),
+            column: at.map(|p| p.column),
+            field: "sandbox.container.engine".to_string(),
+            message: ENGINE_USER_ONLY.to_string(),
+        });
+    }
     let at = cleaned.position("exec", "unprotected_paths");
     let Some(Value::Object(exec)) = cleaned.map.get_mut("exec") else {
         return;

@@ -76,7 +76,7 @@ pub(crate) async fn run(
             Err(_) => {
                 // The engine stopped answering: try to end the command (in the background, it
                 // may not answer that either) and give the call back now.
-                spawn_kill(sb, &id, "KILL");
+                spawn_kill(sb, req.read_only, &id, "KILL");
                 Err(engine_error(
                     &sb.inner.opts.endpoint,
                     format!(
@@ -112,7 +112,10 @@ async fn run_inner(
     let inner = &sb.inner;
     let endpoint = &inner.opts.endpoint;
     let docker = &inner.docker;
-    let container = unless_cancelled(cancel, sb.ensure()).await??.id.clone();
+    let container = unless_cancelled(cancel, sb.ensure(req.read_only))
+        .await??
+        .id
+        .clone();
     let config = CreateExecOptions {
         attach_stdin: Some(true),
         attach_stdout: Some(true),
@@ -136,7 +139,7 @@ async fn run_inner(
     };
     let attached = unless_cancelled(cancel, docker.start_exec(&exec.id, Some(start)))
         .await
-        .inspect_err(|_| spawn_kill(sb, id, "KILL"))?
+        .inspect_err(|_| spawn_kill(sb, req.read_only, id, "KILL"))?
         .map_err(|e| engine_error(endpoint, format!("could not start the exec: {e}")))?;
     let StartExecResults::Attached { mut output, input } = attached else {
         return Err(engine_error(endpoint, "the exec started detached"));
@@ -172,12 +175,12 @@ async fn run_inner(
             _ = heartbeat.tick() => sink.heartbeat(),
             _ = tokio::time::sleep_until(timeout_at), if !timed_out => {
                 timed_out = true;
-                spawn_kill(sb, id, "TERM");
+                spawn_kill(sb, req.read_only, id, "TERM");
                 kill_at = tokio::time::Instant::now() + req.kill_grace;
             }
             _ = tokio::time::sleep_until(kill_at), if kill_at < far => {
                 kill_at = far;
-                spawn_kill(sb, id, "KILL");
+                spawn_kill(sb, req.read_only, id, "KILL");
             }
             _ = cancel.cancelled(), if !cancelled => { cancelled = true; break; }
         }
@@ -308,8 +311,8 @@ pub(crate) async fn kill(
 }
 
 /// [`kill`] in the background, bounded by [`KILL_WAIT`] (when the container exists).
-fn spawn_kill(sb: &ContainerSandbox, id: &str, signal: &'static str) {
-    let Some(container) = sb.container_id() else {
+fn spawn_kill(sb: &ContainerSandbox, read_only: bool, id: &str, signal: &'static str) {
+    let Some(container) = sb.container_for(read_only) else {
         return;
     };
     let docker = sb.inner.docker.clone();

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aibuddy_sandbox::aibuddy_exec::{ExecOutcome, ExecRequest, ExecSink};
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink};
 use aibuddy_sandbox::api::*;
 use aibuddy_sandbox::{
     Capabilities, LocalSandbox, Sandbox, SandboxError, SandboxKind, SandboxSettings,
@@ -86,6 +86,9 @@ pub(crate) struct Inner {
     pub opts: ContainerOptions,
     pub files: LocalSandbox,
     pub container: OnceCell<Created>,
+    /// The container of read-only commands (the approval mode `read-only`): the project mounted
+    /// read-only; created on the first such command.
+    pub read_only: OnceCell<Created>,
 }
 
 /// A sandbox whose commands run in a container of a Docker Engine API host.
@@ -129,6 +132,7 @@ impl ContainerSandbox {
                 opts,
                 files,
                 container: OnceCell::new(),
+                read_only: OnceCell::new(),
             }),
         })
     }
@@ -138,53 +142,101 @@ impl ContainerSandbox {
         self.inner.container.get().map(|c| c.id.clone())
     }
 
-    /// Remove the container now (force), if one was created; the sandbox creates a new one on
+    /// The id of the container that runs (or ran) `read_only` commands, once created.
+    pub(crate) fn container_for(&self, read_only: bool) -> Option<String> {
+        let cell = if read_only {
+            &self.inner.read_only
+        } else {
+            &self.inner.container
+        };
+        cell.get().map(|c| c.id.clone())
+    }
+
+    /// Remove the containers now (force), if any were created; the sandbox creates new ones on
     /// its next command. Dropping the sandbox does the same in the background.
     pub async fn close(&self) -> Result<(), SandboxError> {
-        let Some(id) = self.container_id() else {
-            return Ok(());
-        };
-        let opts = RemoveContainerOptions {
-            force: true,
-            ..Default::default()
-        };
-        let bound = self.inner.opts.engine_timeout;
-        match tokio::time::timeout(bound, self.inner.docker.remove_container(&id, Some(opts))).await
+        for id in [self.container_for(false), self.container_for(true)]
+            .into_iter()
+            .flatten()
         {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(engine_error(
-                &self.inner.opts.endpoint,
-                format!("could not remove container {id}: {e}"),
-            )),
-            Err(_) => Err(engine_error(
-                &self.inner.opts.endpoint,
-                format!("did not remove container {id} within {} s", bound.as_secs()),
-            )),
+            let opts = RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            };
+            let bound = self.inner.opts.engine_timeout;
+            let removed =
+                tokio::time::timeout(bound, self.inner.docker.remove_container(&id, Some(opts)))
+                    .await;
+            match removed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    return Err(engine_error(
+                        &self.inner.opts.endpoint,
+                        format!("could not remove container {id}: {e}"),
+                    ));
+                }
+                Err(_) => {
+                    return Err(engine_error(
+                        &self.inner.opts.endpoint,
+                        format!("did not remove container {id} within {} s", bound.as_secs()),
+                    ));
+                }
+            }
         }
+        Ok(())
     }
 
     pub fn options(&self) -> &ContainerOptions {
         &self.inner.opts
     }
 
-    /// The container, created and started on first use (bounded by the engine timeout).
-    pub(crate) async fn ensure(&self) -> Result<&Created, SandboxError> {
+    /// The container of `read_only` commands or of the others, created and started on first use
+    /// (bounded by twice the engine timeout).
+    pub(crate) async fn ensure(&self, read_only: bool) -> Result<&Created, SandboxError> {
         let inner = &self.inner;
         let bound = inner.opts.engine_timeout.saturating_mul(2);
-        let create = inner.container.get_or_try_init(|| async {
-            match tokio::time::timeout(bound, create_container(inner)).await {
+        let cell = if read_only {
+            &inner.read_only
+        } else {
+            &inner.container
+        };
+        cell.get_or_try_init(|| async {
+            match tokio::time::timeout(bound, create_container(inner, read_only)).await {
                 Ok(r) => r,
                 Err(_) => Err(engine_error(
                     &inner.opts.endpoint,
-                    format!(
-                        "did not create the container within {} s",
-                        bound.as_secs()
-                    ),
+                    format!("did not create the container within {} s", bound.as_secs()),
                 )),
             }
-        });
-        create.await
+        })
+        .await
     }
+}
+
+/// The protected paths (`aibuddy_exec::PROTECTED_PATHS`: git config and hooks, `.aibuddy`,
+/// `.vscode`, `.envrc`...) that exist in the project as real files or folders: bound read-only
+/// over the project mount. A symlink is never a bind source (the engine would follow it on the
+/// host); absent ones cannot be bound: [`unprotected_in`] names them.
+pub fn protected_in(root: &Path) -> Vec<String> {
+    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .filter(|p| {
+            std::fs::symlink_metadata(root.join(p))
+                .is_ok_and(|m| m.is_dir() || m.is_file())
+        })
+        .collect()
+}
+
+/// The protected paths a command in the container could create or replace (absent, or a
+/// symlink), so the scope can say so.
+pub fn unprotected_in(root: &Path) -> Vec<String> {
+    let bound = protected_in(root);
+    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .filter(|p| !bound.contains(p))
+        .collect()
 }
 
 /// An Execution-stage error about the engine, naming it.
@@ -195,9 +247,15 @@ pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) ->
     }
 }
 
-async fn create_container(inner: &Inner) -> Result<Created, SandboxError> {
+async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, SandboxError> {
     let o = &inner.opts;
-    let root = inner.files.root().to_string_lossy().into_owned();
+    let root_path = inner.files.root();
+    let root = root_path.to_string_lossy().into_owned();
+    let mode = if read_only { "ro" } else { "rw" };
+    let mut binds = vec![format!("{root}:{}:{mode}", o.workdir)];
+    for p in protected_in(root_path) {
+        binds.push(format!("{root}/{p}:{}/{p}:ro", o.workdir));
+    }
     let body = ContainerCreateBody {
         image: Some(o.image.clone()),
         cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
@@ -211,8 +269,10 @@ async fn create_container(inner: &Inner) -> Result<Created, SandboxError> {
         ),
         network_disabled: Some(true),
         host_config: Some(HostConfig {
-            binds: Some(vec![format!("{root}:{}:rw", o.workdir)]),
+            binds: Some(binds),
             network_mode: Some("none".into()),
+            readonly_rootfs: Some(read_only),
+            tmpfs: read_only.then(|| [("/tmp".to_string(), "rw,size=64m".to_string())].into()),
             ..Default::default()
         }),
         ..Default::default()
@@ -251,7 +311,7 @@ fn remove_quietly(docker: Docker, id: String) {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(c) = self.container.take() {
+        for c in [self.container.take(), self.read_only.take()].into_iter().flatten() {
             remove_quietly(self.docker.clone(), c.id);
         }
     }
@@ -286,6 +346,18 @@ impl Sandbox for ContainerSandbox {
             o.endpoint.shown(),
             o.workdir
         )
+    }
+
+    fn exec_confinement(&self) -> Option<Confinement> {
+        Some(Confinement::Container {
+            engine: self.inner.opts.endpoint.shown(),
+            image: self.inner.opts.image.clone(),
+            container: self
+                .container_id()
+                .map(|id| id.chars().take(12).collect())
+                .unwrap_or_default(),
+            network_isolated: true,
+        })
     }
 
     fn scope(&self, given: &str) -> Result<String, SandboxError> {

@@ -378,6 +378,11 @@ pub trait Sandbox: Send + Sync + std::fmt::Debug {
     fn location(&self) -> String {
         format!("{}: this machine", self.kind())
     }
+    /// The confinement commands get, when it is not the local runner's (`None`: the host's
+    /// support, `aibuddy_exec::confinement_support`): a container sandbox names its container.
+    fn exec_confinement(&self) -> Option<aibuddy_exec::Confinement> {
+        None
+    }
     /// Resolve `given` to its path relative to the root without touching anything
     /// (the lexical pass; the real confinement happens when the operation opens it).
     fn scope(&self, given: &str) -> Result<String, SandboxError>;

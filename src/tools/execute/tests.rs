@@ -203,7 +203,7 @@ fn fixture(settings: Settings) -> Fixture {
         project_root: root.clone(),
         data_dir: data.path().to_path_buf(),
         settings,
-        sandbox: open_sandbox("local", &root),
+        sandbox: open_sandbox(&Default::default(), &root),
         session_rules: Default::default(),
         processes: Default::default(),
     });
