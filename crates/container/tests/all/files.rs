@@ -95,3 +95,31 @@ async fn every_file_tool_works_on_the_mount_and_the_container_sees_it() {
     assert!(sb.location().contains("container"), "{}", sb.location());
     sb.close().await.unwrap();
 }
+
+/// The approval mode `read-only` gets a container whose project mount is read-only; protected
+/// paths that exist are read-only in the read-write container too.
+#[tokio::test]
+async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::fs::write(dir.path().join(".git/config"), "[core]\n").unwrap();
+    let sb = engine.sandbox(dir.path());
+    let mut req = ExecRequest::new("{ echo x > README.md; } 2>/dev/null; echo $?; echo y > /tmp/ok && echo tmp-ok", "/");
+    req.read_only = true;
+    let out = sb.exec(req, c(), Arc::new(NullSink)).await.unwrap();
+    let text = String::from_utf8_lossy(&out.head);
+    assert_eq!(text, "2\ntmp-ok\n", "the project is read-only, /tmp is not");
+    assert_eq!(std::fs::read_to_string(dir.path().join("README.md")).unwrap(), "hello\nworld\n");
+
+    let out = sh(
+        &sb,
+        "{ echo hook > .git/hooks/pre-commit; } 2>/dev/null; echo $?; \
+         { echo x >> .git/config; } 2>/dev/null; echo $?; echo 'export A=1' > .envrc; echo $?",
+    )
+    .await;
+    assert_eq!(out, "2\n2\n0\n", "existing protected paths are read-only; an absent one is not");
+    assert!(!dir.path().join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(dir.path().join(".git/config")).unwrap(), "[core]\n");
+    sb.close().await.unwrap();
+}
