@@ -32,8 +32,8 @@ copy() { # copy a file to the same path under the root, links resolved into /usr
   fi
 }
 for b in "${BINARIES[@]}"; do
-  p="$(command -v "$b" 2>/dev/null || true)"
-  case "$p" in /*) ;; *) continue ;; esac # shell builtins without a binary
+  p="$(type -P "$b" 2>/dev/null || true)" # the file, also for names bash has as builtins
+  [ -n "$p" ] || continue
   copy "$p"
   # the name asked for (`sh`) may be a link to another binary (`dash`)
   [ -e "$root/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$root/usr/bin/$b"
@@ -45,6 +45,7 @@ tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$root" -cf "$
 sum="$(sha256sum "$work/rootfs.tar" | cut -c1-16)"
 name="localhost/aibuddy-test-rootfs:$sum"
 if ! podman "$@" image exists "$name"; then
-  podman "$@" import --change 'CMD ["/bin/sh"]' "$work/rootfs.tar" "$name" >/dev/null
+  podman "$@" import -q --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/usr/bin:/bin' \
+    "$work/rootfs.tar" "$name" >/dev/null
 fi
 echo "$name"
