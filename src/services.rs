@@ -58,8 +58,9 @@ pub fn open_sandbox(
     let sandbox_settings = SandboxSettings::new(project_root);
     if kind == SandboxKind::Container {
         let container = match &settings.container {
-            Some(v) => aibuddy_container::ContainerSettings::from_value(v)
-                .map_err(|e| format!("sandbox `container` is unavailable: sandbox.container: {e}"))?,
+            Some(v) => aibuddy_container::ContainerSettings::from_value(v).map_err(|e| {
+                format!("sandbox `container` is unavailable: sandbox.container: {e}")
+            })?,
             None => Default::default(),
         };
         let docker_host = std::env::var("DOCKER_HOST").ok();
@@ -124,6 +125,9 @@ mod tests {
             "container: image `debian:12` on engine unix:///run/x.sock, project bind at /workspace, no network"
         );
         let err = open_sandbox(&s, std::path::Path::new("/")).unwrap_err();
-        assert!(err.contains("not on this machine") || err.contains("container"), "{err}");
+        assert!(
+            err.contains("not on this machine") || err.contains("container"),
+            "{err}"
+        );
     }
 }

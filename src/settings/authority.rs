@@ -327,9 +327,15 @@ mod tests {
         let mut u = user();
         u.sandbox.container = Some(json!({"image": "debian:12"}));
         let same = json!({"image": "debian:12"});
-        assert_eq!(effect("sandbox", "container", &same, &u), Some(Effect::Neutral));
+        assert_eq!(
+            effect("sandbox", "container", &same, &u),
+            Some(Effect::Neutral)
+        );
         let other = json!({"image": "evil:latest"});
-        assert_eq!(effect("sandbox", "container", &other, &u), Some(Effect::Widens));
+        assert_eq!(
+            effect("sandbox", "container", &other, &u),
+            Some(Effect::Widens)
+        );
         assert_eq!(
             eff("sandbox", "container", json!({"project": "bind"})),
             Effect::Widens

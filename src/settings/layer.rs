@@ -143,6 +143,28 @@ fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec
     }
 }
 
+/// `sandbox.container.engine` is the user level's alone: a (trusted) project's `sandbox.container`
+/// replaces the user's object field by field, so the user's engine is put back (a project's own
+/// was dropped by [`drop_user_only`]).
+fn keep_user_engine(settings: &mut Settings, user: &Settings) {
+    let engine = user
+        .sandbox
+        .container
+        .as_ref()
+        .and_then(|c| c.get("engine"))
+        .cloned();
+    if let Some(Value::Object(container)) = settings.sandbox.container.as_mut() {
+        match engine {
+            Some(e) => {
+                container.insert("engine".to_string(), e);
+            }
+            None => {
+                container.remove("engine");
+            }
+        }
+    }
+}
+
 /// How a file's widening fields are gated.
 struct Gate<'a> {
     /// What the file widens over.
@@ -309,6 +331,7 @@ pub fn layer(
     if let Some(hooks) = project_hooks {
         settings.hooks.extend_with(hooks, super::HookLevel::Project);
     }
+    keep_user_engine(&mut settings, &user_settings);
     LoadedSettings {
         settings,
         problems,

@@ -36,7 +36,13 @@ fn main() {
     let dir = support::project();
     rt.block_on(async {
         let sb = engine.sandbox(dir.path());
-        let run = || sb.exec(ExecRequest::new("true", "/"), CancellationToken::new(), Arc::new(NullSink));
+        let run = || {
+            sb.exec(
+                ExecRequest::new("true", "/"),
+                CancellationToken::new(),
+                Arc::new(NullSink),
+            )
+        };
         for _ in 0..5 {
             assert!(run().await.expect("warm-up").termination.success());
         }
@@ -55,7 +61,11 @@ fn main() {
             ours.push(t.elapsed());
 
             let t = Instant::now();
-            let st = engine.podman().args(["exec", &id, "true"]).status().expect("podman exec");
+            let st = engine
+                .podman()
+                .args(["exec", &id, "true"])
+                .status()
+                .expect("podman exec");
             assert!(st.success());
             cli.push(t.elapsed());
 
@@ -77,9 +87,18 @@ fn main() {
         }
         let (o, c, a) = (median(ours), median(cli), median(api));
         println!("container exec overhead, `true`, median of {calls} calls each:");
-        println!("  ContainerSandbox::exec      {:>8.1} ms", o.as_secs_f64() * 1e3);
-        println!("  podman exec (CLI)           {:>8.1} ms", c.as_secs_f64() * 1e3);
-        println!("  bare API exec (no wrapper)  {:>8.1} ms", a.as_secs_f64() * 1e3);
+        println!(
+            "  ContainerSandbox::exec      {:>8.1} ms",
+            o.as_secs_f64() * 1e3
+        );
+        println!(
+            "  podman exec (CLI)           {:>8.1} ms",
+            c.as_secs_f64() * 1e3
+        );
+        println!(
+            "  bare API exec (no wrapper)  {:>8.1} ms",
+            a.as_secs_f64() * 1e3
+        );
         println!(
             "  ratio adapter / podman exec: {:.2}x (goal <= 1.2x)",
             o.as_secs_f64() / c.as_secs_f64()

@@ -22,7 +22,9 @@ impl Endpoint {
     pub fn parse(given: &str) -> Result<Endpoint, String> {
         if let Some(path) = given.strip_prefix("unix://") {
             if !path.starts_with('/') {
-                return Err(format!("`{given}`: a unix:// engine needs an absolute path"));
+                return Err(format!(
+                    "`{given}`: a unix:// engine needs an absolute path"
+                ));
             }
             return Ok(Endpoint::Unix(PathBuf::from(path)));
         }
@@ -32,9 +34,9 @@ impl Endpoint {
         match rest {
             Some(addr)
                 if !addr.is_empty()
-                    && addr.rsplit_once(':').is_some_and(|(h, p)| {
-                        !h.is_empty() && p.parse::<u16>().is_ok()
-                    })
+                    && addr
+                        .rsplit_once(':')
+                        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
                     && !addr.contains('/')
                     && !addr.contains('@') =>
             {

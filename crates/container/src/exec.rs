@@ -146,8 +146,10 @@ async fn run_inner(
     };
     let wants_output = sink.wants_output();
     let heartbeat_every = req.heartbeat_interval.max(Duration::from_millis(10));
-    let mut heartbeat =
-        tokio::time::interval_at(tokio::time::Instant::now() + heartbeat_every, heartbeat_every);
+    let mut heartbeat = tokio::time::interval_at(
+        tokio::time::Instant::now() + heartbeat_every,
+        heartbeat_every,
+    );
     let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
     let timeout_at = if req.untimed {
         far
@@ -198,7 +200,10 @@ async fn run_inner(
             ));
         }
         if !matches!(killed, Ok(Ok(()))) {
-            tracing::warn!(exec = id, "the stopped command's processes may not have been killed");
+            tracing::warn!(
+                exec = id,
+                "the stopped command's processes may not have been killed"
+            );
         }
         return Ok(outcome(
             sb,
@@ -211,9 +216,12 @@ async fn run_inner(
             true,
         ));
     }
-    let code = exit_code(docker, &exec.id)
-        .await
-        .map_err(|e| engine_error(endpoint, format!("lost the connection after the command's output ended: {e}")))?;
+    let code = exit_code(docker, &exec.id).await.map_err(|e| {
+        engine_error(
+            endpoint,
+            format!("lost the connection after the command's output ended: {e}"),
+        )
+    })?;
     let termination = match code {
         c if (timed_out || cancelled) && c > 128 && c < 128 + 65 => Termination::Signaled {
             signal: (c - 128) as i32,

@@ -222,8 +222,7 @@ pub fn protected_in(root: &Path) -> Vec<String> {
         .iter()
         .map(|(p, _)| p.to_string())
         .filter(|p| {
-            std::fs::symlink_metadata(root.join(p))
-                .is_ok_and(|m| m.is_dir() || m.is_file())
+            std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_dir() || m.is_file())
         })
         .collect()
 }
@@ -281,7 +280,15 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         .docker
         .create_container(None::<CreateContainerOptions>, body)
         .await
-        .map_err(|e| engine_error(&o.endpoint, format!("could not create the container from image `{}`: {e}", o.image)))?;
+        .map_err(|e| {
+            engine_error(
+                &o.endpoint,
+                format!(
+                    "could not create the container from image `{}`: {e}",
+                    o.image
+                ),
+            )
+        })?;
     let id = created.id;
     if let Err(e) = inner.docker.start_container(&id, None).await {
         remove_quietly(inner.docker.clone(), id.clone());
@@ -311,7 +318,10 @@ fn remove_quietly(docker: Docker, id: String) {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        for c in [self.container.take(), self.read_only.take()].into_iter().flatten() {
+        for c in [self.container.take(), self.read_only.take()]
+            .into_iter()
+            .flatten()
+        {
             remove_quietly(self.docker.clone(), c.id);
         }
     }

@@ -115,7 +115,12 @@ mod tests {
     fn the_wrapper_leaves_nothing_and_stdin_eof_kills() {
         let id = format!("t{}", std::process::id());
         let mut child = Command::new("/bin/sh")
-            .args(&command_argv(&id, "(sleep 300 &) ; sleep 300 & echo started; sleep 0.5; exit 3")[1..])
+            .args(
+                &command_argv(
+                    &id,
+                    "(sleep 300 &) ; sleep 300 & echo started; sleep 0.5; exit 3",
+                )[1..],
+            )
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()

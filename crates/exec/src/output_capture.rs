@@ -77,7 +77,10 @@ mod tests {
         c.push(Stream::Stderr, b"ab");
         assert_eq!(c.total_bytes(), 12);
         let out = c.finish();
-        assert_eq!((out.head.as_slice(), out.tail.as_slice()), (&b"0123"[..], &b"9ab"[..]));
+        assert_eq!(
+            (out.head.as_slice(), out.tail.as_slice()),
+            (&b"0123"[..], &b"9ab"[..])
+        );
         assert_eq!(out.omitted_middle_bytes, 5);
         assert_eq!((out.stdout.total_bytes, out.stderr.total_bytes), (10, 2));
     }

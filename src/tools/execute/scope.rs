@@ -143,7 +143,11 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
                  ({}); this machine's writable roots and private $TMPDIR do not apply; network \
                  off (the container has no network; the allow-list proxy is not bridged into \
                  containers{})",
-                if req.read_only { "read-only" } else { "read-write" },
+                if req.read_only {
+                    "read-only"
+                } else {
+                    "read-write"
+                },
                 if req.network_allowed {
                     ", so the allowed hosts are not reachable either"
                 } else {
@@ -216,10 +220,22 @@ mod tests {
             network_isolated: true,
         };
         let scope = scope_lines(&req, &["GITHUB_TOKEN".into()], &c);
-        assert!(scope[1].contains("image `debian:12` on the engine unix:///run/podman/podman.sock"), "{}", scope[1]);
-        assert!(scope[1].contains("(read-write)") && scope[1].contains("network off"), "{}", scope[1]);
+        assert!(
+            scope[1].contains("image `debian:12` on the engine unix:///run/podman/podman.sock"),
+            "{}",
+            scope[1]
+        );
+        assert!(
+            scope[1].contains("(read-write)") && scope[1].contains("network off"),
+            "{}",
+            scope[1]
+        );
         assert!(scope[2].contains("NOT protected"), "{}", scope[2]);
-        assert!(scope[4].contains("none of this machine's variables"), "{}", scope[4]);
+        assert!(
+            scope[4].contains("none of this machine's variables"),
+            "{}",
+            scope[4]
+        );
         assert_eq!(
             crate::tools::execute::launch_of(&c),
             crate::approvals::Launch::Degraded

@@ -43,17 +43,29 @@ impl Proxy {
                 tokio::spawn(async move { forward(client, &upstream, h, v).await });
             }
         });
-        Proxy { path, hang, vanish, _dir: dir }
+        Proxy {
+            path,
+            hang,
+            vanish,
+            _dir: dir,
+        }
     }
 }
 
-async fn forward(mut client: UnixStream, upstream: &Path, hang: CancellationToken, vanish: CancellationToken) {
+async fn forward(
+    mut client: UnixStream,
+    upstream: &Path,
+    hang: CancellationToken,
+    vanish: CancellationToken,
+) {
     if hang.is_cancelled() {
         // Accept, read nothing, answer nothing, until the test ends.
         tokio::select! { _ = vanish.cancelled() => {}, _ = std::future::pending::<()>() => {} }
         return;
     }
-    let Ok(mut server) = UnixStream::connect(upstream).await else { return };
+    let Ok(mut server) = UnixStream::connect(upstream).await else {
+        return;
+    };
     tokio::select! {
         _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
         _ = async {
@@ -71,25 +83,38 @@ async fn a_hanging_engine_cannot_hold_the_call_past_its_deadline() {
     let proxy = Proxy::start(&engine.socket).await;
     let sb = engine.sandbox_on(dir.path(), &proxy.path, Duration::from_secs(2));
     // The container exists (created through the proxy), then the engine stops answering.
-    let warm = sb.exec(ExecRequest::new("true", "/"), CancellationToken::new(), Arc::new(NullSink)).await;
+    let warm = sb
+        .exec(
+            ExecRequest::new("true", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await;
     assert!(warm.unwrap().termination.success());
     proxy.hang.cancel();
     let mut req = ExecRequest::new("echo never", "/");
     req.timeout = Duration::from_secs(1);
     req.kill_grace = Duration::from_millis(200);
     let t = Instant::now();
-    let err = sb.exec(req, CancellationToken::new(), Arc::new(NullSink)).await.unwrap_err();
+    let err = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap_err();
     let took = t.elapsed();
     eprintln!("hanging engine: the call returned after {took:?}: {err}");
     assert_eq!(err.stage(), Stage::Execution);
-    assert!(err.to_string().contains("container engine unix://"), "{err}");
+    assert!(
+        err.to_string().contains("container engine unix://"),
+        "{err}"
+    );
     // timeout 1 s + grace 0.2 s + 2 x engine timeout 2 s
     assert!(took < Duration::from_millis(5200 + 1000), "{took:?}");
     // A stop is immediate even while the engine hangs.
     let cancel = CancellationToken::new();
     let (sb2, c2) = (sb.clone(), cancel.clone());
     let call = tokio::spawn(async move {
-        sb2.exec(ExecRequest::new("true", "/"), c2, Arc::new(NullSink)).await
+        sb2.exec(ExecRequest::new("true", "/"), c2, Arc::new(NullSink))
+            .await
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t = Instant::now();
@@ -100,13 +125,24 @@ async fn a_hanging_engine_cannot_hold_the_call_past_its_deadline() {
     // A fresh sandbox whose engine never answers: creating its container is bounded too.
     let sb3 = engine.sandbox_on(dir.path(), &proxy.path, Duration::from_secs(1));
     let t = Instant::now();
-    let err = sb3.exec(ExecRequest::new("true", "/"), CancellationToken::new(), Arc::new(NullSink)).await.unwrap_err();
+    let err = sb3
+        .exec(
+            ExecRequest::new("true", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     assert_eq!(err.stage(), Stage::Execution);
     // The container the first sandbox made is removed through the real engine.
     let direct = engine.sandbox(dir.path());
     let id = sb.container_id().unwrap();
-    let rm = engine.podman().args(["rm", "--force", "--time", "0", &id]).output().unwrap();
+    let rm = engine
+        .podman()
+        .args(["rm", "--force", "--time", "0", &id])
+        .output()
+        .unwrap();
     assert!(rm.status.success());
     direct.close().await.unwrap();
 }
@@ -120,14 +156,24 @@ async fn an_engine_that_disappears_is_an_execution_error_and_the_command_ends() 
     let rec = Arc::new(Recorder::default());
     let call = {
         let (sb, rec) = (sb.clone(), rec.clone());
-        tokio::spawn(async move { sb.exec(ExecRequest::new(SLEEPERS, "/"), CancellationToken::new(), rec).await })
+        tokio::spawn(async move {
+            sb.exec(
+                ExecRequest::new(SLEEPERS, "/"),
+                CancellationToken::new(),
+                rec,
+            )
+            .await
+        })
     };
     rec.wait_for("started", Duration::from_secs(30)).await;
     let id = sb.container_id().unwrap();
     let t = Instant::now();
     proxy.vanish.cancel();
     let err = call.await.unwrap().unwrap_err();
-    eprintln!("vanished engine: the call returned after {:?}: {err}", t.elapsed());
+    eprintln!(
+        "vanished engine: the call returned after {:?}: {err}",
+        t.elapsed()
+    );
     assert_eq!(err.stage(), Stage::Execution);
     assert!(err.to_string().contains("lost the connection"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(12), "{:?}", t.elapsed());
@@ -135,19 +181,45 @@ async fn an_engine_that_disappears_is_an_execution_error_and_the_command_ends() 
     let direct = engine.sandbox(dir.path());
     let count = engine
         .podman()
-        .args(["exec", &id, "sh", "-c", "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l"])
+        .args([
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+        ])
         .output()
         .unwrap();
-    let mut left: usize = String::from_utf8_lossy(&count.stdout).trim().parse().unwrap();
+    let mut left: usize = String::from_utf8_lossy(&count.stdout)
+        .trim()
+        .parse()
+        .unwrap();
     let t = Instant::now();
     while left > 0 && t.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let c = engine.podman().args(["exec", &id, "sh", "-c", "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l"]).output().unwrap();
+        let c = engine
+            .podman()
+            .args([
+                "exec",
+                &id,
+                "sh",
+                "-c",
+                "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+            ])
+            .output()
+            .unwrap();
         left = String::from_utf8_lossy(&c.stdout).trim().parse().unwrap();
     }
-    assert_eq!(left, 0, "processes left after the engine connection was lost");
+    assert_eq!(
+        left, 0,
+        "processes left after the engine connection was lost"
+    );
     let _ = sleepers; // the same count, through podman exec here (the sandbox's engine is gone)
-    let rm = engine.podman().args(["rm", "--force", "--time", "0", &id]).output().unwrap();
+    let rm = engine
+        .podman()
+        .args(["rm", "--force", "--time", "0", &id])
+        .output()
+        .unwrap();
     assert!(rm.status.success());
     direct.close().await.unwrap();
 }

@@ -23,13 +23,19 @@ pub const SLEEPERS: &str =
 pub async fn sleepers(sb: &ContainerSandbox) -> usize {
     let out = sb
         .exec(
-            ExecRequest::new("grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l", "/"),
+            ExecRequest::new(
+                "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+                "/",
+            ),
             CancellationToken::new(),
             Arc::new(NullSink),
         )
         .await
         .expect("count processes");
-    String::from_utf8_lossy(&out.head).trim().parse().expect("a count")
+    String::from_utf8_lossy(&out.head)
+        .trim()
+        .parse()
+        .expect("a count")
 }
 
 #[tokio::test]
@@ -43,9 +49,16 @@ async fn commands_run_inside_with_their_streams_code_and_no_network() {
         "/",
     );
     req.heartbeat_interval = Duration::from_millis(50);
-    let out = sb.exec(req, CancellationToken::new(), rec.clone()).await.unwrap();
+    let out = sb
+        .exec(req, CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
     assert_eq!(out.termination, Termination::Exited { code: 7 });
-    assert_eq!(rec.stdout(), "/workspace\nlo\n1\n", "only the loopback interface");
+    assert_eq!(
+        rec.stdout(),
+        "/workspace\nlo\n1\n",
+        "only the loopback interface"
+    );
     assert_eq!(String::from_utf8_lossy(&rec.err.lock().unwrap()), "oops\n");
     assert_eq!((out.stdout.total_bytes, out.stderr.total_bytes), (16, 5));
     assert!(matches!(
@@ -58,11 +71,17 @@ async fn commands_run_inside_with_their_streams_code_and_no_network() {
     let rec = Arc::new(Recorder::default());
     let mut req = ExecRequest::new("sleep 0.4", "/");
     req.heartbeat_interval = Duration::from_millis(50);
-    sb.exec(req, CancellationToken::new(), rec.clone()).await.unwrap();
+    sb.exec(req, CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
     assert!(rec.beats.load(std::sync::atomic::Ordering::SeqCst) >= 3);
 
     let err = sb
-        .exec(ExecRequest::new("  ", "/"), CancellationToken::new(), Arc::new(NullSink))
+        .exec(
+            ExecRequest::new("  ", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.stage(), Stage::Parameters);
@@ -77,8 +96,14 @@ async fn output_over_the_cap_is_bounded_spooled_and_projected() {
     let sb = engine.sandbox(dir.path());
     let mut req = ExecRequest::new("seq 1 200000; echo the-end", "/");
     req.spool_path = Some(spool_dir.path().join("call.out"));
-    let out = sb.exec(req, CancellationToken::new(), Arc::new(NullSink)).await.unwrap();
-    let total: u64 = (1..=200_000u64).map(|n| n.to_string().len() as u64 + 1).sum::<u64>() + 8;
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
+    let total: u64 = (1..=200_000u64)
+        .map(|n| n.to_string().len() as u64 + 1)
+        .sum::<u64>()
+        + 8;
     assert_eq!(out.stdout.total_bytes, total);
     assert!(out.omitted_middle_bytes > 0);
     assert!(out.head.starts_with(b"1\n2\n3\n"));
@@ -113,7 +138,9 @@ async fn a_stop_during_a_command_leaves_no_process_in_the_container() {
     assert!(out.cancelled);
     assert_eq!(out.termination, Termination::Signaled { signal: 9 });
     let after = sleepers(&sb).await;
-    eprintln!("stop: {before} processes before, {after} after, the call returned {took:?} after the stop");
+    eprintln!(
+        "stop: {before} processes before, {after} after, the call returned {took:?} after the stop"
+    );
     assert_eq!(after, 0);
     assert!(took < Duration::from_secs(5), "{took:?}");
     sb.close().await.unwrap();
@@ -127,7 +154,11 @@ async fn a_dropped_request_kills_the_tree_through_the_closed_connection() {
     let dir = project();
     let sb = engine.sandbox(dir.path());
     let rec = Arc::new(Recorder::default());
-    let call = sb.exec(ExecRequest::new(SLEEPERS, "/"), CancellationToken::new(), rec.clone());
+    let call = sb.exec(
+        ExecRequest::new(SLEEPERS, "/"),
+        CancellationToken::new(),
+        rec.clone(),
+    );
     let waited = tokio::time::timeout(Duration::from_secs(30), async {
         tokio::select! {
             _ = call => panic!("the command ended by itself"),
@@ -143,7 +174,10 @@ async fn a_dropped_request_kills_the_tree_through_the_closed_connection() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         left = sleepers(&sb).await;
     }
-    eprintln!("dropped request: processes gone {:?} after the connection closed", t.elapsed());
+    eprintln!(
+        "dropped request: processes gone {:?} after the connection closed",
+        t.elapsed()
+    );
     assert_eq!(left, 0);
     sb.close().await.unwrap();
 }
@@ -157,9 +191,16 @@ async fn the_sandbox_timeout_ends_the_command_and_its_leftovers() {
     req.timeout = Duration::from_millis(800);
     req.kill_grace = Duration::from_millis(300);
     let t = Instant::now();
-    let out = sb.exec(req, CancellationToken::new(), Arc::new(NullSink)).await.unwrap();
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
     assert!(out.timed_out);
-    assert!(matches!(out.termination, Termination::Signaled { signal: 15 | 9 }), "{:?}", out.termination);
+    assert!(
+        matches!(out.termination, Termination::Signaled { signal: 15 | 9 }),
+        "{:?}",
+        out.termination
+    );
     assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
     assert_eq!(sleepers(&sb).await, 0);
     sb.close().await.unwrap();

@@ -20,7 +20,12 @@ async fn sh(sb: &dyn Sandbox, command: &str) -> String {
         .exec(ExecRequest::new(command, "/"), c(), Arc::new(NullSink))
         .await
         .expect("exec");
-    assert!(out.termination.success(), "{command}: {:?} {}", out.termination, String::from_utf8_lossy(&out.head));
+    assert!(
+        out.termination.success(),
+        "{command}: {:?} {}",
+        out.termination,
+        String::from_utf8_lossy(&out.head)
+    );
     String::from_utf8_lossy(&out.head).into_owned()
 }
 
@@ -37,36 +42,72 @@ async fn every_file_tool_works_on_the_mount_and_the_container_sees_it() {
     assert_eq!(names, ["README.md", "src"]);
 
     let read = sb
-        .read(ReadRequest { path: "README.md".into(), ..Default::default() }, c())
+        .read(
+            ReadRequest {
+                path: "README.md".into(),
+                ..Default::default()
+            },
+            c(),
+        )
         .await
         .unwrap();
     assert!(matches!(&read.content, ReadContent::Text { lines, .. } if lines.len() == 2));
 
-    let w = WriteRequest { path: "out/new.txt".into(), content: "from the host\n".into(), expect: None };
+    let w = WriteRequest {
+        path: "out/new.txt".into(),
+        content: "from the host\n".into(),
+        expect: None,
+    };
     let plan = sb.preview_write(w.clone(), c()).await.unwrap();
     assert_eq!(plan.creates_dirs, ["out"]);
     let written = sb.write(w, c()).await.unwrap();
     assert!(written.created);
     // The container sees the write at its workdir...
-    assert_eq!(sh(&sb, "cat /workspace/out/new.txt").await, "from the host\n");
+    assert_eq!(
+        sh(&sb, "cat /workspace/out/new.txt").await,
+        "from the host\n"
+    );
     // ...and its own writes are the project's files.
     sh(&sb, "echo 'TODO two' > made_inside.txt").await;
     let e = EditRequest {
         path: "made_inside.txt".into(),
-        edits: vec![EditSpec { old_string: "two".into(), new_string: "2".into(), replace_all: false }],
+        edits: vec![EditSpec {
+            old_string: "two".into(),
+            new_string: "2".into(),
+            replace_all: false,
+        }],
         expect: None,
     };
-    assert!(sb.preview_edit(e.clone(), c()).await.unwrap().diff.contains("+TODO 2"));
+    assert!(
+        sb.preview_edit(e.clone(), c())
+            .await
+            .unwrap()
+            .diff
+            .contains("+TODO 2")
+    );
     assert_eq!(sb.edit(e, c()).await.unwrap().replacements, 1);
     assert_eq!(sh(&sb, "cat made_inside.txt").await, "TODO 2\n");
 
     let g = sb
-        .glob(GlobRequest { pattern: "**/*.txt".into(), ..Default::default() }, c())
+        .glob(
+            GlobRequest {
+                pattern: "**/*.txt".into(),
+                ..Default::default()
+            },
+            c(),
+        )
         .await
         .unwrap();
     assert_eq!(g.entries, ["made_inside.txt", "out/new.txt"]);
     let grep = sb
-        .grep(GrepRequest { pattern: "TODO".into(), mode: GrepMode::FilesWithMatches, ..Default::default() }, c())
+        .grep(
+            GrepRequest {
+                pattern: "TODO".into(),
+                mode: GrepMode::FilesWithMatches,
+                ..Default::default()
+            },
+            c(),
+        )
         .await
         .unwrap();
     assert_eq!(grep.files, ["made_inside.txt", "src/lib.rs"]);
@@ -74,21 +115,43 @@ async fn every_file_tool_works_on_the_mount_and_the_container_sees_it() {
     // Scoping: nothing outside the project's mount, with the local adapter's stages.
     for path in ["../etc/passwd", "/etc/passwd", "/workspace/../etc/passwd"] {
         let err = sb
-            .read(ReadRequest { path: path.into(), ..Default::default() }, c())
+            .read(
+                ReadRequest {
+                    path: path.into(),
+                    ..Default::default()
+                },
+                c(),
+            )
             .await
             .unwrap_err();
-        assert_eq!((err.code(), err.stage()), ("path_escape", Stage::Authorization), "{path}");
+        assert_eq!(
+            (err.code(), err.stage()),
+            ("path_escape", Stage::Authorization),
+            "{path}"
+        );
     }
     // A link the container makes to its own /etc is refused on the host side too.
     sh(&sb, "ln -s /etc/passwd leak 2>/dev/null || true").await;
     std::os::unix::fs::symlink("/etc/passwd", dir.path().join("leak2")).unwrap();
     let err = sb
-        .read(ReadRequest { path: "leak2".into(), ..Default::default() }, c())
+        .read(
+            ReadRequest {
+                path: "leak2".into(),
+                ..Default::default()
+            },
+            c(),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.stage(), Stage::Authorization, "{err}");
     let err = sb
-        .read(ReadRequest { path: "missing".into(), ..Default::default() }, c())
+        .read(
+            ReadRequest {
+                path: "missing".into(),
+                ..Default::default()
+            },
+            c(),
+        )
         .await
         .unwrap_err();
     assert_eq!((err.code(), err.stage()), ("not_found", Stage::Parameters));
@@ -105,12 +168,18 @@ async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
     std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
     std::fs::write(dir.path().join(".git/config"), "[core]\n").unwrap();
     let sb = engine.sandbox(dir.path());
-    let mut req = ExecRequest::new("{ echo x > README.md; } 2>/dev/null; echo $?; echo y > /tmp/ok && echo tmp-ok", "/");
+    let mut req = ExecRequest::new(
+        "{ echo x > README.md; } 2>/dev/null; echo $?; echo y > /tmp/ok && echo tmp-ok",
+        "/",
+    );
     req.read_only = true;
     let out = sb.exec(req, c(), Arc::new(NullSink)).await.unwrap();
     let text = String::from_utf8_lossy(&out.head);
     assert_eq!(text, "2\ntmp-ok\n", "the project is read-only, /tmp is not");
-    assert_eq!(std::fs::read_to_string(dir.path().join("README.md")).unwrap(), "hello\nworld\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("README.md")).unwrap(),
+        "hello\nworld\n"
+    );
 
     let out = sh(
         &sb,
@@ -118,8 +187,14 @@ async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
          { echo x >> .git/config; } 2>/dev/null; echo $?; echo 'export A=1' > .envrc; echo $?",
     )
     .await;
-    assert_eq!(out, "2\n2\n0\n", "existing protected paths are read-only; an absent one is not");
+    assert_eq!(
+        out, "2\n2\n0\n",
+        "existing protected paths are read-only; an absent one is not"
+    );
     assert!(!dir.path().join(".git/hooks/pre-commit").exists());
-    assert_eq!(std::fs::read_to_string(dir.path().join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
     sb.close().await.unwrap();
 }

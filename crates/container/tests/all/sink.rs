@@ -35,7 +35,11 @@ impl Recorder {
     pub async fn wait_for(&self, text: &str, within: Duration) {
         let t = Instant::now();
         while !self.stdout().contains(text) {
-            assert!(t.elapsed() < within, "`{text}` never came; stdout: {}", self.stdout());
+            assert!(
+                t.elapsed() < within,
+                "`{text}` never came; stdout: {}",
+                self.stdout()
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }

@@ -52,7 +52,10 @@ fn start() -> Option<Engine> {
         );
         return None;
     }
-    let run = PathBuf::from(format!("/tmp/aibuddy-container-tests-{}", std::process::id()));
+    let run = PathBuf::from(format!(
+        "/tmp/aibuddy-container-tests-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&run).expect("test run dir");
     std::fs::create_dir_all(STORE).expect("test store dir");
     // This kind of VM refuses podman's default rlimits and its default runtime (crun): explicit
@@ -73,7 +76,9 @@ fn start() -> Option<Engine> {
     ];
     let podman = |args: &[&str]| {
         let mut c = Command::new("podman");
-        c.env("CONTAINERS_CONF", &conf).args(&podman_args).args(args);
+        c.env("CONTAINERS_CONF", &conf)
+            .args(&podman_args)
+            .args(args);
         c
     };
     // Containers a killed earlier run left in the test store.
@@ -194,4 +199,3 @@ macro_rules! engine_or_skip {
         }
     };
 }
-
