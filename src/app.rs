@@ -121,6 +121,14 @@ pub fn host_caps(services: &Services) -> HostCaps {
                 ))
             });
             host.exec_confinement = caps.exec.then(|| {
+                // A sandbox with its own runner (a container) says what commands get there.
+                if let Some(own) = sb.exec_confinement() {
+                    return format!(
+                        "{} ({}; protected paths: only those that exist are read-only)",
+                        own.label(),
+                        sb.location()
+                    );
+                }
                 let exec = &services.settings.exec;
                 let mut probe = aibuddy_sandbox::aibuddy_exec::ExecRequest::new("true", "/");
                 if !exec.namespaces {

@@ -48,6 +48,12 @@ fn tools_list_and_trust_show_the_container_sandbox() {
              on engine {engine}, project bound at /src, no network"
         )
     );
+    // The execute row's confinement (the desktop's tools panel shows the same field).
+    let (_, json_out, _) = aibuddy(p.path(), d.path(), &["tools", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    let execute = rows.iter().find(|r| r["name"] == "execute").unwrap();
+    let conf = execute["confinement"].as_str().unwrap_or_default();
+    assert!(conf.starts_with("container+nonet (container: "), "{execute}");
     let (code, out, err) = aibuddy(p.path(), d.path(), &["trust", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();

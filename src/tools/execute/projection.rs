@@ -188,7 +188,7 @@ pub fn client_projection(raw: &Value) -> Value {
         "confinement": field("confinement_label"),
         "confined": matches!(
             raw["confinement"]["kind"].as_str(),
-            Some("landlock" | "namespaces")
+            Some("landlock" | "namespaces" | "container")
         ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),
