@@ -52,6 +52,17 @@ fn start() -> Option<Engine> {
         );
         return None;
     }
+    // Run folders of earlier test processes that are gone.
+    if let Ok(entries) = std::fs::read_dir("/tmp") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("aibuddy-container-tests-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
     let run = PathBuf::from(format!(
         "/tmp/aibuddy-container-tests-{}",
         std::process::id()
