@@ -21,7 +21,7 @@ use aibuddy_sandbox::{
 };
 use async_trait::async_trait;
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -250,14 +250,22 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
     let o = &inner.opts;
     let root_path = inner.files.root();
     let root = root_path.to_string_lossy().into_owned();
-    let mode = if read_only { "ro" } else { "rw" };
-    let mut binds = vec![format!("{root}:{}:{mode}", o.workdir)];
+    // Mounts as structured values (no `src:dst:mode` string a `:` in a path could split).
+    let bind = |source: String, target: String, read_only: bool| Mount {
+        typ: Some(MountType::BIND),
+        source: Some(source),
+        target: Some(target),
+        read_only: Some(read_only),
+        ..Default::default()
+    };
+    let mut mounts = vec![bind(root.clone(), o.workdir.clone(), read_only)];
     for p in protected_in(root_path) {
-        binds.push(format!("{root}/{p}:{}/{p}:ro", o.workdir));
+        mounts.push(bind(format!("{root}/{p}"), format!("{}/{p}", o.workdir), true));
     }
     let body = ContainerCreateBody {
         image: Some(o.image.clone()),
-        cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
+        // Our PID 1 whatever the image's entrypoint (its CMD, if any, only becomes `$0`...).
+        entrypoint: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
         working_dir: Some(o.workdir.clone()),
         labels: Some(
             [
@@ -268,8 +276,9 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         ),
         network_disabled: Some(true),
         host_config: Some(HostConfig {
-            binds: Some(binds),
+            mounts: Some(mounts),
             network_mode: Some("none".into()),
+            security_opt: Some(vec!["no-new-privileges".into()]),
             readonly_rootfs: Some(read_only),
             tmpfs: read_only.then(|| [("/tmp".to_string(), "rw,size=64m".to_string())].into()),
             ..Default::default()

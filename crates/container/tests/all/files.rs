@@ -198,3 +198,21 @@ async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
     );
     sb.close().await.unwrap();
 }
+
+/// Mounts are structured values: a `:` in the project's path is part of the path, never a
+/// separator of a `src:dst:mode` string.
+#[tokio::test]
+async fn a_project_path_with_colons_is_mounted_as_it_is() {
+    let engine = engine_or_skip!();
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("p:/etc:ro");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("here.txt"), "inside\n").unwrap();
+    let sb = engine.sandbox(&root);
+    assert_eq!(
+        sh(&sb, "cat here.txt; cat /etc/passwd").await,
+        "inside\nroot:x:0:0:root:/root:/bin/sh\n",
+        "the project at the workdir, the image's own /etc"
+    );
+    sb.close().await.unwrap();
+}
