@@ -247,6 +247,38 @@ fn deltas(events: &[Event]) -> (String, String, usize) {
     (out, err, beats)
 }
 
+/// The approval's scope names the container a command will run in (the window and the CLI
+/// prompt show these lines), and `auto` asks for it (`Launch::Degraded`).
+#[tokio::test]
+async fn the_scope_of_a_command_in_a_container_names_it() {
+    let sock_dir = tempfile::tempdir().unwrap();
+    let sock = sock_dir.path().join("engine.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let mut settings = Settings::default();
+    settings.sandbox.kind = "container".into();
+    settings.sandbox.container = Some(json!({
+        "engine": format!("unix://{}", sock.display()), "image": "localhost/img:1"
+    }));
+    let mut f = fixture(settings.clone());
+    let services = Arc::get_mut(&mut f.services).unwrap();
+    services.sandbox = open_sandbox(&settings.sandbox, &services.project_root);
+    assert!(services.sandbox.is_ok(), "{:?}", services.sandbox.as_ref().err());
+    let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
+    let prepared = ExecuteHandler.prepare(&c, &json!({"command": "make"})).await.unwrap();
+    assert!(
+        prepared.scope[0].starts_with("runs in the sandbox container: a container (created on first use) of image `localhost/img:1`"),
+        "{:?}",
+        prepared.scope
+    );
+    assert!(
+        prepared.scope.iter().any(|l| l.starts_with("confinement: a container")
+            && l.contains("network off")),
+        "{:?}",
+        prepared.scope
+    );
+    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Degraded));
+}
+
 #[tokio::test]
 async fn runs_in_the_project_streams_live_and_projects() {
     let f = fixture(Settings::default());
