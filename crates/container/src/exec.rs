@@ -208,7 +208,6 @@ async fn run_inner(
         return Ok(outcome(
             sb,
             &container,
-            req,
             capture,
             Termination::Signaled { signal: 9 },
             started.elapsed(),
@@ -233,7 +232,6 @@ async fn run_inner(
     Ok(outcome(
         sb,
         &container,
-        req,
         capture,
         termination,
         started.elapsed(),
@@ -263,7 +261,6 @@ async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
 fn outcome(
     sb: &ContainerSandbox,
     container: &str,
-    req: &ExecRequest,
     capture: OutputCapture,
     termination: Termination,
     duration: Duration,
@@ -271,7 +268,6 @@ fn outcome(
     cancelled: bool,
 ) -> ExecOutcome {
     let c = capture.finish();
-    let _ = req;
     ExecOutcome {
         termination,
         duration,

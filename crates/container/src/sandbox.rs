@@ -260,7 +260,11 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
     };
     let mut mounts = vec![bind(root.clone(), o.workdir.clone(), read_only)];
     for p in protected_in(root_path) {
-        mounts.push(bind(format!("{root}/{p}"), format!("{}/{p}", o.workdir), true));
+        mounts.push(bind(
+            format!("{root}/{p}"),
+            format!("{}/{p}", o.workdir),
+            true,
+        ));
     }
     let body = ContainerCreateBody {
         image: Some(o.image.clone()),

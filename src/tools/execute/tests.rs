@@ -262,17 +262,26 @@ async fn the_scope_of_a_command_in_a_container_names_it() {
     let mut f = fixture(settings.clone());
     let services = Arc::get_mut(&mut f.services).unwrap();
     services.sandbox = open_sandbox(&settings.sandbox, &services.project_root);
-    assert!(services.sandbox.is_ok(), "{:?}", services.sandbox.as_ref().err());
+    assert!(
+        services.sandbox.is_ok(),
+        "{:?}",
+        services.sandbox.as_ref().err()
+    );
     let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
-    let prepared = ExecuteHandler.prepare(&c, &json!({"command": "make"})).await.unwrap();
+    let prepared = ExecuteHandler
+        .prepare(&c, &json!({"command": "make"}))
+        .await
+        .unwrap();
     assert!(
         prepared.scope[0].starts_with("runs in the sandbox container: a container (created on first use) of image `localhost/img:1`"),
         "{:?}",
         prepared.scope
     );
     assert!(
-        prepared.scope.iter().any(|l| l.starts_with("confinement: a container")
-            && l.contains("network off")),
+        prepared
+            .scope
+            .iter()
+            .any(|l| l.starts_with("confinement: a container") && l.contains("network off")),
         "{:?}",
         prepared.scope
     );
