@@ -205,3 +205,32 @@ async fn the_sandbox_timeout_ends_the_command_and_its_leftovers() {
     assert_eq!(sleepers(&sb).await, 0);
     sb.close().await.unwrap();
 }
+
+/// An image the engine does not have is never pulled: the command is an Execution error naming
+/// it, and the next command tries again.
+#[tokio::test]
+async fn a_missing_image_is_an_execution_error_and_nothing_is_pulled() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let mut opts = engine.options_on(&engine.socket, Duration::from_secs(30));
+    opts.image = "localhost/aibuddy-no-such-image:1".into();
+    let sb =
+        ContainerSandbox::open(&aibuddy_sandbox::SandboxSettings::new(dir.path()), opts).unwrap();
+    for _ in 0..2 {
+        let err = sb
+            .exec(
+                ExecRequest::new("true", "/"),
+                CancellationToken::new(),
+                Arc::new(NullSink),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.stage(), Stage::Execution);
+        assert!(
+            err.to_string()
+                .contains("localhost/aibuddy-no-such-image:1"),
+            "{err}"
+        );
+    }
+    assert!(sb.container_id().is_none());
+}
