@@ -463,7 +463,8 @@ mod live;
 mod netask;
 mod projection;
 pub use projection::{
-    client_projection, ended_early, network_lines, raw_value, recovery_line, trim_model,
+    client_projection, ended_early, network_lines, raw_value, recovery_line, sandbox_line,
+    trim_model,
 };
 pub mod project_hosts;
 mod scope;

@@ -708,6 +708,18 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         protected: Default::default(),
     };
     assert_eq!(network_lines(&outcome), None);
+    assert_eq!(super::sandbox_line(&outcome), None);
+    let mut in_container = outcome.clone();
+    in_container.confinement = Confinement::Container {
+        engine: "unix:///run/podman/podman.sock".into(),
+        image: "debian:12".into(),
+        container: "0123456789ab".into(),
+        network_isolated: true,
+    };
+    assert_eq!(
+        super::sandbox_line(&in_container).as_deref(),
+        Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
+    );
     outcome.network = Some(NetReport {
         mode: "proxy".into(),
         policy: "allow: crates.io".into(),
