@@ -57,26 +57,48 @@ pub fn open_sandbox(
         .map_err(|e| format!("sandbox kind `{kind}` is not known: {e}"))?;
     let sandbox_settings = SandboxSettings::new(project_root);
     if kind == SandboxKind::Container {
-        let container = match &settings.container {
-            Some(v) => aibuddy_container::ContainerSettings::from_value(v).map_err(|e| {
-                format!("sandbox `container` is unavailable: sandbox.container: {e}")
-            })?,
-            None => Default::default(),
-        };
-        let docker_host = std::env::var("DOCKER_HOST").ok();
-        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-        let opts = aibuddy_container::ContainerOptions::from_settings(
-            &container,
-            docker_host.as_deref(),
-            runtime_dir.as_deref(),
-        )
-        .map_err(|e| e.to_string())?;
-        return aibuddy_container::ContainerSandbox::open(&sandbox_settings, opts)
-            .map(|s| Arc::new(s) as Arc<dyn Sandbox>)
-            .map_err(|e| e.to_string());
+        return open_container(settings, &sandbox_settings);
     }
     // The sandbox's own error already names the kind and why it is unavailable.
     aibuddy_sandbox::create_sandbox(kind, &sandbox_settings).map_err(|e| e.to_string())
+}
+
+/// The `container` sandbox of these settings (engine from the settings, `DOCKER_HOST`, the usual
+/// sockets).
+#[cfg(feature = "container")]
+fn open_container(
+    settings: &crate::settings::SandboxSettings,
+    sandbox_settings: &SandboxSettings,
+) -> Result<Arc<dyn Sandbox>, String> {
+    let container = match &settings.container {
+        Some(v) => aibuddy_sandbox::ContainerSettings::from_value(v)
+            .map_err(|e| format!("sandbox `container` is unavailable: sandbox.container: {e}"))?,
+        None => Default::default(),
+    };
+    let docker_host = std::env::var("DOCKER_HOST").ok();
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let opts = aibuddy_container::ContainerOptions::from_settings(
+        &container,
+        docker_host.as_deref(),
+        runtime_dir.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    aibuddy_container::ContainerSandbox::open(sandbox_settings, opts)
+        .map(|s| Arc::new(s) as Arc<dyn Sandbox>)
+        .map_err(|e| e.to_string())
+}
+
+/// Built without the `container` feature: the kind is known, its adapter is not here.
+#[cfg(not(feature = "container"))]
+fn open_container(
+    _settings: &crate::settings::SandboxSettings,
+    _sandbox_settings: &SandboxSettings,
+) -> Result<Arc<dyn Sandbox>, String> {
+    Err(
+        "sandbox `container` is unavailable: this build of aibuddy has no container adapter \
+         (the `container` feature)"
+            .to_string(),
+    )
 }
 
 /// Where calls would run under these settings, in one line, without opening anything (for
@@ -88,7 +110,7 @@ pub fn sandbox_summary(settings: &crate::settings::SandboxSettings) -> String {
             let c = settings
                 .container
                 .as_ref()
-                .map(aibuddy_container::ContainerSettings::from_value);
+                .map(aibuddy_sandbox::ContainerSettings::from_value);
             match c {
                 Some(Ok(c)) => format!(
                     "container: image `{}` on engine {}, project {} at {}, no network",
@@ -114,6 +136,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    #[cfg(feature = "container")]
     fn summaries_name_where_calls_run() {
         let mut s = crate::settings::SandboxSettings::default();
         assert_eq!(sandbox_summary(&s), "local: this machine");

@@ -108,7 +108,7 @@ pub struct SandboxSettings {
     #[ts(type = "unknown")]
     pub e2b: Option<Value>,
     /// `sandbox.kind: "container"`: `engine` (user level only), `image`, `workdir`, `project`
-    /// (`aibuddy_container::ContainerSettings`, checked when the file is read).
+    /// (`aibuddy_sandbox::ContainerSettings`, checked when the file is read).
     #[ts(type = "unknown")]
     pub container: Option<Value>,
 }

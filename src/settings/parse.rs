@@ -176,7 +176,7 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                 SANDBOX_KINDS.join(", ")
             ))
         }
-        ("sandbox", "container", v) => aibuddy_container::ContainerSettings::from_value(v)
+        ("sandbox", "container", v) => aibuddy_sandbox::ContainerSettings::from_value(v)
             .err()
             .map(|e| format!("{e}; the container sandbox cannot be opened with it")),
         ("agent", "compaction_threshold", v)

@@ -54,6 +54,7 @@ mod instructions;
 mod mcp_hostile_calls;
 mod pipeline;
 mod prop_parsing;
+#[cfg(feature = "container")]
 mod sandbox_container_cli;
 mod sandbox_fs_tools;
 mod settings_trust;

@@ -5,80 +5,24 @@ use std::time::Duration;
 
 use bollard::{API_DEFAULT_VERSION, Docker};
 
-/// An engine endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    Unix(PathBuf),
-    /// `host:port`, plain HTTP.
-    Tcp(String),
-}
+pub use crate::settings::{Endpoint, USUAL_SOCKETS};
 
-/// Socket paths tried when neither the settings nor `DOCKER_HOST` name an engine, in order:
-/// Docker's, then rootful Podman's (rootless Podman's comes from `XDG_RUNTIME_DIR`).
-pub const USUAL_SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
-
-impl Endpoint {
-    /// `unix:///absolute/path` or `tcp://host:port` (`http://` is read as `tcp://`).
-    pub fn parse(given: &str) -> Result<Endpoint, String> {
-        if let Some(path) = given.strip_prefix("unix://") {
-            if !path.starts_with('/') {
-                return Err(format!(
-                    "`{given}`: a unix:// engine needs an absolute path"
-                ));
-            }
-            return Ok(Endpoint::Unix(PathBuf::from(path)));
+/// A client of `endpoint`; `timeout` bounds each request until its response starts (an
+/// attached exec stream is not cut by it).
+pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Docker, String> {
+    let secs = timeout.as_secs().max(1);
+    let r = match endpoint {
+        Endpoint::Unix(p) => {
+            Docker::connect_with_unix(&p.to_string_lossy(), secs, API_DEFAULT_VERSION)
         }
-        let rest = given
-            .strip_prefix("tcp://")
-            .or_else(|| given.strip_prefix("http://"));
-        match rest {
-            Some(addr)
-                if !addr.is_empty()
-                    && addr
-                        .rsplit_once(':')
-                        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-                    && !addr.contains('/')
-                    && !addr.contains('@') =>
-            {
-                Ok(Endpoint::Tcp(addr.to_string()))
-            }
-            _ => Err(format!(
-                "`{given}` is not an engine address (unix:///path/to/socket or tcp://host:port)"
-            )),
-        }
-    }
-
-    /// As people write it.
-    pub fn shown(&self) -> String {
-        match self {
-            Endpoint::Unix(p) => format!("unix://{}", p.display()),
-            Endpoint::Tcp(a) => format!("tcp://{a}"),
-        }
-    }
-
-    /// Whether the engine is on this machine (a bind mount of the project means something there).
-    pub fn is_local(&self) -> bool {
-        match self {
-            Endpoint::Unix(_) => true,
-            Endpoint::Tcp(a) => {
-                let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h);
-                matches!(host, "localhost" | "127.0.0.1" | "[::1]")
-            }
-        }
-    }
-
-    /// A client of this endpoint; `timeout` bounds each request until its response starts (an
-    /// attached exec stream is not cut by it).
-    pub fn connect(&self, timeout: Duration) -> Result<Docker, String> {
-        let secs = timeout.as_secs().max(1);
-        let r = match self {
-            Endpoint::Unix(p) => {
-                Docker::connect_with_unix(&p.to_string_lossy(), secs, API_DEFAULT_VERSION)
-            }
-            Endpoint::Tcp(a) => Docker::connect_with_http(a, secs, API_DEFAULT_VERSION),
-        };
-        r.map_err(|e| format!("cannot use the container engine at {}: {e}", self.shown()))
-    }
+        Endpoint::Tcp(a) => Docker::connect_with_http(a, secs, API_DEFAULT_VERSION),
+    };
+    r.map_err(|e| {
+        format!(
+            "cannot use the container engine at {}: {e}",
+            endpoint.shown()
+        )
+    })
 }
 
 /// The endpoint to use: the configured one, else `DOCKER_HOST`, else the first usual socket that
@@ -116,31 +60,6 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints_parse_strictly() {
-        assert_eq!(
-            Endpoint::parse("unix:///run/x.sock"),
-            Ok(Endpoint::Unix("/run/x.sock".into()))
-        );
-        assert_eq!(
-            Endpoint::parse("tcp://10.0.0.2:2375"),
-            Ok(Endpoint::Tcp("10.0.0.2:2375".into()))
-        );
-        for bad in [
-            "unix://rel.sock",
-            "tcp://host",
-            "tcp://:1",
-            "ssh://h",
-            "/run/x.sock",
-            "tcp://u:p@h:1",
-            "tcp://h:1/path",
-        ] {
-            assert!(Endpoint::parse(bad).is_err(), "{bad}");
-        }
-        assert!(Endpoint::parse("tcp://localhost:2375").unwrap().is_local());
-        assert!(!Endpoint::parse("tcp://build:2375").unwrap().is_local());
-    }
 
     #[test]
     fn resolution_order() {

@@ -118,12 +118,12 @@ impl ContainerSandbox {
                 ),
             });
         }
-        let docker = opts
-            .endpoint
-            .connect(opts.engine_timeout)
-            .map_err(|reason| SandboxError::Unavailable {
-                kind: SandboxKind::Container,
-                reason,
+        let docker =
+            crate::engine::connect(&opts.endpoint, opts.engine_timeout).map_err(|reason| {
+                SandboxError::Unavailable {
+                    kind: SandboxKind::Container,
+                    reason,
+                }
             })?;
         let files = LocalSandbox::open(settings)?;
         Ok(ContainerSandbox {

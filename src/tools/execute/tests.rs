@@ -250,6 +250,7 @@ fn deltas(events: &[Event]) -> (String, String, usize) {
 /// The approval's scope names the container a command will run in (the window and the CLI
 /// prompt show these lines), and `auto` asks for it (`Launch::Degraded`).
 #[tokio::test]
+#[cfg(feature = "container")]
 async fn the_scope_of_a_command_in_a_container_names_it() {
     let sock_dir = tempfile::tempdir().unwrap();
     let sock = sock_dir.path().join("engine.sock");
