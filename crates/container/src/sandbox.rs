@@ -329,14 +329,57 @@ fn remove_quietly(docker: Docker, id: String) {
     }
 }
 
+/// Removing containers when the sandbox goes away is waited for (at most this long), so a
+/// process that ends right after leaves none behind.
+const REMOVE_ON_DROP_WAIT: Duration = Duration::from_secs(5);
+
 impl Drop for Inner {
     fn drop(&mut self) {
-        for c in [self.container.take(), self.read_only.take()]
+        let ids: Vec<String> = [self.container.take(), self.read_only.take()]
             .into_iter()
             .flatten()
-        {
-            remove_quietly(self.docker.clone(), c.id);
+            .map(|c| c.id)
+            .collect();
+        if ids.is_empty() {
+            return;
         }
+        // A thread of its own with its own runtime and client: this may run on a runtime's
+        // worker, or after the runtime that made the client has stopped.
+        let endpoint = self.opts.endpoint.clone();
+        let remover = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let Ok(docker) = crate::engine::connect(&endpoint, REMOVE_ON_DROP_WAIT) else {
+                return;
+            };
+            rt.block_on(async {
+                for id in ids {
+                    let opts = RemoveContainerOptions {
+                        force: true,
+                        ..Default::default()
+                    };
+                    let removed = tokio::time::timeout(
+                        REMOVE_ON_DROP_WAIT,
+                        docker.remove_container(&id, Some(opts)),
+                    )
+                    .await;
+                    match removed {
+                        Ok(Ok(())) => {}
+                        // Already gone (`close()` removed it).
+                        Ok(Err(bollard::errors::Error::DockerResponseServerError {
+                            status_code: 404,
+                            ..
+                        })) => {}
+                        _ => tracing::warn!(container = %id, "container sandbox not removed"),
+                    }
+                }
+            });
+        });
+        let _ = remover.join();
     }
 }
 

@@ -97,7 +97,15 @@ fn start() -> Option<Engine> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test-image.sh");
+    // This file is also the root crate's test support (`tests/all/main.rs`).
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = [
+        manifest.join("scripts/test-image.sh"),
+        manifest.join("crates/container/scripts/test-image.sh"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("crates/container/scripts/test-image.sh");
     let t = Instant::now();
     let out = Command::new("bash")
         .arg(&script)
