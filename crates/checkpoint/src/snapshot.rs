@@ -161,7 +161,7 @@ pub(crate) fn take(
     // then came out twice).
     let removed: Vec<PathBuf> = match cache {
         Some(c) if known < c.len() || unlisted => {
-            let seen: std::collections::HashSet<&[u8]> = dirs.paths().collect();
+            let seen: std::collections::HashSet<Vec<u8>> = dirs.paths().collect();
             c.manifest
                 .entries
                 .keys()
