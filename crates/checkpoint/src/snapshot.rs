@@ -27,8 +27,12 @@ use crate::walk::{Walked, ns, walk};
 pub struct SnapshotOptions {
     /// Files larger than this are not checkpointed (recorded as skipped).
     pub max_file_bytes: u64,
-    /// Walk and hashing threads.
+    /// Hashing threads (the first snapshot of a project, or many files changed).
     pub threads: usize,
+    /// The most threads of the stat walk (the CPUs by default), each started only when there
+    /// is a folder for it (a tree of one folder starts one). More than the CPUs was measured on
+    /// 2 shared CPUs (4 and 8 threads): no faster in the median, up to 0.8 ms more CPU time.
+    pub walk_threads: usize,
     /// Absolute paths never walked (a data directory inside the project).
     pub skip: Vec<PathBuf>,
 }
@@ -38,11 +42,13 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Default for SnapshotOptions {
     fn default() -> Self {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         SnapshotOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get().min(8))
-                .unwrap_or(2),
+            threads: cpus.min(8),
+            walk_threads: cpus.min(8),
             skip: Vec::new(),
         }
     }
