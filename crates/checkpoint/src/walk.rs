@@ -177,7 +177,7 @@ struct Queue {
     active: usize,
     /// Workers waiting for a folder to list.
     waiting: usize,
-    /// Workers started.
+    /// Workers running (the calling thread included).
     workers: usize,
 }
 
@@ -194,12 +194,15 @@ struct Shared<'a> {
     max_workers: usize,
 }
 
-/// One worker of the walk: lists folders from the queue until none is left and none is being
-/// listed. With `scope`, it starts another worker (up to `max_workers`) for each folder it
-/// queues that no waiting worker will take, so a small tree starts no thread it does not need.
+/// One worker of the walk, `helper` or the calling thread. The calling thread lists folders
+/// from the queue until none is left and none is being listed (waiting while others list
+/// some); a helper stops as soon as the queue is empty, so the walk never waits for a helper
+/// that has nothing to do. With `scope`, a worker that queues folders no one will take starts
+/// helpers for them (up to `max_workers` in all), so a small tree starts no thread.
 fn work<'scope, 'env>(
     scope: Option<&'scope std::thread::Scope<'scope, 'env>>,
     shared: &'env Shared<'env>,
+    helper: bool,
 ) {
     let Shared {
         ctx,
@@ -211,7 +214,7 @@ fn work<'scope, 'env>(
     } = shared;
     let mut local = Walked::default();
     loop {
-        // The next folder, or the end of the walk.
+        // The next folder, or the end of the walk (of this helper).
         let todo = {
             let Ok(mut q) = queue.lock() else { break };
             loop {
@@ -219,8 +222,11 @@ fn work<'scope, 'env>(
                     q.active += 1;
                     break Some(d);
                 }
+                if helper {
+                    q.workers -= 1;
+                    break None;
+                }
                 if q.active == 0 {
-                    ready.notify_all();
                     break None;
                 }
                 q.waiting += 1;
@@ -252,20 +258,23 @@ fn work<'scope, 'env>(
             let Ok(mut q) = queue.lock() else { break };
             q.dirs.extend(part.subdirs);
             q.active -= 1;
+            // This worker takes the next folder; the calling thread, if waiting, another.
             let start = q
                 .dirs
                 .len()
-                .saturating_sub(q.waiting)
+                .saturating_sub(q.waiting + 1)
                 .min(max_workers.saturating_sub(q.workers));
             if scope.is_some() {
                 q.workers += start;
             }
-            ready.notify_all();
+            if q.waiting > 0 {
+                ready.notify_all();
+            }
             start
         };
         if let Some(s) = scope {
             for _ in 0..start {
-                s.spawn(move || work(Some(s), shared));
+                s.spawn(move || work(Some(s), shared, true));
             }
         }
     }
@@ -487,15 +496,13 @@ pub(crate) fn walk(
         unlisted: Mutex::new(Vec::new()),
         max_workers: opts.walk_threads.clamp(1, MAX_WALK_THREADS),
     };
-    // Every worker a thread of its own, the calling thread waiting: on a busy machine a new
-    // thread is placed where a CPU is free, while a helper of the calling thread tended to
-    // wait behind it (measured: the walk then ran on one CPU).
+    // The calling thread walks, helpers joining it as folders are queued: no hand-over to
+    // another thread before the walk starts, and none after it ends but for a helper still
+    // listing a folder (on a busy machine each hand-over may wait for a CPU).
     if shared.max_workers == 1 {
-        work(None, &shared);
+        work(None, &shared, false);
     } else {
-        std::thread::scope(|s| {
-            s.spawn(|| work(Some(s), &shared));
-        });
+        std::thread::scope(|s| work(Some(s), &shared, false));
     }
     let Shared { out, unlisted, .. } = shared;
     let mut walked = Walked::default();
