@@ -233,7 +233,9 @@ fn same_size_edits_within_one_timestamp_tick_are_each_seen_in_an_unchanged_folde
     let mtime = std::fs::metadata(&f).unwrap().modified().unwrap();
     // Rewritten in place again and again, the same size, each at once after a snapshot (within
     // the same timestamp tick as it, or as the write before), some with the mtime put back:
-    // every snapshot holds what the file holds, and no folder is listed.
+    // every snapshot holds what the file holds, and no folder is listed. (On a kernel with
+    // fine-grained ctimes once a file's stamp was looked at, Linux 6.13 and later, the ctime
+    // alone tells every edit; on a coarser clock it is the racy rule that re-reads the file.)
     for round in 0..40u8 {
         let content = [b'a' + round % 26, b'0' + round / 26, b'\n'];
         std::fs::write(&f, content).unwrap();
