@@ -29,9 +29,9 @@ pub struct SnapshotOptions {
     pub max_file_bytes: u64,
     /// Hashing threads (the first snapshot of a project, or many files changed).
     pub threads: usize,
-    /// The most threads of the stat walk (the CPUs by default), each started only when there
-    /// is a folder for it (a tree of one folder starts one). More than the CPUs was measured on
-    /// 2 shared CPUs (4 and 8 threads): no faster in the median, up to 0.8 ms more CPU time.
+    /// Threads of the stat walk (the CPUs by default, at most 8). More than the CPUs was
+    /// measured on 2 shared CPUs (4 and 8 threads): no faster in the median, up to 0.8 ms more
+    /// CPU time.
     pub walk_threads: usize,
     /// Absolute paths never walked (a data directory inside the project).
     pub skip: Vec<PathBuf>,

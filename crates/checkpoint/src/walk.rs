@@ -175,112 +175,6 @@ type Todo = (PathBuf, Option<(u64, u64)>, bool);
 struct Queue {
     dirs: Vec<Todo>,
     active: usize,
-    /// Workers waiting for a folder to list.
-    waiting: usize,
-    /// Workers running (the calling thread included).
-    workers: usize,
-}
-
-/// The most walk threads.
-const MAX_WALK_THREADS: usize = 16;
-
-/// What the walk's workers share.
-struct Shared<'a> {
-    ctx: Ctx<'a>,
-    queue: Mutex<Queue>,
-    ready: Condvar,
-    out: Mutex<Vec<Walked>>,
-    unlisted: Mutex<Vec<PathBuf>>,
-    max_workers: usize,
-}
-
-/// One worker of the walk, `helper` or the calling thread. The calling thread lists folders
-/// from the queue until none is left and none is being listed (waiting while others list
-/// some); a helper stops as soon as the queue is empty, so the walk never waits for a helper
-/// that has nothing to do. With `scope`, a worker that queues folders no one will take starts
-/// helpers for them (up to `max_workers` in all), so a small tree starts no thread.
-fn work<'scope, 'env>(
-    scope: Option<&'scope std::thread::Scope<'scope, 'env>>,
-    shared: &'env Shared<'env>,
-    helper: bool,
-) {
-    let Shared {
-        ctx,
-        queue,
-        ready,
-        out,
-        unlisted,
-        max_workers,
-    } = shared;
-    let mut local = Walked::default();
-    loop {
-        // The next folder, or the end of the walk (of this helper).
-        let todo = {
-            let Ok(mut q) = queue.lock() else { break };
-            loop {
-                if let Some(d) = q.dirs.pop() {
-                    q.active += 1;
-                    break Some(d);
-                }
-                if helper {
-                    q.workers -= 1;
-                    break None;
-                }
-                if q.active == 0 {
-                    break None;
-                }
-                q.waiting += 1;
-                q = match ready.wait(q) {
-                    Ok(q) => q,
-                    Err(_) => break None,
-                };
-                q.waiting -= 1;
-            }
-        };
-        let Some(todo) = todo else { break };
-        let (part, fresh, reused, complete) = ctx.folder(&todo);
-        let dir_rel = todo.0;
-        if !complete && !dir_rel.as_os_str().is_empty() {
-            // Listed in part or not at all: the folder stands as unreadable.
-            tracing::debug!(path = %dir_rel.display(), "checkpoint walk: folder not listed");
-            if let Ok(mut u) = unlisted.lock() {
-                u.push(dir_rel.clone());
-            }
-        }
-        local.pending.extend(part.pending);
-        local.listed += usize::from(fresh.is_some());
-        local.known += part.known;
-        local.entries += part.entries;
-        if let Some(l) = reused.or_else(|| fresh.map(Arc::new)) {
-            local.dirs.dirs.insert(dir_rel, l);
-        }
-        let start = {
-            let Ok(mut q) = queue.lock() else { break };
-            q.dirs.extend(part.subdirs);
-            q.active -= 1;
-            // This worker takes the next folder; the calling thread, if waiting, another.
-            let start = q
-                .dirs
-                .len()
-                .saturating_sub(q.waiting + 1)
-                .min(max_workers.saturating_sub(q.workers));
-            if scope.is_some() {
-                q.workers += start;
-            }
-            if q.waiting > 0 {
-                ready.notify_all();
-            }
-            start
-        };
-        if let Some(s) = scope {
-            for _ in 0..start {
-                s.spawn(move || work(Some(s), shared, true));
-            }
-        }
-    }
-    if let Ok(mut o) = out.lock() {
-        o.push(local);
-    }
 }
 
 /// What is shared by the walk's threads.
@@ -483,28 +377,77 @@ pub(crate) fn walk(
         prev,
         started_ns,
     };
-    let shared = Shared {
-        ctx,
-        queue: Mutex::new(Queue {
-            dirs: vec![(PathBuf::new(), None, false)],
-            active: 0,
-            waiting: 0,
-            workers: 1,
-        }),
-        ready: Condvar::new(),
-        out: Mutex::new(Vec::new()),
-        unlisted: Mutex::new(Vec::new()),
-        max_workers: opts.walk_threads.clamp(1, MAX_WALK_THREADS),
+    let queue = Mutex::new(Queue {
+        dirs: vec![(PathBuf::new(), None, false)],
+        active: 0,
+    });
+    let ready = Condvar::new();
+    let out: Mutex<Vec<Walked>> = Mutex::new(Vec::new());
+    let unlisted: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let worker = || {
+        let mut local = Walked::default();
+        loop {
+            // The next folder, or the end of the walk.
+            let todo = {
+                let Ok(mut q) = queue.lock() else { break };
+                loop {
+                    if let Some(d) = q.dirs.pop() {
+                        q.active += 1;
+                        break Some(d);
+                    }
+                    if q.active == 0 {
+                        ready.notify_all();
+                        break None;
+                    }
+                    q = match ready.wait(q) {
+                        Ok(q) => q,
+                        Err(_) => break None,
+                    };
+                }
+            };
+            let Some(todo) = todo else { break };
+            let (part, fresh, reused, complete) = ctx.folder(&todo);
+            let dir_rel = todo.0;
+            if !complete && !dir_rel.as_os_str().is_empty() {
+                // Listed in part or not at all: the folder stands as unreadable.
+                tracing::debug!(path = %dir_rel.display(), "checkpoint walk: folder not listed");
+                if let Ok(mut u) = unlisted.lock() {
+                    u.push(dir_rel.clone());
+                }
+            }
+            local.pending.extend(part.pending);
+            local.listed += usize::from(fresh.is_some());
+            local.known += part.known;
+            local.entries += part.entries;
+            if let Some(l) = reused.or_else(|| fresh.map(Arc::new)) {
+                local.dirs.dirs.insert(dir_rel, l);
+            }
+            let Ok(mut q) = queue.lock() else { break };
+            q.dirs.extend(part.subdirs);
+            q.active -= 1;
+            ready.notify_all();
+        }
+        if let Ok(mut o) = out.lock() {
+            o.push(local);
+        }
     };
-    // The calling thread walks, helpers joining it as folders are queued: no hand-over to
-    // another thread before the walk starts, and none after it ends but for a helper still
-    // listing a folder (on a busy machine each hand-over may wait for a CPU).
-    if shared.max_workers == 1 {
-        work(None, &shared, false);
+    // Every worker a thread of its own, all started at once, the calling thread waiting: on a
+    // busy machine a new thread is placed where a CPU is free, while a helper of the calling
+    // thread tended to wait behind it (measured: the walk then ran on one CPU). Measured again
+    // (2026-12-04): helpers started only once the root's folders are queued (the calling thread
+    // walking or waiting) hand over less and were faster at load 6 to 8, but at load under 2
+    // no such helper ran beside the first worker in 8 runs (wall time = CPU time), where
+    // these workers did in 3 of 4.
+    let threads = opts.walk_threads.clamp(1, 8);
+    if threads == 1 {
+        worker();
     } else {
-        std::thread::scope(|s| work(Some(s), &shared, false));
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(worker);
+            }
+        });
     }
-    let Shared { out, unlisted, .. } = shared;
     let mut walked = Walked::default();
     for p in out.into_inner().unwrap_or_default() {
         if walked.pending.is_empty() {
