@@ -244,8 +244,8 @@ fn a_tree_with_more_folders_than_open_files_allowed_is_walked_whole() {
 
 #[test]
 fn every_walk_width_sees_the_same_tree_deep_or_wide_and_every_change_in_it() {
-    // A deep chain (a folder queued one at a time: helpers find nothing and stop, the calling
-    // thread goes on) beside wide folders (helpers started for them).
+    // A deep chain (a folder queued one at a time: the other workers wait) beside wide folders
+    // (every worker busy).
     let project = tempfile::tempdir().unwrap();
     let p = project.path();
     let mut deep = p.to_path_buf();
