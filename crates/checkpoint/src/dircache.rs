@@ -79,13 +79,13 @@ pub(crate) struct RuleStamps {
     pub items: [Option<FileStamp>; 4],
 }
 
-/// One name a folder's listing keeps.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One name a folder's listing keeps (the name itself sits in [`Listing::names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Child {
-    /// The path relative to the project root, NUL-terminated (the name, from `name_at`, is
-    /// what is stat'ed relative to the folder).
-    pub path_nul: Box<[u8]>,
-    pub name_at: usize,
+    /// Where the name starts in the listing's `names`; it ends before the next NUL.
+    pub name_at: u32,
+    /// The name's length in bytes (its NUL follows it).
+    pub name_len: u32,
     /// Whether it was a folder; `None` when it could not be stat'ed.
     pub is_dir: Option<bool>,
     /// Its slot in the stat cache when listed (`statcache::StatCache::at`; a slot emptied
@@ -93,32 +93,59 @@ pub(crate) struct Child {
     pub slot: Option<u32>,
 }
 
-impl Child {
-    pub fn new(dir_rel: &[u8], name: &[u8], is_dir: Option<bool>, slot: Option<u32>) -> Child {
-        let mut path = Vec::with_capacity(dir_rel.len() + name.len() + 2);
-        path.extend_from_slice(dir_rel);
-        if !dir_rel.is_empty() {
-            path.push(b'/');
-        }
-        let name_at = path.len();
-        path.extend_from_slice(name);
-        path.push(0);
-        Child {
-            path_nul: path.into_boxed_slice(),
+/// The path of `name` in the folder `dir_rel` (both relative to the root; `""`: the root).
+pub(crate) fn join(dir_rel: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut path = Vec::with_capacity(dir_rel.len() + name.len() + 1);
+    join_into(&mut path, dir_rel, name);
+    path
+}
+
+/// [`join`] into a buffer kept across calls (cleared first).
+pub(crate) fn join_into(path: &mut Vec<u8>, dir_rel: &[u8], name: &[u8]) {
+    path.clear();
+    path.extend_from_slice(dir_rel);
+    if !dir_rel.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+}
+
+/// A listing's names as it is built: every name NUL-terminated in one buffer (one allocation
+/// per folder, read in order by the next walk), sorted by name when done ([`Names::finish`]).
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    bytes: Vec<u8>,
+    children: Vec<Child>,
+}
+
+impl Names {
+    /// Adds a name (which holds no NUL: it comes from a listing).
+    pub fn push(&mut self, name: &[u8], is_dir: Option<bool>, slot: Option<u32>) {
+        let (Ok(name_at), Ok(name_len)) =
+            (u32::try_from(self.bytes.len()), u32::try_from(name.len()))
+        else {
+            return;
+        };
+        self.bytes.extend_from_slice(name);
+        self.bytes.push(0);
+        self.children.push(Child {
             name_at,
+            name_len,
             is_dir,
             slot,
-        }
+        });
     }
 
-    /// The path relative to the root.
-    pub fn rel(&self) -> &[u8] {
-        &self.path_nul[..self.path_nul.len() - 1]
-    }
-
-    /// The name, NUL-terminated.
-    pub fn name_nul(&self) -> &[u8] {
-        &self.path_nul[self.name_at..]
+    /// The names in byte order (the stat cache's slots and, in a tree checked out or copied
+    /// in that order, the kernel's own objects: the next walk reads them in sequence).
+    pub fn finish(self) -> (Box<[u8]>, Vec<Child>) {
+        let Names {
+            bytes,
+            mut children,
+        } = self;
+        let name = |c: &Child| &bytes[c.name_at as usize..(c.name_at + c.name_len) as usize];
+        children.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        (bytes.into_boxed_slice(), children)
     }
 }
 
@@ -129,13 +156,31 @@ pub(crate) struct Listing {
     pub rules: RuleStamps,
     /// Start of the walk that listed it (ns since the epoch).
     pub listed_at_ns: i64,
-    /// The names the ignore rules keep.
+    /// The names the ignore rules keep, each followed by a NUL ([`Child`] says where).
+    pub names: Box<[u8]>,
+    /// The names the ignore rules keep, in byte order.
     pub children: Vec<Child>,
     /// Listed to the end (a folder listed in part is never reused).
     pub complete: bool,
 }
 
 impl Listing {
+    /// A child's name.
+    pub fn name(&self, c: &Child) -> &[u8] {
+        let at = c.name_at as usize;
+        self.names
+            .get(at..at + c.name_len as usize)
+            .unwrap_or_default()
+    }
+
+    /// A child's name with its NUL.
+    pub fn name_nul(&self, c: &Child) -> &[u8] {
+        let at = c.name_at as usize;
+        self.names
+            .get(at..at + c.name_len as usize + 1)
+            .unwrap_or_default()
+    }
+
     fn trusted(&self, ctime_ns: i64) -> bool {
         ctime_ns < self.listed_at_ns.saturating_sub(RACY_NS)
     }
@@ -169,10 +214,12 @@ impl DirCache {
     }
 
     /// Every path the listings keep (what the walk saw).
-    pub fn paths(&self) -> impl Iterator<Item = &[u8]> {
-        self.dirs
-            .values()
-            .flat_map(|l| l.children.iter().map(Child::rel))
+    pub fn paths(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        use std::os::unix::ffi::OsStrExt;
+        self.dirs.iter().flat_map(|(dir, l)| {
+            let dir = dir.as_os_str().as_bytes();
+            l.children.iter().map(move |c| join(dir, l.name(c)))
+        })
     }
 }
 
@@ -183,6 +230,9 @@ mod tests {
     const T: i64 = 10_000_000_000;
 
     fn listing() -> Listing {
+        let mut names = Names::default();
+        names.push(b"b", Some(false), None);
+        let (names, children) = names.finish();
         Listing {
             dir: DirStamp {
                 dev: 1,
@@ -192,19 +242,45 @@ mod tests {
             },
             rules: RuleStamps::default(),
             listed_at_ns: T,
-            children: vec![Child::new(b"a", b"b", Some(false), None)],
+            names,
+            children,
             complete: true,
         }
     }
 
     #[test]
-    fn a_child_is_its_path_and_its_name() {
-        let c = Child::new(b"", b"x y", Some(true), Some(3));
-        assert_eq!(c.rel(), b"x y");
-        assert_eq!(c.name_nul(), b"x y\0");
-        let c = Child::new(b"a/b", b"c", None, None);
-        assert_eq!(c.rel(), b"a/b/c");
-        assert_eq!(c.name_nul(), b"c\0");
+    fn a_listing_holds_its_names_in_byte_order_and_a_path_is_its_folder_and_name() {
+        let mut names = Names::default();
+        for (n, d) in [
+            (&b"zz"[..], true),
+            (b"a b", false),
+            (b"", false),
+            (b"m", false),
+        ] {
+            names.push(n, Some(d), None);
+        }
+        let (names, children) = names.finish();
+        let l = Listing {
+            names,
+            children,
+            ..listing()
+        };
+        let got: Vec<(&[u8], &[u8], Option<bool>)> = l
+            .children
+            .iter()
+            .map(|c| (l.name(c), l.name_nul(c), c.is_dir))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (&b""[..], &b"\0"[..], Some(false)),
+                (b"a b", b"a b\0", Some(false)),
+                (b"m", b"m\0", Some(false)),
+                (b"zz", b"zz\0", Some(true)),
+            ]
+        );
+        assert_eq!(join(b"", b"x y"), b"x y");
+        assert_eq!(join(b"a/b", b"c"), b"a/b/c");
     }
 
     #[test]

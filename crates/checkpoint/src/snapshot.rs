@@ -27,8 +27,12 @@ use crate::walk::{Walked, ns, walk};
 pub struct SnapshotOptions {
     /// Files larger than this are not checkpointed (recorded as skipped).
     pub max_file_bytes: u64,
-    /// Walk and hashing threads.
+    /// Hashing threads (the first snapshot of a project, or many files changed).
     pub threads: usize,
+    /// Threads of the stat walk (the CPUs by default, at most 8). More than the CPUs was
+    /// measured on 2 shared CPUs (4 and 8 threads): no faster in the median, up to 0.8 ms more
+    /// CPU time.
+    pub walk_threads: usize,
     /// Absolute paths never walked (a data directory inside the project).
     pub skip: Vec<PathBuf>,
 }
@@ -38,11 +42,13 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Default for SnapshotOptions {
     fn default() -> Self {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         SnapshotOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get().min(8))
-                .unwrap_or(2),
+            threads: cpus.min(8),
+            walk_threads: cpus.min(8),
             skip: Vec::new(),
         }
     }
@@ -161,7 +167,7 @@ pub(crate) fn take(
     // then came out twice).
     let removed: Vec<PathBuf> = match cache {
         Some(c) if known < c.len() || unlisted => {
-            let seen: std::collections::HashSet<&[u8]> = dirs.paths().collect();
+            let seen: std::collections::HashSet<Vec<u8>> = dirs.paths().collect();
             c.manifest
                 .entries
                 .keys()

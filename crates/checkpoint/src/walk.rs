@@ -21,8 +21,8 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
 use crate::dircache::{
-    Child, DirCache, DirStamp, FileStamp, Listing, RULE_EXCLUDE, RULE_GIT, RULE_GITIGNORE,
-    RULE_IGNORE, RuleStamps,
+    DirCache, DirStamp, FileStamp, Listing, Names, RULE_EXCLUDE, RULE_GIT, RULE_GITIGNORE,
+    RULE_IGNORE, RuleStamps, join, join_into,
 };
 use crate::error::{CheckpointError, Result};
 use crate::manifest::{Entry, Kind, SkipReason};
@@ -196,26 +196,35 @@ struct Part {
     subdirs: Vec<Todo>,
 }
 
+fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
 impl Ctx<'_> {
-    /// Compares one kept entry with the stat cache; a folder is queued for listing.
-    fn visit(&self, part: &mut Part, child: &Child, st: &Stat, tainted: bool) {
+    /// Compares one kept entry, `name` in the folder `dir` (the stat cache's `slot` for it kept
+    /// by the listing, if any), with the stat cache; a folder is queued for listing. Its path is
+    /// only made when needed: a folder, an entry that differs, or no slot.
+    fn visit(
+        &self,
+        part: &mut Part,
+        (dir, name): (&[u8], &[u8]),
+        slot: Option<u32>,
+        st: &Stat,
+        tainted: bool,
+    ) {
         let entry = raw_entry(st, self.opts.max_file_bytes);
-        let rel = child.rel();
         part.entries += 1;
         if entry.kind == Kind::Dir {
-            part.subdirs.push((
-                PathBuf::from(std::ffi::OsStr::from_bytes(rel)),
-                Some(dev_ino(st)),
-                tainted,
-            ));
+            part.subdirs
+                .push((path_of(&join(dir, name)), Some(dev_ino(st)), tainted));
         }
         let content = matches!(entry.kind, Kind::File | Kind::Symlink);
         let clean = self.cache.is_some_and(|c| {
             // The slot the listing kept, or (emptied since, or none) the path's.
-            let hit = child
-                .slot
-                .and_then(|s| c.at(s))
-                .or_else(|| c.get_bytes(rel));
+            let hit = match slot.and_then(|s| c.at(s)) {
+                Some(h) => Some(h),
+                None => c.get_bytes(&join(dir, name)),
+            };
             hit.is_some_and(|h| {
                 h.same_stat(&entry) && !(content && (h.hash.is_none() || c.racy(entry.ctime_ns)))
             })
@@ -223,33 +232,31 @@ impl Ctx<'_> {
         if clean {
             part.known += 1;
         } else {
-            part.pending
-                .push((PathBuf::from(std::ffi::OsStr::from_bytes(rel)), entry));
+            part.pending.push((path_of(&join(dir, name)), entry));
         }
     }
 
     /// Stats the names of a listing still held: `None` if one of them is gone or changed kind
     /// since (the folder changed while walked: it is listed afresh).
-    fn stat_listed(&self, fd: &OwnedFd, listing: &Listing) -> Option<Part> {
+    fn stat_listed(&self, fd: &OwnedFd, dir_rel: &Path, listing: &Listing) -> Option<Part> {
+        let dir = dir_rel.as_os_str().as_bytes();
         let mut part = Part::default();
         for child in &listing.children {
-            let name = CStr::from_bytes_with_nul(child.name_nul()).ok()?;
+            let name = CStr::from_bytes_with_nul(listing.name_nul(child)).ok()?;
             match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => {
                     let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
                     if child.is_dir != Some(is_dir) {
                         return None;
                     }
-                    self.visit(&mut part, child, &st, false);
+                    self.visit(&mut part, (dir, name.to_bytes()), child.slot, &st, false);
                 }
                 Err(rustix::io::Errno::NOENT) => return None,
                 Err(_) if child.is_dir.is_some() => return None,
                 Err(_) => {
                     part.entries += 1;
-                    part.pending.push((
-                        PathBuf::from(std::ffi::OsStr::from_bytes(child.rel())),
-                        unreadable_entry(),
-                    ));
+                    part.pending
+                        .push((path_of(&join(dir, name.to_bytes())), unreadable_entry()));
                 }
             }
         }
@@ -266,9 +273,10 @@ impl Ctx<'_> {
         tainted: bool,
     ) -> (Part, Listing) {
         let mut part = Part::default();
-        let mut children = Vec::new();
+        let mut names = Names::default();
         let dir_rules = self.rules.in_dir(dir_rel);
         let dir_bytes = dir_rel.as_os_str().as_bytes();
+        let mut rel_buf = Vec::new();
         let complete = (|| {
             let Ok(mut d) = rustix::fs::Dir::read_from(fd) else {
                 return false;
@@ -282,38 +290,38 @@ impl Ctx<'_> {
                 if bytes == b"." || bytes == b".." {
                     continue;
                 }
+                join_into(&mut rel_buf, dir_bytes, bytes);
+                let rel = Path::new(std::ffi::OsStr::from_bytes(&rel_buf));
                 let st = match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => st,
                     // Gone since it was listed: not part of the tree.
                     Err(rustix::io::Errno::NOENT) => continue,
                     Err(e) => {
-                        let child = Child::new(dir_bytes, bytes, None, None);
-                        let rel = Path::new(std::ffi::OsStr::from_bytes(child.rel()));
                         tracing::debug!(path = %rel.display(), error = %e, "checkpoint walk: stat failed");
                         if dir_rules.keeps(rel, false) {
                             part.entries += 1;
                             part.pending.push((rel.to_path_buf(), unreadable_entry()));
-                            children.push(child);
+                            names.push(bytes, None, None);
                         }
                         continue;
                     }
                 };
                 let is_dir = FileType::from_raw_mode(st.st_mode as _) == FileType::Directory;
-                let mut child = Child::new(dir_bytes, bytes, Some(is_dir), None);
-                let rel = Path::new(std::ffi::OsStr::from_bytes(child.rel()));
                 if !dir_rules.keeps(rel, is_dir) {
                     continue;
                 }
-                child.slot = self.cache.and_then(|c| c.slot_of(child.rel()));
-                self.visit(&mut part, &child, &st, tainted);
-                children.push(child);
+                let slot = self.cache.and_then(|c| c.slot_of(&rel_buf));
+                self.visit(&mut part, (dir_bytes, bytes), slot, &st, tainted);
+                names.push(bytes, Some(is_dir), slot);
             }
             true
         })();
+        let (names, children) = names.finish();
         let listing = Listing {
             dir,
             rules,
             listed_at_ns: self.started_ns,
+            names,
             children,
             complete,
         };
@@ -332,7 +340,7 @@ impl Ctx<'_> {
         if let Some(p) = prev.filter(|p| !tainted && p.names_hold(&stamp)) {
             let rules = rule_stamps(&fd, is_root, Some(&p.rules));
             if p.rules_hold(&rules)
-                && let Some(part) = self.stat_listed(&fd, p)
+                && let Some(part) = self.stat_listed(&fd, dir_rel, p)
             {
                 return (part, None, Some(Arc::clone(p)), true);
             }
@@ -423,10 +431,14 @@ pub(crate) fn walk(
             o.push(local);
         }
     };
-    // Every worker a thread of its own, the calling thread waiting: on a busy machine a new
-    // thread is placed where a CPU is free, while a helper of the calling thread tended to
-    // wait behind it (measured: the walk then ran on one CPU).
-    let threads = opts.threads.clamp(1, 8);
+    // Every worker a thread of its own, all started at once, the calling thread waiting: on a
+    // busy machine a new thread is placed where a CPU is free, while a helper of the calling
+    // thread tended to wait behind it (measured: the walk then ran on one CPU). Measured again
+    // (2026-12-04): helpers started only once the root's folders are queued (the calling thread
+    // walking or waiting) hand over less and were faster at load 6 to 8, but at load under 2
+    // no such helper ran beside the first worker in 8 runs (wall time = CPU time), where
+    // these workers did in 3 of 4.
+    let threads = opts.walk_threads.clamp(1, 8);
     if threads == 1 {
         worker();
     } else {

@@ -52,7 +52,8 @@ fn main() -> std::process::ExitCode {
         };
     }
     if args.len() == 5 && args[1] == "warm" {
-        // Profiling aid: N unchanged snapshots on one open store (THREADS: walk threads; CALLS=1:
+        // Profiling aid: N unchanged snapshots on one open store (THREADS: hashing threads,
+        // WALK_THREADS: walk threads; CALLS=1:
         // each after a one-file rewrite; COLD=1: each from a store opened afresh; SLEEP_MS: a
         // pause before each), wall and CPU time per snapshot.
         let n: usize = args[4].parse().unwrap_or(100);
@@ -60,6 +61,12 @@ fn main() -> std::process::ExitCode {
             let mut opts = SnapshotOptions::default();
             if let Some(t) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
                 opts.threads = t;
+            }
+            if let Some(t) = std::env::var("WALK_THREADS")
+                .ok()
+                .and_then(|t| t.parse().ok())
+            {
+                opts.walk_threads = t;
             }
             let store =
                 CheckpointStore::open(Path::new(&args[2]), Path::new(&args[3]), opts.clone())?;
@@ -71,7 +78,16 @@ fn main() -> std::process::ExitCode {
             let (mut wall, mut cpu) = (Vec::new(), Vec::new());
             // SLEEP_MS: a pause before each snapshot (as between two calls).
             let pause = std::env::var("SLEEP_MS").ok().and_then(|v| v.parse().ok());
+            // AFTER_CALL=1: each snapshot follows a call (a one-file rewrite and its snapshot,
+            // then the pause), as the unchanged measure of the benchmark does.
+            let after_call = std::env::var("AFTER_CALL").is_ok_and(|v| v == "1");
             for round in 0..n {
+                if after_call {
+                    touch(Path::new(&args[3]), round).map_err(|e| {
+                        aibuddy_checkpoint::CheckpointError::io("touch", Path::new(&args[3]), e)
+                    })?;
+                    store.snapshot_shared()?;
+                }
                 if let Some(p) = pause {
                     std::thread::sleep(std::time::Duration::from_millis(p));
                 }
@@ -114,7 +130,15 @@ fn main() -> std::process::ExitCode {
     let data = PathBuf::from(&args[1]);
     let project = PathBuf::from(&args[2]);
     let n: usize = args[3].parse().unwrap_or(20);
-    let open = || CheckpointStore::open(&data, &project, SnapshotOptions::default());
+    // WALK_THREADS: the walk's threads (to compare; the default otherwise).
+    let mut opts = SnapshotOptions::default();
+    if let Some(t) = std::env::var("WALK_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+    {
+        opts.walk_threads = t;
+    }
+    let open = || CheckpointStore::open(&data, &project, opts.clone());
     let run = || -> aibuddy_checkpoint::Result<()> {
         let t = Instant::now();
         let store = open()?;

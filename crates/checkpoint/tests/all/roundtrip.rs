@@ -241,3 +241,63 @@ fn a_tree_with_more_folders_than_open_files_allowed_is_walked_whole() {
         "every folder listed, every file read: {first}"
     );
 }
+
+#[test]
+fn every_walk_width_sees_the_same_tree_deep_or_wide_and_every_change_in_it() {
+    // A deep chain (a folder queued one at a time: the other workers wait) beside wide folders
+    // (every worker busy).
+    let project = tempfile::tempdir().unwrap();
+    let p = project.path();
+    let mut deep = p.to_path_buf();
+    for i in 0..40 {
+        deep.push(format!("n{i}"));
+        std::fs::create_dir(&deep).unwrap();
+        std::fs::write(deep.join("f"), format!("{i}\n")).unwrap();
+    }
+    for d in 0..8 {
+        let w = p.join(format!("w{d:02}"));
+        std::fs::create_dir(&w).unwrap();
+        for f in 0..20 {
+            std::fs::write(w.join(format!("f{f}")), format!("{d} {f}\n")).unwrap();
+        }
+    }
+    let store = |threads: usize, data: &Path| {
+        CheckpointStore::open(
+            data,
+            p,
+            SnapshotOptions {
+                walk_threads: threads,
+                ..SnapshotOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let datas: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let stores: Vec<CheckpointStore> = [1, 2, 6]
+        .iter()
+        .zip(&datas)
+        .map(|(t, d)| store(*t, d.path()))
+        .collect();
+    let ids = |stores: &[CheckpointStore]| -> Vec<(String, usize)> {
+        stores
+            .iter()
+            .map(|s| {
+                let snap = s.snapshot_shared().unwrap();
+                (snap.id.clone(), snap.manifest.entries.len())
+            })
+            .collect()
+    };
+    let first = ids(&stores);
+    assert_eq!(first[0].1, 40 * 2 + 8 * 21, "every folder and file");
+    assert!(first.iter().all(|s| *s == first[0]), "{first:?}");
+    // Settled (folder cache in use), then changed deep down and in a wide folder.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    ids(&stores);
+    assert!(ids(&stores).iter().all(|s| s.0 == first[0].0));
+    std::fs::write(deep.join("f"), "changed\n").unwrap();
+    std::fs::remove_file(p.join("w05/f7")).unwrap();
+    let changed = ids(&stores);
+    assert!(changed.iter().all(|s| *s == changed[0]), "{changed:?}");
+    assert_ne!(changed[0].0, first[0].0);
+    assert_eq!(changed[0].1, first[0].1 - 1);
+}
