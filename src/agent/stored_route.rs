@@ -111,6 +111,8 @@ mod tests {
             owner: None,
             scoped_call_ids: true,
             stop_reason: None,
+            parent_run_id: None,
+            parent_call_id: None,
         }
     }
 

@@ -87,6 +87,8 @@ fn conversation(messages: Vec<MessageRecord>, summaries: Vec<SummaryRecord>) -> 
             owner: None,
             scoped_call_ids: false,
             stop_reason: None,
+            parent_run_id: None,
+            parent_call_id: None,
         },
         messages,
         summaries,
