@@ -42,6 +42,7 @@ mod run_end;
 mod run_hooks;
 mod run_loop;
 pub mod search_note;
+pub mod subagent;
 pub mod stored_route;
 pub mod summarize;
 pub mod tools;
@@ -233,7 +234,9 @@ impl AgentError {
     }
 }
 
-/// The run loop over one open project, one provider route and one confirm broker.
+/// The run loop over one open project, one provider route and one confirm broker. Cloning is
+/// cheap (shared parts); a subagent run uses a clone of its parent's.
+#[derive(Clone)]
 pub struct Agent {
     pub(crate) app: Arc<App>,
     pub(crate) provider: Arc<dyn Provider>,

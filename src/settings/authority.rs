@@ -32,6 +32,7 @@
 //! | `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs` | widen when above the user level (a run could hold the model, and the person's money, longer); lower narrows |
 //! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
 //! | `hooks.*` (`pre_tool_call`, `post_tool_call`, `run_start`, `run_end`, `waiting_for_person`) | widens when non-empty (a hook runs a command with the person's authority, outside the sandbox); a project's hooks are added after the user level's, never replace them (`settings/hooks.rs`), and their scripts are pinned into the trust digest |
+//! | `agents.profiles` | narrows: a child run's tools are always at most its parent's, and a project profile of a name the user level defines only narrows that profile's tools (`settings/agents.rs`) |
 //! | `checkpoints.max_file_bytes` | narrows when at least the user level's (more files are checkpointed); lower widens (fewer files could be put back), so it applies only when trusted |
 
 use serde_json::Value;
@@ -192,6 +193,8 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
                 .clone()
                 .map_or(Value::Null, Value::String),
         ),
+        // A child run never gets more than its parent; a same-named user profile only narrows.
+        ("agents", "profiles") => Effect::Narrows,
         ("checkpoints", "max_file_bytes") => at_least(value, user.checkpoints.max_file_bytes),
         // A hook runs a command with the person's authority, outside the sandbox.
         ("hooks", event) if super::HOOK_EVENTS.contains(&event) => non_empty_list(value),

@@ -178,7 +178,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints, hooks)",
+                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints, hooks, agents)",
                 Some(19)
             ),
         ]

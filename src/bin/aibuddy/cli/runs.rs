@@ -128,10 +128,19 @@ async fn next_request(run_id: &str, opts: AppOptions) -> ExitCode {
     }
 }
 
-/// One listing line (pure).
+/// One listing line (pure). A subagent run is marked `↳` and names its parent run and call.
 pub fn row_line(r: &RunListRow) -> String {
+    let parent = match (&r.parent_run_id, &r.parent_call_id) {
+        (Some(run), call) => format!(
+            "  (subagent of {} via {})",
+            term::line(run),
+            term::line(call.as_deref().unwrap_or("-"))
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{}  {}  {}/{}  {}  steps {}  tools {}  {}",
+        "{}{}  {}  {}/{}  {}  steps {}  tools {}  {}{parent}",
+        if r.parent_run_id.is_some() { "  ↳ " } else { "" },
         term::line(&r.run_id),
         r.started_at,
         term::line(r.provider.as_deref().unwrap_or("-")),
@@ -141,6 +150,48 @@ pub fn row_line(r: &RunListRow) -> String {
         r.tool_calls,
         term::line(r.title.as_deref().unwrap_or(""))
     )
+}
+
+/// Children listed under their parent when the parent is on the page (a child whose parent is
+/// not stays where it is, still marked). Pure.
+pub fn nest(rows: &[RunListRow]) -> Vec<&RunListRow> {
+    let on_page = |id: &str| rows.iter().any(|r| r.run_id == id);
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        match &r.parent_run_id {
+            Some(p) if on_page(p) => continue,
+            _ => {}
+        }
+        out.push(r);
+        // Oldest child first under its parent.
+        let mut kids: Vec<&RunListRow> = rows
+            .iter()
+            .filter(|k| k.parent_run_id.as_deref() == Some(r.run_id.as_str()))
+            .collect();
+        kids.reverse();
+        out.extend(kids);
+    }
+    out
+}
+
+/// The lines of `runs show` naming a run's parent and its subagent runs (pure).
+pub fn family_lines(c: &Conversation, children: &[(String, Option<String>)]) -> String {
+    let mut s = String::new();
+    if let Some(p) = &c.run.parent_run_id {
+        s.push_str(&format!(
+            "subagent of run {} (call {})\n",
+            term::line(p),
+            term::line(c.run.parent_call_id.as_deref().unwrap_or("-"))
+        ));
+    }
+    for (id, call) in children {
+        s.push_str(&format!(
+            "subagent run {} (started by call {})\n",
+            term::line(id),
+            term::line(call.as_deref().unwrap_or("-"))
+        ));
+    }
+    s
 }
 
 /// The conversation as text (pure; every stored string escaped).
@@ -220,7 +271,7 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
         None => match store.list_runs(args.limit, None).await {
             Ok(rows) if args.json => print_json(&rows),
             Ok(rows) => {
-                for r in &rows {
+                for r in nest(&rows) {
                     outln!("{}", row_line(r));
                 }
                 ExitCode::SUCCESS
@@ -245,7 +296,11 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
             Ok(Some(_)) => match store.conversation(&run_id).await {
                 Ok(c) if json || args.json => print_json(&c),
                 Ok(c) => {
-                    out!("{}", render(&c));
+                    let children = store.child_runs(&run_id).await.unwrap_or_default();
+                    let text = render(&c);
+                    // The family lines go right after the run's header line.
+                    let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+                    out!("{head}\n{}{rest}", family_lines(&c, &children));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
