@@ -28,6 +28,9 @@ pub struct RunSummary {
     pub started_at: String,
     pub steps: i64,
     pub tool_calls: i64,
+    /// A subagent run: the run whose `agent` call started it, and that call's id.
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
 }
 
 impl From<RunListRow> for RunSummary {
@@ -41,6 +44,8 @@ impl From<RunListRow> for RunSummary {
             started_at: r.started_at,
             steps: r.steps,
             tool_calls: r.tool_calls,
+            parent_run_id: r.parent_run_id,
+            parent_call_id: r.parent_call_id,
         }
     }
 }
@@ -116,6 +121,9 @@ pub struct RunDetail {
     pub meter: Option<aibuddy::agent::events::RunEvent>,
     pub steps: i64,
     pub tool_calls: i64,
+    /// A subagent run: the run whose `agent` call started it, and that call's id.
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
     pub messages: Vec<RunMessage>,
 }
 
@@ -197,6 +205,8 @@ impl From<&Conversation> for RunDetail {
             meter: None,
             steps: r.steps,
             tool_calls: r.tool_calls,
+            parent_run_id: r.parent_run_id.clone(),
+            parent_call_id: r.parent_call_id.clone(),
             messages: c.messages.iter().map(message_view).collect(),
         }
     }
@@ -223,6 +233,8 @@ mod tests {
             meter: None,
             steps: 0,
             tool_calls: 0,
+            parent_run_id: None,
+            parent_call_id: None,
             messages: vec![RunMessage {
                 seq: 1,
                 role: "tool".into(),
