@@ -163,7 +163,8 @@ impl Agent {
     ) -> Result<RunOutcome, AgentError> {
         let start = RunStart {
             prompt: child.task.prompt.clone(),
-            ..RunStart::default()
+            max_steps: child.max_steps,
+            continue_run: None,
         };
         self.run_as(start, Some(child), cancel, events).await
     }
@@ -189,6 +190,7 @@ impl Agent {
                     agent: self.clone(),
                     parent_run_id: run_id.clone(),
                     events: events.clone(),
+                    max_steps: start.max_steps,
                 }),
             )
         });

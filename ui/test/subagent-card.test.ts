@@ -106,7 +106,7 @@ describe("subagent events", () => {
     const h = document.createElement("div");
     const s = play([{ type: "tool_call", tool_call_id: "r1", tool: "read_file", input: { path: "a" } }]);
     const item = s.items[0];
-    if (item.kind !== "tool") throw new Error("no card");
+    if (item?.kind !== "tool") throw new Error("no card");
     const c = mount(ToolCardView, { target: h, props: { card: item.card, bus: new OutputBus(), onstop: () => {} } });
     cleanup.push(() => unmount(c));
     flushSync();

@@ -7,7 +7,7 @@
 //!   (`Store::create_child_run`), titled with the call's `description`;
 //! - starts with fresh context: the system prompt (plus the subagent note and its profile's text,
 //!   [`shapes::ChildShape::system`]) and the task as its only user message;
-//! - uses the parent's provider, model, options, confirm broker and person (so its calls are
+//! - uses the parent's provider, model, options, step bound, confirm broker and person (so its calls are
 //!   authorized exactly as the parent's would be: same settings, approval mode, rules, sandbox);
 //! - has the tool set [`crate::tools::agent::task::child_tools`] gives (`App::child_shapes`);
 //! - runs under the `agent` call's cancellation token: stopping the parent (or the call) stops
@@ -51,6 +51,8 @@ pub(crate) struct ChildStart {
     pub parent_run_id: String,
     pub parent_call_id: String,
     pub shape: ChildShape,
+    /// The parent's step bound (`--max-steps`), when it had one.
+    pub max_steps: Option<u32>,
 }
 
 /// Starts the children of one top-level run.
@@ -58,6 +60,8 @@ pub(crate) struct Children {
     pub agent: Agent,
     pub parent_run_id: String,
     pub events: Arc<dyn RunEventSink>,
+    /// The parent's `RunStart::max_steps`: a child has the same bound.
+    pub max_steps: Option<u32>,
 }
 
 impl Children {
@@ -97,6 +101,7 @@ impl ChildRunner for Children {
             task,
             parent_run_id: self.parent_run_id.clone(),
             parent_call_id: parent_call_id.to_string(),
+            max_steps: self.max_steps,
         };
         let sink: Arc<dyn RunEventSink> = Arc::new(events::ChildEvents {
             parent: self.events.clone(),

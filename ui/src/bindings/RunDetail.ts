@@ -26,4 +26,8 @@ stop_reason: string | null, started_at: string, finished_at_ms: number | null, u
  * usage against the window of the route it continues on); null when no usage can be trusted
  * or the route cannot be resolved.
  */
-meter: RunEvent | null, steps: number, tool_calls: number, messages: Array<RunMessage>, };
+meter: RunEvent | null, steps: number, tool_calls: number, 
+/**
+ * A subagent run: the run whose `agent` call started it, and that call's id.
+ */
+parent_run_id: string | null, parent_call_id: string | null, messages: Array<RunMessage>, };
