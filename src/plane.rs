@@ -567,8 +567,8 @@ mod build;
 mod mcp_sandbox;
 mod readiness;
 mod tokens;
-pub use build::{Desks, bind};
 use build::build_registry;
+pub use build::{Desks, bind};
 pub use readiness::{PlaneReadiness, unavailable};
 pub use tokens::KeyringVault;
 

@@ -23,10 +23,12 @@ pub fn bind(
                 tools::view_skill::KEY => {
                     Arc::new(tools::view_skill::ViewSkillConfig::new(skills.clone()))
                 }
-                tools::ask_user_question::KEY => {
-                    Arc::new(tools::ask_user_question::AskUserConfig::new(desks.human.clone()))
+                tools::ask_user_question::KEY => Arc::new(
+                    tools::ask_user_question::AskUserConfig::new(desks.human.clone()),
+                ),
+                tools::agent::KEY => {
+                    Arc::new(tools::agent::AgentConfig::new(desks.subagents.clone()))
                 }
-                tools::agent::KEY => Arc::new(tools::agent::AgentConfig::new(desks.subagents.clone())),
                 _ => c,
             }
         })
@@ -49,7 +51,13 @@ pub(super) fn build_registry(
     desks: &Desks,
     mcp: Option<&Arc<McpManager>>,
 ) -> Result<(Registry, Vec<LeftOut>), Vec<ConsistencyProblem>> {
-    let mut configs = bind(tools::builtin_configs(), discovery, skills, readiness, desks);
+    let mut configs = bind(
+        tools::builtin_configs(),
+        discovery,
+        skills,
+        readiness,
+        desks,
+    );
     let mut metas: Vec<ToolConfigMeta> = tools::builtin_metas();
     let mut left = Vec::new();
     if let Some(m) = mcp {

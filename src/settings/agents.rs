@@ -121,7 +121,9 @@ impl AgentsSettings {
             match self.profiles.get_mut(&name) {
                 Some(mine) => {
                     mine.tools = match (mine.tools.take(), theirs.tools) {
-                        (Some(a), Some(b)) => Some(a.into_iter().filter(|t| b.contains(t)).collect()),
+                        (Some(a), Some(b)) => {
+                            Some(a.into_iter().filter(|t| b.contains(t)).collect())
+                        }
                         (Some(a), None) => Some(a),
                         (None, b) => b,
                     };
@@ -171,7 +173,10 @@ mod tests {
         })));
         let r = &user.profiles["reviewer"];
         assert_eq!(r.tools, Some(vec!["read_file".to_string()]));
-        assert_eq!((r.description.as_str(), r.prompt.as_deref()), ("d", Some("be careful")));
+        assert_eq!(
+            (r.description.as_str(), r.prompt.as_deref()),
+            ("d", Some("be careful"))
+        );
         assert!(!r.from_project);
         assert_eq!(user.profiles["open"].tools, Some(vec!["ls".to_string()]));
         assert!(user.profiles["mine"].from_project);
@@ -179,11 +184,26 @@ mod tests {
 
     #[test]
     fn profiles_are_validated() {
-        assert_eq!(invalid_profiles(&json!({"ok-name_1": {"tools": ["ls"]}})), None);
-        assert!(invalid_profiles(&json!({"bad name": {}})).unwrap().contains("name a profile"));
-        assert!(invalid_profiles(&json!({"a": {"tools": [""]}})).unwrap().contains("tool name"));
+        assert_eq!(
+            invalid_profiles(&json!({"ok-name_1": {"tools": ["ls"]}})),
+            None
+        );
+        assert!(
+            invalid_profiles(&json!({"bad name": {}}))
+                .unwrap()
+                .contains("name a profile")
+        );
+        assert!(
+            invalid_profiles(&json!({"a": {"tools": [""]}}))
+                .unwrap()
+                .contains("tool name")
+        );
         let long = "x".repeat(MAX_PROFILE_PROMPT + 1);
-        assert!(invalid_profiles(&json!({"a": {"prompt": long}})).unwrap().contains("`prompt`"));
+        assert!(
+            invalid_profiles(&json!({"a": {"prompt": long}}))
+                .unwrap()
+                .contains("`prompt`")
+        );
         assert!(serde_json::from_value::<AgentProfile>(json!({"system": "x"})).is_err());
     }
 }

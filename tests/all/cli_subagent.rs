@@ -38,7 +38,9 @@ async fn fx(kind: ProviderKind, extra: Value) -> Fx {
         ProviderKind::Anthropic => {
             json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
         }
-        ProviderKind::OpenAiResponses => json!({"default": "openai", "openai": {"model": "gpt-5.4"}}),
+        ProviderKind::OpenAiResponses => {
+            json!({"default": "openai", "openai": {"model": "gpt-5.4"}})
+        }
         ProviderKind::OpenAiChat => json!({"default": "local", "local": {
             "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}),
     };
@@ -115,7 +117,11 @@ fn tools_of(req: &RecordedRequest) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|t| t["name"].as_str().or_else(|| t["function"]["name"].as_str()))
+        .filter_map(|t| {
+            t["name"]
+                .as_str()
+                .or_else(|| t["function"]["name"].as_str())
+        })
         .map(str::to_string)
         .collect();
     names.sort();
@@ -167,16 +173,23 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     );
     f.server
         .push(Turn::text("CHILD-ANSWER: the root holds notes.txt").reply(kind));
-    f.server.push(Turn::text("The project holds notes.txt.").reply(kind));
+    f.server
+        .push(Turn::text("The project holds notes.txt.").reply(kind));
 
-    let (code, ev, err) = f.events(&["run", "--json", "--yes", "What is in here?"]).await;
+    let (code, ev, err) = f
+        .events(&["run", "--json", "--yes", "What is in here?"])
+        .await;
     assert_eq!(code, 0, "{err}\n{ev:?}");
     let parent_id = ev[0]["run_id"].as_str().unwrap().to_string();
     let parent_call = format!("{parent_id}:{a}");
 
     // The child's events nest under the parent's `agent` call.
     let child = child_events(&ev, &parent_call);
-    assert_eq!(child.first().map(|e| &e["type"]), Some(&json!("run_started")), "{ev:?}");
+    assert_eq!(
+        child.first().map(|e| &e["type"]),
+        Some(&json!("run_started")),
+        "{ev:?}"
+    );
     let child_id = child[0]["run_id"].as_str().unwrap().to_string();
     assert_ne!(child_id, parent_id);
     let ls = result_ending(&child, &l);
@@ -204,16 +217,27 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     let reqs = f.server.requests();
     assert_eq!(reqs.len(), 4);
     let parent_tools = tools_of(&reqs[0]);
-    assert!(parent_tools.contains(&"agent".to_string()), "{parent_tools:?}");
-    assert!(parent_tools.contains(&"execute".to_string()), "{parent_tools:?}");
+    assert!(
+        parent_tools.contains(&"agent".to_string()),
+        "{parent_tools:?}"
+    );
+    assert!(
+        parent_tools.contains(&"execute".to_string()),
+        "{parent_tools:?}"
+    );
     assert_eq!(tools_of(&reqs[1]), vec!["ls", "read_file"]);
     assert_eq!(tools_of(&reqs[2]), vec!["ls", "read_file"]);
     let child_body = reqs[1].raw_body.as_str();
     assert!(child_body.contains("List the project root"), "{child_body}");
-    assert!(!child_body.contains("What is in here?"), "the child sees only its task");
+    assert!(
+        !child_body.contains("What is in here?"),
+        "the child sees only its task"
+    );
     assert!(child_body.contains("You are a subagent"), "{child_body}");
     assert!(
-        reqs[3].raw_body.contains("CHILD-ANSWER: the root holds notes.txt"),
+        reqs[3]
+            .raw_body
+            .contains("CHILD-ANSWER: the root holds notes.txt"),
         "the parent's next request carries the answer"
     );
     f.server.assert_clean();
@@ -222,7 +246,10 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     let (code, out, err) = f.run(&["runs", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
-    let row = rows.iter().find(|r| r["run_id"] == child_id.as_str()).unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["run_id"] == child_id.as_str())
+        .unwrap();
     assert_eq!(row["parent_run_id"], parent_id.as_str());
     assert_eq!(row["parent_call_id"], parent_call.as_str());
     assert_eq!(row["status"], "completed");
@@ -230,7 +257,10 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     let (code, out, _) = f.run(&["runs"]).await;
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    let p = lines.iter().position(|l| l.starts_with(&parent_id)).unwrap();
+    let p = lines
+        .iter()
+        .position(|l| l.starts_with(&parent_id))
+        .unwrap();
     assert!(
         lines[p + 1].starts_with(&format!("  ↳ {child_id}")),
         "the child is nested under its parent: {out}"
@@ -240,7 +270,10 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     assert!(out.contains(&format!("subagent run {child_id}")), "{out}");
     let (code, out, _) = f.run(&["runs", "show", &child_id]).await;
     assert_eq!(code, 0);
-    assert!(out.contains(&format!("subagent of run {parent_id}")), "{out}");
+    assert!(
+        out.contains(&format!("subagent of run {parent_id}")),
+        "{out}"
+    );
     assert!(out.contains("CHILD-ANSWER"), "{out}");
 }
 
@@ -292,7 +325,10 @@ async fn a_profile_narrows_the_child_and_an_unknown_one_is_refused() {
     assert_eq!(code, 0, "{err}");
     let top: Vec<&Value> = ev.iter().collect();
     let bad = result_ending(&top, "toolu_bad");
-    assert_eq!((&bad["status"], &bad["stage"]), (&json!("error"), &json!("Parameters")));
+    assert_eq!(
+        (&bad["status"], &bad["stage"]),
+        (&json!("error"), &json!("Parameters"))
+    );
     assert!(bad["model"].as_str().unwrap().contains("reader"), "{bad}");
     assert_eq!(result_ending(&top, "toolu_good")["model"], "child done");
     let reqs = f.server.requests();

@@ -125,7 +125,11 @@ impl ChildRunner for Children {
         let outcome = self.agent.run_child(start, cancel.clone(), sink).await;
         beat.abort();
         let outcome = outcome.map_err(|e| {
-            ToolError::new(e.stage(), "subagent_not_started", format!("the subagent could not start: {e}"))
+            ToolError::new(
+                e.stage(),
+                "subagent_not_started",
+                format!("the subagent could not start: {e}"),
+            )
         })?;
         let details = serde_json::json!({"child_run_id": outcome.run_id});
         match outcome.status {

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::discovery::{Exposure, ToolSet};
 
 /// The reason a tool outside a child's set is absent.
-pub const NOT_IN_CHILD_SET: &str =
-    "not in this subagent's tool set (a subagent has at most its parent's tools, narrowed by the `agent` call)";
+pub const NOT_IN_CHILD_SET: &str = "not in this subagent's tool set (a subagent has at most its parent's tools, narrowed by the `agent` call)";
 
 /// One child run's shape.
 #[derive(Debug, Clone, Default, PartialEq)]

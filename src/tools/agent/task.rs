@@ -66,7 +66,10 @@ pub fn child_task(
 
 /// The child's tool set: the parent's tools (`parent`: every name the parent could call or
 /// search) without `agent` (children start no children), narrowed to `asked` when given. Pure.
-pub fn child_tools(parent: &BTreeSet<String>, asked: Option<&BTreeSet<String>>) -> BTreeSet<String> {
+pub fn child_tools(
+    parent: &BTreeSet<String>,
+    asked: Option<&BTreeSet<String>>,
+) -> BTreeSet<String> {
     parent
         .iter()
         .filter(|t| t.as_str() != super::TOOL_NAME)
@@ -117,7 +120,10 @@ mod tests {
     #[test]
     fn a_child_has_at_most_the_parents_tools_and_never_agent() {
         let parent = set(&["read_file", "execute", "agent", "grep"]);
-        assert_eq!(child_tools(&parent, None), set(&["execute", "grep", "read_file"]));
+        assert_eq!(
+            child_tools(&parent, None),
+            set(&["execute", "grep", "read_file"])
+        );
         assert_eq!(
             child_tools(&parent, Some(&set(&["grep", "write_file", "agent"]))),
             set(&["grep"])

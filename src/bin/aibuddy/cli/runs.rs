@@ -140,7 +140,11 @@ pub fn row_line(r: &RunListRow) -> String {
     };
     format!(
         "{}{}  {}  {}/{}  {}  steps {}  tools {}  {}{parent}",
-        if r.parent_run_id.is_some() { "  ↳ " } else { "" },
+        if r.parent_run_id.is_some() {
+            "  ↳ "
+        } else {
+            ""
+        },
         term::line(&r.run_id),
         r.started_at,
         term::line(r.provider.as_deref().unwrap_or("-")),
