@@ -124,7 +124,18 @@ pub struct RunDetail {
     /// A subagent run: the run whose `agent` call started it, and that call's id.
     pub parent_run_id: Option<String>,
     pub parent_call_id: Option<String>,
+    /// The subagent runs this run's `agent` calls started, oldest first (`show_run` fills it).
+    pub children: Vec<ChildRunView>,
     pub messages: Vec<RunMessage>,
+}
+
+/// A subagent run of a shown run: its id, the `agent` call that started it, how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ChildRunView {
+    pub run_id: String,
+    pub parent_call_id: Option<String>,
+    pub status: Option<RunStatus>,
 }
 
 fn message_view(m: &MessageRecord) -> RunMessage {
@@ -207,6 +218,7 @@ impl From<&Conversation> for RunDetail {
             tool_calls: r.tool_calls,
             parent_run_id: r.parent_run_id.clone(),
             parent_call_id: r.parent_call_id.clone(),
+            children: Vec::new(),
             messages: c.messages.iter().map(message_view).collect(),
         }
     }
@@ -235,6 +247,7 @@ mod tests {
             tool_calls: 0,
             parent_run_id: None,
             parent_call_id: None,
+            children: Vec::new(),
             messages: vec![RunMessage {
                 seq: 1,
                 role: "tool".into(),

@@ -102,6 +102,16 @@ describe("subagent events", () => {
     expect(opened).toEqual(["c7"]);
   });
 
+  it("a stored run's agent card links to the child run it started", () => {
+    const s = play([
+      { type: "tool_call", tool_call_id: "p:a1", tool: "agent", input: { description: "d", prompt: "p" } },
+      { type: "stored_result", tool_call_id: "p:a1", status: "ok", stage: null, model: "answer", hooks: [] },
+      { type: "stored_subagent", parent_tool_call_id: "p:a1", run_id: "c7", status: "completed" },
+    ]);
+    const sub = agentCard(s).subagent as RunViewState;
+    expect([sub.runId, sub.phase, subagentSummary(sub)]).toEqual(["c7", "completed", "completed"]);
+  });
+
   it("other cards have no subagent section", () => {
     const h = document.createElement("div");
     const s = play([{ type: "tool_call", tool_call_id: "r1", tool: "read_file", input: { path: "a" } }]);

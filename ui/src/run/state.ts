@@ -274,6 +274,12 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       return push(state, { kind: "notice", text: "Earlier turns were summarized to fit the model's context.", tone: "info" }, "n");
     case "subagent":
       return applySubagentEvent(state, event.parent_tool_call_id, event.event as RunEvent, now);
+    case "stored_subagent":
+      // A stored run: the card links to its child run (its steps are in that run).
+      return updateCard(state, event.parent_tool_call_id, (c) => ({
+        ...c,
+        subagent: c.subagent ?? { ...emptyRun(), runId: event.run_id, phase: event.status ?? "interrupted" },
+      }));
     case "run_finished": {
       // Calls still open when the run ends were interrupted: nothing more will arrive for them.
       const items = state.items.map((it) =>
@@ -320,10 +326,9 @@ export function applySubagentEvent(state: RunViewState, parentCallId: string, in
 /** "3 steps · 2 tool calls · completed": what a subagent card says of its child run. */
 export function subagentSummary(child: RunViewState): string {
   const calls = child.items.filter((it) => it.kind === "tool").length;
-  const steps = child.items.filter((it) => it.kind === "assistant" || it.kind === "tool").length;
-  const parts = [`${calls} tool call${calls === 1 ? "" : "s"}`];
-  if (child.phase !== "running" && child.phase !== "starting" && child.phase !== "idle") parts.push(phaseLabel(child.phase));
-  else if (steps > 0) parts.push("working");
+  const parts = calls > 0 ? [`${calls} tool call${calls === 1 ? "" : "s"}`] : [];
+  const ended = child.phase !== "running" && child.phase !== "starting" && child.phase !== "idle";
+  parts.push(ended ? phaseLabel(child.phase) : "working");
   return parts.join(" · ");
 }
 
