@@ -44,6 +44,7 @@ function fakeShell() {
         tool_calls: 1,
         parent_run_id: null,
         parent_call_id: null,
+        children: [],
         messages: [
           { seq: 1, role: "user", text: "old prompt", tool_calls: [], result: null, usage: null },
           { seq: 2, role: "assistant", text: "old answer", tool_calls: [{ tool_call_id: "c9", tool: "ls", input: { path: "." } }], result: null, usage },

@@ -160,6 +160,7 @@ describe("run state reducer", () => {
       tool_calls: 0,
       parent_run_id: null,
       parent_call_id: null,
+      children: [],
       messages: [{ seq: 1, role: "assistant", text: "cut", tool_calls: [], result: null, usage: null }],
     };
     const s = replay(detailEvents(detail), 0);
