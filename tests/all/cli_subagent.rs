@@ -338,6 +338,61 @@ async fn a_profile_narrows_the_child_and_an_unknown_one_is_refused() {
     f.server.assert_clean();
 }
 
+/// A child that reaches its step bound (the parent's `--max-steps`) fails the `agent` call at
+/// Execution, naming its run; the parent goes on with that error as the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_does_not_finish_fails_the_call_with_its_stage() {
+    let kind = ProviderKind::OpenAiChat;
+    let f = fx(kind, json!({})).await;
+    f.server.push(
+        Turn::text("Delegating.")
+            .call(
+                "call_a3",
+                "agent",
+                json!({"description": "loop", "prompt": "Keep listing."}),
+            )
+            .reply(kind),
+    );
+    f.server.push(
+        Turn::text("Listing.")
+            .call("call_l3", "ls", json!({"path": "."}))
+            .reply(kind),
+    );
+    f.server.push(
+        Turn::text("Again.")
+            .call("call_l4", "ls", json!({"path": "."}))
+            .reply(kind),
+    );
+    f.server
+        .push(Turn::text("The subagent did not finish.").reply(kind));
+    let (code, ev, err) = f
+        .events(&[
+            "run",
+            "--json",
+            "--yes",
+            "--max-steps",
+            "2",
+            "delegate a loop",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let top: Vec<&Value> = ev.iter().collect();
+    let agent = result_ending(&top, "call_a3");
+    assert_eq!(
+        (&agent["status"], &agent["stage"]),
+        (&json!("error"), &json!("Execution"))
+    );
+    let model = agent["model"].as_str().unwrap();
+    assert!(model.contains("step limit"), "{model}");
+    let child_id = child_events(&ev, agent["tool_call_id"].as_str().unwrap())[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(model.contains(&child_id), "{model}");
+    assert_eq!(ev.last().unwrap()["status"], "completed");
+    f.server.assert_clean();
+}
+
 /// Pids whose command line contains `marker` (this test's own process excluded).
 fn pids_with(marker: &str) -> Vec<u32> {
     let me = std::process::id();
