@@ -123,23 +123,26 @@ pub fn host_caps(services: &Services) -> HostCaps {
                 ))
             });
             host.exec_confinement = caps.exec.then(|| {
-                let exec = &services.settings.exec;
-                let mut probe = aibuddy_sandbox::aibuddy_exec::ExecRequest::new("true", "/");
-                if !exec.namespaces {
-                    probe.namespaces = aibuddy_sandbox::aibuddy_exec::NamespacePolicy::Off;
-                }
-                let support = crate::tools::execute::confinement_for(
-                    &probe,
-                    aibuddy_sandbox::aibuddy_exec::confinement_support(),
-                );
-                let mut label = support.label();
-                if !exec.network.is_on() {
-                    label.push_str(" (network off)");
-                }
-                if !crate::tools::execute::protected_paths_refused(&support) {
-                    label.push_str(" (protected paths not refused: restored after the command)");
-                }
-                label
+                let exec = services.settings.exec.clone();
+                discovery::LazyLabel::new(move || {
+                    let mut probe = aibuddy_sandbox::aibuddy_exec::ExecRequest::new("true", "/");
+                    if !exec.namespaces {
+                        probe.namespaces = aibuddy_sandbox::aibuddy_exec::NamespacePolicy::Off;
+                    }
+                    let support = crate::tools::execute::confinement_for(
+                        &probe,
+                        aibuddy_sandbox::aibuddy_exec::confinement_support(),
+                    );
+                    let mut label = support.label();
+                    if !exec.network.is_on() {
+                        label.push_str(" (network off)");
+                    }
+                    if !crate::tools::execute::protected_paths_refused(&support) {
+                        label
+                            .push_str(" (protected paths not refused: restored after the command)");
+                    }
+                    label
+                })
             });
             host.exec = Some(if caps.exec {
                 Ok(())

@@ -6,6 +6,7 @@
 //! - [`input`]: the JSON a hook reads on stdin (pure; Claude Code's field names too).
 //! - [`verdict`]: what an exit code and output mean (pure).
 //! - [`process`]: running one hook (I/O): bounded, cancellable, its process group killed.
+//! - [`confined`]: a project's hook run inside the sandbox, like `execute`.
 //! - [`record`]: what a run leaves on its call ([`HookRun`]).
 //!
 //! The pipeline runs `pre_tool_call` hooks after Parameters and before Authorization (a block
@@ -15,6 +16,7 @@
 //! Which hooks exist is the settings' decision (`crate::settings`): the user file's always, a
 //! project's only when the project is trusted.
 
+pub mod confined;
 pub mod input;
 pub mod process;
 pub mod record;
@@ -37,9 +39,21 @@ pub struct HookScope<'a> {
     pub hooks: &'a HooksSettings,
     pub exec: &'a ExecSettings,
     pub project: &'a Path,
+    /// The data directory in use (hidden from a project's confined hooks).
+    pub data_dir: &'a Path,
     pub run_id: &'a str,
     /// The call's (or run's) token: stopping it kills a running hook.
     pub cancel: &'a CancellationToken,
+}
+
+impl HookScope<'_> {
+    fn place(&self) -> process::Place<'_> {
+        process::Place {
+            project: self.project,
+            data_dir: self.data_dir,
+            exec: self.exec,
+        }
+    }
 }
 
 /// What the `pre_tool_call` hooks of one call decided together: the strongest decision (block >
@@ -104,7 +118,7 @@ pub async fn pre_tool_call(
         None,
     );
     for hook in entries {
-        let ran = process::run(hook, EVENT, &body, scope.project, scope.exec, scope.cancel).await;
+        let ran = process::run(hook, EVENT, &body, scope.place(), scope.cancel).await;
         let reading = verdict::pre(&ran.exit, &ran.stdout, &ran.stderr);
         if reading.decision > out.decision {
             out.decision = reading.decision;
@@ -144,7 +158,7 @@ pub async fn post_tool_call(
         Some(result),
     );
     for hook in entries {
-        let ran = process::run(hook, EVENT, &body, scope.project, scope.exec, scope.cancel).await;
+        let ran = process::run(hook, EVENT, &body, scope.place(), scope.cancel).await;
         let reading = verdict::post(&ran.exit, &ran.stdout, &ran.stderr);
         notes.extend(reading.note.clone());
         runs.push(record_of(EVENT, hook, ran, reading));
@@ -162,7 +176,7 @@ pub async fn run_event(scope: HookScope<'_>, event: &str, extra: Value) -> Vec<H
     }
     let body = input::run_event(event, scope.run_id, scope.project, extra);
     for hook in entries {
-        let ran = process::run(hook, event, &body, scope.project, scope.exec, scope.cancel).await;
+        let ran = process::run(hook, event, &body, scope.place(), scope.cancel).await;
         let reading = verdict::plain(&ran.exit, &ran.stderr);
         runs.push(record_of(event, hook, ran, reading));
     }

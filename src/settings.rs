@@ -33,14 +33,16 @@
 //! (every one, not just the first: [`parse`]); that field falls back to its default and the
 //! problem stays visible in `aibuddy tools check` and the UI.
 //!
-//! The project file is untrusted: a field that widens authority over the user level (see
-//! [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
+//! Every key has one row in the field table ([`fields::FIELDS`]: authority rule, user-only,
+//! editable in the window, page, meaning). The project file is untrusted: a field that widens
+//! authority over the user level (see [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
 //! is ignored with a problem line. `exec.writable_roots` are resolved at load ([`roots`]).
 
 mod agents;
 mod approvals;
 mod authority;
 pub mod edit;
+pub mod fields;
 mod hooks;
 mod layer;
 mod network;
@@ -55,14 +57,15 @@ use ts_rs::TS;
 
 pub use agents::{AgentProfile, AgentsSettings, valid_profile_name};
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
-pub use authority::{Effect, effect as authority_effect, effect_or_widens};
+pub use authority::{
+    Effect, decide as authority_decide, effect as authority_effect, effect_or_widens,
+};
+pub use fields::{AuthorityRule, FIELDS, FieldSpec, SettingsPage, UNPROTECTED_USER_ONLY};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HOOK_EVENTS, HookEntry, HookLevel, HooksSettings,
     MAX_HOOK_TIMEOUT_SECS,
 };
-pub use layer::{
-    DATA_DIR_ROOT, LayerContext, SettingsText, UNPROTECTED_USER_ONLY, USER_FILE_EXPOSED, layer,
-};
+pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
 pub use network::NetworkSetting;
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,

@@ -1,5 +1,7 @@
 //! TypeScript bindings of every type that crosses the IPC boundary, generated with ts-rs into
-//! `ui/src/bindings/` and committed. `tests/all/bindings.rs` fails when the committed files are stale;
+//! `ui/src/bindings/` and committed, and the data the UI reads from the core's tables
+//! (`settingsFields.ts`: the settings field table, [`aibuddy::settings::FIELDS`], and each
+//! authority rule's sentence). `tests/all/bindings.rs` fails when the committed files are stale;
 //! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings` rewrites them.
 
 use std::path::Path;
@@ -44,7 +46,48 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::checkpoints_view::RewindView::export_all(&cfg)?;
     crate::call_images::CallImage::export_all(&cfg)?;
     crate::local_servers::ModelSetup::export_all(&cfg)?;
+    aibuddy::settings::FieldSpec::export_all(&cfg)?;
+    std::fs::write(dir.join(SETTINGS_FIELDS_FILE), settings_fields_module()?)?;
     Ok(())
+}
+
+/// The generated data file of the settings field table, beside the types.
+pub const SETTINGS_FIELDS_FILE: &str = "settingsFields.ts";
+
+/// `settingsFields.ts`: the core's settings field table and the sentence of each authority rule,
+/// as TypeScript constants typed by the generated `FieldSpec` and `AuthorityRule`.
+pub fn settings_fields_module() -> Result<String, ExportError> {
+    use aibuddy::settings::{AuthorityRule, FIELDS};
+    let json = |v: &serde_json::Value| {
+        serde_json::to_string_pretty(v).map_err(|e| ExportError::Io(std::io::Error::other(e)))
+    };
+    let fields = serde_json::to_value(FIELDS).map_err(|e| ExportError::Io(e.into()))?;
+    let rules: serde_json::Map<String, serde_json::Value> = AuthorityRule::ALL
+        .iter()
+        .map(|r| {
+            let key = serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            (key, serde_json::Value::from(r.describe()))
+        })
+        .collect();
+    Ok(format!(
+        "// Generated from the core's settings field table (`src/settings/fields.rs`) by the desktop's\n\
+         // `bindings::export_all`; do not edit. Regenerate with:\n\
+         //     UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings\n\
+         import type {{ AuthorityRule }} from \"./AuthorityRule\";\n\
+         import type {{ FieldSpec }} from \"./FieldSpec\";\n\
+         \n\
+         /** Every settings key: its authority rule, whether only your own settings may set it, whether\n\
+         \x20* the settings pages edit it and on which page, and its meaning. */\n\
+         export const SETTINGS_FIELDS: readonly FieldSpec[] = {};\n\
+         \n\
+         /** What a project's value of a field with each rule needs before it applies. */\n\
+         export const AUTHORITY_RULES: Record<AuthorityRule, string> = {};\n",
+        json(&fields)?,
+        json(&serde_json::Value::Object(rules))?,
+    ))
 }
 
 /// Fixed settings (not read from the environment), so the output never depends on who runs it.

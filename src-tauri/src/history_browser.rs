@@ -16,6 +16,8 @@ use serde_json::Value;
 use tauri::State;
 use ts_rs::TS;
 
+use aibuddy::contract::Stage;
+
 use crate::error::{CommandError, ErrorCode};
 use crate::state::ShellState;
 
@@ -23,15 +25,6 @@ use crate::state::ShellState;
 pub const DEFAULT_PAGE: usize = 200;
 /// Longest target shown in a row (characters).
 const TARGET_CHARS: usize = 200;
-/// The stages a failed call may name.
-pub const STAGES: [&str; 6] = [
-    "Discovery",
-    "Parameters",
-    "Authorization",
-    "Execution",
-    "Projection",
-    "Verification",
-];
 
 /// What the history browser asks for. Every field narrows; all optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, TS)]
@@ -69,7 +62,7 @@ pub struct HistoryItem {
     pub tool: String,
     /// ok, error, cancelled, rejected, interrupted or running.
     pub status: String,
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub error_message: Option<String>,
     /// RFC 3339 UTC with milliseconds.
     pub started_at: String,
@@ -111,7 +104,7 @@ pub struct HistoryFacets {
     /// Run ids, newest first.
     pub runs: Vec<String>,
     pub statuses: Vec<String>,
-    pub stages: Vec<String>,
+    pub stages: Vec<Stage>,
 }
 
 /// One stored call in full, without its raw output (read by range).
@@ -213,20 +206,26 @@ pub fn query_of(q: HistoryPageQuery, project_root: &str) -> Result<HistoryQuery,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(s) = q.stages.iter().find(|s| !STAGES.contains(&s.as_str())) {
-        return Err(CommandError::new(
-            ErrorCode::Project,
-            format!(
-                "unknown stage `{s}` (expected one of: {})",
-                STAGES.join(", ")
-            ),
-        ));
-    }
+    let stages = q
+        .stages
+        .iter()
+        .map(|s| {
+            Stage::parse(s).ok_or_else(|| {
+                CommandError::new(
+                    ErrorCode::Project,
+                    format!(
+                        "unknown stage `{s}` (expected one of: {})",
+                        Stage::ALL.map(Stage::as_str).join(", ")
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(HistoryQuery {
         project_root: Some(project_root.to_string()),
         tools: q.tools,
         statuses,
-        stages: q.stages,
+        stages,
         run_id: q.run_id.filter(|r| !r.trim().is_empty()),
         since_ms: q.since_ms,
         until_ms: q.until_ms,
@@ -350,7 +349,7 @@ pub async fn facets(store: &Store, project_root: &str) -> Result<HistoryFacets, 
         tools,
         runs,
         statuses: CallStatus::ALL.map(|s| s.as_str().to_string()).to_vec(),
-        stages: STAGES.map(str::to_string).to_vec(),
+        stages: Stage::ALL.to_vec(),
     })
 }
 
@@ -391,7 +390,7 @@ pub async fn detail(
         tool: rec.tool.clone(),
         config: rec.config.clone(),
         status: rec.status,
-        stage: rec.stage.clone(),
+        stage: rec.stage,
         error_message: rec.error_message.clone(),
         started_at: rec.started_at.clone(),
         started_at_ms: rec.started_at_ms,

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use aibuddy::contract::Stage;
 use aibuddy::host::mcp_login::browser_url_allowed;
+use aibuddy_mcp::Transport;
 use aibuddy_mcp::oauth::{ClientIdentity, LoginOutcome, OpenUrl, TokenVault, VaultCredentialStore};
-use aibuddy_mcp::{ServerConfig, Transport};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Runtime, State};
 use tokio_util::sync::CancellationToken;
@@ -134,17 +134,6 @@ fn authz(message: impl Into<String>) -> CommandError {
     }
 }
 
-/// The remote server `server` as configured now, when the person may log in to it (the core's
-/// use case, [`aibuddy::host::mcp_login::login_url`]).
-pub fn login_url(
-    servers: &[ServerConfig],
-    untrusted: &[String],
-    server: &str,
-) -> Result<String, CommandError> {
-    aibuddy::host::mcp_login::login_url(servers, untrusted, server)
-        .map_err(|e| CommandError::from_host(ErrorCode::Tool, e))
-}
-
 fn vault(state: &ShellState) -> Result<Arc<dyn TokenVault>, CommandError> {
     state
         .plane
@@ -168,7 +157,8 @@ pub async fn login<R: Runtime>(
     let url = {
         // The plan holds server configs that are not `Sync`: not kept across an await.
         let plan = aibuddy::trust::load_project(&core.project_root, &core.data_dir).mcp;
-        login_url(&plan.servers, &plan.untrusted, server)?
+        aibuddy::host::mcp_login::login_url(&plan.servers, &plan.untrusted, server)
+            .map_err(|e| CommandError::from_host(ErrorCode::Tool, e))?
     };
     let vault = vault(state)?;
     let (id, cancel) = logins.start(server);

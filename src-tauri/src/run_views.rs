@@ -2,6 +2,7 @@
 //! shaped from the store's records (pure; the store queries are the CLI's `aibuddy runs`).
 //! Everything here came from a model, a tool or a project: the UI renders it as text.
 
+use aibuddy::contract::Stage;
 use aibuddy_store::{
     CallStatus, CompactionState, Conversation, MessageRecord, MessageRole, RunListRow, RunStatus,
     Usage,
@@ -69,7 +70,7 @@ pub struct RunToolResult {
     pub tool: String,
     pub status: CallStatus,
     /// The lifecycle stage of a failure (`Execution`, ...).
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub error_message: Option<String>,
     /// The exact text the model sees (the compacted form once precompaction replaced it).
     pub model: Option<String>,
@@ -107,7 +108,7 @@ pub struct RunDetail {
     pub presentation: Option<String>,
     pub status: Option<RunStatus>,
     /// The failure stage of an `error` end.
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub error_message: Option<String>,
     /// Why the last answer is not a finished one (`max_tokens`, `refusal`, `pause_turn`, or the
     /// provider's word); null when the model finished normally.
@@ -144,7 +145,7 @@ fn message_view(m: &MessageRecord) -> RunMessage {
             tool_call_id: m.tool_call_id.clone().unwrap_or_default(),
             tool: r.tool.clone(),
             status: r.status,
-            stage: r.stage.clone(),
+            stage: r.stage,
             error_message: r.error_message.clone(),
             model: r.model_projection.clone(),
             compacted: r.compaction_state == CompactionState::Compacted,
@@ -207,7 +208,7 @@ impl From<&Conversation> for RunDetail {
             model: r.model.clone(),
             presentation: r.presentation.clone(),
             status: r.status,
-            stage: r.stage.clone(),
+            stage: r.stage,
             error_message: r.error_message.clone(),
             stop_reason: r.stop_reason.clone(),
             started_at: r.started_at.clone(),
@@ -257,7 +258,7 @@ mod tests {
                     tool_call_id: call_id.into(),
                     tool: "execute".into(),
                     status: CallStatus::Rejected,
-                    stage: Some("Authorization".into()),
+                    stage: Some(Stage::Authorization),
                     error_message: None,
                     model: None,
                     compacted: false,

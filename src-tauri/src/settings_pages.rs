@@ -4,11 +4,12 @@
 //! kept only when nothing else changed). Provider keys go to the OS keyring and never come back:
 //! only whether one is set.
 //!
-//! The person is trusted, so the window may write either level; it may write only the fields the
-//! pages edit ([`editable`]): providers, writable roots, network (off, the default registries, or
-//! allow and deny lists), protected paths (added at either level; removed only at the user level,
-//! which the core's edit enforces), environment policy, the process cap, auto-approve and the agent's time limits (`agent.*_timeout_secs`). The window keeps the settings it was opened with; a write applies when the
-//! project is opened again (the CLI reads it at its next command).
+//! The person is trusted, so the window may write either level; it may write only the keys the
+//! core's settings field table marks editable ([`aibuddy::settings::FIELDS`], read by
+//! [`editable`]), and shows only the keys it puts on a page. A user-only key (protected paths
+//! removed) is refused at the project level by the core's edit. The window keeps the settings it
+//! was opened with; a write applies when the project is opened again (the CLI reads it at its
+//! next command).
 
 use std::path::Path;
 
@@ -60,7 +61,7 @@ pub struct ProviderKey {
 #[ts(export)]
 pub struct SettingsPages {
     pub files: SettingsFiles,
-    /// The user `settings.json` as written, its [`PAGE_SECTIONS`] only (`{}` when absent, `null`
+    /// The user `settings.json` as written, only the keys a page shows (`{}` when absent, `null`
     /// when it is not JSON).
     #[ts(type = "Record<string, unknown> | null")]
     pub user: Value,
@@ -87,34 +88,23 @@ pub struct SettingsWrite {
     pub problems: Vec<SettingsProblem>,
 }
 
-/// The settings keys the pages may write (pure): a provider entry or `providers.default`, the
-/// fields of the exec, confirm pages, and the agent's time limits.
+/// The settings keys the pages may write (pure): `section.field` whose row in the core's field
+/// table is editable (`providers.NAME` for any non-blank name).
 pub fn editable(path: &[String]) -> bool {
     match path {
-        [section, name] if section == "providers" => !name.trim().is_empty(),
-        [section, field] if section == "exec" => matches!(
-            field.as_str(),
-            "writable_roots"
-                | "network"
-                | "env_include"
-                | "env_exclude"
-                | "expose_credentials"
-                | "max_processes"
-                | "protected_paths"
-                | "unprotected_paths"
-        ),
-        [section, field] if section == "agent" => matches!(
-            field.as_str(),
-            "step_timeout_secs" | "keepalive_timeout_secs" | "idle_timeout_secs"
-        ),
-        [section, field] => section == "confirm" && field == "auto_approve_writes",
+        [section, field] => {
+            !field.trim().is_empty()
+                && aibuddy::settings::fields::find(section, field).is_some_and(|f| f.editable)
+        }
         _ => false,
     }
 }
 
-/// The sections of a settings file the pages show. Others stay in the file and out of the
-/// window (`sandbox.daytona` / `sandbox.e2b` may hold keys).
-pub const PAGE_SECTIONS: &[&str] = &["providers", "exec", "confirm", "agent"];
+/// Whether the pages show `section.field`: its row in the core's field table names a page. Other
+/// keys stay in the file and out of the window (`sandbox.daytona` / `sandbox.e2b` may hold keys).
+fn shown(section: &str, field: &str) -> bool {
+    aibuddy::settings::fields::find(section, field).is_some_and(|f| f.page.is_some())
+}
 
 fn as_json(content: &FileContent) -> Value {
     match content {
@@ -126,10 +116,17 @@ fn as_json(content: &FileContent) -> Value {
     }
 }
 
-/// Only the [`PAGE_SECTIONS`] of a settings file.
+/// Only the keys of a settings file that a page shows ([`shown`]); a section that is not an object
+/// is kept when a page shows some of its keys (its problem is on the page).
 fn page_sections(mut file: Value) -> Value {
     if let Value::Object(map) = &mut file {
-        map.retain(|k, _| PAGE_SECTIONS.contains(&k.as_str()));
+        map.retain(|section, value| match value {
+            Value::Object(fields) => {
+                fields.retain(|field, _| shown(section, field));
+                !fields.is_empty()
+            }
+            _ => aibuddy::settings::fields::page_sections().contains(&section.as_str()),
+        });
     }
     file
 }
@@ -376,6 +373,26 @@ mod tests {
         assert!(!editable(&p(&["sandbox", "kind"])));
         assert!(!editable(&p(&["exec"])));
         assert!(!editable(&p(&["providers", "a", "model"])));
+    }
+
+    #[test]
+    fn the_pages_get_only_the_keys_they_show() {
+        let file = serde_json::json!({
+            "exec": {"heartbeat_secs": 5, "network": false},
+            "sandbox": {"e2b": {"api_key": "secret"}},
+            "providers": {"default": "local", "local": {"model": "m"}},
+            "agent": {"summary_model": "m2"},
+            "confirm": 3,
+            "tools": 3
+        });
+        assert_eq!(
+            page_sections(file),
+            serde_json::json!({
+                "exec": {"network": false},
+                "providers": {"default": "local", "local": {"model": "m"}},
+                "confirm": 3
+            })
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) struct RunHooks {
     hooks: HooksSettings,
     exec: ExecSettings,
     project: PathBuf,
+    data_dir: PathBuf,
     run_id: String,
     store: Store,
     events: Arc<dyn RunEventSink>,
@@ -31,6 +32,7 @@ impl RunHooks {
     pub fn new(
         settings: &crate::settings::Settings,
         project: PathBuf,
+        data_dir: PathBuf,
         run_id: &str,
         store: Store,
         events: Arc<dyn RunEventSink>,
@@ -39,6 +41,7 @@ impl RunHooks {
             hooks: settings.hooks.clone(),
             exec: settings.exec.clone(),
             project,
+            data_dir,
             run_id: run_id.to_string(),
             store,
             events,
@@ -55,6 +58,7 @@ impl RunHooks {
             hooks: &self.hooks,
             exec: &self.exec,
             project: &self.project,
+            data_dir: &self.data_dir,
             run_id: &self.run_id,
             cancel,
         };

@@ -210,6 +210,7 @@ impl Agent {
         let hooks = RunHooks::new(
             &self.app.services.settings,
             self.app.project_root.clone(),
+            self.app.data_dir.clone(),
             &run_id,
             store.clone(),
             events.clone(),
@@ -265,7 +266,7 @@ impl Agent {
                 &run_id,
                 RunEnd {
                     status: end.status,
-                    stage: end.stage.map(|s| s.as_str().to_string()),
+                    stage: end.stage,
                     error_message: end.error.clone(),
                     stop_reason: end.stop_reason.clone(),
                 },

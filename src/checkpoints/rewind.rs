@@ -238,7 +238,7 @@ impl Checkpoints {
                 },
             );
             if failures > 0 {
-                fin.stage = Some("Execution".into());
+                fin.stage = Some(aibuddy_common::Stage::Execution);
                 fin.error_code = Some("rewind_incomplete".into());
                 fin.error_message = Some(format!("{failures} path(s) could not be put back"));
             }

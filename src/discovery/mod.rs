@@ -5,6 +5,7 @@
 
 pub mod eval;
 pub mod gates;
+pub mod lazy_label;
 pub mod presentation;
 pub mod search;
 pub mod service;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use gates::{DeferDecision, decide};
+pub use lazy_label::LazyLabel;
 pub use presentation::{Presentation, PresentedTool, present};
 pub use service::DiscoveryService;
 pub use state::{ContextMessage, DiscoveryState};
@@ -64,9 +66,10 @@ pub struct ToolListing {
     pub category: String,
     /// For tools that execute commands: the confinement the sandbox applies (e.g. `landlock-v7`,
     /// `none` where the kernel lacks Landlock).
+    /// Computed when first shown (see [`LazyLabel`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional)]
-    pub confinement: Option<String>,
+    #[ts(optional, type = "string")]
+    pub confinement: Option<LazyLabel>,
 }
 
 /// What the host provides to this run, as far as the capability plane needs to know.
@@ -75,8 +78,9 @@ pub struct HostCaps {
     /// Filesystem operations: Ok, or why not (e.g. the sandbox kind is unavailable).
     pub fs: Option<Result<(), String>>,
     pub exec: Option<Result<(), String>>,
-    /// The confinement applied to executed commands (label), when exec is available.
-    pub exec_confinement: Option<String>,
+    /// The confinement applied to executed commands (label), when exec is available; probed
+    /// when first shown.
+    pub exec_confinement: Option<LazyLabel>,
     pub store: bool,
     pub skills: usize,
     /// Connected MCP servers: Ok, or why the server's tools are missing.

@@ -4,10 +4,10 @@
 //! whole group (`SIGKILL`). When the hook's shell exits, what it left running in its group is
 //! killed too, so a hook leaves nothing behind that outlives it.
 //!
-//! Environment: a user-level hook gets the person's environment as the app has it (it runs with
-//! their authority, like their shell). A project hook gets the environment commands get
-//! (`exec`'s environment policy: secret-looking names and provider keys dropped). Both get
-//! `AIBUDDY_PROJECT_ROOT`, `AIBUDDY_HOOK_EVENT` and Claude Code's `CLAUDE_PROJECT_DIR`.
+//! A user-level hook gets the person's environment as the app has it (it runs with their
+//! authority, like their shell). A project hook runs confined like a command, with the
+//! environment commands get (`super::confined`). Both get `AIBUDDY_PROJECT_ROOT`,
+//! `AIBUDDY_HOOK_EVENT` and Claude Code's `CLAUDE_PROJECT_DIR`.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -23,6 +23,15 @@ use crate::settings::{ExecSettings, HookEntry, HookLevel, MAX_HOOK_TIMEOUT_SECS}
 /// How long the output pipes are still read after the hook's group was ended (a process that left
 /// the group may hold them open).
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// Where a hook runs: the project, the data directory in use (hidden from a confined hook) and
+/// the command settings a confined hook gets.
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    pub project: &'a Path,
+    pub data_dir: &'a Path,
+    pub exec: &'a ExecSettings,
+}
 
 /// What one run of a hook's process produced.
 #[derive(Debug, Clone)]
@@ -66,28 +75,31 @@ fn kill_group(pgid: u32) {
     }
 }
 
-type EnvPairs = Vec<(std::ffi::OsString, std::ffi::OsString)>;
-
-/// The environment of a project hook: what commands get (exec's policy over `vars`).
-fn filtered_env(
-    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
-    exec: &ExecSettings,
-) -> EnvPairs {
-    let policy = crate::tools::execute::env_policy(exec);
-    aibuddy_sandbox::aibuddy_exec::filter_env(vars, &policy).0
-}
-
-/// Run `hook` for `event` with `input` on stdin.
+/// Run `hook` for `event` with `input` on stdin: a project's hook confined (`super::confined`),
+/// the person's own with their authority.
 pub async fn run(
     hook: &HookEntry,
     event: &str,
     input: &serde_json::Value,
-    project: &Path,
-    exec: &ExecSettings,
+    place: Place<'_>,
     cancel: &CancellationToken,
 ) -> Ran {
     let started = Instant::now();
     let secs = hook.timeout_secs.clamp(1, MAX_HOOK_TIMEOUT_SECS);
+    let project = place.project;
+    if hook.level == HookLevel::Project {
+        return super::confined::run(
+            hook,
+            event,
+            input,
+            project,
+            place.data_dir,
+            place.exec,
+            secs,
+            cancel,
+        )
+        .await;
+    }
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&hook.command)
@@ -97,10 +109,6 @@ pub async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if hook.level == HookLevel::Project {
-        cmd.env_clear()
-            .envs(filtered_env(std::env::vars_os(), exec));
-    }
     cmd.env("AIBUDDY_PROJECT_ROOT", project)
         .env("CLAUDE_PROJECT_DIR", project)
         .env("AIBUDDY_HOOK_EVENT", event);
@@ -203,22 +211,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_project_hook_gets_the_filtered_environment() {
-        let vars = [
-            ("PATH", "/usr/bin"),
-            ("GITHUB_TOKEN", "ghp_x"),
-            ("ANTHROPIC_API_KEY", "sk-x"),
-            ("DB_URL", "postgres://u:pw@h/db"),
-        ]
-        .map(|(k, v)| (k.into(), v.into()));
-        let kept: Vec<String> = filtered_env(vars, &ExecSettings::default())
-            .into_iter()
-            .map(|(k, _)| k.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(kept, vec!["PATH"]);
-    }
-
     #[tokio::test]
     async fn stopping_the_run_kills_a_running_hook() {
         let dir = tempfile::tempdir().unwrap();
@@ -233,8 +225,11 @@ mod tests {
             &hook("sleep 30", 60),
             "run_start",
             &json!({}),
-            dir.path(),
-            &ExecSettings::default(),
+            Place {
+                project: dir.path(),
+                data_dir: dir.path(),
+                exec: &ExecSettings::default(),
+            },
             &cancel,
         )
         .await;
@@ -249,8 +244,11 @@ mod tests {
             &hook("cat; head -c 100000 /dev/zero | tr '\\0' x", 30),
             "pre_tool_call",
             &json!({"tool": "execute"}),
-            dir.path(),
-            &ExecSettings::default(),
+            Place {
+                project: dir.path(),
+                data_dir: dir.path(),
+                exec: &ExecSettings::default(),
+            },
             &CancellationToken::new(),
         )
         .await;

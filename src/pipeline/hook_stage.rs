@@ -12,6 +12,7 @@ impl Runner {
             hooks: &settings.hooks,
             exec: &settings.exec,
             project: &self.services.project_root,
+            data_dir: &self.services.data_dir,
             run_id: &self.run_id,
             cancel,
         }

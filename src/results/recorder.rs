@@ -116,7 +116,7 @@ fn confirm_record(
 
 fn finish_of(end: &CallEnd) -> CallFinish {
     let mut fin = CallFinish::new(&end.tool_call_id, end.status);
-    fin.stage = end.stage.map(|s| s.as_str().to_string());
+    fin.stage = end.stage;
     fin.error_code = end.error.as_ref().map(|e| e.code.to_string());
     fin.error_message = end.error.as_ref().map(|e| e.message.clone());
     match (&end.spool, &end.output) {

@@ -3,41 +3,23 @@
 //! more than the person's user level gives takes effect only after the person trusts the project
 //! (`crate::trust`). Fields that only narrow apply at once.
 //!
-//! Every field of [`Settings`] has an explicit rule in [`effect`]; a field without one (a new field
-//! nobody classified yet) counts as widening, so forgetting a field fails closed. The test
-//! `every_settings_field_is_classified` makes that omission visible.
+//! The rule of each field is a column of the settings field table ([`super::fields::FIELDS`]:
+//! one row per key, with its meaning); each rule's sentence is
+//! [`AuthorityRule::describe`](super::fields::AuthorityRule::describe). This module only decides a
+//! rule ([`decide`]) for a value against the user level's value of the same key. A key without a
+//! row (a new field nobody classified yet) counts as widening ([`effect_or_widens`]), so
+//! forgetting a row fails closed; the table's tests make the omission visible. A value the rule
+//! cannot read (the user level's included) widens too.
 //!
-//! | field | rule |
-//! |---|---|
-//! | `tools.enabled` | widens by the keys the user level does not enable; untrusted, only the keys the user level enables apply |
-//! | `tools.disabled` | widens when it drops a key the user level disables; untrusted, the user level's keys are kept too |
-//! | `sandbox.kind` | widens when it differs from the user level (commands and files would go elsewhere) |
-//! | `sandbox.daytona`, `sandbox.e2b` | widen when they differ from the user level (where a remote sandbox runs, with what credentials) |
-//! | `confirm.auto_approve_writes` | widens when `true` and the user level is `false` |
-//! | `approvals.mode` | narrows when at least as strict as the user level (`auto` < `ask` < `read-only`); a wider one is never applied from a project, trusted or not (`settings/approvals.rs`): only the person chooses it |
-//! | `approvals.rules` | narrows when it holds only `ask` and `deny` rules (they apply at once, added to the user level's); widens by its `allow` rules, which apply only when the project is trusted |
-//! | `exec.network` | narrows when `false`, or when every allow entry is covered by one of the user level's (`*` covers public names only, never `localhost` or private addresses) and every user-level deny entry is kept; otherwise widens: untrusted, the covered allow entries and the union of both deny lists apply |
-//! | `exec.writable_roots` | widens when non-empty (after resolution); `[]` narrows |
-//! | `exec.env_include` | widens when non-empty; `[]` narrows |
-//! | `exec.expose_credentials` | widens when non-empty; `[]` narrows |
-//! | `exec.env_exclude` | widens when it drops a name the user level excludes; untrusted, the user level's names are kept too |
-//! | `exec.max_processes` | widens when above the user level (a command may start more processes); lower narrows |
-//! | `exec.namespaces` | widens when `false` and the user level is `true` (the weaker Landlock-only path) |
-//! | `exec.protected_paths` | narrows when it keeps every user-level entry (more paths commands may not change); otherwise widens: untrusted, the union of both lists applies |
-//! | `exec.unprotected_paths` | widens when non-empty; user level only: a project's is always ignored (see `layer`) |
-//! | `exec.default_timeout_ms` | neutral: a default the model can already override per call (`timeout_ms`), not an authority |
-//! | `exec.heartbeat_secs` | neutral: how often a keep-alive is sent |
-//! | `providers.*` | widens when it differs from the user level (a project could point a keyed provider at its own URL, or choose which provider and model a run uses) |
-//! | `agent.compaction_threshold`, `agent.keep_recent_turns` | neutral: when older turns are summarized, not what a run may do |
-//! | `agent.step_timeout_secs`, `agent.keepalive_timeout_secs`, `agent.idle_timeout_secs` | widen when above the user level (a run could hold the model, and the person's money, longer); lower narrows |
-//! | `agent.summary_model` | widens when it differs from the user level (it chooses a model the run pays for) |
-//! | `hooks.*` (`pre_tool_call`, `post_tool_call`, `run_start`, `run_end`, `waiting_for_person`) | widens when non-empty (a hook runs a command with the person's authority, outside the sandbox); a project's hooks are added after the user level's, never replace them (`settings/hooks.rs`), and their scripts are pinned into the trust digest |
-//! | `agents.profiles` | narrows: a child run's tools are always at most its parent's, and a project profile of a name the user level defines only narrows that profile's tools (`settings/agents.rs`) |
-//! | `checkpoints.max_file_bytes` | narrows when at least the user level's (more files are checkpointed); lower widens (fewer files could be put back), so it applies only when trusted |
+//! Beyond the rule: `approvals` and `hooks` are not merged field by field (`settings/approvals.rs`,
+//! `settings/hooks.rs`: a project's rules and hooks are added after the person's, never replace
+//! them, and project hooks' scripts are pinned into the trust digest); a user-only field
+//! (`FieldSpec::user_only`) is dropped from a project file before any rule (`layer`).
 
 use serde_json::Value;
 
-use super::Settings;
+use super::fields::AuthorityRule;
+use super::{NetworkSetting, Settings};
 use crate::approvals::{ApprovalMode, ApprovalRule, RuleDecision};
 
 /// What a project value does to the authority the user level gives.
@@ -135,24 +117,58 @@ fn differs(v: &Value, user: &Value) -> Effect {
 }
 
 /// The effect of the project setting `section.field = value` over the user level `user`, or None
-/// for a field this function does not know (the caller treats it as widening).
+/// for a field without a row in the table (the caller treats it as widening).
 ///
 /// `value` has already been type-checked, and `exec.writable_roots` resolved, by the loader.
 pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Option<Effect> {
-    let e = match (section, field) {
-        ("tools", "enabled") => subset_of(value, &user.tools.enabled),
-        ("tools", "disabled") => superset_of(value, &user.tools.disabled),
-        ("sandbox", "kind") => differs(value, &Value::String(user.sandbox.kind.clone())),
-        ("sandbox", "daytona") => {
-            differs(value, user.sandbox.daytona.as_ref().unwrap_or(&Value::Null))
-        }
-        ("sandbox", "e2b") => differs(value, user.sandbox.e2b.as_ref().unwrap_or(&Value::Null)),
-        ("confirm", "auto_approve_writes") => turns_on(value, user.confirm.auto_approve_writes),
-        ("approvals", "mode") => match serde_json::from_value::<ApprovalMode>(value.clone()) {
-            Ok(m) if m.at_least_as_strict_as(user.approvals.mode) => Effect::Narrows,
-            _ => Effect::Widens,
+    let spec = super::fields::find(section, field)?;
+    let user_value = serde_json::to_value(user)
+        .ok()
+        .and_then(|u| u.get(section)?.get(field).cloned())
+        .unwrap_or(Value::Null);
+    Some(decide(spec.rule, value, &user_value))
+}
+
+/// What `rule` makes of the project value `value` over the user level's value `user` of the same
+/// key (`null` when unset there). `value` has been type-checked by the loader; a user-level value
+/// the rule cannot read (not the shape the key has) makes the project value widen.
+pub fn decide(rule: AuthorityRule, value: &Value, user: &Value) -> Effect {
+    let user_u64 = || user.as_u64();
+    match rule {
+        AuthorityRule::Neutral => Effect::Neutral,
+        AuthorityRule::WidensWhenDiffers => differs(value, user),
+        AuthorityRule::WidensWhenTrue => turns_on(value, user.as_bool().unwrap_or(false)),
+        AuthorityRule::WidensWhenFalse => match value.as_bool() {
+            Some(false) if user.as_bool().unwrap_or(true) => Effect::Widens,
+            _ => Effect::Narrows,
         },
-        ("approvals", "rules") => {
+        AuthorityRule::WidensWhenNonEmpty => non_empty_list(value),
+        AuthorityRule::WidensAboveUser => user_u64().map_or(Effect::Widens, |u| at_most(value, u)),
+        AuthorityRule::WidensBelowUser => user_u64().map_or(Effect::Widens, |u| at_least(value, u)),
+        AuthorityRule::WidensByDroppingUserEntries if user.is_array() => {
+            superset_of(value, &strings(user))
+        }
+        AuthorityRule::WidensByEntriesBeyondUser if user.is_array() => {
+            subset_of(value, &strings(user))
+        }
+        AuthorityRule::WidensByDroppingUserEntries | AuthorityRule::WidensByEntriesBeyondUser => {
+            Effect::Widens
+        }
+        AuthorityRule::WidensByNetworkBeyondUser => {
+            // A user level that cannot be read allows nothing: every project host widens.
+            let user = serde_json::from_value::<NetworkSetting>(user.clone())
+                .unwrap_or(NetworkSetting::Off);
+            super::network::effect(value, &user)
+        }
+        AuthorityRule::WidensByWiderMode => {
+            let project = serde_json::from_value::<ApprovalMode>(value.clone());
+            let user = serde_json::from_value::<ApprovalMode>(user.clone());
+            match (project, user) {
+                (Ok(p), Ok(u)) if p.at_least_as_strict_as(u) => Effect::Narrows,
+                _ => Effect::Widens,
+            }
+        }
+        AuthorityRule::WidensByAllowRules => {
             let rules: Vec<ApprovalRule> =
                 serde_json::from_value(value.clone()).unwrap_or_default();
             if rules.iter().all(|r| r.decision != RuleDecision::Allow) {
@@ -165,49 +181,7 @@ pub fn effect(section: &str, field: &str, value: &Value, user: &Settings) -> Opt
                 Effect::WidensPartly(serde_json::to_value(kept).unwrap_or(Value::Array(vec![])))
             }
         }
-        ("exec", "network") => super::network::effect(value, &user.exec.network),
-        ("exec", "writable_roots") => non_empty_list(value),
-        ("exec", "env_include") => non_empty_list(value),
-        ("exec", "expose_credentials") => non_empty_list(value),
-        ("exec", "env_exclude") => superset_of(value, &user.exec.env_exclude),
-        ("exec", "max_processes") => at_most(value, u64::from(user.exec.max_processes)),
-        ("exec", "namespaces") => match value.as_bool() {
-            Some(false) if user.exec.namespaces => Effect::Widens,
-            _ => Effect::Narrows,
-        },
-        // A project's list replaces the user level's: it must keep the person's own entries.
-        ("exec", "protected_paths") => superset_of(value, &user.exec.protected_paths),
-        ("exec", "unprotected_paths") => non_empty_list(value),
-        ("exec", "default_timeout_ms") | ("exec", "heartbeat_secs") => Effect::Neutral,
-        // How long a search waits for MCP servers: no authority involved.
-        ("tool_search", "connect_wait_ms") => Effect::Neutral,
-        ("agent", "compaction_threshold") | ("agent", "keep_recent_turns") => Effect::Neutral,
-        ("agent", "step_timeout_secs") => at_most(value, user.agent.step_timeout_secs),
-        ("agent", "keepalive_timeout_secs") => at_most(value, user.agent.keepalive_timeout_secs),
-        ("agent", "idle_timeout_secs") => at_most(value, user.agent.idle_timeout_secs),
-        ("agent", "summary_model") => differs(
-            value,
-            &user
-                .agent
-                .summary_model
-                .clone()
-                .map_or(Value::Null, Value::String),
-        ),
-        // A child run never gets more than its parent; a same-named user profile only narrows.
-        ("agents", "profiles") => Effect::Narrows,
-        ("checkpoints", "max_file_bytes") => at_least(value, user.checkpoints.max_file_bytes),
-        // A hook runs a command with the person's authority, outside the sandbox.
-        ("hooks", event) if super::HOOK_EVENTS.contains(&event) => non_empty_list(value),
-        ("providers", name) => {
-            let user_value = serde_json::to_value(&user.providers)
-                .ok()
-                .and_then(|v| v.get(name).cloned())
-                .unwrap_or(Value::Null);
-            differs(value, &user_value)
-        }
-        _ => return None,
-    };
-    Some(e)
+    }
 }
 
 /// [`effect`], failing closed: an unclassified field widens.
@@ -267,7 +241,7 @@ mod tests {
             for (field, value) in fields.as_object().unwrap() {
                 assert!(
                     effect(section, field, value, &Settings::default()).is_some(),
-                    "{section}.{field} has no authority rule: add it to `effect`"
+                    "{section}.{field} has no authority rule: add its row to `settings::fields::FIELDS`"
                 );
             }
         }
@@ -520,6 +494,28 @@ mod tests {
         );
         assert_eq!(eff("hooks", "run_end", json!([])), Effect::Narrows);
         assert_eq!(effect("hooks", "PreToolUse", &json!([]), &user()), None);
+    }
+
+    #[test]
+    fn a_user_level_value_the_rule_cannot_read_makes_the_project_value_widen() {
+        let null = Value::Null;
+        for (rule, value) in [
+            (AuthorityRule::WidensAboveUser, json!(1)),
+            (AuthorityRule::WidensBelowUser, json!(1 << 30)),
+            (AuthorityRule::WidensWhenDiffers, json!("x")),
+            (AuthorityRule::WidensWhenTrue, json!(true)),
+            (AuthorityRule::WidensWhenFalse, json!(false)),
+            (AuthorityRule::WidensByNetworkBeyondUser, json!(true)),
+            (AuthorityRule::WidensByWiderMode, json!("read-only")),
+            (AuthorityRule::WidensByDroppingUserEntries, json!(["a"])),
+            (AuthorityRule::WidensByEntriesBeyondUser, json!([])),
+        ] {
+            assert!(decide(rule, &value, &null).widens(), "{rule:?}");
+        }
+        assert_eq!(
+            decide(AuthorityRule::Neutral, &json!(1), &null),
+            Effect::Neutral
+        );
     }
 
     #[test]

@@ -156,9 +156,9 @@ pub fn set_setting(
     })
 }
 
-/// A project-level value of a field only the user level may set (`exec.unprotected_paths`: it
-/// widens authority, and the loader ignores a project's), refused rather than written to be
-/// ignored. Removing one is fine.
+/// A project-level value of a field only the user level may set (`FieldSpec::user_only`, e.g.
+/// `exec.unprotected_paths`: it widens authority, and the loader ignores a project's), refused
+/// rather than written to be ignored. Removing one is fine.
 fn user_only_problem(
     file: &str,
     text: &str,
@@ -166,11 +166,15 @@ fn user_only_problem(
     path: &[&str],
     value: Option<&Value>,
 ) -> Option<SettingsProblem> {
-    if level != Level::Project || value.is_none() || path != ["exec", "unprotected_paths"] {
+    let [section, field] = path else {
+        return None;
+    };
+    let message = super::fields::find(section, field)?.user_only?;
+    if level != Level::Project || value.is_none() {
         return None;
     }
     let at = aibuddy_common::located::parse(text).ok().and_then(|doc| {
-        let entry = doc.root().get("exec")?.value.get("unprotected_paths")?;
+        let entry = doc.root().get(section)?.value.get(field)?;
         Some((entry.position.line, entry.position.column))
     });
     Some(SettingsProblem {
@@ -178,7 +182,7 @@ fn user_only_problem(
         line: at.map(|p| p.0),
         column: at.map(|p| p.1),
         field: path.join("."),
-        message: super::UNPROTECTED_USER_ONLY.to_string(),
+        message: message.to_string(),
     })
 }
 

@@ -89,13 +89,12 @@ fn resolve_roots_in(
     );
 }
 
-/// What a grant shows of a widening value: remote sandbox settings may hold keys, so only their
-/// field names.
+/// What a grant shows of a widening value: a field that may hold credentials
+/// (`FieldSpec::may_hold_secrets`) shows only its field names.
 fn shown_value(section: &str, field: &str, value: &Value) -> Value {
-    match (section, field, value) {
-        ("sandbox", "daytona" | "e2b", Value::Object(o)) => {
-            Value::Array(o.keys().cloned().map(Value::String).collect())
-        }
+    let secret = super::fields::find(section, field).is_some_and(|f| f.may_hold_secrets);
+    match value {
+        Value::Object(o) if secret => Value::Array(o.keys().cloned().map(Value::String).collect()),
         _ => value.clone(),
     }
 }
@@ -107,23 +106,27 @@ pub const DATA_DIR_ROOT: &str = "contains or lies in the data directory (trust r
 /// project.
 pub const USER_FILE_EXPOSED: &str = "ignored: the data directory lies inside the project, so a command could have written this file (use a data directory outside the project)";
 
-/// The problem of a project's `exec.unprotected_paths`.
-pub const UNPROTECTED_USER_ONLY: &str = "ignored: only the user-level settings may remove protected paths (a project may add some with `exec.protected_paths`)";
-
-/// Fields only the user-level file may set: a project's are left out, trusted or not.
+/// Fields only the user-level file may set (`FieldSpec::user_only`): a project's are left out,
+/// trusted or not, each with its row's problem.
 fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec<SettingsProblem>) {
-    let at = cleaned.position("exec", "unprotected_paths");
-    let Some(Value::Object(exec)) = cleaned.map.get_mut("exec") else {
-        return;
-    };
-    if exec.remove("unprotected_paths").is_some() {
-        problems.push(SettingsProblem {
-            file: file.file.clone(),
-            line: at.map(|p| p.line),
-            column: at.map(|p| p.column),
-            field: "exec.unprotected_paths".to_string(),
-            message: UNPROTECTED_USER_ONLY.to_string(),
-        });
+    for spec in super::fields::FIELDS {
+        let Some(message) = spec.user_only else {
+            continue;
+        };
+        let (section, field) = spec.split();
+        let at = cleaned.position(section, field);
+        let Some(Value::Object(fields)) = cleaned.map.get_mut(section) else {
+            continue;
+        };
+        if fields.remove(field).is_some() {
+            problems.push(SettingsProblem {
+                file: file.file.clone(),
+                line: at.map(|p| p.line),
+                column: at.map(|p| p.column),
+                field: spec.path.to_string(),
+                message: message.to_string(),
+            });
+        }
     }
 }
 

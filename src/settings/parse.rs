@@ -4,8 +4,8 @@
 //! its default, or to the user level's value); the rest is kept as JSON for layering.
 //!
 //! Nothing here lists the sections or their fields: a field is known when [`Settings`] (serde
-//! derive, `deny_unknown_fields`) decodes it. Adding a section is adding a typed field to
-//! [`Settings`] and its rule in [`super::authority`].
+//! derive, `deny_unknown_fields`) decodes it. Adding a field is adding it to [`Settings`] and its
+//! row to the field table ([`super::fields::FIELDS`], whose tests compare the two).
 
 use std::collections::BTreeMap;
 

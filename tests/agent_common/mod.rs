@@ -243,22 +243,4 @@ pub async fn wait_event(sink: &CollectingRunSink, what: &str, pred: impl Fn(&Run
     }
 }
 
-/// Processes whose command line contains `needle` (Linux /proc).
-pub fn processes_with(needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(needle) {
-                out.push(pid);
-            }
-        }
-    }
-    out
-}
+pub use crate::support::processes_with;

@@ -292,7 +292,7 @@ async fn a_trickling_summary_ends_the_run_at_the_step_time_limit() {
         ]
     );
     assert_eq!(conv.run.status, Some(RunStatus::Error));
-    assert_eq!(conv.run.stage.as_deref(), Some("Execution"));
+    assert_eq!(conv.run.stage, Some(aibuddy::contract::Stage::Execution));
     assert!(
         !events
             .iter()

@@ -124,7 +124,7 @@ async fn a_fatal_4xx_ends_the_run_with_the_providers_message_and_stage() {
     assert_eq!(h.server.requests().len(), 1, "not retried");
     let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
     assert_eq!(run.status, Some(RunStatus::Error));
-    assert_eq!(run.stage.as_deref(), Some("Parameters"));
+    assert_eq!(run.stage, Some(aibuddy::contract::Stage::Parameters));
     h.server.assert_clean();
 }
 
@@ -400,7 +400,11 @@ async fn a_call_without_a_name_is_answered_and_the_run_goes_on(kind: ProviderKin
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{kind:?}: {id} not stored"));
-        assert_eq!(stored.stage.as_deref(), Some("Discovery"), "{kind:?}");
+        assert_eq!(
+            stored.stage,
+            Some(aibuddy::contract::Stage::Discovery),
+            "{kind:?}"
+        );
     }
     // The named call beside them ran, and the next request carries every answer.
     let reqs = h.server.requests();
@@ -487,7 +491,7 @@ async fn an_endless_trickle_ends_at_the_step_time_limit_with_its_text_kept() {
     );
     let run = h.store().get_run(&out.run_id).await.unwrap().unwrap();
     assert_eq!(run.status, Some(RunStatus::Error));
-    assert_eq!(run.stage.as_deref(), Some("Execution"));
+    assert_eq!(run.stage, Some(aibuddy::contract::Stage::Execution));
     assert!(
         run.error_message
             .as_deref()

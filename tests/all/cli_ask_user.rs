@@ -5,57 +5,36 @@
 
 use crate::support;
 
+use support::cli_run::CliRun;
+
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, Turn};
+use aibuddy_provider::testing::Turn;
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-cli-ask-77aa";
-
 struct Fx {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    server: FakeServer,
+    run: CliRun,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = CliRun;
+    fn deref(&self) -> &CliRun {
+        &self.run
+    }
 }
 
 async fn fx() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let (project, data) = (base.join("proj"), base.join("data"));
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    let settings =
-        json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}}});
-    std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    server.expect_key(KEY);
     Fx {
-        _tmp: tmp,
-        project,
-        data,
-        server,
+        run: CliRun::start(ProviderKind::Anthropic).await,
     }
 }
 
 impl Fx {
-    fn cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(args)
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
-        cmd
-    }
-
     fn push_question(&self, question: &str) {
         let ask = json!({"question": question, "options": ["Blue", "Green"]});
         self.server.push(
@@ -146,7 +125,7 @@ fn run_at_terminal(f: &Fx, args: &[&str], answer: &str) -> (i32, String, String)
         args.splice(1..1, ["--approvals", "ask"]);
     }
     let mut child = f
-        .cmd(&args)
+        .std_command(&args)
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
         .stdout(Stdio::piped())
@@ -231,7 +210,7 @@ async fn json_events_with_a_terminal_to_answer() {
 async fn json_without_a_terminal_gives_the_model_a_clear_error() {
     let f = fx().await;
     f.push_question("Which color?");
-    let out = tokio::process::Command::from(f.cmd(&["run", "paint the door", "--json"]))
+    let out = tokio::process::Command::from(f.std_command(&["run", "paint the door", "--json"]))
         .output()
         .await
         .unwrap();
@@ -273,7 +252,7 @@ async fn stop_while_the_question_waits_at_the_terminal() {
         let (master, slave) = pty();
         let seen = collect(master);
         let mut child = f
-            .cmd(&["run", "paint the door", "--json"])
+            .std_command(&["run", "paint the door", "--json"])
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave))
             .stdout(Stdio::piped())
@@ -316,7 +295,7 @@ fn at_terminal(f: &Fx, args: &[&str], dialog: &[(&str, &str)]) -> (i32, String, 
     let mut writer = master.try_clone().unwrap();
     let seen = collect(master);
     let mut child = f
-        .cmd(args)
+        .std_command(args)
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
         .stdout(Stdio::piped())
@@ -391,7 +370,7 @@ async fn the_first_run_asks_the_mode_once_and_keeps_it_at_the_user_level() {
     );
     assert!(terminal.contains("aibuddy: approvals: auto"), "{terminal}");
     f.server.assert_clean();
-    let out = f.cmd(&["trust", "--json"]).output().unwrap();
+    let out = f.std_command(&["trust", "--json"]).output().unwrap();
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["approvals"]["mode"], "auto", "{status}");
     assert_eq!(status["approvals"]["chosen"], true, "{status}");
@@ -467,7 +446,7 @@ async fn the_a_key_stores_the_offered_rule_at_the_user_level() {
     );
     f.server.push(Turn::text("Done.").reply(k));
     let out = f
-        .cmd(&["run", "--approvals", "ask", "--json", "list again"])
+        .std_command(&["run", "--approvals", "ask", "--json", "list again"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -483,7 +462,7 @@ async fn the_a_key_stores_the_offered_rule_at_the_user_level() {
     let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(result["status"], "ok", "{result}");
     let id = result["tool_call_id"].as_str().unwrap();
-    let shown = f.cmd(&["show", id, "--json"]).output().unwrap();
+    let shown = f.std_command(&["show", id, "--json"]).output().unwrap();
     let record: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(
         record["confirm_decisions"][0]["policy"],

@@ -8,70 +8,18 @@
 
 use crate::support;
 
-use std::path::PathBuf;
+use support::cli_run::CliRun;
+
 use std::time::{Duration, Instant};
 
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, Turn};
+use aibuddy_provider::testing::Turn;
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-cli-bg-77a1";
 const K: ProviderKind = ProviderKind::Anthropic;
 
-struct Fx {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    server: FakeServer,
-}
-
-async fn fx() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let project = base.join("proj");
-    let data = base.join("data");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    std::fs::write(
-        data.join("settings.json"),
-        json!({"providers": {"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}}})
-            .to_string(),
-    )
-    .unwrap();
-    server.expect_key(KEY);
-    Fx {
-        _tmp: tmp,
-        project,
-        data,
-        server,
-    }
-}
-
-impl Fx {
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(args)
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
-        tokio::process::Command::from(cmd)
-    }
-
-    async fn events(&self, args: &[&str]) -> (i32, Vec<Value>, String) {
-        let out = self.command(args).output().await.unwrap();
-        let (o, e) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        let events = o
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{o}")))
-            .collect();
-        (out.status.code().unwrap_or(-1), events, e)
-    }
+async fn fx() -> CliRun {
+    CliRun::start(K).await
 }
 
 fn results(events: &[Value]) -> Vec<&Value> {
@@ -85,37 +33,15 @@ fn model(v: &Value) -> &str {
     v["model"].as_str().unwrap_or_default()
 }
 
-/// Pids whose command line contains `marker` (this test's own process excluded).
-fn pids_with(marker: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if line.contains(marker) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 async fn gone_within(marker: &str, max: Duration) -> bool {
     let until = Instant::now() + max;
     while Instant::now() < until {
-        if pids_with(marker).is_empty() {
+        if support::processes_with(marker).is_empty() {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    pids_with(marker).is_empty()
+    support::processes_with(marker).is_empty()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,7 +244,7 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
         .spawn()
         .unwrap();
     let until = Instant::now() + Duration::from_secs(30);
-    while pids_with(&marker).is_empty() {
+    while support::processes_with(&marker).is_empty() {
         assert!(
             Instant::now() < until,
             "the background process never started"
@@ -334,7 +260,7 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
     assert!(
         gone_within(&marker, Duration::from_secs(5)).await,
         "a process outlived kill -9 of the app: {:?}",
-        pids_with(&marker)
+        support::processes_with(&marker)
     );
 }
 
@@ -368,7 +294,7 @@ async fn ctrl_c_stops_the_run_and_its_background_processes_and_says_so() {
         .spawn()
         .unwrap();
     let until = Instant::now() + Duration::from_secs(30);
-    while pids_with(&marker).is_empty() {
+    while support::processes_with(&marker).is_empty() {
         assert!(
             Instant::now() < until,
             "the background process never started"
@@ -523,7 +449,7 @@ fn aibuddy_call_stops_its_background_process_when_it_exits_and_records_it() {
         "{err}"
     );
     assert!(
-        pids_with(&marker).is_empty(),
+        support::processes_with(&marker).is_empty(),
         "the process outlived `aibuddy call`"
     );
     // Its record is final (cancelled by the stop), not left running for the next open.

@@ -9,14 +9,15 @@
 
 use crate::support;
 
+use support::cli_run::{self, CliRun};
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, RecordedRequest, Turn};
+use aibuddy_provider::testing::{RecordedRequest, Turn};
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-first-request-7c2d";
 /// How long each server's wrapper sleeps before it execs the real server.
 const SLOW_START_SECS: u32 = 5;
 
@@ -70,48 +71,35 @@ fn slow_real_servers(t: &Path, tmp: &Path) -> Value {
 }
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    server: FakeServer,
-    kind: ProviderKind,
+    run: CliRun,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = CliRun;
+    fn deref(&self) -> &CliRun {
+        &self.run
+    }
 }
 
 async fn fx(kind: ProviderKind) -> Fx {
     let t = installed();
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let project = base.join("proj");
-    let data = base.join("data");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    let provider = match kind {
-        ProviderKind::Anthropic => json!({"default": "anthropic", "anthropic": {
-            "model": "claude-sonnet-4-6", "tool_search": "native"}}),
-        ProviderKind::OpenAiResponses => json!({"default": "openai", "openai": {
-            "model": "gpt-5.4", "tool_search": "native"}}),
-        ProviderKind::OpenAiChat => json!({"default": "local", "local": {
-            "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}),
-    };
+    let run = CliRun::start(kind).await;
+    let mut providers = cli_run::providers(kind, &run.server);
+    if kind != ProviderKind::OpenAiChat {
+        let entry = providers["default"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        providers[entry]["tool_search"] = json!("native");
+    }
     // The search may wait long on a loaded machine: 7 servers import at once.
-    let settings = json!({"providers": provider, "tool_search": {"connect_wait_ms": 120_000}});
-    std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
+    run.user_settings(json!({"providers": providers, "tool_search": {"connect_wait_ms": 120_000}}));
     std::fs::write(
-        data.join("mcp.json"),
-        slow_real_servers(&t, &base).to_string(),
+        run.data.join("mcp.json"),
+        slow_real_servers(&t, &run.base).to_string(),
     )
     .unwrap();
-    if kind != ProviderKind::OpenAiChat {
-        server.expect_key(KEY);
-    }
-    Fx {
-        _tmp: tmp,
-        project,
-        data,
-        server,
-        kind,
-    }
+    Fx { run }
 }
 
 /// The tool names of a request's `tools` array, with whether each is deferred (`tool_search` in
@@ -134,33 +122,11 @@ fn tools_of(req: &RecordedRequest) -> Vec<(String, bool)> {
 }
 
 impl Fx {
-    async fn run(&self) -> (i32, Vec<Value>, String) {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(["run", "--json", "--yes", "What time is it?"])
-            .env_remove("AIBUDDY_MCP_CONNECT_WAIT_MS")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY");
-        match self.kind {
-            ProviderKind::Anthropic => {
-                cmd.env("ANTHROPIC_API_KEY", KEY)
-                    .env("ANTHROPIC_BASE_URL", self.server.anthropic_base());
-            }
-            ProviderKind::OpenAiResponses => {
-                cmd.env("OPENAI_API_KEY", KEY)
-                    .env("OPENAI_BASE_URL", self.server.openai_base());
-            }
-            ProviderKind::OpenAiChat => {}
-        }
-        let out = tokio::process::Command::from(cmd).output().await.unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let events = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{stderr}")))
-            .collect();
-        (out.status.code().unwrap_or(-1), events, stderr)
+    async fn go(&self) -> (i32, Vec<Value>, String) {
+        let mut cmd = self.command(&["run", "--json", "--yes", "What time is it?"]);
+        cmd.env_remove("AIBUDDY_MCP_CONNECT_WAIT_MS");
+        let (code, out, err) = cli_run::output_of(cmd).await;
+        (code, cli_run::events_of(&out, &err), err)
     }
 }
 
@@ -197,7 +163,7 @@ async fn search_call_answer_from_the_first_request(kind: ProviderKind) {
             .reply(kind),
     );
     f.server.push(Turn::text("It is time.").reply(kind));
-    let (code, events, stderr) = f.run().await;
+    let (code, events, stderr) = f.go().await;
     assert_eq!(code, 0, "{stderr}\n{events:?}");
     let last = events.last().expect("events");
     assert_eq!(last["type"], "run_finished", "{events:?}");

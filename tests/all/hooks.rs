@@ -7,24 +7,28 @@
 
 use crate::support;
 
+use support::cli_run::CliRun;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, Turn};
+use aibuddy_provider::testing::Turn;
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-hooks-9c2d";
 const K: ProviderKind = ProviderKind::Anthropic;
 
+/// A CLI run with hooks; `side`, outside the project, holds hook scripts and what they write.
 struct Fx {
-    kind: ProviderKind,
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    /// Outside the project: hook scripts and what they write.
+    run: CliRun,
     side: PathBuf,
-    server: FakeServer,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = CliRun;
+    fn deref(&self) -> &CliRun {
+        &self.run
+    }
 }
 
 /// A script in the side folder; returns the command running it.
@@ -38,73 +42,15 @@ async fn fx(hooks: impl Fn(&Path) -> Value) -> Fx {
     fx_on(K, hooks).await
 }
 
-/// The provider entry of each route, against the fake server.
-fn providers(kind: ProviderKind, server: &FakeServer) -> Value {
-    match kind {
-        ProviderKind::Anthropic => {
-            json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
-        }
-        // Its base URL comes from `OPENAI_BASE_URL` (a key from the environment only goes there).
-        ProviderKind::OpenAiResponses => {
-            json!({"default": "openai", "openai": {"model": "gpt-5.1"}})
-        }
-        ProviderKind::OpenAiChat => json!({"default": "local", "local": {
-            "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}),
-    }
-}
-
 async fn fx_on(kind: ProviderKind, hooks: impl Fn(&Path) -> Value) -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let (project, data, side) = (base.join("proj"), base.join("data"), base.join("side"));
-    for d in [&project, &data, &side] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let server = FakeServer::start().await.unwrap();
-    if kind != ProviderKind::OpenAiChat {
-        server.expect_key(KEY);
-    }
-    let settings = json!({
-        "providers": providers(kind, &server),
-        "hooks": hooks(&side),
-    });
-    std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
-    Fx {
-        kind,
-        _tmp: tmp,
-        project,
-        data,
-        side,
-        server,
-    }
+    let run = CliRun::start(kind).await;
+    let side = run.base.join("side");
+    std::fs::create_dir_all(&side).unwrap();
+    run.user_settings(json!({ "hooks": hooks(&side) }));
+    Fx { run, side }
 }
 
 impl Fx {
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(args)
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
-            .env("OPENAI_API_KEY", KEY)
-            .env("OPENAI_BASE_URL", self.server.openai_base())
-            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "2000");
-        let out = tokio::process::Command::from(cmd).output().await.unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    async fn events(&self, args: &[&str]) -> (i32, Vec<Value>, String) {
-        let (code, out, err) = self.run(args).await;
-        let events = out
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{err}")))
-            .collect();
-        (code, events, err)
-    }
-
     /// One call of `tool`, then a final answer; the run's events.
     async fn one_call(&self, id: &str, tool: &str, input: Value, extra: &[&str]) -> Vec<Value> {
         let k = self.kind;
@@ -120,7 +66,7 @@ impl Fx {
     }
 
     async fn show(&self, call_id: &str) -> Value {
-        let (code, out, err) = self.run(&["show", call_id, "--json"]).await;
+        let (code, out, err) = self.output(&["show", call_id, "--json"]).await;
         assert_eq!(code, 0, "{err}");
         serde_json::from_str(&out).unwrap()
     }
@@ -184,7 +130,7 @@ async fn a_pre_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     assert_eq!(shown["hooks"][0]["outcome"], "blocked", "{shown}");
     assert_eq!(shown["hooks"][0]["reason"], "secrets stay unread");
     assert!(shown["hooks"][0]["duration_ms"].as_u64().is_some());
-    let (code, out, err) = f.run(&["history", "--json"]).await;
+    let (code, out, err) = f.output(&["history", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     let rows: Value = serde_json::from_str(&out).unwrap();
     let row = rows
@@ -363,13 +309,24 @@ async fn run_start_and_run_end_hooks_run_and_are_reported() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes() {
+async fn a_project_hook_runs_only_once_trusted_confined_and_stops_when_its_script_changes() {
     let f = fx(|_| json!({})).await;
-    let marker = f.side.join("ran");
+    // The hook's marker is in the project: a project hook runs confined, as a command would.
+    let marker = f.project.join("ran.txt");
+    let escape = f.side.join("escape");
     std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    // What it runs in turn is project content a command may have rewritten: it must gain nothing
+    // (no write outside the project, no data directory, no key).
     std::fs::write(
         f.project.join("hook.sh"),
-        format!("echo ran >> {}\n", marker.display()),
+        format!(
+            "echo ran >> ran.txt\n\
+             echo out > {} 2>/dev/null\n\
+             cat {} > leak.txt 2>/dev/null\n\
+             echo \"key=$ANTHROPIC_API_KEY\" > key.txt\n",
+            escape.display(),
+            f.data.join("settings.json").display()
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -383,12 +340,12 @@ async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes
     assert_eq!(code, 0, "{err}");
     assert!(!marker.exists(), "an untrusted project's hook ran");
     // Trusting shows the hook and its pinned script.
-    let (code, out, err) = f.run(&["trust"]).await;
+    let (code, out, err) = f.output(&["trust"]).await;
     assert!(
         out.contains("hook run_start[0]") && out.contains("hook.sh: file sha256:"),
         "{code} {out} {err}"
     );
-    let (code, _, err) = f.run(&["trust", "--yes"]).await;
+    let (code, _, err) = f.output(&["trust", "--yes"]).await;
     assert_eq!(code, 0, "{err}");
     hello(&f);
     let (code, ev, err) = f.events(&["run", "hello", "--json"]).await;
@@ -396,12 +353,19 @@ async fn a_project_hook_runs_only_once_trusted_and_stops_when_its_script_changes
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
     let hook = ev.iter().find(|e| e["type"] == "hook").unwrap();
     assert_eq!(hook["hook"]["level"], "project");
+    assert!(!escape.exists(), "a project hook wrote outside the project");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("leak.txt")).unwrap(),
+        "",
+        "a project hook read the data directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("key.txt")).unwrap(),
+        "key=\n",
+        "a project hook saw the provider key"
+    );
     // A command rewrites the pinned script: the project is untrusted again, the hook not run.
-    std::fs::write(
-        f.project.join("hook.sh"),
-        format!("echo changed >> {}\n", marker.display()),
-    )
-    .unwrap();
+    std::fs::write(f.project.join("hook.sh"), "echo changed >> ran.txt\n").unwrap();
     hello(&f);
     let (code, _, err) = f.events(&["run", "hello", "--json"]).await;
     assert_eq!(code, 0, "{err}");

@@ -9,16 +9,17 @@
 
 use crate::support;
 
+use support::cli_run::{self, CliRun};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use aibuddy::results::images::{MAX_EDGE, MAX_PIXELS};
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{Chunk, FakeServer, Reply, Turn};
+use aibuddy_provider::testing::{Chunk, Reply, Turn};
 use base64::Engine;
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-images-7c2d";
 const TINY: &str = "mcp__everything__get-tiny-image";
 
 fn tools_dir() -> PathBuf {
@@ -26,88 +27,42 @@ fn tools_dir() -> PathBuf {
 }
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    server: FakeServer,
-    kind: ProviderKind,
+    run: CliRun,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = CliRun;
+    fn deref(&self) -> &CliRun {
+        &self.run
+    }
 }
 
 /// A project holding `big.png` (2400x1600), the person's `mcp.json` running server-everything
 /// with only its image tool, and user-level settings for `kind` (`chat_images`: the Chat entry's
 /// `images`).
 async fn fx(kind: ProviderKind, chat_images: Option<bool>) -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let project = base.join("proj");
-    let data = base.join("data");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
+    let run = CliRun::start(kind).await;
     let img = image::RgbImage::from_fn(2400, 1600, |x, y| {
         image::Rgb([(x % 251) as u8, (y % 241) as u8, ((x + y) % 7) as u8])
     });
-    img.save(project.join("big.png")).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    let providers = match kind {
-        ProviderKind::Anthropic => {
-            json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
-        }
-        ProviderKind::OpenAiResponses => {
-            json!({"default": "openai", "openai": {"model": "gpt-5.4"}})
-        }
-        ProviderKind::OpenAiChat => {
-            let mut local = json!({"kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"});
-            if let Some(i) = chat_images {
-                local["images"] = json!(i);
-            }
-            json!({"default": "local", "local": local})
-        }
-    };
-    if kind != ProviderKind::OpenAiChat {
-        server.expect_key(KEY);
+    img.save(run.project.join("big.png")).unwrap();
+    if let (ProviderKind::OpenAiChat, Some(images)) = (kind, chat_images) {
+        let mut providers = cli_run::providers(kind, &run.server);
+        providers["local"]["images"] = json!(images);
+        run.user_settings(json!({ "providers": providers }));
     }
-    std::fs::write(
-        data.join("settings.json"),
-        json!({ "providers": providers }).to_string(),
-    )
-    .unwrap();
     let everything = tools_dir().join("node/node_modules/.bin/mcp-server-everything");
     std::fs::write(
-        data.join("mcp.json"),
+        run.data.join("mcp.json"),
         json!({"mcpServers": {"everything": {"command": everything, "args": ["stdio"],
             "tools": {"allow": ["get-tiny-image"]}}}})
         .to_string(),
     )
     .unwrap();
-    Fx {
-        _tmp: tmp,
-        project,
-        data,
-        server,
-        kind,
-    }
+    Fx { run }
 }
 
 impl Fx {
-    async fn run(&self, args: &[&str]) -> (i32, Vec<Value>, String) {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(args)
-            .env("ANTHROPIC_API_KEY", KEY)
-            .env("ANTHROPIC_BASE_URL", self.server.anthropic_base())
-            .env("OPENAI_API_KEY", KEY)
-            .env("OPENAI_BASE_URL", self.server.openai_base());
-        let out = tokio::process::Command::from(cmd).output().await.unwrap();
-        let (o, e) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        let events = o
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|err| panic!("{err}: {l}\n{e}")))
-            .collect();
-        (out.status.code().unwrap_or(-1), events, e)
-    }
-
     /// The model reads the image file and calls the image tool in one step, then answers. The
     /// first reply waits until the MCP server is surely connected (a run does not wait for it).
     async fn image_run(&self) -> Vec<Value> {
@@ -123,7 +78,7 @@ impl Fx {
         self.server
             .push(Turn::text("A gradient and a logo.").reply(k));
         let (code, ev, err) = self
-            .run(&["run", "what do these look like?", "--json", "--yes"])
+            .events(&["run", "what do these look like?", "--json", "--yes"])
             .await;
         assert_eq!(code, 0, "{err}\n{ev:?}");
         let results: Vec<&Value> = ev.iter().filter(|e| e["type"] == "tool_result").collect();

@@ -92,7 +92,11 @@ async fn a_server_exiting_mid_call_is_an_execution_error_and_the_call_is_recorde
         .await
         .unwrap()
         .expect("the failed call is recorded");
-    assert_eq!(row.stage.as_deref(), Some("Execution"), "{row:?}");
+    assert_eq!(
+        row.stage,
+        Some(aibuddy::contract::Stage::Execution),
+        "{row:?}"
+    );
     assert!(row.finished_at.is_some(), "{row:?}");
     assert_eq!(row.model_projection.as_deref(), Some(out.model.as_str()));
 }

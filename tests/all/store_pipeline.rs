@@ -472,9 +472,9 @@ async fn failed_calls_are_recorded_with_their_stage() {
     let store = &e.persistence.store;
     let rec = store.get_call(&out.tool_call_id).await.unwrap().unwrap();
     assert_eq!(rec.status, aibuddy_store::CallStatus::Error);
-    assert_eq!(rec.stage.as_deref(), Some("Discovery"));
+    assert_eq!(rec.stage, Some(aibuddy::contract::Stage::Discovery));
     let rec = store.get_call(&bad.tool_call_id).await.unwrap().unwrap();
-    assert_eq!(rec.stage.as_deref(), Some("Parameters"));
+    assert_eq!(rec.stage, Some(aibuddy::contract::Stage::Parameters));
     assert_eq!(rec.input, json!({"n": "many"}));
     let hits = store.search("many", 10).await.unwrap();
     assert_eq!(hits.len(), 1);

@@ -1,6 +1,8 @@
 //! Shared helpers for the tests that run the real `aibuddy` binary.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod cli_run;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -48,4 +50,28 @@ pub fn mcp_tools_dir() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// Processes whose command line contains `needle` (Linux /proc), this test process excluded.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
 }

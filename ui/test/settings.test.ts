@@ -25,6 +25,8 @@ import {
   writtenNotice,
 } from "../src/settings/model";
 import { networkListsOf, networkModeOf, networkValue } from "../src/settings/network";
+import { AUTHORITY_RULES, SETTINGS_FIELDS } from "../src/bindings/settingsFields";
+import { authorityHint, fieldHint, fieldMeaning, fieldSpec, pageFields } from "../src/settings/fields";
 
 const USER = "/home/me/.local/share/aibuddy/settings.json";
 const PROJECT = "/home/me/p/.aibuddy/settings.json";
@@ -143,6 +145,40 @@ const settle = async () => {
     flushSync();
   }
 };
+
+describe("settings field table", () => {
+  it("finds a key's row, a name's under its section's `*` row, and a sub-key's under its field", () => {
+    expect(fieldSpec("exec.network")?.path).toBe("exec.network");
+    expect(fieldSpec("exec.network.allow")?.path).toBe("exec.network");
+    expect(fieldSpec("providers.default")?.path).toBe("providers.default");
+    expect(fieldSpec("providers.local")?.path).toBe("providers.*");
+    expect(fieldSpec("exec.future_field")).toBeUndefined();
+    expect(fieldSpec("providers")).toBeUndefined();
+  });
+
+  it("gives the trust dialog every widening field's meaning, the agent's included", () => {
+    for (const f of SETTINGS_FIELDS) if (f.rule !== "neutral") expect(fieldMeaning(f.path)).toBe(f.meaning);
+    expect(fieldMeaning("agent.step_timeout_secs")).toContain("model response");
+    expect(fieldMeaning("agent.summary_model")).toContain("pays for");
+    expect(fieldMeaning("exec.future_field")).toBe("Gives more than your own settings.");
+  });
+
+  it("says a field's authority rule at the project level only, and a user-only field's refusal", () => {
+    expect(authorityHint("exec.max_processes")).toBe(AUTHORITY_RULES.widens_above_user);
+    expect(authorityHint("exec.unprotected_paths")).toContain("Only your own settings");
+    const user = fieldHint("exec.max_processes", "user", "1 to 9.");
+    expect(user).toBe(`${fieldSpec("exec.max_processes")?.meaning} 1 to 9.`);
+    expect(fieldHint("exec.max_processes", "project")).toContain("above your own applies only once the project is trusted");
+  });
+
+  it("puts every editable key on a page, never one that may hold credentials", () => {
+    for (const f of SETTINGS_FIELDS) {
+      expect(f.editable, f.path).toBe(f.page !== null);
+      if (f.may_hold_secrets) expect(f.page, f.path).toBeNull();
+    }
+    expect(pageFields("providers").map((f) => f.path)).toContain("agent.step_timeout_secs");
+  });
+});
 
 describe("network setting model", () => {
   it("reads the three choices and the lists as written, and builds the value from the lists", () => {
@@ -345,6 +381,22 @@ describe("settings panel", () => {
     expect(calls[3]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "network"], false] });
     await click('[data-testid="network-unset"]');
     expect(calls[4]).toEqual({ cmd: "set_setting", args: ["user", ["exec", "network"], undefined] });
+  });
+
+  it("shows every key the field table puts on a page, under its label, on that page", async () => {
+    await open({ pages: pages() }, []);
+    for (const page of ["providers", "exec"] as const) {
+      await click(`[data-testid="settings-tab-${page}"]`);
+      for (const f of pageFields(page)) {
+        const el = root.querySelector(`[data-field="${f.path}"]`);
+        expect(el, `${f.path} on the ${page} page`).not.toBeNull();
+        expect(el?.textContent, f.path).toContain(f.label);
+      }
+    }
+    await click('[data-testid="level-project"]');
+    await click('[data-testid="settings-tab-exec"]');
+    expect(q('[data-field="exec.max_processes"]').textContent).toContain(AUTHORITY_RULES.widens_above_user);
+    expect(q('[data-field="exec.network"]').textContent).toContain(AUTHORITY_RULES.widens_by_network_beyond_user);
   });
 
   it("edits protected paths at both levels and removed built-ins only at the user level, with a warning", async () => {

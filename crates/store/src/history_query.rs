@@ -69,7 +69,7 @@ pub struct HistoryQuery {
     /// Any of these statuses (empty: every status).
     pub statuses: Vec<CallStatus>,
     /// Any of these failure stages, as stored (`Execution`, ...; empty: any or none).
-    pub stages: Vec<String>,
+    pub stages: Vec<aibuddy_common::Stage>,
     pub run_id: Option<String>,
     /// Started at or after this time (unix ms).
     pub since_ms: Option<i64>,
@@ -133,7 +133,11 @@ fn filters(q: &HistoryQuery, scope: Scope) -> (Vec<String>, Vec<Value>) {
         q.statuses.iter().map(|s| s.as_str().to_string()).collect(),
         &mut conds,
     );
-    any_of("c.stage", q.stages.clone(), &mut conds);
+    any_of(
+        "c.stage",
+        q.stages.iter().map(|s| s.as_str().to_string()).collect(),
+        &mut conds,
+    );
     if let Some(run) = &q.run_id {
         conds.push(format!("c.run_id = {}", arg(Value::Text(run.clone()))));
     }
@@ -229,7 +233,7 @@ fn row_of(r: &rusqlite::Row<'_>) -> Result<(HistoryRow, HistoryCursor)> {
         config: r.get(3)?,
         status: CallStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown status {status:?}")))?,
-        stage: r.get(5)?,
+        stage: crate::stage_column::read(r, 5)?,
         error_message: r.get(6)?,
         started_at: r.get(7)?,
         started_at_ms,
@@ -435,7 +439,7 @@ mod tests {
                     seq: 9,
                 }),
                 statuses: vec![CallStatus::Interrupted, CallStatus::Error],
-                stages: vec!["Execution".into()],
+                stages: vec![aibuddy_common::Stage::Execution],
                 search: Some("cargo test".into()),
                 limit: Some(50_000),
                 ..HistoryQuery::default()

@@ -31,6 +31,7 @@ mod reader;
 mod recovery;
 mod run_store;
 mod run_types;
+mod stage_column;
 mod store;
 pub mod tables;
 mod types;

@@ -135,7 +135,7 @@ pub struct RunRecord {
     /// `None` for runs that only group tool calls (`aibuddy call`), never an agent run.
     pub status: Option<RunStatus>,
     /// Failure stage (`Execution`, ...) of a run that ended `error`.
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_message: Option<String>,
     /// RFC 3339 UTC with milliseconds.
     pub started_at: String,
@@ -204,7 +204,7 @@ pub struct RunParent {
 pub struct RunEnd {
     /// Any status but `Running` / `Interrupted`.
     pub status: RunStatus,
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_message: Option<String>,
     /// See [`RunRecord::stop_reason`].
     pub stop_reason: Option<String>,
@@ -281,7 +281,7 @@ impl NewMessage {
 pub struct LinkedResult {
     pub tool: String,
     pub status: CallStatus,
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_message: Option<String>,
     /// What the model sees: the compacted form once precompaction replaced it.
     pub model_projection: Option<String>,

@@ -109,7 +109,7 @@ pub struct CallFinish {
     /// Any status but `Running`.
     pub status: CallStatus,
     /// Failure stage name (`Execution`, ...) when status is not `ok`.
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     /// Raw output bytes exactly as produced. Large outputs go to a file (see `paths`).
@@ -171,7 +171,7 @@ pub struct CallRecord {
     pub tool: String,
     pub config: String,
     pub status: CallStatus,
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     /// RFC 3339 UTC with milliseconds.
@@ -207,7 +207,7 @@ pub struct HistoryRow {
     pub tool: String,
     pub config: String,
     pub status: CallStatus,
-    pub stage: Option<String>,
+    pub stage: Option<aibuddy_common::Stage>,
     pub error_message: Option<String>,
     pub started_at: String,
     pub started_at_ms: i64,

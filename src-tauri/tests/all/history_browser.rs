@@ -459,7 +459,7 @@ fn the_head_probe_counts_calls_stored_meanwhile_and_follows_running_ones() {
             .finish_call(CallFinish {
                 tool_call_id: "cli_a".into(),
                 status: CallStatus::Error,
-                stage: Some("Execution".into()),
+                stage: Some(aibuddy::contract::Stage::Execution),
                 error_code: Some("exit_status".into()),
                 error_message: Some("exit status 101".into()),
                 raw_output: b"test failed\n".to_vec(),

@@ -8,8 +8,6 @@ fn main() -> std::process::ExitCode {
     aibuddy::dispatch_exec_init();
     // Before anything opens or starts: a Ctrl-C (or SIGTERM) during start-up ends the process.
     early_stop::install();
-    // The sandbox probes (bubblewrap, Landlock) run on a thread while settings and the store open.
-    aibuddy_sandbox::aibuddy_exec::prewarm_probes();
     cli::main()
 }
 

@@ -3,6 +3,7 @@ import type { ChildRunView } from "./ChildRunView";
 import type { RunEvent } from "./RunEvent";
 import type { RunMessage } from "./RunMessage";
 import type { RunStatus } from "./RunStatus";
+import type { Stage } from "./Stage";
 import type { Usage } from "./Usage";
 
 /**
@@ -16,7 +17,7 @@ presentation: string | null, status: RunStatus | null,
 /**
  * The failure stage of an `error` end.
  */
-stage: string | null, error_message: string | null, 
+stage: Stage | null, error_message: string | null, 
 /**
  * Why the last answer is not a finished one (`max_tokens`, `refusal`, `pause_turn`, or the
  * provider's word); null when the model finished normally.

@@ -10,7 +10,7 @@ import type { TrustState } from "./TrustState";
  */
 export type SettingsPages = { files: SettingsFiles, 
 /**
- * The user `settings.json` as written, its [`PAGE_SECTIONS`] only (`{}` when absent, `null`
+ * The user `settings.json` as written, only the keys a page shows (`{}` when absent, `null`
  * when it is not JSON).
  */
 user: Record<string, unknown> | null, 

@@ -22,5 +22,6 @@ deferred_reason?: string, risk: Risk, description: string, display_name: string,
 /**
  * For tools that execute commands: the confinement the sandbox applies (e.g. `landlock-v7`,
  * `none` where the kernel lacks Landlock).
+ * Computed when first shown (see [`LazyLabel`]).
  */
 confinement?: string, };

@@ -52,20 +52,9 @@ export function commandLine(command: string | null, args: string[]): string | nu
   return [command, ...args].map((a) => JSON.stringify(a)).join(" ");
 }
 
-/** A plain-language note for a widening field (what it lets the agent do). */
-export function fieldMeaning(field: string): string {
-  if (field.startsWith("exec.writable_roots")) return "commands may write outside the project";
-  if (field.startsWith("exec.network")) return "commands may reach the network";
-  if (field.startsWith("confirm.auto_approve_writes")) return "writes and edits happen without asking you";
-  if (field.startsWith("exec.env_include") || field.startsWith("exec.env_exclude")) return "more of your environment reaches commands";
-  if (field.startsWith("exec.expose_credentials")) return "credentials reach commands";
-  if (field.startsWith("exec.max_processes")) return "commands may start more processes";
-  if (field.startsWith("tools.")) return "tools you did not enable become available";
-  if (field.startsWith("providers")) return "the project chooses the model provider";
-  if (field.startsWith("sandbox")) return "commands and files run elsewhere";
-  if (field.startsWith("hooks.")) return "the project's commands run around tool calls and runs, outside the sandbox, with your authority";
-  return "gives more than your own settings";
-}
+/** A plain-language note for a widening field (what it lets the agent do): its meaning in the
+ * core's settings field table. */
+export { fieldMeaning } from "../settings/fields";
 
 /** The picker's selection: the remembered choice if still configured, else the default. */
 export interface PickerChoice {

@@ -213,12 +213,13 @@ export function parseProcessCap(text: string): { value: number } | { error: stri
 }
 
 /** The agent's time limits (`agent.*_timeout_secs`), bounds and defaults as the loader checks
- * them (`src/settings/parse.rs`, `src/agent/mod.rs`). */
+ * them (`src/settings/parse.rs`, `src/agent/mod.rs`); labels and meanings are the field table's
+ * (`settings/fields.ts`). */
 export const TIME_LIMIT_MAX_SECS = 86_400;
 export const TIME_LIMITS = [
-  { field: "step_timeout_secs", label: "Step time limit", defaultSecs: 1800, hint: "The longest one model response may take, retries included (a compaction summary too); past it the run ends with an error and the text streamed so far is kept." },
-  { field: "keepalive_timeout_secs", label: "Keep-alive limit", defaultSecs: 900, hint: "How long a response may send only keep-alives, with no text or tool call, before it counts as stalled and is retried." },
-  { field: "idle_timeout_secs", label: "Idle limit", defaultSecs: 90, hint: "How long a response may send nothing at all before it counts as stalled and is retried." },
+  { field: "step_timeout_secs", defaultSecs: 1800 },
+  { field: "keepalive_timeout_secs", defaultSecs: 900 },
+  { field: "idle_timeout_secs", defaultSecs: 90 },
 ] as const;
 
 /** Seconds as the person reads them: `90 s`, `30 min`, `1 h 30 min`, `2 h 0 min 5 s`. */

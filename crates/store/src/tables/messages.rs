@@ -201,7 +201,7 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
                     tool,
                     status: CallStatus::parse(&status)
                         .ok_or_else(|| StoreError::Corrupt(format!("call status {status:?}")))?,
-                    stage: r.get(13)?,
+                    stage: crate::stage_column::read(r, 13)?,
                     error_message: r.get(14)?,
                     model_projection: r.get(15)?,
                     compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {

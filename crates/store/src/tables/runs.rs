@@ -198,7 +198,7 @@ pub fn finish(
             run_id,
             owner,
             end.status.as_str(),
-            end.stage,
+            crate::stage_column::text(end.stage),
             end.error_message,
             now_ms,
             end.stop_reason
@@ -279,7 +279,7 @@ fn record_from_row(r: &Row<'_>) -> Result<RunRecord> {
         model: r.get(3)?,
         presentation: r.get(4)?,
         status: parse_status(r.get(5)?)?,
-        stage: r.get(6)?,
+        stage: crate::stage_column::read(r, 6)?,
         error_message: r.get(7)?,
         started_at: r.get(18)?,
         started_at_ms: r.get(8)?,

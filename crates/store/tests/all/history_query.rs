@@ -122,7 +122,7 @@ async fn filters_narrow_and_combine() {
 
     let page = store
         .history_page(HistoryQuery {
-            stages: vec!["Execution".into()],
+            stages: vec![aibuddy_common::Stage::Execution],
             run_id: Some("run3".into()),
             since_ms: Some(1_700_000_000_000 + 100),
             until_ms: Some(1_700_000_000_000 + 200),

@@ -48,7 +48,7 @@ async fn running_calls_of_a_dead_owner_become_interrupted_with_spooled_output() 
 
     let small = store.get_call("small").await.unwrap().unwrap();
     assert_eq!(small.status, CallStatus::Interrupted);
-    assert_eq!(small.stage.as_deref(), Some("Execution"));
+    assert_eq!(small.stage, Some(aibuddy_common::Stage::Execution));
     assert!(small.raw_output_partial);
     assert_eq!(
         store.read_raw_slice("small", 0, 100).await.unwrap().bytes,
@@ -127,7 +127,7 @@ async fn recover_calls_marks_calls_of_a_process_that_died_later_and_only_those()
     assert_eq!(app.recover_calls().await.unwrap(), ["theirs"]);
     let theirs = app.get_call("theirs").await.unwrap().unwrap();
     assert_eq!(theirs.status, CallStatus::Interrupted);
-    assert_eq!(theirs.stage.as_deref(), Some("Execution"));
+    assert_eq!(theirs.stage, Some(aibuddy_common::Stage::Execution));
     assert!(theirs.raw_output_partial);
     assert_eq!(
         app.read_raw_slice("theirs", 0, 100).await.unwrap().bytes,

@@ -178,7 +178,7 @@ async fn a_conversation_round_trips_in_order_with_exact_content_and_counters() {
             &run,
             RunEnd {
                 status: RunStatus::Error,
-                stage: Some("Execution".into()),
+                stage: Some(aibuddy_common::Stage::Execution),
                 error_message: Some("x".into()),
                 stop_reason: None,
             },

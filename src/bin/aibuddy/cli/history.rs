@@ -150,9 +150,6 @@ fn human_line(r: &HistoryRow) -> String {
             .unwrap_or_else(|| "-".into()),
         term::line(&r.tool_call_id),
         term::line(&input),
-        r.stage
-            .as_deref()
-            .map(|s| format!("  [{}]", term::line(s)))
-            .unwrap_or_default()
+        r.stage.map(|s| format!("  [{s}]")).unwrap_or_default()
     )
 }

@@ -188,9 +188,36 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     }
 }
 
+impl Command {
+    /// Whether this command may start a confined command (or a sandboxed MCP server), so the
+    /// sandbox probes are worth starting early. Calls of the built-in file tools never do.
+    fn may_start_commands(&self) -> bool {
+        const FILE_TOOLS: [&str; 8] = [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "view_tool_call",
+            "view_skill",
+        ];
+        match self {
+            Command::Call(args) => !FILE_TOOLS.contains(&args.tool.as_str()),
+            Command::Tools { .. } | Command::Run(_) | Command::Mcp { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
     aibuddy::logging::init_stderr();
     let cli = Cli::parse();
+    if cli.command.may_start_commands() {
+        // The sandbox probes (bubblewrap, Landlock) run on a thread while settings and the store
+        // open. A file tool's call never needs them: it does not fork `bwrap` for nothing.
+        aibuddy_sandbox::aibuddy_exec::prewarm_probes();
+    }
     let opts = match cli.options() {
         Ok(o) => o,
         Err(e) => {

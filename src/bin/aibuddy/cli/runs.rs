@@ -213,7 +213,7 @@ pub fn render(c: &Conversation) -> String {
     if let Some(e) = &r.error_message {
         s.push_str(&format!(
             "error ({}): {}\n",
-            term::line(r.stage.as_deref().unwrap_or("-")),
+            r.stage.map_or("-", |s| s.as_str()),
             term::line(e)
         ));
     }

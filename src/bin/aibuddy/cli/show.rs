@@ -124,10 +124,7 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
     outln!(
         "status: {}{}  started: {}  duration: {}",
         rec.status.as_str(),
-        rec.stage
-            .as_deref()
-            .map(|s| format!(" [{}]", term::line(s)))
-            .unwrap_or_default(),
+        rec.stage.map(|s| format!(" [{s}]")).unwrap_or_default(),
         rec.started_at,
         rec.duration_ms
             .map(|d| format!("{d} ms"))
