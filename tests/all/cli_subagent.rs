@@ -7,108 +7,36 @@
 
 use crate::support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, RecordedRequest, Turn};
+use aibuddy_provider::testing::{RecordedRequest, Turn};
 use serde_json::{Value, json};
+use support::cli_run::{CliRun, KEY};
+use support::processes_with as pids_with;
 
-const KEY: &str = "sk-test-subagent-77c1";
-
-struct Fx {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    server: FakeServer,
-    kind: ProviderKind,
+/// The fixture of `aibuddy run` for `kind`, user settings extended with `extra`; a run and its
+/// subagent runs are separate conversations on the one fake server.
+async fn fx(kind: ProviderKind, extra: Value) -> CliRun {
+    let f = CliRun::start(kind).await;
+    f.server.conversations_by_first_user_text();
+    f.user_settings(extra);
+    f
 }
 
-async fn fx(kind: ProviderKind, extra: Value) -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let project = base.join("proj");
-    let data = base.join("data");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    // A run and its subagent are two conversations on one server.
-    server.conversations_by_first_user_text();
-    let provider = match kind {
-        ProviderKind::Anthropic => {
-            json!({"default": "anthropic", "anthropic": {"model": "claude-sonnet-4-6"}})
-        }
-        ProviderKind::OpenAiResponses => {
-            json!({"default": "openai", "openai": {"model": "gpt-5.4"}})
-        }
-        ProviderKind::OpenAiChat => json!({"default": "local", "local": {
-            "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}),
-    };
-    let mut settings = json!({"providers": provider});
-    if let (Some(s), Some(e)) = (settings.as_object_mut(), extra.as_object()) {
-        s.extend(e.clone());
-    }
-    std::fs::write(data.join("settings.json"), settings.to_string()).unwrap();
-    if kind != ProviderKind::OpenAiChat {
-        server.expect_key(KEY);
-    }
-    Fx {
-        _tmp: tmp,
-        project,
-        data,
-        server,
-        kind,
+/// A provider call id of the route's own shape.
+fn id(kind: ProviderKind, n: &str) -> String {
+    match kind {
+        ProviderKind::Anthropic => format!("toolu_{n}"),
+        _ => format!("call_{n}"),
     }
 }
 
-impl Fx {
-    fn id(&self, n: &str) -> String {
-        match self.kind {
-            ProviderKind::Anthropic => format!("toolu_{n}"),
-            _ => format!("call_{n}"),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = support::aibuddy_cmd(&self.project, &self.data);
-        cmd.args(args)
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env("AIBUDDY_MCP_CONNECT_WAIT_MS", "0");
-        match self.kind {
-            ProviderKind::Anthropic => {
-                cmd.env("ANTHROPIC_API_KEY", KEY)
-                    .env("ANTHROPIC_BASE_URL", self.server.anthropic_base());
-            }
-            ProviderKind::OpenAiResponses => {
-                cmd.env("OPENAI_API_KEY", KEY)
-                    .env("OPENAI_BASE_URL", self.server.openai_base());
-            }
-            ProviderKind::OpenAiChat => {}
-        }
-        tokio::process::Command::from(cmd)
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.command(args).output().await.unwrap();
-        let (o, e) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        assert!(!o.contains(KEY) && !e.contains(KEY), "the key was printed");
-        (out.status.code().unwrap_or(-1), o, e)
-    }
-
-    async fn events(&self, args: &[&str]) -> (i32, Vec<Value>, String) {
-        let (code, out, err) = self.run(args).await;
-        let events = out
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{err}")))
-            .collect();
-        (code, events, err)
-    }
+/// `aibuddy ARGS` to its end, checking the key was never printed.
+async fn run(f: &CliRun, args: &[&str]) -> (i32, String, String) {
+    let (code, o, e) = f.output(args).await;
+    assert!(!o.contains(KEY) && !e.contains(KEY), "the key was printed");
+    (code, o, e)
 }
 
 /// The tool names of a request's `tools` array.
@@ -155,7 +83,7 @@ fn result_ending<'a>(events: &[&'a Value], call: &str) -> &'a Value {
 async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     let f = fx(kind, json!({})).await;
     std::fs::write(f.project.join("notes.txt"), "kiwi\n").unwrap();
-    let (a, l, x) = (f.id("agent1"), f.id("ls1"), f.id("exec1"));
+    let (a, l, x) = (id(kind, "agent1"), id(kind, "ls1"), id(kind, "exec1"));
     f.server.push(
         Turn::text("Delegating.")
             .call(
@@ -243,7 +171,7 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     f.server.assert_clean();
 
     // Stored and browsable: the child is listed under its parent, and `runs show` links them.
-    let (code, out, err) = f.run(&["runs", "--json"]).await;
+    let (code, out, err) = run(&f, &["runs", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
     let row = rows
@@ -254,7 +182,7 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
     assert_eq!(row["parent_call_id"], parent_call.as_str());
     assert_eq!(row["status"], "completed");
     assert_eq!(row["title"], "survey the project");
-    let (code, out, _) = f.run(&["runs"]).await;
+    let (code, out, _) = run(&f, &["runs"]).await;
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
     let p = lines
@@ -265,10 +193,10 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
         lines[p + 1].starts_with(&format!("  ↳ {child_id}")),
         "the child is nested under its parent: {out}"
     );
-    let (code, out, _) = f.run(&["runs", "show", &parent_id]).await;
+    let (code, out, _) = run(&f, &["runs", "show", &parent_id]).await;
     assert_eq!(code, 0);
     assert!(out.contains(&format!("subagent run {child_id}")), "{out}");
-    let (code, out, _) = f.run(&["runs", "show", &child_id]).await;
+    let (code, out, _) = run(&f, &["runs", "show", &child_id]).await;
     assert_eq!(code, 0);
     assert!(
         out.contains(&format!("subagent of run {parent_id}")),
@@ -393,30 +321,6 @@ async fn a_child_that_does_not_finish_fails_the_call_with_its_stage() {
     f.server.assert_clean();
 }
 
-/// Pids whose command line contains `marker` (this test's own process excluded).
-fn pids_with(marker: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline)
-            .replace('\0', " ")
-            .contains(marker)
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// Ctrl-C of `aibuddy run` while its subagent's command runs: the command's tree is killed, the
 /// child run is stored `cancelled` under its parent, the `agent` call ends `cancelled`.
 async fn parent_stop_kills_the_childs_command(kind: ProviderKind) {
@@ -427,7 +331,7 @@ async fn parent_stop_kills_the_childs_command(kind: ProviderKind) {
         ProviderKind::OpenAiChat => 3,
     };
     let marker = format!("7{}.{route}{}", std::process::id() % 10, std::process::id());
-    let (a, x) = (f.id("agent2"), f.id("sleep2"));
+    let (a, x) = (id(kind, "agent2"), id(kind, "sleep2"));
     f.server.push(
         Turn::text("Delegating.")
             .call(
@@ -483,7 +387,7 @@ async fn parent_stop_kills_the_childs_command(kind: ProviderKind) {
     let top: Vec<&Value> = ev.iter().collect();
     assert_eq!(result_ending(&top, &a)["status"], "cancelled");
     assert_eq!(ev.last().unwrap()["status"], "cancelled");
-    let (_, out, _) = f.run(&["runs", "--json"]).await;
+    let (_, out, _) = run(&f, &["runs", "--json"]).await;
     let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
     let child_row = rows
         .iter()
