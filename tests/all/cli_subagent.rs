@@ -263,6 +263,13 @@ async fn a_profile_narrows_the_child_and_an_unknown_one_is_refused() {
     assert_eq!(reqs.len(), 4);
     assert_eq!(tools_of(&reqs[2]), vec!["grep", "read_file"]);
     assert!(reqs[2].raw_body.contains("PROFILE-TEXT"));
+    // The parent's instructions name the profiles; a child (no `agent`) gets none.
+    assert!(
+        reqs[0].raw_body.contains("`reader`: reads only"),
+        "{}",
+        reqs[0].raw_body
+    );
+    assert!(!reqs[2].raw_body.contains("Subagent profiles"));
     f.server.assert_clean();
 }
 

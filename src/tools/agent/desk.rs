@@ -3,7 +3,7 @@
 //! call outside an attached run (`aibuddy call agent`, or a child run: children get no runner,
 //! which bounds the depth at one) finds none and gets a clear Execution error.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::ToolError;
 use crate::events::EventSink;
+use crate::settings::AgentProfile;
 
 /// What a child run is asked to do, resolved from the call's arguments and its profile.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,9 +62,26 @@ pub trait ChildRunner: Send + Sync {
 #[derive(Default)]
 pub struct SubagentDesk {
     runs: Mutex<HashMap<String, Arc<dyn ChildRunner>>>,
+    /// The profiles of the current settings: `(name, description, from the project)`.
+    profiles: Mutex<Vec<(String, String, bool)>>,
 }
 
 impl SubagentDesk {
+    /// The profiles the `agent` tool's instructions name (set with the plane's settings).
+    pub fn set_profiles(&self, profiles: &BTreeMap<String, AgentProfile>) {
+        if let Ok(mut p) = self.profiles.lock() {
+            *p = profiles
+                .iter()
+                .map(|(n, p)| (n.clone(), p.description.clone(), p.from_project))
+                .collect();
+        }
+    }
+
+    /// See [`SubagentDesk::set_profiles`].
+    pub fn profiles(&self) -> Vec<(String, String, bool)> {
+        self.profiles.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
     /// Let run `run_id` start children through `runner` until the guard is dropped.
     pub fn attach(self: &Arc<Self>, run_id: &str, runner: Arc<dyn ChildRunner>) -> SubagentGuard {
         if let Ok(mut r) = self.runs.lock() {

@@ -103,6 +103,11 @@ impl ToolConfig for AgentConfig {
         Compaction::Trim
     }
 
+    /// The profiles of settings `agents.profiles`, when there are any.
+    fn instructions(&self) -> Option<String> {
+        profiles_text(&self.desk.profiles())
+    }
+
     fn tools(&self) -> Result<Vec<ToolDef>, DefineError> {
         let spec = define_tool(
             TOOL_NAME,
@@ -172,6 +177,31 @@ start another",
     }
 }
 
+/// Longest profile description the instructions quote.
+const PROFILE_LINE_CHARS: usize = 200;
+
+/// The instructions naming the profiles `(name, description, from the project)`, or None. Pure.
+pub fn profiles_text(profiles: &[(String, String, bool)]) -> Option<String> {
+    if profiles.is_empty() {
+        return None;
+    }
+    let mut s = String::from("Subagent profiles (`agent` argument `profile`):");
+    for (name, description, from_project) in profiles {
+        let d: String = description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(PROFILE_LINE_CHARS)
+            .collect();
+        s.push_str(&format!("\n- `{name}`: {d}"));
+        if *from_project {
+            s.push_str(" (defined by the project)");
+        }
+    }
+    Some(s)
+}
+
 /// The parent model's text: the child's answer, bounded. Pure.
 pub fn model_text(raw: &Value) -> String {
     let answer = raw["answer"].as_str().unwrap_or_default();
@@ -207,6 +237,20 @@ mod tests {
         let m = model_text(&json!({"answer": long, "child_run_id": "r2"}));
         assert!(m.chars().count() < MODEL_MAX_CHARS + 200);
         assert!(m.contains("omitted") && m.contains("r2"));
+    }
+
+    #[test]
+    fn the_instructions_name_the_profiles_on_one_line_each() {
+        assert_eq!(profiles_text(&[]), None);
+        let t = profiles_text(&[
+            ("reviewer".into(), "Reads\ncode".into(), false),
+            ("lint".into(), String::new(), true),
+        ])
+        .unwrap();
+        assert_eq!(
+            t,
+            "Subagent profiles (`agent` argument `profile`):\n- `reviewer`: Reads code\n- `lint`:  (defined by the project)"
+        );
     }
 
     #[test]
