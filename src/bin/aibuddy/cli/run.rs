@@ -439,6 +439,38 @@ mod tests {
     }
 
     #[test]
+    fn a_subagents_cards_are_indented_under_the_parent_and_escaped() {
+        let wrap = |event: RunEvent| RunEvent::Subagent {
+            parent_tool_call_id: "p:toolu_1".into(),
+            event: Box::new(event),
+        };
+        let started = card(&wrap(RunEvent::RunStarted {
+            run_id: "c\u{1b}[2J".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            presentation: "native".into(),
+        }))
+        .unwrap();
+        assert!(started.starts_with("[subagent c"), "{started}");
+        assert!(!started.contains('\u{1b}'), "{started}");
+        let call = card(&wrap(RunEvent::ToolCall {
+            tool_call_id: "c:1".into(),
+            tool: "ls".into(),
+            input: json!({"path": "src"}),
+        }))
+        .unwrap();
+        assert_eq!(call, "  │ [tool] ls src");
+        assert!(card(&wrap(RunEvent::TextDelta { text: "x".into() })).is_none());
+        let agent = card(&RunEvent::ToolCall {
+            tool_call_id: "p:toolu_1".into(),
+            tool: "agent".into(),
+            input: json!({"description": "survey", "prompt": "..."}),
+        })
+        .unwrap();
+        assert_eq!(agent, "[tool] agent survey");
+    }
+
+    #[test]
     fn a_hook_line_escapes_the_command_and_what_the_hook_said() {
         let h = aibuddy::hooks::HookRun {
             event: "pre_tool_call".into(),

@@ -318,3 +318,45 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aibuddy_store::RunStatus;
+
+    fn row(id: &str, parent: Option<&str>) -> RunListRow {
+        RunListRow {
+            run_id: id.into(),
+            title: None,
+            provider: None,
+            model: None,
+            status: RunStatus::Completed,
+            started_at: String::new(),
+            started_at_ms: 0,
+            steps: 0,
+            tool_calls: 0,
+            parent_run_id: parent.map(str::to_string),
+            parent_call_id: parent.map(|p| format!("{p}:toolu_1")),
+        }
+    }
+
+    #[test]
+    fn children_follow_their_parent_oldest_first_and_orphans_stay_marked() {
+        // Newest first, as the store lists them.
+        let rows = vec![
+            row("c2", Some("p")),
+            row("c1", Some("p")),
+            row("p", None),
+            row("orphan", Some("gone")),
+        ];
+        let order: Vec<&str> = nest(&rows).iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(order, ["p", "c1", "c2", "orphan"]);
+        let line = row_line(&rows[3]);
+        assert!(line.starts_with("  ↳ orphan"), "{line}");
+        assert!(
+            line.ends_with("(subagent of gone via gone:toolu_1)"),
+            "{line}"
+        );
+        assert!(!row_line(&rows[2]).contains("subagent"));
+    }
+}
