@@ -33,6 +33,7 @@ fn run() -> RunRecord {
         stop_reason: None,
         parent_run_id: None,
         parent_call_id: None,
+        child_shape: None,
     }
 }
 

@@ -125,6 +125,7 @@ impl Agent {
                         let parent = RunParent {
                             run_id: c.parent_run_id.clone(),
                             call_id: c.parent_call_id.clone(),
+                            shape: serde_json::to_string(&c.shape).ok(),
                         };
                         store.create_child_run(new, parent).await
                     }
@@ -180,10 +181,17 @@ impl Agent {
         let run_id = self.open_run(&store, &start, child.as_ref()).await?;
         // A child sees its narrowed tools and its system text from the first request on; a
         // top-level run may start children (a child may not: the depth is one).
-        let _shape = child
-            .as_ref()
-            .map(|c| self.app.child_shapes.attach(&run_id, c.shape.clone()));
-        let _children = child.is_none().then(|| {
+        // A continued child keeps the shape it was stored with.
+        let shape = match &child {
+            Some(c) => Some(c.shape.clone()),
+            None => match store.get_run(&run_id).await {
+                Ok(Some(r)) => super::subagent::stored_shape(&r),
+                _ => None,
+            },
+        };
+        let is_child = shape.is_some();
+        let _shape = shape.map(|s| self.app.child_shapes.attach(&run_id, s));
+        let _children = (!is_child).then(|| {
             self.app.capabilities.subagent_desk().attach(
                 &run_id,
                 Arc::new(Children {

@@ -113,6 +113,7 @@ mod tests {
             stop_reason: None,
             parent_run_id: None,
             parent_call_id: None,
+            child_shape: None,
         }
     }
 

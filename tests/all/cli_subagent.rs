@@ -41,7 +41,11 @@ async fn run(f: &CliRun, args: &[&str]) -> (i32, String, String) {
 
 /// The tool names of a request's `tools` array.
 fn tools_of(req: &RecordedRequest) -> Vec<String> {
-    let mut names: Vec<String> = req.body["tools"]
+    tool_names(&req.body)
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    let mut names: Vec<String> = body["tools"]
         .as_array()
         .into_iter()
         .flatten()
@@ -203,6 +207,15 @@ async fn delegates_and_gets_the_answer(kind: ProviderKind) {
         "{out}"
     );
     assert!(out.contains("CHILD-ANSWER"), "{out}");
+    // Continued later, the child keeps its shape: the next request has its tools and note.
+    let (code, out, err) = run(&f, &["runs", "show", &child_id, "--next-request"]).await;
+    assert_eq!(code, 0, "{err}");
+    let body: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(tool_names(&body), vec!["ls", "read_file"]);
+    assert!(out.contains("You are a subagent"), "{out}");
+    let (_, out, _) = run(&f, &["runs", "show", &parent_id, "--next-request"]).await;
+    let body: Value = serde_json::from_str(&out).unwrap();
+    assert!(tool_names(&body).contains(&"agent".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,6 +89,7 @@ fn conversation(messages: Vec<MessageRecord>, summaries: Vec<SummaryRecord>) -> 
             stop_reason: None,
             parent_run_id: None,
             parent_call_id: None,
+            child_shape: None,
         },
         messages,
         summaries,

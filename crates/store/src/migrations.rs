@@ -15,7 +15,7 @@
 //! | 9 | `confirm_decisions.policy`: a decision made without asking by the approval mode or a rule, with its reason |
 //! | 10 | `call_changes`: the checkpoints (before/after snapshot ids) and change set of each call that may change the project |
 //! | 11 | `hook_runs`: every run of a person's hook, with its call (or only its run): outcome, exit, duration, the bounded record |
-//! | 12 | `runs.parent_run_id`, `runs.parent_call_id`: a subagent run names the run and the `agent` call that started it |
+//! | 12 | `runs.parent_run_id`, `runs.parent_call_id`, `runs.child_shape`: a subagent run names the run and the `agent` call that started it, and keeps its shape |
 //!
 //! Never edit a released version: append a new one.
 

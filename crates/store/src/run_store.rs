@@ -67,7 +67,7 @@ impl Store {
                     owner: &owner,
                     parent: parent
                         .as_ref()
-                        .map(|p| (p.run_id.as_str(), p.call_id.as_str())),
+                        .map(|p| (p.run_id.as_str(), p.call_id.as_str(), p.shape.as_deref())),
                 },
                 now,
             )

@@ -160,6 +160,8 @@ pub struct RunRecord {
     pub parent_run_id: Option<String>,
     /// A subagent run: the stored id of the parent's `agent` call (schema 12).
     pub parent_call_id: Option<String>,
+    /// A subagent run: its shape as the core stored it (opaque JSON: tool set, system text).
+    pub child_shape: Option<String>,
 }
 
 impl RunRecord {
@@ -197,6 +199,8 @@ pub struct RunParent {
     pub run_id: String,
     /// The stored (run-scoped) id of the parent's `agent` call.
     pub call_id: String,
+    /// The child's shape as the core describes it (opaque JSON), kept for a continued child.
+    pub shape: Option<String>,
 }
 
 /// How a run ended (`Store::finish_run`).

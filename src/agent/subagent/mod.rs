@@ -9,7 +9,9 @@
 //!   [`shapes::ChildShape::system`]) and the task as its only user message;
 //! - uses the parent's provider, model, options, step bound, confirm broker and person (so its calls are
 //!   authorized exactly as the parent's would be: same settings, approval mode, rules, sandbox);
-//! - has the tool set [`crate::tools::agent::task::child_tools`] gives (`App::child_shapes`);
+//! - has the tool set [`crate::tools::agent::task::child_tools`] gives (`App::child_shapes`),
+//!   stored with the run (`runs.child_shape`) so that continuing it (`aibuddy run --continue`)
+//!   and `runs show --next-request` shape it the same way;
 //! - runs under the `agent` call's cancellation token: stopping the parent (or the call) stops
 //!   the child's stream, its tool calls (commands' process trees included), its background
 //!   processes and its compaction, and the call ends `cancelled`;
@@ -166,6 +168,23 @@ impl ChildRunner for Children {
             .with_details(details)),
         }
     }
+}
+
+/// The shape of a stored subagent run (`None` for a top-level run). A child whose stored shape
+/// cannot be read gets no tools (fail closed) and the subagent note.
+pub(crate) fn stored_shape(run: &aibuddy_store::RunRecord) -> Option<ChildShape> {
+    run.parent_run_id.as_ref()?;
+    let shape = run
+        .child_shape
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<ChildShape>(s).ok());
+    Some(shape.unwrap_or_else(|| {
+        tracing::warn!(run = %run.run_id, "the stored subagent shape is unreadable: no tools");
+        ChildShape {
+            tools: BTreeSet::new(),
+            system: CHILD_NOTE.to_string(),
+        }
+    }))
 }
 
 impl Agent {

@@ -11,8 +11,9 @@ use crate::discovery::{Exposure, ToolSet};
 /// The reason a tool outside a child's set is absent.
 pub const NOT_IN_CHILD_SET: &str = "not in this subagent's tool set (a subagent has at most its parent's tools, narrowed by the `agent` call)";
 
-/// One child run's shape.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One child run's shape (stored with the run as JSON, `runs.child_shape`, so a continued
+/// child keeps it).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ChildShape {
     /// The tools it may use.
     pub tools: BTreeSet<String>,

@@ -60,11 +60,14 @@ ALTER TABLE runs ADD COLUMN stop_reason TEXT;
 ";
 
 /// Version 12: subagent runs. A run started by a parent run's `agent` tool call names that run
-/// and that call (the stored, run-scoped call id); NULL for every other run and for runs stored
-/// before. Listing a parent's children uses the index.
+/// and that call (the stored, run-scoped call id), and keeps its shape as the core gave it
+/// (`child_shape`: opaque JSON, its tool set and system text, so a continued child keeps them);
+/// NULL for every other run and for runs stored before. Listing a parent's children uses the
+/// index.
 pub(crate) const MIGRATION_V12: &str = "
 ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL;
 ALTER TABLE runs ADD COLUMN parent_call_id TEXT;
+ALTER TABLE runs ADD COLUMN child_shape TEXT;
 CREATE INDEX runs_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
 ";
 
@@ -87,8 +90,8 @@ pub struct Create<'a> {
     pub model: &'a str,
     pub presentation: &'a str,
     pub owner: &'a str,
-    /// `(parent run id, parent call id)` of a subagent run.
-    pub parent: Option<(&'a str, &'a str)>,
+    /// `(parent run id, parent call id, shape)` of a subagent run.
+    pub parent: Option<(&'a str, &'a str, Option<&'a str>)>,
 }
 
 /// Inserts a `running` agent run. Fails with `DuplicateRun` when the id exists.
@@ -97,8 +100,8 @@ pub fn create(conn: &Connection, c: &Create<'_>, now_ms: i64) -> Result<()> {
         .prepare_cached(
             "INSERT INTO runs (run_id, project_id, title, started_at, provider, model,
                               presentation, status, owner, scoped_call_ids, parent_run_id,
-                              parent_call_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, 1, ?9, ?10)",
+                              parent_call_id, child_shape)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, 1, ?9, ?10, ?11)",
         )?
         .execute(params![
             c.run_id,
@@ -110,7 +113,8 @@ pub fn create(conn: &Connection, c: &Create<'_>, now_ms: i64) -> Result<()> {
             c.presentation,
             c.owner,
             c.parent.map(|p| p.0),
-            c.parent.map(|p| p.1)
+            c.parent.map(|p| p.1),
+            c.parent.and_then(|p| p.2)
         ]);
     match res {
         Ok(_) => Ok(()),
@@ -298,13 +302,14 @@ fn record_from_row(r: &Row<'_>) -> Result<RunRecord> {
         stop_reason: r.get(20)?,
         parent_run_id: r.get(21)?,
         parent_call_id: r.get(22)?,
+        child_shape: r.get(23)?,
     })
 }
 
 pub fn get(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>> {
     let sql = format!(
         "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids, r.stop_reason, r.parent_run_id,
-                r.parent_call_id FROM runs r
+                r.parent_call_id, r.child_shape FROM runs r
          LEFT JOIN projects p ON p.project_id = r.project_id WHERE r.run_id = ?1",
         iso!("r.started_at")
     );

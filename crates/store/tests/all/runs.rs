@@ -463,6 +463,7 @@ async fn a_child_run_is_linked_to_its_parent_and_its_call() {
             aibuddy_store::RunParent {
                 run_id: parent.clone(),
                 call_id: "parent-1:toolu_a".into(),
+                shape: Some(r#"{"tools":["ls"]}"#.into()),
             },
         )
         .await
@@ -470,6 +471,7 @@ async fn a_child_run_is_linked_to_its_parent_and_its_call() {
     let rec = store.get_run(&child).await.unwrap().unwrap();
     assert_eq!(rec.parent_run_id.as_deref(), Some("parent-1"));
     assert_eq!(rec.parent_call_id.as_deref(), Some("parent-1:toolu_a"));
+    assert_eq!(rec.child_shape.as_deref(), Some(r#"{"tools":["ls"]}"#));
     let p = store.get_run(&parent).await.unwrap().unwrap();
     assert_eq!((p.parent_run_id, p.parent_call_id), (None, None));
     assert_eq!(
