@@ -199,6 +199,9 @@ impl Agent {
                     parent_run_id: run_id.clone(),
                     events: events.clone(),
                     max_steps: start.max_steps,
+                    slots: Arc::new(tokio::sync::Semaphore::new(
+                        super::subagent::MAX_CONCURRENT_CHILDREN,
+                    )),
                 }),
             )
         });

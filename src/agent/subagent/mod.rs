@@ -12,6 +12,8 @@
 //! - has the tool set [`crate::tools::agent::task::child_tools`] gives (`App::child_shapes`),
 //!   stored with the run (`runs.child_shape`) so that continuing it (`aibuddy run --continue`)
 //!   and `runs show --next-request` shape it the same way;
+//! - runs with at most [`MAX_CONCURRENT_CHILDREN`] siblings at once (several `agent` calls of one
+//!   turn share a batch, being read-only);
 //! - runs under the `agent` call's cancellation token: stopping the parent (or the call) stops
 //!   the child's stream, its tool calls (commands' process trees included), its background
 //!   processes and its compaction, and the call ends `cancelled`;
@@ -37,6 +39,9 @@ use crate::events::{Event, EventSink};
 use crate::tools::agent::task::child_tools;
 use crate::tools::agent::{ChildAnswer, ChildRunner, ChildTask};
 use shapes::ChildShape;
+
+/// Children of one parent run at once (more `agent` calls of a turn wait for a place).
+pub const MAX_CONCURRENT_CHILDREN: usize = 4;
 
 /// How often a running child re-arms the parent's tool watchdog.
 const PARENT_HEARTBEAT: Duration = Duration::from_secs(5);
@@ -64,6 +69,8 @@ pub(crate) struct Children {
     pub events: Arc<dyn RunEventSink>,
     /// The parent's `RunStart::max_steps`: a child has the same bound.
     pub max_steps: Option<u32>,
+    /// Places for children running at once ([`MAX_CONCURRENT_CHILDREN`]).
+    pub slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Children {
@@ -123,6 +130,18 @@ impl ChildRunner for Children {
                     }
                 }
             })
+        };
+        // Read-only `agent` calls of one turn run together: at most a few children at once.
+        let place = tokio::select! {
+            p = self.slots.clone().acquire_owned() => p.ok(),
+            _ = cancel.cancelled() => None,
+        };
+        let Some(_place) = place else {
+            beat.abort();
+            return Err(ToolError::execution(
+                "cancelled",
+                "the subagent was stopped before it started",
+            ));
         };
         let outcome = self.agent.run_child(start, cancel.clone(), sink).await;
         beat.abort();
