@@ -2,7 +2,16 @@
 # Runs every test suite: formatting and lints, the Rust core and shell, the UI, and the end-to-end window test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall time is printed when the next starts, and all of them at the end (CI's
+# budget is tight: the slow step is named, not guessed).
+step_name=""; step_start=$SECONDS; timings=""
+step_done() {
+  if [ -n "$step_name" ]; then
+    timings+="$(printf '%5ds  %s' $((SECONDS - step_start)) "$step_name")"$'\n'
+  fi
+}
+step() { step_done; step_name="$*"; step_start=$SECONDS; printf '\n==> %s\n' "$*"; }
+trap 'step_done; step_name=""; printf "\n==> time per step (total %ds)\n%s" "$SECONDS" "$timings"' EXIT
 
 # Every suite always runs: a missing script (or a lost executable bit) must fail, not skip.
 for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/test-package.sh scripts/fuzz.sh; do

@@ -41,6 +41,8 @@ pub struct HookScope<'a> {
     pub project: &'a Path,
     /// The data directory in use (hidden from a project's confined hooks).
     pub data_dir: &'a Path,
+    /// The approval mode is `read-only` (a project's confined hooks get it too).
+    pub read_only: bool,
     pub run_id: &'a str,
     /// The call's (or run's) token: stopping it kills a running hook.
     pub cancel: &'a CancellationToken,
@@ -52,6 +54,7 @@ impl HookScope<'_> {
             project: self.project,
             data_dir: self.data_dir,
             exec: self.exec,
+            read_only: self.read_only,
         }
     }
 }

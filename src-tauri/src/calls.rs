@@ -35,6 +35,8 @@ pub struct CallResult {
     #[ts(type = "unknown")]
     pub client: Value,
     pub duration_ms: u64,
+    /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
+    pub hooks: Vec<aibuddy::hooks::HookRun>,
 }
 
 impl From<CallOutcome> for CallResult {
@@ -49,6 +51,7 @@ impl From<CallOutcome> for CallResult {
             model: o.model,
             client: o.client,
             duration_ms: o.duration_ms,
+            hooks: o.hooks,
         }
     }
 }

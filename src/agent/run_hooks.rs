@@ -21,6 +21,7 @@ pub(crate) struct RunHooks {
     exec: ExecSettings,
     project: PathBuf,
     data_dir: PathBuf,
+    read_only: bool,
     run_id: String,
     store: Store,
     events: Arc<dyn RunEventSink>,
@@ -42,6 +43,7 @@ impl RunHooks {
             exec: settings.exec.clone(),
             project,
             data_dir,
+            read_only: settings.approvals.mode == crate::approvals::ApprovalMode::ReadOnly,
             run_id: run_id.to_string(),
             store,
             events,
@@ -59,6 +61,7 @@ impl RunHooks {
             exec: &self.exec,
             project: &self.project,
             data_dir: &self.data_dir,
+            read_only: self.read_only,
             run_id: &self.run_id,
             cancel,
         };

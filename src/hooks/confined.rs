@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use super::process::Ran;
 use super::record::MAX_KEPT_BYTES;
 use super::verdict::Exit;
-use crate::settings::{ExecSettings, HookEntry};
-use crate::tools::execute::{ExecArgs, build_request, data_dirs};
+use crate::settings::HookEntry;
+use crate::tools::execute::{ExecArgs, build_request, data_dirs, make_read_only};
 
 /// Keeps the first [`MAX_KEPT_BYTES`] of each stream and feeds the input to stdin.
 struct HookSink {
@@ -64,19 +64,12 @@ pub async fn run(
     event: &str,
     input: &serde_json::Value,
     project: &Path,
-    data_dir: &Path,
-    exec: &ExecSettings,
+    place: super::process::Place<'_>,
     secs: u64,
     cancel: &CancellationToken,
 ) -> Ran {
     let started = Instant::now();
-    let not_started = |why: String| Ran {
-        exit: Exit::NotStarted(why),
-        stdout: String::new(),
-        stderr: String::new(),
-        truncated: false,
-        duration: started.elapsed(),
-    };
+    let not_started = |why: String| Ran::not_started(why, started);
     let home = dirs::home_dir();
     let args = ExecArgs {
         command: hook.command.clone(),
@@ -84,16 +77,19 @@ pub async fn run(
         description: None,
         background: false,
     };
-    let mut req = match build_request(&args, exec, project, home.as_deref(), None) {
+    let mut req = match build_request(&args, place.exec, project, home.as_deref(), None) {
         Ok(r) => r,
         Err(e) => return not_started(e.message),
     };
-    req.hidden_paths = data_dirs(data_dir, &crate::app::default_data_dir());
+    req.hidden_paths = data_dirs(place.data_dir, &crate::app::default_data_dir());
     req.credential_paths =
         aibuddy_exec::hide::env_credential_paths(|n| std::env::var_os(n), home.as_deref());
     // Never unconfined: where the sandbox cannot hold, a project's hook does not run (its run
     // record says why) rather than run with the person's authority unasked.
     req.confine = aibuddy_exec::ConfinePolicy::Required;
+    if place.read_only {
+        make_read_only(&mut req);
+    }
     req.stdin_piped = true;
     req.heartbeat_interval = Duration::from_secs(3600);
     let project_text = project.to_string_lossy().into_owned();

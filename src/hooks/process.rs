@@ -31,6 +31,8 @@ pub struct Place<'a> {
     pub project: &'a Path,
     pub data_dir: &'a Path,
     pub exec: &'a ExecSettings,
+    /// The approval mode is `read-only`: a confined hook gets the project read-only, no network.
+    pub read_only: bool,
 }
 
 /// What one run of a hook's process produced.
@@ -41,6 +43,19 @@ pub struct Ran {
     pub stderr: String,
     pub truncated: bool,
     pub duration: Duration,
+}
+
+impl Ran {
+    /// A hook that did not start (or was never watched), `why`, after `started`.
+    pub(super) fn not_started(why: String, started: Instant) -> Ran {
+        Ran {
+            exit: Exit::NotStarted(why),
+            stdout: String::new(),
+            stderr: String::new(),
+            truncated: false,
+            duration: started.elapsed(),
+        }
+    }
 }
 
 /// Read everything from `r`, keeping the first `MAX_KEPT_BYTES`.
@@ -88,17 +103,7 @@ pub async fn run(
     let secs = hook.timeout_secs.clamp(1, MAX_HOOK_TIMEOUT_SECS);
     let project = place.project;
     if hook.level == HookLevel::Project {
-        return super::confined::run(
-            hook,
-            event,
-            input,
-            project,
-            place.data_dir,
-            place.exec,
-            secs,
-            cancel,
-        )
-        .await;
+        return super::confined::run(hook, event, input, project, place, secs, cancel).await;
     }
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
@@ -112,13 +117,7 @@ pub async fn run(
     cmd.env("AIBUDDY_PROJECT_ROOT", project)
         .env("CLAUDE_PROJECT_DIR", project)
         .env("AIBUDDY_HOOK_EVENT", event);
-    let not_started = |why: String| Ran {
-        exit: Exit::NotStarted(why),
-        stdout: String::new(),
-        stderr: String::new(),
-        truncated: false,
-        duration: started.elapsed(),
-    };
+    let not_started = |why: String| Ran::not_started(why, started);
     if cancel.is_cancelled() {
         return Ran {
             exit: Exit::Cancelled,
@@ -229,6 +228,7 @@ mod tests {
                 project: dir.path(),
                 data_dir: dir.path(),
                 exec: &ExecSettings::default(),
+                read_only: false,
             },
             &cancel,
         )
@@ -248,6 +248,7 @@ mod tests {
                 project: dir.path(),
                 data_dir: dir.path(),
                 exec: &ExecSettings::default(),
+                read_only: false,
             },
             &CancellationToken::new(),
         )

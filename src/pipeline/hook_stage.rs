@@ -13,6 +13,7 @@ impl Runner {
             exec: &settings.exec,
             project: &self.services.project_root,
             data_dir: &self.services.data_dir,
+            read_only: settings.approvals.mode == crate::approvals::ApprovalMode::ReadOnly,
             run_id: &self.run_id,
             cancel,
         }

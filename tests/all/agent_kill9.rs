@@ -10,70 +10,36 @@
 use crate::agent_common;
 use crate::support;
 
+use support::cli_run::{self, CliRun};
+
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use agent_common::processes_with;
 use aibuddy_provider::ProviderKind;
-use aibuddy_provider::testing::{FakeServer, Turn};
+use aibuddy_provider::testing::Turn;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const KEY: &str = "sk-test-kill9-77aa";
-
-fn settings(kind: ProviderKind, server: &FakeServer) -> Value {
-    match kind {
-        ProviderKind::Anthropic => json!({"providers": {"default": "anthropic",
-            "anthropic": {"model": "claude-sonnet-4-6", "tool_search": "native"}}}),
-        // A custom base URL presents activeTools; the native path is forced (as above).
-        ProviderKind::OpenAiResponses => json!({"providers": {"default": "openai",
-            "openai": {"model": "gpt-5.4", "tool_search": "native"}}}),
-        ProviderKind::OpenAiChat => json!({"providers": {"default": "local", "local": {
-            "kind": "openai-chat", "base_url": server.openai_base(), "model": "qwen3:8b"}}}),
-    }
-}
-
-fn command(
-    project: &std::path::Path,
-    data: &std::path::Path,
-    server: &FakeServer,
-    args: &[&str],
-) -> tokio::process::Command {
-    let mut cmd = support::aibuddy_cmd(project, data);
-    cmd.args(args)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.anthropic_base())
-        .env("OPENAI_API_KEY", KEY)
-        .env("OPENAI_BASE_URL", server.openai_base())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
+/// `aibuddy ARGS` of `run`'s fixture, its output piped, killed if the test drops it.
+fn command(run: &CliRun, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = run.command(args);
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     cmd
 }
 
 fn events_of(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    cli_run::events_of(&String::from_utf8_lossy(stdout), "")
 }
 
 async fn kill_9_then_continue(kind: ProviderKind, marker: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let (project, data) = (base.join("proj"), base.join("data"));
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    let server = FakeServer::start().await.unwrap();
-    if kind != ProviderKind::OpenAiChat {
-        server.expect_key(KEY);
-    }
-    std::fs::write(
-        data.join("settings.json"),
-        settings(kind, &server).to_string(),
-    )
-    .unwrap();
+    let run = CliRun::start(kind).await;
+    run.user_settings(json!({
+        "providers": cli_run::with_native_search(cli_run::providers(kind, &run.server))
+    }));
+    let server = &run.server;
     let sleep = format!("sleep {marker}");
     server.push(
         Turn::text("Waiting.")
@@ -81,14 +47,9 @@ async fn kill_9_then_continue(kind: ProviderKind, marker: &str) {
             .reply(kind),
     );
 
-    let mut child = command(
-        &project,
-        &data,
-        &server,
-        &["run", "wait a long time", "--yes", "--json"],
-    )
-    .spawn()
-    .unwrap();
+    let mut child = command(&run, &["run", "wait a long time", "--yes", "--json"])
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut started: Option<Value> = None;
     let saw_call = tokio::time::timeout(Duration::from_secs(90), async {
@@ -132,25 +93,17 @@ async fn kill_9_then_continue(kind: ProviderKind, marker: &str) {
     }
 
     // The next process finds the run interrupted.
-    let out = command(&project, &data, &server, &["runs", "--json"])
-        .output()
-        .await
-        .unwrap();
+    let out = command(&run, &["runs", "--json"]).output().await.unwrap();
     let rows: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(rows[0]["run_id"], run_id.as_str());
     assert_eq!(rows[0]["status"], "interrupted", "{rows}");
 
     server.push(Turn::text("The command was interrupted; I will not rerun it.").reply(kind));
-    let out = command(
-        &project,
-        &data,
-        &server,
-        &["run", "--continue", &run_id, "--json"],
-    )
-    .output()
-    .await
-    .unwrap();
+    let out = command(&run, &["run", "--continue", &run_id, "--json"])
+        .output()
+        .await
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let ev = events_of(&out.stdout);
@@ -179,7 +132,9 @@ async fn kill_9_then_continue(kind: ProviderKind, marker: &str) {
         assert_eq!(outputs[0]["call_id"], "call_long");
     }
     server.assert_clean();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY) && !err.contains(KEY));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains(cli_run::KEY) && !err.contains(cli_run::KEY)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,37 +159,12 @@ fn spool_files(data: &std::path::Path) -> Vec<std::path::PathBuf> {
         .unwrap_or_default()
 }
 
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    project: std::path::PathBuf,
-    data: std::path::PathBuf,
-}
-
-async fn anthropic_dirs(server: &FakeServer) -> Dirs {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(tmp.path()).unwrap();
-    let (project, data) = (base.join("proj"), base.join("data"));
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::create_dir_all(&data).unwrap();
-    server.expect_key(KEY);
-    std::fs::write(
-        data.join("settings.json"),
-        settings(ProviderKind::Anthropic, server).to_string(),
-    )
-    .unwrap();
-    Dirs {
-        _tmp: tmp,
-        project,
-        data,
-    }
-}
-
 /// `kill -9` while an agent run's command runs: the output it had produced is kept as the call's
 /// partial raw output (`aibuddy show CALL_ID` after the restart), from the spool the store knows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_command_keeps_its_partial_output() {
-    let server = FakeServer::start().await.unwrap();
-    let d = anthropic_dirs(&server).await;
+    let d = CliRun::start(ProviderKind::Anthropic).await;
+    let server = &d.server;
     let marker = "partial-output-5e1d";
     let sleep = "sleep 30.863";
     server.push(
@@ -246,14 +176,9 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
             )
             .reply(ProviderKind::Anthropic),
     );
-    let mut child = command(
-        &d.project,
-        &d.data,
-        &server,
-        &["run", "print and wait", "--yes", "--json"],
-    )
-    .spawn()
-    .unwrap();
+    let mut child = command(&d, &["run", "print and wait", "--yes", "--json"])
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let call_id = tokio::time::timeout(Duration::from_secs(90), async {
         while let Some(l) = lines.next_line().await.unwrap() {
@@ -300,14 +225,14 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
     }
 
     // The next process finds the call interrupted, with what it had printed.
-    let out = command(&d.project, &d.data, &server, &["show", &call_id, "--json"])
+    let out = command(&d, &["show", &call_id, "--json"])
         .output()
         .await
         .unwrap();
     let rec: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(rec["status"], "interrupted", "{rec}");
-    let out = command(&d.project, &d.data, &server, &["show", &call_id, "--raw"])
+    let out = command(&d, &["show", &call_id, "--raw"])
         .output()
         .await
         .unwrap();
@@ -317,10 +242,7 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
         format!("{marker}\n"),
         "the partial output of {call_id}"
     );
-    let out = command(&d.project, &d.data, &server, &["show", &call_id])
-        .output()
-        .await
-        .unwrap();
+    let out = command(&d, &["show", &call_id]).output().await.unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
         shown.contains("(partial)") && shown.contains(marker),
@@ -333,8 +255,8 @@ async fn kill_9_mid_command_keeps_its_partial_output() {
 /// call's own spool (read inline, or moved into `blobs/` when large) instead of copying another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_run_command_leaves_no_spool_file_behind() {
-    let server = FakeServer::start().await.unwrap();
-    let d = anthropic_dirs(&server).await;
+    let d = CliRun::start(ProviderKind::Anthropic).await;
+    let server = &d.server;
     server.push(
         Turn::text("Small, then large.")
             .call(
@@ -350,15 +272,10 @@ async fn an_agent_run_command_leaves_no_spool_file_behind() {
             .reply(ProviderKind::Anthropic),
     );
     server.push(Turn::text("Done.").reply(ProviderKind::Anthropic));
-    let out = command(
-        &d.project,
-        &d.data,
-        &server,
-        &["run", "print things", "--yes", "--json"],
-    )
-    .output()
-    .await
-    .unwrap();
+    let out = command(&d, &["run", "print things", "--yes", "--json"])
+        .output()
+        .await
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let ev = events_of(&out.stdout);
@@ -376,9 +293,9 @@ async fn an_agent_run_command_leaves_no_spool_file_behind() {
             .unwrap()
     };
     let raw = |id: String| {
-        let (d, server) = (&d, &server);
+        let d = &d;
         async move {
-            command(&d.project, &d.data, server, &["show", &id, "--raw"])
+            command(d, &["show", &id, "--raw"])
                 .output()
                 .await
                 .unwrap()

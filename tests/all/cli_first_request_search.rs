@@ -84,14 +84,7 @@ impl std::ops::Deref for Fx {
 async fn fx(kind: ProviderKind) -> Fx {
     let t = installed();
     let run = CliRun::start(kind).await;
-    let mut providers = cli_run::providers(kind, &run.server);
-    if kind != ProviderKind::OpenAiChat {
-        let entry = providers["default"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        providers[entry]["tool_search"] = json!("native");
-    }
+    let providers = cli_run::with_native_search(cli_run::providers(kind, &run.server));
     // The search may wait long on a loaded machine: 7 servers import at once.
     run.user_settings(json!({"providers": providers, "tool_search": {"connect_wait_ms": 120_000}}));
     std::fs::write(

@@ -268,6 +268,16 @@ async fn a_post_hook_adds_a_note_to_the_models_text() {
     assert!(input["result"].as_str().unwrap().contains("pear"));
     let shown = f.show(&stored_id(&ev)).await;
     assert_eq!(shown["hooks"][0]["note"], "linted: 0 warnings");
+    // `runs show` prints the hook run after the call's result.
+    let run_id = ev[0]["run_id"].as_str().unwrap();
+    let (code, text, err) = f.output(&["runs", "show", run_id]).await;
+    assert_eq!(code, 0, "{err}");
+    let result_at = text.find("read_file ok]").expect(&text);
+    let hook_at = text.find("[hook] post_tool_call").expect(&text);
+    assert!(
+        hook_at > result_at && text.contains("note: linted: 0 warnings"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,6 +316,15 @@ async fn run_start_and_run_end_hooks_run_and_are_reported() {
         serde_json::from_str(&std::fs::read_to_string(f.side.join("end.json")).unwrap()).unwrap();
     assert_eq!(end["status"], "completed");
     assert_eq!(end["run_id"], ev[0]["run_id"]);
+    // `runs show`: run_start before the first message, run_end after the last.
+    let run_id = ev[0]["run_id"].as_str().unwrap();
+    let (code, text, err) = f.output(&["runs", "show", run_id]).await;
+    assert_eq!(code, 0, "{err}");
+    let start_at = text.find("[hook] run_start").expect(&text);
+    let first_message = text.find("\n── ").expect(&text);
+    let end_at = text.find("[hook] run_end").expect(&text);
+    let answer_at = text.find("Hi.").expect(&text);
+    assert!(start_at < first_message && end_at > answer_at, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -370,6 +389,44 @@ async fn a_project_hook_runs_only_once_trusted_confined_and_stops_when_its_scrip
     let (code, _, err) = f.events(&["run", "hello", "--json"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_read_only_mode_a_project_hook_cannot_write_the_project() {
+    let f = fx(|_| json!({})).await;
+    std::fs::create_dir_all(f.project.join(".aibuddy")).unwrap();
+    std::fs::write(
+        f.project.join("hook.sh"),
+        "echo ran >> ran.txt || echo refused > /dev/stderr\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.project.join(".aibuddy/settings.json"),
+        json!({"hooks": {"run_start": [{"command": "sh hook.sh"}]}}).to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = f.output(&["trust", "--yes"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = f.output(&["trust", "--approvals", "read-only"]).await;
+    assert_eq!(code, 0, "{err}");
+    f.server.push(Turn::text("Hi.").reply(K));
+    let (code, ev, err) = f.events(&["run", "hello", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let hook = ev
+        .iter()
+        .find(|e| e["type"] == "hook")
+        .expect("the hook ran");
+    assert!(
+        hook["hook"]["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused"),
+        "{hook}"
+    );
+    assert!(
+        !f.project.join("ran.txt").exists(),
+        "a read-only project was written"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

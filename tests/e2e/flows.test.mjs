@@ -8,6 +8,8 @@
 //   prompt -> execute (approved in the dialog, output live in the card's terminal)
 //          -> write_file over notes/todo.md (rejected in the dialog; the file is byte-identical)
 //          -> ask_user_question (answered in the question dialog)
+//          -> read_file of a PNG (the card shows the image from the store, and the person's
+//             pre_tool_call hook's line with its reason)
 //          -> execute of a long command, stopped mid-command (its process is gone)
 //   -> the History tab finds the first execute THROUGH its filters (tool, status, full text) and
 //      shows its detail -> the raw output read back from the store by the CLI
@@ -42,7 +44,20 @@ const SLOW_LINES_BYTES = Buffer.concat([
   Buffer.from("end\n"),
 ]);
 const NEW_TODO = "# TODO\n\n- everything is done (the agent says)\n";
-const IDS = { exec: "toolu_e2e_exec_1", write: "toolu_e2e_write", ask: "toolu_e2e_ask", long: "toolu_e2e_exec_2" };
+const IDS = {
+  exec: "toolu_e2e_exec_1",
+  write: "toolu_e2e_write",
+  ask: "toolu_e2e_ask",
+  image: "toolu_e2e_image",
+  long: "toolu_e2e_exec_2",
+};
+/** A 1x1 PNG the model reads with read_file: its card shows it, from the store. */
+const PNG_1X1 = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+  "base64",
+);
+/** The person's hook on read_file: it allows, with a reason the card shows. */
+const HOOK_REASON = "e2e guard looked";
 
 /** The scripted conversation the fake provider serves, one step per model request. */
 function scenario() {
@@ -67,6 +82,10 @@ function scenario() {
             input: { question: "Which file should I look at next?", options: ["src/wordcount.py", "README.md"], allow_other: true },
           },
         ],
+      },
+      {
+        text: "Let me look at the logo.",
+        calls: [{ id: IDS.image, name: "read_file", input: { path: "logo.png" } }],
       },
       {
         text: "Running the long check now.",
@@ -135,12 +154,20 @@ describe("agent run flows in the real window against the fake provider", () => {
     const settings = JSON.parse(readFileSync(join(project, ".aibuddy/settings.json"), "utf8"));
     assert.ok(settings.tools.enabled.includes("ask_user_question"), "the sample project enables ask_user_question");
     todoBefore = readFileSync(join(project, "notes/todo.md"));
+    writeFileSync(join(project, "logo.png"), PNG_1X1);
 
     dataDir = join(work, "data");
     mkdirSync(dataDir);
     writeFileSync(
       join(dataDir, "settings.json"),
-      JSON.stringify({ providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" } } }),
+      JSON.stringify({
+        providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" } },
+        hooks: {
+          pre_tool_call: [
+            { match: "read_file", command: `echo '{"decision": "allow", "reason": "${HOOK_REASON}"}'` },
+          ],
+        },
+      }),
     );
     const scenarioFile = join(work, "scenario.json");
     writeFileSync(scenarioFile, JSON.stringify(scenario(), null, 2));
@@ -283,6 +310,26 @@ describe("agent run flows in the real window against the fake provider", () => {
     await clickTestId("question-send");
     const c = await pollCard("the answered question card", IDS.ask, (got) => !open(got));
     assert.equal(c.status, "ok");
+  });
+
+  it("a read_file of an image shows the image and the person's hook on its card", async () => {
+    const c = await pollCard("the image card", IDS.image, (got) => !open(got));
+    assert.equal(c.status, "ok");
+    const shown = await driver.poll("the image and the hook line on the card", async () => {
+      const [found] = await driver.execute(
+        `const el = [...document.querySelectorAll('[data-testid="tool-card"]')].find((c) => c.getAttribute("data-id").endsWith(":" + arguments[0]));
+         const img = el?.querySelector('[data-testid="tool-image"]');
+         const hook = el?.querySelector('[data-testid="tool-hook"]');
+         return [img && hook ? { src: img.getAttribute("src").slice(0, 22), width: img.getAttribute("width"), hook: hook.textContent } : null];`,
+        [IDS.image],
+      );
+      return found;
+    }, 30_000);
+    assert.equal(shown.src, "data:image/png;base64,");
+    assert.equal(shown.width, "1");
+    assert.match(shown.hook, /pre_tool_call/);
+    assert.ok(shown.hook.includes(HOOK_REASON), shown.hook);
+    await saveScreenshot(driver, "flow-image-and-hook.png");
   });
 
   it("the run is stopped mid-command and no process is left", async () => {

@@ -28,6 +28,17 @@ pub fn providers(kind: ProviderKind, server: &FakeServer) -> Value {
     }
 }
 
+/// `providers` with the provider-native tool search forced on the Anthropic and Responses entries
+/// (a custom base URL would present activeTools).
+pub fn with_native_search(mut providers: Value) -> Value {
+    if let Some(entry) = providers["default"].as_str().map(str::to_string)
+        && providers[&entry]["kind"] != "openai-chat"
+    {
+        providers[&entry]["tool_search"] = json!("native");
+    }
+    providers
+}
+
 /// One temporary project, data directory and fake provider for `aibuddy run`.
 pub struct CliRun {
     _tmp: tempfile::TempDir,

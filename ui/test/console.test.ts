@@ -29,6 +29,7 @@ function result(partial: Partial<CallResult>): CallResult {
     model: "wrote notes/todo.md",
     client: {},
     duration_ms: 12,
+    hooks: [],
     ...partial,
   };
 }
@@ -145,6 +146,45 @@ describe("call console", () => {
     expect(s.answers).toEqual([["call_1", false]]);
     expect(host.querySelector('[data-testid="call-result"]')?.getAttribute("data-status")).toBe("rejected");
     expect(host.querySelector('[data-testid="call-result"]')?.textContent).toContain("stage: Authorization");
+  });
+
+  it("shows the hooks that ran for the call, a blocking one with its reason", async () => {
+    const s = scriptedApi([{ type: "tool_started", call_id: "call_1", tool: "write_file", input: {} }]);
+    const blocked = result({
+      status: "rejected",
+      stage: "Authorization",
+      model: "blocked by a hook",
+      hooks: [
+        {
+          event: "pre_tool_call",
+          level: "user",
+          matcher: "write_file",
+          command: "sh guard.sh",
+          outcome: "blocked",
+          exit_code: 2,
+          duration_ms: 7,
+          stdout: "",
+          stderr: "no writes under notes/",
+          truncated: false,
+          decision: "block",
+          reason: "no writes under notes/",
+          note: null,
+          problem: null,
+        },
+      ],
+    });
+    s.api.callTool = async () => blocked;
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    await flush();
+    const hooks = [...host.querySelectorAll('[data-testid="call-hook"]')];
+    expect(hooks).toHaveLength(1);
+    expect(hooks[0]!.getAttribute("data-outcome")).toBe("blocked");
+    expect(hooks[0]!.textContent).toContain("pre_tool_call");
+    expect(hooks[0]!.textContent).toContain("no writes under notes/");
   });
 
   it("stops the running call by its id", async () => {

@@ -37,6 +37,7 @@ pub mod hide;
 mod init;
 mod launch;
 mod netbridge;
+mod netdirs;
 mod netwire;
 mod outcome;
 mod process_group;

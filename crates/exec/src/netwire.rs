@@ -102,8 +102,9 @@ impl Net {
                     "off: no init program to bridge the proxy into the network namespace".into();
             }
             Route::Namespaces { init: true } => {
+                crate::netdirs::sweep_once();
                 let dir = tempfile::Builder::new()
-                    .prefix("aibuddy-net-")
+                    .prefix(crate::netdirs::PREFIX)
                     .tempdir_in("/tmp")
                     .map_err(io)?;
                 let socket: PathBuf = dir.path().join("proxy.sock");

@@ -150,6 +150,19 @@ fn subagent_card(parent_call: &str, event: &RunEvent) -> Option<String> {
     }
 }
 
+/// A stored hook run as a line: the core's record when it reads, else its columns.
+pub fn hook_row_line(h: &aibuddy_store::HookRunRow) -> String {
+    match serde_json::from_value::<aibuddy::hooks::HookRun>(h.record.clone()) {
+        Ok(run) => hook_line(&run),
+        Err(_) => format!(
+            "[hook] {} {} ({} ms)",
+            term::line(&h.event),
+            term::line(&h.outcome),
+            h.duration_ms
+        ),
+    }
+}
+
 /// One hook run on a card: event, command, outcome, exit, time, and the reason, note or problem
 /// (the command and its output are untrusted for a terminal: escaped).
 pub fn hook_line(h: &aibuddy::hooks::HookRun) -> String {

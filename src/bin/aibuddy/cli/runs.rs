@@ -198,8 +198,15 @@ pub fn family_lines(c: &Conversation, children: &[(String, Option<String>)]) -> 
     s
 }
 
-/// The conversation as text (pure; every stored string escaped).
-pub fn render(c: &Conversation) -> String {
+/// The conversation as text (pure; every stored string escaped), with the run's hook runs: its
+/// own (`run_start` first, the others last) and each call's after the call's result.
+pub fn render(c: &Conversation, hooks: &[aibuddy_store::HookRunRow]) -> String {
+    let hook_lines = |s: &mut String, pick: &dyn Fn(&aibuddy_store::HookRunRow) -> bool| {
+        for h in hooks.iter().filter(|h| pick(h)) {
+            s.push_str(&super::run::hook_row_line(h));
+            s.push('\n');
+        }
+    };
     let r = &c.run;
     let mut s = format!(
         "run {}  {}/{}  {}  steps {}  tools {}\n",
@@ -220,6 +227,9 @@ pub fn render(c: &Conversation) -> String {
     if let Some(reason) = &r.stop_reason {
         s.push_str(&format!("stop reason: {}\n", term::line(reason)));
     }
+    hook_lines(&mut s, &|h| {
+        h.tool_call_id.is_none() && h.event == "run_start"
+    });
     for sum in &c.summaries {
         s.push_str(&format!(
             "\n── summary of messages {}..{} (the next requests send it instead; the originals \
@@ -239,6 +249,8 @@ follow) ──\n{}\n",
                 res.status.as_str(),
                 term::block(res.model_projection.as_deref().unwrap_or(""))
             ));
+            let id = m.tool_call_id.as_deref();
+            hook_lines(&mut s, &|h| id.is_some() && h.tool_call_id.as_deref() == id);
             continue;
         }
         let (text, calls) = aibuddy::host::stored_messages::text_and_calls(m);
@@ -252,6 +264,9 @@ follow) ──\n{}\n",
             ));
         }
     }
+    hook_lines(&mut s, &|h| {
+        h.tool_call_id.is_none() && h.event != "run_start"
+    });
     s
 }
 
@@ -301,7 +316,9 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
                 Ok(c) if json || args.json => print_json(&c),
                 Ok(c) => {
                     let children = store.child_runs(&run_id).await.unwrap_or_default();
-                    let text = render(&c);
+                    // Hook runs that cannot be read leave the conversation shown without them.
+                    let hooks = store.run_hook_runs(&run_id).await.unwrap_or_default();
+                    let text = render(&c, &hooks);
                     // The family lines go right after the run's header line.
                     let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
                     out!("{head}\n{}{rest}", family_lines(&c, &children));

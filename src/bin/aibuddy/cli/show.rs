@@ -138,15 +138,7 @@ async fn show(store: &Store, args: &ShowArgs) -> Result<ExitCode, StoreError> {
         outln!("{line}");
     }
     for h in store.hook_runs(&args.id).await? {
-        match serde_json::from_value::<aibuddy::hooks::HookRun>(h.record) {
-            Ok(run) => outln!("{}", super::run::hook_line(&run)),
-            Err(_) => outln!(
-                "[hook] {} {} ({} ms)",
-                term::line(&h.event),
-                term::line(&h.outcome),
-                h.duration_ms
-            ),
-        }
+        outln!("{}", super::run::hook_row_line(&h));
     }
     match (
         rec.compaction_state,
