@@ -64,6 +64,7 @@ describe("subagent events", () => {
     expect(s.items.map((i) => i.kind)).toEqual(["tool"]);
     expect(s.runId).toBe("p");
     expect(agentCard(s).status).toBe("running");
+    expect(agentCard(s).target).toBe("survey the project");
     expect(subagentSummary(sub as RunViewState)).toBe("2 tool calls · working");
     const done = play([...start, child({ type: "run_finished", run_id: "c7", status: "completed", stage: null, usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, stop_reason: null })]);
     expect(subagentSummary(agentCard(done).subagent as RunViewState)).toBe("2 tool calls · completed");

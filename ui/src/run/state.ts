@@ -108,7 +108,7 @@ export function isActive(state: RunViewState): boolean {
   return state.phase === "starting" || state.phase === "running";
 }
 
-const TARGET_KEYS = ["command", "path", "file_path", "pattern", "query", "url", "name", "skill", "dir"];
+const TARGET_KEYS = ["command", "path", "file_path", "pattern", "query", "url", "name", "skill", "dir", "description"];
 
 /** The call's target for display: the first well-known string argument, else a short JSON. */
 export function toolTarget(input: unknown): string {
