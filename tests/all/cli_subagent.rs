@@ -431,3 +431,51 @@ async fn stopping_the_parent_kills_the_subagents_command_responses() {
 async fn stopping_the_parent_kills_the_subagents_command_chat() {
     parent_stop_kills_the_childs_command(ProviderKind::OpenAiChat).await;
 }
+
+/// Five `agent` calls in one turn (read-only: one batch) run at most four children at once; the
+/// fifth starts when one has ended, and every answer comes back as its own call's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_four_children_run_at_once() {
+    use aibuddy_provider::testing::{Chunk, Reply};
+    let kind = ProviderKind::Anthropic;
+    let f = fx(kind, json!({})).await;
+    let mut turn = Turn::text("Five at once.");
+    for n in 0..5 {
+        turn = turn.call(
+            &format!("toolu_p{n}"),
+            "agent",
+            json!({"description": format!("part {n}"), "prompt": format!("Do part {n}.")}),
+        );
+    }
+    f.server.push(turn.reply(kind));
+    for _ in 0..5 {
+        // Each child answers after a while, so the children overlap.
+        let mut reply = Turn::text("part done").reply(kind);
+        if let Reply::Stream { chunks, .. } = &mut reply {
+            chunks.insert(0, Chunk::Sleep(Duration::from_millis(400)));
+        }
+        f.server.push(reply);
+    }
+    f.server.push(Turn::text("All five done.").reply(kind));
+    let (code, ev, err) = f.events(&["run", "--json", "--yes", "five parts"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (mut running, mut most) = (0i32, 0i32);
+    for e in ev.iter().filter(|e| e["type"] == "subagent") {
+        match e["event"]["type"].as_str() {
+            Some("run_started") => running += 1,
+            Some("run_finished") => running -= 1,
+            _ => {}
+        }
+        most = most.max(running);
+    }
+    assert_eq!(most, 4, "{ev:?}");
+    let top: Vec<&Value> = ev.iter().collect();
+    for n in 0..5 {
+        let r = result_ending(&top, &format!("toolu_p{n}"));
+        assert_eq!(
+            (&r["status"], &r["model"]),
+            (&json!("ok"), &json!("part done"))
+        );
+    }
+    f.server.assert_clean();
+}
