@@ -3,6 +3,7 @@
 //! (`settingsFields.ts`: the settings field table, [`aibuddy::settings::FIELDS`], and each
 //! authority rule's sentence). `tests/all/bindings.rs` fails when the committed files are stale;
 //! `UPDATE_BINDINGS=1 cargo test -p aibuddy-desktop --test all bindings` rewrites them.
+//! `commands.ts` (the typed command clients, from the command table) is written here too.
 
 use std::path::Path;
 
@@ -48,6 +49,12 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::local_servers::ModelSetup::export_all(&cfg)?;
     aibuddy::settings::FieldSpec::export_all(&cfg)?;
     std::fs::write(dir.join(SETTINGS_FIELDS_FILE), settings_fields_module()?)?;
+    // Arguments of `set_setting` / `put_mcp_server`: any JSON value.
+    serde_json::Value::export_all(&cfg)?;
+    std::fs::write(
+        dir.join(crate::commands_ts::FILE),
+        crate::commands_ts::render(&crate::command_table::table()),
+    )?;
     Ok(())
 }
 

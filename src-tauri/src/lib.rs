@@ -3,7 +3,8 @@
 //! Thin by design: no domain logic lives here. The project root and every authority decision are
 //! held in Rust state ([`ShellState`]), set once at startup from the command line; commands take
 //! nothing from the UI that could widen scope. The capability in `capabilities/` grants exactly the
-//! commands in [`COMMANDS`].
+//! commands in [`COMMANDS`]. The commands are listed once, in `command_table.rs`: Tauri's invoke
+//! handler and the UI's typed clients (`ui/src/bindings/commands.ts`) are both made from it.
 
 pub mod approvals_view;
 mod args;
@@ -13,7 +14,10 @@ pub mod calls;
 pub mod catalog;
 pub mod checkpoints_view;
 mod command_names;
+pub mod command_spec;
+pub mod command_table;
 pub mod commands;
+pub mod commands_ts;
 pub mod compacted;
 mod display;
 mod error;
@@ -50,61 +54,7 @@ pub fn wire<R: Runtime>(builder: Builder<R>, state: ShellState) -> Builder<R> {
         .manage(state)
         .manage(mcp_login::McpLogins::default())
         .plugin(tauri_plugin_dialog::init())
-        .invoke_handler(tauri::generate_handler![
-            commands::project_info,
-            commands::list_tools,
-            commands::call_tool,
-            commands::cancel_call,
-            commands::answer_confirm,
-            commands::answer_network,
-            commands::start_run,
-            commands::stop_run,
-            commands::continue_run,
-            commands::list_runs,
-            commands::show_run,
-            commands::answer_ask_user,
-            project_commands::pick_project,
-            project_commands::open_recent,
-            project_commands::list_recent,
-            project_commands::forget_recent,
-            project_commands::trust_status,
-            project_commands::trust_project,
-            project_commands::distrust_project,
-            project_commands::list_providers,
-            project_commands::choose_provider,
-            settings_pages::settings_pages,
-            settings_pages::set_setting,
-            settings_pages::put_mcp_server,
-            settings_pages::remove_mcp_server,
-            settings_pages::set_provider_key,
-            settings_pages::remove_provider_key,
-            approvals_view::approvals_view,
-            approvals_view::set_approval_mode,
-            approvals_view::confirm_offer,
-            approvals_view::answer_confirm_with_rule,
-            catalog::list_servers,
-            catalog::list_skills,
-            catalog::reconnect_server,
-            history_browser::history_page,
-            history_browser::history_facets,
-            history_browser::history_head,
-            history_browser::call_record,
-            raw_output::raw_output_range,
-            raw_output::save_raw_output,
-            mcp_login::mcp_login,
-            mcp_login::cancel_mcp_login,
-            mcp_login::mcp_logout,
-            mcp_login::mcp_logins,
-            checkpoints_view::call_changes,
-            checkpoints_view::run_changes,
-            checkpoints_view::rewind_preview,
-            checkpoints_view::rewind,
-            processes_view::list_processes,
-            processes_view::stop_process,
-            processes_view::keep_process,
-            call_images::call_images,
-            local_servers::model_setup,
-        ])
+        .invoke_handler(command_table::handler())
 }
 
 /// How long closing the window waits for stopped calls to finish (process groups killed, results

@@ -306,6 +306,26 @@ export function viewDefaults(root = "/home/me/work/sample-project") {
 }
 
 /**
+ * The commands the shell registers, read from the clients generated from its command table
+ * (ui/src/bindings/commands.ts): the mocked shell answers nothing else, as the real one refuses an
+ * unknown command, and a test cannot answer a command that does not exist.
+ */
+export const COMMAND_NAMES = (() => {
+  const text = readFileSync(join(repo, "ui/src/bindings/commands.ts"), "utf8");
+  const list = /export const COMMAND_NAMES = \[([\s\S]*?)\] as const;/.exec(text);
+  assert.ok(list, "ui/src/bindings/commands.ts has no COMMAND_NAMES");
+  const names = [...list[1].matchAll(/"([a-z_]+)"/g)].map((m) => m[1]);
+  assert.ok(names.length > 0);
+  return names;
+})();
+
+/** Fails when `names` holds a command the shell does not register. */
+function assertRegistered(names, where) {
+  const unknown = names.filter((n) => !COMMAND_NAMES.includes(n));
+  assert.deepEqual(unknown, [], `${where} answers commands the shell does not register`);
+}
+
+/**
  * Commands a page called that nothing answered (`{cmd, url}`), across every page opened through
  * `openPage`; `browserSuite` fails the suite when any is left at its end.
  */
@@ -320,6 +340,8 @@ export const ipcMisses = [];
  * to `viewDefaults()`, a card's `call_changes` to `checkpointsDefault()`; anything else is an "unexpected command", logged as a console error.
  */
 export async function mockScript(responses, dynamicSource = "{}") {
+  assertRegistered(Object.keys(responses), "a test");
+  assertRegistered(Object.keys(JSON.parse(viewDefaults())), "viewDefaults()");
   const conf = JSON.parse(readFileSync(join(repo, "tauri.conf.json"), "utf8"));
   // As Tauri does with \`freezePrototype\`: a library that assigns over an Object.prototype
   // property (the "override mistake") fails here as it would in the window.
@@ -332,12 +354,18 @@ export async function mockScript(responses, dynamicSource = "{}") {
     const history = ${historyMock()};
     const defaults = ${viewDefaults()};
     const checkpoints = ${checkpointsDefault()};
+    const registered = new Set(${JSON.stringify(COMMAND_NAMES)});
     window.__ipcCalls = [];
     window.__ipcArgs = [];
     window.__emit = (event, payload) => emit(event, payload);
     mockIPC((cmd, args) => {
       window.__ipcCalls.push(cmd);
       window.__ipcArgs.push({ cmd, args });
+      // As the shell: a command it does not register is refused, whatever a test answers.
+      if (!cmd.startsWith("plugin:") && !registered.has(cmd)) {
+        console.error("unexpected command " + cmd);
+        throw "Command " + cmd + " not found";
+      }
       if (dynamic[cmd]) return dynamic[cmd](args);
       const r = responses[cmd];
       if (!r && history[cmd]) return history[cmd](args);

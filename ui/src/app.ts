@@ -1,8 +1,10 @@
-// Mounts the window into a root element and loads its data through the Api. Kept apart from main.ts
-// so tests can mount it with a fake Api (vitest) or with mocked IPC (browser test).
+// Mounts the window into a root element, with its services in context (./services.ts), and loads
+// its data through the Api. Kept apart from main.ts so tests can mount it with a fake Api (vitest)
+// or with mocked IPC (browser test).
 import { flushSync, mount } from "svelte";
 import type { Api } from "./api";
 import App from "./components/App.svelte";
+import { servicesContext, shellServices } from "./services";
 import type { RunController } from "./run/controller.svelte";
 import type { ProjectApi } from "./project/api";
 import type { ProviderChoiceStore } from "./project/choice.svelte";
@@ -23,7 +25,8 @@ export function mountApp(
   choice?: ProviderChoiceStore,
 ): MountedApp {
   root.replaceChildren();
-  const instance = mount(App, { target: root, props: { api, runs, projects, ...(choice ? { choice } : {}) } }) as { load(): Promise<void>; loadTools(): Promise<void> };
+  const services = shellServices({ api, runs, projects, ...(choice ? { choice } : {}) });
+  const instance = mount(App, { target: root, props: {}, context: servicesContext(services) }) as { load(): Promise<void>; loadTools(): Promise<void> };
   flushSync();
   root.removeAttribute("aria-busy");
   const ready = instance.load().then(() => flushSync());

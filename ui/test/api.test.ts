@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError, COMMANDS, createApi, toCommandError } from "../src/api";
+import { ApiError, createApi, toCommandError } from "../src/api";
 import { TOOLS } from "./fixtures";
 
 describe("createApi", () => {
@@ -7,7 +7,7 @@ describe("createApi", () => {
     const calls: Array<[string, unknown]> = [];
     const api = createApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
       calls.push([cmd, args]);
-      return (cmd === COMMANDS.listTools ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }) as T;
+      return (cmd === "list_tools" ? TOOLS : { root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] }) as T;
     });
     expect(await api.listTools()).toEqual(TOOLS);
     expect(await api.projectInfo()).toEqual({ root: "/p", data_dir: "/d", settings_files: [], settings_problems: [] });

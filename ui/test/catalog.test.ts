@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
 import type { CatalogServer } from "../src/bindings/CatalogServer";
 import type { CatalogApi } from "../src/catalog/api";
-import { CATALOG_COMMANDS, createCatalogApi } from "../src/catalog/api";
+import { createCatalogApi } from "../src/catalog/api";
 import { canReconnect, filterServers, filterSkills, needsLogin, sandboxLine, serverStatus } from "../src/catalog/model";
 import ToolsPanel from "../src/components/ToolsPanel.svelte";
 import { TOOLS } from "./fixtures";
@@ -87,7 +87,7 @@ describe("catalog model", () => {
     const seen: [string, unknown][] = [];
     const api = createCatalogApi(async <T>(cmd: string, args?: Record<string, unknown>) => {
       seen.push([cmd, args]);
-      if (cmd === CATALOG_COMMANDS.mcpLogin) throw "command mcp_login not found";
+      if (cmd === "mcp_login") throw "command mcp_login not found";
       return true as T;
     });
     expect(await api.reconnectServer("docs")).toBe(true);

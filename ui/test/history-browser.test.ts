@@ -7,6 +7,7 @@ import { applyUpdates, mergeNewer, newCallsText, runningIds, stillMatches } from
 import type { RawOutputApi } from "../src/run/raw-output";
 import { ApiError } from "../src/api";
 import { createHistoryBrowser, formatDuration } from "../src/view/history";
+import { HistoryStore } from "../src/history/store.svelte";
 
 const item = (i: number): HistoryItem => ({
   tool_call_id: `c${i}`,
@@ -286,6 +287,47 @@ describe("history that stays current (pure)", () => {
     expect(newCallsText(1)).toBe("1 new call");
     expect(newCallsText(12)).toBe("12 new calls");
     expect(newCallsText(1000)).toBe("1000+ new calls");
+  });
+});
+
+describe("the history store (no view)", () => {
+  it("lists, counts calls stored meanwhile while the view is scrolled down, takes them in at the top", async () => {
+    const live = liveApi(3);
+    const store = new HistoryStore(live.api);
+    await store.reload();
+    expect(store.rows.map((r) => r.tool_call_id)).toEqual(["l2", "l1", "l0"]);
+    expect(store.facets?.tools).toEqual(["execute", "read"]);
+    expect(store.filtered).toBe(false);
+
+    store.atTop = () => false;
+    live.add();
+    live.add();
+    await store.poll();
+    expect(store.newer).toBe(2);
+    expect(store.rows).toHaveLength(3);
+
+    store.atTop = () => true;
+    await store.poll();
+    expect(store.newer).toBe(0);
+    expect(store.rows.map((r) => r.tool_call_id)).toEqual(["l4", "l3", "l2", "l1", "l0"]);
+
+    await store.select("l3");
+    expect(store.selected?.item.tool_call_id).toBe("l3");
+    await store.select("nope");
+    expect(store.selected).toBeNull();
+    expect(store.detailError).toBe("no stored call has the id `nope`");
+  });
+
+  it("applies the typed filters only on refresh", async () => {
+    const { api, queries } = fakeApi(5);
+    const store = new HistoryStore(api);
+    await store.refresh();
+    store.form.search = "cargo";
+    expect(store.filtered).toBe(false);
+    await store.older();
+    await store.refresh();
+    expect(store.filtered).toBe(true);
+    expect(queries.at(-1)?.search).toBe("cargo");
   });
 });
 

@@ -2,7 +2,7 @@ import { flushSync, mount, unmount } from "svelte";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ProcessRow } from "../src/bindings/ProcessRow";
 import ProcessesPanel from "../src/components/run/ProcessesPanel.svelte";
-import { createProcessesApi, PROCESS_COMMANDS, type ProcessesApi } from "../src/run/processes-api";
+import { createProcessesApi, type ProcessesApi } from "../src/run/processes-api";
 
 const row = (over: Partial<ProcessRow>): ProcessRow => ({
   process_id: "bg1",
@@ -103,7 +103,7 @@ describe("processes panel", () => {
     const calls: [string, unknown][] = [];
     const api = createProcessesApi(async <T,>(cmd: string, args?: Record<string, unknown>) => {
       calls.push([cmd, args]);
-      return (cmd === PROCESS_COMMANDS.listProcesses ? [] : true) as T;
+      return (cmd === "list_processes" ? [] : true) as T;
     });
     await api.listProcesses();
     expect(await api.stopProcess("bg3")).toBe(true);

@@ -4,11 +4,14 @@
 //! networked command sweeps them (once per process, on a thread of its own).
 //!
 //! A folder is removed only when it is ours to judge: owned by this user, older than a minute
-//! (a starting command's socket may not listen yet), and its socket refuses a connection (no
-//! process listens: a live app's proxy always accepts).
+//! (a starting command's socket may not be bound yet), and no socket is bound at its
+//! `proxy.sock` (`/proc/net/unix` lists every bound path of the host's network namespace, where
+//! the apps' proxies listen). Nothing connects to a live proxy to find out: that connection would
+//! land in another command's network report.
 
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, SystemTime};
 
@@ -25,7 +28,11 @@ pub(crate) fn sweep_once() {
         let spawned = std::thread::Builder::new()
             .name("aibuddy-net-sweep".into())
             .spawn(|| {
-                let removed = sweep(Path::new("/tmp"), MIN_AGE);
+                let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+                    return;
+                };
+                let bound = bound_paths(&table);
+                let removed = sweep(Path::new("/tmp"), MIN_AGE, &bound);
                 if removed > 0 {
                     tracing::debug!(removed, "removed proxy folders of a dead app");
                 }
@@ -36,8 +43,19 @@ pub(crate) fn sweep_once() {
     });
 }
 
-/// Removes the dead proxy folders directly under `dir`; how many were removed.
-pub(crate) fn sweep(dir: &Path, min_age: Duration) -> usize {
+/// The socket paths bound in a `/proc/net/unix` table (its last column, when there is one).
+pub(crate) fn bound_paths(table: &str) -> HashSet<PathBuf> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Removes the dead proxy folders directly under `dir` (`bound`: the socket paths in use); how
+/// many were removed.
+pub(crate) fn sweep(dir: &Path, min_age: Duration, bound: &HashSet<PathBuf>) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -62,9 +80,7 @@ pub(crate) fn sweep(dir: &Path, min_age: Duration) -> usize {
         if !meta.is_dir() || meta.uid() != me || !old_enough {
             continue;
         }
-        let socket = path.join("proxy.sock");
-        let listening = std::os::unix::net::UnixStream::connect(&socket).is_ok();
-        if !listening && std::fs::remove_dir_all(&path).is_ok() {
+        if !bound.contains(&path.join("proxy.sock")) && std::fs::remove_dir_all(&path).is_ok() {
             removed += 1;
         }
     }
@@ -87,12 +103,31 @@ mod tests {
         let _listener = std::os::unix::net::UnixListener::bind(live.join("proxy.sock")).unwrap();
         let other = tmp.path().join("someone-else");
         std::fs::create_dir(&other).unwrap();
+        let bound = bound_paths(&std::fs::read_to_string("/proc/net/unix").unwrap());
+        assert!(
+            bound.contains(&live.join("proxy.sock")),
+            "the live socket is listed"
+        );
+        assert!(
+            !bound.contains(&dead.join("proxy.sock")),
+            "the dead one is not"
+        );
         // Too young to judge: nothing goes.
-        assert_eq!(sweep(tmp.path(), Duration::from_secs(3600)), 0);
+        assert_eq!(sweep(tmp.path(), Duration::from_secs(3600), &bound), 0);
         assert!(dead.exists());
-        assert_eq!(sweep(tmp.path(), Duration::ZERO), 1);
-        assert!(!dead.exists(), "a folder whose socket refuses is removed");
+        assert_eq!(sweep(tmp.path(), Duration::ZERO, &bound), 1);
+        assert!(!dead.exists(), "a folder with no bound socket is removed");
         assert!(live.exists(), "a folder whose proxy listens stays");
         assert!(other.exists(), "other names are not touched");
+    }
+
+    #[test]
+    fn the_table_gives_the_paths_of_bound_sockets_only() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                     00000000bf39e50e: 00000003 00000000 00000000 0001 03 4103982\n\
+                     00000000ab887490: 00000002 00000000 00010000 0001 01 4101991 /tmp/aibuddy-net-x/proxy.sock\n";
+        let bound = bound_paths(table);
+        assert_eq!(bound.len(), 1);
+        assert!(bound.contains(Path::new("/tmp/aibuddy-net-x/proxy.sock")));
     }
 }

@@ -11,6 +11,7 @@ mod support;
 // One module per former test file (tests/<name>.rs, one binary each before).
 mod bindings;
 mod calls;
+mod command_table;
 mod commands;
 mod elicitation;
 mod first_run;

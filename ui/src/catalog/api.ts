@@ -1,9 +1,9 @@
-// Typed wrappers over the shell's catalog commands: MCP servers with their state, skills with
-// their problems, reconnect, and the OAuth login of a remote server (`mcp_login`: system
-// browser, loopback redirect; `cancel_mcp_login`, `mcp_logout`, `mcp_logins` names the servers
-// holding a token). Types come from the generated bindings only.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+// Typed wrappers over the shell's catalog commands (the generated clients, through
+// ../lib/invoke.ts): MCP servers with their state, skills with their problems, reconnect, and the
+// OAuth login of a remote server (`mcp_login`: system browser, loopback redirect;
+// `cancel_mcp_login`, `mcp_logout`, `mcp_logins` names the servers holding a token). Types come
+// from the generated bindings only.
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { CatalogServer } from "../bindings/CatalogServer";
 import type { CatalogSkills } from "../bindings/CatalogSkills";
 import type { McpLoginOutcome } from "../bindings/McpLoginOutcome";
@@ -24,32 +24,17 @@ export interface CatalogApi {
   mcpLogins(): Promise<McpTokenState[]>;
 }
 
-export const CATALOG_COMMANDS = {
-  listServers: "list_servers",
-  listSkills: "list_skills",
-  reconnectServer: "reconnect_server",
-  mcpLogin: "mcp_login",
-  cancelMcpLogin: "cancel_mcp_login",
-  mcpLogout: "mcp_logout",
-  mcpLogins: "mcp_logins",
-} as const;
-
-export function createCatalogApi(call: InvokeFn = invoke): CatalogApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createCatalogApi(call?: InvokeFn): CatalogApi {
+  const c = shellCommands(call);
   return {
-    listServers: () => run<CatalogServer[]>(CATALOG_COMMANDS.listServers),
-    listSkills: () => run<CatalogSkills>(CATALOG_COMMANDS.listSkills),
-    reconnectServer: (name) => run<boolean>(CATALOG_COMMANDS.reconnectServer, { name }),
-    mcpLogin: (name) => run<McpLoginOutcome>(CATALOG_COMMANDS.mcpLogin, { server: name }),
-    cancelMcpLogin: (name) => run<boolean>(CATALOG_COMMANDS.cancelMcpLogin, { server: name }),
-    mcpLogout: (name) => run<boolean>(CATALOG_COMMANDS.mcpLogout, { server: name }),
-    mcpLogins: () => run<McpTokenState[]>(CATALOG_COMMANDS.mcpLogins),
+    listServers: () => c.listServers(),
+    listSkills: () => c.listSkills(),
+    reconnectServer: (name) => c.reconnectServer({ name }),
+    mcpLogin: (name) => c.mcpLogin({ server: name }),
+    cancelMcpLogin: (name) => c.cancelMcpLogin({ server: name }),
+    mcpLogout: (name) => c.mcpLogout({ server: name }),
+    mcpLogins: () => c.mcpLogins(),
   };
 }
 

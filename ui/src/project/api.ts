@@ -1,8 +1,8 @@
-// Typed wrappers over the shell's project, trust and provider-picker commands and its
-// `project-changed` / `trust-changed` events. Types: the generated bindings only.
-import { invoke } from "@tauri-apps/api/core";
+// Typed wrappers over the shell's project, trust and provider-picker commands (the generated
+// clients, through ../lib/invoke.ts) and its `project-changed` / `trust-changed` events. Types: the
+// generated bindings only.
 import { listen } from "@tauri-apps/api/event";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { ProjectInfo } from "../bindings/ProjectInfo";
 import type { ProviderList } from "../bindings/ProviderList";
 import type { RecentProject } from "../bindings/RecentProject";
@@ -27,18 +27,6 @@ export interface ProjectApi {
   onTrustChanged(handler: (prompt: TrustPrompt) => void): Promise<() => void>;
 }
 
-export const PROJECT_COMMANDS = {
-  pickProject: "pick_project",
-  openRecent: "open_recent",
-  listRecent: "list_recent",
-  forgetRecent: "forget_recent",
-  trustStatus: "trust_status",
-  trustProject: "trust_project",
-  distrustProject: "distrust_project",
-  listProviders: "list_providers",
-  chooseProvider: "choose_provider",
-} as const;
-
 export const PROJECT_EVENT = "project-changed";
 export const TRUST_EVENT = "trust-changed";
 
@@ -46,25 +34,21 @@ export type SubscribeFn = <T>(event: string, handler: (payload: T) => void) => P
 
 const tauriSubscribe: SubscribeFn = (event, handler) => listen(event, (e) => handler(e.payload as never));
 
-export function createProjectApi(call: InvokeFn = invoke, subscribe: SubscribeFn = tauriSubscribe): ProjectApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
-  const P = PROJECT_COMMANDS;
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createProjectApi(call?: InvokeFn, subscribe: SubscribeFn = tauriSubscribe): ProjectApi {
+  const c = shellCommands(call);
   return {
-    pickProject: () => run<ProjectInfo | null>(P.pickProject),
-    openRecent: (path) => run<ProjectInfo>(P.openRecent, { path }),
-    listRecent: () => run<RecentProject[]>(P.listRecent),
-    forgetRecent: (path) => run<boolean>(P.forgetRecent, { path }),
-    trustStatus: () => run<TrustPrompt>(P.trustStatus),
-    trustProject: (digest) => run<TrustPrompt>(P.trustProject, { digest }),
-    distrustProject: (digest) => run<TrustPrompt>(P.distrustProject, { digest }),
-    listProviders: () => run<ProviderList>(P.listProviders),
-    chooseProvider: (provider, model) => run<void>(P.chooseProvider, { provider, model }),
+    pickProject: () => c.pickProject(),
+    openRecent: (path) => c.openRecent({ path }),
+    listRecent: () => c.listRecent(),
+    forgetRecent: (path) => c.forgetRecent({ path }),
+    trustStatus: () => c.trustStatus(),
+    trustProject: (digest) => c.trustProject({ digest }),
+    distrustProject: (digest) => c.distrustProject({ digest }),
+    listProviders: () => c.listProviders(),
+    chooseProvider: async (provider, model) => {
+      await c.chooseProvider({ provider, model });
+    },
     onProjectChanged: (handler) => subscribe<ProjectInfo | null>(PROJECT_EVENT, handler),
     onTrustChanged: (handler) => subscribe<TrustPrompt>(TRUST_EVENT, handler),
   };

@@ -2,13 +2,11 @@
 // OpenAI-compatible servers that answered on their usual loopback ports, and using one, written to
 // the person's own settings with `set_setting` as the Providers page writes an entry (then made the
 // default). Types: the generated bindings only.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { LocalServer } from "../bindings/LocalServer";
+import type { JsonValue } from "../bindings/serde_json/JsonValue";
 import type { ModelSetup } from "../bindings/ModelSetup";
 import type { SettingsWrite } from "../bindings/SettingsWrite";
-
-export const MODEL_SETUP_COMMANDS = { modelSetup: "model_setup", setSetting: "set_setting" } as const;
 
 export interface ModelSetupApi {
   modelSetup(): Promise<ModelSetup>;
@@ -18,25 +16,19 @@ export interface ModelSetupApi {
 }
 
 /** The provider entry a local server becomes. */
-export function localEntry(server: LocalServer, model: string): Record<string, unknown> {
+export function localEntry(server: LocalServer, model: string): { [key in string]: JsonValue } {
   return { kind: "openai-chat", base_url: server.base_url, model };
 }
 
-export function createModelSetupApi(call: InvokeFn = invoke): ModelSetupApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
-  const C = MODEL_SETUP_COMMANDS;
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createModelSetupApi(call?: InvokeFn): ModelSetupApi {
+  const c = shellCommands(call);
   return {
-    modelSetup: () => run<ModelSetup>(C.modelSetup),
+    modelSetup: () => c.modelSetup(),
     useLocal: async (server, model) => {
-      const entry = await run<SettingsWrite>(C.setSetting, { level: "user", path: ["providers", server.id], value: localEntry(server, model) });
+      const entry = await c.setSetting({ level: "user", path: ["providers", server.id], value: localEntry(server, model) });
       if (entry.written === null) return entry;
-      return run<SettingsWrite>(C.setSetting, { level: "user", path: ["providers", "default"], value: server.id });
+      return c.setSetting({ level: "user", path: ["providers", "default"], value: server.id });
     },
   };
 }

@@ -1,9 +1,8 @@
-// Typed wrappers over the shell's run commands and its `run-event` event. Types: the generated
-// bindings, through ../provisional/run-types.ts (which names their parts and adds the UI-only
-// replay events).
-import { invoke } from "@tauri-apps/api/core";
+// Typed wrappers over the shell's run commands (the generated clients, through ../lib/invoke.ts)
+// and its `run-event` event. Types: the generated bindings, through ../provisional/run-types.ts
+// (which names their parts and adds the UI-only replay events).
 import { listen } from "@tauri-apps/api/event";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { NetworkAnswer } from "../bindings/NetworkAnswer";
 import type { AskUserAnswer, RunDetail, RunEventEnvelope, RunHandle, RunSummary } from "../provisional/run-types";
 
@@ -31,48 +30,31 @@ export interface RunApi {
   onRunEvent(handler: (envelope: RunEventEnvelope) => void): Promise<() => void>;
 }
 
-export const RUN_COMMANDS = {
-  startRun: "start_run",
-  stopRun: "stop_run",
-  continueRun: "continue_run",
-  listRuns: "list_runs",
-  showRun: "show_run",
-  answerConfirm: "answer_confirm",
-  answerNetwork: "answer_network",
-  answerAskUser: "answer_ask_user",
-  cancelCall: "cancel_call",
-} as const;
-
 export const RUN_EVENT = "run-event";
 
 export type ListenFn = (handler: (envelope: RunEventEnvelope) => void) => Promise<() => void>;
 
 const tauriListen: ListenFn = (handler) => listen<RunEventEnvelope>(RUN_EVENT, (e) => handler(e.payload));
 
-export function createRunApi(call: InvokeFn = invoke, subscribe: ListenFn = tauriListen): RunApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createRunApi(call?: InvokeFn, subscribe: ListenFn = tauriListen): RunApi {
+  const c = shellCommands(call);
   return {
     startRun: (a) =>
-      run<RunHandle>(RUN_COMMANDS.startRun, {
+      c.startRun({
         prompt: a.prompt,
         provider: a.provider ?? null,
         model: a.model ?? null,
         maxSteps: a.maxSteps ?? null,
       }),
-    stopRun: (runId) => run(RUN_COMMANDS.stopRun, { runId }),
-    continueRun: (runId, prompt) => run<RunHandle>(RUN_COMMANDS.continueRun, { runId, prompt: prompt ?? null }),
-    listRuns: (limit, before) => run<RunSummary[]>(RUN_COMMANDS.listRuns, { limit: limit ?? null, before: before ?? null }),
-    showRun: (runId) => run<RunDetail>(RUN_COMMANDS.showRun, { runId }),
-    answerConfirm: (callId, approve) => run<boolean>(RUN_COMMANDS.answerConfirm, { callId, approve }),
-    answerNetwork: (askId, answer) => run<boolean>(RUN_COMMANDS.answerNetwork, { askId, answer }),
-    answerAskUser: (id, answer) => run<boolean>(RUN_COMMANDS.answerAskUser, { id, answer }),
-    cancelCall: (callId) => run<boolean>(RUN_COMMANDS.cancelCall, { callId }),
+    stopRun: (runId) => c.stopRun({ runId }),
+    continueRun: (runId, prompt) => c.continueRun({ runId, prompt: prompt ?? null }),
+    listRuns: (limit, before) => c.listRuns({ limit: limit ?? null, before: before ?? null }),
+    showRun: (runId) => c.showRun({ runId }),
+    answerConfirm: (callId, approve) => c.answerConfirm({ callId, approve }),
+    answerNetwork: (askId, answer) => c.answerNetwork({ askId, answer }),
+    answerAskUser: (id, answer) => c.answerAskUser({ id, answer }),
+    cancelCall: (callId) => c.cancelCall({ callId }),
     onRunEvent: subscribe,
   };
 }

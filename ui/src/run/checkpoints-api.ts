@@ -2,18 +2,10 @@
 // use cases: the same as `aibuddy changes` and `aibuddy rewind`). The window names a call or a
 // run, never a path; a preview writes nothing; `force` is the person's explicit choice to
 // overwrite the conflicts of that one rewind.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { ChangesView } from "../bindings/ChangesView";
 import type { RewindTargetArg } from "../bindings/RewindTargetArg";
 import type { RewindView } from "../bindings/RewindView";
-
-export const CHECKPOINT_COMMANDS = {
-  callChanges: "call_changes",
-  runChanges: "run_changes",
-  rewindPreview: "rewind_preview",
-  rewind: "rewind",
-} as const;
 
 export interface CheckpointsApi {
   /** What call `callId` changed (a `checkpoint` error at stage Parameters when it has no checkpoint). */
@@ -26,18 +18,13 @@ export interface CheckpointsApi {
   rewind(target: RewindTargetArg, force: boolean): Promise<RewindView>;
 }
 
-export function createCheckpointsApi(call: InvokeFn = invoke): CheckpointsApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createCheckpointsApi(call?: InvokeFn): CheckpointsApi {
+  const c = shellCommands(call);
   return {
-    callChanges: (callId) => run<ChangesView>(CHECKPOINT_COMMANDS.callChanges, { callId }),
-    runChanges: (runId) => run<ChangesView[]>(CHECKPOINT_COMMANDS.runChanges, { runId }),
-    rewindPreview: (target, force) => run<RewindView>(CHECKPOINT_COMMANDS.rewindPreview, { target, force }),
-    rewind: (target, force) => run<RewindView>(CHECKPOINT_COMMANDS.rewind, { target, force }),
+    callChanges: (callId) => c.callChanges({ callId }),
+    runChanges: (runId) => c.runChanges({ runId }),
+    rewindPreview: (target, force) => c.rewindPreview({ target, force }),
+    rewind: (target, force) => c.rewind({ target, force }),
   };
 }

@@ -1,11 +1,8 @@
 // The images a call sent to the model, for its card: read from the store by call id
 // (`call_images`: `data:` URLs of PNG, JPEG, GIF or WebP made by the shell from the bounded images
 // it stored). The card never loads a URL that a tool, a server or the model wrote.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { CallImage } from "../bindings/CallImage";
-
-export const CALL_IMAGES_COMMAND = "call_images";
 
 export type LoadImages = (toolCallId: string) => Promise<CallImage[]>;
 
@@ -19,12 +16,8 @@ export function showable(images: CallImage[]): CallImage[] {
   return images.filter((i) => /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+$/.test(i.data_url));
 }
 
-export function createLoadImages(call: InvokeFn = invoke): LoadImages {
-  return async (toolCallId) => {
-    try {
-      return showable(await call<CallImage[]>(CALL_IMAGES_COMMAND, { toolCallId }));
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createLoadImages(call?: InvokeFn): LoadImages {
+  const c = shellCommands(call);
+  return async (toolCallId) => showable(await c.callImages({ toolCallId }));
 }

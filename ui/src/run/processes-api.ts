@@ -1,15 +1,8 @@
 // The background processes of the open project's runs (`execute` with `"background": true`), over
 // the shell's `list_processes` / `stop_process` / `keep_process`. The panel polls the list; Stop
 // and Keep (running on after the run ends) are the person's.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { ProcessRow } from "../bindings/ProcessRow";
-
-export const PROCESS_COMMANDS = {
-  listProcesses: "list_processes",
-  stopProcess: "stop_process",
-  keepProcess: "keep_process",
-} as const;
 
 export interface ProcessesApi {
   /** Every background process, oldest first, with the end of its output. */
@@ -20,17 +13,12 @@ export interface ProcessesApi {
   keepProcess(processId: string, keep: boolean): Promise<boolean>;
 }
 
-export function createProcessesApi(call: InvokeFn = invoke): ProcessesApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createProcessesApi(call?: InvokeFn): ProcessesApi {
+  const c = shellCommands(call);
   return {
-    listProcesses: () => run<ProcessRow[]>(PROCESS_COMMANDS.listProcesses),
-    stopProcess: (processId) => run<boolean>(PROCESS_COMMANDS.stopProcess, { processId }),
-    keepProcess: (processId, keep) => run<boolean>(PROCESS_COMMANDS.keepProcess, { processId, keep }),
+    listProcesses: () => c.listProcesses(),
+    stopProcess: (processId) => c.stopProcess({ processId }),
+    keepProcess: (processId, keep) => c.keepProcess({ processId, keep }),
   };
 }

@@ -1,8 +1,7 @@
 // A stored call's raw output, recovered by call id: its record (total size), byte ranges (as bytes,
 // exactly as stored) and a save to a file the person picks in a native dialog. Decoding to text is
 // done here, incrementally, so a multi-byte character split across two ranges stays whole.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+import { ApiError, type InvokeFn, shellCommands } from "../lib/invoke";
 import type { CallRecordView } from "../bindings/CallRecordView";
 import type { HistoryFacets } from "../bindings/HistoryFacets";
 import type { HistoryHeadView } from "../bindings/HistoryHeadView";
@@ -11,15 +10,6 @@ import type { HistoryPageView } from "../bindings/HistoryPageView";
 
 /** Bytes fetched per range (the shell caps a range at 1 MiB). */
 export const RAW_RANGE_BYTES = 256 * 1024;
-
-export const RAW_COMMANDS = {
-  callRecord: "call_record",
-  rawOutputRange: "raw_output_range",
-  saveRawOutput: "save_raw_output",
-  historyPage: "history_page",
-  historyFacets: "history_facets",
-  historyHead: "history_head",
-} as const;
 
 export interface RawOutputApi {
   callRecord(toolCallId: string): Promise<CallRecordView>;
@@ -44,22 +34,16 @@ export function asBytes(value: unknown): Uint8Array {
   throw new ApiError({ code: "ipc", stage: null, message: "the raw output did not arrive as bytes" });
 }
 
-export function createRawOutputApi(call: InvokeFn = invoke): RawOutputApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createRawOutputApi(call?: InvokeFn): RawOutputApi {
+  const c = shellCommands(call);
   return {
-    callRecord: (toolCallId) => run<CallRecordView>(RAW_COMMANDS.callRecord, { toolCallId }),
-    rawRange: async (toolCallId, offset, length) =>
-      asBytes(await run<unknown>(RAW_COMMANDS.rawOutputRange, { toolCallId, offset, length })),
-    saveRawOutput: (toolCallId) => run<string | null>(RAW_COMMANDS.saveRawOutput, { toolCallId }),
-    historyPage: (query) => run<HistoryPageView>(RAW_COMMANDS.historyPage, { query }),
-    historyFacets: () => run<HistoryFacets>(RAW_COMMANDS.historyFacets),
-    historyHead: (query, since, watch) => run<HistoryHeadView>(RAW_COMMANDS.historyHead, { query, since, watch }),
+    callRecord: (toolCallId) => c.callRecord({ toolCallId }),
+    rawRange: async (toolCallId, offset, length) => asBytes(await c.rawOutputRange({ toolCallId, offset, length })),
+    saveRawOutput: (toolCallId) => c.saveRawOutput({ toolCallId }),
+    historyPage: (query) => c.historyPage({ query }),
+    historyFacets: () => c.historyFacets(),
+    historyHead: (query, since, watch) => c.historyHead({ query, since, watch }),
   };
 }
 

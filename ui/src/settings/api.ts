@@ -1,9 +1,9 @@
-// Typed wrappers over the shell's settings commands. The window names a level and a field; the
-// shell writes the file (the CLI's), keeps the rest of it, and answers with the written file or
-// the located problems that refused the value. Provider keys go to the OS keyring and only their
-// state ever comes back.
-import { invoke } from "@tauri-apps/api/core";
-import { ApiError, type InvokeFn, toCommandError } from "../api";
+// Typed wrappers over the shell's settings commands (the generated clients, through
+// ../lib/invoke.ts). The window names a level and a field; the shell writes the file (the CLI's),
+// keeps the rest of it, and answers with the written file or the located problems that refused
+// the value. Provider keys go to the OS keyring and only their state ever comes back.
+import type { JsonValue } from "../bindings/serde_json/JsonValue";
+import { type InvokeFn, shellCommands } from "../lib/invoke";
 import type { KeyState } from "../bindings/KeyState";
 import type { Level } from "../bindings/Level";
 import type { SettingsPages } from "../bindings/SettingsPages";
@@ -19,29 +19,17 @@ export interface SettingsApi {
   removeProviderKey(name: string): Promise<KeyState>;
 }
 
-export const SETTINGS_COMMANDS = {
-  settingsPages: "settings_pages",
-  setSetting: "set_setting",
-  putMcpServer: "put_mcp_server",
-  removeMcpServer: "remove_mcp_server",
-  setProviderKey: "set_provider_key",
-  removeProviderKey: "remove_provider_key",
-} as const;
-
-export function createSettingsApi(call: InvokeFn = invoke): SettingsApi {
-  const run = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
-    try {
-      return await call<T>(cmd, args);
-    } catch (error) {
-      throw new ApiError(toCommandError(error));
-    }
-  };
+/** `call`: the raw transport (Tauri's invoke unless a test passes its own). */
+export function createSettingsApi(call?: InvokeFn): SettingsApi {
+  const c = shellCommands(call);
   return {
-    settingsPages: () => run<SettingsPages>(SETTINGS_COMMANDS.settingsPages),
-    setSetting: (level, path, value) => run<SettingsWrite>(SETTINGS_COMMANDS.setSetting, { level, path, value: value ?? null }),
-    putMcpServer: (level, name, entry) => run<SettingsWrite>(SETTINGS_COMMANDS.putMcpServer, { level, name, entry }),
-    removeMcpServer: (level, name) => run<SettingsWrite>(SETTINGS_COMMANDS.removeMcpServer, { level, name }),
-    setProviderKey: (name, key) => run<KeyState>(SETTINGS_COMMANDS.setProviderKey, { name, key }),
-    removeProviderKey: (name) => run<KeyState>(SETTINGS_COMMANDS.removeProviderKey, { name }),
+    settingsPages: () => c.settingsPages(),
+    // The window's values are JSON by construction (form fields, parsed JSON text); the shell
+    // validates each against the settings' own types.
+    setSetting: (level, path, value) => c.setSetting({ level, path, value: (value ?? null) as JsonValue | null }),
+    putMcpServer: (level, name, entry) => c.putMcpServer({ level, name, entry: entry as JsonValue }),
+    removeMcpServer: (level, name) => c.removeMcpServer({ level, name }),
+    setProviderKey: (name, key) => c.setProviderKey({ name, key }),
+    removeProviderKey: (name) => c.removeProviderKey({ name }),
   };
 }
