@@ -10,6 +10,9 @@ APT_PACKAGES=(
   libjavascriptcoregtk-4.1-dev build-essential pkg-config libssl-dev xvfb webkit2gtk-driver file
   ripgrep fd-find imagemagick xauth chromium
   bubblewrap perl time
+  # the container sandbox's tests (crates/container): Podman's Docker-compatible API service,
+  # with runc as its runtime (crates/container/tests/all/support.rs)
+  podman runc
 )
 
 sudo_cmd=()

@@ -123,6 +123,14 @@ pub fn host_caps(services: &Services) -> HostCaps {
                 ))
             });
             host.exec_confinement = caps.exec.then(|| {
+                // A sandbox with its own runner (a container) says what commands get there.
+                if let Some(own) = sb.exec_confinement() {
+                    return discovery::LazyLabel::ready(format!(
+                        "{} ({}; protected paths: only those that exist are read-only)",
+                        own.label(),
+                        sb.location()
+                    ));
+                }
                 let exec = services.settings.exec.clone();
                 discovery::LazyLabel::new(move || {
                     let mut probe = aibuddy_sandbox::aibuddy_exec::ExecRequest::new("true", "/");
@@ -241,7 +249,7 @@ impl App {
             CapabilityPlane::open_with_plan(&project_root, &opts.data_dir, plane, config.mcp)
                 .await
                 .map_err(AppError::Inconsistent)?;
-        let sandbox = open_sandbox(&loaded.settings.sandbox.kind, &project_root);
+        let sandbox = open_sandbox(&loaded.settings.sandbox, &project_root);
         if let Err(reason) = &sandbox {
             tracing::warn!("{reason}");
         }

@@ -7,7 +7,7 @@
 //!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill",
 //!                            "ask_user_question", "agent"],
 //!                "disabled": [] },
-//!   "sandbox": { "kind": "local", "daytona": { ... }, "e2b": { ... } },
+//!   "sandbox": { "kind": "local", "container": { "engine": "unix://...", "image": "...", "workdir": "/workspace", "project": "bind" }, "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
 //!   "approvals": { "mode": "ask",   // or "auto", "read-only": see docs/approvals.md
 //!                  "rules": [{"command": "cargo test *", "decision": "allow"},
@@ -109,12 +109,16 @@ impl Default for ToolsSettings {
 #[serde(default, deny_unknown_fields)]
 #[ts(export)]
 pub struct SandboxSettings {
-    /// `local`, `daytona` or `e2b` (only `local` runs in this build).
+    /// `local`, `container`, `daytona` or `e2b` (`daytona` and `e2b` do not run in this build).
     pub kind: String,
     #[ts(type = "unknown")]
     pub daytona: Option<Value>,
     #[ts(type = "unknown")]
     pub e2b: Option<Value>,
+    /// `sandbox.kind: "container"`: `engine` (user level only), `image`, `workdir`, `project`
+    /// (`aibuddy_sandbox::ContainerSettings`, checked when the file is read).
+    #[ts(type = "unknown")]
+    pub container: Option<Value>,
 }
 
 impl Default for SandboxSettings {
@@ -123,6 +127,7 @@ impl Default for SandboxSettings {
             kind: "local".to_string(),
             daytona: None,
             e2b: None,
+            container: None,
         }
     }
 }
@@ -389,7 +394,7 @@ pub struct LoadedSettings {
 
 /// Sandbox kinds a settings file may name (only `local` runs in this build; the others are
 /// reported unavailable by the sandbox factory).
-pub const SANDBOX_KINDS: &[&str] = &["local", "daytona", "e2b"];
+pub const SANDBOX_KINDS: &[&str] = &["local", "container", "daytona", "e2b"];
 
 /// Problems with configured tool keys: keys that name no registered config. MCP keys
 /// (`mcp:<server>`) are checked against `mcp.json` by the capability plane instead.

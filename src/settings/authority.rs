@@ -293,6 +293,26 @@ mod tests {
     }
 
     #[test]
+    fn container_settings_widen_when_they_differ() {
+        let mut u = user();
+        u.sandbox.container = Some(json!({"image": "debian:12"}));
+        let same = json!({"image": "debian:12"});
+        assert_eq!(
+            effect("sandbox", "container", &same, &u),
+            Some(Effect::Neutral)
+        );
+        let other = json!({"image": "evil:latest"});
+        assert_eq!(
+            effect("sandbox", "container", &other, &u),
+            Some(Effect::Widens)
+        );
+        assert_eq!(
+            eff("sandbox", "container", json!({"project": "bind"})),
+            Effect::Widens
+        );
+    }
+
+    #[test]
     fn remote_sandbox_settings_widen_when_they_differ() {
         assert_eq!(eff("sandbox", "daytona", json!(null)), Effect::Neutral);
         assert_eq!(

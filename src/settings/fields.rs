@@ -238,6 +238,12 @@ pub static FIELDS: &[FieldSpec] = &[
         R::WidensWhenDiffers,
         "Where a remote E2B sandbox runs, with what credentials.",
     ),
+    row(
+        "sandbox.container",
+        "Container sandbox",
+        R::WidensWhenDiffers,
+        "Which image commands run in with `sandbox.kind` \"container\", where the project is mounted inside, and (user level only) the engine commands are sent to.",
+    ),
     edited(
         "confirm.auto_approve_writes",
         "Auto-approve writes",

@@ -106,9 +106,26 @@ pub const DATA_DIR_ROOT: &str = "contains or lies in the data directory (trust r
 /// project.
 pub const USER_FILE_EXPOSED: &str = "ignored: the data directory lies inside the project, so a command could have written this file (use a data directory outside the project)";
 
+/// The problem of a project's `sandbox.container.engine`.
+pub const ENGINE_USER_ONLY: &str = "ignored: only the user-level settings may choose the container engine (where commands are sent)";
+
 /// Fields only the user-level file may set (`FieldSpec::user_only`): a project's are left out,
-/// trusted or not, each with its row's problem.
+/// trusted or not, each with its row's problem. Inside an object field, `sandbox.container`'s
+/// `engine` too (where commands are sent).
 fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec<SettingsProblem>) {
+    let at = cleaned.position("sandbox", "container");
+    if let Some(Value::Object(sandbox)) = cleaned.map.get_mut("sandbox")
+        && let Some(Value::Object(container)) = sandbox.get_mut("container")
+        && container.remove("engine").is_some()
+    {
+        problems.push(SettingsProblem {
+            file: file.file.clone(),
+            line: at.map(|p| p.line),
+            column: at.map(|p| p.column),
+            field: "sandbox.container.engine".to_string(),
+            message: ENGINE_USER_ONLY.to_string(),
+        });
+    }
     for spec in super::fields::FIELDS {
         let Some(message) = spec.user_only else {
             continue;
@@ -126,6 +143,28 @@ fn drop_user_only(file: &SettingsText, cleaned: &mut Cleaned, problems: &mut Vec
                 field: spec.path.to_string(),
                 message: message.to_string(),
             });
+        }
+    }
+}
+
+/// `sandbox.container.engine` is the user level's alone: a (trusted) project's `sandbox.container`
+/// replaces the user's object field by field, so the user's engine is put back (a project's own
+/// was dropped by [`drop_user_only`]).
+fn keep_user_engine(settings: &mut Settings, user: &Settings) {
+    let engine = user
+        .sandbox
+        .container
+        .as_ref()
+        .and_then(|c| c.get("engine"))
+        .cloned();
+    if let Some(Value::Object(container)) = settings.sandbox.container.as_mut() {
+        match engine {
+            Some(e) => {
+                container.insert("engine".to_string(), e);
+            }
+            None => {
+                container.remove("engine");
+            }
         }
     }
 }
@@ -302,6 +341,7 @@ pub fn layer(
     if let Some(agents) = project_agents {
         settings.agents.narrow_with_project(agents);
     }
+    keep_user_engine(&mut settings, &user_settings);
     LoadedSettings {
         settings,
         problems,

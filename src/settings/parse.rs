@@ -176,6 +176,9 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                 SANDBOX_KINDS.join(", ")
             ))
         }
+        ("sandbox", "container", v) => aibuddy_sandbox::ContainerSettings::from_value(v)
+            .err()
+            .map(|e| format!("{e}; the container sandbox cannot be opened with it")),
         ("agent", "compaction_threshold", v)
             if !v.as_f64().is_some_and(|t| t > 0.0 && t <= 1.0) =>
         {

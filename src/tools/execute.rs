@@ -332,8 +332,11 @@ pub fn launch_of(
             landlock_abi: Some(_),
             ..
         } => Launch::Full,
+        // A container: its own namespaces, but absent protected paths can be created through
+        // the project mount and the allow-list proxy is not bridged in (docs/security.md).
         aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. }
-        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. } => Launch::Degraded,
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. }
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Container { .. } => Launch::Degraded,
         aibuddy_sandbox::aibuddy_exec::Confinement::Unavailable { .. }
         | aibuddy_sandbox::aibuddy_exec::Confinement::Disabled => Launch::Unconfined,
     }
@@ -345,11 +348,22 @@ impl ToolHandler for ExecuteHandler {
         let a = decode(args)?;
         let req = self.request(ctx, &a)?;
         let (_, dropped) = filter_env(std::env::vars_os(), &req.env);
-        let mut scope = scope_lines(
-            &req,
-            &dropped,
-            &confinement_for(&req, confinement_support()),
-        );
+        // The model's description is its claim, not the app's assessment: shown apart, labelled.
+        let model_says = a
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string);
+        // Where the command runs: this machine's runner, or the sandbox's own (a container).
+        let sandbox = ctx.services.sandbox.as_ref().ok();
+        let confinement = sandbox
+            .and_then(|s| s.exec_confinement())
+            .unwrap_or_else(|| confinement_for(&req, confinement_support()));
+        let mut scope = scope_lines(&req, &dropped, &confinement);
+        if let Some(s) = sandbox.filter(|s| s.kind() != aibuddy_sandbox::SandboxKind::Local) {
+            scope.insert(0, format!("runs in the sandbox {}", s.location()));
+        }
         if req.network_allowed {
             let recorded = project_hosts::load(&ctx.services.data_dir, &ctx.services.project_root);
             if !recorded.is_empty() {
@@ -361,15 +375,6 @@ impl ToolHandler for ExecuteHandler {
                 ));
             }
         }
-        // The model's description is its claim, not the app's assessment: shown apart, labelled.
-        let model_says = a
-            .description
-            .as_deref()
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(str::to_string);
-        let confinement = confinement_for(&req, confinement_support());
-        let mut scope = scope_lines(&req, &dropped, &confinement);
         // Nested repositories are looked for again at launch; said here when the walk is capped.
         scope.extend(nested_repositories_line(&nested_search(&req)));
         if req.read_only {
@@ -458,7 +463,8 @@ mod live;
 mod netask;
 mod projection;
 pub use projection::{
-    client_projection, ended_early, network_lines, raw_value, recovery_line, trim_model,
+    client_projection, ended_early, network_lines, raw_value, recovery_line, sandbox_line,
+    trim_model,
 };
 pub mod project_hosts;
 mod scope;

@@ -7,6 +7,11 @@
 mod agent_common;
 #[path = "../support/mod.rs"]
 mod support;
+// The real engine of the container sandbox's tests (podman's API service, the local image).
+#[cfg(feature = "container")]
+#[path = "../../crates/container/tests/all/support.rs"]
+#[allow(dead_code, unused_macros)]
+mod container_engine;
 
 // One module per former test file (tests/<name>.rs, one binary each before).
 mod agent_ask_user;
@@ -55,6 +60,10 @@ mod instructions;
 mod mcp_hostile_calls;
 mod pipeline;
 mod prop_parsing;
+#[cfg(feature = "container")]
+mod sandbox_container_cli;
+#[cfg(feature = "container")]
+mod sandbox_container_engine;
 mod sandbox_fs_tools;
 mod settings_trust;
 mod skills_catalog;

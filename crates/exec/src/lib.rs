@@ -40,6 +40,7 @@ mod netbridge;
 mod netdirs;
 mod netwire;
 mod outcome;
+mod output_capture;
 mod process_group;
 mod projection;
 pub mod protect;
@@ -66,6 +67,7 @@ pub use error::{ErrorStage, ExecError};
 pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
 pub use netwire::PROXY_VARS;
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
+pub use output_capture::{CapturedOutput, OutputCapture};
 pub use process_group::group_alive;
 pub use projection::{
     MODEL_CHAR_CAP, ModelText, model_text, model_text_with_cap, project_for_model,

@@ -55,12 +55,21 @@ pub enum Confinement {
         network_isolated: bool,
         scopes: bool,
     },
+    /// A container of a Docker Engine API host (`sandbox.kind: "container"`): the command ran
+    /// inside `container` (from `image`) on `engine`, not on this machine; `network_isolated`:
+    /// the container has no network (`NetworkMode: none`).
+    Container {
+        engine: String,
+        image: String,
+        container: String,
+        network_isolated: bool,
+    },
 }
 
 impl Confinement {
     /// Short label for display: `namespaces+landlock-v7`, `namespaces+landlock-v7+nonet`,
     /// `namespaces (no landlock)`, `landlock-v7`, `landlock-v7+net`,
-    /// `landlock-v7 (no namespaces)`, `none`, `disabled`.
+    /// `landlock-v7 (no namespaces)`, `container`, `container+nonet`, `none`, `disabled`.
     pub fn label(&self) -> String {
         match self {
             Confinement::Disabled => "disabled".into(),
@@ -90,6 +99,15 @@ impl Confinement {
                     None => format!("namespaces{net} (no landlock)"),
                 }
             }
+            Confinement::Container {
+                network_isolated, ..
+            } => {
+                if *network_isolated {
+                    "container+nonet".into()
+                } else {
+                    "container".into()
+                }
+            }
         }
     }
 
@@ -97,7 +115,9 @@ impl Confinement {
     pub fn is_confined(&self) -> bool {
         matches!(
             self,
-            Confinement::Landlock { .. } | Confinement::Namespaces { .. }
+            Confinement::Landlock { .. }
+                | Confinement::Namespaces { .. }
+                | Confinement::Container { .. }
         )
     }
 }

@@ -373,6 +373,16 @@ pub trait Sandbox: Send + Sync + std::fmt::Debug {
     fn capabilities(&self) -> Capabilities;
     /// The project root as shown to people (absolute, canonical).
     fn root(&self) -> &Path;
+    /// Where calls run, in one line for people (`tools list`, `aibuddy trust`, a command's scope):
+    /// this machine for the local adapter; the container, its image and engine for a container.
+    fn location(&self) -> String {
+        format!("{}: this machine", self.kind())
+    }
+    /// The confinement commands get, when it is not the local runner's (`None`: the host's
+    /// support, `aibuddy_exec::confinement_support`): a container sandbox names its container.
+    fn exec_confinement(&self) -> Option<aibuddy_exec::Confinement> {
+        None
+    }
     /// Resolve `given` to its path relative to the root without touching anything
     /// (the lexical pass; the real confinement happens when the operation opens it).
     fn scope(&self, given: &str) -> Result<String, SandboxError>;

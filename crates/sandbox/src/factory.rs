@@ -16,6 +16,12 @@ pub fn create_sandbox(
 ) -> Result<Arc<dyn Sandbox>, SandboxError> {
     match kind {
         SandboxKind::Local => Ok(Arc::new(LocalSandbox::open(settings)?)),
+        SandboxKind::Container => Err(SandboxError::Unavailable {
+            kind,
+            reason: "the container sandbox is opened by the host through `aibuddy-container` \
+                     (settings `sandbox.container`), not by this factory"
+                .into(),
+        }),
         SandboxKind::Daytona | SandboxKind::E2b => Err(SandboxError::Unavailable {
             kind,
             reason: format!(

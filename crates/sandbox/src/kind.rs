@@ -1,7 +1,8 @@
 //! Sandbox kinds, their settings and capabilities (data only; `factory::create_sandbox` makes
 //! one).
 //!
-//! Only `local` has a runnable adapter. `daytona` and `e2b` exist in the kind enum and in the
+//! `local` has its adapter here; `container` has its own crate (`aibuddy-container`, over the
+//! Docker Engine API), which the host opens. `daytona` and `e2b` exist in the kind enum and in the
 //! settings so configurations can name them, but creating one returns an explicit
 //! [`crate::SandboxError::Unavailable`]: presence in the enum is not a claim of deployed support.
 
@@ -18,16 +19,24 @@ pub enum SandboxKind {
     Local,
     Daytona,
     E2b,
+    /// A container of a Docker Engine API host (the `aibuddy-container` crate opens it).
+    Container,
 }
 
 impl SandboxKind {
-    pub const ALL: [SandboxKind; 3] = [SandboxKind::Local, SandboxKind::Daytona, SandboxKind::E2b];
+    pub const ALL: [SandboxKind; 4] = [
+        SandboxKind::Local,
+        SandboxKind::Daytona,
+        SandboxKind::E2b,
+        SandboxKind::Container,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             SandboxKind::Local => "local",
             SandboxKind::Daytona => "daytona",
             SandboxKind::E2b => "e2b",
+            SandboxKind::Container => "container",
         }
     }
 }
@@ -45,8 +54,9 @@ impl std::str::FromStr for SandboxKind {
             "local" => Ok(SandboxKind::Local),
             "daytona" => Ok(SandboxKind::Daytona),
             "e2b" => Ok(SandboxKind::E2b),
+            "container" => Ok(SandboxKind::Container),
             other => Err(format!(
-                "unknown sandbox kind `{other}` (local, daytona, e2b)"
+                "unknown sandbox kind `{other}` (local, container, daytona, e2b)"
             )),
         }
     }

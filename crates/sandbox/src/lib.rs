@@ -6,11 +6,13 @@
 //! - [`LocalSandbox`]: confined to the project root by a cap-std directory handle (kernel
 //!   `RESOLVE_BENEATH` resolution where available), never by string-prefix checks.
 //! - Bounds apply at the source ([`Limits`]); writes are atomic and read back ([`Verified`]).
+//! - [`ContainerSettings`]: the `sandbox.container` data (the adapter is `aibuddy-container`).
 //! - [`ScopedDir`]: the same confinement, read-only, for readers outside the trait (skills).
 //! - Errors are typed ([`SandboxError`]) and carry their lifecycle [`Stage`].
 
 pub mod api;
 pub mod bounded;
+pub mod container_settings;
 pub mod edits;
 pub mod error;
 pub mod factory;
@@ -23,6 +25,7 @@ pub mod text;
 
 pub use aibuddy_exec;
 pub use api::*;
+pub use container_settings::{ContainerSettings, ProjectMode};
 pub use error::{SandboxError, Stage};
 pub use factory::create_sandbox;
 pub use kind::{Capabilities, Confinement, RemoteSettings, SandboxKind, SandboxSettings};

@@ -36,6 +36,9 @@ pub fn raw_value(
     if let Some(lines) = network_lines(outcome) {
         model_text.push_str(&lines);
     }
+    if let Some(line) = sandbox_line(outcome) {
+        model_text.push_str(&line);
+    }
     json!({
         "command": args.command,
         "description": args.description,
@@ -92,6 +95,22 @@ pub fn recovery_line(call_id: &str, from: u64, omitted: u64, stored: Option<u64>
          and page on with its next_offset (up to {} bytes a page), or narrow the command",
         crate::tools::view_tool_call::MAX_LIMIT
     )
+}
+
+/// The model's line saying where a command ran when it was not this machine (a container: its
+/// paths are the container's, it had no network). `None` for a local run. Pure.
+pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
+    use aibuddy_common::term::line as safe;
+    match &outcome.confinement {
+        aibuddy_sandbox::aibuddy_exec::Confinement::Container {
+            image, container, ..
+        } => Some(format!(
+            "\nsandbox: ran in container {} (image `{}`), without network",
+            safe(container),
+            safe(image)
+        )),
+        _ => None,
+    }
 }
 
 /// Refused hosts shown to the model at most.
@@ -188,7 +207,7 @@ pub fn client_projection(raw: &Value) -> Value {
         "confinement": field("confinement_label"),
         "confined": matches!(
             raw["confinement"]["kind"].as_str(),
-            Some("landlock" | "namespaces")
+            Some("landlock" | "namespaces" | "container")
         ),
         "confinement_detail": field("confinement"),
         "env_dropped": field("env_dropped"),

@@ -22,6 +22,13 @@ pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
         return "protected paths: none (all removed by `exec.unprotected_paths`)".to_string();
     }
     let names = names.join(", ");
+    if matches!(support, Confinement::Container { .. }) {
+        return format!(
+            "protected paths: those that exist in the project are bound read-only into the \
+             container; an absent one (or a symlink) is NOT protected, a command can create it \
+             through the project mount: {names}"
+        );
+    }
     if protected_paths_refused(support) {
         format!(
             "protected paths (read-only, cannot be created; in the project, each writable root and \
@@ -119,6 +126,35 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
                 }
             )
         }
+        Confinement::Container {
+            engine,
+            image,
+            container,
+            ..
+        } => {
+            let which = if container.is_empty() {
+                "a container (created on first use)".to_string()
+            } else {
+                format!("container {container}")
+            };
+            format!(
+                "confinement: {which} of image `{image}` on the engine {engine}: its own \
+                 namespaces, the project folder bound at the container's working directory \
+                 ({}); this machine's writable roots and private $TMPDIR do not apply; network \
+                 off (the container has no network; the allow-list proxy is not bridged into \
+                 containers{})",
+                if req.read_only {
+                    "read-only"
+                } else {
+                    "read-write"
+                },
+                if req.network_allowed {
+                    ", so the allowed hosts are not reachable either"
+                } else {
+                    ""
+                }
+            )
+        }
         Confinement::Unavailable { reason } => {
             format!("confinement: NONE ({reason}); the command can write wherever the app user can")
         }
@@ -152,7 +188,10 @@ pub fn scope_lines(
         protected_line(req, support),
         format!("timeout: {} ms", req.timeout.as_millis()),
     ];
-    scope.push(if env_dropped.is_empty() {
+    scope.push(if matches!(support, Confinement::Container { .. }) {
+        "environment: none of this machine's variables are passed (the image's own only)"
+            .to_string()
+    } else if env_dropped.is_empty() {
         "environment withheld: none".to_string()
     } else {
         format!(
@@ -170,6 +209,38 @@ mod tests {
 
     use super::*;
     use aibuddy_sandbox::aibuddy_exec::NamespacePolicy;
+
+    #[test]
+    fn a_container_scope_names_the_container_and_what_is_not_covered() {
+        let req = ExecRequest::new("make", "/proj");
+        let c = Confinement::Container {
+            engine: "unix:///run/podman/podman.sock".into(),
+            image: "debian:12".into(),
+            container: String::new(),
+            network_isolated: true,
+        };
+        let scope = scope_lines(&req, &["GITHUB_TOKEN".into()], &c);
+        assert!(
+            scope[1].contains("image `debian:12` on the engine unix:///run/podman/podman.sock"),
+            "{}",
+            scope[1]
+        );
+        assert!(
+            scope[1].contains("(read-write)") && scope[1].contains("network off"),
+            "{}",
+            scope[1]
+        );
+        assert!(scope[2].contains("NOT protected"), "{}", scope[2]);
+        assert!(
+            scope[4].contains("none of this machine's variables"),
+            "{}",
+            scope[4]
+        );
+        assert_eq!(
+            crate::tools::execute::launch_of(&c),
+            crate::approvals::Launch::Degraded
+        );
+    }
 
     #[test]
     fn confirmation_scope_names_cwd_confinement_timeout_and_withheld_env() {

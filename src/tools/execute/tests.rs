@@ -203,7 +203,7 @@ fn fixture(settings: Settings) -> Fixture {
         project_root: root.clone(),
         data_dir: data.path().to_path_buf(),
         settings,
-        sandbox: open_sandbox("local", &root),
+        sandbox: open_sandbox(&Default::default(), &root),
         session_rules: Default::default(),
         processes: Default::default(),
     });
@@ -245,6 +245,48 @@ fn deltas(events: &[Event]) -> (String, String, usize) {
         }
     }
     (out, err, beats)
+}
+
+/// The approval's scope names the container a command will run in (the window and the CLI
+/// prompt show these lines), and `auto` asks for it (`Launch::Degraded`).
+#[tokio::test]
+#[cfg(feature = "container")]
+async fn the_scope_of_a_command_in_a_container_names_it() {
+    let sock_dir = tempfile::tempdir().unwrap();
+    let sock = sock_dir.path().join("engine.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let mut settings = Settings::default();
+    settings.sandbox.kind = "container".into();
+    settings.sandbox.container = Some(json!({
+        "engine": format!("unix://{}", sock.display()), "image": "localhost/img:1"
+    }));
+    let mut f = fixture(settings.clone());
+    let services = Arc::get_mut(&mut f.services).unwrap();
+    services.sandbox = open_sandbox(&settings.sandbox, &services.project_root);
+    assert!(
+        services.sandbox.is_ok(),
+        "{:?}",
+        services.sandbox.as_ref().err()
+    );
+    let c = ctx(&f, CollectingSink::new(), CancellationToken::new());
+    let prepared = ExecuteHandler
+        .prepare(&c, &json!({"command": "make"}))
+        .await
+        .unwrap();
+    assert!(
+        prepared.scope[0].starts_with("runs in the sandbox container: a container (created on first use) of image `localhost/img:1`"),
+        "{:?}",
+        prepared.scope
+    );
+    assert!(
+        prepared
+            .scope
+            .iter()
+            .any(|l| l.starts_with("confinement: a container") && l.contains("network off")),
+        "{:?}",
+        prepared.scope
+    );
+    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Degraded));
 }
 
 #[tokio::test]
@@ -667,6 +709,18 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         protected: Default::default(),
     };
     assert_eq!(network_lines(&outcome), None);
+    assert_eq!(super::sandbox_line(&outcome), None);
+    let mut in_container = outcome.clone();
+    in_container.confinement = Confinement::Container {
+        engine: "unix:///run/podman/podman.sock".into(),
+        image: "debian:12".into(),
+        container: "0123456789ab".into(),
+        network_isolated: true,
+    };
+    assert_eq!(
+        super::sandbox_line(&in_container).as_deref(),
+        Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
+    );
     outcome.network = Some(NetReport {
         mode: "proxy".into(),
         policy: "allow: crates.io".into(),

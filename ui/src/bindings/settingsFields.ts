@@ -58,6 +58,16 @@ export const SETTINGS_FIELDS: readonly FieldSpec[] = [
     "user_only": null
   },
   {
+    "editable": false,
+    "label": "Container sandbox",
+    "may_hold_secrets": false,
+    "meaning": "Which image commands run in with `sandbox.kind` \"container\", where the project is mounted inside, and (user level only) the engine commands are sent to.",
+    "page": null,
+    "path": "sandbox.container",
+    "rule": "widens_when_differs",
+    "user_only": null
+  },
+  {
     "editable": true,
     "label": "Auto-approve writes",
     "may_hold_secrets": false,

@@ -99,6 +99,12 @@ pub async fn run(cmd: ToolsCommand, opts: AppOptions) -> ExitCode {
                         .unwrap_or_default()
                 );
             }
+            // Where `execute` and the file tools run (the project's sandbox), or why none.
+            let sandbox = match &app.services.sandbox {
+                Ok(s) => s.location(),
+                Err(reason) => format!("unavailable: {reason}"),
+            };
+            outln!("sandbox: {}", term::line(&sandbox));
             for p in &app.settings.problems {
                 eprintln!("warning: settings: {}", term::line(&p.to_string()));
             }

@@ -144,8 +144,16 @@ pub fn render(status: &TrustStatus) -> String {
 /// `"approvals": {"mode": "auto", "chosen": true, "narrowed_by_project": null}` (`chosen`: the
 /// person chose a mode, for this project or in their settings; `narrowed_by_project`: the stricter
 /// mode the project's own settings impose, if any).
-pub fn with_approvals(status: &TrustStatus, approvals: &ApprovalsSettings) -> serde_json::Value {
+///
+/// `"sandbox"`: where calls run under the project's effective settings
+/// (`aibuddy::services::sandbox_summary`).
+pub fn with_approvals(
+    status: &TrustStatus,
+    approvals: &ApprovalsSettings,
+    sandbox: &str,
+) -> serde_json::Value {
     let mut value = serde_json::to_value(status).unwrap_or_else(|_| serde_json::json!({}));
+    value["sandbox"] = serde_json::Value::String(sandbox.to_string());
     value["approvals"] = serde_json::json!({
         "mode": approvals.mode,
         "chosen": approvals.chosen,
@@ -217,15 +225,15 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let approvals = trust::load_project(project, data)
-        .settings
-        .settings
-        .approvals;
+    let effective = trust::load_project(project, data).settings.settings;
+    let sandbox = aibuddy::services::sandbox_summary(&effective.sandbox);
+    let approvals = effective.approvals;
     if args.json && !args.yes {
-        return print_json(&with_approvals(&shown, &approvals));
+        return print_json(&with_approvals(&shown, &approvals, &sandbox));
     }
     if !args.json {
         out!("{}", render(&shown));
+        outln!("sandbox: {}", line(&sandbox));
         outln!(
             "{}\nmodes (change with `aibuddy trust --approvals MODE`):\n{}",
             super::approvals::banner(&approvals),
@@ -234,7 +242,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
     }
     if matches!(shown.state, TrustState::Trusted | TrustState::NotNeeded) {
         return if args.json {
-            print_json(&with_approvals(&shown, &approvals))
+            print_json(&with_approvals(&shown, &approvals, &sandbox))
         } else {
             ExitCode::SUCCESS
         };
@@ -252,7 +260,7 @@ pub fn run(args: TrustArgs, opts: AppOptions) -> ExitCode {
         return ExitCode::from(3);
     }
     match trust::grant(project, data, &shown.digest) {
-        Ok(s) if args.json => print_json(&with_approvals(&s, &approvals)),
+        Ok(s) if args.json => print_json(&with_approvals(&s, &approvals, &sandbox)),
         Ok(s) => {
             outln!(
                 "recorded: this project is {} at digest {}",

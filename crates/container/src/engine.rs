@@ -1,0 +1,83 @@
+//! Where the Docker Engine API is (pure resolution) and the client connected to it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bollard::{API_DEFAULT_VERSION, Docker};
+
+pub use crate::settings::{Endpoint, USUAL_SOCKETS};
+
+/// A client of `endpoint`; `timeout` bounds each request until its response starts (an
+/// attached exec stream is not cut by it).
+pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Docker, String> {
+    let secs = timeout.as_secs().max(1);
+    let r = match endpoint {
+        Endpoint::Unix(p) => {
+            Docker::connect_with_unix(&p.to_string_lossy(), secs, API_DEFAULT_VERSION)
+        }
+        Endpoint::Tcp(a) => Docker::connect_with_http(a, secs, API_DEFAULT_VERSION),
+    };
+    r.map_err(|e| {
+        format!(
+            "cannot use the container engine at {}: {e}",
+            endpoint.shown()
+        )
+    })
+}
+
+/// The endpoint to use: the configured one, else `DOCKER_HOST`, else the first usual socket that
+/// exists (`exists` is asked; `runtime_dir` is `XDG_RUNTIME_DIR`).
+pub fn resolve(
+    configured: Option<&str>,
+    docker_host: Option<&str>,
+    runtime_dir: Option<&Path>,
+    exists: impl Fn(&Path) -> bool,
+) -> Result<Endpoint, String> {
+    if let Some(c) = configured {
+        return Endpoint::parse(c);
+    }
+    if let Some(h) = docker_host.filter(|h| !h.trim().is_empty()) {
+        return Endpoint::parse(h).map_err(|e| format!("DOCKER_HOST: {e}"));
+    }
+    let mut tried: Vec<PathBuf> = USUAL_SOCKETS.iter().map(PathBuf::from).collect();
+    if let Some(dir) = runtime_dir {
+        tried.push(dir.join("podman/podman.sock"));
+        tried.push(dir.join("docker.sock"));
+    }
+    tried
+        .iter()
+        .find(|p| exists(p))
+        .map(|p| Endpoint::Unix(p.clone()))
+        .ok_or_else(|| {
+            let list: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "no container engine found: `sandbox.container.engine` and DOCKER_HOST are unset and none of {} exists",
+                list.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_order() {
+        let none = |_: &Path| false;
+        assert_eq!(
+            resolve(Some("unix:///a.sock"), Some("tcp://h:1"), None, none),
+            Ok(Endpoint::Unix("/a.sock".into()))
+        );
+        assert_eq!(
+            resolve(None, Some("tcp://h:1"), None, none),
+            Ok(Endpoint::Tcp("h:1".into()))
+        );
+        let podman = |p: &Path| p == Path::new("/run/user/7/podman/podman.sock");
+        assert_eq!(
+            resolve(None, None, Some(Path::new("/run/user/7")), podman),
+            Ok(Endpoint::Unix("/run/user/7/podman/podman.sock".into()))
+        );
+        let err = resolve(None, Some(" "), None, none).unwrap_err();
+        assert!(err.contains("/var/run/docker.sock"), "{err}");
+    }
+}

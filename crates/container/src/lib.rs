@@ -1,0 +1,21 @@
+//! aibuddy-container: the `container` sandbox, over the Docker Engine API (Docker and Podman
+//! serve it) with `bollard`.
+//!
+//! - [`ContainerSandbox`]: every `Sandbox` operation; the container is created on first use from
+//!   `sandbox.container.image` with no network and the project bind-mounted at `workdir`; file
+//!   operations on the mount with the local adapter's bounds and scoping; commands through exec
+//!   create/start (`exec.rs`) under a wrapper of ours (`wrapper.rs`) that leaves no process behind.
+//! - [`ContainerSettings`] (the `sandbox.container` object) and the engine endpoint
+//!   ([`engine::resolve`]: the settings, else `DOCKER_HOST`, else the usual sockets).
+//!
+//! Kept out of `aibuddy-sandbox` so the HTTP client is linked only where a host opens containers.
+
+pub mod engine;
+mod exec;
+pub mod sandbox;
+pub mod settings;
+pub mod wrapper;
+
+pub use engine::Endpoint;
+pub use sandbox::{ContainerOptions, ContainerSandbox, DEFAULT_ENGINE_TIMEOUT};
+pub use settings::{ContainerSettings, DEFAULT_WORKDIR, ProjectMode};

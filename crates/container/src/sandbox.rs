@@ -1,0 +1,501 @@
+//! [`ContainerSandbox`]: the `Sandbox` of a container on a Docker Engine API host.
+//!
+//! The container is created on first use (opening a project never waits for an engine) from the
+//! configured image, with no network (`NetworkMode: none`), the project bind-mounted at `workdir`
+//! (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
+//!
+//! File operations run on the project's mount: in `bind` mode the container sees the project
+//! folder itself, so list, read, write, edit, glob and grep go through the local adapter's cap-std
+//! handle on that folder: the same bounds, the same stage-attributed errors and the same scoping
+//! (nothing outside the mounted folder, symlinks included), and the bytes the container sees.
+//! Commands run inside the container (`exec.rs`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink};
+use aibuddy_sandbox::api::*;
+use aibuddy_sandbox::{
+    Capabilities, LocalSandbox, Sandbox, SandboxError, SandboxKind, SandboxSettings,
+};
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Endpoint;
+use crate::settings::{ContainerSettings, ProjectMode};
+use crate::wrapper::KEEP_ALIVE;
+
+/// How long one engine request may take before its response starts (create, start, inspect...).
+pub const DEFAULT_ENGINE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What [`ContainerSandbox::open`] needs besides the sandbox settings.
+#[derive(Debug, Clone)]
+pub struct ContainerOptions {
+    pub endpoint: Endpoint,
+    pub image: String,
+    pub workdir: String,
+    pub project: ProjectMode,
+    /// Bound of each engine request (see [`DEFAULT_ENGINE_TIMEOUT`]).
+    pub engine_timeout: Duration,
+}
+
+impl ContainerOptions {
+    /// The options of the `sandbox.container` settings; the engine is resolved from them, then
+    /// `DOCKER_HOST`, then the usual sockets.
+    pub fn from_settings(
+        s: &ContainerSettings,
+        docker_host: Option<&str>,
+        runtime_dir: Option<&Path>,
+    ) -> Result<Self, SandboxError> {
+        let unavailable = |reason: String| SandboxError::Unavailable {
+            kind: SandboxKind::Container,
+            reason,
+        };
+        s.check().map_err(unavailable)?;
+        let image = s.image.clone().ok_or_else(|| {
+            unavailable("`sandbox.container.image` is not set: name the image to run in".into())
+        })?;
+        let endpoint = crate::engine::resolve(s.engine.as_deref(), docker_host, runtime_dir, |p| {
+            p.exists()
+        })
+        .map_err(unavailable)?;
+        Ok(ContainerOptions {
+            endpoint,
+            image,
+            workdir: s.workdir().to_string(),
+            project: s.project,
+            engine_timeout: DEFAULT_ENGINE_TIMEOUT,
+        })
+    }
+}
+
+/// The container of one sandbox, once created.
+#[derive(Debug)]
+pub(crate) struct Created {
+    pub id: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub docker: Docker,
+    pub opts: ContainerOptions,
+    pub files: LocalSandbox,
+    pub container: OnceCell<Created>,
+    /// The container of read-only commands (the approval mode `read-only`): the project mounted
+    /// read-only; created on the first such command.
+    pub read_only: OnceCell<Created>,
+}
+
+/// A sandbox whose commands run in a container of a Docker Engine API host.
+#[derive(Debug, Clone)]
+pub struct ContainerSandbox {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl ContainerSandbox {
+    /// Open the sandbox (no engine request yet: the container is created on first use).
+    pub fn open(settings: &SandboxSettings, opts: ContainerOptions) -> Result<Self, SandboxError> {
+        if opts.project == ProjectMode::Sync {
+            return Err(SandboxError::Unavailable {
+                kind: SandboxKind::Container,
+                reason: "`project: \"sync\"` (copying the project into a volume and bringing the \
+                         changes back) is not built yet; use `\"bind\"` with an engine on this machine"
+                    .into(),
+            });
+        }
+        if !opts.endpoint.is_local() {
+            return Err(SandboxError::Unavailable {
+                kind: SandboxKind::Container,
+                reason: format!(
+                    "`project: \"bind\"` mounts this machine's project folder, but the engine {} is \
+                     not on this machine (`\"sync\"` is not built yet)",
+                    opts.endpoint.shown()
+                ),
+            });
+        }
+        let docker =
+            crate::engine::connect(&opts.endpoint, opts.engine_timeout).map_err(|reason| {
+                SandboxError::Unavailable {
+                    kind: SandboxKind::Container,
+                    reason,
+                }
+            })?;
+        let files = LocalSandbox::open(settings)?;
+        Ok(ContainerSandbox {
+            inner: Arc::new(Inner {
+                docker,
+                opts,
+                files,
+                container: OnceCell::new(),
+                read_only: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The container's id, once one was created.
+    pub fn container_id(&self) -> Option<String> {
+        self.inner.container.get().map(|c| c.id.clone())
+    }
+
+    /// The id of the container that runs (or ran) `read_only` commands, once created.
+    pub(crate) fn container_for(&self, read_only: bool) -> Option<String> {
+        let cell = if read_only {
+            &self.inner.read_only
+        } else {
+            &self.inner.container
+        };
+        cell.get().map(|c| c.id.clone())
+    }
+
+    /// Remove the containers now (force), if any were created; the sandbox creates new ones on
+    /// its next command. Dropping the sandbox does the same in the background.
+    pub async fn close(&self) -> Result<(), SandboxError> {
+        for id in [self.container_for(false), self.container_for(true)]
+            .into_iter()
+            .flatten()
+        {
+            let opts = RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            };
+            let bound = self.inner.opts.engine_timeout;
+            let removed =
+                tokio::time::timeout(bound, self.inner.docker.remove_container(&id, Some(opts)))
+                    .await;
+            match removed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    return Err(engine_error(
+                        &self.inner.opts.endpoint,
+                        format!("could not remove container {id}: {e}"),
+                    ));
+                }
+                Err(_) => {
+                    return Err(engine_error(
+                        &self.inner.opts.endpoint,
+                        format!("did not remove container {id} within {} s", bound.as_secs()),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn options(&self) -> &ContainerOptions {
+        &self.inner.opts
+    }
+
+    /// The container of `read_only` commands or of the others, created and started on first use
+    /// (bounded by twice the engine timeout).
+    pub(crate) async fn ensure(&self, read_only: bool) -> Result<&Created, SandboxError> {
+        let inner = &self.inner;
+        let bound = inner.opts.engine_timeout.saturating_mul(2);
+        let cell = if read_only {
+            &inner.read_only
+        } else {
+            &inner.container
+        };
+        cell.get_or_try_init(|| async {
+            match tokio::time::timeout(bound, create_container(inner, read_only)).await {
+                Ok(r) => r,
+                Err(_) => Err(engine_error(
+                    &inner.opts.endpoint,
+                    format!("did not create the container within {} s", bound.as_secs()),
+                )),
+            }
+        })
+        .await
+    }
+}
+
+/// The protected paths (`aibuddy_exec::PROTECTED_PATHS`: git config and hooks, `.aibuddy`,
+/// `.vscode`, `.envrc`...) that exist in the project as real files or folders: bound read-only
+/// over the project mount. A symlink is never a bind source (the engine would follow it on the
+/// host); absent ones cannot be bound: [`unprotected_in`] names them.
+pub fn protected_in(root: &Path) -> Vec<String> {
+    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .filter(|p| {
+            std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_dir() || m.is_file())
+        })
+        .collect()
+}
+
+/// The protected paths a command in the container could create or replace (absent, or a
+/// symlink), so the scope can say so.
+pub fn unprotected_in(root: &Path) -> Vec<String> {
+    let bound = protected_in(root);
+    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .filter(|p| !bound.contains(p))
+        .collect()
+}
+
+/// An Execution-stage error about the engine, naming it.
+pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Exec {
+        stage: aibuddy_sandbox::Stage::Execution,
+        message: format!("container engine {}: {what}", endpoint.shown()),
+    }
+}
+
+async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, SandboxError> {
+    let o = &inner.opts;
+    let root_path = inner.files.root();
+    let root = root_path.to_string_lossy().into_owned();
+    // Mounts as structured values (no `src:dst:mode` string a `:` in a path could split).
+    let bind = |source: String, target: String, read_only: bool| Mount {
+        typ: Some(MountType::BIND),
+        source: Some(source),
+        target: Some(target),
+        read_only: Some(read_only),
+        ..Default::default()
+    };
+    let mut mounts = vec![bind(root.clone(), o.workdir.clone(), read_only)];
+    for p in protected_in(root_path) {
+        mounts.push(bind(
+            format!("{root}/{p}"),
+            format!("{}/{p}", o.workdir),
+            true,
+        ));
+    }
+    let body = ContainerCreateBody {
+        image: Some(o.image.clone()),
+        // Our PID 1 whatever the image's entrypoint (its CMD, if any, only becomes `$0`...).
+        entrypoint: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
+        working_dir: Some(o.workdir.clone()),
+        labels: Some(
+            [
+                ("aibuddy.sandbox".to_string(), "1".to_string()),
+                ("aibuddy.project".to_string(), root.clone()),
+            ]
+            .into(),
+        ),
+        network_disabled: Some(true),
+        host_config: Some(HostConfig {
+            mounts: Some(mounts),
+            network_mode: Some("none".into()),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            readonly_rootfs: Some(read_only),
+            tmpfs: read_only.then(|| [("/tmp".to_string(), "rw,size=64m".to_string())].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let created = inner
+        .docker
+        .create_container(None::<CreateContainerOptions>, body)
+        .await
+        .map_err(|e| {
+            engine_error(
+                &o.endpoint,
+                format!(
+                    "could not create the container from image `{}`: {e}",
+                    o.image
+                ),
+            )
+        })?;
+    let id = created.id;
+    if let Err(e) = inner.docker.start_container(&id, None).await {
+        remove_quietly(inner.docker.clone(), id.clone());
+        return Err(engine_error(
+            &o.endpoint,
+            format!("could not start the container: {e}"),
+        ));
+    }
+    tracing::debug!(container = %id, image = %o.image, "container sandbox started");
+    Ok(Created { id })
+}
+
+/// Remove a container in the background (best effort, force).
+fn remove_quietly(docker: Docker, id: String) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let opts = RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            };
+            if let Err(e) = docker.remove_container(&id, Some(opts)).await {
+                tracing::debug!(container = %id, error = %e, "container not removed");
+            }
+        });
+    }
+}
+
+/// Removing containers when the sandbox goes away is waited for (at most this long), so a
+/// process that ends right after leaves none behind.
+const REMOVE_ON_DROP_WAIT: Duration = Duration::from_secs(5);
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let ids: Vec<String> = [self.container.take(), self.read_only.take()]
+            .into_iter()
+            .flatten()
+            .map(|c| c.id)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        // A thread of its own with its own runtime and client: this may run on a runtime's
+        // worker, or after the runtime that made the client has stopped.
+        let endpoint = self.opts.endpoint.clone();
+        let remover = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let Ok(docker) = crate::engine::connect(&endpoint, REMOVE_ON_DROP_WAIT) else {
+                return;
+            };
+            rt.block_on(async {
+                for id in ids {
+                    let opts = RemoveContainerOptions {
+                        force: true,
+                        ..Default::default()
+                    };
+                    let removed = tokio::time::timeout(
+                        REMOVE_ON_DROP_WAIT,
+                        docker.remove_container(&id, Some(opts)),
+                    )
+                    .await;
+                    match removed {
+                        Ok(Ok(())) => {}
+                        // Already gone (`close()` removed it).
+                        Ok(Err(bollard::errors::Error::DockerResponseServerError {
+                            status_code: 404,
+                            ..
+                        })) => {}
+                        _ => tracing::warn!(container = %id, "container sandbox not removed"),
+                    }
+                }
+            });
+        });
+        let _ = remover.join();
+    }
+}
+
+#[async_trait]
+impl Sandbox for ContainerSandbox {
+    fn kind(&self) -> SandboxKind {
+        SandboxKind::Container
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            kind: SandboxKind::Container,
+            ..self.inner.files.capabilities()
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.inner.files.root()
+    }
+
+    fn location(&self) -> String {
+        let o = &self.inner.opts;
+        let which = match self.container_id() {
+            Some(id) => format!("container {}", &id[..id.len().min(12)]),
+            None => "a container (created on first use)".to_string(),
+        };
+        format!(
+            "container: {which} of image `{}` on engine {}, project bound at {}, no network",
+            o.image,
+            o.endpoint.shown(),
+            o.workdir
+        )
+    }
+
+    fn exec_confinement(&self) -> Option<Confinement> {
+        Some(Confinement::Container {
+            engine: self.inner.opts.endpoint.shown(),
+            image: self.inner.opts.image.clone(),
+            container: self
+                .container_id()
+                .map(|id| id.chars().take(12).collect())
+                .unwrap_or_default(),
+            network_isolated: true,
+        })
+    }
+
+    fn scope(&self, given: &str) -> Result<String, SandboxError> {
+        self.inner.files.scope(given)
+    }
+
+    async fn list(&self, req: ListRequest, c: CancellationToken) -> Result<Listing, SandboxError> {
+        self.inner.files.list(req, c).await
+    }
+
+    async fn read(
+        &self,
+        req: ReadRequest,
+        c: CancellationToken,
+    ) -> Result<ReadOutcome, SandboxError> {
+        self.inner.files.read(req, c).await
+    }
+
+    async fn preview_write(
+        &self,
+        req: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WritePlan, SandboxError> {
+        self.inner.files.preview_write(req, c).await
+    }
+
+    async fn write(
+        &self,
+        req: WriteRequest,
+        c: CancellationToken,
+    ) -> Result<WriteOutcome, SandboxError> {
+        self.inner.files.write(req, c).await
+    }
+
+    async fn preview_edit(
+        &self,
+        req: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditPlan, SandboxError> {
+        self.inner.files.preview_edit(req, c).await
+    }
+
+    async fn edit(
+        &self,
+        req: EditRequest,
+        c: CancellationToken,
+    ) -> Result<EditOutcome, SandboxError> {
+        self.inner.files.edit(req, c).await
+    }
+
+    async fn glob(
+        &self,
+        req: GlobRequest,
+        c: CancellationToken,
+    ) -> Result<GlobOutcome, SandboxError> {
+        self.inner.files.glob(req, c).await
+    }
+
+    async fn grep(
+        &self,
+        req: GrepRequest,
+        c: CancellationToken,
+    ) -> Result<GrepOutcome, SandboxError> {
+        self.inner.files.grep(req, c).await
+    }
+
+    async fn exec(
+        &self,
+        req: ExecRequest,
+        cancel: CancellationToken,
+        sink: Arc<dyn ExecSink>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        crate::exec::run(self, req, cancel, sink).await
+    }
+}

@@ -1,0 +1,236 @@
+//! Commands in the container: output, exit codes, no network, the output cap and projection,
+//! heartbeats, the timeout, and a stop that leaves no process behind (counted in the container).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aibuddy_container::ContainerSandbox;
+use aibuddy_sandbox::aibuddy_exec::{
+    Confinement, ExecRequest, MODEL_CHAR_CAP, NullSink, Termination, project_for_model,
+};
+use aibuddy_sandbox::{Sandbox, Stage};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine_or_skip;
+use crate::sink::Recorder;
+use crate::support::project;
+
+/// The command every "leftover" test starts: three sleeps, one of them in its own session.
+pub const SLEEPERS: &str =
+    "sleep 300 & (sleep 300 &) ; sh -c 'exec sleep 300' & echo started; sleep 300";
+
+/// Processes in the container running `sleep 300` (zombies have no command line: not counted).
+pub async fn sleepers(sb: &ContainerSandbox) -> usize {
+    let out = sb
+        .exec(
+            ExecRequest::new(
+                "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+                "/",
+            ),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .expect("count processes");
+    String::from_utf8_lossy(&out.head)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+#[tokio::test]
+async fn commands_run_inside_with_their_streams_code_and_no_network() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let rec = Arc::new(Recorder::default());
+    let mut req = ExecRequest::new(
+        "pwd; echo oops >&2; ls /sys/class/net; cat /proc/net/dev | grep -c : ; exit 7",
+        "/",
+    );
+    req.heartbeat_interval = Duration::from_millis(50);
+    let out = sb
+        .exec(req, CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.termination, Termination::Exited { code: 7 });
+    assert_eq!(
+        rec.stdout(),
+        "/workspace\nlo\n1\n",
+        "only the loopback interface"
+    );
+    assert_eq!(String::from_utf8_lossy(&rec.err.lock().unwrap()), "oops\n");
+    assert_eq!((out.stdout.total_bytes, out.stderr.total_bytes), (16, 5));
+    assert!(matches!(
+        &out.confinement,
+        Confinement::Container { network_isolated: true, image, .. } if *image == engine.image
+    ));
+    assert_eq!(out.confinement.label(), "container+nonet");
+
+    // Heartbeats while a command runs.
+    let rec = Arc::new(Recorder::default());
+    let mut req = ExecRequest::new("sleep 0.4", "/");
+    req.heartbeat_interval = Duration::from_millis(50);
+    sb.exec(req, CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
+    assert!(rec.beats.load(std::sync::atomic::Ordering::SeqCst) >= 3);
+
+    let err = sb
+        .exec(
+            ExecRequest::new("  ", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.stage(), Stage::Parameters);
+    sb.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn output_over_the_cap_is_bounded_spooled_and_projected() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let spool_dir = tempfile::tempdir().unwrap();
+    let sb = engine.sandbox(dir.path());
+    let mut req = ExecRequest::new("seq 1 200000; echo the-end", "/");
+    req.spool_path = Some(spool_dir.path().join("call.out"));
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
+    let total: u64 = (1..=200_000u64)
+        .map(|n| n.to_string().len() as u64 + 1)
+        .sum::<u64>()
+        + 8;
+    assert_eq!(out.stdout.total_bytes, total);
+    assert!(out.omitted_middle_bytes > 0);
+    assert!(out.head.starts_with(b"1\n2\n3\n"));
+    assert!(out.tail.ends_with(b"199999\n200000\nthe-end\n"));
+    let spool = out.spool.as_ref().unwrap();
+    assert_eq!(spool.written_bytes, total);
+    assert_eq!(std::fs::metadata(&spool.path).unwrap().len(), total);
+    let text = project_for_model(&out);
+    assert!(text.chars().count() <= MODEL_CHAR_CAP, "{}", text.len());
+    assert!(text.contains("the-end"));
+    sb.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stop_during_a_command_leaves_no_process_in_the_container() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let rec = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let task = {
+        let (sb, rec, cancel) = (sb.clone(), rec.clone(), cancel.clone());
+        tokio::spawn(async move { sb.exec(ExecRequest::new(SLEEPERS, "/"), cancel, rec).await })
+    };
+    rec.wait_for("started", Duration::from_secs(30)).await;
+    let before = sleepers(&sb).await;
+    assert_eq!(before, 4, "the command's sleeps are running");
+    let t = Instant::now();
+    cancel.cancel();
+    let out = task.await.unwrap().unwrap();
+    let took = t.elapsed();
+    assert!(out.cancelled);
+    assert_eq!(out.termination, Termination::Signaled { signal: 9 });
+    let after = sleepers(&sb).await;
+    eprintln!(
+        "stop: {before} processes before, {after} after, the call returned {took:?} after the stop"
+    );
+    assert_eq!(after, 0);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    sb.close().await.unwrap();
+}
+
+/// Dropping the call (no cancel token, no kill exec: the future is gone) closes the HTTP
+/// connection; the engine closes the wrapper's stdin and the wrapper kills the command's tree.
+#[tokio::test]
+async fn a_dropped_request_kills_the_tree_through_the_closed_connection() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let rec = Arc::new(Recorder::default());
+    let call = sb.exec(
+        ExecRequest::new(SLEEPERS, "/"),
+        CancellationToken::new(),
+        rec.clone(),
+    );
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::select! {
+            _ = call => panic!("the command ended by itself"),
+            _ = rec.wait_for("started", Duration::from_secs(30)) => {}
+        }
+    })
+    .await;
+    assert!(waited.is_ok());
+    // `call` is dropped here: its connection closes.
+    let t = Instant::now();
+    let mut left = sleepers(&sb).await;
+    while left > 0 && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = sleepers(&sb).await;
+    }
+    eprintln!(
+        "dropped request: processes gone {:?} after the connection closed",
+        t.elapsed()
+    );
+    assert_eq!(left, 0);
+    sb.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_sandbox_timeout_ends_the_command_and_its_leftovers() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let mut req = ExecRequest::new(SLEEPERS, "/");
+    req.timeout = Duration::from_millis(800);
+    req.kill_grace = Duration::from_millis(300);
+    let t = Instant::now();
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
+    assert!(out.timed_out);
+    assert!(
+        matches!(out.termination, Termination::Signaled { signal: 15 | 9 }),
+        "{:?}",
+        out.termination
+    );
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    assert_eq!(sleepers(&sb).await, 0);
+    sb.close().await.unwrap();
+}
+
+/// An image the engine does not have is never pulled: the command is an Execution error naming
+/// it, and the next command tries again.
+#[tokio::test]
+async fn a_missing_image_is_an_execution_error_and_nothing_is_pulled() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let mut opts = engine.options_on(&engine.socket, Duration::from_secs(30));
+    opts.image = "localhost/aibuddy-no-such-image:1".into();
+    let sb =
+        ContainerSandbox::open(&aibuddy_sandbox::SandboxSettings::new(dir.path()), opts).unwrap();
+    for _ in 0..2 {
+        let err = sb
+            .exec(
+                ExecRequest::new("true", "/"),
+                CancellationToken::new(),
+                Arc::new(NullSink),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.stage(), Stage::Execution);
+        assert!(
+            err.to_string()
+                .contains("localhost/aibuddy-no-such-image:1"),
+            "{err}"
+        );
+    }
+    assert!(sb.container_id().is_none());
+}

@@ -1,0 +1,9 @@
+//! The integration tests of `aibuddy-container`, in one binary, against a real engine (Podman's
+//! API service started by `support`). Run one with `cargo test -p aibuddy-container --test all NAME`.
+
+mod support;
+
+mod engine_faults;
+mod exec;
+mod files;
+mod sink;
