@@ -90,6 +90,8 @@ pub struct App {
     /// The running calls of this project's runs, each stoppable alone by its id (a window's
     /// card Stop).
     pub call_stops: Arc<crate::agent::call_stops::CallStops>,
+    /// The tool sets and system text of the subagent runs running now, by run id.
+    pub child_shapes: Arc<crate::agent::subagent::shapes::ChildShapes>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -301,6 +303,7 @@ impl App {
             trust: config.status,
             checkpoints,
             call_stops: Default::default(),
+            child_shapes: Default::default(),
         })
     }
 
@@ -365,7 +368,9 @@ impl App {
     /// The tool set for the next step of run `run_id` (with what its `tool_search` calls
     /// activated).
     pub fn run_toolset(&self, run_id: &str) -> ToolSet {
-        self.toolset(&self.capabilities.discovery.activated(run_id))
+        let set = self.toolset(&self.capabilities.discovery.activated(run_id));
+        // A subagent run has at most its parent's tools (`agent::subagent::shapes`).
+        self.child_shapes.narrow(run_id, set)
     }
 
     /// The context of run `run_id` was rebuilt (after compaction): keep activated exactly the

@@ -167,9 +167,10 @@ pub struct CapabilityPlane {
     refreshed: AtomicU64,
     /// [`PlaneOptions::prewarm_search`].
     prewarm_search: bool,
-    /// Which person answers the questions of which run (`ask_user_question`): the runs of this
-    /// plane attach their broker here ([`CapabilityPlane::human_desk`]).
-    desk: Arc<HumanDesk>,
+    /// Which person answers the questions of which run (`ask_user_question`) and which runner
+    /// starts its subagents (`agent`): the runs of this plane attach them here
+    /// ([`CapabilityPlane::human_desk`], [`CapabilityPlane::subagent_desk`]).
+    desks: build::Desks,
 }
 
 /// The settings and host capabilities (as far as the injected services go) a tool set is computed
@@ -253,7 +254,12 @@ fn spawn_gate(
 impl CapabilityPlane {
     /// Where this plane's runs attach the broker that answers their questions.
     pub fn human_desk(&self) -> Arc<HumanDesk> {
-        self.desk.clone()
+        self.desks.human.clone()
+    }
+
+    /// Where this plane's runs attach the runner that starts their subagents (`agent`).
+    pub fn subagent_desk(&self) -> Arc<crate::tools::agent::SubagentDesk> {
+        self.desks.subagents.clone()
     }
 
     /// Load skills, connect the MCP servers the project's trust allows (waiting at most
@@ -340,11 +346,11 @@ impl CapabilityPlane {
         let discovery = Arc::new(DiscoveryService::new());
         let readiness = Arc::new(PlaneReadiness::default());
         let changes = mcp.as_ref().map_or(0, |m| *m.subscribe().borrow());
-        let desk = Arc::new(HumanDesk::default());
+        let desks = build::Desks::default();
         let (registry, left) =
-            build_registry(&discovery, &skills, &readiness, &desk, mcp.as_ref())?;
+            build_registry(&discovery, &skills, &readiness, &desks, mcp.as_ref())?;
         let plane = Arc::new(CapabilityPlane {
-            desk,
+            desks,
             discovery,
             skills,
             mcp,
@@ -373,10 +379,10 @@ impl CapabilityPlane {
         let skills = SkillsService::load(default_roots(project_root, data_dir, None));
         let discovery = Arc::new(DiscoveryService::new());
         let readiness = Arc::new(PlaneReadiness::default());
-        let desk = Arc::new(HumanDesk::default());
-        let (registry, left) = build_registry(&discovery, &skills, &readiness, &desk, None)?;
+        let desks = build::Desks::default();
+        let (registry, left) = build_registry(&discovery, &skills, &readiness, &desks, None)?;
         Ok(Arc::new(CapabilityPlane {
-            desk,
+            desks,
             discovery,
             skills,
             mcp: None,
@@ -440,7 +446,7 @@ impl CapabilityPlane {
             &self.discovery,
             &self.skills,
             &self.readiness,
-            &self.desk,
+            &self.desks,
             self.mcp.as_ref(),
         );
         match built {
@@ -467,6 +473,10 @@ impl CapabilityPlane {
     /// it, or a background thread with [`PlaneOptions::prewarm_search`]).
     pub fn set_catalog_context(&self, context: CatalogContext) {
         let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
+        // The `agent` tool's instructions name the profiles of these settings.
+        self.desks
+            .subagents
+            .set_profiles(&context.settings.agents.profiles);
         if let Ok(mut c) = self.context.write() {
             *c = Some(context);
         }
@@ -561,8 +571,8 @@ mod build;
 mod mcp_sandbox;
 mod readiness;
 mod tokens;
-pub use build::bind;
 use build::build_registry;
+pub use build::{Desks, bind};
 pub use readiness::{PlaneReadiness, unavailable};
 pub use tokens::KeyringVault;
 

@@ -5,7 +5,7 @@
 //! ```json
 //! {
 //!   "tools":   { "enabled": ["filesystem", "execute", "view_tool_call", "tool_search", "view_skill",
-//!                            "ask_user_question"],
+//!                            "ask_user_question", "agent"],
 //!                "disabled": [] },
 //!   "sandbox": { "kind": "local", "container": { "engine": "unix://...", "image": "...", "workdir": "/workspace", "project": "bind" }, "daytona": { ... }, "e2b": { ... } },
 //!   "confirm": { "auto_approve_writes": false },
@@ -22,7 +22,9 @@
 //!                "step_timeout_secs": 1800, "keepalive_timeout_secs": 900, "idle_timeout_secs": 90 },
 //!   "checkpoints": { "max_file_bytes": 16777216 },  // files larger are not checkpointed
 //!   "hooks": { "pre_tool_call": [{"match": "execute", "command": "./check.sh", "timeout_secs": 60}],
-//!              "post_tool_call": [], "run_start": [], "run_end": [], "waiting_for_person": [] }
+//!              "post_tool_call": [], "run_start": [], "run_end": [], "waiting_for_person": [] },
+//!   "agents": { "profiles": { "reviewer": { "description": "...", "tools": ["read_file", "grep"],
+//!                                           "prompt": "You review code; change nothing." } } }
 //! }
 //! ```
 //! `tools.enabled` is the seed's `toolKeys`: the tool configs a run may use (MCP servers are
@@ -36,6 +38,7 @@
 //! authority over the user level (see [`authority`]) applies only once the person trusts the project (`crate::trust`); until then it
 //! is ignored with a problem line. `exec.writable_roots` are resolved at load ([`roots`]).
 
+mod agents;
 mod approvals;
 mod authority;
 pub mod edit;
@@ -52,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+pub use agents::{AgentProfile, AgentsSettings, valid_profile_name};
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
 pub use authority::{
     Effect, decide as authority_decide, effect as authority_effect, effect_or_widens,
@@ -81,6 +85,7 @@ pub const DEFAULT_TOOL_KEYS: &[&str] = &[
     "tool_search",
     "view_skill",
     "ask_user_question",
+    "agent",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -305,6 +310,8 @@ pub struct Settings {
     /// Commands run around tool calls and runs (`docs/hooks.md`): the user file's, then the
     /// project file's (only when trusted).
     pub hooks: HooksSettings,
+    /// Subagent profiles of the `agent` tool (a project's only narrow: `settings/agents.rs`).
+    pub agents: AgentsSettings,
 }
 
 /// The largest `checkpoints.max_file_bytes` accepted: 1 GiB.

@@ -222,6 +222,25 @@ pub async fn show_run(
         Ok(rows) => detail.attach_hooks(&rows),
         Err(e) => tracing::warn!(run = %run_id, "hook runs not read: {e}"),
     }
+    // Its subagent runs, so each `agent` card links to the run it started.
+    match store.child_runs(&run_id).await {
+        Ok(children) => {
+            for (child, call) in children {
+                let status = store
+                    .get_run(&child)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.status);
+                detail.children.push(crate::run_views::ChildRunView {
+                    run_id: child,
+                    parent_call_id: call,
+                    status,
+                });
+            }
+        }
+        Err(e) => tracing::warn!(run = %run_id, "subagent runs not read: {e}"),
+    }
     detail.meter =
         crate::provider::stored_route(&project.app, &conversation.run).and_then(|route| {
             aibuddy::agent::usage_event::stored_usage(

@@ -29,6 +29,9 @@ pub struct RunSummary {
     pub started_at: String,
     pub steps: i64,
     pub tool_calls: i64,
+    /// A subagent run: the run whose `agent` call started it, and that call's id.
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
 }
 
 impl From<RunListRow> for RunSummary {
@@ -42,6 +45,8 @@ impl From<RunListRow> for RunSummary {
             started_at: r.started_at,
             steps: r.steps,
             tool_calls: r.tool_calls,
+            parent_run_id: r.parent_run_id,
+            parent_call_id: r.parent_call_id,
         }
     }
 }
@@ -117,7 +122,21 @@ pub struct RunDetail {
     pub meter: Option<aibuddy::agent::events::RunEvent>,
     pub steps: i64,
     pub tool_calls: i64,
+    /// A subagent run: the run whose `agent` call started it, and that call's id.
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
+    /// The subagent runs this run's `agent` calls started, oldest first (`show_run` fills it).
+    pub children: Vec<ChildRunView>,
     pub messages: Vec<RunMessage>,
+}
+
+/// A subagent run of a shown run: its id, the `agent` call that started it, how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ChildRunView {
+    pub run_id: String,
+    pub parent_call_id: Option<String>,
+    pub status: Option<RunStatus>,
 }
 
 fn message_view(m: &MessageRecord) -> RunMessage {
@@ -198,6 +217,9 @@ impl From<&Conversation> for RunDetail {
             meter: None,
             steps: r.steps,
             tool_calls: r.tool_calls,
+            parent_run_id: r.parent_run_id.clone(),
+            parent_call_id: r.parent_call_id.clone(),
+            children: Vec::new(),
             messages: c.messages.iter().map(message_view).collect(),
         }
     }
@@ -224,6 +246,9 @@ mod tests {
             meter: None,
             steps: 0,
             tool_calls: 0,
+            parent_run_id: None,
+            parent_call_id: None,
+            children: Vec::new(),
             messages: vec![RunMessage {
                 seq: 1,
                 role: "tool".into(),

@@ -31,6 +31,9 @@ fn run() -> RunRecord {
         owner: None,
         scoped_call_ids: false,
         stop_reason: None,
+        parent_run_id: None,
+        parent_call_id: None,
+        child_shape: None,
     }
 }
 

@@ -131,6 +131,15 @@ pub enum RunEvent {
         /// Share of the window past which older turns are summarized (`agent.compaction_threshold`).
         compaction_threshold: f64,
     },
+    /// An event of a subagent run (started by the parent's `agent` call `parent_tool_call_id`),
+    /// nested under that call's card. The child's own `run_started` / `run_finished` carry its run
+    /// id. A child's questions (`confirm_request`, `ask_user`, `network_ask`, `elicitation`) come
+    /// wrapped too and are answered by their ids like the parent's.
+    Subagent {
+        parent_tool_call_id: String,
+        #[ts(type = "RunEvent")]
+        event: Box<RunEvent>,
+    },
     RunFinished {
         run_id: String,
         status: aibuddy_store::RunStatus,

@@ -43,6 +43,7 @@ mod run_hooks;
 mod run_loop;
 pub mod search_note;
 pub mod stored_route;
+pub mod subagent;
 pub mod summarize;
 pub mod tools;
 pub mod usage_event;
@@ -233,7 +234,9 @@ impl AgentError {
     }
 }
 
-/// The run loop over one open project, one provider route and one confirm broker.
+/// The run loop over one open project, one provider route and one confirm broker. Cloning is
+/// cheap (shared parts); a subagent run uses a clone of its parent's.
+#[derive(Clone)]
 pub struct Agent {
     pub(crate) app: Arc<App>,
     pub(crate) provider: Arc<dyn Provider>,

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use aibuddy_provider::{Message, ModelRequest, StopReason, Usage as ProviderUsage};
 use aibuddy_store::{
-    Conversation, MessageRole, NewMessage, NewRun, RunEnd, RunRecord, RunStatus, Store, StoreError,
-    Usage,
+    Conversation, MessageRole, NewMessage, NewRun, RunEnd, RunParent, RunRecord, RunStatus, Store,
+    StoreError, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,7 @@ use super::events::{RunEvent, RunEventSink};
 use super::next_request::{SearchCache, searched};
 use super::run_end::{End, stored_usage};
 use super::run_hooks::RunHooks;
+use super::subagent::{ChildStart, Children};
 use super::tools::presentation_name;
 use super::watchdog::{
     IdleWatchdog, StepContext, StepEnd, guard_tools, over_time_reason, stream_step,
@@ -63,8 +64,14 @@ impl Agent {
             .ok_or(AgentError::NoStore)
     }
 
-    /// Creates or resumes the run and appends the person's text. Returns the run id.
-    async fn open_run(&self, store: &Store, start: &RunStart) -> Result<String, AgentError> {
+    /// Creates or resumes the run and appends the person's text (a child run: created linked to
+    /// its parent, its task as the text). Returns the run id.
+    async fn open_run(
+        &self,
+        store: &Store,
+        start: &RunStart,
+        child: Option<&ChildStart>,
+    ) -> Result<String, AgentError> {
         let route = self.provider.route();
         let store_err = |source| AgentError::Store {
             stage: Stage::Execution,
@@ -104,17 +111,26 @@ impl Agent {
                 if prompt.is_empty() {
                     return Err(AgentError::EmptyPrompt);
                 }
-                store
-                    .create_run(NewRun {
-                        run_id: None,
-                        title: title_of(prompt),
-                        provider: route.name.clone(),
-                        model: route.model.clone(),
-                        presentation: presentation_name(route.presentation).to_string(),
-                        project_root: Some(self.app.project_root.display().to_string()),
-                    })
-                    .await
-                    .map_err(store_err)?
+                let new = NewRun {
+                    run_id: None,
+                    title: title_of(child.map_or(prompt, |c| c.task.description.as_str())),
+                    provider: route.name.clone(),
+                    model: route.model.clone(),
+                    presentation: presentation_name(route.presentation).to_string(),
+                    project_root: Some(self.app.project_root.display().to_string()),
+                };
+                match child {
+                    None => store.create_run(new).await,
+                    Some(c) => {
+                        let parent = RunParent {
+                            run_id: c.parent_run_id.clone(),
+                            call_id: c.parent_call_id.clone(),
+                            shape: serde_json::to_string(&c.shape).ok(),
+                        };
+                        store.create_child_run(new, parent).await
+                    }
+                }
+                .map_err(store_err)?
             }
         };
         if !prompt.is_empty() {
@@ -135,8 +151,60 @@ impl Agent {
         cancel: CancellationToken,
         events: Arc<dyn RunEventSink>,
     ) -> Result<RunOutcome, AgentError> {
+        self.run_as(start, None, cancel, events).await
+    }
+
+    /// A subagent run (`subagent`): stored linked to its parent, shaped (tools, system text) for
+    /// its length, starting no children of its own.
+    pub(crate) async fn run_child(
+        &self,
+        child: ChildStart,
+        cancel: CancellationToken,
+        events: Arc<dyn RunEventSink>,
+    ) -> Result<RunOutcome, AgentError> {
+        let start = RunStart {
+            prompt: child.task.prompt.clone(),
+            max_steps: child.max_steps,
+            continue_run: None,
+        };
+        self.run_as(start, Some(child), cancel, events).await
+    }
+
+    async fn run_as(
+        &self,
+        start: RunStart,
+        child: Option<ChildStart>,
+        cancel: CancellationToken,
+        events: Arc<dyn RunEventSink>,
+    ) -> Result<RunOutcome, AgentError> {
         let store = self.store()?;
-        let run_id = self.open_run(&store, &start).await?;
+        let run_id = self.open_run(&store, &start, child.as_ref()).await?;
+        // A child sees its narrowed tools and its system text from the first request on; a
+        // top-level run may start children (a child may not: the depth is one).
+        // A continued child keeps the shape it was stored with.
+        let shape = match &child {
+            Some(c) => Some(c.shape.clone()),
+            None => match store.get_run(&run_id).await {
+                Ok(Some(r)) => super::subagent::stored_shape(&r),
+                _ => None,
+            },
+        };
+        let is_child = shape.is_some();
+        let _shape = shape.map(|s| self.app.child_shapes.attach(&run_id, s));
+        let _children = (!is_child).then(|| {
+            self.app.capabilities.subagent_desk().attach(
+                &run_id,
+                Arc::new(Children {
+                    agent: self.clone(),
+                    parent_run_id: run_id.clone(),
+                    events: events.clone(),
+                    max_steps: start.max_steps,
+                    slots: Arc::new(tokio::sync::Semaphore::new(
+                        super::subagent::MAX_CONCURRENT_CHILDREN,
+                    )),
+                }),
+            )
+        });
         let route = self.provider.route();
         events.emit(RunEvent::RunStarted {
             run_id: run_id.clone(),

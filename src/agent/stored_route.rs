@@ -111,6 +111,9 @@ mod tests {
             owner: None,
             scoped_call_ids: true,
             stop_reason: None,
+            parent_run_id: None,
+            parent_call_id: None,
+            child_shape: None,
         }
     }
 

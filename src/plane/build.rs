@@ -3,14 +3,14 @@
 
 use super::*;
 
-/// Replace the unbound `tool_search`, `view_skill` and `ask_user_question` configs with ones
-/// bound to these services.
+/// Replace the unbound `tool_search`, `view_skill`, `ask_user_question` and `agent` configs with
+/// ones bound to these services.
 pub fn bind(
     configs: Vec<Arc<dyn ToolConfig>>,
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
     readiness: &Arc<PlaneReadiness>,
-    desk: &Arc<HumanDesk>,
+    desks: &Desks,
 ) -> Vec<Arc<dyn ToolConfig>> {
     configs
         .into_iter()
@@ -23,8 +23,11 @@ pub fn bind(
                 tools::view_skill::KEY => {
                     Arc::new(tools::view_skill::ViewSkillConfig::new(skills.clone()))
                 }
-                tools::ask_user_question::KEY => {
-                    Arc::new(tools::ask_user_question::AskUserConfig::new(desk.clone()))
+                tools::ask_user_question::KEY => Arc::new(
+                    tools::ask_user_question::AskUserConfig::new(desks.human.clone()),
+                ),
+                tools::agent::KEY => {
+                    Arc::new(tools::agent::AgentConfig::new(desks.subagents.clone()))
                 }
                 _ => c,
             }
@@ -32,15 +35,29 @@ pub fn bind(
         .collect()
 }
 
+/// Where the runs of a plane attach the person who answers their questions and the runner that
+/// starts their subagents.
+#[derive(Default)]
+pub struct Desks {
+    pub human: Arc<HumanDesk>,
+    pub subagents: Arc<tools::agent::SubagentDesk>,
+}
+
 /// Built-in configs (bound) + one config per MCP server with its current catalog entries.
 pub(super) fn build_registry(
     discovery: &Arc<DiscoveryService>,
     skills: &Arc<SkillsService>,
     readiness: &Arc<PlaneReadiness>,
-    desk: &Arc<HumanDesk>,
+    desks: &Desks,
     mcp: Option<&Arc<McpManager>>,
 ) -> Result<(Registry, Vec<LeftOut>), Vec<ConsistencyProblem>> {
-    let mut configs = bind(tools::builtin_configs(), discovery, skills, readiness, desk);
+    let mut configs = bind(
+        tools::builtin_configs(),
+        discovery,
+        skills,
+        readiness,
+        desks,
+    );
     let mut metas: Vec<ToolConfigMeta> = tools::builtin_metas();
     let mut left = Vec::new();
     if let Some(m) = mcp {

@@ -406,6 +406,12 @@ pub static FIELDS: &[FieldSpec] = &[
         "Files larger than this (bytes) are not checkpointed, so a rewind cannot put them back.",
     ),
     row(
+        "agents.profiles",
+        "Subagent profiles",
+        R::Neutral,
+        "Named profiles of the `agent` tool (description, tools, prompt); a subagent never gets more tools than its parent, and a project's profile of one of your names only narrows its tools.",
+    ),
+    row(
         "hooks.pre_tool_call",
         "Before a tool call",
         R::WidensWhenNonEmpty,

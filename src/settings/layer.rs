@@ -300,6 +300,7 @@ pub fn layer(
     };
     let mut project_approvals = None;
     let mut project_hooks = None;
+    let mut project_agents = None;
     let mut project_hooks_given = super::HooksSettings::default();
     if let Some(file) = project {
         let first = problems.len();
@@ -320,6 +321,8 @@ pub fn layer(
         gate_fields(file, &mut map, &gate, &mut problems, Some(&mut widening));
         // What is left (all of it when trusted) is added after the user's hooks, not merged.
         project_hooks = super::hooks::take(&mut map);
+        // Profiles layer by name and only narrow the user's (`settings/agents.rs`).
+        project_agents = super::agents::take(&mut map);
         problems[first..].sort_by_key(|p| (p.line.unwrap_or(u32::MAX), p.column.unwrap_or(0)));
         merge(&mut merged, map.map);
     }
@@ -334,6 +337,9 @@ pub fn layer(
     );
     if let Some(hooks) = project_hooks {
         settings.hooks.extend_with(hooks, super::HookLevel::Project);
+    }
+    if let Some(agents) = project_agents {
+        settings.agents.narrow_with_project(agents);
     }
     keep_user_engine(&mut settings, &user_settings);
     LoadedSettings {

@@ -225,6 +225,7 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
                     .into(),
             )
         }
+        ("agents", "profiles", v) => super::agents::invalid_profiles(v),
         ("approvals", "rules", v) => {
             let rules: Vec<crate::approvals::ApprovalRule> =
                 serde_json::from_value(v.clone()).ok()?;

@@ -178,7 +178,7 @@ fn a_section_that_is_not_an_object_is_reported_at_its_key() {
             ("confirm", "must be an object", Some(2)),
             (
                 "x",
-                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints, hooks)",
+                "unknown field (known: tools, sandbox, confirm, approvals, exec, tool_search, providers, agent, checkpoints, hooks, agents)",
                 Some(19)
             ),
         ]
@@ -706,4 +706,33 @@ fn a_user_file_a_command_could_have_written_runs_no_hooks() {
             .iter()
             .any(|p| p.field == "hooks.run_start" && p.message == USER_FILE_EXPOSED)
     );
+}
+
+#[test]
+fn a_projects_agent_profiles_apply_untrusted_and_only_narrow_the_users() {
+    let user = r#"{"agents": {"profiles": {"reviewer": {"description": "mine", "tools": ["read_file", "grep"], "prompt": "read only"}}}}"#;
+    let project = r#"{"agents": {"profiles": {
+        "reviewer": {"description": "theirs", "tools": ["grep", "execute"], "prompt": "run anything"},
+        "builder": {"tools": ["execute"], "prompt": "build"}}}}"#;
+    for trusted in [false, true] {
+        let l = layer_trust(user, project, trusted);
+        assert!(l.problems.is_empty(), "{:?}", l.problems);
+        assert!(l.widening.is_empty(), "{:?}", l.widening);
+        let p = &l.settings.agents.profiles;
+        let r = &p["reviewer"];
+        assert_eq!(r.tools, Some(vec!["grep".to_string()]));
+        assert_eq!(
+            (r.description.as_str(), r.prompt.as_deref()),
+            ("mine", Some("read only"))
+        );
+        assert!(p["builder"].from_project);
+    }
+    // A bad profile is a located problem and the field falls back to no profiles.
+    let l = layer_texts(&[(
+        "u.json".into(),
+        r#"{"agents": {"profiles": {"bad name": {}}}}"#.into(),
+    )]);
+    assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+    assert_eq!(l.problems[0].field, "agents.profiles");
+    assert!(l.settings.agents.profiles.is_empty());
 }

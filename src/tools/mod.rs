@@ -2,6 +2,7 @@
 //! `TOOL_CONFIG_METAS`). `builtin_configs` and `builtin_metas` are compared by
 //! `registry::assert_consistent` at every startup.
 
+pub mod agent;
 pub mod ask_user_question;
 pub mod execute;
 pub mod fs;
@@ -25,6 +26,7 @@ pub fn builtin_configs() -> Vec<Arc<dyn ToolConfig>> {
         Arc::new(view_skill::ViewSkillConfig::default()),
         Arc::new(view_tool_call::ViewToolCallConfig),
         Arc::new(ask_user_question::AskUserConfig::default()),
+        Arc::new(agent::AgentConfig::default()),
     ]
 }
 
@@ -37,5 +39,6 @@ pub fn builtin_metas() -> Vec<ToolConfigMeta> {
         view_skill::meta(),
         view_tool_call::meta(),
         ask_user_question::meta(),
+        agent::meta(),
     ]
 }

@@ -44,6 +44,7 @@ mod cli_network;
 mod cli_protected_paths;
 mod cli_run;
 mod cli_signals;
+mod cli_subagent;
 mod compaction_events;
 mod compaction_runs;
 mod discovery_cli;

@@ -335,6 +335,40 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     assert.deepEqual(problems, []);
     await page.close();
   });
+  it("a subagent's steps nest live under the agent card; its confirmation is answered by the child's call id", async () => {
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
+    await startRun(page, "Survey the project with a subagent");
+    const PARENT = `${RUN}:call_a1`;
+    const child = (event) => emit(page, { type: "subagent", parent_tool_call_id: PARENT, event });
+    await emit(page, { type: "tool_call", tool_call_id: PARENT, tool: "agent", input: { description: "survey the project", prompt: "List it." } });
+    await child({ type: "run_started", run_id: "run_CHILD", provider: "anthropic", model: "claude-sonnet-4-5", presentation: "native" });
+    await child({ type: "text_delta", text: "Looking <img src=x onerror=alert(1)>" });
+    await child({ type: "tool_call", tool_call_id: "run_CHILD:c1", tool: "ls", input: { path: "<b>src</b>" } });
+    await child({ type: "tool_result", tool_call_id: "run_CHILD:c1", status: "ok", stage: null, model: "a.rs", duration_ms: 2, exit_code: null, omitted_bytes: null, activated: [], hooks: [] });
+    const request = confirmRequest({ call_id: "run_CHILD:c2", tool: "execute", risk: "high_impact", digest: "d", target: "cargo test", scope: ["project"], consequence: "runs the target command in the project root: its effect is what the command does", diff: null });
+    await child({ type: "tool_call", tool_call_id: "run_CHILD:c2", tool: "execute", input: { command: "cargo test" } });
+    await child({ type: "confirm_request", tool_call_id: "run_CHILD:c2", request });
+    const card = page.locator(`[data-testid="tool-card"][data-id="${PARENT}"]`);
+    const steps = card.locator('[data-testid="subagent-step"]');
+    await steps.nth(1).waitFor();
+    assert.deepEqual(await steps.evaluateAll((els) => els.map((e) => [e.dataset.tool, e.dataset.status])), [["ls", "ok"], ["execute", "waiting_approval"]]);
+    assert.equal(await card.locator('[data-testid="subagent-text"]').textContent(), "Looking <img src=x onerror=alert(1)>");
+    assert.equal(await card.locator("img, b").count(), 0, "the child's text and targets stay text");
+    assert.equal(await card.locator('[data-testid="tool-target"]').textContent(), "survey the project");
+    // The child's own calls are no cards of the parent's conversation.
+    assert.equal(await page.locator('[data-testid="tool-card"]').count(), 1);
+    const dialog = page.locator('[data-testid="approval-dialog"][data-call="run_CHILD:c2"]');
+    await dialog.waitFor();
+    await readyApproval(page);
+    await page.keyboard.press("a");
+    await dialog.waitFor({ state: "detached" });
+    assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "run_CHILD:c2", approve: true }]);
+    // While the parent runs, the child run cannot be opened yet.
+    assert.equal(await card.locator('[data-testid="subagent-open"]').isDisabled(), true);
+    await shot(page, "subagent-card.png");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
   it("a call the model sent without a tool name says '(no name)' on its card, styled as missing", async () => {
     const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 });
     await startRun(page, "Look around");

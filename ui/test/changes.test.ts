@@ -73,7 +73,7 @@ const report = (conflicts: number, actions: number, over: Partial<RewindView> = 
 describe("what a call changed", () => {
   it("asks for changes of calls that may write, never of the read-only tools", () => {
     for (const t of ["write_file", "edit_file", "execute", "mcp__github__create_issue", "rewind"]) expect(mayChangeFiles(t), t).toBe(true);
-    for (const t of ["read_file", "grep", "glob", "ls", "tool_search", "view_skill", "ask_user_question"]) expect(mayChangeFiles(t), t).toBe(false);
+    for (const t of ["read_file", "grep", "glob", "ls", "tool_search", "view_skill", "ask_user_question", "agent"]) expect(mayChangeFiles(t), t).toBe(false);
   });
 
   it("labels every kind of change and says sizes and modes", () => {

@@ -42,6 +42,9 @@ function fakeShell() {
         meter: { type: "usage", input_tokens: 3, output_tokens: 2, context_tokens: 5, window_tokens: 200_000, window_known: true, compaction_threshold: 0.8 },
         steps: 1,
         tool_calls: 1,
+        parent_run_id: null,
+        parent_call_id: null,
+        children: [],
         messages: [
           { seq: 1, role: "user", text: "old prompt", tool_calls: [], result: null, usage: null },
           { seq: 2, role: "assistant", text: "old answer", tool_calls: [{ tool_call_id: "c9", tool: "ls", input: { path: "." } }], result: null, usage },

@@ -158,6 +158,9 @@ describe("run state reducer", () => {
       meter: null,
       steps: 1,
       tool_calls: 0,
+      parent_run_id: null,
+      parent_call_id: null,
+      children: [],
       messages: [{ seq: 1, role: "assistant", text: "cut", tool_calls: [], result: null, usage: null }],
     };
     const s = replay(detailEvents(detail), 0);

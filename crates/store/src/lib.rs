@@ -47,7 +47,8 @@ pub use paths::{DB_FILE, DataPaths, INLINE_LIMIT};
 pub use reader::{RawSource, Reader};
 pub use run_types::{
     Conversation, Interaction, LinkedResult, MessageRecord, MessageRole, NewMessage, NewRun,
-    NewSummary, RequestedCall, RunEnd, RunListRow, RunRecord, RunStatus, SummaryRecord, Usage,
+    NewSummary, RequestedCall, RunEnd, RunListRow, RunParent, RunRecord, RunStatus, SummaryRecord,
+    Usage,
 };
 pub use store::Store;
 pub use tables::call_changes::CallChanges;

@@ -15,6 +15,7 @@
 //! | 9 | `confirm_decisions.policy`: a decision made without asking by the approval mode or a rule, with its reason |
 //! | 10 | `call_changes`: the checkpoints (before/after snapshot ids) and change set of each call that may change the project |
 //! | 11 | `hook_runs`: every run of a person's hook, with its call (or only its run): outcome, exit, duration, the bounded record |
+//! | 12 | `runs.parent_run_id`, `runs.parent_call_id`, `runs.child_shape`: a subagent run names the run and the `agent` call that started it, and keeps its shape |
 //!
 //! Never edit a released version: append a new one.
 
@@ -63,11 +64,12 @@ pub fn migrations() -> Migrations<'static> {
         M::up(tables::confirm_decisions::MIGRATION_V9),
         M::up(tables::call_changes::MIGRATION_V10),
         M::up(tables::hook_runs::MIGRATION_V11),
+        M::up(tables::runs::MIGRATION_V12),
     ])
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: usize = 11;
+pub const LATEST_VERSION: usize = 12;
 
 /// The database's current schema version (`user_version`).
 pub fn current_version(conn: &Connection) -> Result<usize> {

@@ -16,8 +16,8 @@ use crate::error::{Result, StoreError};
 use crate::ids::{new_id, now_ms, validate_id};
 use crate::recovery;
 use crate::run_types::{
-    Conversation, MessageRole, NewMessage, NewRun, NewSummary, RunEnd, RunListRow, RunRecord,
-    RunStatus, Usage,
+    Conversation, MessageRole, NewMessage, NewRun, NewSummary, RunEnd, RunListRow, RunParent,
+    RunRecord, RunStatus, Usage,
 };
 use crate::store::Store;
 use crate::tables::{
@@ -29,6 +29,22 @@ use crate::writer::Durability;
 impl Store {
     /// Creates a `running` run owned by this process; returns its id.
     pub async fn create_run(&self, new: NewRun) -> Result<String> {
+        self.create_run_under(new, None).await
+    }
+
+    /// Creates a subagent run: like [`Store::create_run`], linked to the parent run and the
+    /// parent's call that started it (the parent run must exist).
+    pub async fn create_child_run(&self, new: NewRun, parent: RunParent) -> Result<String> {
+        self.create_run_under(new, Some(parent)).await
+    }
+
+    /// The subagent runs `run_id` started, oldest first: `(child run id, parent call id)`.
+    pub async fn child_runs(&self, run_id: &str) -> Result<Vec<(String, Option<String>)>> {
+        let run = run_id.to_string();
+        self.read(move |conn, _| runs::children(conn, &run)).await
+    }
+
+    async fn create_run_under(&self, new: NewRun, parent: Option<RunParent>) -> Result<String> {
         let run_id = new.run_id.clone().unwrap_or_else(new_id);
         validate_id(&run_id)?;
         let owner = self.instance_id().to_string();
@@ -49,6 +65,9 @@ impl Store {
                     model: &new.model,
                     presentation: &new.presentation,
                     owner: &owner,
+                    parent: parent
+                        .as_ref()
+                        .map(|p| (p.run_id.as_str(), p.call_id.as_str(), p.shape.as_deref())),
                 },
                 now,
             )

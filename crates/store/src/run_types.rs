@@ -156,6 +156,12 @@ pub struct RunRecord {
     /// finish normally (`max_tokens`, `refusal`, `pause_turn`, or the provider's own word;
     /// schema 8). `None` otherwise, while running, and for runs stored before.
     pub stop_reason: Option<String>,
+    /// A subagent run: the run whose `agent` call started it (schema 12). `None` otherwise.
+    pub parent_run_id: Option<String>,
+    /// A subagent run: the stored id of the parent's `agent` call (schema 12).
+    pub parent_call_id: Option<String>,
+    /// A subagent run: its shape as the core stored it (opaque JSON: tool set, system text).
+    pub child_shape: Option<String>,
 }
 
 impl RunRecord {
@@ -182,6 +188,19 @@ pub struct RunListRow {
     pub started_at_ms: i64,
     pub steps: i64,
     pub tool_calls: i64,
+    /// A subagent run: the run whose `agent` call started it, and that call's stored id.
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
+}
+
+/// The parent of a subagent run (`Store::create_child_run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunParent {
+    pub run_id: String,
+    /// The stored (run-scoped) id of the parent's `agent` call.
+    pub call_id: String,
+    /// The child's shape as the core describes it (opaque JSON), kept for a continued child.
+    pub shape: Option<String>,
 }
 
 /// How a run ended (`Store::finish_run`).

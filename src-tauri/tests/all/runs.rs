@@ -439,3 +439,108 @@ fn calls_of_a_dead_process_are_shown_interrupted_in_history_and_a_live_ones_runn
         json!("interrupted")
     );
 }
+
+/// A subagent inside a window run (issue 25): its events reach `run-event` wrapped in `subagent`
+/// with the parent's `agent` call id, its confirmation is answered through `answer_confirm` like
+/// the parent's, the child run is listed with its parent, `stop_run` of the parent kills the
+/// child's command, and `show_run` of the parent names the child run it started.
+#[test]
+fn a_subagent_nests_asks_through_answer_confirm_and_stops_with_its_parent() {
+    let f = fixture();
+    f.server.conversations_by_first_user_text();
+    let command = "sleep 31.713";
+    f.push(Turn::text("Delegating.").call(
+        "call_a1",
+        "agent",
+        json!({"description": "wait a while", "prompt": "Run the long command."}),
+    ));
+    f.push(Turn::text("Running.").call("call_s2", "execute", json!({ "command": command })));
+    let started = invoke(&f.window, "start_run", json!({ "prompt": "delegate" })).unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_string();
+    let parent_call = format!("{run_id}:call_a1");
+    let nested = |kind: &str| -> Option<Value> {
+        f.events_of(&run_id).into_iter().find_map(|e| {
+            (e["type"] == json!("subagent")
+                && e["parent_tool_call_id"] == json!(parent_call)
+                && e["event"]["type"] == json!(kind))
+            .then(|| e["event"].clone())
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let request = loop {
+        if let Some(e) = nested("confirm_request") {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "{:?}", f.events_of(&run_id));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let child_id = nested("run_started").unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let call_id = request["request"]["call_id"].as_str().unwrap().to_string();
+    assert!(call_id.starts_with(&child_id), "{request}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while invoke(
+        &f.window,
+        "answer_confirm",
+        json!({ "callId": call_id, "approve": true }),
+    ) != Ok(json!(true))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the child's confirmation was never answerable"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(command).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the child's command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listed = invoke(&f.window, "list_runs", json!({})).unwrap();
+    let child_row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == json!(child_id))
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    assert_eq!(child_row["parent_run_id"], json!(run_id), "{child_row}");
+    assert_eq!(
+        child_row["parent_call_id"],
+        json!(parent_call),
+        "{child_row}"
+    );
+
+    assert_eq!(
+        invoke(&f.window, "stop_run", json!({ "runId": run_id })).unwrap(),
+        json!(true)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(command).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the child's command outlived the stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let finished = f.wait_event(&run_id, "run_finished");
+    assert_eq!(finished["status"], json!("cancelled"), "{finished}");
+    assert_eq!(
+        nested("run_finished").unwrap()["status"],
+        json!("cancelled")
+    );
+    let shown = invoke(&f.window, "show_run", json!({ "runId": run_id })).unwrap();
+    assert_eq!(
+        shown["children"],
+        json!([{"run_id": child_id, "parent_call_id": parent_call, "status": "cancelled"}]),
+        "{shown}"
+    );
+    let child = invoke(&f.window, "show_run", json!({ "runId": child_id })).unwrap();
+    assert_eq!(child["parent_run_id"], json!(run_id), "{child}");
+    f.server.assert_clean();
+}

@@ -66,7 +66,7 @@ window_known: boolean,
 /**
  * Share of the window past which older turns are summarized (`agent.compaction_threshold`).
  */
-compaction_threshold: number, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, 
+compaction_threshold: number, } | { "type": "subagent", parent_tool_call_id: string, event: RunEvent, } | { "type": "run_finished", run_id: string, status: RunStatus, stage: Stage | null, usage: Usage, 
 /**
  * Set when the run ended on an answer the model did not finish normally: `max_tokens`
  * (cut at its output limit), `refusal` (the model refused), `pause_turn` (still paused

@@ -8,4 +8,8 @@ export type RunSummary = { run_id: string, title: string | null, provider: strin
 /**
  * RFC 3339 UTC with milliseconds.
  */
-started_at: string, steps: number, tool_calls: number, };
+started_at: string, steps: number, tool_calls: number, 
+/**
+ * A subagent run: the run whose `agent` call started it, and that call's id.
+ */
+parent_run_id: string | null, parent_call_id: string | null, };

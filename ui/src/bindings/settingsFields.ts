@@ -309,6 +309,16 @@ export const SETTINGS_FIELDS: readonly FieldSpec[] = [
   },
   {
     "editable": false,
+    "label": "Subagent profiles",
+    "may_hold_secrets": false,
+    "meaning": "Named profiles of the `agent` tool (description, tools, prompt); a subagent never gets more tools than its parent, and a project's profile of one of your names only narrows its tools.",
+    "page": null,
+    "path": "agents.profiles",
+    "rule": "neutral",
+    "user_only": null
+  },
+  {
+    "editable": false,
     "label": "Before a tool call",
     "may_hold_secrets": false,
     "meaning": "Commands run before a tool call is authorized, with your authority and outside the sandbox; they may block it or ask you.",

@@ -10,7 +10,7 @@ import { formatBytes } from "../lib/format";
 import { toolKind } from "./state";
 
 /** Tools that never change the project (their calls have no checkpoint): no changes are asked for. */
-const READ_ONLY = new Set(["read_file", "glob", "grep", "ls", "tool_search", "view_skill", "view_tool_call", "ask_user_question"]);
+const READ_ONLY = new Set(["read_file", "glob", "grep", "ls", "tool_search", "view_skill", "view_tool_call", "ask_user_question", "agent"]);
 
 /**
  * Whether a finished call of `tool` may have changed files (so its changes are worth asking for):

@@ -240,6 +240,9 @@ export class RunController {
 
   /** A stored run as shown: view only while it still runs elsewhere, else as it ended. */
   private shown(detail: RunDetail, state: RunViewState): RunViewState {
+    if (detail.parent_run_id) {
+      state = addNotice(state, `A subagent run, started by run ${detail.parent_run_id} (call ${detail.parent_call_id ?? "-"}).`, "info");
+    }
     if (detail.status === "running") {
       return addNotice({ ...state, runId: detail.run_id, phase: "elsewhere" }, ELSEWHERE_NOTICE, "info");
     }

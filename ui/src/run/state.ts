@@ -34,6 +34,12 @@ export interface ToolCard {
   activated: string[];
   /** The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order. */
   hooks: HookRun[];
+  /**
+   * `agent`: the subagent run this call started, as its own run view (its steps and tool calls,
+   * live, from the `subagent` events that carry this card's id); null for other tools and
+   * before the child's first event.
+   */
+  subagent: RunViewState | null;
 }
 
 export type ConversationItem =
@@ -102,7 +108,7 @@ export function isActive(state: RunViewState): boolean {
   return state.phase === "starting" || state.phase === "running";
 }
 
-const TARGET_KEYS = ["command", "path", "file_path", "pattern", "query", "url", "name", "skill", "dir"];
+const TARGET_KEYS = ["command", "path", "file_path", "pattern", "query", "url", "name", "skill", "dir", "description"];
 
 /** The call's target for display: the first well-known string argument, else a short JSON. */
 export function toolTarget(input: unknown): string {
@@ -205,6 +211,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         omittedBytes: null,
         activated: [],
         hooks: [],
+        subagent: null,
       };
       return push(state, { kind: "tool", card }, "t");
     }
@@ -265,6 +272,14 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       return push(state, { kind: "notice", text: hookSummary(event.hook), tone: event.hook.outcome === "ok" ? "info" : "warn" }, "n");
     case "compaction":
       return push(state, { kind: "notice", text: "Earlier turns were summarized to fit the model's context.", tone: "info" }, "n");
+    case "subagent":
+      return applySubagentEvent(state, event.parent_tool_call_id, event.event as RunEvent, now);
+    case "stored_subagent":
+      // A stored run: the card links to its child run (its steps are in that run).
+      return updateCard(state, event.parent_tool_call_id, (c) => ({
+        ...c,
+        subagent: c.subagent ?? { ...emptyRun(), runId: event.run_id, phase: event.status ?? "interrupted" },
+      }));
     case "run_finished": {
       // Calls still open when the run ends were interrupted: nothing more will arrive for them.
       const items = state.items.map((it) =>
@@ -289,6 +304,32 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
     }
   }
   return state;
+}
+
+/**
+ * The events of a subagent's questions: shown in the run's own dialogs (answered by their ids like
+ * the parent's), besides marking the nested card.
+ */
+const SUBAGENT_DIALOG_EVENTS = new Set(["confirm_request", "network_ask", "network_ask_resolved", "ask_user", "elicitation", "tool_result"]);
+
+/**
+ * A subagent's event: applied to the child's own run view on the parent's `agent` card (created
+ * on its first event); its questions also reach the run's dialogs, and its result clears them.
+ */
+export function applySubagentEvent(state: RunViewState, parentCallId: string, inner: RunEvent, now: number): RunViewState {
+  const nested = updateCard(state, parentCallId, (c) => ({ ...c, subagent: applyRunEvent(c.subagent ?? emptyRun(), inner, now) }));
+  if (!SUBAGENT_DIALOG_EVENTS.has(inner.type)) return nested;
+  // The parent has no card of the child's call: only the dialogs change.
+  return applyRunEvent(nested, inner, now);
+}
+
+/** "3 steps · 2 tool calls · completed": what a subagent card says of its child run. */
+export function subagentSummary(child: RunViewState): string {
+  const calls = child.items.filter((it) => it.kind === "tool").length;
+  const parts = calls > 0 ? [`${calls} tool call${calls === 1 ? "" : "s"}`] : [];
+  const ended = child.phase !== "running" && child.phase !== "starting" && child.phase !== "idle";
+  parts.push(ended ? phaseLabel(child.phase) : "working");
+  return parts.join(" · ");
 }
 
 /**

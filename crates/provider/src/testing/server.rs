@@ -36,8 +36,12 @@ struct State {
     requests: Vec<RecordedRequest>,
     violations: Vec<Violation>,
     key: Option<String>,
-    /// Assistant content served by completed replies, in order.
-    served: Vec<Value>,
+    /// Assistant content served by completed replies, in order, with the conversation it was
+    /// served to (the text of its first user message).
+    served: Vec<(String, Value)>,
+    /// Whether the replay check keeps conversations apart by their first user text
+    /// ([`FakeServer::conversations_by_first_user_text`]).
+    by_conversation: bool,
     check_replay: bool,
     /// How a conversation summary starts (`summaries_start_with`): only a request that starts with
     /// one may leave out the earliest served turns.
@@ -121,6 +125,13 @@ impl FakeServer {
     /// [`super::Turn::summary`], which the conversation never replays).
     pub fn summaries_start_with(&self, marker: &str) {
         lock(&self.state).summary_marker = Some(marker.to_string());
+    }
+
+    /// Several conversations share this server (a run and its subagent runs): each request's
+    /// replayed turns are checked against the turns served to requests whose first user message
+    /// had the same text, instead of against every served turn.
+    pub fn conversations_by_first_user_text(&self) {
+        lock(&self.state).by_conversation = true;
     }
 
     pub fn push(&self, reply: Reply) {
@@ -345,13 +356,20 @@ async fn handle(
         let mut st = lock(&state);
         let mut violations = check_request(kind, &headers, &raw, st.key.as_deref());
         let body: Value = serde_json::from_str(&raw).unwrap_or_default();
+        let conversation = first_user_text(kind, &body);
         if st.check_replay {
             let summarized = st
                 .summary_marker
                 .as_deref()
-                .is_some_and(|m| first_user_text(kind, &body).starts_with(m));
+                .is_some_and(|m| conversation.starts_with(m));
+            let served: Vec<Value> = st
+                .served
+                .iter()
+                .filter(|(c, _)| !st.by_conversation || *c == conversation)
+                .map(|(_, v)| v.clone())
+                .collect();
             if let Some((rule, detail)) =
-                replay_violation(&replayed(kind, &body), &st.served, summarized)
+                replay_violation(&replayed(kind, &body), &served, summarized)
             {
                 violations.push(Violation {
                     rule,
@@ -378,7 +396,7 @@ async fn handle(
             })
             | Some(Reply::Json {
                 served: Some(s), ..
-            }) => st.served.push(s.clone()),
+            }) => st.served.push((conversation, s.clone())),
             _ => {}
         }
         reply

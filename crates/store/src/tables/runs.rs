@@ -59,6 +59,18 @@ pub(crate) const MIGRATION_V8: &str = "
 ALTER TABLE runs ADD COLUMN stop_reason TEXT;
 ";
 
+/// Version 12: subagent runs. A run started by a parent run's `agent` tool call names that run
+/// and that call (the stored, run-scoped call id), and keeps its shape as the core gave it
+/// (`child_shape`: opaque JSON, its tool set and system text, so a continued child keeps them);
+/// NULL for every other run and for runs stored before. Listing a parent's children uses the
+/// index.
+pub(crate) const MIGRATION_V12: &str = "
+ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs(run_id) ON DELETE SET NULL;
+ALTER TABLE runs ADD COLUMN parent_call_id TEXT;
+ALTER TABLE runs ADD COLUMN child_shape TEXT;
+CREATE INDEX runs_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
+";
+
 /// Creates the run row if it does not exist yet (the first call of a run creates it).
 pub fn ensure(conn: &Connection, run_id: &str, project_id: Option<i64>, now_ms: i64) -> Result<()> {
     conn.prepare_cached(
@@ -78,6 +90,8 @@ pub struct Create<'a> {
     pub model: &'a str,
     pub presentation: &'a str,
     pub owner: &'a str,
+    /// `(parent run id, parent call id, shape)` of a subagent run.
+    pub parent: Option<(&'a str, &'a str, Option<&'a str>)>,
 }
 
 /// Inserts a `running` agent run. Fails with `DuplicateRun` when the id exists.
@@ -85,8 +99,9 @@ pub fn create(conn: &Connection, c: &Create<'_>, now_ms: i64) -> Result<()> {
     let res = conn
         .prepare_cached(
             "INSERT INTO runs (run_id, project_id, title, started_at, provider, model,
-                              presentation, status, owner, scoped_call_ids)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, 1)",
+                              presentation, status, owner, scoped_call_ids, parent_run_id,
+                              parent_call_id, child_shape)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, 1, ?9, ?10, ?11)",
         )?
         .execute(params![
             c.run_id,
@@ -96,7 +111,10 @@ pub fn create(conn: &Connection, c: &Create<'_>, now_ms: i64) -> Result<()> {
             c.provider,
             c.model,
             c.presentation,
-            c.owner
+            c.owner,
+            c.parent.map(|p| p.0),
+            c.parent.map(|p| p.1),
+            c.parent.and_then(|p| p.2)
         ]);
     match res {
         Ok(_) => Ok(()),
@@ -282,12 +300,16 @@ fn record_from_row(r: &Row<'_>) -> Result<RunRecord> {
         owner: r.get(17)?,
         scoped_call_ids: r.get(19)?,
         stop_reason: r.get(20)?,
+        parent_run_id: r.get(21)?,
+        parent_call_id: r.get(22)?,
+        child_shape: r.get(23)?,
     })
 }
 
 pub fn get(conn: &Connection, run_id: &str) -> Result<Option<RunRecord>> {
     let sql = format!(
-        "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids, r.stop_reason FROM runs r
+        "SELECT {RECORD_COLUMNS}, {}, r.scoped_call_ids, r.stop_reason, r.parent_run_id,
+                r.parent_call_id, r.child_shape FROM runs r
          LEFT JOIN projects p ON p.project_id = r.project_id WHERE r.run_id = ?1",
         iso!("r.started_at")
     );
@@ -312,7 +334,8 @@ pub fn list(conn: &Connection, limit: usize, before: Option<&str>) -> Result<Vec
     };
     let (at, id) = cursor.unwrap_or((i64::MAX, String::new()));
     let sql = format!(
-        "SELECT run_id, title, provider, model, status, {}, started_at, steps, tool_call_count
+        "SELECT run_id, title, provider, model, status, {}, started_at, steps, tool_call_count,
+                parent_run_id, parent_call_id
          FROM runs WHERE status IS NOT NULL
            AND (?1 OR started_at < ?2 OR (started_at = ?2 AND run_id < ?3))
          ORDER BY started_at DESC, run_id DESC LIMIT ?4",
@@ -335,7 +358,19 @@ pub fn list(conn: &Connection, limit: usize, before: Option<&str>) -> Result<Vec
             started_at_ms: r.get(6)?,
             steps: r.get(7)?,
             tool_calls: r.get(8)?,
+            parent_run_id: r.get(9)?,
+            parent_call_id: r.get(10)?,
         });
     }
     Ok(out)
+}
+
+/// The subagent runs a run started, oldest first: `(run id, parent call id)`.
+pub fn children(conn: &Connection, run_id: &str) -> Result<Vec<(String, Option<String>)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT run_id, parent_call_id FROM runs WHERE parent_run_id = ?1
+         ORDER BY started_at, run_id",
+    )?;
+    let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

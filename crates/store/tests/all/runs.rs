@@ -449,3 +449,40 @@ async fn a_summary_replaces_its_range_and_the_originals_stay() {
     assert_eq!(conv.run.usage, want);
     assert_eq!(conv.summaries[0].usage, Some(usage(30, 7)));
 }
+
+/// A subagent run (schema 12) names its parent run and the parent's call; the parent lists its
+/// children, and listing marks the child, while other runs have no parent.
+#[tokio::test]
+async fn a_child_run_is_linked_to_its_parent_and_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let parent = store.create_run(new_run("parent-1")).await.unwrap();
+    let child = store
+        .create_child_run(
+            new_run("child-1"),
+            aibuddy_store::RunParent {
+                run_id: parent.clone(),
+                call_id: "parent-1:toolu_a".into(),
+                shape: Some(r#"{"tools":["ls"]}"#.into()),
+            },
+        )
+        .await
+        .unwrap();
+    let rec = store.get_run(&child).await.unwrap().unwrap();
+    assert_eq!(rec.parent_run_id.as_deref(), Some("parent-1"));
+    assert_eq!(rec.parent_call_id.as_deref(), Some("parent-1:toolu_a"));
+    assert_eq!(rec.child_shape.as_deref(), Some(r#"{"tools":["ls"]}"#));
+    let p = store.get_run(&parent).await.unwrap().unwrap();
+    assert_eq!((p.parent_run_id, p.parent_call_id), (None, None));
+    assert_eq!(
+        store.child_runs(&parent).await.unwrap(),
+        vec![("child-1".to_string(), Some("parent-1:toolu_a".to_string()))]
+    );
+    assert!(store.child_runs(&child).await.unwrap().is_empty());
+    let rows = store.list_runs(10, None).await.unwrap();
+    let row = rows.iter().find(|r| r.run_id == "child-1").unwrap();
+    assert_eq!(row.parent_run_id.as_deref(), Some("parent-1"));
+    assert_eq!(row.parent_call_id.as_deref(), Some("parent-1:toolu_a"));
+    let row = rows.iter().find(|r| r.run_id == "parent-1").unwrap();
+    assert_eq!(row.parent_run_id, None);
+}

@@ -66,6 +66,7 @@ pub fn card(event: &RunEvent) -> Option<String> {
                 "query",
                 "pattern",
                 "question",
+                "description",
             ]
             .iter()
             .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
@@ -112,7 +113,40 @@ pub fn card(event: &RunEvent) -> Option<String> {
         } => Some(format!(
             "[compaction] messages {covers_from}..{covers_to} summarized"
         )),
+        RunEvent::Subagent {
+            parent_tool_call_id,
+            event,
+        } => subagent_card(parent_tool_call_id, event),
         _ => None,
+    }
+}
+
+/// A subagent's event under its parent's `agent` card: its start and end, and its own cards
+/// indented (its streamed text is not the parent's answer and is not printed).
+fn subagent_card(parent_call: &str, event: &RunEvent) -> Option<String> {
+    match event {
+        RunEvent::RunStarted { run_id, .. } => Some(format!(
+            "[subagent {}] started by {}",
+            term::line(run_id),
+            term::line(parent_call)
+        )),
+        RunEvent::RunFinished {
+            run_id,
+            status,
+            stage,
+            ..
+        } => Some(format!(
+            "[subagent {}] {}{}",
+            term::line(run_id),
+            status.as_str(),
+            stage.map(|s| format!(" (stage {s})")).unwrap_or_default()
+        )),
+        other => card(other).map(|c| {
+            c.lines()
+                .map(|l| format!("  │ {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
     }
 }
 
@@ -415,6 +449,38 @@ mod tests {
         .unwrap();
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
         assert!(card(&RunEvent::TextDelta { text: "x".into() }).is_none());
+    }
+
+    #[test]
+    fn a_subagents_cards_are_indented_under_the_parent_and_escaped() {
+        let wrap = |event: RunEvent| RunEvent::Subagent {
+            parent_tool_call_id: "p:toolu_1".into(),
+            event: Box::new(event),
+        };
+        let started = card(&wrap(RunEvent::RunStarted {
+            run_id: "c\u{1b}[2J".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            presentation: "native".into(),
+        }))
+        .unwrap();
+        assert!(started.starts_with("[subagent c"), "{started}");
+        assert!(!started.contains('\u{1b}'), "{started}");
+        let call = card(&wrap(RunEvent::ToolCall {
+            tool_call_id: "c:1".into(),
+            tool: "ls".into(),
+            input: json!({"path": "src"}),
+        }))
+        .unwrap();
+        assert_eq!(call, "  │ [tool] ls src");
+        assert!(card(&wrap(RunEvent::TextDelta { text: "x".into() })).is_none());
+        let agent = card(&RunEvent::ToolCall {
+            tool_call_id: "p:toolu_1".into(),
+            tool: "agent".into(),
+            input: json!({"description": "survey", "prompt": "..."}),
+        })
+        .unwrap();
+        assert_eq!(agent, "[tool] agent survey");
     }
 
     #[test]

@@ -128,10 +128,23 @@ async fn next_request(run_id: &str, opts: AppOptions) -> ExitCode {
     }
 }
 
-/// One listing line (pure).
+/// One listing line (pure). A subagent run is marked `↳` and names its parent run and call.
 pub fn row_line(r: &RunListRow) -> String {
+    let parent = match (&r.parent_run_id, &r.parent_call_id) {
+        (Some(run), call) => format!(
+            "  (subagent of {} via {})",
+            term::line(run),
+            term::line(call.as_deref().unwrap_or("-"))
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{}  {}  {}/{}  {}  steps {}  tools {}  {}",
+        "{}{}  {}  {}/{}  {}  steps {}  tools {}  {}{parent}",
+        if r.parent_run_id.is_some() {
+            "  ↳ "
+        } else {
+            ""
+        },
         term::line(&r.run_id),
         r.started_at,
         term::line(r.provider.as_deref().unwrap_or("-")),
@@ -141,6 +154,48 @@ pub fn row_line(r: &RunListRow) -> String {
         r.tool_calls,
         term::line(r.title.as_deref().unwrap_or(""))
     )
+}
+
+/// Children listed under their parent when the parent is on the page (a child whose parent is
+/// not stays where it is, still marked). Pure.
+pub fn nest(rows: &[RunListRow]) -> Vec<&RunListRow> {
+    let on_page = |id: &str| rows.iter().any(|r| r.run_id == id);
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        match &r.parent_run_id {
+            Some(p) if on_page(p) => continue,
+            _ => {}
+        }
+        out.push(r);
+        // Oldest child first under its parent.
+        let mut kids: Vec<&RunListRow> = rows
+            .iter()
+            .filter(|k| k.parent_run_id.as_deref() == Some(r.run_id.as_str()))
+            .collect();
+        kids.reverse();
+        out.extend(kids);
+    }
+    out
+}
+
+/// The lines of `runs show` naming a run's parent and its subagent runs (pure).
+pub fn family_lines(c: &Conversation, children: &[(String, Option<String>)]) -> String {
+    let mut s = String::new();
+    if let Some(p) = &c.run.parent_run_id {
+        s.push_str(&format!(
+            "subagent of run {} (call {})\n",
+            term::line(p),
+            term::line(c.run.parent_call_id.as_deref().unwrap_or("-"))
+        ));
+    }
+    for (id, call) in children {
+        s.push_str(&format!(
+            "subagent run {} (started by call {})\n",
+            term::line(id),
+            term::line(call.as_deref().unwrap_or("-"))
+        ));
+    }
+    s
 }
 
 /// The conversation as text (pure; every stored string escaped), with the run's hook runs: its
@@ -235,7 +290,7 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
         None => match store.list_runs(args.limit, None).await {
             Ok(rows) if args.json => print_json(&rows),
             Ok(rows) => {
-                for r in &rows {
+                for r in nest(&rows) {
                     outln!("{}", row_line(r));
                 }
                 ExitCode::SUCCESS
@@ -260,9 +315,13 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
             Ok(Some(_)) => match store.conversation(&run_id).await {
                 Ok(c) if json || args.json => print_json(&c),
                 Ok(c) => {
+                    let children = store.child_runs(&run_id).await.unwrap_or_default();
                     // Hook runs that cannot be read leave the conversation shown without them.
                     let hooks = store.run_hook_runs(&run_id).await.unwrap_or_default();
-                    out!("{}", render(&c, &hooks));
+                    let text = render(&c, &hooks);
+                    // The family lines go right after the run's header line.
+                    let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+                    out!("{head}\n{}{rest}", family_lines(&c, &children));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -274,5 +333,47 @@ pub async fn run(args: RunsArgs, opts: AppOptions) -> ExitCode {
                 }
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aibuddy_store::RunStatus;
+
+    fn row(id: &str, parent: Option<&str>) -> RunListRow {
+        RunListRow {
+            run_id: id.into(),
+            title: None,
+            provider: None,
+            model: None,
+            status: RunStatus::Completed,
+            started_at: String::new(),
+            started_at_ms: 0,
+            steps: 0,
+            tool_calls: 0,
+            parent_run_id: parent.map(str::to_string),
+            parent_call_id: parent.map(|p| format!("{p}:toolu_1")),
+        }
+    }
+
+    #[test]
+    fn children_follow_their_parent_oldest_first_and_orphans_stay_marked() {
+        // Newest first, as the store lists them.
+        let rows = vec![
+            row("c2", Some("p")),
+            row("c1", Some("p")),
+            row("p", None),
+            row("orphan", Some("gone")),
+        ];
+        let order: Vec<&str> = nest(&rows).iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(order, ["p", "c1", "c2", "orphan"]);
+        let line = row_line(&rows[3]);
+        assert!(line.starts_with("  ↳ orphan"), "{line}");
+        assert!(
+            line.ends_with("(subagent of gone via gone:toolu_1)"),
+            "{line}"
+        );
+        assert!(!row_line(&rows[2]).contains("subagent"));
     }
 }
