@@ -11,8 +11,9 @@ APT_PACKAGES=(
   ripgrep fd-find imagemagick xauth chromium
   bubblewrap perl time
   # the container sandbox's tests (crates/container): Podman's Docker-compatible API service,
-  # with runc as its runtime (crates/container/tests/all/support.rs)
-  podman runc
+  # with runc as its runtime (crates/container/tests/all/support.rs); uidmap as on the machine
+  # where they were written (podman's newuidmap/newgidmap)
+  podman runc uidmap
 )
 
 sudo_cmd=()
