@@ -23,8 +23,8 @@ build-ui: setup
 build-app: build-ui
 	cargo build --locked -p aibuddy-desktop --features custom-protocol
 
-test-rust: setup
-	cargo test --workspace --exclude aibuddy-desktop --locked
+test-rust: build-ui
+	cargo test --workspace --features aibuddy-desktop/custom-protocol --locked
 
 test-ui: setup
 	@bash scripts/test-ui.sh

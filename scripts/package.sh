@@ -5,8 +5,9 @@
 # command sandbox's init program ships beside the app in /usr/bin.
 #
 #   scripts/package.sh            release build (what `make package` ships)
-#   scripts/package.sh --debug    debug build (reuses the debug build of `make test-e2e`; the package
-#                                 test uses it so `make test` pays no release build)
+#   scripts/package.sh --debug    debug build: the binaries of the one test build (scripts/build-tests.sh,
+#                                 which `make test` has run already); the package test uses it so
+#                                 `make test` pays no release build and no second feature resolution
 #
 # Why not plain `tauri build`: the Tauri CLI takes the folder of tauri.conf.json (the repository
 # root) as the app crate, and the root package is the CLI `aibuddy`, so it would bundle the wrong
@@ -30,13 +31,18 @@ esac
 target_dir="${CARGO_TARGET_DIR:-$here/target}"
 export CARGO_TARGET_DIR="$target_dir"
 
-{
-  echo "==> web UI (ui/dist, embedded in the app)"
-  npm run --silent build
-  echo "==> desktop app and sandbox init ($profile)"
-  cargo build --locked "${cargo_flags[@]}" -p aibuddy-desktop --features custom-protocol
-  cargo build --locked "${cargo_flags[@]}" -p aibuddy-exec --bin aibuddy-exec-init
-} >&2
+if [ "$profile" = debug ]; then
+  echo "==> desktop app and sandbox init (debug: the test build)" >&2
+  bash scripts/build-tests.sh >&2
+else
+  {
+    echo "==> web UI (ui/dist, embedded in the app)"
+    npm run --silent build
+    echo "==> desktop app and sandbox init ($profile)"
+    cargo build --locked "${cargo_flags[@]}" -p aibuddy-desktop --features custom-protocol
+    cargo build --locked "${cargo_flags[@]}" -p aibuddy-exec --bin aibuddy-exec-init
+  } >&2
+fi
 
 stage="$target_dir/package-app"
 rm -rf "$stage"

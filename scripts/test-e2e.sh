@@ -1,31 +1,18 @@
 #!/usr/bin/env bash
-# Desktop shell tests and the end-to-end window test, sharing ONE build of the shell:
-#   1. ui/dist (Vite), embedded by the custom-protocol feature;
-#   2. `cargo test -p aibuddy-desktop --features custom-protocol`: shell unit tests, tauri mock-runtime
-#      command tests, the bindings staleness check, the no-display test, and (as a side effect, because
-#      the crate has integration tests) target/debug/aibuddy-desktop, the real app;
-#   3. that binary driven through tauri-driver + WebKitWebDriver under Xvfb: tests/e2e/window.test.mjs
-#      (project, catalog, console, history) and tests/e2e/flows.test.mjs (an agent run against the
-#      protocol-checking fake provider: approve, reject a write, answer a question, stop, history).
+# The end-to-end window test: the real app (target/debug/aibuddy-desktop, with the custom-protocol
+# feature, ui/dist embedded) driven through tauri-driver + WebKitWebDriver under Xvfb:
+# tests/e2e/window.test.mjs (project, catalog, console, history) and tests/e2e/flows.test.mjs (agent
+# runs against the protocol-checking fake provider: approve, reject a write, answer a question,
+# stop, history). The binaries come from the one test build (scripts/build-tests.sh; `make test`
+# has run it already, run alone this script runs it). The desktop shell's own tests (mock runtime,
+# bindings, no-display) are part of the workspace's `cargo test` in scripts/test.sh.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 step() { printf '\n--> %s\n' "$*"; }
 
-step "web UI build (ui/dist, embedded in the app)"
-npm run --silent build
-
-step "desktop shell tests (mock runtime, bindings, no-display); builds the app once"
-cargo test --locked -p aibuddy-desktop --features custom-protocol
-
-step "CLI binary (reference listing for the window test)"
-cargo build --locked -p aibuddy --bin aibuddy
-
-step "command sandbox init (beside the app, as make run has it)"
-cargo build --locked -p aibuddy-exec --bin aibuddy-exec-init
-
-step "fake provider (scripted model server for the run flows)"
-cargo build --locked -p aibuddy-provider --features testing --bin fake-provider
+step "the test build (ui/dist and every Rust target; skipped when make test built it)"
+bash scripts/build-tests.sh
 
 step "tauri-driver"
 driver="$(bash scripts/install-tauri-driver.sh)"

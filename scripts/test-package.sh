@@ -4,7 +4,7 @@
 # starts the installed binary under Xvfb through tauri-driver (tests/e2e/package.test.mjs): the
 # window comes up on the sample project and the bundled skills load from the package's resource dir.
 #
-#   scripts/test-package.sh            the debug .deb (reuses the debug build of `make test-e2e`)
+#   scripts/test-package.sh            the debug .deb (the binaries of the test build, scripts/build-tests.sh)
 #   PACKAGE_PROFILE=release scripts/test-package.sh    the release .deb `make package` ships
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

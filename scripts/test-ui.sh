@@ -18,8 +18,11 @@ npm run --silent typecheck
 step "vitest"
 npm test --silent
 
-step "web UI build (ui/dist)"
-npm run --silent build
+# `make test` built ui/dist from these sources already (scripts/build-tests.sh).
+if [ "${AIBUDDY_TEST_BUILD:-}" != done ]; then
+  step "web UI build (ui/dist)"
+  npm run --silent build
+fi
 
 step "built UI in headless Chromium (IPC and run events mocked)"
 chromium_bin="$(command -v chromium || true)"

@@ -41,22 +41,29 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy (all targets, warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# Lints ride on the test build (scripts/lint-rustc.sh): the workspace's crates are compiled by
+# clippy-driver with warnings as errors, instead of a second build of every dependency by
+# `cargo clippy` (`make lint` still runs that). Not for the fuzz build (nightly, its own workspace).
+export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/lint-rustc.sh"
 
 # A test that cannot run where it should (e.g. no filesystem with `chattr +i`) fails under CI
 # instead of skipping; `make test` is held to the same rule. MCP server tests always fail when the
 # servers (installed by scripts/setup.sh) are missing.
 export CI="${CI:-1}"
 
-# The desktop crate is tested by scripts/test-e2e.sh, in the one build (with the custom-protocol
-# feature) that the end-to-end test also drives: building the shell twice costs minutes on CI.
-step "Rust tests (core and crates)"
-cargo test --workspace --exclude aibuddy-desktop --locked
+# ONE build of every target (scripts/build-tests.sh: ui/dist, then the whole workspace with the
+# desktop's custom-protocol feature in one feature resolution); the window and package tests start
+# its binaries instead of building their own.
+step "build: every Rust target once, linted by clippy (warnings are errors), and ui/dist"
+bash scripts/build-tests.sh
+export AIBUDDY_TEST_BUILD=done
+
+step "Rust tests (core, crates and the desktop shell)"
+cargo test --workspace --features aibuddy-desktop/custom-protocol --locked
 
 # Nightly, one build for every target; the checked-in corpus then a few seconds of each target.
 step "fuzz smoke (cargo fuzz: checked-in corpus + ${FUZZ_SMOKE_SECONDS:-5} s per target)"
-bash scripts/fuzz.sh --smoke
+env -u RUSTC_WORKSPACE_WRAPPER bash scripts/fuzz.sh --smoke
 
 step "UI tests"
 bash scripts/test-ui.sh
