@@ -145,10 +145,15 @@ pub fn camel_case(name: &str) -> String {
 }
 
 /// Declares the shell's commands once. Each entry is `module::command(arg: Type, ...) -> Ok;`
-/// and the expansion is `handler()` (Tauri's invoke handler over every entry, in order) and
-/// `table()` (the entries as [`CommandSpec`]s).
+/// and the expansion is `COMMANDS` (the names), `handler()` (Tauri's invoke handler over every
+/// entry, in order) and `table()` (the entries as [`CommandSpec`]s). `build.rs` reads the same
+/// entries from the source (`table_names.rs`), so keep to this form: it rejects anything else.
 macro_rules! command_table {
     ($( $module:ident :: $name:ident ( $( $arg:ident : $ty:ty ),* $(,)? ) -> $ret:ty ; )*) => {
+        /// Every command the shell registers, in the table's order (the build grants the same
+        /// names, read from the table's source).
+        pub const COMMANDS: &[&str] = &[$( stringify!($name) ),*];
+
         /// Tauri's invoke handler over every command of the table, in its order.
         pub fn handler<R: tauri::Runtime>(
         ) -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {

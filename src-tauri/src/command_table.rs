@@ -3,10 +3,12 @@
 //! source of the UI's typed clients, `ui/src/bindings/commands.ts` (`table()`, rendered by
 //! `commands_ts.rs`, checked for staleness with the other bindings).
 //!
-//! A new command is one line here (plus its name in `command_names.rs`, which the build script
-//! reads to grant it). `tests/all/command_table.rs` fails when a line no longer matches its
-//! handler's signature, when a `#[tauri::command]` is missing here, or when the names differ from
-//! `COMMANDS`. `Channel` and `Response` are the table's stand-ins for `tauri::ipc`'s types.
+//! A new command is one line here: the build script reads the names from this file's text
+//! (`table_names.rs`, strict: keep the table the last item, one entry per `;`, no comments inside)
+//! and declares each as a grantable permission; `COMMANDS` is made from the same lines.
+//! `tests/all/command_table.rs` fails when a line no longer matches its handler's signature or
+//! when a `#[tauri::command]` is missing here. `Channel` and `Response` are the table's stand-ins
+//! for `tauri::ipc`'s types.
 
 use aibuddy::approvals::ApprovalMode;
 use aibuddy::confirm::NetworkAnswer;

@@ -13,7 +13,6 @@ pub mod call_images;
 pub mod calls;
 pub mod catalog;
 pub mod checkpoints_view;
-mod command_names;
 pub mod command_spec;
 pub mod command_table;
 pub mod commands;
@@ -35,6 +34,8 @@ pub mod run_views;
 pub mod runs;
 pub mod settings_pages;
 mod state;
+#[cfg(test)]
+mod table_names;
 pub mod trust_view;
 pub mod trust_watch;
 
@@ -42,7 +43,7 @@ use tauri::{Builder, Runtime};
 
 pub use args::Args;
 pub use calls::{CallResult, Calls};
-pub use command_names::COMMANDS;
+pub use command_table::COMMANDS;
 pub use display::{NO_DISPLAY_MESSAGE, has_display};
 pub use error::{CommandError, ErrorCode};
 pub use runs::{RUN_EVENT, RunEventEnvelope, RunHandle, Runs};

@@ -214,14 +214,20 @@ async fn a_background_timeout_ends_the_process_and_process_output_says_so() {
     f.server.assert_clean();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_of_the_app_leaves_no_background_process() {
-    let f = fx().await;
-    let marker = format!("5{}.{}", std::process::id() % 10, std::process::id());
+/// Starts `aibuddy run` whose model starts `sleep MARKER` in the background and then waits for
+/// its output (60 s; the process writes nothing), and returns once the process runs and the run
+/// waits in `process_output`: the app (its output as `stdio` makes it) and the marker. `digit`
+/// keeps the marker apart from other tests' (no other process has it).
+async fn run_waiting_on_a_background_sleep(
+    f: &CliRun,
+    digit: u32,
+    stdio: fn() -> std::process::Stdio,
+) -> (tokio::process::Child, String) {
+    let marker = format!("{digit}{}.{}", std::process::id() % 10, std::process::id());
     f.server.push(
         Turn::text("Starting it.")
             .call(
-                "toolu_k1",
+                "toolu_w1",
                 "execute",
                 json!({"command": format!("sleep {marker}"), "background": true}),
             )
@@ -230,17 +236,17 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
     f.server.push(
         Turn::text("Waiting.")
             .call(
-                "toolu_k2",
+                "toolu_w2",
                 "process_output",
                 json!({"process_id": "bg1", "wait_ms": 60000}),
             )
             .reply(K),
     );
     f.server.push(Turn::text("Done.").reply(K));
-    let mut child = f
+    let child = f
         .command(&["run", "--json", "--yes", "start it"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(stdio())
+        .stderr(stdio())
         .spawn()
         .unwrap();
     let until = Instant::now() + Duration::from_secs(30);
@@ -251,8 +257,17 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The run waits in process_output now; the app dies without any clean-up.
+    // The run waits in process_output now.
     tokio::time::sleep(Duration::from_millis(300)).await;
+    (child, marker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_the_app_leaves_no_background_process() {
+    let f = fx().await;
+    let (mut child, marker) =
+        run_waiting_on_a_background_sleep(&f, 5, std::process::Stdio::null).await;
+    // The app dies without any clean-up.
     let pid = child.id().unwrap() as i32;
     // SAFETY: kill with a pid this test spawned.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
@@ -267,42 +282,9 @@ async fn kill_9_of_the_app_leaves_no_background_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_the_run_and_its_background_processes_and_says_so() {
     let f = fx().await;
-    let marker = format!("6{}.{}", std::process::id() % 10, std::process::id());
-    f.server.push(
-        Turn::text("Starting it.")
-            .call(
-                "toolu_c1",
-                "execute",
-                json!({"command": format!("sleep {marker}"), "background": true}),
-            )
-            .reply(K),
-    );
-    f.server.push(
-        Turn::text("Waiting.")
-            .call(
-                "toolu_c2",
-                "process_output",
-                json!({"process_id": "bg1", "wait_ms": 60000}),
-            )
-            .reply(K),
-    );
-    f.server.push(Turn::text("Done.").reply(K));
-    let child = f
-        .command(&["run", "--json", "--yes", "start it"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while support::processes_with(&marker).is_empty() {
-        assert!(
-            Instant::now() < until,
-            "the background process never started"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // The run waits in process_output (the process writes nothing): Ctrl-C ends the run.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (child, marker) =
+        run_waiting_on_a_background_sleep(&f, 6, std::process::Stdio::piped).await;
+    // Ctrl-C ends the run.
     let pid = child.id().unwrap() as i32;
     // SAFETY: a signal to a pid this test spawned.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
