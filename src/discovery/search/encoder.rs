@@ -270,61 +270,94 @@ impl Encoder {
 
     /// The unit-length sentence embedding of `text` (mean of the last layer over its tokens).
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let mut ids = vec![self.cls];
-        ids.extend(self.vocab.tokenize(text).into_iter().take(MAX_TOKENS - 2));
-        ids.push(self.sep);
-        let (seq, h) = (ids.len(), self.hidden);
-        let mut x = vec![0f32; seq * h];
-        for (p, (&id, row)) in ids.iter().zip(x.chunks_exact_mut(h)).enumerate() {
-            // Ids come from the vocabulary and p < MAX_TOKENS <= max positions: rows exist.
-            let _ = self.word.row_into(id as usize, row);
-            let _ = self.position.row_into(p, row);
-            for (v, t) in row.iter_mut().zip(&self.token_type) {
-                *v += t;
+        self.embed_batch(&[text]).pop().unwrap_or_default()
+    }
+
+    /// The embeddings of `texts`, in order, each exactly as [`Self::embed`] gives it. The texts'
+    /// tokens go through each matrix product together: `matrixmultiply` packs the weight matrix
+    /// once per product, and for one short text that packing cost more than the product itself
+    /// (half of a re-ranking's time).
+    pub fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let h = self.hidden;
+        // Each text's rows: [CLS] tokens [SEP], one after another.
+        let mut spans = Vec::with_capacity(texts.len());
+        let mut ids = Vec::new();
+        for text in texts {
+            let start = ids.len();
+            ids.push(self.cls);
+            ids.extend(self.vocab.tokenize(text).into_iter().take(MAX_TOKENS - 2));
+            ids.push(self.sep);
+            spans.push(start..ids.len());
+        }
+        let rows = ids.len();
+        let mut x = vec![0f32; rows * h];
+        for span in &spans {
+            for (p, row) in x[span.start * h..span.end * h]
+                .chunks_exact_mut(h)
+                .enumerate()
+            {
+                // Ids come from the vocabulary and p < MAX_TOKENS <= max positions: rows exist.
+                let _ = self.word.row_into(ids[span.start + p] as usize, row);
+                let _ = self.position.row_into(p, row);
+                for (v, t) in row.iter_mut().zip(&self.token_type) {
+                    *v += t;
+                }
             }
         }
         self.emb_norm.apply(&mut x);
         for layer in &self.layers {
-            x = self.layer(layer, x, seq);
+            x = self.layer(layer, x, &spans);
         }
-        let mut pooled = vec![0f32; h];
-        for row in x.chunks_exact(h) {
-            for (p, v) in pooled.iter_mut().zip(row) {
-                *p += v / seq as f32;
-            }
-        }
-        super::embed::normalise(&mut pooled);
-        pooled
+        spans
+            .iter()
+            .map(|span| {
+                let seq = span.len();
+                let mut pooled = vec![0f32; h];
+                for row in x[span.start * h..span.end * h].chunks_exact(h) {
+                    for (p, v) in pooled.iter_mut().zip(row) {
+                        *p += v / seq as f32;
+                    }
+                }
+                super::embed::normalise(&mut pooled);
+                pooled
+            })
+            .collect()
     }
 
-    fn layer(&self, l: &Layer, x: Vec<f32>, seq: usize) -> Vec<f32> {
+    /// One layer over the rows of every text; attention stays within each text's `spans`.
+    fn layer(&self, l: &Layer, x: Vec<f32>, spans: &[std::ops::Range<usize>]) -> Vec<f32> {
         let h = self.hidden;
         let hd = h / self.heads;
+        let seq = x.len() / h;
         let q = l.query.forward(&x, seq);
         let k = l.key.forward(&x, seq);
         let v = l.value.forward(&x, seq);
         let mut ctx = vec![0f32; seq * h];
         let scale = 1.0 / (hd as f32).sqrt();
-        let mut att = vec![0f32; seq];
-        for head in 0..self.heads {
-            let off = head * hd;
-            for i in 0..seq {
-                let qi = &q[i * h + off..i * h + off + hd];
-                for (j, a) in att.iter_mut().enumerate() {
-                    let kj = &k[j * h + off..j * h + off + hd];
-                    *a = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
-                }
-                let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0.0;
-                for a in att.iter_mut() {
-                    *a = (*a - max).exp();
-                    sum += *a;
-                }
-                let out = &mut ctx[i * h + off..i * h + off + hd];
-                for (j, a) in att.iter().enumerate() {
-                    let w = a / sum;
-                    for (o, vv) in out.iter_mut().zip(&v[j * h + off..j * h + off + hd]) {
-                        *o += w * vv;
+        let longest = spans.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut att = vec![0f32; longest];
+        for span in spans {
+            let att = &mut att[..span.len()];
+            for head in 0..self.heads {
+                let off = head * hd;
+                for i in span.clone() {
+                    let qi = &q[i * h + off..i * h + off + hd];
+                    for (j, a) in span.clone().zip(att.iter_mut()) {
+                        let kj = &k[j * h + off..j * h + off + hd];
+                        *a = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
+                    }
+                    let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let mut sum = 0.0;
+                    for a in att.iter_mut() {
+                        *a = (*a - max).exp();
+                        sum += *a;
+                    }
+                    let out = &mut ctx[i * h + off..i * h + off + hd];
+                    for (j, a) in span.clone().zip(att.iter()) {
+                        let w = a / sum;
+                        for (o, vv) in out.iter_mut().zip(&v[j * h + off..j * h + off + hd]) {
+                            *o += w * vv;
+                        }
                     }
                 }
             }
@@ -403,6 +436,28 @@ mod tests {
         // Empty and over-long texts embed without panicking.
         assert_eq!(e.embed("").len(), a.len());
         assert_eq!(e.embed(&"word ".repeat(1000)).len(), a.len());
+    }
+
+    #[test]
+    fn a_batch_embeds_each_text_as_alone() {
+        let e = encoder().expect("the bundled encoder decodes");
+        let texts = [
+            "list the files of a folder",
+            "",
+            "send an email to a colleague today",
+        ];
+        let batch = e.embed_batch(&texts);
+        assert_eq!(batch.len(), texts.len());
+        for (text, got) in texts.iter().zip(&batch) {
+            let alone = e.embed(text);
+            let diff = alone
+                .iter()
+                .zip(got)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(diff < 1e-5, "{text:?}: batch differs by {diff}");
+        }
+        assert!(e.embed_batch(&[]).is_empty());
     }
 
     #[test]

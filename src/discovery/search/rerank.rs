@@ -51,27 +51,70 @@ fn cache() -> &'static Cache {
     CACHE.get_or_init(Cache::default)
 }
 
-/// The embedding of a tool's text, from the cache or computed (and cached).
-fn doc_embedding(enc: &Encoder, text: &str) -> Arc<Vec<f32>> {
-    let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-    if let Some(v) = cache().lock().ok().and_then(|c| c.get(&key).cloned()) {
-        return v;
-    }
-    let v = Arc::new(enc.embed(text));
+/// How many texts go through the encoder together (its products pack the weights once per batch).
+const BATCH: usize = 32;
+
+fn key(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+fn cached(text: &str) -> Option<Arc<Vec<f32>>> {
+    cache().lock().ok().and_then(|c| c.get(&key(text)).cloned())
+}
+
+fn remember(text: &str, v: Arc<Vec<f32>>) {
     if let Ok(mut c) = cache().lock() {
         if c.len() >= CACHE_MAX {
             c.clear();
         }
-        c.insert(key, v.clone());
+        c.insert(key(text), v);
     }
-    v
+}
+
+/// The embeddings of `query` (never cached) and of each text of `docs`, from the cache or
+/// computed together in batches (and cached).
+fn embeddings(enc: &Encoder, query: &str, docs: &[String]) -> (Vec<f32>, Vec<Arc<Vec<f32>>>) {
+    let mut out: Vec<Option<Arc<Vec<f32>>>> = docs.iter().map(|d| cached(d)).collect();
+    let missing: Vec<usize> = (0..docs.len()).filter(|&i| out[i].is_none()).collect();
+    let mut batches: Vec<&[usize]> = missing.chunks(BATCH).collect();
+    if batches.is_empty() {
+        batches.push(&[]);
+    }
+    let mut q = None;
+    for (n, chunk) in batches.into_iter().enumerate() {
+        let mut texts: Vec<&str> = chunk.iter().map(|&i| docs[i].as_str()).collect();
+        // The query rides in the first batch.
+        if n == 0 {
+            texts.push(query);
+        }
+        let mut vs = enc.embed_batch(&texts);
+        if n == 0 {
+            q = vs.pop();
+        }
+        for (&i, v) in chunk.iter().zip(vs) {
+            let v = Arc::new(v);
+            remember(&docs[i], v.clone());
+            out[i] = Some(v);
+        }
+    }
+    let q = q.unwrap_or_else(|| enc.embed(query));
+    let out = out.into_iter().map(Option::unwrap_or_default).collect();
+    (q, out)
 }
 
 /// Embed every document now (warms the cache; a catalog change calls it in the background).
 pub fn warm(docs: &[SearchDoc]) {
     if let Some(enc) = encoder() {
-        for d in docs {
-            doc_embedding(enc, &doc_text(d));
+        let texts: Vec<String> = docs
+            .iter()
+            .map(doc_text)
+            .filter(|t| cached(t).is_none())
+            .collect();
+        for chunk in texts.chunks(BATCH) {
+            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            for (text, v) in chunk.iter().zip(enc.embed_batch(&refs)) {
+                remember(text, Arc::new(v));
+            }
         }
     }
 }
@@ -98,17 +141,20 @@ pub fn rerank(
     if best <= 0.0 {
         return false;
     }
-    let q = enc.embed(query);
+    let texts: Vec<String> = order
+        .iter()
+        .take(cfg.candidates)
+        .map(|&d| doc_text(&docs[d as usize]))
+        .collect();
+    let (q, vs) = embeddings(enc, query, &texts);
     let w = cfg.weight;
     for (rank, &d) in order.iter().enumerate() {
         let s = &mut scores[d as usize];
         let base = (1.0 - w) * *s / best;
-        *s = if rank < cfg.candidates {
-            let v = doc_embedding(enc, &doc_text(&docs[d as usize]));
+        *s = match vs.get(rank) {
             // Candidates sit above every non-candidate (whose scores stay <= 1 - w).
-            1.0 + base + w * dot(&q, &v).max(0.0)
-        } else {
-            base
+            Some(v) => 1.0 + base + w * dot(&q, v).max(0.0),
+            None => base,
         };
     }
     true
