@@ -332,8 +332,8 @@ pub fn launch_of(
             landlock_abi: Some(_),
             ..
         } => Launch::Full,
-        // A container: its own namespaces, but absent protected paths can be created through
-        // the project mount and the allow-list proxy is not bridged in (docs/security.md).
+        // A container: its own namespaces and the allow-list proxy, but absent protected paths
+        // can be created through the project mount (docs/security.md).
         aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. }
         | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. }
         | aibuddy_sandbox::aibuddy_exec::Confinement::Container { .. } => Launch::Degraded,

@@ -7,7 +7,7 @@
 # by the tarball's SHA-256, so a second run finds it and imports nothing.
 # The arguments are the global podman options of the store to use (e.g. --root DIR --runroot DIR).
 set -euo pipefail
-BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed)
+BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed curl)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
@@ -39,6 +39,9 @@ for b in "${BINARIES[@]}"; do
   [ -e "$root/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$root/usr/bin/$b"
   for lib in $(ldd "$p" 2>/dev/null | grep -o '/[^ ]*' || true); do copy "$lib"; done
 done
+# The libraries of the bridge program bound into the containers (aibuddy-container-bridge, a Rust
+# binary: libc and libgcc_s), as any glibc image has them.
+for lib in $(ldconfig -p | grep -o '/[^ ]*/libgcc_s\.so\.1$' | head -n 1); do copy "$lib"; done
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
 tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$root" -cf "$work/rootfs.tar" .

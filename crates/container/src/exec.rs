@@ -2,14 +2,18 @@
 //! `wrapper.rs`, output streamed into the runner's bounded capture (the same head, tail, spool
 //! and 30,000-character projection as a local run), heartbeats, the sandbox timeout (TERM, then
 //! KILL after the grace), a stop (the HTTP request dropped and the command's processes killed),
-//! and a bound on the whole call that holds when the engine stops answering.
+//! and a bound on the whole call that holds when the engine stops answering. With the network
+//! on, the command's own allow-list proxy (`aibuddy_exec::ContainerProxy`) listens on a socket
+//! of the bound folder and the command runs under the bridge program; its report is the call's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use aibuddy_sandbox::aibuddy_exec::netproxy::NetReport;
 use aibuddy_sandbox::aibuddy_exec::{
-    Confinement, ExecOutcome, ExecRequest, ExecSink, OutputCapture, Stream, Termination,
+    Confinement, ContainerProxy, ExecOutcome, ExecRequest, ExecSink, OutputCapture, Stream,
+    Termination,
 };
 use aibuddy_sandbox::{SandboxError, Stage};
 use bollard::Docker;
@@ -112,16 +116,38 @@ async fn run_inner(
     let inner = &sb.inner;
     let endpoint = &inner.opts.endpoint;
     let docker = &inner.docker;
-    let container = unless_cancelled(cancel, sb.ensure(req.read_only))
-        .await??
-        .id
-        .clone();
+    let created = unless_cancelled(cancel, sb.ensure(req.read_only)).await??;
+    let container = created.id.clone();
+    // This command's allow-list proxy (with the network on): the local path's policy, decider
+    // and report, on a socket the container sees; the socket file goes when the call ends.
+    let socket = sb.proxy_socket(created, id);
+    let _socket_file = socket
+        .as_ref()
+        .ok()
+        .map(|(host, _)| RemoveOnDrop(host.clone()));
+    let net = ContainerProxy::start(
+        req,
+        socket
+            .as_ref()
+            .map(|(h, _)| h.as_path())
+            .map_err(String::as_str),
+        &*sink,
+    )
+    .map_err(|e| SandboxError::Exec {
+        stage: Stage::Execution,
+        message: format!("could not start the network proxy: {e}"),
+    })?;
+    let bridged = socket
+        .as_ref()
+        .ok()
+        .filter(|_| net.serving())
+        .map(|(_, inside)| inside.as_str());
     let config = CreateExecOptions {
         attach_stdin: Some(true),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         tty: Some(false),
-        cmd: Some(command_argv(id, &req.command)),
+        cmd: Some(command_argv(id, &req.command, bridged)),
         working_dir: Some(inner.opts.workdir.clone()),
         ..Default::default()
     };
@@ -209,6 +235,7 @@ async fn run_inner(
             sb,
             &container,
             capture,
+            net.finish(),
             Termination::Signaled { signal: 9 },
             started.elapsed(),
             timed_out,
@@ -233,6 +260,7 @@ async fn run_inner(
         sb,
         &container,
         capture,
+        net.finish(),
         termination,
         started.elapsed(),
         timed_out,
@@ -240,8 +268,17 @@ async fn run_inner(
     ))
 }
 
+/// Removes a proxy socket file when the call ends, however it ends.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The exec's exit code once the engine has it (bounded by [`EXIT_WAIT`]).
-async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
+pub(crate) async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
     let until = Instant::now() + EXIT_WAIT;
     loop {
         let info = docker.inspect_exec(exec).await.map_err(|e| e.to_string())?;
@@ -262,6 +299,7 @@ fn outcome(
     sb: &ContainerSandbox,
     container: &str,
     capture: OutputCapture,
+    network: NetReport,
     termination: Termination,
     duration: Duration,
     timed_out: bool,
@@ -288,7 +326,7 @@ fn outcome(
         },
         env_dropped: Vec::new(),
         pgid: 0,
-        network: None,
+        network: Some(network),
         protected: Default::default(),
     }
 }

@@ -1,8 +1,9 @@
 //! [`ContainerSandbox`]: the `Sandbox` of a container on a Docker Engine API host.
 //!
 //! The container is created on first use (opening a project never waits for an engine) from the
-//! configured image, with no network (`NetworkMode: none`), the project bind-mounted at `workdir`
-//! (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
+//! configured image, with no network of its own (`NetworkMode: none`; a command with the network
+//! on reaches the app's allow-list proxy through the bridge program, see `exec.rs`), the project
+//! bind-mounted at `workdir` (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
 //!
 //! File operations run on the project's mount: in `bind` mode the container sees the project
 //! folder itself, so list, read, write, edit, glob and grep go through the local adapter's cap-std
@@ -10,7 +11,7 @@
 //! (nothing outside the mounted folder, symlinks included), and the bytes the container sees.
 //! Commands run inside the container (`exec.rs`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Endpoint;
 use crate::settings::{ContainerSettings, ProjectMode};
-use crate::wrapper::KEEP_ALIVE;
+use crate::wrapper::{BRIDGE_PROGRAM, KEEP_ALIVE, NET_DIR};
 
 /// How long one engine request may take before its response starts (create, start, inspect...).
 pub const DEFAULT_ENGINE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,6 +43,10 @@ pub struct ContainerOptions {
     pub project: ProjectMode,
     /// Bound of each engine request (see [`DEFAULT_ENGINE_TIMEOUT`]).
     pub engine_timeout: Duration,
+    /// The bridge program bound into the container for commands with the network on
+    /// (`aibuddy_exec::init_program`: `aibuddy-exec-init` or the app's own binary; it must run
+    /// in the image). `None`: commands have no network at all.
+    pub bridge_program: Option<PathBuf>,
 }
 
 impl ContainerOptions {
@@ -70,6 +75,7 @@ impl ContainerOptions {
             workdir: s.workdir().to_string(),
             project: s.project,
             engine_timeout: DEFAULT_ENGINE_TIMEOUT,
+            bridge_program: aibuddy_sandbox::aibuddy_exec::init_program(None).ok(),
         })
     }
 }
@@ -78,6 +84,9 @@ impl ContainerOptions {
 #[derive(Debug)]
 pub(crate) struct Created {
     pub id: String,
+    /// Whether the bridge program runs in this container (checked once, after it started):
+    /// `Err(why)` and its commands get no network.
+    pub bridge: Result<(), String>,
 }
 
 #[derive(Debug)]
@@ -89,7 +98,14 @@ pub(crate) struct Inner {
     /// The container of read-only commands (the approval mode `read-only`): the project mounted
     /// read-only; created on the first such command.
     pub read_only: OnceCell<Created>,
+    /// The folder of the commands' proxy sockets (`0700`, under `/tmp`), bound read-only at
+    /// [`NET_DIR`] in the containers; `None` when it could not be made (no network then).
+    pub net_dir: Option<tempfile::TempDir>,
 }
+
+/// The prefix of the proxy socket folders of container sandboxes under `/tmp` (not the local
+/// path's `aibuddy-net-`, whose sweep judges a folder by its one `proxy.sock`).
+const NET_DIR_PREFIX: &str = "aibuddy-cnet-";
 
 /// A sandbox whose commands run in a container of a Docker Engine API host.
 #[derive(Debug, Clone)]
@@ -126,6 +142,13 @@ impl ContainerSandbox {
                 }
             })?;
         let files = LocalSandbox::open(settings)?;
+        // `tempfile` makes the folder `0700`: only this user (the container's root, rootless)
+        // reaches the sockets in it.
+        let net_dir = tempfile::Builder::new()
+            .prefix(NET_DIR_PREFIX)
+            .tempdir_in("/tmp")
+            .inspect_err(|e| tracing::warn!(error = %e, "no proxy folder: container commands get no network"))
+            .ok();
         Ok(ContainerSandbox {
             inner: Arc::new(Inner {
                 docker,
@@ -133,6 +156,7 @@ impl ContainerSandbox {
                 files,
                 container: OnceCell::new(),
                 read_only: OnceCell::new(),
+                net_dir,
             }),
         })
     }
@@ -140,6 +164,21 @@ impl ContainerSandbox {
     /// The container's id, once one was created.
     pub fn container_id(&self) -> Option<String> {
         self.inner.container.get().map(|c| c.id.clone())
+    }
+
+    /// Where command `id`'s proxy listens: on the host and in the container (`Err(why)`: the
+    /// container has no working bridge program or there is no proxy folder, so no network).
+    pub(crate) fn proxy_socket(
+        &self,
+        created: &Created,
+        id: &str,
+    ) -> Result<(PathBuf, String), String> {
+        created.bridge.clone()?;
+        let dir = self.inner.net_dir.as_ref().ok_or_else(|| {
+            "off: the folder of the proxy sockets could not be made (no network)".to_string()
+        })?;
+        let name = format!("{id}.sock");
+        Ok((dir.path().join(&name), format!("{NET_DIR}/{name}")))
     }
 
     /// The id of the container that runs (or ran) `read_only` commands, once created.
@@ -266,6 +305,20 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
             true,
         ));
     }
+    // The bridge program and the proxy sockets' folder, both read-only (the network policy is
+    // the proxy's, in this process; see `exec.rs`).
+    if let (Some(program), Some(dir)) = (&o.bridge_program, &inner.net_dir) {
+        mounts.push(bind(
+            program.to_string_lossy().into_owned(),
+            BRIDGE_PROGRAM.into(),
+            true,
+        ));
+        mounts.push(bind(
+            dir.path().to_string_lossy().into_owned(),
+            NET_DIR.into(),
+            true,
+        ));
+    }
     let body = ContainerCreateBody {
         image: Some(o.image.clone()),
         // Our PID 1 whatever the image's entrypoint (its CMD, if any, only becomes `$0`...).
@@ -311,7 +364,80 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         ));
     }
     tracing::debug!(container = %id, image = %o.image, "container sandbox started");
-    Ok(Created { id })
+    let bridge = match (&o.bridge_program, &inner.net_dir) {
+        (Some(_), Some(_)) => check_bridge(inner, &id).await,
+        (None, _) => Err("off: no bridge program to bind into the container (no network)".into()),
+        (_, None) => {
+            Err("off: the folder of the proxy sockets could not be made (no network)".into())
+        }
+    };
+    if let Err(why) = &bridge {
+        tracing::warn!(container = %id, image = %o.image, "{why}");
+    }
+    Ok(Created { id, bridge })
+}
+
+/// Runs the bridge program once in the new container (`… --aibuddy-net-bridge <none> "exit 0"`:
+/// it listens, runs the shell and exits with its status, connecting nowhere): a program the
+/// image cannot run (another C library, a missing shared library) then means no network for
+/// the commands, said in their report, instead of every networked command failing.
+async fn check_bridge(inner: &Inner, container: &str) -> Result<(), String> {
+    use bollard::exec::{CreateExecOptions, StartExecResults};
+    use futures::StreamExt;
+    let config = CreateExecOptions {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        cmd: Some(vec![
+            BRIDGE_PROGRAM.to_string(),
+            aibuddy_sandbox::aibuddy_exec::BRIDGE_MARKER.to_string(),
+            format!("{NET_DIR}/check.sock"),
+            "exit 0".to_string(),
+        ]),
+        ..Default::default()
+    };
+    let fail = |why: String| {
+        format!("off: the bridge program cannot run in the container ({why}); no network")
+    };
+    let run = async {
+        let exec = inner
+            .docker
+            .create_exec(container, config)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut said = String::new();
+        if let StartExecResults::Attached { mut output, .. } = inner
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            while let Some(item) = output.next().await {
+                if let Ok(chunk) = item
+                    && said.len() < 400
+                {
+                    said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+                }
+            }
+        }
+        let code = crate::exec::exit_code(&inner.docker, &exec.id).await?;
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(format!("exit {code}: {}", said.trim()))
+        }
+    };
+    match tokio::time::timeout(inner.opts.engine_timeout, run).await {
+        Ok(r) => r.map_err(|e| fail(one_line(&e))),
+        Err(_) => Err(fail("the check did not finish in time".into())),
+    }
+}
+
+/// One line of text from the container (its program's message), bounded.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect()
 }
 
 /// Remove a container in the background (best effort, force).
@@ -407,7 +533,7 @@ impl Sandbox for ContainerSandbox {
             None => "a container (created on first use)".to_string(),
         };
         format!(
-            "container: {which} of image `{}` on engine {}, project bound at {}, no network",
+            "container: {which} of image `{}` on engine {}, project bound at {}, no network of its own (egress only through the allow-list proxy)",
             o.image,
             o.endpoint.shown(),
             o.workdir

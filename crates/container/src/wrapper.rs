@@ -15,6 +15,11 @@
 //! - the adapter also runs [`KILL_SCRIPT`] as its own exec on a stop or a timeout (`TERM`, then
 //!   `KILL` after the grace), so a stop does not depend on the engine closing stdin.
 //!
+//! - with the network on, the command runs under the bridge program (`BRIDGE_PROGRAM`, our init
+//!   program bound read-only into the container; `aibuddy_exec::bridge_main`), which connects
+//!   the container's loopback to this command's allow-list proxy and sets the proxy variables;
+//!   it carries the marker too.
+//!
 //! The marker is not a secret and the command could clear it on purpose; the container is the
 //! boundary, this is about leaving nothing running after a call, not about containing it.
 
@@ -38,12 +43,22 @@ const SWEEP: &str = r#"sweep() {
 }
 "#;
 
-/// The wrapper: `sh -c WRAPPER aibuddy-exec ID COMMAND`.
+/// Where the bridge program (the init program of `aibuddy-exec`) is bound in the container.
+pub const BRIDGE_PROGRAM: &str = "/run/aibuddy/exec-init";
+/// Where the folder of the commands' proxy sockets is bound (read-only) in the container.
+pub const NET_DIR: &str = "/run/aibuddy/net";
+
+/// The wrapper: `sh -c WRAPPER aibuddy-exec ID COMMAND [BRIDGE SOCKET]`.
 pub fn wrapper_script() -> String {
+    let marker = aibuddy_sandbox::aibuddy_exec::BRIDGE_MARKER;
     format!(
         r#"id=$1
 {SWEEP}exec 3<&0
-AIBUDDY_EXEC=$id /bin/sh -c "$2" </dev/null 3<&- &
+if [ -n "$3" ]; then
+  AIBUDDY_EXEC=$id "$3" {marker} "$4" "$2" </dev/null 3<&- &
+else
+  AIBUDDY_EXEC=$id /bin/sh -c "$2" </dev/null 3<&- &
+fi
 c=$!
 {{ while read -r _; do :; done; sweep KILL; kill -s KILL $$; }} <&3 3<&- &
 w=$!
@@ -61,16 +76,22 @@ pub fn kill_script() -> String {
     format!("id=$1\n{SWEEP}sweep \"$2\"\n")
 }
 
-/// The argument vector of a command's exec.
-pub fn command_argv(id: &str, command: &str) -> Vec<String> {
-    vec![
+/// The argument vector of a command's exec; `proxy_socket`: the command's proxy socket in the
+/// container, when it runs under the bridge program.
+pub fn command_argv(id: &str, command: &str, proxy_socket: Option<&str>) -> Vec<String> {
+    let mut argv = vec![
         "/bin/sh".into(),
         "-c".into(),
         wrapper_script(),
         "aibuddy-exec".into(),
         id.into(),
         command.into(),
-    ]
+    ];
+    if let Some(socket) = proxy_socket {
+        argv.push(BRIDGE_PROGRAM.into());
+        argv.push(socket.into());
+    }
+    argv
 }
 
 /// The argument vector of the kill exec (`signal`: `TERM` or `KILL`).
@@ -119,6 +140,7 @@ mod tests {
                 &command_argv(
                     &id,
                     "(sleep 300 &) ; sleep 300 & echo started; sleep 0.5; exit 3",
+                    None,
                 )[1..],
             )
             .stdin(std::process::Stdio::piped())
@@ -134,7 +156,7 @@ mod tests {
 
         let id2 = format!("u{}", std::process::id());
         let mut child = Command::new("/bin/sh")
-            .args(&command_argv(&id2, "sleep 300 & sleep 300")[1..])
+            .args(&command_argv(&id2, "sleep 300 & sleep 300", None)[1..])
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();

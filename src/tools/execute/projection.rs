@@ -98,16 +98,25 @@ pub fn recovery_line(call_id: &str, from: u64, omitted: u64, stored: Option<u64>
 }
 
 /// The model's line saying where a command ran when it was not this machine (a container: its
-/// paths are the container's, it had no network). `None` for a local run. Pure.
+/// paths are the container's; its network was the proxy's or none). `None` for a local run. Pure.
 pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
     use aibuddy_common::term::line as safe;
     match &outcome.confinement {
         aibuddy_sandbox::aibuddy_exec::Confinement::Container {
             image, container, ..
         } => Some(format!(
-            "\nsandbox: ran in container {} (image `{}`), without network",
+            "\nsandbox: ran in container {} (image `{}`), {}",
             safe(container),
-            safe(image)
+            safe(image),
+            if outcome
+                .network
+                .as_ref()
+                .is_some_and(|n| n.mode.starts_with("proxy"))
+            {
+                "network only through the allow-list proxy"
+            } else {
+                "without network"
+            }
         )),
         _ => None,
     }

@@ -140,18 +140,20 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
             format!(
                 "confinement: {which} of image `{image}` on the engine {engine}: its own \
                  namespaces, the project folder bound at the container's working directory \
-                 ({}); this machine's writable roots and private $TMPDIR do not apply; network \
-                 off (the container has no network; the allow-list proxy is not bridged into \
-                 containers{})",
+                 ({}); this machine's writable roots and private $TMPDIR do not apply; {}",
                 if req.read_only {
                     "read-only"
                 } else {
                     "read-write"
                 },
                 if req.network_allowed {
-                    ", so the allowed hosts are not reachable either"
+                    format!(
+                        "network only through the allow-list proxy ({}): the container has no \
+                         network of its own, the proxy is bridged into its loopback",
+                        policy_text(req)
+                    )
                 } else {
-                    ""
+                    "network off (the container has no network)".to_string()
                 }
             )
         }
@@ -226,7 +228,8 @@ mod tests {
             scope[1]
         );
         assert!(
-            scope[1].contains("(read-write)") && scope[1].contains("network off"),
+            scope[1].contains("(read-write)")
+                && scope[1].contains("network only through the allow-list proxy (allow: *)"),
             "{}",
             scope[1]
         );

@@ -282,7 +282,8 @@ async fn the_scope_of_a_command_in_a_container_names_it() {
         prepared
             .scope
             .iter()
-            .any(|l| l.starts_with("confinement: a container") && l.contains("network off")),
+            .any(|l| l.starts_with("confinement: a container")
+                && l.contains("network only through the allow-list proxy (allow: crates.io")),
         "{:?}",
         prepared.scope
     );
@@ -720,6 +721,18 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
     assert_eq!(
         super::sandbox_line(&in_container).as_deref(),
         Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
+    );
+    in_container.network = Some(NetReport {
+        mode: "proxy: container without a network".into(),
+        policy: "allow: crates.io".into(),
+        events: Vec::new(),
+        events_dropped: 0,
+    });
+    assert_eq!(
+        super::sandbox_line(&in_container).as_deref(),
+        Some(
+            "\nsandbox: ran in container 0123456789ab (image `debian:12`), network only through the allow-list proxy"
+        )
     );
     outcome.network = Some(NetReport {
         mode: "proxy".into(),

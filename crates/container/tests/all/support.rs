@@ -174,6 +174,7 @@ impl Engine {
             workdir: "/workspace".into(),
             project: ProjectMode::Bind,
             engine_timeout,
+            bridge_program: Some(env!("CARGO_BIN_EXE_aibuddy-container-bridge").into()),
         }
     }
 
