@@ -45,7 +45,8 @@ fn tools_list_and_trust_show_the_container_sandbox() {
         line,
         format!(
             "sandbox: container: a container (created on first use) of image `localhost/img:1` \
-             on engine {engine}, project bound at /src, no network"
+             on engine {engine}, project bound at /src, no network of its own (egress only \
+             through the allow-list proxy)"
         )
     );
     // The execute row's confinement (the desktop's tools panel shows the same field).

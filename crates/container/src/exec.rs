@@ -116,7 +116,11 @@ async fn run_inner(
     let inner = &sb.inner;
     let endpoint = &inner.opts.endpoint;
     let docker = &inner.docker;
-    let created = unless_cancelled(cancel, sb.ensure(req.read_only)).await??;
+    let protected = aibuddy_sandbox::aibuddy_exec::protect::effective_list(
+        &req.protected_paths,
+        &req.unprotected_paths,
+    );
+    let created = unless_cancelled(cancel, sb.ensure(req.read_only, &protected)).await??;
     let container = created.id.clone();
     // This command's allow-list proxy (with the network on): the local path's policy, decider
     // and report, on a socket the container sees; the socket file goes when the call ends.

@@ -3,7 +3,9 @@
 //! The container is created on first use (opening a project never waits for an engine) from the
 //! configured image, with no network of its own (`NetworkMode: none`; a command with the network
 //! on reaches the app's allow-list proxy through the bridge program, see `exec.rs`), the project
-//! bind-mounted at `workdir` (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
+//! bind-mounted at `workdir` (`project: "bind"`) with its protected paths held for the
+//! container's life (`aibuddy_exec::MountGuard`: absent ones cannot be created either), labelled
+//! `aibuddy.sandbox`, and removed when the sandbox is dropped.
 //!
 //! File operations run on the project's mount: in `bind` mode the container sees the project
 //! folder itself, so list, read, write, edit, glob and grep go through the local adapter's cap-std
@@ -15,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink};
+use aibuddy_sandbox::aibuddy_exec::protect::Placeholder;
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink, MountGuard};
 use aibuddy_sandbox::api::*;
 use aibuddy_sandbox::{
     Capabilities, LocalSandbox, Sandbox, SandboxError, SandboxKind, SandboxSettings,
@@ -87,6 +90,29 @@ pub(crate) struct Created {
     /// Whether the bridge program runs in this container (checked once, after it started):
     /// `Err(why)` and its commands get no network.
     pub bridge: Result<(), String>,
+    /// The protected paths held for the container's life (the read-write container only):
+    /// finished after the container is removed.
+    pub guard: std::sync::Mutex<Option<MountGuard>>,
+}
+
+impl Created {
+    /// Sweeps the protected paths once the container is gone (the placeholders released).
+    pub(crate) fn release_guard(&self) {
+        let guard = self
+            .guard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(g) = guard {
+            let report = g.finish();
+            if !report.is_empty() {
+                tracing::warn!(
+                    ?report,
+                    "protected paths created in the container were removed"
+                );
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -222,6 +248,10 @@ impl ContainerSandbox {
                 }
             }
         }
+        // Nothing runs in the project's mount any more: sweep and release the protected paths.
+        if let Some(c) = self.inner.container.get() {
+            c.release_guard();
+        }
         Ok(())
     }
 
@@ -231,7 +261,11 @@ impl ContainerSandbox {
 
     /// The container of `read_only` commands or of the others, created and started on first use
     /// (bounded by twice the engine timeout).
-    pub(crate) async fn ensure(&self, read_only: bool) -> Result<&Created, SandboxError> {
+    pub(crate) async fn ensure(
+        &self,
+        read_only: bool,
+        protected: &[(String, Placeholder)],
+    ) -> Result<&Created, SandboxError> {
         let inner = &self.inner;
         let bound = inner.opts.engine_timeout.saturating_mul(2);
         let cell = if read_only {
@@ -240,7 +274,7 @@ impl ContainerSandbox {
             &inner.container
         };
         cell.get_or_try_init(|| async {
-            match tokio::time::timeout(bound, create_container(inner, read_only)).await {
+            match tokio::time::timeout(bound, create_container(inner, read_only, protected)).await {
                 Ok(r) => r,
                 Err(_) => Err(engine_error(
                     &inner.opts.endpoint,
@@ -252,31 +286,6 @@ impl ContainerSandbox {
     }
 }
 
-/// The protected paths (`aibuddy_exec::PROTECTED_PATHS`: git config and hooks, `.aibuddy`,
-/// `.vscode`, `.envrc`...) that exist in the project as real files or folders: bound read-only
-/// over the project mount. A symlink is never a bind source (the engine would follow it on the
-/// host); absent ones cannot be bound: [`unprotected_in`] names them.
-pub fn protected_in(root: &Path) -> Vec<String> {
-    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
-        .iter()
-        .map(|(p, _)| p.to_string())
-        .filter(|p| {
-            std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_dir() || m.is_file())
-        })
-        .collect()
-}
-
-/// The protected paths a command in the container could create or replace (absent, or a
-/// symlink), so the scope can say so.
-pub fn unprotected_in(root: &Path) -> Vec<String> {
-    let bound = protected_in(root);
-    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
-        .iter()
-        .map(|(p, _)| p.to_string())
-        .filter(|p| !bound.contains(p))
-        .collect()
-}
-
 /// An Execution-stage error about the engine, naming it.
 pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) -> SandboxError {
     SandboxError::Exec {
@@ -285,7 +294,21 @@ pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) ->
     }
 }
 
-async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, SandboxError> {
+/// Where a host path under the project `root` is in the container (`None`: not under it).
+fn in_container(root: &Path, workdir: &str, host: &Path) -> Option<String> {
+    let rel = host.strip_prefix(root).ok()?;
+    Some(if rel.as_os_str().is_empty() {
+        workdir.to_string()
+    } else {
+        format!("{workdir}/{}", rel.to_string_lossy())
+    })
+}
+
+async fn create_container(
+    inner: &Inner,
+    read_only: bool,
+    protected: &[(String, Placeholder)],
+) -> Result<Created, SandboxError> {
     let o = &inner.opts;
     let root_path = inner.files.root();
     let root = root_path.to_string_lossy().into_owned();
@@ -298,13 +321,28 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         ..Default::default()
     };
     let mut mounts = vec![bind(root.clone(), o.workdir.clone(), read_only)];
-    for p in protected_in(root_path) {
-        mounts.push(bind(
-            format!("{root}/{p}"),
-            format!("{}/{p}", o.workdir),
-            true,
-        ));
+    // The protected paths, held as on the local namespace path (`aibuddy_exec::protect`, the one
+    // owner of the list and of finding them, nested repositories included): every git directory
+    // bound onto itself (it cannot be renamed away and replaced), every present protected path
+    // and a placeholder for every absent one bound read-only over it, for the container's life.
+    // A read-only project needs none of it.
+    let guard = (!read_only).then(|| MountGuard::prepare(&[root_path.to_path_buf()], protected));
+    if let Some(g) = &guard {
+        for (dir, ro) in g.git_dirs().iter().map(|d| (d, false)).chain(
+            g.read_only()
+                .iter()
+                .map(|p| (p, true))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        ) {
+            // Outside the project (a worktree's git directory elsewhere): not in the container.
+            if let Some(target) = in_container(root_path, &o.workdir, dir) {
+                mounts.push(bind(dir.to_string_lossy().into_owned(), target, ro));
+            }
+        }
     }
+    // Parents before what lies in them.
+    mounts.sort_by_key(|m| m.target.as_deref().map_or(0, |t| t.matches('/').count()));
     // The bridge program and the proxy sockets' folder, both read-only (the network policy is
     // the proxy's, in this process; see `exec.rs`).
     if let (Some(program), Some(dir)) = (&o.bridge_program, &inner.net_dir) {
@@ -342,6 +380,8 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         }),
         ..Default::default()
     };
+    // The guard is released (placeholders removed) when creating or starting fails.
+    let guard = std::sync::Mutex::new(guard);
     let created = inner
         .docker
         .create_container(None::<CreateContainerOptions>, body)
@@ -374,7 +414,7 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
     if let Err(why) = &bridge {
         tracing::warn!(container = %id, image = %o.image, "{why}");
     }
-    Ok(Created { id, bridge })
+    Ok(Created { id, bridge, guard })
 }
 
 /// Runs the bridge program once in the new container (`… --aibuddy-net-bridge <none> "exit 0"`:
@@ -461,14 +501,14 @@ const REMOVE_ON_DROP_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let ids: Vec<String> = [self.container.take(), self.read_only.take()]
+        let created: Vec<Created> = [self.container.take(), self.read_only.take()]
             .into_iter()
             .flatten()
-            .map(|c| c.id)
             .collect();
-        if ids.is_empty() {
+        if created.is_empty() {
             return;
         }
+        let ids: Vec<String> = created.iter().map(|c| c.id.clone()).collect();
         // A thread of its own with its own runtime and client: this may run on a runtime's
         // worker, or after the runtime that made the client has stopped.
         let endpoint = self.opts.endpoint.clone();
@@ -506,6 +546,10 @@ impl Drop for Inner {
             });
         });
         let _ = remover.join();
+        // After the containers are gone: sweep and release the protected paths.
+        for c in &created {
+            c.release_guard();
+        }
     }
 }
 

@@ -74,7 +74,7 @@ pub use process_group::group_alive;
 pub use projection::{
     MODEL_CHAR_CAP, ModelText, model_text, model_text_with_cap, project_for_model,
 };
-pub use protect::{PROTECTED_PATHS, ProtectedReport};
+pub use protect::{MountGuard, PROTECTED_PATHS, ProtectedReport};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
     DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_MAX_PROCESSES, DEFAULT_SPOOL_CAP,

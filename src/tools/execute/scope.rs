@@ -6,10 +6,13 @@ use aibuddy_sandbox::aibuddy_exec::protect::{
 };
 use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest};
 
-/// Whether this confinement refuses writes to protected paths (the namespace path does; on the
-/// Landlock-only path they are restored after the command instead).
+/// Whether this confinement refuses writes to protected paths (the namespace path and a
+/// container do; on the Landlock-only path they are restored after the command instead).
 pub fn protected_paths_refused(support: &Confinement) -> bool {
-    matches!(support, Confinement::Namespaces { .. })
+    matches!(
+        support,
+        Confinement::Namespaces { .. } | Confinement::Container { .. }
+    )
 }
 
 /// The scope line of the protected paths.
@@ -24,9 +27,9 @@ pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
     let names = names.join(", ");
     if matches!(support, Confinement::Container { .. }) {
         return format!(
-            "protected paths: those that exist in the project are bound read-only into the \
-             container; an absent one (or a symlink) is NOT protected, a command can create it \
-             through the project mount: {names}"
+            "protected paths (read-only in the container, cannot be created; in the project and \
+             every git directory in it, each git directory bound onto itself; a symlink is \
+             put back after the container): {names}"
         );
     }
     if protected_paths_refused(support) {
@@ -233,7 +236,7 @@ mod tests {
             "{}",
             scope[1]
         );
-        assert!(scope[2].contains("NOT protected"), "{}", scope[2]);
+        assert!(scope[2].contains("cannot be created"), "{}", scope[2]);
         assert!(
             scope[4].contains("none of this machine's variables"),
             "{}",
@@ -241,7 +244,7 @@ mod tests {
         );
         assert_eq!(
             crate::tools::execute::launch_of(&c),
-            crate::approvals::Launch::Degraded
+            crate::approvals::Launch::Full
         );
     }
 

@@ -248,7 +248,8 @@ fn deltas(events: &[Event]) -> (String, String, usize) {
 }
 
 /// The approval's scope names the container a command will run in (the window and the CLI
-/// prompt show these lines), and `auto` asks for it (`Launch::Degraded`).
+/// prompt show these lines), and `auto` runs it as it runs a fully confined local command
+/// (`Launch::Full`: the container holds the protected paths and the network as that path does).
 #[tokio::test]
 #[cfg(feature = "container")]
 async fn the_scope_of_a_command_in_a_container_names_it() {
@@ -287,7 +288,7 @@ async fn the_scope_of_a_command_in_a_container_names_it() {
         "{:?}",
         prepared.scope
     );
-    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Degraded));
+    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Full));
 }
 
 #[tokio::test]

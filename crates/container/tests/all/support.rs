@@ -174,7 +174,11 @@ impl Engine {
             workdir: "/workspace".into(),
             project: ProjectMode::Bind,
             engine_timeout,
-            bridge_program: Some(env!("CARGO_BIN_EXE_aibuddy-container-bridge").into()),
+            // This crate's bridge binary; the root crate's tests (which share this file) find
+            // the init program as the app does.
+            bridge_program: option_env!("CARGO_BIN_EXE_aibuddy-container-bridge")
+                .map(PathBuf::from)
+                .or_else(|| aibuddy_sandbox::aibuddy_exec::init_program(None).ok()),
         }
     }
 
