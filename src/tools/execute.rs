@@ -465,7 +465,7 @@ mod netask;
 mod projection;
 pub use projection::{
     client_projection, ended_early, network_lines, raw_value, recovery_line, sandbox_line,
-    trim_model,
+    sandbox_of, trim_model,
 };
 pub mod project_hosts;
 mod scope;

@@ -328,13 +328,9 @@ async fn create_container(
     // A read-only project needs none of it.
     let guard = (!read_only).then(|| MountGuard::prepare(&[root_path.to_path_buf()], protected));
     if let Some(g) = &guard {
-        for (dir, ro) in g.git_dirs().iter().map(|d| (d, false)).chain(
-            g.read_only()
-                .iter()
-                .map(|p| (p, true))
-                .collect::<Vec<_>>()
-                .into_iter(),
-        ) {
+        let read_only_paths = g.read_only();
+        let git_dirs = g.git_dirs().iter().map(|d| (d, false));
+        for (dir, ro) in git_dirs.chain(read_only_paths.iter().map(|p| (p, true))) {
             // Outside the project (a worktree's git directory elsewhere): not in the container.
             if let Some(target) = in_container(root_path, &o.workdir, dir) {
                 mounts.push(bind(dir.to_string_lossy().into_owned(), target, ro));

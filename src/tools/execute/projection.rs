@@ -122,6 +122,27 @@ pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
     }
 }
 
+/// Where a finished `execute` call ran when it was not this machine, from its client projection
+/// (`confinement_detail`): `container 0123456789ab (image `debian:12`) on unix:///…`; `None` for
+/// a local run or another tool's projection. One line, terminal-safe. Pure.
+pub fn sandbox_of(client: &Value) -> Option<String> {
+    use aibuddy_common::term::line as safe;
+    let c = client.get("confinement_detail")?;
+    if c.get("kind")?.as_str()? != "container" {
+        return None;
+    }
+    let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+    let which = match text("container") {
+        "" => "a container".to_string(),
+        id => format!("container {}", safe(id)),
+    };
+    Some(format!(
+        "{which} (image `{}`) on {}",
+        safe(text("image")),
+        safe(text("engine"))
+    ))
+}
+
 /// Refused hosts shown to the model at most.
 const MAX_REFUSAL_LINES: usize = 20;
 

@@ -183,7 +183,7 @@ async fn a_bridge_program_the_image_cannot_run_means_no_network_said_and_the_com
     let sb = ContainerSandbox::open(&aibuddy_sandbox::SandboxSettings::new(dir.path()), opts)
         .expect("open");
     let mut req = ExecRequest::new(
-        &format!("{}; echo ran", curl("localhost", port, false)),
+        format!("{}; echo ran", curl("localhost", port, false)),
         "/",
     );
     req.network_policy = Some(policy(&[&format!("localhost:{port}")]));
