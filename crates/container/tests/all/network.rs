@@ -182,10 +182,7 @@ async fn a_bridge_program_the_image_cannot_run_means_no_network_said_and_the_com
     opts.bridge_program = Some("/bin/false".into());
     let sb = ContainerSandbox::open(&aibuddy_sandbox::SandboxSettings::new(dir.path()), opts)
         .expect("open");
-    let mut req = ExecRequest::new(
-        format!("{}; echo ran", curl("localhost", port, false)),
-        "/",
-    );
+    let mut req = ExecRequest::new(format!("{}; echo ran", curl("localhost", port, false)), "/");
     req.network_policy = Some(policy(&[&format!("localhost:{port}")]));
     let (out, text) = run_text(&sb, req).await;
     assert!(text.contains("ran"), "{text}");
