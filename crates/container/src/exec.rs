@@ -30,14 +30,16 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long after the output ends the exec's exit code may take to be recorded.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
 
-/// An id for one command's marker: this process, the time, a counter (letters and digits only).
+/// An id for one command's marker: this process, the time, a counter (letters and digits only,
+/// fixed width: the wrapper's sweep matches the marker as a substring, so no id may be a prefix
+/// of another).
 fn exec_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!(
-        "{:x}x{:x}x{:x}",
+        "{:08x}x{:032x}x{:016x}",
         std::process::id(),
         nanos,
         NEXT.fetch_add(1, Ordering::Relaxed)

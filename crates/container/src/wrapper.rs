@@ -1,5 +1,6 @@
-//! The small init every command runs under inside the container (POSIX `sh`, so any image with
-//! `/bin/sh` and `grep` works), and the kill the adapter sends when it cannot reach it.
+//! The small init every command runs under inside the container (POSIX `sh` and its builtins,
+//! so any image with `/bin/sh` works; the container's PID 1 also runs `sleep`), and the kill the
+//! adapter sends when it cannot reach it.
 //!
 //! The Engine API has no "kill this exec". So:
 //! - the command runs as `/bin/sh -c COMMAND` with stdin from `/dev/null` and the marker
@@ -27,13 +28,22 @@
 pub const MARKER: &str = "AIBUDDY_EXEC";
 
 /// `sweep SIGNAL`: send SIGNAL to every process whose environment holds `AIBUDDY_EXEC=$id`;
-/// with KILL, again until none is found (at most 50 rounds).
-const SWEEP: &str = r#"sweep() {
+/// with KILL, again until none is found (at most 50 rounds). Shell builtins only (`read`,
+/// `case`, `kill`, `[`): the image needs no `grep`. dash's `read` drops the NUL bytes between
+/// the variables, so the marker is looked for as a substring; ids have a fixed width (see
+/// `exec.rs`), so one id is never a prefix of another.
+const SWEEP: &str = r#"marked() {
+  while IFS= read -r l || [ -n "$l" ]; do
+    case $l in *"AIBUDDY_EXEC=$id"*) return 0 ;; esac
+  done
+  return 1
+}
+sweep() {
   n=0
   while [ "$n" -lt 50 ]; do
     found=
     for d in /proc/[0-9]*; do
-      if grep -qzx "AIBUDDY_EXEC=$id" "$d/environ" 2>/dev/null; then
+      if marked 2>/dev/null <"$d/environ"; then
         kill -s "$1" "${d#/proc/}" 2>/dev/null && found=1
       fi
     done
@@ -130,8 +140,9 @@ mod tests {
         n
     }
 
-    /// The scripts run under this machine's `sh` as they would in the container: leftovers of a
-    /// command are gone when it ends, and closing stdin ends the command.
+    /// The scripts run under this machine's `sh` as they would in the container, with no `PATH`
+    /// (the wrapper needs no program besides `sh`): leftovers of a command are gone when it ends,
+    /// and closing stdin ends the command.
     #[test]
     fn the_wrapper_leaves_nothing_and_stdin_eof_kills() {
         let id = format!("t{}", std::process::id());
@@ -139,10 +150,11 @@ mod tests {
             .args(
                 &command_argv(
                     &id,
-                    "(sleep 300 &) ; sleep 300 & echo started; sleep 0.5; exit 3",
+                    "(/bin/sleep 300 &) ; /bin/sleep 300 & echo started; /bin/sleep 0.5; exit 3",
                     None,
                 )[1..],
             )
+            .env("PATH", "/nonexistent")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -156,7 +168,8 @@ mod tests {
 
         let id2 = format!("u{}", std::process::id());
         let mut child = Command::new("/bin/sh")
-            .args(&command_argv(&id2, "sleep 300 & sleep 300", None)[1..])
+            .args(&command_argv(&id2, "/bin/sleep 300 & /bin/sleep 300", None)[1..])
+            .env("PATH", "/nonexistent")
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
