@@ -39,9 +39,12 @@ for b in "${BINARIES[@]}"; do
   [ -e "$root/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$root/usr/bin/$b"
   for lib in $(ldd "$p" 2>/dev/null | grep -o '/[^ ]*' || true); do copy "$lib"; done
 done
-# The libraries of the bridge program bound into the containers (aibuddy-container-bridge, a Rust
-# binary: libc and libgcc_s), as any glibc image has them.
-for lib in $(ldconfig -p | grep -o '/[^ ]*/libgcc_s\.so\.1$' | head -n 1); do copy "$lib"; done
+# The libraries of the bridge program bound into the containers (aibuddy-container-bridge or
+# aibuddy-exec-init: libc and libgcc_s; the CLI itself: libm, libssl and libcrypto too, the last
+# two already there for curl), as any glibc image has them.
+for name in libgcc_s.so.1 libm.so.6; do
+  for lib in $(ldconfig -p | grep -o "/[^ ]*/${name//./\\.}\$" | head -n 1); do copy "$lib"; done
+done
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
 tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$root" -cf "$work/rootfs.tar" .
