@@ -154,6 +154,7 @@ async fn run_inner(
         attach_stderr: Some(true),
         tty: Some(false),
         cmd: Some(command_argv(id, &req.command, bridged)),
+        env: Some(crate::env::passed_env(std::env::vars_os(), &req.env)),
         working_dir: Some(inner.opts.workdir.clone()),
         ..Default::default()
     };

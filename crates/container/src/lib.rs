@@ -12,6 +12,7 @@
 //! Kept out of `aibuddy-sandbox` so the HTTP client is linked only where a host opens containers.
 
 pub mod engine;
+pub mod env;
 mod exec;
 pub mod sandbox;
 pub mod settings;

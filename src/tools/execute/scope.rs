@@ -194,8 +194,16 @@ pub fn scope_lines(
         format!("timeout: {} ms", req.timeout.as_millis()),
     ];
     scope.push(if matches!(support, Confinement::Container { .. }) {
-        "environment: none of this machine's variables are passed (the image's own only)"
-            .to_string()
+        if req.env.include.is_empty() {
+            "environment: none of this machine's variables are passed (the image's own only)"
+                .to_string()
+        } else {
+            format!(
+                "environment: the image's own; of this machine's variables only those \
+                 `exec.env_include` names (when set here and not excluded): {}",
+                req.env.include.join(", ")
+            )
+        }
     } else if env_dropped.is_empty() {
         "environment withheld: none".to_string()
     } else {
@@ -239,6 +247,15 @@ mod tests {
         assert!(scope[2].contains("cannot be created"), "{}", scope[2]);
         assert!(
             scope[4].contains("none of this machine's variables"),
+            "{}",
+            scope[4]
+        );
+        let mut included = req.clone();
+        included.env.include = vec!["GH_TOKEN".into()];
+        let scope = scope_lines(&included, &[], &c);
+        assert!(
+            scope[4].contains("only those `exec.env_include` names")
+                && scope[4].ends_with(": GH_TOKEN"),
             "{}",
             scope[4]
         );
