@@ -329,7 +329,7 @@ fn outcome(
             engine: sb.inner.opts.endpoint.shown(),
             image: sb.inner.opts.image.clone(),
             container: container.chars().take(12).collect(),
-            network_isolated: true,
+            network_isolated: !network.mode.starts_with("proxy"),
         },
         env_dropped: Vec::new(),
         pgid: 0,

@@ -588,7 +588,8 @@ impl Sandbox for ContainerSandbox {
                 .container_id()
                 .map(|id| id.chars().take(12).collect())
                 .unwrap_or_default(),
-            network_isolated: true,
+            // Support, not a run: a command with the network on gets the proxy.
+            network_isolated: false,
         })
     }
 

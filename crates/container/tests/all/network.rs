@@ -168,6 +168,7 @@ async fn with_the_network_off_there_is_no_proxy_and_no_egress() {
     assert!(!text.contains("registry-ok"), "{text}");
     assert!(!text.contains("curl-exit=0"), "{text}");
     assert!(!text.contains("direct-exit=0"), "{text}");
+    assert_eq!(out.confinement.label(), "container+nonet");
     let net = out.network.expect("a network report");
     assert!(net.mode.starts_with("off (container"), "{}", net.mode);
     assert!(net.events.is_empty(), "{net:?}");
