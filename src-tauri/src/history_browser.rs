@@ -130,6 +130,11 @@ pub struct CallRecordView {
     pub raw_total_bytes: u64,
     /// True when the raw output is what was spooled before the process died.
     pub raw_partial: bool,
+    /// `execute` only: where the command ran when not on this machine (`container
+    /// 0123456789ab (image `debian:12`) on unix:///…`); absent for a local run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<String>,
 }
 
 /// The target of a call: the first of its input's usual target fields, one line, bounded. Pure.
@@ -399,6 +404,11 @@ pub async fn detail(
         display_text: rec.display_text.clone(),
         compaction_state: rec.compaction_state,
     };
+    let sandbox = rec
+        .client_projection
+        .as_ref()
+        .filter(|_| rec.tool == "execute")
+        .and_then(aibuddy::tools::execute::sandbox_of);
     Ok(CallRecordView {
         item: item_of(row),
         error_code: rec.error_code,
@@ -415,6 +425,7 @@ pub async fn detail(
             .and_then(|n| u64::try_from(n).ok())
             .unwrap_or(0),
         raw_partial: rec.raw_output_partial,
+        sandbox,
     })
 }
 

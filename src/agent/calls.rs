@@ -195,6 +195,9 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
     } else {
         Vec::new()
     };
+    let sandbox = is_execute
+        .then(|| crate::tools::execute::sandbox_of(client))
+        .flatten();
     RunEvent::ToolResult {
         tool_call_id: outcome.tool_call_id.clone(),
         status: outcome.status,
@@ -205,6 +208,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
         omitted_bytes,
         activated,
         hooks: outcome.hooks.clone(),
+        sandbox,
     }
 }
 
@@ -285,6 +289,26 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn an_execute_result_names_the_container_it_ran_in() {
+        let client = json!({"exit_code": 0, "confinement_detail": {
+            "kind": "container", "engine": "unix:///run/podman/podman.sock",
+            "image": "debian:12", "container": "0123456789ab", "network_isolated": true}});
+        let RunEvent::ToolResult { sandbox, .. } = result_event(&outcome("execute", client)) else {
+            panic!("not a tool result")
+        };
+        assert_eq!(
+            sandbox.as_deref(),
+            Some("container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock")
+        );
+        let local = json!({"confinement_detail": {"kind": "namespaces", "landlock_abi": 7,
+            "network_isolated": true, "scopes": true}});
+        let RunEvent::ToolResult { sandbox, .. } = result_event(&outcome("execute", local)) else {
+            panic!("not a tool result")
+        };
+        assert_eq!(sandbox, None);
     }
 
     #[test]

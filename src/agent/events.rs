@@ -58,6 +58,11 @@ pub enum RunEvent {
         activated: Vec<String>,
         /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`).
         hooks: Vec<crate::hooks::HookRun>,
+        /// `execute` only: where the command ran when not on this machine (`container
+        /// 0123456789ab (image `debian:12`) on unix:///…`); absent for a local run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        sandbox: Option<String>,
     },
     /// A hook of the run itself ran (`run_start`, `run_end`, `waiting_for_person`).
     Hook { hook: crate::hooks::HookRun },

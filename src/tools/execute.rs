@@ -332,11 +332,12 @@ pub fn launch_of(
             landlock_abi: Some(_),
             ..
         } => Launch::Full,
-        // A container: its own namespaces, but absent protected paths can be created through
-        // the project mount and the allow-list proxy is not bridged in (docs/security.md).
+        // A container holds what the full local path holds: its own namespaces, egress only
+        // through the allow-list proxy, protected paths read-only and absent ones held by
+        // placeholders, none of this machine's environment (docs/security.md).
+        aibuddy_sandbox::aibuddy_exec::Confinement::Container { .. } => Launch::Full,
         aibuddy_sandbox::aibuddy_exec::Confinement::Namespaces { .. }
-        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. }
-        | aibuddy_sandbox::aibuddy_exec::Confinement::Container { .. } => Launch::Degraded,
+        | aibuddy_sandbox::aibuddy_exec::Confinement::Landlock { .. } => Launch::Degraded,
         aibuddy_sandbox::aibuddy_exec::Confinement::Unavailable { .. }
         | aibuddy_sandbox::aibuddy_exec::Confinement::Disabled => Launch::Unconfined,
     }
@@ -464,7 +465,7 @@ mod netask;
 mod projection;
 pub use projection::{
     client_projection, ended_early, network_lines, raw_value, recovery_line, sandbox_line,
-    trim_model,
+    sandbox_of, trim_model,
 };
 pub mod project_hosts;
 mod scope;

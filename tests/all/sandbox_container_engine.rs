@@ -1,6 +1,7 @@
 //! The real CLI with `sandbox.kind: "container"` against a real engine (Podman's API service and
 //! the image of `crates/container`'s tests): `aibuddy call execute` runs inside the container, on
-//! the project's files, without network, says so, and leaves no container behind.
+//! the project's files, with the network only through the allow-list proxy, says so, and
+//! leaves no container behind.
 
 use serde_json::{Value, json};
 
@@ -49,4 +50,82 @@ fn a_command_runs_in_the_container_on_the_project_and_nothing_is_left() {
         "",
         "a container was left"
     );
+}
+
+/// A host loopback HTTP server answering every request with `registry-ok`; returns its port.
+fn registry() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
+                );
+            });
+        }
+    });
+    port
+}
+
+/// `exec.network` holds in the container as on this machine: the listed host is reached through
+/// the proxy, an unlisted one is refused without asking (`--yes`, no terminal) and named in the
+/// model text, the model's `sandbox:` line says so; with `exec.network: false`, no egress.
+#[test]
+fn the_network_policy_holds_in_the_container_through_the_proxy() {
+    let Some(engine) = engine() else { return };
+    let (port, other) = (registry(), registry());
+    let p = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let curl = |port: u16| {
+        format!(
+            "NO_PROXY= no_proxy= curl -sS --max-time 10 http://localhost:{port}/ 2>&1; echo \" exit=$?\""
+        )
+    };
+    let args = json!({"command": format!("{}; {}", curl(port), curl(other))}).to_string();
+    for network in [
+        json!({"allow": [format!("localhost:{port}")]}),
+        json!(false),
+    ] {
+        let user = json!({"sandbox": {"kind": "container", "container": {
+            "engine": format!("unix://{}", engine.socket.display()), "image": engine.image}},
+            "exec": {"network": network}});
+        std::fs::write(d.path().join("settings.json"), user.to_string()).unwrap();
+        let (code, out, err) = aibuddy(
+            p.path(),
+            d.path(),
+            &["call", "execute", &args, "--yes", "--json"],
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}"));
+        let model = v["model"].as_str().unwrap_or_default();
+        if network == json!(false) {
+            assert!(!model.contains("registry-ok"), "{model}");
+            assert!(model.contains("without network"), "{model}");
+            continue;
+        }
+        assert_eq!(model.matches("registry-ok").count(), 1, "{model}");
+        assert!(
+            model.contains(&format!(
+                "network: refused connection to localhost:{other} (not on exec.network.allow); \
+                 the person can add it to exec.network.allow in settings.json"
+            )),
+            "{model}"
+        );
+        assert!(
+            model.contains("sandbox: ran in container")
+                && model.contains("network only through the allow-list proxy"),
+            "{model}"
+        );
+    }
 }

@@ -116,6 +116,33 @@ function imageCard(model: string): ToolCard {
 
 const PNG: CallImage = { media_type: "image/png", width: 3, height: 2, data_url: "data:image/png;base64,iVBORw0KGgo=" };
 
+describe("a command card's sandbox", () => {
+  it("says which container the command ran in, as text; a local command's card says nothing", () => {
+    const where = "container 0123456789ab (image `<b>x</b>`) on unix:///run/podman/podman.sock";
+    const cardOf = (sandbox?: string): ToolCard => {
+      let s = emptyRun();
+      s = applyRunEvent(s, { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "make" } }, 1000);
+      const result: RunEvent = { type: "tool_result", tool_call_id: "c1", status: "ok", stage: null, model: "", duration_ms: 3, exit_code: 0, omitted_bytes: null, activated: [], hooks: [] };
+      s = applyRunEvent(s, sandbox === undefined ? result : { ...result, sandbox }, 1000);
+      const item = s.items.find((i) => i.kind === "tool");
+      if (!item || item.kind !== "tool") throw new Error("no card");
+      return item.card;
+    };
+    const h = host();
+    const c = mount(ToolCardView, { target: h, props: { card: cardOf(where), bus: new OutputBus(), onstop: () => {} } });
+    cleanup.push(() => unmount(c));
+    flushSync();
+    const line = h.querySelector('[data-testid="tool-sandbox"]');
+    expect(line?.textContent).toBe(`ran in ${where}`);
+    expect(line?.querySelector("b")).toBeNull();
+    const h2 = host();
+    const c2 = mount(ToolCardView, { target: h2, props: { card: cardOf(), bus: new OutputBus(), onstop: () => {} } });
+    cleanup.push(() => unmount(c2));
+    flushSync();
+    expect(h2.querySelector('[data-testid="tool-sandbox"]')).toBeNull();
+  });
+});
+
 describe("a card's images", () => {
   it("are asked by call id when the model text names one, and shown sized", async () => {
     const asked: string[] = [];

@@ -156,6 +156,27 @@ describe("history browser", () => {
     view.element.remove();
   });
 
+  it("a call's detail names the container it ran in; a local call's names none", async () => {
+    const { api } = fakeApi(2);
+    const where = "container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock";
+    const inContainer: RawOutputApi = { ...api, callRecord: async (id) => ({ ...(await api.callRecord(id)), sandbox: where }) };
+    const view = createHistoryBrowser(inContainer);
+    document.body.append(view.element);
+    await view.refresh();
+    view.element.querySelector<HTMLElement>('[data-testid="hb-row"]')?.click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(view.element.querySelector('[data-testid="hb-sandbox"]')?.textContent).toBe(`Ran in ${where}`);
+    view.element.remove();
+    const local = createHistoryBrowser(api);
+    document.body.append(local.element);
+    await local.refresh();
+    local.element.querySelector<HTMLElement>('[data-testid="hb-row"]')?.click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(local.element.querySelector('[data-testid="hb-detail"]')).not.toBeNull();
+    expect(local.element.querySelector('[data-testid="hb-sandbox"]')).toBeNull();
+    local.element.remove();
+  });
+
   it("keeps untrusted text (tool, target, model text) as text", async () => {
     const { api } = fakeApi(1);
     const hostile = "<img src=x onerror=alert(1)>";

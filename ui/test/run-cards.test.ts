@@ -54,6 +54,14 @@ describe("tool cards", () => {
     expect(discoverySummary(cardAfter([read, result({})]))).toBeNull();
   });
 
+  it("a command that ran in a container names it on its card; a local one names none", () => {
+    const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "make" } };
+    const where = "container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock";
+    expect(cardAfter([call, result({ exit_code: 0, sandbox: where })]).sandbox).toBe(where);
+    expect(cardAfter([call, result({ exit_code: 0 })]).sandbox).toBeNull();
+    expect(cardAfter([call]).sandbox).toBeNull();
+  });
+
   it("a replayed stored result has no live fields", () => {
     const call: RunEvent = { type: "tool_call", tool_call_id: "c1", tool: "execute", input: { command: "ls" } };
     const card = cardAfter([call, { type: "stored_result", tool_call_id: "c1", status: "ok", stage: null, model: "x", hooks: [] }]);

@@ -1,7 +1,8 @@
 //! Per-call overhead of `execute` in the container adapter: `true` through
 //! `ContainerSandbox::exec` (exec create, start, streamed output, inspect, under our wrapper)
 //! against `podman exec CONTAINER true` of the same container, and against the bare API
-//! (create, start, inspect, no wrapper) for reference; the ratios in one run.
+//! (create, start, inspect, no wrapper) for reference; the adapter with the network on (the
+//! proxy and the bridge program) and off; the ratios in one run.
 //! Run: `bash benches/container_bench.sh [calls]` (needs podman; see tests/all/support.rs).
 
 #[path = "../tests/all/support.rs"]
@@ -36,12 +37,18 @@ fn main() {
     let dir = support::project();
     rt.block_on(async {
         let sb = engine.sandbox(dir.path());
+        // The network on (the default request): the command's proxy and the bridge program.
         let run = || {
             sb.exec(
                 ExecRequest::new("true", "/"),
                 CancellationToken::new(),
                 Arc::new(NullSink),
             )
+        };
+        let run_offline = || {
+            let mut req = ExecRequest::new("true", "/");
+            req.network_allowed = false;
+            sb.exec(req, CancellationToken::new(), Arc::new(NullSink))
         };
         for _ in 0..5 {
             assert!(run().await.expect("warm-up").termination.success());
@@ -53,12 +60,17 @@ fn main() {
             bollard::API_DEFAULT_VERSION,
         )
         .expect("client");
-        let (mut ours, mut cli, mut api) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ours, mut offline, mut cli, mut api) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Interleaved, so drift of this shared machine touches all three alike.
         for _ in 0..calls {
             let t = Instant::now();
             assert!(run().await.expect("adapter").termination.success());
             ours.push(t.elapsed());
+
+            let t = Instant::now();
+            assert!(run_offline().await.expect("adapter").termination.success());
+            offline.push(t.elapsed());
 
             let t = Instant::now();
             let st = engine
@@ -85,11 +97,15 @@ fn main() {
             let _ = docker.inspect_exec(&exec.id).await.expect("inspect");
             api.push(t.elapsed());
         }
-        let (o, c, a) = (median(ours), median(cli), median(api));
+        let (o, f, c, a) = (median(ours), median(offline), median(cli), median(api));
         println!("container exec overhead, `true`, median of {calls} calls each:");
         println!(
             "  ContainerSandbox::exec      {:>8.1} ms",
             o.as_secs_f64() * 1e3
+        );
+        println!(
+            "  the same, network off       {:>8.1} ms (no proxy, no bridge program)",
+            f.as_secs_f64() * 1e3
         );
         println!(
             "  podman exec (CLI)           {:>8.1} ms",
@@ -102,6 +118,10 @@ fn main() {
         println!(
             "  ratio adapter / podman exec: {:.2}x (goal <= 1.2x)",
             o.as_secs_f64() / c.as_secs_f64()
+        );
+        println!(
+            "  ratio adapter, network off / podman exec: {:.2}x",
+            f.as_secs_f64() / c.as_secs_f64()
         );
         println!(
             "  ratio adapter / bare API exec: {:.2}x (the wrapper and the streamed projection)",

@@ -7,7 +7,7 @@
 # by the tarball's SHA-256, so a second run finds it and imports nothing.
 # The arguments are the global podman options of the store to use (e.g. --root DIR --runroot DIR).
 set -euo pipefail
-BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed)
+BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed curl)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
@@ -38,6 +38,12 @@ for b in "${BINARIES[@]}"; do
   # the name asked for (`sh`) may be a link to another binary (`dash`)
   [ -e "$root/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$root/usr/bin/$b"
   for lib in $(ldd "$p" 2>/dev/null | grep -o '/[^ ]*' || true); do copy "$lib"; done
+done
+# The libraries of the bridge program bound into the containers (aibuddy-container-bridge or
+# aibuddy-exec-init: libc and libgcc_s; the CLI itself: libm, libssl and libcrypto too, the last
+# two already there for curl), as any glibc image has them.
+for name in libgcc_s.so.1 libm.so.6; do
+  for lib in $(ldconfig -p | grep -o "/[^ ]*/${name//./\\.}\$" | head -n 1); do copy "$lib"; done
 done
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"

@@ -2,14 +2,18 @@
 //! `wrapper.rs`, output streamed into the runner's bounded capture (the same head, tail, spool
 //! and 30,000-character projection as a local run), heartbeats, the sandbox timeout (TERM, then
 //! KILL after the grace), a stop (the HTTP request dropped and the command's processes killed),
-//! and a bound on the whole call that holds when the engine stops answering.
+//! and a bound on the whole call that holds when the engine stops answering. With the network
+//! on, the command's own allow-list proxy (`aibuddy_exec::ContainerProxy`) listens on a socket
+//! of the bound folder and the command runs under the bridge program; its report is the call's.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use aibuddy_sandbox::aibuddy_exec::netproxy::NetReport;
 use aibuddy_sandbox::aibuddy_exec::{
-    Confinement, ExecOutcome, ExecRequest, ExecSink, OutputCapture, Stream, Termination,
+    Confinement, ContainerProxy, ExecOutcome, ExecRequest, ExecSink, OutputCapture, Stream,
+    Termination,
 };
 use aibuddy_sandbox::{SandboxError, Stage};
 use bollard::Docker;
@@ -26,14 +30,16 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long after the output ends the exec's exit code may take to be recorded.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
 
-/// An id for one command's marker: this process, the time, a counter (letters and digits only).
+/// An id for one command's marker: this process, the time, a counter (letters and digits only,
+/// fixed width: the wrapper's sweep matches the marker as a substring, so no id may be a prefix
+/// of another).
 fn exec_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!(
-        "{:x}x{:x}x{:x}",
+        "{:08x}x{:032x}x{:016x}",
         std::process::id(),
         nanos,
         NEXT.fetch_add(1, Ordering::Relaxed)
@@ -112,16 +118,43 @@ async fn run_inner(
     let inner = &sb.inner;
     let endpoint = &inner.opts.endpoint;
     let docker = &inner.docker;
-    let container = unless_cancelled(cancel, sb.ensure(req.read_only))
-        .await??
-        .id
-        .clone();
+    let protected = aibuddy_sandbox::aibuddy_exec::protect::effective_list(
+        &req.protected_paths,
+        &req.unprotected_paths,
+    );
+    let created = unless_cancelled(cancel, sb.ensure(req.read_only, &protected)).await??;
+    let container = created.id.clone();
+    // This command's allow-list proxy (with the network on): the local path's policy, decider
+    // and report, on a socket the container sees; the socket file goes when the call ends.
+    let socket = sb.proxy_socket(created, id);
+    let _socket_file = socket
+        .as_ref()
+        .ok()
+        .map(|(host, _)| RemoveOnDrop(host.clone()));
+    let net = ContainerProxy::start(
+        req,
+        socket
+            .as_ref()
+            .map(|(h, _)| h.as_path())
+            .map_err(String::as_str),
+        &*sink,
+    )
+    .map_err(|e| SandboxError::Exec {
+        stage: Stage::Execution,
+        message: format!("could not start the network proxy: {e}"),
+    })?;
+    let bridged = socket
+        .as_ref()
+        .ok()
+        .filter(|_| net.serving())
+        .map(|(_, inside)| inside.as_str());
     let config = CreateExecOptions {
         attach_stdin: Some(true),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         tty: Some(false),
-        cmd: Some(command_argv(id, &req.command)),
+        cmd: Some(command_argv(id, &req.command, bridged)),
+        env: Some(crate::env::passed_env(std::env::vars_os(), &req.env)),
         working_dir: Some(inner.opts.workdir.clone()),
         ..Default::default()
     };
@@ -209,6 +242,7 @@ async fn run_inner(
             sb,
             &container,
             capture,
+            net.finish(),
             Termination::Signaled { signal: 9 },
             started.elapsed(),
             timed_out,
@@ -233,6 +267,7 @@ async fn run_inner(
         sb,
         &container,
         capture,
+        net.finish(),
         termination,
         started.elapsed(),
         timed_out,
@@ -240,8 +275,17 @@ async fn run_inner(
     ))
 }
 
+/// Removes a proxy socket file when the call ends, however it ends.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The exec's exit code once the engine has it (bounded by [`EXIT_WAIT`]).
-async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
+pub(crate) async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
     let until = Instant::now() + EXIT_WAIT;
     loop {
         let info = docker.inspect_exec(exec).await.map_err(|e| e.to_string())?;
@@ -262,6 +306,7 @@ fn outcome(
     sb: &ContainerSandbox,
     container: &str,
     capture: OutputCapture,
+    network: NetReport,
     termination: Termination,
     duration: Duration,
     timed_out: bool,
@@ -284,11 +329,11 @@ fn outcome(
             engine: sb.inner.opts.endpoint.shown(),
             image: sb.inner.opts.image.clone(),
             container: container.chars().take(12).collect(),
-            network_isolated: true,
+            network_isolated: !network.mode.starts_with("proxy"),
         },
         env_dropped: Vec::new(),
         pgid: 0,
-        network: None,
+        network: Some(network),
         protected: Default::default(),
     }
 }

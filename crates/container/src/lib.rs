@@ -2,7 +2,8 @@
 //! serve it) with `bollard`.
 //!
 //! - [`ContainerSandbox`]: every `Sandbox` operation; the container is created on first use from
-//!   `sandbox.container.image` with no network and the project bind-mounted at `workdir`; file
+//!   `sandbox.container.image` with no network of its own (egress only through the app's
+//!   allow-list proxy, bridged in per command) and the project bind-mounted at `workdir`; file
 //!   operations on the mount with the local adapter's bounds and scoping; commands through exec
 //!   create/start (`exec.rs`) under a wrapper of ours (`wrapper.rs`) that leaves no process behind.
 //! - [`ContainerSettings`] (the `sandbox.container` object) and the engine endpoint
@@ -11,6 +12,7 @@
 //! Kept out of `aibuddy-sandbox` so the HTTP client is linked only where a host opens containers.
 
 pub mod engine;
+pub mod env;
 mod exec;
 pub mod sandbox;
 pub mod settings;

@@ -1,8 +1,11 @@
 //! [`ContainerSandbox`]: the `Sandbox` of a container on a Docker Engine API host.
 //!
 //! The container is created on first use (opening a project never waits for an engine) from the
-//! configured image, with no network (`NetworkMode: none`), the project bind-mounted at `workdir`
-//! (`project: "bind"`), labelled `aibuddy.sandbox`, and removed when the sandbox is dropped.
+//! configured image, with no network of its own (`NetworkMode: none`; a command with the network
+//! on reaches the app's allow-list proxy through the bridge program, see `exec.rs`), the project
+//! bind-mounted at `workdir` (`project: "bind"`) with its protected paths held for the
+//! container's life (`aibuddy_exec::MountGuard`: absent ones cannot be created either), labelled
+//! `aibuddy.sandbox`, and removed when the sandbox is dropped.
 //!
 //! File operations run on the project's mount: in `bind` mode the container sees the project
 //! folder itself, so list, read, write, edit, glob and grep go through the local adapter's cap-std
@@ -10,11 +13,12 @@
 //! (nothing outside the mounted folder, symlinks included), and the bytes the container sees.
 //! Commands run inside the container (`exec.rs`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink};
+use aibuddy_sandbox::aibuddy_exec::protect::Placeholder;
+use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecOutcome, ExecRequest, ExecSink, MountGuard};
 use aibuddy_sandbox::api::*;
 use aibuddy_sandbox::{
     Capabilities, LocalSandbox, Sandbox, SandboxError, SandboxKind, SandboxSettings,
@@ -28,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Endpoint;
 use crate::settings::{ContainerSettings, ProjectMode};
-use crate::wrapper::KEEP_ALIVE;
+use crate::wrapper::{BRIDGE_PROGRAM, KEEP_ALIVE, NET_DIR};
 
 /// How long one engine request may take before its response starts (create, start, inspect...).
 pub const DEFAULT_ENGINE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,6 +46,10 @@ pub struct ContainerOptions {
     pub project: ProjectMode,
     /// Bound of each engine request (see [`DEFAULT_ENGINE_TIMEOUT`]).
     pub engine_timeout: Duration,
+    /// The bridge program bound into the container for commands with the network on
+    /// (`aibuddy_exec::init_program`: `aibuddy-exec-init` or the app's own binary; it must run
+    /// in the image). `None`: commands have no network at all.
+    pub bridge_program: Option<PathBuf>,
 }
 
 impl ContainerOptions {
@@ -70,6 +78,7 @@ impl ContainerOptions {
             workdir: s.workdir().to_string(),
             project: s.project,
             engine_timeout: DEFAULT_ENGINE_TIMEOUT,
+            bridge_program: aibuddy_sandbox::aibuddy_exec::init_program(None).ok(),
         })
     }
 }
@@ -78,6 +87,32 @@ impl ContainerOptions {
 #[derive(Debug)]
 pub(crate) struct Created {
     pub id: String,
+    /// Whether the bridge program runs in this container (checked once, after it started):
+    /// `Err(why)` and its commands get no network.
+    pub bridge: Result<(), String>,
+    /// The protected paths held for the container's life (the read-write container only):
+    /// finished after the container is removed.
+    pub guard: std::sync::Mutex<Option<MountGuard>>,
+}
+
+impl Created {
+    /// Sweeps the protected paths once the container is gone (the placeholders released).
+    pub(crate) fn release_guard(&self) {
+        let guard = self
+            .guard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(g) = guard {
+            let report = g.finish();
+            if !report.is_empty() {
+                tracing::warn!(
+                    ?report,
+                    "protected paths created in the container were removed"
+                );
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -89,7 +124,14 @@ pub(crate) struct Inner {
     /// The container of read-only commands (the approval mode `read-only`): the project mounted
     /// read-only; created on the first such command.
     pub read_only: OnceCell<Created>,
+    /// The folder of the commands' proxy sockets (`0700`, under `/tmp`), bound read-only at
+    /// [`NET_DIR`] in the containers; `None` when it could not be made (no network then).
+    pub net_dir: Option<tempfile::TempDir>,
 }
+
+/// The prefix of the proxy socket folders of container sandboxes under `/tmp` (not the local
+/// path's `aibuddy-net-`, whose sweep judges a folder by its one `proxy.sock`).
+const NET_DIR_PREFIX: &str = "aibuddy-cnet-";
 
 /// A sandbox whose commands run in a container of a Docker Engine API host.
 #[derive(Debug, Clone)]
@@ -126,6 +168,13 @@ impl ContainerSandbox {
                 }
             })?;
         let files = LocalSandbox::open(settings)?;
+        // `tempfile` makes the folder `0700`: only this user (the container's root, rootless)
+        // reaches the sockets in it.
+        let net_dir = tempfile::Builder::new()
+            .prefix(NET_DIR_PREFIX)
+            .tempdir_in("/tmp")
+            .inspect_err(|e| tracing::warn!(error = %e, "no proxy folder: container commands get no network"))
+            .ok();
         Ok(ContainerSandbox {
             inner: Arc::new(Inner {
                 docker,
@@ -133,6 +182,7 @@ impl ContainerSandbox {
                 files,
                 container: OnceCell::new(),
                 read_only: OnceCell::new(),
+                net_dir,
             }),
         })
     }
@@ -140,6 +190,21 @@ impl ContainerSandbox {
     /// The container's id, once one was created.
     pub fn container_id(&self) -> Option<String> {
         self.inner.container.get().map(|c| c.id.clone())
+    }
+
+    /// Where command `id`'s proxy listens: on the host and in the container (`Err(why)`: the
+    /// container has no working bridge program or there is no proxy folder, so no network).
+    pub(crate) fn proxy_socket(
+        &self,
+        created: &Created,
+        id: &str,
+    ) -> Result<(PathBuf, String), String> {
+        created.bridge.clone()?;
+        let dir = self.inner.net_dir.as_ref().ok_or_else(|| {
+            "off: the folder of the proxy sockets could not be made (no network)".to_string()
+        })?;
+        let name = format!("{id}.sock");
+        Ok((dir.path().join(&name), format!("{NET_DIR}/{name}")))
     }
 
     /// The id of the container that runs (or ran) `read_only` commands, once created.
@@ -183,6 +248,10 @@ impl ContainerSandbox {
                 }
             }
         }
+        // Nothing runs in the project's mount any more: sweep and release the protected paths.
+        if let Some(c) = self.inner.container.get() {
+            c.release_guard();
+        }
         Ok(())
     }
 
@@ -192,7 +261,11 @@ impl ContainerSandbox {
 
     /// The container of `read_only` commands or of the others, created and started on first use
     /// (bounded by twice the engine timeout).
-    pub(crate) async fn ensure(&self, read_only: bool) -> Result<&Created, SandboxError> {
+    pub(crate) async fn ensure(
+        &self,
+        read_only: bool,
+        protected: &[(String, Placeholder)],
+    ) -> Result<&Created, SandboxError> {
         let inner = &self.inner;
         let bound = inner.opts.engine_timeout.saturating_mul(2);
         let cell = if read_only {
@@ -201,7 +274,7 @@ impl ContainerSandbox {
             &inner.container
         };
         cell.get_or_try_init(|| async {
-            match tokio::time::timeout(bound, create_container(inner, read_only)).await {
+            match tokio::time::timeout(bound, create_container(inner, read_only, protected)).await {
                 Ok(r) => r,
                 Err(_) => Err(engine_error(
                     &inner.opts.endpoint,
@@ -213,31 +286,6 @@ impl ContainerSandbox {
     }
 }
 
-/// The protected paths (`aibuddy_exec::PROTECTED_PATHS`: git config and hooks, `.aibuddy`,
-/// `.vscode`, `.envrc`...) that exist in the project as real files or folders: bound read-only
-/// over the project mount. A symlink is never a bind source (the engine would follow it on the
-/// host); absent ones cannot be bound: [`unprotected_in`] names them.
-pub fn protected_in(root: &Path) -> Vec<String> {
-    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
-        .iter()
-        .map(|(p, _)| p.to_string())
-        .filter(|p| {
-            std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_dir() || m.is_file())
-        })
-        .collect()
-}
-
-/// The protected paths a command in the container could create or replace (absent, or a
-/// symlink), so the scope can say so.
-pub fn unprotected_in(root: &Path) -> Vec<String> {
-    let bound = protected_in(root);
-    aibuddy_sandbox::aibuddy_exec::PROTECTED_PATHS
-        .iter()
-        .map(|(p, _)| p.to_string())
-        .filter(|p| !bound.contains(p))
-        .collect()
-}
-
 /// An Execution-stage error about the engine, naming it.
 pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) -> SandboxError {
     SandboxError::Exec {
@@ -246,7 +294,21 @@ pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) ->
     }
 }
 
-async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, SandboxError> {
+/// Where a host path under the project `root` is in the container (`None`: not under it).
+fn in_container(root: &Path, workdir: &str, host: &Path) -> Option<String> {
+    let rel = host.strip_prefix(root).ok()?;
+    Some(if rel.as_os_str().is_empty() {
+        workdir.to_string()
+    } else {
+        format!("{workdir}/{}", rel.to_string_lossy())
+    })
+}
+
+async fn create_container(
+    inner: &Inner,
+    read_only: bool,
+    protected: &[(String, Placeholder)],
+) -> Result<Created, SandboxError> {
     let o = &inner.opts;
     let root_path = inner.files.root();
     let root = root_path.to_string_lossy().into_owned();
@@ -259,10 +321,35 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         ..Default::default()
     };
     let mut mounts = vec![bind(root.clone(), o.workdir.clone(), read_only)];
-    for p in protected_in(root_path) {
+    // The protected paths, held as on the local namespace path (`aibuddy_exec::protect`, the one
+    // owner of the list and of finding them, nested repositories included): every git directory
+    // bound onto itself (it cannot be renamed away and replaced), every present protected path
+    // and a placeholder for every absent one bound read-only over it, for the container's life.
+    // A read-only project needs none of it.
+    let guard = (!read_only).then(|| MountGuard::prepare(&[root_path.to_path_buf()], protected));
+    if let Some(g) = &guard {
+        let read_only_paths = g.read_only();
+        let git_dirs = g.git_dirs().iter().map(|d| (d, false));
+        for (dir, ro) in git_dirs.chain(read_only_paths.iter().map(|p| (p, true))) {
+            // Outside the project (a worktree's git directory elsewhere): not in the container.
+            if let Some(target) = in_container(root_path, &o.workdir, dir) {
+                mounts.push(bind(dir.to_string_lossy().into_owned(), target, ro));
+            }
+        }
+    }
+    // Parents before what lies in them.
+    mounts.sort_by_key(|m| m.target.as_deref().map_or(0, |t| t.matches('/').count()));
+    // The bridge program and the proxy sockets' folder, both read-only (the network policy is
+    // the proxy's, in this process; see `exec.rs`).
+    if let (Some(program), Some(dir)) = (&o.bridge_program, &inner.net_dir) {
         mounts.push(bind(
-            format!("{root}/{p}"),
-            format!("{}/{p}", o.workdir),
+            program.to_string_lossy().into_owned(),
+            BRIDGE_PROGRAM.into(),
+            true,
+        ));
+        mounts.push(bind(
+            dir.path().to_string_lossy().into_owned(),
+            NET_DIR.into(),
             true,
         ));
     }
@@ -289,6 +376,8 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         }),
         ..Default::default()
     };
+    // The guard is released (placeholders removed) when creating or starting fails.
+    let guard = std::sync::Mutex::new(guard);
     let created = inner
         .docker
         .create_container(None::<CreateContainerOptions>, body)
@@ -311,7 +400,80 @@ async fn create_container(inner: &Inner, read_only: bool) -> Result<Created, San
         ));
     }
     tracing::debug!(container = %id, image = %o.image, "container sandbox started");
-    Ok(Created { id })
+    let bridge = match (&o.bridge_program, &inner.net_dir) {
+        (Some(_), Some(_)) => check_bridge(inner, &id).await,
+        (None, _) => Err("off: no bridge program to bind into the container (no network)".into()),
+        (_, None) => {
+            Err("off: the folder of the proxy sockets could not be made (no network)".into())
+        }
+    };
+    if let Err(why) = &bridge {
+        tracing::warn!(container = %id, image = %o.image, "{why}");
+    }
+    Ok(Created { id, bridge, guard })
+}
+
+/// Runs the bridge program once in the new container (`… --aibuddy-net-bridge <none> "exit 0"`:
+/// it listens, runs the shell and exits with its status, connecting nowhere): a program the
+/// image cannot run (another C library, a missing shared library) then means no network for
+/// the commands, said in their report, instead of every networked command failing.
+async fn check_bridge(inner: &Inner, container: &str) -> Result<(), String> {
+    use bollard::exec::{CreateExecOptions, StartExecResults};
+    use futures::StreamExt;
+    let config = CreateExecOptions {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        cmd: Some(vec![
+            BRIDGE_PROGRAM.to_string(),
+            aibuddy_sandbox::aibuddy_exec::BRIDGE_MARKER.to_string(),
+            format!("{NET_DIR}/check.sock"),
+            "exit 0".to_string(),
+        ]),
+        ..Default::default()
+    };
+    let fail = |why: String| {
+        format!("off: the bridge program cannot run in the container ({why}); no network")
+    };
+    let run = async {
+        let exec = inner
+            .docker
+            .create_exec(container, config)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut said = String::new();
+        if let StartExecResults::Attached { mut output, .. } = inner
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            while let Some(item) = output.next().await {
+                if let Ok(chunk) = item
+                    && said.len() < 400
+                {
+                    said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+                }
+            }
+        }
+        let code = crate::exec::exit_code(&inner.docker, &exec.id).await?;
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(format!("exit {code}: {}", said.trim()))
+        }
+    };
+    match tokio::time::timeout(inner.opts.engine_timeout, run).await {
+        Ok(r) => r.map_err(|e| fail(one_line(&e))),
+        Err(_) => Err(fail("the check did not finish in time".into())),
+    }
+}
+
+/// One line of text from the container (its program's message), bounded.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect()
 }
 
 /// Remove a container in the background (best effort, force).
@@ -335,14 +497,14 @@ const REMOVE_ON_DROP_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let ids: Vec<String> = [self.container.take(), self.read_only.take()]
+        let created: Vec<Created> = [self.container.take(), self.read_only.take()]
             .into_iter()
             .flatten()
-            .map(|c| c.id)
             .collect();
-        if ids.is_empty() {
+        if created.is_empty() {
             return;
         }
+        let ids: Vec<String> = created.iter().map(|c| c.id.clone()).collect();
         // A thread of its own with its own runtime and client: this may run on a runtime's
         // worker, or after the runtime that made the client has stopped.
         let endpoint = self.opts.endpoint.clone();
@@ -380,6 +542,10 @@ impl Drop for Inner {
             });
         });
         let _ = remover.join();
+        // After the containers are gone: sweep and release the protected paths.
+        for c in &created {
+            c.release_guard();
+        }
     }
 }
 
@@ -407,7 +573,7 @@ impl Sandbox for ContainerSandbox {
             None => "a container (created on first use)".to_string(),
         };
         format!(
-            "container: {which} of image `{}` on engine {}, project bound at {}, no network",
+            "container: {which} of image `{}` on engine {}, project bound at {}, no network of its own (egress only through the allow-list proxy)",
             o.image,
             o.endpoint.shown(),
             o.workdir
@@ -422,7 +588,8 @@ impl Sandbox for ContainerSandbox {
                 .container_id()
                 .map(|id| id.chars().take(12).collect())
                 .unwrap_or_default(),
-            network_isolated: true,
+            // Support, not a run: a command with the network on gets the proxy.
+            network_isolated: false,
         })
     }
 

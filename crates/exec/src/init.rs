@@ -68,9 +68,29 @@ pub fn dispatch_init() {
         let spec = args.next().unwrap_or_default();
         std::process::exit(init_main(&spec.to_string_lossy()));
     }
+    if let Some(code) = dispatch_bridge(std::env::args_os().skip(1)) {
+        std::process::exit(code);
+    }
     if let Ok(exe) = std::env::current_exe() {
         let _ = REGISTERED.set(exe);
     }
+}
+
+/// Runs the bridge program of a container command when `args` (after the program name) start
+/// with [`crate::BRIDGE_MARKER`]; `None` otherwise.
+pub(crate) fn dispatch_bridge(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<i32> {
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(crate::BRIDGE_MARKER)) {
+        return None;
+    }
+    let socket = args.next().unwrap_or_default();
+    let command = args.next().unwrap_or_default();
+    Some(crate::bridge_main(socket, command))
+}
+
+/// The init program (also the bridge program of container commands): `explicit` when given,
+/// else as [`locate`] finds it.
+pub fn init_program(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    locate(explicit)
 }
 
 /// The init program: an explicit path, else `aibuddy-exec-init` next to the current executable or

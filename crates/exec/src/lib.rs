@@ -25,6 +25,7 @@
 //! [`spawn_server`] starts a long-lived process (an MCP server with `"sandbox"`) under the same
 //! launch, with stdin piped, no deadline, and its tree killed when the [`ConfinedServer`] drops.
 
+mod bridged;
 mod bwrap;
 mod capture;
 mod coalesce;
@@ -57,6 +58,7 @@ pub mod tmpdir;
 
 /// The allow-list proxy crate (policy, decider, report types).
 pub use aibuddy_netproxy as netproxy;
+pub use bridged::{BRIDGE_MARKER, bridge_main};
 pub use confine::landlock_support;
 pub use deadline::{HARD_DEADLINE_GRACE, with_hard_deadline};
 pub use env::{
@@ -64,15 +66,15 @@ pub use env::{
     has_url_credentials, looks_secret as env_name_looks_secret,
 };
 pub use error::{ErrorStage, ExecError};
-pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main};
-pub use netwire::PROXY_VARS;
+pub use init::{INIT_BINARY, INIT_MARKER, dispatch_init, init_main, init_program};
+pub use netwire::{ContainerProxy, PROXY_VARS};
 pub use outcome::{Confinement, ExecOutcome, SpoolInfo, StreamStats, Termination};
 pub use output_capture::{CapturedOutput, OutputCapture};
 pub use process_group::group_alive;
 pub use projection::{
     MODEL_CHAR_CAP, ModelText, model_text, model_text_with_cap, project_for_model,
 };
-pub use protect::{PROTECTED_PATHS, ProtectedReport};
+pub use protect::{MountGuard, PROTECTED_PATHS, ProtectedReport};
 pub use request::{
     ConfinePolicy, DEFAULT_HEAD_BYTES, DEFAULT_HEARTBEAT, DEFAULT_KILL_GRACE,
     DEFAULT_LIVE_INTERVAL, DEFAULT_LIVE_MAX_BYTES, DEFAULT_MAX_PROCESSES, DEFAULT_SPOOL_CAP,

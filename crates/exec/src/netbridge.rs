@@ -90,6 +90,11 @@ fn loopback_up() {
 }
 
 impl Bridge {
+    /// The port it listens on (the one asked for, or the kernel's choice for port 0).
+    pub(crate) fn port(&self) -> Option<u16> {
+        self.listener.local_addr().ok().map(|a| a.port())
+    }
+
     /// Serves connections on a thread of this process until it exits.
     pub(crate) fn start(self) {
         let Bridge { listener, socket } = self;

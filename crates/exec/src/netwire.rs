@@ -35,10 +35,39 @@ pub const PROXY_VARS: [&str; 8] = [
     "no_proxy",
 ];
 
+/// The proxy variables of a command whose proxy listens at `127.0.0.1:port` (one owner of the
+/// names and values: the local runner and the container bridge both use it).
+pub(crate) fn proxy_env(port: u16) -> [(&'static str, String); 8] {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let no = "localhost,127.0.0.1,::1".to_string();
+    [
+        ("HTTP_PROXY", http.clone()),
+        ("HTTPS_PROXY", http.clone()),
+        ("ALL_PROXY", socks.clone()),
+        ("NO_PROXY", no.clone()),
+        ("http_proxy", http.clone()),
+        ("https_proxy", http),
+        ("all_proxy", socks),
+        ("no_proxy", no),
+    ]
+}
+
 /// Which launch path the network is wired for.
 pub(crate) enum Route {
-    Namespaces { init: bool },
-    Landlock { tcp_rules: bool },
+    Namespaces {
+        init: bool,
+    },
+    Landlock {
+        tcp_rules: bool,
+    },
+    /// A command in a container without a network of its own (`NetworkMode: none`): the proxy on
+    /// this Unix socket (`Err(mode)`: the container has no working bridge program, so no
+    /// network, the report's mode says why), bridged to the container's loopback by the bridge
+    /// program (`bridged`).
+    Container {
+        socket: Result<PathBuf, String>,
+    },
 }
 
 /// A command's network, set up before it starts.
@@ -84,6 +113,9 @@ impl Net {
                 Route::Landlock { tcp_rules: false } => {
                     "requested off, NOT enforced (this kernel cannot restrict TCP)".into()
                 }
+                Route::Container { .. } => {
+                    "off (container without a network: `NetworkMode: none`)".into()
+                }
             };
             net.policy.clear();
             return Ok(net);
@@ -118,6 +150,15 @@ impl Net {
                 net.mode = format!(
                     "proxy: own network namespace, the allow-list proxy at 127.0.0.1:{BRIDGE_PORT}"
                 );
+            }
+            Route::Container { socket: Err(mode) } => {
+                net.mode = mode;
+            }
+            Route::Container { socket: Ok(socket) } => {
+                net.proxy = Some(Proxy::serve_unix(&socket, cfg).map_err(io)?);
+                net.mode = "proxy: container without a network (`NetworkMode: none`), the \
+                            allow-list proxy bridged to its loopback (the port in HTTP_PROXY)"
+                    .into();
             }
             Route::Landlock { tcp_rules } => {
                 let (proxy, port) = Proxy::serve_tcp_loopback(cfg).map_err(io)?;
@@ -166,19 +207,7 @@ impl Net {
         let Some(port) = self.port.filter(|_| self.proxy.is_some()) else {
             return;
         };
-        let http = format!("http://127.0.0.1:{port}");
-        let socks = format!("socks5h://127.0.0.1:{port}");
-        let no = "localhost,127.0.0.1,::1".to_string();
-        for (k, v) in [
-            ("HTTP_PROXY", &http),
-            ("HTTPS_PROXY", &http),
-            ("ALL_PROXY", &socks),
-            ("NO_PROXY", &no),
-            ("http_proxy", &http),
-            ("https_proxy", &http),
-            ("all_proxy", &socks),
-            ("no_proxy", &no),
-        ] {
+        for (k, v) in proxy_env(port) {
             env.push((k.into(), v.into()));
         }
     }
@@ -195,5 +224,38 @@ impl Net {
             events,
             events_dropped,
         }
+    }
+}
+
+/// The allow-list proxy of a command that runs in a container (`aibuddy-container`): the same
+/// policy, decider and per-call report as a local command, on a Unix socket the container gets
+/// bound in; the bridge program ([`crate::bridge_main`]) connects the command's loopback to it.
+pub struct ContainerProxy(Net);
+
+impl ContainerProxy {
+    /// Starts the proxy `req` needs (none when `req.network_allowed` is false) on `socket`
+    /// (`Err(mode)`: the container has no working bridge program, so the command has no network;
+    /// `mode` says so in the report). Call inside the runtime.
+    pub fn start(
+        req: &ExecRequest,
+        socket: Result<&std::path::Path, &str>,
+        sink: &dyn ExecSink,
+    ) -> Result<ContainerProxy, ExecError> {
+        let route = Route::Container {
+            socket: socket
+                .map(std::path::Path::to_path_buf)
+                .map_err(str::to_string),
+        };
+        Net::start(req, route, sink).map(ContainerProxy)
+    }
+
+    /// Whether a proxy listens (the command is to be started under the bridge).
+    pub fn serving(&self) -> bool {
+        self.0.proxy.is_some()
+    }
+
+    /// Stops the proxy; the report for the outcome.
+    pub fn finish(self) -> NetReport {
+        self.0.finish()
     }
 }

@@ -56,8 +56,9 @@ pub enum Confinement {
         scopes: bool,
     },
     /// A container of a Docker Engine API host (`sandbox.kind: "container"`): the command ran
-    /// inside `container` (from `image`) on `engine`, not on this machine; `network_isolated`:
-    /// the container has no network (`NetworkMode: none`).
+    /// inside `container` (from `image`) on `engine`, not on this machine. The container never
+    /// has a network of its own (`NetworkMode: none`); `network_isolated`: for a run, the command
+    /// had no network at all (no allow-list proxy bridged in); for support, always `false`.
     Container {
         engine: String,
         image: String,

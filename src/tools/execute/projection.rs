@@ -98,19 +98,49 @@ pub fn recovery_line(call_id: &str, from: u64, omitted: u64, stored: Option<u64>
 }
 
 /// The model's line saying where a command ran when it was not this machine (a container: its
-/// paths are the container's, it had no network). `None` for a local run. Pure.
+/// paths are the container's; its network was the proxy's or none). `None` for a local run. Pure.
 pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
     use aibuddy_common::term::line as safe;
     match &outcome.confinement {
         aibuddy_sandbox::aibuddy_exec::Confinement::Container {
             image, container, ..
         } => Some(format!(
-            "\nsandbox: ran in container {} (image `{}`), without network",
+            "\nsandbox: ran in container {} (image `{}`), {}",
             safe(container),
-            safe(image)
+            safe(image),
+            if outcome
+                .network
+                .as_ref()
+                .is_some_and(|n| n.mode.starts_with("proxy"))
+            {
+                "network only through the allow-list proxy"
+            } else {
+                "without network"
+            }
         )),
         _ => None,
     }
+}
+
+/// Where a finished `execute` call ran when it was not this machine, from its client projection
+/// (`confinement_detail`): `container 0123456789ab (image `debian:12`) on unix:///…`; `None` for
+/// a local run or another tool's projection. One line, terminal-safe. Pure.
+pub fn sandbox_of(client: &Value) -> Option<String> {
+    use aibuddy_common::term::line as safe;
+    let c = client.get("confinement_detail")?;
+    if c.get("kind")?.as_str()? != "container" {
+        return None;
+    }
+    let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+    let which = match text("container") {
+        "" => "a container".to_string(),
+        id => format!("container {}", safe(id)),
+    };
+    Some(format!(
+        "{which} (image `{}`) on {}",
+        safe(text("image")),
+        safe(text("engine"))
+    ))
 }
 
 /// Refused hosts shown to the model at most.

@@ -6,10 +6,13 @@ use aibuddy_sandbox::aibuddy_exec::protect::{
 };
 use aibuddy_sandbox::aibuddy_exec::{Confinement, ExecRequest};
 
-/// Whether this confinement refuses writes to protected paths (the namespace path does; on the
-/// Landlock-only path they are restored after the command instead).
+/// Whether this confinement refuses writes to protected paths (the namespace path and a
+/// container do; on the Landlock-only path they are restored after the command instead).
 pub fn protected_paths_refused(support: &Confinement) -> bool {
-    matches!(support, Confinement::Namespaces { .. })
+    matches!(
+        support,
+        Confinement::Namespaces { .. } | Confinement::Container { .. }
+    )
 }
 
 /// The scope line of the protected paths.
@@ -24,9 +27,9 @@ pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
     let names = names.join(", ");
     if matches!(support, Confinement::Container { .. }) {
         return format!(
-            "protected paths: those that exist in the project are bound read-only into the \
-             container; an absent one (or a symlink) is NOT protected, a command can create it \
-             through the project mount: {names}"
+            "protected paths (read-only in the container, cannot be created; in the project and \
+             every git directory in it, each git directory bound onto itself; a symlink is \
+             put back after the container): {names}"
         );
     }
     if protected_paths_refused(support) {
@@ -140,18 +143,20 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
             format!(
                 "confinement: {which} of image `{image}` on the engine {engine}: its own \
                  namespaces, the project folder bound at the container's working directory \
-                 ({}); this machine's writable roots and private $TMPDIR do not apply; network \
-                 off (the container has no network; the allow-list proxy is not bridged into \
-                 containers{})",
+                 ({}); this machine's writable roots and private $TMPDIR do not apply; {}",
                 if req.read_only {
                     "read-only"
                 } else {
                     "read-write"
                 },
                 if req.network_allowed {
-                    ", so the allowed hosts are not reachable either"
+                    format!(
+                        "network only through the allow-list proxy ({}): the container has no \
+                         network of its own, the proxy is bridged into its loopback",
+                        policy_text(req)
+                    )
                 } else {
-                    ""
+                    "network off (the container has no network)".to_string()
                 }
             )
         }
@@ -189,8 +194,16 @@ pub fn scope_lines(
         format!("timeout: {} ms", req.timeout.as_millis()),
     ];
     scope.push(if matches!(support, Confinement::Container { .. }) {
-        "environment: none of this machine's variables are passed (the image's own only)"
-            .to_string()
+        if req.env.include.is_empty() {
+            "environment: none of this machine's variables are passed (the image's own only)"
+                .to_string()
+        } else {
+            format!(
+                "environment: the image's own; of this machine's variables only those \
+                 `exec.env_include` names (when set here and not excluded): {}",
+                req.env.include.join(", ")
+            )
+        }
     } else if env_dropped.is_empty() {
         "environment withheld: none".to_string()
     } else {
@@ -226,19 +239,29 @@ mod tests {
             scope[1]
         );
         assert!(
-            scope[1].contains("(read-write)") && scope[1].contains("network off"),
+            scope[1].contains("(read-write)")
+                && scope[1].contains("network only through the allow-list proxy (allow: *)"),
             "{}",
             scope[1]
         );
-        assert!(scope[2].contains("NOT protected"), "{}", scope[2]);
+        assert!(scope[2].contains("cannot be created"), "{}", scope[2]);
         assert!(
             scope[4].contains("none of this machine's variables"),
             "{}",
             scope[4]
         );
+        let mut included = req.clone();
+        included.env.include = vec!["GH_TOKEN".into()];
+        let scope = scope_lines(&included, &[], &c);
+        assert!(
+            scope[4].contains("only those `exec.env_include` names")
+                && scope[4].ends_with(": GH_TOKEN"),
+            "{}",
+            scope[4]
+        );
         assert_eq!(
             crate::tools::execute::launch_of(&c),
-            crate::approvals::Launch::Degraded
+            crate::approvals::Launch::Full
         );
     }
 

@@ -248,7 +248,8 @@ fn deltas(events: &[Event]) -> (String, String, usize) {
 }
 
 /// The approval's scope names the container a command will run in (the window and the CLI
-/// prompt show these lines), and `auto` asks for it (`Launch::Degraded`).
+/// prompt show these lines), and `auto` runs it as it runs a fully confined local command
+/// (`Launch::Full`: the container holds the protected paths and the network as that path does).
 #[tokio::test]
 #[cfg(feature = "container")]
 async fn the_scope_of_a_command_in_a_container_names_it() {
@@ -282,11 +283,12 @@ async fn the_scope_of_a_command_in_a_container_names_it() {
         prepared
             .scope
             .iter()
-            .any(|l| l.starts_with("confinement: a container") && l.contains("network off")),
+            .any(|l| l.starts_with("confinement: a container")
+                && l.contains("network only through the allow-list proxy (allow: crates.io")),
         "{:?}",
         prepared.scope
     );
-    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Degraded));
+    assert_eq!(prepared.launch, Some(crate::approvals::Launch::Full));
 }
 
 #[tokio::test]
@@ -720,6 +722,18 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
     assert_eq!(
         super::sandbox_line(&in_container).as_deref(),
         Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
+    );
+    in_container.network = Some(NetReport {
+        mode: "proxy: container without a network".into(),
+        policy: "allow: crates.io".into(),
+        events: Vec::new(),
+        events_dropped: 0,
+    });
+    assert_eq!(
+        super::sandbox_line(&in_container).as_deref(),
+        Some(
+            "\nsandbox: ran in container 0123456789ab (image `debian:12`), network only through the allow-list proxy"
+        )
     );
     outcome.network = Some(NetReport {
         mode: "proxy".into(),

@@ -24,4 +24,9 @@ raw_format: string | null, raw_total_bytes: number,
 /**
  * True when the raw output is what was spooled before the process died.
  */
-raw_partial: boolean, };
+raw_partial: boolean, 
+/**
+ * `execute` only: where the command ran when not on this machine (`container
+ * 0123456789ab (image `debian:12`) on unix:///…`); absent for a local run.
+ */
+sandbox?: string, };

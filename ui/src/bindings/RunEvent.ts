@@ -35,7 +35,12 @@ activated: Array<string>,
 /**
  * The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`).
  */
-hooks: Array<HookRun>, } | { "type": "hook", hook: HookRun, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "network_ask", tool_call_id: string, ask: NetworkAsk, } | { "type": "network_ask_resolved", tool_call_id: string, ask_id: string, answer: NetworkAnswer, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
+hooks: Array<HookRun>, 
+/**
+ * `execute` only: where the command ran when not on this machine (`container
+ * 0123456789ab (image `debian:12`) on unix:///…`); absent for a local run.
+ */
+sandbox?: string, } | { "type": "hook", hook: HookRun, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "network_ask", tool_call_id: string, ask: NetworkAsk, } | { "type": "network_ask_resolved", tool_call_id: string, ask_id: string, answer: NetworkAnswer, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
 /**
  * Free text is accepted besides (or instead of) the options.
  */

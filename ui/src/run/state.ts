@@ -40,6 +40,8 @@ export interface ToolCard {
    * before the child's first event.
    */
   subagent: RunViewState | null;
+  /** `execute`: where the command ran when not on this machine (a container), from its result. */
+  sandbox: string | null;
 }
 
 export type ConversationItem =
@@ -212,6 +214,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         activated: [],
         hooks: [],
         subagent: null,
+        sandbox: null,
       };
       return push(state, { kind: "tool", card }, "t");
     }
@@ -243,6 +246,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         omittedBytes: live ? event.omitted_bytes : null,
         activated: live ? event.activated : [],
         hooks: event.hooks ?? [],
+        sandbox: event.sandbox ?? null,
       }));
       return {
         ...done,

@@ -63,9 +63,13 @@ async fn commands_run_inside_with_their_streams_code_and_no_network() {
     assert_eq!((out.stdout.total_bytes, out.stderr.total_bytes), (16, 5));
     assert!(matches!(
         &out.confinement,
-        Confinement::Container { network_isolated: true, image, .. } if *image == engine.image
+        Confinement::Container { network_isolated: false, image, .. } if *image == engine.image
     ));
-    assert_eq!(out.confinement.label(), "container+nonet");
+    assert_eq!(
+        out.confinement.label(),
+        "container",
+        "the network on: through the proxy"
+    );
 
     // Heartbeats while a command runs.
     let rec = Arc::new(Recorder::default());
@@ -233,4 +237,29 @@ async fn a_missing_image_is_an_execution_error_and_nothing_is_pulled() {
         );
     }
     assert!(sb.container_id().is_none());
+}
+
+/// The environment policy inside: the variables the person included (`exec.env_include`) and the
+/// request's `set` ones reach the command; nothing else of this machine's environment does.
+#[tokio::test]
+async fn only_included_variables_of_this_machine_reach_the_command() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let name = std::env::var("CARGO_PKG_NAME").expect("cargo sets CARGO_PKG_NAME for tests");
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let mut req = ExecRequest::new(
+        "echo \"$CARGO_PKG_NAME|$LANG|${CARGO_MANIFEST_DIR-unset}\"",
+        "/",
+    );
+    req.env.include = vec!["CARGO_PKG_NAME".into()];
+    req.env.set = vec![("LANG".into(), "C.UTF-8".into())];
+    let rec = Arc::new(Recorder::default());
+    let out = sb
+        .exec(req, CancellationToken::new(), rec.clone())
+        .await
+        .unwrap();
+    assert!(out.termination.success(), "{:?}", out.termination);
+    assert_eq!(rec.stdout(), format!("{name}|C.UTF-8|unset\n"));
+    sb.close().await.unwrap();
 }

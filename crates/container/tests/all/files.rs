@@ -160,7 +160,7 @@ async fn every_file_tool_works_on_the_mount_and_the_container_sees_it() {
 }
 
 /// The approval mode `read-only` gets a container whose project mount is read-only; protected
-/// paths that exist are read-only in the read-write container too.
+/// paths are read-only in the read-write container too, present or absent.
 #[tokio::test]
 async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
     let engine = engine_or_skip!();
@@ -184,12 +184,13 @@ async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
     let out = sh(
         &sb,
         "{ echo hook > .git/hooks/pre-commit; } 2>/dev/null; echo $?; \
-         { echo x >> .git/config; } 2>/dev/null; echo $?; echo 'export A=1' > .envrc; echo $?",
+         { echo x >> .git/config; } 2>/dev/null; echo $?; \
+         { echo 'export A=1' > .envrc; } 2>/dev/null; echo $?",
     )
     .await;
     assert_eq!(
-        out, "2\n2\n0\n",
-        "existing protected paths are read-only; an absent one is not"
+        out, "2\n2\n2\n",
+        "protected paths are read-only, an absent one cannot be created"
     );
     assert!(!dir.path().join(".git/hooks/pre-commit").exists());
     assert_eq!(
@@ -197,6 +198,67 @@ async fn read_only_commands_and_protected_paths_cannot_change_the_project() {
         "[core]\n"
     );
     sb.close().await.unwrap();
+    assert!(
+        !dir.path().join(".envrc").exists(),
+        "the placeholder is gone with the container"
+    );
+}
+
+/// Absent protected paths (files and folders, in the project and in a nested repository) cannot
+/// be created in the container, git directories cannot be renamed away and replaced, and the
+/// placeholders that held them leave nothing behind in the project.
+#[tokio::test]
+async fn absent_protected_paths_cannot_be_created_and_nothing_is_left_behind() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    for repo in [dir.path().to_path_buf(), dir.path().join("sub")] {
+        std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+        std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+    let sb = engine.sandbox(dir.path());
+    let try_ =
+        |what: &str| format!("{{ {what}; }} 2>/dev/null && echo '{what}: done' || echo refused");
+    let cmd = [
+        "mkdir -p .vscode/x && echo '{}' > .vscode/tasks.json",
+        "echo 'export A=1' > .envrc",
+        "mkdir .aibuddy",
+        "echo '[core] hooksPath = /tmp' > .git/config",
+        "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
+        "echo '[core] fsmonitor = evil' > sub/.git/config",
+        "echo evil > sub/.git/hooks/post-checkout",
+        "mv .git .git-away",
+        "mv sub/.git sub/.git-away",
+        "echo kept > notes.txt",
+    ]
+    .map(try_)
+    .join("; ");
+    let out = sh(&sb, &cmd).await;
+    assert_eq!(
+        out,
+        "refused\n".repeat(9) + "echo kept > notes.txt: done\n",
+        "{out}"
+    );
+    sb.close().await.unwrap();
+    drop(sb);
+    for p in [
+        ".vscode",
+        ".envrc",
+        ".aibuddy",
+        ".git/config",
+        ".git/hooks",
+        "sub/.git/config",
+        "sub/.git/hooks",
+        ".git-away",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(dir.path().join(p)).is_err(),
+            "{p} was left in the project"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "kept\n"
+    );
 }
 
 /// Mounts are structured values: a `:` in the project's path is part of the path, never a

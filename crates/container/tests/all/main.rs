@@ -6,4 +6,5 @@ mod support;
 mod engine_faults;
 mod exec;
 mod files;
+mod network;
 mod sink;

@@ -69,6 +69,7 @@ fn start() -> Option<Engine> {
     ));
     std::fs::create_dir_all(&run).expect("test run dir");
     std::fs::create_dir_all(STORE).expect("test store dir");
+    lock_store();
     // This kind of VM refuses podman's default rlimits and its default runtime (crun): explicit
     // limits and runc, for the test store only.
     let conf = run.join("containers.conf");
@@ -165,6 +166,31 @@ fn start() -> Option<Engine> {
     })
 }
 
+/// Holds the test store for this test process: a second test run at the same time (this crate's
+/// and the root crate's tests share the store) waits here instead of removing this run's
+/// containers (`podman rm --all` below) and racing on the image. The lock is released when the
+/// process ends (`flock` on a descriptor that stays open).
+fn lock_store() {
+    use std::os::fd::AsRawFd;
+    static LOCK: OnceLock<std::fs::File> = OnceLock::new();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(Path::new(STORE).join("lock"))
+        .expect("test store lock file");
+    let t = Instant::now();
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        eprintln!("container tests: another test run holds {STORE}; waiting for it");
+        // SAFETY: as above, blocking.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        assert_eq!(r, 0, "lock {STORE}: {}", std::io::Error::last_os_error());
+        eprintln!("container tests: got {STORE} after {:?}", t.elapsed());
+    }
+    let _ = LOCK.set(file);
+}
+
 impl Engine {
     /// Options for a sandbox on `socket` (the engine's, or a test proxy's in front of it).
     pub fn options_on(&self, socket: &Path, engine_timeout: Duration) -> ContainerOptions {
@@ -174,6 +200,11 @@ impl Engine {
             workdir: "/workspace".into(),
             project: ProjectMode::Bind,
             engine_timeout,
+            // This crate's bridge binary; the root crate's tests (which share this file) find
+            // the init program as the app does.
+            bridge_program: option_env!("CARGO_BIN_EXE_aibuddy-container-bridge")
+                .map(PathBuf::from)
+                .or_else(|| aibuddy_sandbox::aibuddy_exec::init_program(None).ok()),
         }
     }
 

@@ -389,3 +389,51 @@ impl Drop for Guard {
         }
     }
 }
+
+// ------------------------------------------------------------------ a container's whole life
+
+/// The protected paths of a container sandbox (`aibuddy-container`) for as long as its
+/// container lives: the namespace path's hold ([`Hold::Mounts`]), taken once when the container
+/// is created instead of once per command. The container binds every git directory onto itself
+/// ([`MountGuard::git_dirs`]) and every present path and placeholder read-only
+/// ([`MountGuard::read_only`]); [`MountGuard::finish`], after the container is removed, removes
+/// what was created and the placeholders (so does dropping it).
+pub struct MountGuard(Guard);
+
+impl std::fmt::Debug for MountGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MountGuard")
+            .field("git_dirs", &self.0.found.git_dirs)
+            .field("held", &self.0.held)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MountGuard {
+    /// Finds the protected paths of `list` in `roots` and holds the absent ones by placeholders.
+    pub fn prepare(roots: &[PathBuf], list: &[(String, Placeholder)]) -> Self {
+        MountGuard(Guard::prepare(roots, list, Hold::Mounts))
+    }
+
+    /// Git directories to bind onto themselves (read-write: they cannot be renamed away).
+    pub fn git_dirs(&self) -> &[PathBuf] {
+        self.0.git_dirs()
+    }
+
+    /// Paths to bind read-only over themselves (never a symlink).
+    pub fn read_only(&self) -> Vec<PathBuf> {
+        self.0.read_only()
+    }
+
+    /// Whether the search for nested repositories stopped at its cap.
+    pub fn nested_capped(&self) -> bool {
+        self.0.found.nested_capped
+    }
+
+    /// After the container is gone: removes the protected paths created meanwhile and puts back
+    /// replaced symlinks; the placeholders are released when this returns.
+    pub fn finish(self) -> ProtectedReport {
+        let MountGuard(mut guard) = self;
+        guard.sweep()
+    }
+}

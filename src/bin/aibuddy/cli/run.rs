@@ -445,6 +445,7 @@ mod tests {
             omitted_bytes: None,
             activated: Vec::new(),
             hooks: Vec::new(),
+            sandbox: None,
         })
         .unwrap();
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
