@@ -127,6 +127,8 @@ pub(crate) struct Inner {
     /// The folder of the commands' proxy sockets (`0700`, under `/tmp`), bound read-only at
     /// [`NET_DIR`] in the containers; `None` when it could not be made (no network then).
     pub net_dir: Option<tempfile::TempDir>,
+    /// Set by [`ContainerSandbox::close`]: the containers are gone and none is made again.
+    pub closed: std::sync::atomic::AtomicBool,
 }
 
 /// The prefix of the proxy socket folders of container sandboxes under `/tmp` (not the local
@@ -183,6 +185,7 @@ impl ContainerSandbox {
                 container: OnceCell::new(),
                 read_only: OnceCell::new(),
                 net_dir,
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -217,9 +220,13 @@ impl ContainerSandbox {
         cell.get().map(|c| c.id.clone())
     }
 
-    /// Remove the containers now (force), if any were created; the sandbox creates new ones on
-    /// its next command. Dropping the sandbox does the same in the background.
+    /// Remove the containers now (force), if any were created. The sandbox is finished: a
+    /// command after this fails at Execution saying so. Dropping the sandbox removes the
+    /// containers too, in the background.
     pub async fn close(&self) -> Result<(), SandboxError> {
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for id in [self.container_for(false), self.container_for(true)]
             .into_iter()
             .flatten()
@@ -267,6 +274,12 @@ impl ContainerSandbox {
         protected: &[(String, Placeholder)],
     ) -> Result<&Created, SandboxError> {
         let inner = &self.inner;
+        if inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(engine_error(
+                &inner.opts.endpoint,
+                "this container sandbox was closed; its containers are removed",
+            ));
+        }
         let bound = inner.opts.engine_timeout.saturating_mul(2);
         let cell = if read_only {
             &inner.read_only

@@ -90,6 +90,17 @@ async fn commands_run_inside_with_their_streams_code_and_no_network() {
         .unwrap_err();
     assert_eq!(err.stage(), Stage::Parameters);
     sb.close().await.unwrap();
+    // A closed sandbox makes no container again: a command fails at Execution and says why.
+    let err = sb
+        .exec(
+            ExecRequest::new("true", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.stage(), Stage::Execution);
+    assert!(err.to_string().contains("closed"), "{err}");
 }
 
 #[tokio::test]
