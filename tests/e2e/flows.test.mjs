@@ -446,7 +446,8 @@ describe("agent run flows in the real window against the fake provider", () => {
 //   prompt -> parent calls `agent` -> the child runs `execute` (approved in the dialog: the child's
 //   question reaches the window's dialogs) and answers -> the parent answers with the child's
 //   words. The `agent` card shows the child's call and text live, then the final answer; "Open
-//   run" opens the child run, which the run list marks.
+//   run" opens the child run, which the run list marks; the parent opened again from the store
+//   shows the child's steps under its card.
 //   New run -> the parent delegates a long command -> Stop of the parent mid-command: the parent
 //   and the child end `cancelled` (read back by the CLI from the store) and no process is left.
 const SUB = {
@@ -682,6 +683,20 @@ describe("a subagent in the real window against the fake provider", () => {
     const rows = storedRuns();
     assert.equal(rows.find((r) => r.run_id === childRun)?.parent_run_id, parentRun);
     await saveScreenshot(driver, "flow-subagent-child-run-open.png");
+  });
+
+  it("the stored parent, opened again from the run list, shows the child's steps under its agent card", async () => {
+    assert.ok(parentRun, "the parent run is unknown (an earlier step failed)");
+    const [item] = await driver.findAll(`[data-testid="run-item"][data-id="${parentRun}"]`);
+    assert.ok(item, "the parent run is not listed");
+    await driver.click(item);
+    const stored = await pollAgentCard("the stored agent card with the child's steps", SUB.agent, (c) =>
+      c.steps.length > 0 && c.texts.some((t) => t.includes(CHILD_ANSWER)),
+    );
+    assert.deepEqual(stored.steps.map((s) => [s.tool, s.status]), [["execute", "ok"]]);
+    assert.ok(stored.texts.some((t) => t.includes("Listing the top level")), JSON.stringify(stored.texts));
+    assert.equal(stored.open?.text, `Open run ${childRun}`);
+    await saveScreenshot(driver, "flow-subagent-stored-parent.png");
   });
 
   it("Stop of the parent during the child's long command cancels both runs and leaves no process", async () => {
