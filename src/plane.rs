@@ -475,9 +475,7 @@ impl CapabilityPlane {
         let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
         // The `agent` tool's instructions name the profiles of these settings; its bound of
         // children at once is theirs.
-        self.desks
-            .subagents
-            .set_settings(&context.settings.agents);
+        self.desks.subagents.set_settings(&context.settings.agents);
         if let Ok(mut c) = self.context.write() {
             *c = Some(context);
         }

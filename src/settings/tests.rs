@@ -751,7 +751,9 @@ fn agents_max_concurrent_a_project_may_only_lower_it_unless_trusted() {
     let l = layer_trust(user, r#"{"agents": {"max_concurrent": 12}}"#, false);
     assert_eq!(l.settings.agents.max_concurrent, 6);
     assert!(
-        l.widening.iter().any(|w| w.field == "agents.max_concurrent"),
+        l.widening
+            .iter()
+            .any(|w| w.field == "agents.max_concurrent"),
         "{:?}",
         l.widening
     );

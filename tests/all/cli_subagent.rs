@@ -582,7 +582,11 @@ async fn stopping_the_parent_cancels_the_childs_compaction() {
         !child_ev.iter().any(|e| e["type"] == "compaction"),
         "no compaction was stored: {child_ev:?}"
     );
-    assert_eq!(child_ev.last().unwrap()["status"], "cancelled", "{child_ev:?}");
+    assert_eq!(
+        child_ev.last().unwrap()["status"],
+        "cancelled",
+        "{child_ev:?}"
+    );
     let top: Vec<&Value> = ev.iter().collect();
     assert_eq!(result_ending(&top, "toolu_agent3")["status"], "cancelled");
     assert_eq!(ev.last().unwrap()["status"], "cancelled");
@@ -596,5 +600,9 @@ async fn stopping_the_parent_cancels_the_childs_compaction() {
     // Nothing after the stopped summary: the child did not go on without it.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(f.server.requests().len(), 5);
-    assert!(f.server.violations().is_empty(), "{:?}", f.server.violations());
+    assert!(
+        f.server.violations().is_empty(),
+        "{:?}",
+        f.server.violations()
+    );
 }
