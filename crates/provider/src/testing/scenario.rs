@@ -232,10 +232,20 @@ mod tests {
         .unwrap();
         assert_eq!(s.kind, ProviderKind::Anthropic);
         assert_eq!(s.key.as_deref(), Some("k"));
+        assert!(!s.conversations_by_first_user_text);
         let want = Turn::text("hi")
             .call("toolu_1", "execute", json!({"command": "ls"}))
             .reply(ProviderKind::Anthropic);
         assert_eq!(s.replies(), vec![want]);
+    }
+
+    #[test]
+    fn several_conversations_may_share_the_script() {
+        let s = Scenario::parse(
+            r#"{"conversations_by_first_user_text": true, "steps": [{"text": "hi"}]}"#,
+        )
+        .unwrap();
+        assert!(s.conversations_by_first_user_text);
     }
 
     #[test]
