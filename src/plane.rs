@@ -473,10 +473,9 @@ impl CapabilityPlane {
     /// it, or a background thread with [`PlaneOptions::prewarm_search`]).
     pub fn set_catalog_context(&self, context: CatalogContext) {
         let _serial = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
-        // The `agent` tool's instructions name the profiles of these settings.
-        self.desks
-            .subagents
-            .set_profiles(&context.settings.agents.profiles);
+        // The `agent` tool's instructions name the profiles of these settings; its bound of
+        // children at once is theirs.
+        self.desks.subagents.set_settings(&context.settings.agents);
         if let Ok(mut c) = self.context.write() {
             *c = Some(context);
         }

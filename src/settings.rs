@@ -55,7 +55,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
-pub use agents::{AgentProfile, AgentsSettings, valid_profile_name};
+pub use agents::{
+    AgentProfile, AgentsSettings, DEFAULT_MAX_CONCURRENT, MAX_MAX_CONCURRENT, valid_profile_name,
+};
 pub use approvals::{MODE_USER_ONLY, RULE_UNTRUSTED};
 pub use authority::{
     Effect, decide as authority_decide, effect as authority_effect, effect_or_widens,

@@ -200,7 +200,7 @@ impl Agent {
                     events: events.clone(),
                     max_steps: start.max_steps,
                     slots: Arc::new(tokio::sync::Semaphore::new(
-                        super::subagent::MAX_CONCURRENT_CHILDREN,
+                        self.app.capabilities.subagent_desk().max_concurrent(),
                     )),
                 }),
             )

@@ -55,13 +55,29 @@ pub struct AgentProfile {
     pub from_project: bool,
 }
 
+/// Most children of one run at once, by default (`agents.max_concurrent`).
+pub const DEFAULT_MAX_CONCURRENT: u32 = 4;
+/// The highest `agents.max_concurrent` accepted.
+pub const MAX_MAX_CONCURRENT: u32 = 16;
+
 /// `agents`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default, deny_unknown_fields)]
 #[ts(export)]
 pub struct AgentsSettings {
     /// Named profiles (`agent` tool argument `profile`).
     pub profiles: BTreeMap<String, AgentProfile>,
+    /// Most child runs of one run at once (1 to 16): more `agent` calls of a turn wait for a place.
+    pub max_concurrent: u32,
+}
+
+impl Default for AgentsSettings {
+    fn default() -> Self {
+        Self {
+            profiles: BTreeMap::new(),
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+        }
+    }
 }
 
 /// Whether `name` may name a profile: 1 to 64 of `A-Z a-z 0-9 _ -`. Pure.
@@ -115,8 +131,13 @@ pub(super) fn invalid_profiles(value: &Value) -> Option<String> {
 }
 
 impl AgentsSettings {
-    /// The project file's profiles layered over these (the user level's): see the module docs.
-    pub fn narrow_with_project(&mut self, project: AgentsSettings) {
+    /// The project file's `agents` layered over these (the user level's): see the module docs.
+    /// `sets_max`: the project file sets `max_concurrent` (gated already: an untrusted project's
+    /// value above the user level's was dropped), which then applies.
+    pub fn narrow_with_project(&mut self, project: AgentsSettings, sets_max: bool) {
+        if sets_max {
+            self.max_concurrent = project.max_concurrent;
+        }
         for (name, theirs) in project.profiles {
             match self.profiles.get_mut(&name) {
                 Some(mine) => {
@@ -143,10 +164,13 @@ impl AgentsSettings {
 }
 
 /// The `agents` section of one cleaned file, taken out of its map (decoded field by field
-/// already, so this decodes).
-pub(super) fn take(cleaned: &mut Cleaned) -> Option<AgentsSettings> {
+/// already, so this decodes), and whether it sets `max_concurrent`.
+pub(super) fn take(cleaned: &mut Cleaned) -> Option<(AgentsSettings, bool)> {
     match cleaned.map.remove("agents") {
-        Some(v @ Value::Object(_)) => Some(serde_json::from_value(v).unwrap_or_default()),
+        Some(v @ Value::Object(_)) => {
+            let sets_max = v.get("max_concurrent").is_some();
+            Some((serde_json::from_value(v).unwrap_or_default(), sets_max))
+        }
         _ => None,
     }
 }
@@ -170,7 +194,7 @@ mod tests {
             "reviewer": {"description": "evil", "tools": ["read_file", "execute"], "prompt": "run rm"},
             "open": {"tools": ["ls"]},
             "mine": {"tools": ["grep"], "prompt": "p"}
-        })));
+        })), false);
         let r = &user.profiles["reviewer"];
         assert_eq!(r.tools, Some(vec!["read_file".to_string()]));
         assert_eq!(

@@ -412,6 +412,12 @@ pub static FIELDS: &[FieldSpec] = &[
         "Named profiles of the `agent` tool (description, tools, prompt); a subagent never gets more tools than its parent, and a project's profile of one of your names only narrows its tools.",
     ),
     row(
+        "agents.max_concurrent",
+        "Subagents at once",
+        R::WidensAboveUser,
+        "The most subagent runs one run may have running at once (1 to 16); more `agent` calls of a turn wait for a place.",
+    ),
+    row(
         "hooks.pre_tool_call",
         "Before a tool call",
         R::WidensWhenNonEmpty,

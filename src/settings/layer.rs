@@ -338,8 +338,8 @@ pub fn layer(
     if let Some(hooks) = project_hooks {
         settings.hooks.extend_with(hooks, super::HookLevel::Project);
     }
-    if let Some(agents) = project_agents {
-        settings.agents.narrow_with_project(agents);
+    if let Some((agents, sets_max)) = project_agents {
+        settings.agents.narrow_with_project(agents, sets_max);
     }
     keep_user_engine(&mut settings, &user_settings);
     LoadedSettings {

@@ -226,6 +226,17 @@ fn invalid_value(section: &str, field: &str, value: &Value) -> Option<String> {
             )
         }
         ("agents", "profiles", v) => super::agents::invalid_profiles(v),
+        ("agents", "max_concurrent", Value::Number(n))
+            if !n.as_u64().is_some_and(|v| {
+                (1..=u64::from(super::agents::MAX_MAX_CONCURRENT)).contains(&v)
+            }) =>
+        {
+            Some(format!(
+                "must be between 1 and {} children; using the default {}",
+                super::agents::MAX_MAX_CONCURRENT,
+                super::agents::DEFAULT_MAX_CONCURRENT
+            ))
+        }
         ("approvals", "rules", v) => {
             let rules: Vec<crate::approvals::ApprovalRule> =
                 serde_json::from_value(v.clone()).ok()?;

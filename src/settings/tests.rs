@@ -736,3 +736,50 @@ fn a_projects_agent_profiles_apply_untrusted_and_only_narrow_the_users() {
     assert_eq!(l.problems[0].field, "agents.profiles");
     assert!(l.settings.agents.profiles.is_empty());
 }
+
+#[test]
+fn agents_max_concurrent_a_project_may_only_lower_it_unless_trusted() {
+    assert_eq!(layer_texts(&[]).settings.agents.max_concurrent, 4);
+    let user = r#"{"agents": {"max_concurrent": 6}}"#;
+    // Lower: applies at once, trusted or not (the user's profiles are kept beside it).
+    for trusted in [false, true] {
+        let l = layer_trust(user, r#"{"agents": {"max_concurrent": 2}}"#, trusted);
+        assert!(l.problems.is_empty(), "{:?}", l.problems);
+        assert_eq!(l.settings.agents.max_concurrent, 2);
+    }
+    // Higher: only once trusted; untrusted, the user's value stays and the field is named.
+    let l = layer_trust(user, r#"{"agents": {"max_concurrent": 12}}"#, false);
+    assert_eq!(l.settings.agents.max_concurrent, 6);
+    assert!(
+        l.widening
+            .iter()
+            .any(|w| w.field == "agents.max_concurrent"),
+        "{:?}",
+        l.widening
+    );
+    let l = layer_trust(user, r#"{"agents": {"max_concurrent": 12}}"#, true);
+    assert_eq!(l.settings.agents.max_concurrent, 12);
+    // A project that leaves it out keeps the user's.
+    let l = layer_trust(user, r#"{"agents": {"profiles": {}}}"#, false);
+    assert_eq!(l.settings.agents.max_concurrent, 6);
+    // Out of range: the default, with a located problem.
+    for bad in ["0", "17"] {
+        let text = format!("{{\n  \"agents\": {{\n    \"max_concurrent\": {bad}\n  }}\n}}");
+        let l = layer_texts(&[("u.json".into(), text)]);
+        assert_eq!(l.settings.agents.max_concurrent, 4, "{bad}");
+        let fields: Vec<(&str, Option<u32>, &str)> = l
+            .problems
+            .iter()
+            .map(|p| (p.field.as_str(), p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![(
+                "agents.max_concurrent",
+                Some(3),
+                "must be between 1 and 16 children; using the default 4"
+            )],
+            "{bad}"
+        );
+    }
+}

@@ -173,6 +173,9 @@ async fn a_run_with_a_read_file_call_then_runs_lists_and_shows_it() {
     assert!(out.contains("The word is kiwi."), "{out}");
     // The assistant's messages read as their text and calls (as in the window), not as JSON.
     assert!(out.contains("[call ") && !out.contains("\"role\""), "{out}");
+    // Its one call once, by its stored id.
+    assert_eq!(out.matches("[call ").count(), 1, "{out}");
+    assert!(out.contains(&format!("[call {run_id}:")), "{out}");
     let (code, out, _) = f.run(&["runs", "show", &run_id, "--json"]).await;
     assert_eq!(code, 0);
     let conv: Value = serde_json::from_str(&out).unwrap();

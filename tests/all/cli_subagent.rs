@@ -432,13 +432,25 @@ async fn stopping_the_parent_kills_the_subagents_command_chat() {
     parent_stop_kills_the_childs_command(ProviderKind::OpenAiChat).await;
 }
 
-/// Five `agent` calls in one turn (read-only: one batch) run at most four children at once; the
-/// fifth starts when one has ended, and every answer comes back as its own call's result.
+/// Five `agent` calls in one turn (read-only: one batch) run at most four children at once (the
+/// default of settings `agents.max_concurrent`); the fifth starts when one has ended, and every
+/// answer comes back as its own call's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_four_children_run_at_once() {
+    children_at_once(json!({}), 4).await;
+}
+
+/// Settings `agents.max_concurrent` from the person's file bounds the children at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_max_concurrent_bounds_the_children_at_once() {
+    children_at_once(json!({"agents": {"max_concurrent": 2}}), 2).await;
+}
+
+/// Five children of one turn under user settings `extra`: at most `want` ran at once.
+async fn children_at_once(extra: Value, want: i32) {
     use aibuddy_provider::testing::{Chunk, Reply};
     let kind = ProviderKind::Anthropic;
-    let f = fx(kind, json!({})).await;
+    let f = fx(kind, extra).await;
     let mut turn = Turn::text("Five at once.");
     for n in 0..5 {
         turn = turn.call(
@@ -468,7 +480,7 @@ async fn at_most_four_children_run_at_once() {
         }
         most = most.max(running);
     }
-    assert_eq!(most, 4, "{ev:?}");
+    assert_eq!(most, want, "{ev:?}");
     let top: Vec<&Value> = ev.iter().collect();
     for n in 0..5 {
         let r = result_ending(&top, &format!("toolu_p{n}"));
@@ -478,4 +490,119 @@ async fn at_most_four_children_run_at_once() {
         );
     }
     f.server.assert_clean();
+}
+
+/// Ctrl-C of `aibuddy run` while its subagent's conversation is being compacted (the summary
+/// request is in flight and would take a minute): the compaction stops at once, the child run is
+/// stored `cancelled`, the `agent` call ends `cancelled`, and no further request reaches the
+/// provider. The child compacts under the `agent` call's token, a child of the parent run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_parent_cancels_the_childs_compaction() {
+    use aibuddy_provider::testing::{Chunk, Reply};
+    let kind = ProviderKind::Anthropic;
+    // A tiny window: the child's fourth request would pass it, so the child compacts first.
+    let f = fx(
+        kind,
+        json!({"providers": {"default": "anthropic",
+            "anthropic": {"model": "claude-sonnet-4-6", "context_window": 1}}}),
+    )
+    .await;
+    f.server
+        .summaries_start_with("Summary of the earlier conversation");
+    std::fs::write(f.project.join("a.txt"), "apple\n").unwrap();
+    f.server.push(
+        Turn::text("Delegating.")
+            .call(
+                "toolu_agent3",
+                "agent",
+                json!({"description": "read thrice", "prompt": "Read a.txt three times."}),
+            )
+            .reply(kind),
+    );
+    for i in 0..3 {
+        f.server.push(
+            Turn::text(&format!("Reading {i}."))
+                .call(
+                    &format!("toolu_r{i}"),
+                    "read_file",
+                    json!({"path": "a.txt"}),
+                )
+                .reply(kind),
+        );
+    }
+    // The child's summary: it would answer only after a minute.
+    let mut summary = Turn::summary("CHILD-SUMMARY").reply(kind);
+    if let Reply::Stream { chunks, .. } = &mut summary {
+        chunks.insert(0, Chunk::Sleep(Duration::from_secs(60)));
+    }
+    f.server.push(summary);
+    f.server.push(Turn::text("never asked").reply(kind));
+    let child = f
+        .command(&["run", "--json", "--yes", "Delegate the reading"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Parent, then the child's three steps, then the child's summary request.
+    let until = Instant::now() + Duration::from_secs(30);
+    while f.server.requests().len() < 5 {
+        assert!(
+            Instant::now() < until,
+            "the child's compaction never started: {} request(s)",
+            f.server.requests().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let reqs = f.server.requests();
+    assert!(
+        reqs[4]
+            .raw_body
+            .contains(&aibuddy::agent::summarize::CONVERSATION_INSTRUCTION[..40]),
+        "the fifth request is the child's summary"
+    );
+    // The child's earliest turns, not the parent's conversation.
+    assert!(reqs[4].raw_body.contains("Reading 0."));
+    assert!(!reqs[4].raw_body.contains("Delegate the reading"));
+    let pid = child.id().unwrap() as i32;
+    // SAFETY: a signal to a pid this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("aibuddy ended soon after Ctrl-C: the child's compaction was stopped")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let ev: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let parent_id = ev[0]["run_id"].as_str().unwrap().to_string();
+    let child_ev = child_events(&ev, &format!("{parent_id}:toolu_agent3"));
+    assert!(
+        !child_ev.iter().any(|e| e["type"] == "compaction"),
+        "no compaction was stored: {child_ev:?}"
+    );
+    assert_eq!(
+        child_ev.last().unwrap()["status"],
+        "cancelled",
+        "{child_ev:?}"
+    );
+    let top: Vec<&Value> = ev.iter().collect();
+    assert_eq!(result_ending(&top, "toolu_agent3")["status"], "cancelled");
+    assert_eq!(ev.last().unwrap()["status"], "cancelled");
+    let (_, out, _) = run(&f, &["runs", "--json"]).await;
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let child_row = rows
+        .iter()
+        .find(|r| r["parent_run_id"] == parent_id.as_str())
+        .expect("the child run is stored");
+    assert_eq!(child_row["status"], "cancelled");
+    // Nothing after the stopped summary: the child did not go on without it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(f.server.requests().len(), 5);
+    assert!(
+        f.server.violations().is_empty(),
+        "{:?}",
+        f.server.violations()
+    );
 }

@@ -238,3 +238,70 @@ async fn a_chat_endpoint_without_images_gets_the_placeholder() {
     );
     assert!(!body.contains("iVBORw0KGgo"), "no image bytes as text");
 }
+
+/// A Responses endpoint that takes only text as a `function_call_output` refuses the image there
+/// (400): `aibuddy run` sends the step again with the image as a user message of `input_image`
+/// parts after the outputs (the output naming it), and the run completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_images_follow_as_a_message_when_the_endpoint_refuses_them_in_outputs() {
+    let kind = ProviderKind::OpenAiResponses;
+    let f = CliRun::start(kind).await;
+    image::RgbImage::from_fn(40, 30, |x, y| image::Rgb([x as u8, y as u8, 7]))
+        .save(f.project.join("small.png"))
+        .unwrap();
+    f.server.push(
+        Turn::text("Looking.")
+            .call("call_r1", "read_file", json!({"path": "small.png"}))
+            .reply(kind),
+    );
+    f.server.push(Reply::Error {
+        status: 400,
+        headers: vec![],
+        body: json!({"error": {"message": "Invalid type for 'input[2].output': expected a string, but got an array instead.", "type": "invalid_request_error"}}),
+    });
+    f.server.push(Turn::text("A small gradient.").reply(kind));
+    let (code, ev, err) = f
+        .events(&["run", "what is in small.png?", "--json", "--yes"])
+        .await;
+    assert_eq!(code, 0, "{err}\n{ev:?}");
+    assert_eq!(ev.last().unwrap()["status"], "completed", "{ev:?}");
+    let reqs = f.server.requests();
+    assert_eq!(reqs.len(), 3);
+    let output_of = |i: usize| {
+        reqs[i].body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|it| it["type"] == "function_call_output")
+            .map(|it| it["output"].clone())
+            .unwrap()
+    };
+    // Refused: the image in the output. Sent again: named there, attached after it.
+    assert!(output_of(1).is_array(), "{}", output_of(1));
+    let text = output_of(2);
+    assert!(
+        text.as_str()
+            .unwrap()
+            .contains("attached in the next user message"),
+        "{text}"
+    );
+    let input = reqs[2].body["input"].as_array().unwrap();
+    let last = input.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["role"]),
+        (&json!("message"), &json!("user"))
+    );
+    let image = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "input_image")
+        .expect("the image follows the output");
+    assert!(
+        image["image_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,")
+    );
+    f.server.assert_clean();
+}

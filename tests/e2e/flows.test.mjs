@@ -439,3 +439,301 @@ describe("agent run flows in the real window against the fake provider", () => {
     assert.deepEqual(report && { unanswered: report.unanswered, violations: report.violations }, { unanswered: 0, violations: [] });
   });
 });
+
+// Subagents in the real window (issue 25), a second app session on its own project copy (whose
+// tool list adds `agent`) and its own fake provider serving the parent and its child runs as
+// separate conversations (`conversations_by_first_user_text`):
+//   prompt -> parent calls `agent` -> the child runs `execute` (approved in the dialog: the child's
+//   question reaches the window's dialogs) and answers -> the parent answers with the child's
+//   words. The `agent` card shows the child's call and text live, then the final answer; "Open
+//   run" opens the child run, which the run list marks; the parent opened again from the store
+//   shows the child's steps under its card.
+//   New run -> the parent delegates a long command -> Stop of the parent mid-command: the parent
+//   and the child end `cancelled` (read back by the CLI from the store) and no process is left.
+const SUB = {
+  agent: "toolu_e2e_sub_agent",
+  exec: "toolu_e2e_sub_exec",
+  agentLong: "toolu_e2e_sub_agent_long",
+  long: "toolu_e2e_sub_long",
+};
+/** The child's words, which the parent's answer quotes. */
+const CHILD_ANSWER = "The project has README.md, notes/ and src/ (checked by the subagent).";
+const PARENT_ANSWER = `The subagent reports: ${CHILD_ANSWER}`;
+/** Seconds of the child's long command: unique to this test process. */
+const SUB_SLEEP = `2718.${process.pid}`;
+
+function subagentScenario() {
+  return {
+    kind: "anthropic",
+    key: KEY,
+    conversations_by_first_user_text: true,
+    steps: [
+      // parent, first run
+      {
+        text: "I'll hand the survey to a subagent.",
+        calls: [{ id: SUB.agent, name: "agent", input: { description: "Survey the project", prompt: "List the project's top level and report what is there." } }],
+      },
+      // child
+      {
+        text: "Listing the top level first.",
+        calls: [{ id: SUB.exec, name: "execute", input: { command: "ls -1; sleep 2", description: "list the top level" } }],
+      },
+      { text: CHILD_ANSWER },
+      // parent
+      { text: PARENT_ANSWER },
+      // parent, second run
+      {
+        text: "A subagent will run the long check.",
+        calls: [{ id: SUB.agentLong, name: "agent", input: { description: "Long check", prompt: "Run the long check and report." } }],
+      },
+      // its child
+      {
+        text: "Starting the long check.",
+        calls: [{ id: SUB.long, name: "execute", input: { command: `echo started; sleep ${SUB_SLEEP}; echo never` } }],
+      },
+    ],
+  };
+}
+
+describe("a subagent in the real window against the fake provider", () => {
+  let work;
+  let project;
+  let dataDir;
+  let fake;
+  let app;
+  let driver;
+  let parentRun;
+  let childRun;
+
+  before(async () => {
+    assert.ok(process.env.DISPLAY, "no DISPLAY: run under xvfb-run");
+    mkdirSync(artifacts, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), "aibuddy-e2e-subagent-"));
+    project = join(work, "sample-project");
+    cpSync(join(repo, "examples/sample-project"), project, { recursive: true });
+    project = realpathSync(project);
+    const settingsFile = join(project, ".aibuddy/settings.json");
+    const settings = JSON.parse(readFileSync(settingsFile, "utf8"));
+    settings.tools.enabled.push("agent");
+    writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+
+    dataDir = join(work, "data");
+    mkdirSync(dataDir);
+    writeFileSync(join(dataDir, "settings.json"), JSON.stringify({ providers: { default: "anthropic", anthropic: { model: "claude-sonnet-4-6" } } }));
+    const scenarioFile = join(work, "scenario.json");
+    writeFileSync(scenarioFile, JSON.stringify(subagentScenario(), null, 2));
+    fake = await startFakeProvider(scenarioFile, join(work, "fake-report.json"));
+    app = await startApp({
+      application: desktopBin,
+      args: [project, "--data-dir", dataDir],
+      env: { ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: KEY },
+      logFile: join(artifacts, "tauri-driver-subagent.log"),
+    });
+    driver = app.driver;
+  });
+
+  after(async () => {
+    await app?.stop();
+    fake?.kill();
+    for (const line of processesWith(`sleep ${SUB_SLEEP}`)) {
+      try {
+        process.kill(Number.parseInt(line, 10), "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+    if (work && !process.env.E2E_KEEP_WORK) rmSync(work, { recursive: true, force: true });
+    else if (work) console.error(`flows: kept ${work}`);
+  });
+
+  /** The `agent` card of scripted call `id`: its status, the nested child steps, texts and link. */
+  async function agentCard(id) {
+    const [found] = await driver.execute(
+      `const el = [...document.querySelectorAll('[data-testid="tool-card"]')].find((c) => c.getAttribute("data-id").endsWith(":" + arguments[0]));
+       if (!el) return [null];
+       el.scrollIntoView({ block: "nearest" });
+       const sub = el.querySelector('[data-testid="subagent"]');
+       const open = sub?.querySelector('[data-testid="subagent-open"]');
+       return [{ id: el.getAttribute("data-id"), status: el.getAttribute("data-status"),
+                 steps: sub ? [...sub.querySelectorAll('[data-testid="subagent-step"]')].map((s) => ({ tool: s.getAttribute("data-tool"), status: s.getAttribute("data-status"), text: s.textContent })) : [],
+                 texts: sub ? [...sub.querySelectorAll('[data-testid="subagent-text"]')].map((t) => t.textContent) : [],
+                 summary: sub?.querySelector('[data-testid="subagent-summary"]')?.textContent ?? null,
+                 open: open ? { text: open.textContent, disabled: open.disabled } : null }];`,
+      [id],
+    );
+    return found;
+  }
+
+  async function pollAgentCard(what, id, pred, timeoutMs = 60_000) {
+    let last = null;
+    try {
+      return await driver.poll(what, async () => {
+        last = await agentCard(id);
+        return last && pred(last) ? last : null;
+      }, timeoutMs);
+    } catch (error) {
+      throw new Error(`${error.message}; the agent card as last seen: ${JSON.stringify(last)}`);
+    }
+  }
+
+  async function approvalFor(id) {
+    return driver.poll(`the approval dialog for ${id}`, async () => {
+      const [d] = await driver.execute(
+        `const d = document.querySelector('[data-testid="approval-dialog"][data-armed="true"]');
+         return [d && { call: d.getAttribute("data-call"), target: d.querySelector('[data-testid="approval-target"]')?.textContent ?? "" }];`,
+      );
+      return d && d.call.endsWith(":" + id) ? d : null;
+    }, 60_000);
+  }
+
+  async function clickTestId(testid) {
+    const [el] = await driver.findAll(`[data-testid="${testid}"]`);
+    assert.ok(el, `no ${testid}`);
+    await driver.click(el);
+  }
+
+  async function sendPrompt(text) {
+    await driver.poll("the prompt box", async () => (await driver.findAll('[data-testid="prompt"]'))[0] ?? null);
+    await driver.execute(
+      `const box = document.querySelector('[data-testid="prompt"]');
+       box.value = arguments[0];
+       box.dispatchEvent(new Event("input", { bubbles: true }));`,
+      [text],
+    );
+    await clickTestId("prompt-send");
+  }
+
+  async function phase() {
+    const [p] = await driver.execute(`return [document.querySelector('[data-testid="run-phase"]')?.getAttribute("data-phase")];`);
+    return p ?? null;
+  }
+
+  /** The stored runs, read by the CLI from the SQLite file the window wrote. */
+  function storedRuns() {
+    const out = execFileSync(cliBin, ["--project", project, "--data-dir", dataDir, "runs", "--json"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    return JSON.parse(out);
+  }
+
+  it("the parent delegates; the child's call and text nest live under the agent card; its question is answered in the dialog", async () => {
+    await sendPrompt("Have a subagent survey the project.");
+    const dialog = await approvalFor(SUB.exec);
+    assert.match(dialog.target, /ls -1/);
+    // While the child waits for the person: its text and its call, under the parent's card.
+    const waiting = await pollAgentCard("the child's call waiting under the agent card", SUB.agent, (c) =>
+      c.status === "running" && c.steps.some((s) => s.tool === "execute" && s.status === "waiting_approval") && c.texts.some((t) => t.includes("Listing the top level")),
+    );
+    assert.equal(waiting.steps.length, 1);
+    await saveScreenshot(driver, "flow-subagent-waiting-approval.png");
+    await clickTestId("approval-approve");
+    const running = await pollAgentCard("the child's approved call running under the agent card", SUB.agent, (c) =>
+      c.steps.some((s) => s.tool === "execute" && s.status === "running"),
+    );
+    assert.equal(running.status, "running");
+    await saveScreenshot(driver, "flow-subagent-child-running.png");
+  });
+
+  it("the child's answer is the parent's result and the parent answers with it", async () => {
+    const done = await pollAgentCard("the agent card finished with the child's answer", SUB.agent, (c) =>
+      c.status === "ok" && c.texts.some((t) => t.includes(CHILD_ANSWER)),
+    );
+    assert.deepEqual(done.steps.map((s) => [s.tool, s.status]), [["execute", "ok"]]);
+    assert.match(done.summary, /1 tool call · completed/);
+    const ended = await driver.poll("the parent run to end", async () => {
+      const p = await phase();
+      return p && !["starting", "running"].includes(p) ? p : null;
+    });
+    assert.equal(ended, "completed");
+    const text = await driver.poll("the parent's final answer", async () => {
+      const [t] = await driver.execute(`return [document.querySelector('[data-testid="run-view"], main')?.textContent ?? document.body.textContent];`);
+      return t && t.includes(PARENT_ANSWER) ? t : null;
+    });
+    assert.ok(text.includes(PARENT_ANSWER));
+    const linked = await pollAgentCard("Open run enabled once the parent ended", SUB.agent, (c) => c.open && !c.open.disabled);
+    childRun = linked.open.text.replace(/^Open run\s+/, "").trim();
+    parentRun = linked.id.slice(0, linked.id.length - SUB.agent.length - 1);
+    assert.ok(childRun && childRun !== parentRun, `child ${childRun}, parent ${parentRun}`);
+    await saveScreenshot(driver, "flow-subagent-answered.png");
+  });
+
+  it("Open run shows the child run, which the run list marks as the parent's subagent", async () => {
+    assert.ok(childRun, "the child run is unknown (an earlier step failed)");
+    const [button] = await driver.findAll(`[data-testid="subagent-open"]`);
+    assert.ok(button, "no Open run");
+    await driver.click(button);
+    const shown = await driver.poll("the child run opened", async () => {
+      const [t] = await driver.execute(`return [document.body.textContent];`);
+      return t && t.includes(`A subagent run, started by run ${parentRun}`) ? t : null;
+    });
+    assert.ok(shown.includes(CHILD_ANSWER), "the child run's answer is not shown");
+    const marked = await driver.poll("the child marked in the run list", async () => {
+      const [row] = await driver.execute(
+        `const el = document.querySelector('[data-testid="run-item"][data-id="' + arguments[0] + '"]');
+         return [el && { current: el.getAttribute("aria-current"), mark: el.querySelector('[data-testid="run-child"]')?.textContent ?? null }];`,
+        [childRun],
+      );
+      return row && row.mark ? row : null;
+    });
+    assert.equal(marked.current, "true");
+    assert.match(marked.mark, /subagent/);
+    const [parentMark] = await driver.execute(
+      `return [document.querySelector('[data-testid="run-item"][data-id="' + arguments[0] + '"] [data-testid="run-child"]') !== null];`,
+      [parentRun],
+    );
+    assert.equal(parentMark, false, "the parent run is marked as a child");
+    const rows = storedRuns();
+    assert.equal(rows.find((r) => r.run_id === childRun)?.parent_run_id, parentRun);
+    await saveScreenshot(driver, "flow-subagent-child-run-open.png");
+  });
+
+  it("the stored parent, opened again from the run list, shows the child's steps under its agent card", async () => {
+    assert.ok(parentRun, "the parent run is unknown (an earlier step failed)");
+    const [item] = await driver.findAll(`[data-testid="run-item"][data-id="${parentRun}"]`);
+    assert.ok(item, "the parent run is not listed");
+    await driver.click(item);
+    const stored = await pollAgentCard("the stored agent card with the child's steps", SUB.agent, (c) =>
+      c.steps.length > 0 && c.texts.some((t) => t.includes(CHILD_ANSWER)),
+    );
+    assert.deepEqual(stored.steps.map((s) => [s.tool, s.status]), [["execute", "ok"]]);
+    assert.ok(stored.texts.some((t) => t.includes("Listing the top level")), JSON.stringify(stored.texts));
+    assert.equal(stored.open?.text, `Open run ${childRun}`);
+    await saveScreenshot(driver, "flow-subagent-stored-parent.png");
+  });
+
+  it("Stop of the parent during the child's long command cancels both runs and leaves no process", async () => {
+    await clickTestId("run-new");
+    await sendPrompt("Have a subagent run the long check.");
+    await approvalFor(SUB.long);
+    await clickTestId("approval-approve");
+    await driver.poll("the child's long command's process", async () => (processesWith(`sleep ${SUB_SLEEP}`).length > 0 ? true : null), 30_000);
+    await pollAgentCard("the child's command running under the agent card", SUB.agentLong, (c) => c.steps.some((s) => s.tool === "execute" && s.status === "running"));
+    await clickTestId("run-stop");
+    const ended = await driver.poll("the parent run to end", async () => {
+      const p = await phase();
+      return p && !["starting", "running"].includes(p) ? p : null;
+    });
+    assert.equal(ended, "cancelled");
+    const left = await driver.poll("the child's command to be gone", async () => (processesWith(`sleep ${SUB_SLEEP}`).length === 0 ? "none" : null), 20_000)
+      .catch(() => processesWith(`sleep ${SUB_SLEEP}`).join("\n"));
+    assert.equal(left, "none", `processes left after stop:\n${left}`);
+    const c = await pollAgentCard("the agent card cancelled", SUB.agentLong, (got) => got.status === "cancelled" && got.steps.every((s) => s.status !== "running"));
+    assert.deepEqual(c.steps.map((s) => [s.tool, s.status]), [["execute", "cancelled"]]);
+    const parentId = c.id.slice(0, c.id.length - SUB.agentLong.length - 1);
+    const rows = await driver.poll("both runs stored cancelled", async () => {
+      const all = storedRuns();
+      const parent = all.find((r) => r.run_id === parentId);
+      const child = all.find((r) => r.parent_run_id === parentId);
+      return parent?.status === "cancelled" && child?.status === "cancelled" ? { parent, child } : null;
+    }, 20_000);
+    assert.equal(rows.child.parent_call_id, c.id);
+    await saveScreenshot(driver, "flow-subagent-stopped.png");
+  });
+
+  it("the fake provider answered every step of parent and children and saw no protocol violation", async () => {
+    await app.stop();
+    app = null;
+    await sleep(200);
+    const { code, stderr, report } = await fake.finish();
+    assert.equal(code, 0, `fake-provider: ${stderr}`);
+    assert.deepEqual(report && { unanswered: report.unanswered, violations: report.violations }, { unanswered: 0, violations: [] });
+  });
+});

@@ -363,9 +363,58 @@ describe("run view in Chromium with mocked IPC and run events", () => {
     await page.keyboard.press("a");
     await dialog.waitFor({ state: "detached" });
     assert.deepEqual(await argsOf(page, "answer_confirm"), [{ callId: "run_CHILD:c2", approve: true }]);
+    // The approved child call runs from now on, as a parent's card would say.
+    await card.locator('[data-testid="subagent-step"][data-tool="execute"][data-status="running"]').waitFor({ timeout: 5_000 });
     // While the parent runs, the child run cannot be opened yet.
     assert.equal(await card.locator('[data-testid="subagent-open"]').isDisabled(), true);
     await shot(page, "subagent-card.png");
+    assert.deepEqual(unexpected(problems), []);
+    await page.close();
+  });
+  it("a stored parent opened from the run list shows its child run's calls and answer under the agent card", async () => {
+    const usage = { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0 };
+    const common = { provider: "anthropic", model: "claude", presentation: "native", stage: null, error_message: null, stop_reason: null, finished_at_ms: 1, usage, meter: null };
+    const parent = {
+      ...common, run_id: "run_PARENT", title: "delegate", status: "completed", started_at: "2026-12-01T10:00:00.000Z", steps: 2, tool_calls: 1,
+      parent_run_id: null, parent_call_id: null, children: [{ run_id: "run_KID", parent_call_id: "run_PARENT:a1", status: "completed" }],
+      messages: [
+        { seq: 1, role: "user", text: "delegate", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "", tool_calls: [{ tool_call_id: "run_PARENT:a1", tool: "agent", input: { description: "survey", prompt: "List it." } }], result: null, usage },
+        { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "run_PARENT:a1", tool: "agent", status: "ok", stage: null, error_message: null, model: "two files", compacted: false, hooks: [] }, usage: null },
+        { seq: 4, role: "assistant", text: "The subagent found two files.", tool_calls: [], result: null, usage },
+      ],
+    };
+    const kid = {
+      ...common, run_id: "run_KID", title: "survey", status: "completed", started_at: "2026-12-01T10:00:01.000Z", steps: 2, tool_calls: 1,
+      parent_run_id: "run_PARENT", parent_call_id: "run_PARENT:a1", children: [],
+      messages: [
+        { seq: 1, role: "user", text: "List it.", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "Looking <img src=x onerror=alert(1)>", tool_calls: [{ tool_call_id: "run_KID:l1", tool: "ls", input: { path: "." } }], result: null, usage },
+        { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "run_KID:l1", tool: "ls", status: "ok", stage: null, error_message: null, model: "a\nb", compacted: false, hooks: [] }, usage: null },
+        { seq: 4, role: "assistant", text: "two files", tool_calls: [], result: null, usage },
+      ],
+    };
+    const listed = [parent, kid].map(({ messages: _m, children: _c, ...row }) => row);
+    const dynamic = `{
+      list_runs: () => ${JSON.stringify(listed)},
+      show_run: (args) => (${JSON.stringify({ run_PARENT: parent, run_KID: kid })})[args.runId],
+    }`;
+    const { page, problems } = await openPage(browser, base, RESPONSES, { width: 1280, height: 860 }, "light", dynamic);
+    await page.locator('[data-testid="run-item"][data-id="run_PARENT"]').click();
+    const card = page.locator('[data-testid="tool-card"][data-id="run_PARENT:a1"]');
+    const steps = card.locator('[data-testid="subagent-step"]');
+    await steps.first().waitFor({ timeout: 5_000 });
+    assert.deepEqual(await steps.evaluateAll((els) => els.map((e) => [e.dataset.tool, e.dataset.status])), [["ls", "ok"]]);
+    assert.deepEqual(await card.locator('[data-testid="subagent-text"]').allTextContents(), ["Looking <img src=x onerror=alert(1)>", "two files"]);
+    assert.equal(await card.locator("img").count(), 0, "the stored child's text stays text");
+    assert.equal(await card.locator('[data-testid="subagent-summary"]').textContent(), "subagent: 1 tool call · completed");
+    // The parent's conversation holds only its own card; the child run opens from the card.
+    assert.equal(await page.locator('[data-testid="tool-card"]').count(), 1);
+    const open = card.locator('[data-testid="subagent-open"]');
+    assert.equal(await open.isDisabled(), false);
+    await shot(page, "subagent-stored-parent.png");
+    await open.click();
+    await page.locator('[data-testid="run-item"][data-id="run_KID"][aria-current="true"]').waitFor({ timeout: 5_000 });
     assert.deepEqual(unexpected(problems), []);
     await page.close();
   });

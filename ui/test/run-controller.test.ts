@@ -247,6 +247,55 @@ describe("run controller", () => {
     expect(c.state.phase).toBe("idle");
   });
 
+  it("opening a stored parent reads its subagent runs, whose steps nest under the agent card", async () => {
+    const shell = fakeShell();
+    const base = await shell.api.showRun("old");
+    const parent: RunDetail = {
+      ...base,
+      run_id: "r_parent",
+      status: "completed",
+      children: [
+        { run_id: "r_child", parent_call_id: "r_parent:a1", status: "completed" },
+        { run_id: "r_gone", parent_call_id: "r_parent:a2", status: "cancelled" },
+      ],
+      messages: [
+        { seq: 1, role: "user", text: "delegate", tool_calls: [], result: null, usage: null },
+        {
+          seq: 2,
+          role: "assistant",
+          text: "",
+          tool_calls: [
+            { tool_call_id: "r_parent:a1", tool: "agent", input: { description: "one", prompt: "p1" } },
+            { tool_call_id: "r_parent:a2", tool: "agent", input: { description: "two", prompt: "p2" } },
+          ],
+          result: null,
+          usage: null,
+        },
+      ],
+    };
+    const child: RunDetail = { ...base, run_id: "r_child", status: "completed", parent_run_id: "r_parent", parent_call_id: "r_parent:a1" };
+    const asked: string[] = [];
+    const api: RunApi = {
+      ...shell.api,
+      showRun: async (id) => {
+        asked.push(id);
+        if (id === "r_parent") return parent;
+        if (id === "r_child") return child;
+        throw new ApiError({ code: "project", stage: null, message: `no run ${id}` });
+      },
+    };
+    const c = new RunController(api, () => 0);
+    await c.open("r_parent");
+    expect(asked.sort()).toEqual(["r_child", "r_gone", "r_parent"]);
+    const subs = c.state.items.flatMap((i) => (i.kind === "tool" && i.card.subagent ? [i.card.subagent] : []));
+    // The child read: its ls call and its answer; the unreadable one: a link with its status.
+    expect(subs.map((s) => [s.runId, s.phase, s.items.filter((i) => i.kind === "tool").length])).toEqual([
+      ["r_child", "completed", 1],
+      ["r_gone", "cancelled", 0],
+    ]);
+    expect(c.state.phase).toBe("completed");
+  });
+
   it("a view-only run read again shows its new steps, then the finished view when it ends", async () => {
     const shell = fakeShell();
     const base = await shell.api.showRun("old");

@@ -4,9 +4,9 @@
 import { flushSync, mount, unmount } from "svelte";
 import { afterEach, describe, expect, it } from "vitest";
 import ToolCardView from "../src/components/run/ToolCardView.svelte";
-import type { RunEvent } from "../src/provisional/run-types";
+import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
 import { OutputBus } from "../src/run/output-bus";
-import { applyRunEvent, emptyRun, type RunViewState, subagentSummary, type ToolCard } from "../src/run/state";
+import { answeredConfirm, applyRunEvent, emptyRun, replay, type RunViewState, subagentSummary, type ToolCard } from "../src/run/state";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
@@ -111,6 +111,84 @@ describe("subagent events", () => {
     ]);
     const sub = agentCard(s).subagent as RunViewState;
     expect([sub.runId, sub.phase, subagentSummary(sub)]).toEqual(["c7", "completed", "completed"]);
+  });
+
+  it("an approved child call runs under the card at once, like a parent's", () => {
+    const request = { call_id: "c7:x1", tool: "execute" } as unknown;
+    const asked = play([...start, child({ type: "confirm_request", tool_call_id: "c7:x1", request })]);
+    const status = (s: RunViewState) => {
+      const nested = agentCard(s).subagent?.items.find((i) => i.kind === "tool" && i.card.id === "c7:x1");
+      return nested?.kind === "tool" ? nested.card.status : null;
+    };
+    const approved = answeredConfirm(asked, "c7:x1", true);
+    expect([status(approved), approved.confirms]).toEqual(["running", []]);
+    expect(status(answeredConfirm(asked, "c7:x1", false))).toBe("rejected");
+    // Another child call is left as it was.
+    const other = agentCard(approved).subagent?.items.find((i) => i.kind === "tool" && i.card.id === "c7:l1");
+    expect(other?.kind === "tool" && other.card.status).toBe("running");
+  });
+
+  it("a stored parent opened with its stored child shows the child's calls and answer nested", () => {
+    const usage = { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 };
+    const base = {
+      title: null,
+      provider: "anthropic",
+      model: "m",
+      presentation: "native",
+      stage: null,
+      error_message: null,
+      stop_reason: null,
+      started_at: "2026-12-01T00:00:00.000Z",
+      finished_at_ms: 1,
+      usage,
+      meter: null,
+      steps: 2,
+      tool_calls: 1,
+    };
+    const parent: RunDetail = {
+      ...base,
+      run_id: "p",
+      status: "completed",
+      parent_run_id: null,
+      parent_call_id: null,
+      children: [{ run_id: "c7", parent_call_id: "p:a1", status: "completed" }],
+      messages: [
+        { seq: 1, role: "user", text: "Delegate.", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "", tool_calls: [{ tool_call_id: "p:a1", tool: "agent", input: { description: "survey", prompt: "List it." } }], result: null, usage },
+        { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "p:a1", tool: "agent", status: "ok", stage: null, error_message: null, model: "two files", compacted: false, hooks: [] }, usage: null },
+        { seq: 4, role: "assistant", text: "The child found two files.", tool_calls: [], result: null, usage },
+      ],
+    };
+    const stored: RunDetail = {
+      ...base,
+      run_id: "c7",
+      status: "completed",
+      parent_run_id: "p",
+      parent_call_id: "p:a1",
+      children: [],
+      messages: [
+        { seq: 1, role: "user", text: "List it.", tool_calls: [], result: null, usage: null },
+        { seq: 2, role: "assistant", text: "Looking.", tool_calls: [{ tool_call_id: "c7:l1", tool: "ls", input: { path: "." } }], result: null, usage },
+        { seq: 3, role: "tool", text: "", tool_calls: [], result: { tool_call_id: "c7:l1", tool: "ls", status: "ok", stage: null, error_message: null, model: "a\nb", compacted: false, hooks: [] }, usage: null },
+        { seq: 4, role: "assistant", text: "two files", tool_calls: [], result: null, usage },
+      ],
+    };
+    const s = replay(detailEvents(parent, new Map([["c7", stored]])), 1000);
+    const sub = agentCard(s).subagent as RunViewState;
+    expect([sub.runId, sub.phase, subagentSummary(sub)]).toEqual(["c7", "completed", "1 tool call · completed"]);
+    // Only the parent's own items in its conversation; the child's are under the card.
+    expect(s.items.map((i) => i.kind)).toEqual(["user", "tool", "assistant"]);
+    const h = document.createElement("div");
+    const c = mount(ToolCardView, { target: h, props: { card: agentCard(s), bus: new OutputBus(), onstop: () => {}, canopenrun: true } });
+    cleanup.push(() => unmount(c));
+    flushSync();
+    const steps = [...h.querySelectorAll('[data-testid="subagent-step"]')].map((e) => [e.getAttribute("data-tool"), e.getAttribute("data-status")]);
+    expect(steps).toEqual([["ls", "ok"]]);
+    expect([...h.querySelectorAll('[data-testid="subagent-text"]')].map((e) => e.textContent)).toEqual(["Looking.", "two files"]);
+    expect(h.querySelector('[data-testid="subagent-open"]')?.textContent).toBe("Open run c7");
+    // Without the child's detail (it could not be read): a link only.
+    const linkOnly = agentCard(replay(detailEvents(parent), 1000)).subagent as RunViewState;
+    expect([linkOnly.runId, linkOnly.items.length]).toEqual(["c7", 0]);
   });
 
   it("other cards have no subagent section", () => {

@@ -43,6 +43,9 @@ pub struct HttpProvider {
     /// Chat Completions only: the server wants `max_completion_tokens`, not `max_tokens`
     /// (OpenAI's newer models refuse the old name; learnt from that refusal).
     completion_tokens: AtomicBool,
+    /// OpenAI Responses only: the endpoint refused images in `function_call_output` (learnt from
+    /// that refusal), so they follow the outputs as a user message of `input_image` parts.
+    images_as_message: AtomicBool,
 }
 
 impl std::fmt::Debug for HttpProvider {
@@ -75,6 +78,7 @@ impl HttpProvider {
             client,
             unstreamed,
             completion_tokens: AtomicBool::new(false),
+            images_as_message: AtomicBool::new(false),
         })
     }
 
@@ -122,7 +126,11 @@ impl HttpProvider {
     fn body(&self, req: &ModelRequest, stream: bool) -> Result<Value, ProviderError> {
         match self.route.kind {
             ProviderKind::Anthropic => anthropic::build_request(req, stream),
-            ProviderKind::OpenAiResponses => responses::build_request(req, stream),
+            ProviderKind::OpenAiResponses => responses::build_request_images(
+                req,
+                stream,
+                !self.images_as_message.load(Ordering::Relaxed),
+            ),
             ProviderKind::OpenAiChat => {
                 let mut body = chat::build_request_images(req, stream, self.route.images)?;
                 if self.completion_tokens.load(Ordering::Relaxed)
@@ -170,6 +178,25 @@ fn wants_completion_tokens(e: &ProviderError) -> bool {
         if message.contains("max_completion_tokens"))
 }
 
+/// A 400 of a Responses endpoint that takes only text as a `function_call_output` (asked only
+/// when the request had images there): OpenAI-compatible servers say so in their own words
+/// ("Invalid type for 'input[2].output': expected a string, but got an array instead.", "image
+/// input is not supported in function_call_output", ...).
+fn images_in_outputs_refused(e: &ProviderError) -> bool {
+    let ProviderError::Http {
+        status: 400,
+        message,
+        ..
+    } = e
+    else {
+        return false;
+    };
+    let m = message.to_ascii_lowercase();
+    m.contains("image")
+        || m.contains("function_call_output")
+        || (m.contains("output") && (m.contains("string") || m.contains("array")))
+}
+
 /// A failure that says the endpoint cannot stream (with tools): llama.cpp, some proxies.
 fn streaming_refused(e: &ProviderError) -> bool {
     match e {
@@ -211,6 +238,15 @@ impl Provider for HttpProvider {
                     && !self.completion_tokens.swap(true, Ordering::Relaxed) =>
             {
                 tracing::warn!(provider = %self.route.name, "max_tokens refused; sending max_completion_tokens");
+                self.stream_once(req, cancel).await
+            }
+            Err(e)
+                if self.route.kind == ProviderKind::OpenAiResponses
+                    && images_in_outputs_refused(&e)
+                    && responses::has_result_images(req)
+                    && !self.images_as_message.swap(true, Ordering::Relaxed) =>
+            {
+                tracing::warn!(provider = %self.route.name, "images in function_call_output refused; sending them as a user message");
                 self.stream_once(req, cancel).await
             }
             r => r,

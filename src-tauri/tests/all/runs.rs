@@ -93,6 +93,16 @@ fn a_run_calls_execute_completes_and_is_listed_and_shown() {
         json!("echo run-output-$((6*7))")
     );
     assert_eq!(messages[2]["result"]["status"], json!("ok"));
+    // The call is listed once, by the stored id its result (and the live run's events) carry.
+    assert_eq!(
+        messages[1]["tool_calls"].as_array().map(Vec::len),
+        Some(1),
+        "{shown}"
+    );
+    assert_eq!(
+        messages[1]["tool_calls"][0]["tool_call_id"],
+        messages[2]["result"]["tool_call_id"]
+    );
     assert!(
         messages[2]["result"]["model"]
             .as_str()

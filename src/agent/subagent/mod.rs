@@ -12,8 +12,8 @@
 //! - has the tool set [`crate::tools::agent::task::child_tools`] gives (`App::child_shapes`),
 //!   stored with the run (`runs.child_shape`) so that continuing it (`aibuddy run --continue`)
 //!   and `runs show --next-request` shape it the same way;
-//! - runs with at most [`MAX_CONCURRENT_CHILDREN`] siblings at once (several `agent` calls of one
-//!   turn share a batch, being read-only);
+//! - runs with at most settings `agents.max_concurrent` siblings at once (default 4, read by the
+//!   `SubagentDesk`; several `agent` calls of one turn share a batch, being read-only);
 //! - runs under the `agent` call's cancellation token: stopping the parent (or the call) stops
 //!   the child's stream, its tool calls (commands' process trees included), its background
 //!   processes and its compaction, and the call ends `cancelled`;
@@ -39,9 +39,6 @@ use crate::events::{Event, EventSink};
 use crate::tools::agent::task::child_tools;
 use crate::tools::agent::{ChildAnswer, ChildRunner, ChildTask};
 use shapes::ChildShape;
-
-/// Children of one parent run at once (more `agent` calls of a turn wait for a place).
-pub const MAX_CONCURRENT_CHILDREN: usize = 4;
 
 /// How often a running child re-arms the parent's tool watchdog.
 const PARENT_HEARTBEAT: Duration = Duration::from_secs(5);
@@ -69,7 +66,7 @@ pub(crate) struct Children {
     pub events: Arc<dyn RunEventSink>,
     /// The parent's `RunStart::max_steps`: a child has the same bound.
     pub max_steps: Option<u32>,
-    /// Places for children running at once ([`MAX_CONCURRENT_CHILDREN`]).
+    /// Places for children running at once (settings `agents.max_concurrent`).
     pub slots: Arc<tokio::sync::Semaphore>,
 }
 

@@ -4,6 +4,7 @@
 //! which bounds the depth at one) finds none and gets a clear Execution error.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -11,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::ToolError;
 use crate::events::EventSink;
-use crate::settings::AgentProfile;
+use crate::settings::{AgentProfile, AgentsSettings, DEFAULT_MAX_CONCURRENT, MAX_MAX_CONCURRENT};
 
 /// What a child run is asked to do, resolved from the call's arguments and its profile.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,15 +60,35 @@ pub trait ChildRunner: Send + Sync {
     ) -> Result<ChildAnswer, ToolError>;
 }
 
-#[derive(Default)]
 pub struct SubagentDesk {
     runs: Mutex<HashMap<String, Arc<dyn ChildRunner>>>,
     /// The profiles of the current settings: `(name, description, from the project)`.
     profiles: Mutex<Vec<(String, String, bool)>>,
+    /// Settings `agents.max_concurrent`: children of one run at once.
+    max_concurrent: AtomicUsize,
+}
+
+impl Default for SubagentDesk {
+    fn default() -> Self {
+        Self {
+            runs: Mutex::default(),
+            profiles: Mutex::default(),
+            max_concurrent: AtomicUsize::new(DEFAULT_MAX_CONCURRENT as usize),
+        }
+    }
 }
 
 impl SubagentDesk {
-    /// The profiles the `agent` tool's instructions name (set with the plane's settings).
+    /// The `agents` settings the desk follows (set with the plane's settings, again after a
+    /// reload): the profiles the `agent` tool's instructions name, and how many children of one
+    /// run may run at once (for runs started from now on).
+    pub fn set_settings(&self, agents: &AgentsSettings) {
+        self.set_profiles(&agents.profiles);
+        let n = agents.max_concurrent.clamp(1, MAX_MAX_CONCURRENT);
+        self.max_concurrent.store(n as usize, Ordering::Relaxed);
+    }
+
+    /// The profiles the `agent` tool's instructions name.
     pub fn set_profiles(&self, profiles: &BTreeMap<String, AgentProfile>) {
         if let Ok(mut p) = self.profiles.lock() {
             *p = profiles
@@ -75,6 +96,11 @@ impl SubagentDesk {
                 .map(|(n, p)| (n.clone(), p.description.clone(), p.from_project))
                 .collect();
         }
+    }
+
+    /// Children of one run at once (settings `agents.max_concurrent`, 1 to 16).
+    pub fn max_concurrent(&self) -> usize {
+        self.max_concurrent.load(Ordering::Relaxed)
     }
 
     /// See [`SubagentDesk::set_profiles`].

@@ -319,6 +319,16 @@ export const SETTINGS_FIELDS: readonly FieldSpec[] = [
   },
   {
     "editable": false,
+    "label": "Subagents at once",
+    "may_hold_secrets": false,
+    "meaning": "The most subagent runs one run may have running at once (1 to 16); more `agent` calls of a turn wait for a place.",
+    "page": null,
+    "path": "agents.max_concurrent",
+    "rule": "widens_above_user",
+    "user_only": null
+  },
+  {
+    "editable": false,
     "label": "Before a tool call",
     "may_hold_secrets": false,
     "meaning": "Commands run before a tool call is authorized, with your authority and outside the sandbox; they may block it or ask you.",

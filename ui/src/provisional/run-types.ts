@@ -28,8 +28,12 @@ export type StoredResultEvent = Omit<Extract<ShellRunEvent, { type: "tool_result
   type: "stored_result";
 };
 
-/** A stored run's subagent run (show_run's `children`): links the `agent` card to it. */
-export type StoredSubagentEvent = { type: "stored_subagent"; parent_tool_call_id: string; run_id: string; status: RunStatus | null };
+/**
+ * A stored run's subagent run (show_run's `children`): links the `agent` card to it and, when the
+ * child run was read too, carries its stored conversation as replay events (its calls and text
+ * nest under the card as they did live).
+ */
+export type StoredSubagentEvent = { type: "stored_subagent"; parent_tool_call_id: string; run_id: string; status: RunStatus | null; events?: RunEvent[] };
 
 /**
  * What the run view consumes: the shell's RunEvent plus the UI-only `user_prompt`,
@@ -40,8 +44,11 @@ export type RunEvent = ShellRunEvent | { type: "user_prompt"; text: string } | S
 /** Payload of the Tauri event `run-event` (generated), widened to the events above. */
 export type RunEventEnvelope = Omit<ShellRunEventEnvelope, "event"> & { event: RunEvent };
 
-/** A stored run (show_run) as the events a live run would have sent, for the same reducer. */
-export function detailEvents(detail: RunDetail): RunEvent[] {
+/**
+ * A stored run (show_run) as the events a live run would have sent, for the same reducer.
+ * `children`: the stored subagent runs read for it (by run id); a child not among them is a link only.
+ */
+export function detailEvents(detail: RunDetail, children: ReadonlyMap<string, RunDetail> = new Map()): RunEvent[] {
   const events: RunEvent[] = [];
   if (detail.provider !== null || detail.model !== null) {
     events.push({
@@ -71,7 +78,11 @@ export function detailEvents(detail: RunDetail): RunEvent[] {
     }
   }
   for (const child of detail.children ?? []) {
-    if (child.parent_call_id !== null) events.push({ type: "stored_subagent", parent_tool_call_id: child.parent_call_id, run_id: child.run_id, status: child.status });
+    if (child.parent_call_id === null) continue;
+    const stored = children.get(child.run_id);
+    // Depth one: a child's own children (none are started) are not read.
+    const childEvents = stored ? detailEvents(stored) : undefined;
+    events.push({ type: "stored_subagent", parent_tool_call_id: child.parent_call_id, run_id: child.run_id, status: child.status, ...(childEvents ? { events: childEvents } : {}) });
   }
   if (detail.status !== null && detail.status !== "running") {
     events.push({ type: "run_finished", run_id: detail.run_id, status: detail.status, stage: (detail.stage as ShellStage | null) ?? null, usage: detail.usage, stop_reason: detail.stop_reason ?? null });

@@ -226,8 +226,9 @@ export class RunController {
     this.elsewhereError = null;
     try {
       const detail = await this.api.showRun(runId);
+      const children = await this.storedChildren(detail);
       this.output.clear();
-      const state = replay(detailEvents(detail), this.now());
+      const state = replay(detailEvents(detail, children), this.now());
       // This window's own active run is always the one shown (open and newRun refuse while it
       // runs), so a stored run that says "running" is driven elsewhere: view only, never a run
       // this view waits on (its spinner and Stop would never end, the list and New run locked).
@@ -236,6 +237,22 @@ export class RunController {
     } catch (error) {
       this.state = addNotice(this.state, `Could not open the run: ${toCommandError(error).message}`, "error");
     }
+  }
+
+  /**
+   * The stored subagent runs of a stored run (read with show_run), so its `agent` cards show their
+   * children's steps; a child that cannot be read stays a link to its run.
+   */
+  private async storedChildren(detail: RunDetail): Promise<Map<string, RunDetail>> {
+    const read = await Promise.all(
+      (detail.children ?? []).map((child) =>
+        this.api.showRun(child.run_id).then(
+          (d): [string, RunDetail] | null => [child.run_id, d],
+          () => null,
+        ),
+      ),
+    );
+    return new Map(read.filter((r): r is [string, RunDetail] => r !== null));
   }
 
   /** A stored run as shown: view only while it still runs elsewhere, else as it ended. */
@@ -267,7 +284,9 @@ export class RunController {
       const seen = JSON.stringify(detail);
       if (seen === this.elsewhereSeen) return;
       this.elsewhereSeen = seen;
-      this.state = this.shown(detail, replay(detailEvents(detail), this.now()));
+      const children = await this.storedChildren(detail);
+      if (this.state.runId !== id || this.state.phase !== "elsewhere") return;
+      this.state = this.shown(detail, replay(detailEvents(detail, children), this.now()));
       // The shell marks a run whose process is gone (crashed, killed) interrupted when it reads it.
       if (this.state.phase === "interrupted") this.state = addNotice(this.state, INTERRUPTED_NOTICE, "warn");
       if (this.state.phase !== "elsewhere") void this.loadRuns();

@@ -278,12 +278,15 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
       return push(state, { kind: "notice", text: "Earlier turns were summarized to fit the model's context.", tone: "info" }, "n");
     case "subagent":
       return applySubagentEvent(state, event.parent_tool_call_id, event.event as RunEvent, now);
-    case "stored_subagent":
-      // A stored run: the card links to its child run (its steps are in that run).
+    case "stored_subagent": {
+      // A stored run: the card links to its child run and, when it was read, shows its steps
+      // and text nested as they were live.
+      const nested = event.events ? replay(event.events, now) : emptyRun();
       return updateCard(state, event.parent_tool_call_id, (c) => ({
         ...c,
-        subagent: c.subagent ?? { ...emptyRun(), runId: event.run_id, phase: event.status ?? "interrupted" },
+        subagent: c.subagent ?? { ...nested, runId: event.run_id, phase: event.status ?? "interrupted" },
       }));
+    }
     case "run_finished": {
       // Calls still open when the run ends were interrupted: nothing more will arrive for them.
       const items = state.items.map((it) =>
@@ -343,7 +346,13 @@ export function subagentSummary(child: RunViewState): string {
 export function answeredConfirm(state: RunViewState, callId: string, approved = false): RunViewState {
   const next = { ...state, confirms: state.confirms.filter((r) => r.call_id !== callId) };
   const status: CardStatus = approved ? "running" : "rejected";
-  return updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status } : c));
+  const answered = updateCard(next, callId, (c) => (c.status === "waiting_approval" ? { ...c, status } : c));
+  // A subagent's call is a card nested under the parent's `agent` card: it says the same.
+  if (!answered.items.some((it) => it.kind === "tool" && it.card.subagent !== null)) return answered;
+  const items = answered.items.map((it) =>
+    it.kind === "tool" && it.card.subagent !== null ? { ...it, card: { ...it.card, subagent: answeredConfirm(it.card.subagent, callId, approved) } } : it,
+  );
+  return { ...answered, items };
 }
 
 /**

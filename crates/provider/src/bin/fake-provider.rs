@@ -88,6 +88,9 @@ async fn serve(args: Args) -> ExitCode {
         server.expect_key(key);
     }
     server.check_replay(scenario.check_replay);
+    if scenario.conversations_by_first_user_text {
+        server.conversations_by_first_user_text();
+    }
     for reply in scenario.replies() {
         server.push(reply);
     }

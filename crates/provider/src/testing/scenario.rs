@@ -15,7 +15,8 @@
 //! }
 //! ```
 //!
-//! Each step answers one request, in order. A step is an assistant turn (`text` and/or `calls`,
+//! Each step answers one request, in order (`"conversations_by_first_user_text": true` when a run
+//! and its subagent runs share the script). A step is an assistant turn (`text` and/or `calls`,
 //! optional `pings` keep-alives, `stall` to stop after the first delta) or an HTTP `error`.
 
 use serde::Deserialize;
@@ -37,6 +38,10 @@ pub struct Scenario {
     /// Whether served assistant content must come back unchanged (default on).
     #[serde(default = "yes")]
     pub check_replay: bool,
+    /// Whether several conversations share the script (a run and its subagent runs): replays
+    /// are checked per conversation, told apart by their first user text (default off).
+    #[serde(default)]
+    pub conversations_by_first_user_text: bool,
     pub steps: Vec<Step>,
 }
 
@@ -227,10 +232,20 @@ mod tests {
         .unwrap();
         assert_eq!(s.kind, ProviderKind::Anthropic);
         assert_eq!(s.key.as_deref(), Some("k"));
+        assert!(!s.conversations_by_first_user_text);
         let want = Turn::text("hi")
             .call("toolu_1", "execute", json!({"command": "ls"}))
             .reply(ProviderKind::Anthropic);
         assert_eq!(s.replies(), vec![want]);
+    }
+
+    #[test]
+    fn several_conversations_may_share_the_script() {
+        let s = Scenario::parse(
+            r#"{"conversations_by_first_user_text": true, "steps": [{"text": "hi"}]}"#,
+        )
+        .unwrap();
+        assert!(s.conversations_by_first_user_text);
     }
 
     #[test]

@@ -24,8 +24,21 @@ fn function_def(t: &ToolSpec, defer: bool) -> Value {
     o
 }
 
-/// The request body (key-free; the key goes in the `Authorization` header).
+/// The request body (key-free; the key goes in the `Authorization` header), images of tool
+/// results as `input_image` parts of their `function_call_output`.
 pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, ProviderError> {
+    build_request_images(req, stream, true)
+}
+
+/// [`build_request`], choosing where images of tool results go: `images_in_outputs` (the API's
+/// own shape) as `input_image` parts of the `function_call_output`; otherwise, for an endpoint
+/// that takes only text there, the output names each image in place and the images follow the
+/// outputs as a user message of `input_image` parts (each after a label naming its call).
+pub fn build_request_images(
+    req: &ModelRequest,
+    stream: bool,
+    images_in_outputs: bool,
+) -> Result<Value, ProviderError> {
     let native = req.presentation == Presentation::Native;
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
@@ -41,7 +54,7 @@ pub fn build_request(req: &ModelRequest, stream: bool) -> Result<Value, Provider
     }
     let mut input = Vec::new();
     for m in &req.messages {
-        push_items(&mut input, m, req, &kinds)?;
+        push_items(&mut input, m, req, &kinds, images_in_outputs)?;
     }
     body.insert("input".into(), Value::Array(input));
     let tools: Vec<Value> = req
@@ -76,6 +89,7 @@ fn push_items(
     m: &Message,
     req: &ModelRequest,
     kinds: &HashMap<&str, CallKind>,
+    images_in_outputs: bool,
 ) -> Result<(), ProviderError> {
     if m.role == Role::Assistant {
         if let Some(raw) = &m.raw
@@ -103,6 +117,8 @@ fn push_items(
     // What a client tool search says besides its tools (nothing found, servers not searched):
     // `tool_search_output` has no text field, so it follows the outputs as a message of ours.
     let mut notes: Vec<String> = Vec::new();
+    // The images of the outputs when they follow as a message (not `images_in_outputs`).
+    let mut images: Vec<Value> = Vec::new();
     for b in &m.content {
         match b {
             ContentBlock::Text { text: t } => text.push_str(t),
@@ -132,9 +148,19 @@ fn push_items(
                     input.push(json!({"type": "tool_search_output", "call_id": tool_use_id,
                         "execution": "client", "status": "completed", "tools": tools}));
                 } else {
+                    let output = if images_in_outputs {
+                        call_output(content, *is_error)
+                    } else {
+                        json!(output_text_with_images(
+                            tool_use_id,
+                            content,
+                            *is_error,
+                            &mut images
+                        ))
+                    };
                     input.push(
                         json!({"type": "function_call_output", "call_id": tool_use_id,
-                        "output": call_output(content, *is_error)}),
+                        "output": output}),
                     );
                 }
             }
@@ -145,6 +171,7 @@ fn push_items(
         .into_iter()
         .map(|n| json!({"type": "input_text", "text": n}))
         .collect();
+    parts.extend(images);
     if !text.is_empty() {
         parts.push(json!({"type": "input_text", "text": text}));
     }
@@ -179,6 +206,48 @@ fn call_output(content: &[ResultBlock], is_error: bool) -> Value {
         }
     }
     Value::Array(parts)
+}
+
+/// A `function_call_output`'s text when its images follow as a message: each image named in
+/// place, its parts (a label naming the call, then the `input_image`) appended to `images`.
+fn output_text_with_images(
+    call_id: &str,
+    content: &[ResultBlock],
+    is_error: bool,
+    images: &mut Vec<Value>,
+) -> String {
+    let mut kept = Vec::new();
+    for c in content {
+        match c {
+            ResultBlock::Image { media_type, data } => {
+                let n = images.len() / 2 + 1;
+                kept.push(ResultBlock::Text {
+                    text: format!("[image {n}, {media_type}: attached in the next user message]"),
+                });
+                images.push(json!({"type": "input_text",
+                    "text": format!("[aibuddy: image {n}, returned by tool call {call_id}]")}));
+                images.push(json!({"type": "input_image", "detail": "auto",
+                    "image_url": image_data_url(media_type, data)}));
+            }
+            other => kept.push(other.clone()),
+        }
+    }
+    let text = result_text(&kept);
+    if is_error {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}
+
+/// Whether a request holds images in tool results (the ones [`build_request_images`] places).
+pub fn has_result_images(req: &ModelRequest) -> bool {
+    req.messages.iter().any(|m| {
+        m.content.iter().any(|b| {
+            matches!(b, ContentBlock::ToolResult { content, .. }
+                if content.iter().any(|c| matches!(c, ResultBlock::Image { .. })))
+        })
+    })
 }
 
 /// The message text carrying a client tool search's note (written by aibuddy; the caller quotes

@@ -438,3 +438,75 @@ async fn images_in_results_are_checked_on_each_route() {
         {"role": "tool", "tool_call_id": "c1", "content": [{"type": "image_url", "image_url": {"url": url}}]}]});
     assert_eq!(rules(ProviderKind::OpenAiChat, bad), vec!["image_block"]);
 }
+
+/// A Responses endpoint that takes only text as a `function_call_output` refuses the images
+/// there (400): the step is sent again once with the images as a user message of `input_image`
+/// parts after the outputs (the output naming each image), which passes the server's checks, and
+/// the route keeps that shape; the request body a run shows (`request_body`) is the one sent.
+#[tokio::test]
+async fn responses_images_follow_as_a_message_when_an_endpoint_refuses_them_in_outputs() {
+    use aibuddy_provider::Provider as _;
+    use aibuddy_provider::testing::Reply;
+    let kind = ProviderKind::OpenAiResponses;
+    let server = server().await;
+    // The same request is sent for both steps (the served "first" is not replayed).
+    server.check_replay(false);
+    server.push(Reply::Error {
+        status: 400,
+        headers: vec![],
+        body: json!({"error": {"message": "Invalid type for 'input[2].output': expected a string, but got an array instead.", "type": "invalid_request_error", "param": "input[2].output", "code": "invalid_type"}}),
+    });
+    server.push(Turn::text("first").reply(kind));
+    server.push(Turn::text("second").reply(kind));
+    let p = provider(&server, kind, Presentation::ActiveTools);
+    let req = request(
+        kind,
+        Presentation::ActiveTools,
+        image_result("image/png", PNG_1X1),
+    );
+    let (events, _) = step(&p, &req).await;
+    assert_eq!(text_of(&events), "first");
+    let (events, _) = step(&p, &req).await;
+    assert_eq!(text_of(&events), "second");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[0].body["input"][2]["output"].is_array());
+    let url = format!("data:image/png;base64,{PNG_1X1}");
+    for r in &reqs[1..] {
+        let input = r.body["input"].as_array().unwrap();
+        assert_eq!(input[2]["type"], "function_call_output");
+        assert_eq!(
+            input[2]["output"],
+            json!(
+                "[image 1: image/png, 1x1]\n[image 1, image/png: attached in the next user message]"
+            )
+        );
+        assert_eq!(
+            input[3],
+            json!({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "[aibuddy: image 1, returned by tool call c1]"},
+                {"type": "input_image", "detail": "auto", "image_url": url}]})
+        );
+    }
+    assert_eq!(
+        p.request_body(&req).unwrap()["input"],
+        reqs[2].body["input"]
+    );
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+
+    // Another 400 (not about the outputs), or a request without images: no second try.
+    let server = common::server().await;
+    server.push(Reply::Error {
+        status: 400,
+        headers: vec![],
+        body: json!({"error": {"message": "Invalid type for 'input[2].output': expected a string, but got an array instead.", "type": "invalid_request_error"}}),
+    });
+    let p = provider(&server, kind, Presentation::ActiveTools);
+    let plain = request(
+        kind,
+        Presentation::ActiveTools,
+        vec![Message::user_text("hi")],
+    );
+    assert!(p.stream(&plain, Default::default()).await.is_err());
+    assert_eq!(server.requests().len(), 1);
+}
