@@ -4,36 +4,12 @@
 //! is named in the result with how to allow it, and recorded with the call (`aibuddy show --json`).
 
 use crate::support;
+use crate::support::registry::registry;
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 
 use serde_json::{Value, json};
 use support::aibuddy;
-
-fn registry() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
-                );
-            });
-        }
-    });
-    port
-}
 
 #[test]
 fn call_execute_reaches_only_listed_hosts_and_names_the_refused_one() {

@@ -3,6 +3,7 @@
 //! the project's files, with the network only through the allow-list proxy, says so, and
 //! leaves no container behind.
 
+use crate::support::registry::registry;
 use serde_json::{Value, json};
 
 use crate::container_engine::engine;
@@ -50,32 +51,6 @@ fn a_command_runs_in_the_container_on_the_project_and_nothing_is_left() {
         "",
         "a container was left"
     );
-}
-
-/// A host loopback HTTP server answering every request with `registry-ok`; returns its port.
-fn registry() -> u16 {
-    use std::io::{Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
-                );
-            });
-        }
-    });
-    port
 }
 
 /// `exec.network` holds in the container as on this machine: the listed host is reached through

@@ -2,6 +2,7 @@
 //! project, live events over a `tauri::ipc::Channel`, confirmation answered by call id (the digest is
 //! the shell's business), and stop.
 
+use crate::registry::registry;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -396,32 +397,6 @@ fn a_compaction_after_the_call_reaches_the_calls_channel() {
         Some(&"tool_compacted"),
         "after tool_finished: {types:?}"
     );
-}
-
-/// A loopback HTTP server answering `registry-ok` (the host the network question is about).
-fn registry() -> u16 {
-    use std::io::{Read, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
-                );
-            });
-        }
-    });
-    port
 }
 
 /// Waits until a network question is open and returns it.

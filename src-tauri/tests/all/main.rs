@@ -5,6 +5,8 @@
 // Support modules shared by the test modules (each uses a subset).
 #[path = "../fake_run/mod.rs"]
 mod fake_run;
+#[path = "../../../tests/support/registry.rs"]
+mod registry;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -4,8 +4,7 @@
 //! bridged into the container's loopback. Each test runs a REAL loopback server on the host and
 //! real `curl` in the container.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use crate::registry::registry;
 use std::sync::Arc;
 
 use aibuddy_container::ContainerSandbox;
@@ -17,31 +16,6 @@ use tokio_util::sync::CancellationToken;
 use crate::engine_or_skip;
 use crate::sink::Recorder;
 use crate::support::project;
-
-/// A host loopback HTTP server answering every request with `registry-ok`; returns its port.
-fn registry() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
-                );
-            });
-        }
-    });
-    port
-}
 
 fn policy(allow: &[&str]) -> Policy {
     let allow: Vec<String> = allow.iter().map(|s| s.to_string()).collect();

@@ -9,6 +9,8 @@
 // running beside them in the same binary (seen: "Cannot fork" in other tests).
 
 // Support modules shared by the test modules (each uses a subset).
+#[path = "../../../../tests/support/registry.rs"]
+mod registry;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -3,6 +3,7 @@
 //! server, the OAuth redirect listener) and `/proc/net/tcp` listed them. Each test runs a REAL
 //! loopback server on the host and a real command (`curl`, bash's `/dev/tcp`) through `run`.
 
+use crate::registry::registry;
 use crate::support;
 
 use std::io::{Read, Write};
@@ -15,31 +16,6 @@ use support::Recorder;
 use tokio_util::sync::CancellationToken;
 
 const PATHS: [NamespacePolicy; 2] = [NamespacePolicy::Auto, NamespacePolicy::Off];
-
-/// A host loopback HTTP server answering every request with `registry-ok`; returns its port.
-fn registry() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nregistry-ok\n",
-                );
-            });
-        }
-    });
-    port
-}
 
 fn policy(allow: &[&str], deny: &[&str]) -> Policy {
     let s = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
