@@ -256,3 +256,56 @@ describe("a call's images store", () => {
     expect(store.images).toEqual([]);
   });
 });
+
+describe("the window's services", () => {
+  it("the processes panel reads the processes service given through context", async () => {
+    const { clearMocks, mockIPC } = await import("@tauri-apps/api/mocks");
+    const { flushSync, mount, unmount } = await import("svelte");
+    const App = (await import("../src/components/App.svelte")).default;
+    const { RunController } = await import("../src/run/controller.svelte");
+    const { servicesContext, shellServices } = await import("../src/services");
+    // Anything else the window asks the shell for is not this test's.
+    mockIPC(() => {
+      throw { code: "ipc", stage: null, message: "not in this test" };
+    });
+    const never = () => new Promise<never>(() => undefined);
+    const runs = new RunController({
+      startRun: never,
+      stopRun: async () => undefined,
+      continueRun: never,
+      listRuns: async () => [],
+      showRun: never,
+      answerConfirm: async () => false,
+      answerNetwork: async () => false,
+      answerAskUser: async () => false,
+      cancelCall: async () => false,
+      onRunEvent: async () => () => undefined,
+    });
+    const asked: string[] = [];
+    const processes: ProcessesApi = {
+      listProcesses: async () => (asked.push("list"), [row("bg-from-context")]),
+      stopProcess: async () => true,
+      keepProcess: async () => true,
+    };
+    const api = {
+      callTool: never,
+      cancelCall: async () => false,
+      answerConfirm: async () => false,
+      answerNetwork: async () => false,
+      projectInfo: never,
+      listTools: async () => [],
+    };
+    const host = document.createElement("div");
+    document.body.append(host);
+    const c = mount(App, { target: host, props: {}, context: servicesContext(shellServices({ api, runs, processes })) });
+    flushSync();
+    await vi.waitFor(() => {
+      flushSync();
+      expect(host.querySelector('[data-testid="process"]')?.getAttribute("data-process-id")).toBe("bg-from-context");
+    });
+    expect(asked.length).toBeGreaterThan(0);
+    unmount(c);
+    host.remove();
+    clearMocks();
+  });
+});
