@@ -9,6 +9,8 @@ import type { ProjectApi } from "./project/api";
 import { ProviderChoiceStore } from "./project/choice.svelte";
 import { createModelSetupApi, type ModelSetupApi } from "./project/model-setup";
 import { createCheckpointsApi, type CheckpointsApi } from "./run/checkpoints-api";
+import { createLoadImages, type LoadImages } from "./run/images";
+import { createProcessesApi, type ProcessesApi } from "./run/processes-api";
 import type { RunController } from "./run/controller.svelte";
 import { createRawOutputApi, type RawOutputApi } from "./run/raw-output";
 import { createSettingsApi, type SettingsApi } from "./settings/api";
@@ -27,6 +29,10 @@ export interface Services {
   /** The history browser and raw output. */
   history: RawOutputApi;
   checkpoints: CheckpointsApi;
+  /** The background processes panel (`list_processes`, `stop_process`, `keep_process`). */
+  processes: ProcessesApi;
+  /** The images a call sent to the model, for its card (`call_images`). */
+  images: LoadImages;
   /** The first run's "no model is set up" and the local servers found (`model_setup`). */
   modelSetup: ModelSetupApi | null;
 }
@@ -43,6 +49,8 @@ export function shellServices(given: Partial<Services> & Pick<Services, "api">):
     settings: createSettingsApi(),
     history: createRawOutputApi(),
     checkpoints: createCheckpointsApi(),
+    processes: createProcessesApi(),
+    images: createLoadImages(),
     modelSetup: createModelSetupApi(),
     ...given,
   };
