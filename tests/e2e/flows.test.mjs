@@ -132,6 +132,23 @@ function processesWith(needle) {
     .filter((l) => l.includes(needle) && !l.includes("ps -eo"));
 }
 
+/** Ends a flow: the app, the fake provider, any leftover `sleep` of its commands (by its
+ * distinctive command line), and its work folder (E2E_KEEP_WORK=1 keeps the project, data dir and
+ * scenario for a look after a failure). */
+async function teardown(app, fake, leftover, work) {
+  await app?.stop();
+  fake?.kill();
+  for (const line of processesWith(leftover)) {
+    try {
+      process.kill(Number.parseInt(line, 10), "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
+  if (work && !process.env.E2E_KEEP_WORK) rmSync(work, { recursive: true, force: true });
+  else if (work) console.error(`flows: kept ${work}`);
+}
+
 describe("agent run flows in the real window against the fake provider", () => {
   let work;
   let project;
@@ -182,20 +199,7 @@ describe("agent run flows in the real window against the fake provider", () => {
     driver = app.driver;
   });
 
-  after(async () => {
-    await app?.stop();
-    fake?.kill();
-    for (const line of processesWith(`sleep ${LONG_SLEEP}`)) {
-      try {
-        process.kill(Number.parseInt(line, 10), "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }
-    // E2E_KEEP_WORK=1 keeps the project, data dir and scenario for a look after a failure.
-    if (work && !process.env.E2E_KEEP_WORK) rmSync(work, { recursive: true, force: true });
-    else if (work) console.error(`flows: kept ${work}`);
-  });
+  after(() => teardown(app, fake, `sleep ${LONG_SLEEP}`, work));
 
   /** The card of scripted call `id` (stored ids are `<run id>:<provider id>`). */
   async function card(id) {
@@ -532,19 +536,7 @@ describe("a subagent in the real window against the fake provider", () => {
     driver = app.driver;
   });
 
-  after(async () => {
-    await app?.stop();
-    fake?.kill();
-    for (const line of processesWith(`sleep ${SUB_SLEEP}`)) {
-      try {
-        process.kill(Number.parseInt(line, 10), "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }
-    if (work && !process.env.E2E_KEEP_WORK) rmSync(work, { recursive: true, force: true });
-    else if (work) console.error(`flows: kept ${work}`);
-  });
+  after(() => teardown(app, fake, `sleep ${SUB_SLEEP}`, work));
 
   /** The `agent` card of scripted call `id`: its status, the nested child steps, texts and link. */
   async function agentCard(id) {
