@@ -122,6 +122,19 @@ async fn run_inner(
         &req.protected_paths,
         &req.unprotected_paths,
     );
+    // A piped stdin: the write end of a pipe of ours goes to the sink at once (the container may
+    // take seconds to be created; what is written meanwhile waits in the pipe), and what is
+    // written to it reaches the command as frames once the exec is attached.
+    let stdin = if req.stdin_piped {
+        let (rx, tx) = stdin_pipe().map_err(|e| SandboxError::Exec {
+            stage: Stage::Execution,
+            message: format!("could not make the command's stdin pipe: {e}"),
+        })?;
+        sink.stdin(tx);
+        Some(rx)
+    } else {
+        None
+    };
     let created = unless_cancelled(cancel, sb.ensure(req.read_only, &protected)).await??;
     let container = created.id.clone();
     // This command's allow-list proxy (with the network on): the local path's policy, decider
@@ -158,14 +171,6 @@ async fn run_inner(
         working_dir: Some(inner.opts.workdir.clone()),
         ..Default::default()
     };
-    let stdin_rx = if req.stdin_piped {
-        Some(stdin_pipe().map_err(|e| SandboxError::Exec {
-            stage: Stage::Execution,
-            message: format!("could not make the command's stdin pipe: {e}"),
-        })?)
-    } else {
-        None
-    };
     let exec = unless_cancelled(cancel, docker.create_exec(&container, config))
         .await?
         .map_err(|e| engine_error(endpoint, format!("could not create the exec: {e}")))?;
@@ -188,15 +193,6 @@ async fn run_inner(
     } = attached
     else {
         return Err(engine_error(endpoint, "the exec started detached"));
-    };
-    // A piped stdin: the write end of a pipe of ours goes to the sink (as the local runner hands
-    // over the command's), and what is written to it reaches the command as frames.
-    let stdin = match stdin_rx {
-        Some((rx, tx)) => {
-            sink.stdin(tx);
-            Some(rx)
-        }
-        None => None,
     };
     let mut pump = Box::pin(async {
         match stdin {
