@@ -22,13 +22,12 @@ use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::{ContainerSandbox, engine_error};
+use crate::engine::{engine_error, exit_code};
+use crate::sandbox::ContainerSandbox;
 use crate::wrapper::{CLOSE_FRAME, FRAME_DATA_MAX, command_argv, data_frame, kill_argv};
 
 /// How long a stop waits for the kill exec before returning anyway.
 const KILL_WAIT: Duration = Duration::from_secs(5);
-/// How long after the output ends the exec's exit code may take to be recorded.
-const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// An id for one command's marker: this process, the time, a counter (letters and digits only,
 /// fixed width: the wrapper's sweep matches the marker as a substring, so no id may be a prefix
@@ -346,23 +345,6 @@ struct RemoveOnDrop(std::path::PathBuf);
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The exec's exit code once the engine has it (bounded by [`EXIT_WAIT`]).
-pub(crate) async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
-    let until = Instant::now() + EXIT_WAIT;
-    loop {
-        let info = docker.inspect_exec(exec).await.map_err(|e| e.to_string())?;
-        if info.running != Some(true)
-            && let Some(code) = info.exit_code
-        {
-            return Ok(code);
-        }
-        if Instant::now() >= until {
-            return Err("the engine reports no exit code for the finished command".into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
