@@ -71,6 +71,12 @@ pub struct HistoryItem {
     pub target: Option<String>,
     /// none, pending, compacted, dropped, not_smaller or failed.
     pub compaction_state: String,
+    /// Where an `execute` call ran when it was not this machine (`container 0123456789ab (image
+    /// `debian:12`) on unix:///…`, the core's `call_sandbox`); absent for a local run and for
+    /// other tools. The row's badge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<String>,
 }
 
 /// One page and where the next (older) one starts; `next` is `null` at the oldest call.
@@ -162,6 +168,10 @@ pub fn target_of(input: &Value) -> Option<String> {
 fn item_of(r: HistoryRow) -> HistoryItem {
     HistoryItem {
         target: target_of(&r.input),
+        sandbox: aibuddy::tools::execute::stored_call_sandbox(
+            &r.tool,
+            r.confinement_detail.as_deref(),
+        ),
         tool_call_id: r.tool_call_id,
         run_id: r.run_id,
         tool: r.tool,
@@ -403,14 +413,16 @@ pub async fn detail(
         input: rec.input.clone(),
         display_text: rec.display_text.clone(),
         compaction_state: rec.compaction_state,
+        confinement_detail: rec
+            .client_projection
+            .as_ref()
+            .and_then(|c| c.get(aibuddy::tools::execute::CONFINEMENT_DETAIL))
+            .map(Value::to_string),
     };
-    let sandbox = rec
-        .client_projection
-        .as_ref()
-        .filter(|_| rec.tool == "execute")
-        .and_then(aibuddy::tools::execute::sandbox_of);
+    let item = item_of(row);
+    let sandbox = item.sandbox.clone();
     Ok(CallRecordView {
-        item: item_of(row),
+        item,
         error_code: rec.error_code,
         finished_at: rec.finished_at,
         input: rec.input,

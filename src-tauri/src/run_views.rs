@@ -78,6 +78,11 @@ pub struct RunToolResult {
     pub compacted: bool,
     /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
     pub hooks: Vec<aibuddy::hooks::HookRun>,
+    /// Where an `execute` call ran when it was not this machine (a container), as the live
+    /// card's `tool_result` names it (the core's `call_sandbox`); absent for a local run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<String>,
 }
 
 /// One stored message: `user` and `assistant` carry text (and the assistant's tool calls), `tool`
@@ -150,6 +155,10 @@ fn message_view(m: &MessageRecord) -> RunMessage {
             model: r.model_projection.clone(),
             compacted: r.compaction_state == CompactionState::Compacted,
             hooks: Vec::new(),
+            sandbox: aibuddy::tools::execute::stored_call_sandbox(
+                &r.tool,
+                r.confinement_detail.as_deref(),
+            ),
         });
         return RunMessage {
             seq: m.seq,
@@ -263,6 +272,7 @@ mod tests {
                     model: None,
                     compacted: false,
                     hooks: Vec::new(),
+                    sandbox: None,
                 }),
                 usage: None,
             }],

@@ -195,9 +195,9 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
     } else {
         Vec::new()
     };
-    let sandbox = is_execute
-        .then(|| crate::tools::execute::sandbox_of(client))
-        .flatten();
+    let sandbox = client
+        .get(crate::tools::execute::CONFINEMENT_DETAIL)
+        .and_then(|d| crate::tools::execute::call_sandbox(&outcome.tool, d));
     RunEvent::ToolResult {
         tool_call_id: outcome.tool_call_id.clone(),
         status: outcome.status,
@@ -302,6 +302,27 @@ mod tests {
         assert_eq!(
             sandbox.as_deref(),
             Some("container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock")
+        );
+        // Another tool's projection says nothing about where it ran, whatever it holds.
+        let claimed = json!({"confinement_detail": {"kind": "container", "image": "x",
+            "container": "0123456789ab", "engine": "unix:///x"}});
+        let RunEvent::ToolResult { sandbox, .. } =
+            result_event(&outcome("mcp__evil__run", claimed.clone()))
+        else {
+            panic!("not a tool result")
+        };
+        assert_eq!(sandbox, None);
+        assert_eq!(
+            crate::tools::execute::stored_call_sandbox("execute", Some("not json")),
+            None
+        );
+        assert_eq!(
+            crate::tools::execute::stored_call_sandbox(
+                "execute",
+                Some(&claimed["confinement_detail"].to_string())
+            )
+            .as_deref(),
+            Some("container 0123456789ab (image `x`) on unix:///x")
         );
         let local = json!({"confinement_detail": {"kind": "namespaces", "landlock_abi": 7,
             "network_isolated": true, "scopes": true}});

@@ -103,6 +103,7 @@ fn result(
         model_projection: model.map(str::to_string),
         compaction_state: CompactionState::None,
         model_images: None,
+        confinement_detail: None,
     });
     r
 }

@@ -403,6 +403,7 @@ mod tests {
             model_projection: Some("x".repeat(TRANSCRIPT_RESULT_CHARS + 10)),
             compaction_state: aibuddy_store::CompactionState::None,
             model_images: None,
+            confinement_detail: None,
         });
         let t = transcript(&[
             ContextItem::Summary(&s),

@@ -464,8 +464,8 @@ mod live;
 mod netask;
 mod projection;
 pub use projection::{
-    client_projection, ended_early, network_lines, raw_value, recovery_line, sandbox_line,
-    sandbox_of, trim_model,
+    CONFINEMENT_DETAIL, call_sandbox, client_projection, ended_early, network_lines, raw_value,
+    recovery_line, sandbox_line, sandbox_of, stored_call_sandbox, trim_model,
 };
 pub mod project_hosts;
 mod scope;

@@ -104,3 +104,71 @@ fn the_network_policy_holds_in_the_container_through_the_proxy() {
         );
     }
 }
+
+/// A background process in the container through the real `aibuddy run` (issue 25 in the
+/// container sandbox): `process_input` reaches its stdin in two parts, `close_stdin` is its end
+/// of file, and `process_output` shows what it made of them and that it ended by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_process_in_the_container_takes_input_until_its_stdin_is_closed() {
+    use aibuddy_provider::ProviderKind;
+    use aibuddy_provider::testing::Turn;
+    const K: ProviderKind = ProviderKind::Anthropic;
+    let Some(engine) = engine() else { return };
+    let f = crate::support::cli_run::CliRun::start(K).await;
+    f.user_settings(json!({"sandbox": {"kind": "container", "container": {
+        "engine": format!("unix://{}", engine.socket.display()), "image": engine.image}}}));
+    let calls: [(&str, Value); 5] = [
+        (
+            "execute",
+            json!({"command": "wc -c", "background": true, "description": "a counter"}),
+        ),
+        (
+            "process_input",
+            json!({"process_id": "bg1", "input": "hello "}),
+        ),
+        (
+            "process_input",
+            json!({"process_id": "bg1", "input": "world\n", "close_stdin": true}),
+        ),
+        (
+            "process_output",
+            json!({"process_id": "bg1", "wait_ms": 10000}),
+        ),
+        (
+            "process_output",
+            json!({"process_id": "bg1", "wait_ms": 10000}),
+        ),
+    ];
+    for (i, (tool, args)) in calls.into_iter().enumerate() {
+        f.server.push(
+            Turn::text("Next.")
+                .call(&format!("toolu_c{i}"), tool, args)
+                .reply(K),
+        );
+    }
+    f.server.push(Turn::text("Done.").reply(K));
+    let (code, ev, err) = f
+        .events(&["run", "--json", "--yes", "count the bytes"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let r: Vec<&Value> = ev.iter().filter(|e| e["type"] == "tool_result").collect();
+    assert_eq!(r.len(), 5, "{ev:?}");
+    let model = |v: &Value| v["model"].as_str().unwrap_or_default().to_string();
+    for v in &r {
+        assert_eq!(v["status"], "ok", "{v}");
+    }
+    assert!(
+        model(r[1]).contains("wrote 6 bytes to the stdin of process bg1"),
+        "{}",
+        model(r[1])
+    );
+    assert!(model(r[2]).contains("wrote 6 bytes to the stdin of process bg1 and closed it"));
+    let both = format!("{}{}", model(r[3]), model(r[4]));
+    assert!(both.contains("12\n"), "{both}");
+    assert!(
+        model(r[4]).starts_with("process bg1: ended (exit code 0)"),
+        "{}",
+        model(r[4])
+    );
+    f.server.assert_clean();
+}

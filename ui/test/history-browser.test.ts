@@ -177,6 +177,26 @@ describe("history browser", () => {
     local.element.remove();
   });
 
+  it("marks the rows of calls that ran in a container with a badge naming it; local rows have none", async () => {
+    const { api } = fakeApi(3);
+    const where = "container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock";
+    const mixed: RawOutputApi = {
+      ...api,
+      historyPage: async (q) => {
+        const page = await api.historyPage(q);
+        return { ...page, rows: page.rows.map((r) => (r.tool_call_id === "c2" ? { ...r, sandbox: where } : r)) };
+      },
+    };
+    const view = createHistoryBrowser(mixed);
+    document.body.append(view.element);
+    await view.refresh();
+    const badges = [...view.element.querySelectorAll<HTMLElement>('[data-testid="hb-row-sandbox"]')];
+    expect(badges.map((b) => b.closest<HTMLElement>('[data-testid="hb-row"]')?.dataset.id)).toEqual(["c2"]);
+    expect(badges[0]?.textContent).toBe("container");
+    expect(badges[0]?.title).toBe(`Ran in ${where}`);
+    view.element.remove();
+  });
+
   it("keeps untrusted text (tool, target, model text) as text", async () => {
     const { api } = fakeApi(1);
     const hostile = "<img src=x onerror=alert(1)>";

@@ -1,8 +1,9 @@
 //! Where the Docker Engine API is (pure resolution) and the client connected to it.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use aibuddy_sandbox::SandboxError;
 use bollard::{API_DEFAULT_VERSION, Docker};
 
 pub use crate::settings::{Endpoint, USUAL_SOCKETS};
@@ -23,6 +24,34 @@ pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Docker, String>
             endpoint.shown()
         )
     })
+}
+
+/// An Execution-stage error about the engine, naming it.
+pub(crate) fn engine_error(endpoint: &Endpoint, what: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Exec {
+        stage: aibuddy_sandbox::Stage::Execution,
+        message: format!("container engine {}: {what}", endpoint.shown()),
+    }
+}
+
+/// How long after the output ends the exec's exit code may take to be recorded.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// The exec's exit code once the engine has it (bounded by [`EXIT_WAIT`]).
+pub(crate) async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
+    let until = Instant::now() + EXIT_WAIT;
+    loop {
+        let info = docker.inspect_exec(exec).await.map_err(|e| e.to_string())?;
+        if info.running != Some(true)
+            && let Some(code) = info.exit_code
+        {
+            return Ok(code);
+        }
+        if Instant::now() >= until {
+            return Err("the engine reports no exit code for the finished command".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The endpoint to use: the configured one, else `DOCKER_HOST`, else the first usual socket that

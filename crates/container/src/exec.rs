@@ -22,13 +22,12 @@ use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::{ContainerSandbox, engine_error};
-use crate::wrapper::{command_argv, kill_argv};
+use crate::engine::{engine_error, exit_code};
+use crate::sandbox::ContainerSandbox;
+use crate::wrapper::{CLOSE_FRAME, FRAME_DATA_MAX, command_argv, data_frame, kill_argv};
 
 /// How long a stop waits for the kill exec before returning anyway.
 const KILL_WAIT: Duration = Duration::from_secs(5);
-/// How long after the output ends the exec's exit code may take to be recorded.
-const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// An id for one command's marker: this process, the time, a counter (letters and digits only,
 /// fixed width: the wrapper's sweep matches the marker as a substring, so no id may be a prefix
@@ -122,6 +121,19 @@ async fn run_inner(
         &req.protected_paths,
         &req.unprotected_paths,
     );
+    // A piped stdin: the write end of a pipe of ours goes to the sink at once (the container may
+    // take seconds to be created; what is written meanwhile waits in the pipe), and what is
+    // written to it reaches the command as frames once the exec is attached.
+    let stdin = if req.stdin_piped {
+        let (rx, tx) = stdin_pipe().map_err(|e| SandboxError::Exec {
+            stage: Stage::Execution,
+            message: format!("could not make the command's stdin pipe: {e}"),
+        })?;
+        sink.stdin(tx);
+        Some(rx)
+    } else {
+        None
+    };
     let created = unless_cancelled(cancel, sb.ensure(req.read_only, &protected)).await??;
     let container = created.id.clone();
     // This command's allow-list proxy (with the network on): the local path's policy, decider
@@ -153,7 +165,7 @@ async fn run_inner(
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         tty: Some(false),
-        cmd: Some(command_argv(id, &req.command, bridged)),
+        cmd: Some(command_argv(id, &req.command, req.stdin_piped, bridged)),
         env: Some(crate::env::passed_env(std::env::vars_os(), &req.env)),
         working_dir: Some(inner.opts.workdir.clone()),
         ..Default::default()
@@ -174,9 +186,21 @@ async fn run_inner(
         .await
         .inspect_err(|_| spawn_kill(sb, req.read_only, id, "KILL"))?
         .map_err(|e| engine_error(endpoint, format!("could not start the exec: {e}")))?;
-    let StartExecResults::Attached { mut output, input } = attached else {
+    let StartExecResults::Attached {
+        mut output,
+        mut input,
+    } = attached
+    else {
         return Err(engine_error(endpoint, "the exec started detached"));
     };
+    let mut pump = Box::pin(async {
+        match stdin {
+            Some(rx) => pump_stdin(rx, &mut input).await,
+            // Never written, held open while we listen: its close is the wrapper's signal.
+            None => std::future::pending().await,
+        }
+    });
+    let mut pumping = true;
     let wants_output = sink.wants_output();
     let heartbeat_every = req.heartbeat_interval.max(Duration::from_millis(10));
     let mut heartbeat = tokio::time::interval_at(
@@ -207,6 +231,12 @@ async fn run_inner(
                 Some(Err(e)) => { lost = Some(e.to_string()); break; }
                 None => break,
             },
+            pumped = &mut pump, if pumping => {
+                pumping = false;
+                if let Err(e) = pumped {
+                    tracing::debug!(exec = id, error = %e, "the command's stdin is not carried any more");
+                }
+            }
             _ = heartbeat.tick() => sink.heartbeat(),
             _ = tokio::time::sleep_until(timeout_at), if !timed_out => {
                 timed_out = true;
@@ -222,6 +252,7 @@ async fn run_inner(
     }
     // The HTTP request ends here: the engine closes the wrapper's stdin and its watcher kills.
     drop(output);
+    drop(pump);
     drop(input);
     if cancelled || lost.is_some() {
         // Do not rely on the engine closing stdin: kill the command's processes ourselves.
@@ -275,29 +306,45 @@ async fn run_inner(
     ))
 }
 
+/// The pipe of a piped stdin: its read end (ours, async) and its write end (the sink's).
+fn stdin_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, std::os::fd::OwnedFd)> {
+    let (reader, writer) = std::io::pipe()?;
+    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())?;
+    Ok((rx, writer.into()))
+}
+
+/// Carries what is written to the piped stdin to the wrapper's forwarder as frames (`wrapper.rs`)
+/// until its writer closes it, then sends the close frame: the command's end of file. The
+/// exec's stdin itself stays open (its close means "kill the command").
+async fn pump_stdin(
+    mut rx: tokio::net::unix::pipe::Receiver,
+    input: &mut std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+) -> std::io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; FRAME_DATA_MAX];
+    loop {
+        let n = match rx.read(&mut buf).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the command's stdin pipe failed: closing it");
+                0
+            }
+        };
+        if n == 0 {
+            input.write_all(CLOSE_FRAME).await?;
+            return input.flush().await;
+        }
+        input.write_all(&data_frame(&buf[..n])).await?;
+        input.flush().await?;
+    }
+}
+
 /// Removes a proxy socket file when the call ends, however it ends.
 struct RemoveOnDrop(std::path::PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The exec's exit code once the engine has it (bounded by [`EXIT_WAIT`]).
-pub(crate) async fn exit_code(docker: &Docker, exec: &str) -> Result<i64, String> {
-    let until = Instant::now() + EXIT_WAIT;
-    loop {
-        let info = docker.inspect_exec(exec).await.map_err(|e| e.to_string())?;
-        if info.running != Some(true)
-            && let Some(code) = info.exit_code
-        {
-            return Ok(code);
-        }
-        if Instant::now() >= until {
-            return Err("the engine reports no exit code for the finished command".into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -11,13 +11,19 @@
 //!
 //! Kept out of `aibuddy-sandbox` so the HTTP client is linked only where a host opens containers.
 
+mod container;
 pub mod engine;
 pub mod env;
 mod exec;
+mod operations;
+mod options;
+mod removal;
 pub mod sandbox;
 pub mod settings;
+mod state;
 pub mod wrapper;
 
 pub use engine::Endpoint;
-pub use sandbox::{ContainerOptions, ContainerSandbox, DEFAULT_ENGINE_TIMEOUT};
+pub use options::{ContainerOptions, DEFAULT_ENGINE_TIMEOUT};
+pub use sandbox::ContainerSandbox;
 pub use settings::{ContainerSettings, DEFAULT_WORKDIR, ProjectMode};

@@ -98,10 +98,25 @@ pub struct HistoryPage {
     pub first: Option<HistoryCursor>,
 }
 
+/// The client projection's `confinement_detail` of call `c` as JSON text when it is an object
+/// (where the call ran; the core decides what it means), else NULL; a projection that is not
+/// JSON is NULL, never an error. A macro so the columns below can `concat!` it.
+macro_rules! confinement_detail_column {
+    () => {
+        "CASE WHEN json_valid(c.client_projection) \
+         THEN CASE WHEN json_type(c.client_projection, '$.confinement_detail') = 'object' \
+         THEN json_extract(c.client_projection, '$.confinement_detail') END END"
+    };
+}
+pub(crate) const CONFINEMENT_DETAIL_COLUMN: &str = confinement_detail_column!();
+
 /// The columns of a history row, as [`row_of`] reads them.
-const ROW_COLUMNS: &str = "c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, \
+const ROW_COLUMNS: &str = concat!(
+    "c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, \
      c.error_message, strftime('%Y-%m-%dT%H:%M:%fZ', c.started_at / 1000.0, 'unixepoch'), \
-     c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, c.seq";
+     c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, c.seq, ",
+    confinement_detail_column!()
+);
 
 /// The conditions of `q`'s filters within `scope` (its cursor and limit left out) and their
 /// arguments, the scope first so the project index leads. Pure.
@@ -243,6 +258,7 @@ fn row_of(r: &rusqlite::Row<'_>) -> Result<(HistoryRow, HistoryCursor)> {
         compaction_state: CompactionState::parse(&compaction).ok_or_else(|| {
             StoreError::Corrupt(format!("unknown compaction state {compaction:?}"))
         })?,
+        confinement_detail: r.get(14)?,
     };
     Ok((
         row,

@@ -294,6 +294,10 @@ pub struct LinkedResult {
     /// `model_images` list (bounded by the core), `None` when it has none. Kept out of listings.
     #[serde(skip)]
     pub model_images: Option<String>,
+    /// Where the call ran: the JSON text of the client projection's `confinement_detail`
+    /// (small; the core reads it), `None` when it has none. Kept out of listings.
+    #[serde(skip)]
+    pub confinement_detail: Option<String>,
 }
 
 fn content_as_json<S: Serializer>(content: &str, s: S) -> Result<S::Ok, S::Error> {

@@ -215,6 +215,10 @@ pub struct HistoryRow {
     pub input: serde_json::Value,
     pub display_text: Option<String>,
     pub compaction_state: CompactionState,
+    /// Where the call ran: the JSON text of its client projection's `confinement_detail`
+    /// (small; the core reads it), `None` when it has none. Kept out of listings.
+    #[serde(skip)]
+    pub confinement_detail: Option<String>,
 }
 
 /// Filter of `history`; every field narrows. Results are newest first.

@@ -122,12 +122,36 @@ pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
     }
 }
 
+/// The key of an `execute` client projection that describes where the command ran (the
+/// stored projection's `$.confinement_detail`, which the store's rows carry on their own).
+pub const CONFINEMENT_DETAIL: &str = "confinement_detail";
+
 /// Where a finished `execute` call ran when it was not this machine, from its client projection
 /// (`confinement_detail`): `container 0123456789ab (image `debian:12`) on unix:///…`; `None` for
 /// a local run or another tool's projection. One line, terminal-safe. Pure.
 pub fn sandbox_of(client: &Value) -> Option<String> {
+    sandbox_of_detail(client.get(CONFINEMENT_DETAIL)?)
+}
+
+/// Where a call of tool `tool` ran when it was not this machine, from its client projection's
+/// `confinement_detail` alone: only an `execute` call names one (another tool's projection, an
+/// MCP server's included, says nothing about where it ran, whatever it holds). The one rule of
+/// the live card, a reopened run's card and the History rows and detail. Pure.
+pub fn call_sandbox(tool: &str, confinement_detail: &Value) -> Option<String> {
+    (tool == super::NAME)
+        .then(|| sandbox_of_detail(confinement_detail))
+        .flatten()
+}
+
+/// [`call_sandbox`] of a stored call, from the store's `confinement_detail` JSON text (what its
+/// history rows and linked results carry); `None` without one or for text that is not JSON. Pure.
+pub fn stored_call_sandbox(tool: &str, confinement_detail: Option<&str>) -> Option<String> {
+    let detail: Value = serde_json::from_str(confinement_detail?).ok()?;
+    call_sandbox(tool, &detail)
+}
+
+fn sandbox_of_detail(c: &Value) -> Option<String> {
     use aibuddy_common::term::line as safe;
-    let c = client.get("confinement_detail")?;
     if c.get("kind")?.as_str()? != "container" {
         return None;
     }
@@ -239,7 +263,7 @@ pub fn client_projection(raw: &Value) -> Value {
             raw["confinement"]["kind"].as_str(),
             Some("landlock" | "namespaces" | "container")
         ),
-        "confinement_detail": field("confinement"),
+        "confinement_detail": field("confinement"), // CONFINEMENT_DETAIL
         "env_dropped": field("env_dropped"),
         "network": field("network"),
         "removed_protected": field("removed_protected"),

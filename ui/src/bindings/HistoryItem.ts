@@ -20,4 +20,10 @@ target: string | null,
 /**
  * none, pending, compacted, dropped, not_smaller or failed.
  */
-compaction_state: string, };
+compaction_state: string, 
+/**
+ * Where an `execute` call ran when it was not this machine (`container 0123456789ab (image
+ * `debian:12`) on unix:///…`, the core's `call_sandbox`); absent for a local run and for
+ * other tools. The row's badge.
+ */
+sandbox?: string, };

@@ -22,4 +22,9 @@ compacted: boolean,
 /**
  * The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
  */
-hooks: Array<HookRun>, };
+hooks: Array<HookRun>, 
+/**
+ * Where an `execute` call ran when it was not this machine (a container), as the live
+ * card's `tool_result` names it (the core's `call_sandbox`); absent for a local run.
+ */
+sandbox?: string, };

@@ -74,6 +74,7 @@ export function detailEvents(detail: RunDetail, children: ReadonlyMap<string, Ru
         stage: (r.stage as ShellStage | null) ?? null,
         model: r.model ?? r.error_message ?? "",
         hooks: r.hooks ?? [],
+        sandbox: r.sandbox,
       });
     }
   }

@@ -1,5 +1,6 @@
 //! Commands in the container: output, exit codes, no network, the output cap and projection,
-//! heartbeats, the timeout, and a stop that leaves no process behind (counted in the container).
+//! heartbeats, the timeout, a stop that leaves no process behind (counted in the container), and
+//! a piped stdin (a background process's `process_input`): its bytes, its close, a dropped call.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +26,26 @@ pub async fn sleepers(sb: &ContainerSandbox) -> usize {
         .exec(
             ExecRequest::new(
                 "grep -lz '^300$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
+                "/",
+            ),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .expect("count processes");
+    String::from_utf8_lossy(&out.head)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// Processes in the container that are our wrapper or one of its subshells (an argument exactly
+/// `aibuddy-exec`); the counting command's own wrapper included.
+pub async fn wrappers(sb: &ContainerSandbox) -> usize {
+    let out = sb
+        .exec(
+            ExecRequest::new(
+                "grep -lz '^aibuddy-exec$' /proc/[0-9]*/cmdline 2>/dev/null | wc -l",
                 "/",
             ),
             CancellationToken::new(),
@@ -272,5 +293,111 @@ async fn only_included_variables_of_this_machine_reach_the_command() {
         .unwrap();
     assert!(out.termination.success(), "{:?}", out.termination);
     assert_eq!(rec.stdout(), format!("{name}|C.UTF-8|unset\n"));
+    sb.close().await.unwrap();
+}
+
+/// A piped stdin (`stdin_piped`, a background process's `process_input`): bytes written in two
+/// parts reach the command exactly (every byte value, NUL included), the command still runs
+/// after them, and closing the pipe is the command's end of file: it ends by itself, exit 0.
+#[tokio::test]
+async fn a_piped_stdin_carries_input_and_its_close_is_the_commands_end_of_file() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let rec = Arc::new(Recorder::default());
+    let mut req = ExecRequest::new("echo ready; cat; echo; wc -c </dev/null; echo end", "/");
+    req.stdin_piped = true;
+    req.untimed = true;
+    let task = {
+        let (sb, rec) = (sb.clone(), rec.clone());
+        tokio::spawn(async move { sb.exec(req, CancellationToken::new(), rec).await })
+    };
+    rec.wait_for("ready\n", Duration::from_secs(30)).await;
+    rec.write_stdin(b"first part, ").await;
+    rec.wait_for("first part, ", Duration::from_secs(10)).await;
+    let every: Vec<u8> = (0..=255u8).chain(*b"%s\\n-x").collect();
+    rec.write_stdin(&every).await;
+    let t = Instant::now();
+    while !rec.stdout_bytes().ends_with(b"%s\\n-x") {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            rec.stdout_bytes()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !task.is_finished(),
+        "the command ended before its stdin was closed"
+    );
+    let t = Instant::now();
+    rec.close_stdin();
+    let out = tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("the close ends the command")
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "piped stdin: the command ended {:?} after the close",
+        t.elapsed()
+    );
+    assert_eq!(out.termination, Termination::Exited { code: 0 });
+    let want = [b"ready\nfirst part, ".as_slice(), &every, b"\n0\nend\n"].concat();
+    assert_eq!(rec.stdout_bytes(), want);
+    assert_eq!(out.stdout.total_bytes, want.len() as u64);
+    sb.close().await.unwrap();
+}
+
+/// Dropping the call of a command with a piped stdin (its pipe still open: no close frame) closes
+/// the HTTP connection: the wrapper's forwarder sees the exec's stdin end and kills the tree.
+#[tokio::test]
+async fn a_dropped_request_with_a_piped_stdin_kills_the_tree() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let sb = engine.sandbox(dir.path());
+    let rec = Arc::new(Recorder::default());
+    let mut req = ExecRequest::new(
+        "sleep 300 & (sleep 300 &) ; sh -c 'exec sleep 300' & read line; echo started:$line; sleep 300",
+        "/",
+    );
+    req.stdin_piped = true;
+    req.untimed = true;
+    let base = wrappers(&sb).await;
+    let mut call = Box::pin(sb.exec(req, CancellationToken::new(), rec.clone()));
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::select! {
+            _ = &mut call => panic!("the command ended by itself"),
+            _ = async {
+                rec.write_stdin(b"hello\n").await;
+                rec.wait_for("started:hello\n", Duration::from_secs(30)).await;
+            } => {}
+        }
+    })
+    .await;
+    assert!(waited.is_ok());
+    assert_eq!(sleepers(&sb).await, 4, "the command's sleeps are running");
+    assert_eq!(
+        wrappers(&sb).await,
+        base + 3,
+        "the wrapper, its forwarder and the part that runs the command"
+    );
+    // The call is dropped: its connection closes; the stdin pipe is still open.
+    drop(call);
+    let t = Instant::now();
+    let mut left = (sleepers(&sb).await, wrappers(&sb).await);
+    while left != (0, base) && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = (sleepers(&sb).await, wrappers(&sb).await);
+    }
+    eprintln!(
+        "dropped request with a piped stdin: processes gone {:?} after the connection closed",
+        t.elapsed()
+    );
+    assert_eq!(left, (0, base), "(sleeps, wrapper processes) left");
+    assert!(
+        rec.stdin.lock().unwrap().is_some(),
+        "the pipe was held open"
+    );
     sb.close().await.unwrap();
 }

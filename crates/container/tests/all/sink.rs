@@ -11,6 +11,8 @@ pub struct Recorder {
     pub out: Mutex<Vec<u8>>,
     pub err: Mutex<Vec<u8>>,
     pub beats: AtomicUsize,
+    /// The write end of a piped stdin, once the command started.
+    pub stdin: Mutex<Option<std::os::fd::OwnedFd>>,
 }
 
 impl ExecSink for Recorder {
@@ -24,9 +26,39 @@ impl ExecSink for Recorder {
     fn heartbeat(&self) {
         self.beats.fetch_add(1, Ordering::SeqCst);
     }
+    fn stdin(&self, pipe: std::os::fd::OwnedFd) {
+        *self.stdin.lock().unwrap() = Some(pipe);
+    }
 }
 
 impl Recorder {
+    /// Writes `bytes` to the command's piped stdin (waiting at most 30 s for it to be handed over).
+    pub async fn write_stdin(&self, bytes: &[u8]) {
+        use std::io::Write;
+        let t = Instant::now();
+        while self.stdin.lock().unwrap().is_none() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "no stdin was handed over"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let guard = self.stdin.lock().unwrap();
+        let fd = guard.as_ref().unwrap().try_clone().unwrap();
+        drop(guard);
+        std::fs::File::from(fd).write_all(bytes).unwrap();
+    }
+
+    /// Closes the command's piped stdin (its end of file).
+    pub fn close_stdin(&self) {
+        assert!(self.stdin.lock().unwrap().take().is_some());
+    }
+
+    /// Everything the command wrote to stdout, as bytes.
+    pub fn stdout_bytes(&self) -> Vec<u8> {
+        self.out.lock().unwrap().clone()
+    }
+
     pub fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
     }

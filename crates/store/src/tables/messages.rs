@@ -174,17 +174,19 @@ fn usage(cols: [Option<i64>; 4]) -> Option<Usage> {
 /// The run's messages in order, with requested calls and linked results.
 pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
     let mut requested = requested_by_message(conn, run_id)?;
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT m.message_id, m.seq, m.role, m.content, m.created_at, m.provider_kind,
                 m.tool_call_id, m.input_tokens, m.output_tokens, m.cache_read_tokens,
                 m.cache_write_tokens,
                 c.tool, c.status, c.stage, c.error_message, c.model_projection, c.compaction_state,
                 CASE WHEN json_valid(c.client_projection)
-                     THEN json_extract(c.client_projection, '$.model_images') END
+                     THEN json_extract(c.client_projection, '$.model_images') END,
+                {CONFINEMENT_DETAIL}
          FROM messages m
          LEFT JOIN tool_calls c ON c.tool_call_id = m.tool_call_id AND c.run_id = m.run_id
          WHERE m.run_id = ?1 ORDER BY m.seq",
-    )?;
+        CONFINEMENT_DETAIL = crate::history_query::CONFINEMENT_DETAIL_COLUMN,
+    ))?;
     let mut rows = stmt.query([run_id])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -208,6 +210,7 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
                         StoreError::Corrupt(format!("compaction state {compaction:?}"))
                     })?,
                     model_images: r.get(17)?,
+                    confinement_detail: r.get(18)?,
                 })
             }
         };

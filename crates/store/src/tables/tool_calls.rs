@@ -367,9 +367,10 @@ pub fn history(conn: &Connection, filter: &HistoryFilter) -> Result<Vec<HistoryR
     };
     let sql = format!(
         "SELECT c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, c.error_message, {}, \
-         c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state \
+         c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, {} \
          FROM {from} {where_} ORDER BY {key} DESC LIMIT {limit}",
         iso!("c.started_at"),
+        crate::history_query::CONFINEMENT_DETAIL_COLUMN,
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args))?;
@@ -389,6 +390,7 @@ pub fn history(conn: &Connection, filter: &HistoryFilter) -> Result<Vec<HistoryR
             input: input_json(r.get(10)?),
             display_text: r.get(11)?,
             compaction_state: parse_compaction(r.get(12)?)?,
+            confinement_detail: r.get(13)?,
         });
     }
     Ok(out)

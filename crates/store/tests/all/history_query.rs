@@ -424,3 +424,104 @@ async fn the_changed_path_filter_keeps_the_calls_that_changed_that_path() {
     assert!(by("nowhere").await.is_empty());
     assert_eq!(walk(&store, HistoryQuery::default()).await.len(), 5);
 }
+
+/// Rows and linked results carry the client projection's `confinement_detail` as JSON text when
+/// it is an object (where the call ran; the core reads it), and nothing, never an error, for a
+/// projection without one, one whose detail is not an object, or one that is not JSON at all.
+#[tokio::test]
+async fn rows_and_results_carry_the_confinement_detail_only_when_it_is_an_object() {
+    use aibuddy_store::{HistoryFilter, NewMessage, NewRun};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let run = store
+        .create_run(NewRun {
+            run_id: None,
+            title: None,
+            provider: "p".into(),
+            model: "m".into(),
+            presentation: "native".into(),
+            project_root: None,
+        })
+        .await
+        .unwrap();
+    let ids = ["c_obj", "c_num", "c_none", "c_bad"];
+    let requested = ids
+        .iter()
+        .map(|id| aibuddy_store::RequestedCall {
+            tool_call_id: id.to_string(),
+            tool: "execute".into(),
+        })
+        .collect();
+    store
+        .append_message(
+            &run,
+            NewMessage::assistant("anthropic", "{}".into(), None, requested),
+        )
+        .await
+        .unwrap();
+    for id in ids {
+        store
+            .append_message(&run, NewMessage::tool_result(id))
+            .await
+            .unwrap();
+    }
+    drop(store);
+    let detail = r#"{"kind":"container","image":"debian:12"}"#;
+    let cases = [
+        (
+            "c_obj",
+            format!(r#"{{"exit_code":0,"confinement_detail":{detail}}}"#),
+        ),
+        ("c_num", r#"{"confinement_detail":7}"#.to_string()),
+        ("c_none", r#"{"exit_code":0}"#.to_string()),
+        ("c_bad", "not json {".to_string()),
+    ];
+    {
+        let conn = open_connection(dir.path()).unwrap();
+        for (i, (id, client)) in cases.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO tool_calls (tool_call_id, run_id, tool, config, status, started_at, \
+                 input, client_projection) VALUES (?1, ?2, 'execute', 'execute', 'ok', ?3, '{}', ?4)",
+                params![id, run, 1_000 + i as i64, client],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let want = |id: &str| (id == "c_obj").then(|| detail.to_string());
+    let page = store.history_page(HistoryQuery::default()).await.unwrap();
+    assert_eq!(page.rows.len(), 4);
+    for r in &page.rows {
+        assert_eq!(
+            r.confinement_detail,
+            want(&r.tool_call_id),
+            "{}",
+            r.tool_call_id
+        );
+    }
+    let listed = store.history(HistoryFilter::default()).await.unwrap();
+    assert_eq!(listed.len(), 4);
+    for r in &listed {
+        assert_eq!(
+            r.confinement_detail,
+            want(&r.tool_call_id),
+            "{}",
+            r.tool_call_id
+        );
+    }
+    let conv = store.conversation(&run).await.unwrap();
+    let results: Vec<_> = conv
+        .messages
+        .iter()
+        .filter(|m| m.result.is_some())
+        .map(|m| {
+            let id = m.tool_call_id.clone().unwrap();
+            let got = m.result.as_ref().unwrap().confinement_detail.clone();
+            (want(&id), got)
+        })
+        .collect();
+    assert_eq!(results.len(), 4);
+    for (want, got) in results {
+        assert_eq!(got, want);
+    }
+}
