@@ -16,8 +16,10 @@ pub mod env;
 mod exec;
 pub mod sandbox;
 pub mod settings;
+pub mod sync;
 pub mod wrapper;
 
 pub use engine::Endpoint;
 pub use sandbox::{ContainerOptions, ContainerSandbox, DEFAULT_ENGINE_TIMEOUT};
 pub use settings::{ContainerSettings, DEFAULT_WORKDIR, ProjectMode};
+pub use sync::SyncLimits;

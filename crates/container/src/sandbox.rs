@@ -50,6 +50,8 @@ pub struct ContainerOptions {
     /// (`aibuddy_exec::init_program`: `aibuddy-exec-init` or the app's own binary; it must run
     /// in the image). `None`: commands have no network at all.
     pub bridge_program: Option<PathBuf>,
+    /// The bounds of `project: "sync"` (`sync/`).
+    pub sync: crate::sync::SyncLimits,
 }
 
 impl ContainerOptions {
@@ -79,6 +81,7 @@ impl ContainerOptions {
             project: s.project,
             engine_timeout: DEFAULT_ENGINE_TIMEOUT,
             bridge_program: aibuddy_sandbox::aibuddy_exec::init_program(None).ok(),
+            sync: crate::sync::SyncLimits::default(),
         })
     }
 }
@@ -129,6 +132,8 @@ pub(crate) struct Inner {
     pub net_dir: Option<tempfile::TempDir>,
     /// Set by [`ContainerSandbox::close`]: the containers are gone and none is made again.
     pub closed: std::sync::atomic::AtomicBool,
+    /// `project: "sync"`: what each container holds (`sync/`).
+    pub sync: crate::sync::SyncState,
 }
 
 /// The prefix of the proxy socket folders of container sandboxes under `/tmp` (not the local
@@ -144,20 +149,13 @@ pub struct ContainerSandbox {
 impl ContainerSandbox {
     /// Open the sandbox (no engine request yet: the container is created on first use).
     pub fn open(settings: &SandboxSettings, opts: ContainerOptions) -> Result<Self, SandboxError> {
-        if opts.project == ProjectMode::Sync {
-            return Err(SandboxError::Unavailable {
-                kind: SandboxKind::Container,
-                reason: "`project: \"sync\"` (copying the project into a volume and bringing the \
-                         changes back) is not built yet; use `\"bind\"` with an engine on this machine"
-                    .into(),
-            });
-        }
-        if !opts.endpoint.is_local() {
+        // `sync` copies the project in (any engine); `bind` mounts it (this machine's only).
+        if opts.project == ProjectMode::Bind && !opts.endpoint.is_local() {
             return Err(SandboxError::Unavailable {
                 kind: SandboxKind::Container,
                 reason: format!(
                     "`project: \"bind\"` mounts this machine's project folder, but the engine {} is \
-                     not on this machine (`\"sync\"` is not built yet)",
+                     not on this machine: use `\"project\": \"sync\"` (copied in, changes brought back)",
                     opts.endpoint.shown()
                 ),
             });
@@ -186,8 +184,14 @@ impl ContainerSandbox {
                 read_only: OnceCell::new(),
                 net_dir,
                 closed: std::sync::atomic::AtomicBool::new(false),
+                sync: Default::default(),
             }),
         })
+    }
+
+    /// Whether the project is copied in and its changes brought back (`project: "sync"`).
+    pub fn synced(&self) -> bool {
+        self.inner.opts.project == ProjectMode::Sync
     }
 
     /// The container's id, once one was created.
@@ -322,6 +326,10 @@ async fn create_container(
     read_only: bool,
     protected: &[(String, Placeholder)],
 ) -> Result<Created, SandboxError> {
+    // `project: "sync"`: nothing of this machine is bound (`sync/container.rs`).
+    if inner.opts.project == ProjectMode::Sync {
+        return crate::sync::create_container(inner, read_only).await;
+    }
     let o = &inner.opts;
     let root_path = inner.files.root();
     let root = root_path.to_string_lossy().into_owned();
@@ -585,6 +593,14 @@ impl Sandbox for ContainerSandbox {
             Some(id) => format!("container {}", &id[..id.len().min(12)]),
             None => "a container (created on first use)".to_string(),
         };
+        if self.synced() {
+            return format!(
+                "container: {which} of image `{}` on engine {}, {}",
+                o.image,
+                o.endpoint.shown(),
+                crate::sync::location_phrase(&o.workdir)
+            );
+        }
         format!(
             "container: {which} of image `{}` on engine {}, project bound at {}, no network of its own (egress only through the allow-list proxy)",
             o.image,
@@ -601,8 +617,10 @@ impl Sandbox for ContainerSandbox {
                 .container_id()
                 .map(|id| id.chars().take(12).collect())
                 .unwrap_or_default(),
-            // Support, not a run: a command with the network on gets the proxy.
-            network_isolated: false,
+            // Support, not a run: a command with the network on gets the proxy (not in sync
+            // mode: nothing of this machine reaches the container).
+            network_isolated: self.synced(),
+            synced: self.synced(),
         })
     }
 
@@ -676,6 +694,9 @@ impl Sandbox for ContainerSandbox {
         cancel: CancellationToken,
         sink: Arc<dyn ExecSink>,
     ) -> Result<ExecOutcome, SandboxError> {
+        if self.synced() {
+            return crate::sync::exec(self, req, cancel, sink).await;
+        }
         crate::exec::run(self, req, cancel, sink).await
     }
 }

@@ -231,6 +231,7 @@ mod tests {
             image: "debian:12".into(),
             container: String::new(),
             network_isolated: true,
+            synced: false,
         };
         let scope = scope_lines(&req, &["GITHUB_TOKEN".into()], &c);
         assert!(

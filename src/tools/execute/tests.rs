@@ -709,6 +709,7 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         pgid: 1,
         network: None,
         protected: Default::default(),
+        sync: None,
     };
     assert_eq!(network_lines(&outcome), None);
     assert_eq!(super::sandbox_line(&outcome), None);

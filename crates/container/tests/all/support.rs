@@ -205,6 +205,7 @@ impl Engine {
             bridge_program: option_env!("CARGO_BIN_EXE_aibuddy-container-bridge")
                 .map(PathBuf::from)
                 .or_else(|| aibuddy_sandbox::aibuddy_exec::init_program(None).ok()),
+            sync: Default::default(),
         }
     }
 
