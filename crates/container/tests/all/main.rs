@@ -10,3 +10,4 @@ mod exec;
 mod files;
 mod network;
 mod sink;
+mod sync;
