@@ -719,11 +719,29 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         image: "debian:12".into(),
         container: "0123456789ab".into(),
         network_isolated: true,
+        synced: false,
     };
     assert_eq!(
         super::sandbox_line(&in_container).as_deref(),
         Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
     );
+    // A synced project: what came back and what was refused, names escaped.
+    let mut synced = in_container.clone();
+    let mut report = aibuddy_sandbox::aibuddy_exec::SyncReport {
+        brought_back: 2,
+        ..Default::default()
+    };
+    report.refuse(
+        ".git/hooks/pre-commit\u{1b}[2J",
+        "git config, hooks or info",
+    );
+    synced.sync = Some(report);
+    let line = super::sandbox_line(&synced).unwrap();
+    assert!(
+        line.contains("2 brought back") && line.contains("REFUSED 1: .git/hooks/pre-commit"),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}'), "{line}");
     in_container.network = Some(NetReport {
         mode: "proxy: container without a network".into(),
         policy: "allow: crates.io".into(),

@@ -159,12 +159,20 @@ pub(crate) async fn exec(
         }
     }
     let result = crate::exec::run(sb, req, cancel, sink).await;
-    if !read_only {
-        // Not cut by a stop (what the command wrote before it comes back), bounded by
-        // `SyncLimits::pull_time` and the engine timeout per piece.
-        let mut manifest = inner.sync.of(false).lock().await;
-        pull::bring_back(inner, &container, policy, &mut manifest, &mut report).await;
-    }
+    // Not cut by a stop (what the command wrote before it comes back), bounded by
+    // `SyncLimits::pull_time` and the engine timeout per piece. A read-only command's changes
+    // stay in its container (and are undone there by the next push).
+    let mut manifest = inner.sync.of(read_only).lock().await;
+    pull::bring_back(
+        inner,
+        &container,
+        policy,
+        &mut manifest,
+        &mut report,
+        !read_only,
+    )
+    .await;
+    drop(manifest);
     match result {
         Ok(mut outcome) => {
             outcome.sync = Some(report);

@@ -292,13 +292,16 @@ fn spawn_download(
 }
 
 /// Brings the container's changes back into the project (never fails: what could not be done
-/// is in `report`).
+/// is in `report`). `here: false` (a read-only command's container): nothing is applied here;
+/// the manifest only learns what the container holds now, so the next push puts this side's
+/// version back wherever the command changed it.
 pub(crate) async fn bring_back(
     inner: &Inner,
     container: &str,
     policy: Arc<Policy>,
     manifest: &mut Manifest,
     report: &mut SyncReport,
+    here: bool,
 ) {
     let stage = match tempfile::Builder::new().prefix("aibuddy-sync-").tempdir() {
         Ok(d) => d,
@@ -329,6 +332,10 @@ pub(crate) async fn bring_back(
             &stage_path,
             &mut notes,
         );
+        if !here {
+            relearn(tree, &mut taken);
+            return (taken, notes);
+        }
         match LocalTree::open(&root) {
             Ok(local) => apply(&local, &policy, tree, &mut taken, limits, &mut notes),
             Err(e) => notes.incomplete = Some(format!("cannot open the project: {e}")),
@@ -346,6 +353,21 @@ pub(crate) async fn bring_back(
         }
     }
     drop(stage);
+}
+
+/// Records what the container holds without applying anything here.
+fn relearn(tree: Tree, manifest: &mut Manifest) {
+    if tree.incomplete.is_some() {
+        // Unknown: copy everything in again next time.
+        *manifest = Manifest::default();
+        return;
+    }
+    manifest.held.clear();
+    manifest.nodes = tree
+        .seen
+        .into_iter()
+        .filter_map(|(rel, node)| node.map(|n| (rel, n)))
+        .collect();
 }
 
 /// Applies `tree` here: deletions (deepest first), then folders, files and links (parents
