@@ -5,7 +5,7 @@
 mod registry;
 mod support;
 
-mod engine_faults;
+pub mod engine_faults;
 mod exec;
 mod files;
 mod network;

@@ -303,8 +303,20 @@ impl Engine {
         root: &Path,
         sync: aibuddy_container::SyncLimits,
     ) -> ContainerSandbox {
-        let mut opts = self.options_on(&self.socket, Duration::from_secs(30));
-        opts.endpoint = Endpoint::Tcp(self.tcp().to_string());
+        let endpoint = Endpoint::Tcp(self.tcp().to_string());
+        self.sync_sandbox_at(root, endpoint, Duration::from_secs(30), sync)
+    }
+
+    /// A `project: "sync"` sandbox for `root` on `endpoint`.
+    pub fn sync_sandbox_at(
+        &self,
+        root: &Path,
+        endpoint: Endpoint,
+        engine_timeout: Duration,
+        sync: aibuddy_container::SyncLimits,
+    ) -> ContainerSandbox {
+        let mut opts = self.options_on(&self.socket, engine_timeout);
+        opts.endpoint = endpoint;
         opts.project = ProjectMode::Sync;
         opts.sync = sync;
         ContainerSandbox::open(&SandboxSettings::new(root), opts)

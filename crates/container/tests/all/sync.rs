@@ -243,3 +243,125 @@ async fn a_stop_mid_command_still_brings_back_what_was_written() {
     assert_eq!(report(&out).brought_back, 1, "{:?}", out.sync);
     sb.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_read_only_command_in_sync_mode_changes_nothing_here() {
+    let engine = engine_or_skip!();
+    let dir = project();
+    let root = dir.path();
+    let before = tree(root);
+    let sb = engine.sync_sandbox(root, SyncLimits::default());
+    let mut req = ExecRequest::new(
+        "echo x > ro.txt; echo changed > README.md; rm src/lib.rs",
+        "/",
+    );
+    req.read_only = true;
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
+    let r = report(&out);
+    assert!(
+        r.read_only && r.brought_back == 0 && r.deleted == 0,
+        "{r:?}"
+    );
+    assert_eq!(tree(root), before);
+    // The next read-only command sees this side again (its container was put back).
+    let mut req = ExecRequest::new(
+        "cat README.md; ls ro.txt 2>/dev/null | wc -l; cat src/lib.rs | wc -l",
+        "/",
+    );
+    req.read_only = true;
+    let out = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.head),
+        "hello\nworld\n0\n2\n",
+        "{:?}",
+        out.sync
+    );
+    sb.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn sync_requests_hold_the_deadline_the_stop_and_the_lost_connection() {
+    use aibuddy_container::Endpoint;
+    use aibuddy_sandbox::Stage;
+    use std::time::Instant;
+    let engine = engine_or_skip!();
+    let dir = project();
+    let root = dir.path();
+    let proxy = crate::engine_faults::Proxy::start(&engine.socket).await;
+    let endpoint = Endpoint::Unix(proxy.path.clone());
+    let sb = engine.sync_sandbox_at(
+        root,
+        endpoint.clone(),
+        Duration::from_secs(2),
+        SyncLimits::default(),
+    );
+    let warm = run(&sb, "echo warm > warm.txt").await;
+    assert_eq!(report(&warm).brought_back, 1);
+    let id = sb.container_id().unwrap();
+
+    // The engine stops answering: the call ends within its bound, and says the tree was not read.
+    proxy.hang.cancel();
+    let mut req = ExecRequest::new("echo never", "/");
+    req.timeout = Duration::from_secs(1);
+    req.kill_grace = Duration::from_millis(200);
+    let t = Instant::now();
+    let err = sb
+        .exec(req, CancellationToken::new(), Arc::new(NullSink))
+        .await
+        .unwrap_err();
+    let took = t.elapsed();
+    eprintln!("hanging engine (sync): the call returned after {took:?}: {err}");
+    assert_eq!(err.stage(), Stage::Execution);
+    assert!(err.to_string().contains("INCOMPLETE"), "{err}");
+    // timeout 1 s + grace 0.2 s + 2 x engine timeout 2 s, then one engine timeout for the read
+    assert!(took < Duration::from_millis(5200 + 2000 + 1000), "{took:?}");
+    assert!(
+        root.join("warm.txt").exists() && root.join("README.md").exists(),
+        "nothing deleted"
+    );
+
+    // A stop while the copy in hangs is immediate.
+    std::fs::write(root.join("new.txt"), "to copy in").unwrap();
+    let cancel = CancellationToken::new();
+    let call = {
+        let (sb, cancel) = (sb.clone(), cancel.clone());
+        tokio::spawn(async move {
+            sb.exec(ExecRequest::new("true", "/"), cancel, Arc::new(NullSink))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    cancel.cancel();
+    let stopped = call.await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(stopped.unwrap_err().code(), "cancelled");
+
+    // The engine vanishes: an Execution error naming the lost connection (and the sync).
+    proxy.vanish.cancel();
+    let err = sb
+        .exec(
+            ExecRequest::new("true", "/"),
+            CancellationToken::new(),
+            Arc::new(NullSink),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.stage(), Stage::Execution);
+    assert!(
+        err.to_string().contains("container engine unix://"),
+        "{err}"
+    );
+    let rm = engine
+        .podman()
+        .args(["rm", "--force", "--time", "0", &id])
+        .output()
+        .unwrap();
+    assert!(rm.status.success());
+}
