@@ -119,7 +119,7 @@ impl LocalTree {
                         Err(e) => return Err(e.into()),
                     }
                     rustix::fs::openat(&dir, name(c), DIR_FLAGS, Mode::empty())
-                        .map_err(|e| refuse_or_io(e))?
+                        .map_err(refuse_or_io)?
                 }
                 Err(e) => return Err(refuse_or_io(e)),
             };

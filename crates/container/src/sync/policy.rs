@@ -145,9 +145,12 @@ impl Policy {
         }
         let resolved = at.join(&b'/');
         if resolved.is_empty() {
-            return None; // the project folder itself
+            return Some(
+                "a symlink to the project folder itself (it holds protected paths)".into(),
+            );
         }
-        self.write_refusal(&resolved)
+        // Not to a protected path, nor to a folder holding one (`g -> .git`).
+        self.delete_refusal(&resolved)
             .map(|why| format!("a symlink to {why}"))
     }
 

@@ -126,7 +126,16 @@ pub(crate) fn read_tree(
         let raw = entry.path_bytes().into_owned();
         let raw = raw.strip_prefix(b"./").unwrap_or(&raw);
         let rest = match raw.strip_prefix(base) {
-            Some(r) if r.is_empty() || r == b"/" => continue, // the workdir itself
+            Some(r) if r.is_empty() || r == b"/" => {
+                // The workdir itself: a folder, or the command replaced it (by a symlink...):
+                // then nothing of the listing can be trusted to mean deletions.
+                if entry.header().entry_type() != tar::EntryType::Directory {
+                    tree.incomplete =
+                        Some("the workdir is no longer a folder in the container".into());
+                    return tree;
+                }
+                continue;
+            }
             Some(r) if r.starts_with(b"/") => &r[1..],
             _ => {
                 report.refuse(&shown(raw), "a name outside the project folder");

@@ -105,8 +105,13 @@ fn the_policy_refuses_protected_paths_new_git_directories_and_links_out() {
     assert!(p.link_refusal(b"a/b", b"../../..").is_some());
     assert!(p.link_refusal(b"h", b".git/hooks").is_some());
     assert!(p.link_refusal(b"a/h", b"../.git/./hooks/x").is_some());
+    assert!(p.link_refusal(b"g", b".git").is_some());
+    assert!(
+        p.link_refusal(b"a/b", b"..").is_some(),
+        "the project folder itself"
+    );
     assert_eq!(p.link_refusal(b"a/b", b"../c"), None);
-    assert_eq!(p.link_refusal(b"a/b", b".."), None);
+    assert_eq!(p.link_refusal(b"a/b", b"c/d"), None);
 }
 
 #[test]
@@ -236,7 +241,7 @@ fn a_hostile_archive_writes_nothing_outside_and_nothing_protected() {
     }
     let skipped: Vec<&str> = report.skipped.iter().map(|n| n.path.as_str()).collect();
     assert_eq!(skipped, ["big.bin", "hl"], "{report:?}");
-    assert!(manifest.held.contains(&b"big.bin".to_vec()));
+    assert!(manifest.held.contains(b"big.bin".as_slice()));
     assert!(report.summary().contains("REFUSED"), "{}", report.summary());
 }
 
@@ -328,5 +333,27 @@ fn deletions_apply_only_from_a_complete_listing_and_never_over_changes_here() {
     );
     assert_eq!(report.deleted, 1, "{report:?}");
     assert_eq!(report.skipped.len(), 1, "{report:?}");
-    let _: BTreeMap<Vec<u8>, Node> = manifest.nodes;
+}
+
+#[test]
+fn a_workdir_replaced_by_a_link_deletes_nothing() {
+    let mut b = tar::Builder::new(Vec::new());
+    link(&mut b, "workspace", "/etc");
+    let archive = b.into_inner().unwrap();
+    let mut known = BTreeMap::new();
+    known.insert(b"a.txt".to_vec(), Node::Dir);
+    let stage = tempfile::tempdir().unwrap();
+    let mut report = SyncReport::default();
+    let tree = read_tree(
+        &archive[..],
+        b"workspace",
+        &known,
+        SyncLimits::default(),
+        stage.path(),
+        &mut report,
+    );
+    assert!(
+        tree.incomplete
+            .is_some_and(|w| w.contains("no longer a folder"))
+    );
 }
