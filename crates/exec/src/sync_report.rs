@@ -47,6 +47,10 @@ pub struct SyncReport {
     /// the container.
     #[serde(default)]
     pub read_only: bool,
+    /// The container's tree was listed by its own `find` and only the changed files were read
+    /// (else the whole tree was read back).
+    #[serde(default)]
+    pub listed: bool,
 }
 
 impl SyncReport {

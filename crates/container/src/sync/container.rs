@@ -123,3 +123,57 @@ pub(crate) async fn run_short(
         )),
     }
 }
+
+/// Runs `argv` in `container` to its end and returns its standard output (at most `max`
+/// bytes): `Err` when it does not exit 0, says more, or the engine fails.
+pub(crate) async fn run_capture(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    max: usize,
+) -> Result<Vec<u8>, String> {
+    use bollard::container::LogOutput;
+    let config = CreateExecOptions {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        cmd: Some(argv),
+        ..Default::default()
+    };
+    let exec = docker
+        .create_exec(container, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut said = String::new();
+    if let StartExecResults::Attached { mut output, .. } = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        while let Some(item) = output.next().await {
+            match item.map_err(|e| e.to_string())? {
+                LogOutput::StdOut { message } => {
+                    if out.len() + message.len() > max {
+                        return Err(format!("more than {max} bytes of output"));
+                    }
+                    out.extend_from_slice(&message);
+                }
+                LogOutput::StdErr { message } if said.len() < 400 => {
+                    said.push_str(&String::from_utf8_lossy(&message));
+                }
+                _ => {}
+            }
+        }
+    }
+    match crate::exec::exit_code(docker, &exec.id).await? {
+        0 => Ok(out),
+        code => Err(format!(
+            "exit {code}: {}",
+            said.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(300)
+                .collect::<String>()
+                .trim()
+        )),
+    }
+}

@@ -68,11 +68,25 @@ pub(crate) struct Manifest {
     /// Paths the container holds that were not brought back for a reason that is no refusal
     /// (over a size bound): left alone in the container until this side writes the path.
     pub held: HashSet<Rel>,
+    /// The container's listed `stat` of each path (`listing.rs`) when its node was last known:
+    /// the same again means the same node.
+    pub stats: HashMap<Rel, Vec<u8>>,
     /// The first sync (the whole project copied in) happened.
     pub filled: bool,
 }
 
 impl Manifest {
+    /// Bytes of the files the container holds.
+    pub(crate) fn file_bytes(&self) -> u64 {
+        self.nodes
+            .values()
+            .map(|n| match n {
+                Node::File { size, .. } => *size,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Forgets `rel` and everything beneath it.
     pub(crate) fn forget_tree(&mut self, rel: &[u8]) {
         let under: Vec<Rel> = self
@@ -87,6 +101,7 @@ impl Manifest {
             self.nodes.remove(&k);
             self.local.remove(&k);
             self.held.remove(&k);
+            self.stats.remove(&k);
         }
     }
 }

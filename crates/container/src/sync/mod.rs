@@ -24,6 +24,7 @@
 //!   stays the source of truth, and their changes go in before the next command.
 
 mod container;
+mod listing;
 mod local;
 mod manifest;
 mod policy;
@@ -64,6 +65,10 @@ pub struct SyncLimits {
     /// short: what the command wrote before the stop is brought back within this bound). Each
     /// piece of it must arrive within the engine timeout.
     pub pull_time: Duration,
+    /// From how many bytes of files in the container its tree is listed with its own `find`
+    /// (GNU `-printf`, when it has one) and only what changed is read back; below, or `None`,
+    /// or without it: the whole tree is read back (one request: cheaper for a small tree).
+    pub list_from_bytes: Option<u64>,
 }
 
 impl Default for SyncLimits {
@@ -74,6 +79,7 @@ impl Default for SyncLimits {
             max_entries: 200_000,
             max_archive_bytes: 8 * 1024 * 1024 * 1024,
             pull_time: Duration::from_secs(300),
+            list_from_bytes: Some(4 * 1024 * 1024),
         }
     }
 }
@@ -83,11 +89,31 @@ impl Default for SyncLimits {
 pub(crate) struct SyncState {
     rw: tokio::sync::Mutex<Manifest>,
     ro: tokio::sync::Mutex<Manifest>,
+    /// The image has no usable `find` (a listing failed once): the whole tree is read back.
+    no_listing: std::sync::atomic::AtomicBool,
 }
 
 impl SyncState {
     fn of(&self, read_only: bool) -> &tokio::sync::Mutex<Manifest> {
         if read_only { &self.ro } else { &self.rw }
+    }
+
+    /// Whether to list the tree of a container holding `manifest` with its `find` (see
+    /// `listing.rs`).
+    pub(crate) fn listing(&self, limits: &SyncLimits, manifest: &Manifest) -> bool {
+        let Some(from) = limits.list_from_bytes else {
+            return false;
+        };
+        !self.no_listing.load(std::sync::atomic::Ordering::Relaxed) && manifest.file_bytes() >= from
+    }
+
+    pub(crate) fn listing_failed(&self, why: &str) {
+        tracing::info!(
+            why,
+            "no usable `find` in the container: its whole tree is read back after each command"
+        );
+        self.no_listing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -3,7 +3,7 @@
 //! compares each entry with the manifest and stages the changed files (bounded); [`apply`]
 //! writes them here under the [`Policy`] through [`LocalTree`] only.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,11 +16,11 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::SyncLimits;
 use super::local::{LocalError, LocalTree};
 use super::manifest::{Hasher, Manifest, Node, Rel};
 use super::policy::{Policy, check_name};
 use super::shown;
+use super::{SyncLimits, listing};
 use crate::sandbox::Inner;
 
 /// One piece of the archive as the engine sends it.
@@ -83,6 +83,8 @@ pub(crate) struct Tree {
     pub held: HashSet<Rel>,
     /// Why the archive was not read to its end (`None`: it was).
     pub incomplete: Option<String>,
+    /// The listed `stat` of each path (a listing's tree only).
+    pub stats: HashMap<Rel, Vec<u8>>,
 }
 
 /// Reads the container's archive (entries named `BASE/...`, `BASE` the workdir's last
@@ -249,18 +251,18 @@ pub(crate) fn read_tree(
     tree
 }
 
-/// Streams the container's `workdir` archive into a channel, bounded: the whole transfer by
-/// `deadline`, each piece by `stall`, its size by `limits.max_archive_bytes`.
+/// Streams the archive of `path` in the container into a channel, bounded: the whole transfer
+/// by `deadline`, each piece by `stall`, its size by `limits.max_archive_bytes`.
 fn spawn_download(
     inner: &Inner,
     container: &str,
+    path: String,
     deadline: tokio::time::Instant,
     stall: Duration,
 ) -> mpsc::Receiver<Piece> {
     let (tx, rx) = mpsc::channel(16);
     let docker = inner.docker.clone();
     let container = container.to_string();
-    let path = inner.opts.workdir.clone();
     let max = inner.opts.sync.max_archive_bytes;
     let whole = inner.opts.sync.pull_time;
     tokio::spawn(async move {
@@ -300,6 +302,222 @@ fn spawn_download(
     rx
 }
 
+/// Files fetched one by one at most after a listing (more: the whole archive is read instead).
+const MAX_FETCHES: usize = 256;
+
+/// The container's tree from its listing (`listing.rs`) and the changed files fetched one by
+/// one; `None`: no usable listing, or too much changed (read the whole archive instead).
+async fn listed_tree(
+    inner: &Inner,
+    container: &str,
+    manifest: &Manifest,
+    stage: &Path,
+    deadline: tokio::time::Instant,
+    report: &mut SyncReport,
+) -> Option<Tree> {
+    let limits = inner.opts.sync;
+    if !inner.sync.listing(&limits, manifest) {
+        return None;
+    }
+    let mut notes = SyncReport::default();
+    let listed = match tokio::time::timeout_at(
+        deadline,
+        listing::list(inner, container, &mut notes),
+    )
+    .await
+    {
+        Ok(Ok(l)) => l,
+        Ok(Err(why)) => {
+            inner.sync.listing_failed(&why);
+            return None;
+        }
+        Err(_) => return None,
+    };
+    let mut tree = Tree::default();
+    let mut fetch: Vec<(Rel, bool)> = Vec::new();
+    let mut fetch_bytes = 0u64;
+    if listed.len() as u64 > limits.max_entries {
+        return None;
+    }
+    for l in listed {
+        tree.stats.insert(l.rel.clone(), l.stat.clone());
+        if manifest.stats.get(&l.rel) == Some(&l.stat)
+            && let Some(n) = manifest.nodes.get(&l.rel)
+        {
+            tree.seen.insert(l.rel, Some(n.clone()));
+            continue;
+        }
+        let node = match l.kind {
+            b'd' => Node::Dir,
+            b'l' => Node::Link { target: l.target },
+            b'f' if l.size > limits.max_file_bytes => {
+                // Not read: known by its listing only (a placeholder hash).
+                if manifest.stats.get(&l.rel) != Some(&l.stat) {
+                    notes.skip(
+                        &shown(&l.rel),
+                        format!(
+                            "over {} bytes: kept in the container, not brought back",
+                            limits.max_file_bytes
+                        ),
+                    );
+                }
+                tree.held.insert(l.rel.clone());
+                Node::File {
+                    size: l.size,
+                    hash: [0; 32],
+                    exec: l.exec,
+                }
+            }
+            b'f' => {
+                fetch_bytes += l.size;
+                fetch.push((l.rel, l.exec));
+                continue;
+            }
+            other => {
+                if !manifest.nodes.contains_key(&l.rel) {
+                    notes.skip(
+                        &shown(&l.rel),
+                        format!(
+                            "kind `{}`: not a file, folder or symlink, not brought back",
+                            other as char
+                        ),
+                    );
+                }
+                tree.seen.insert(l.rel, None);
+                continue;
+            }
+        };
+        tree.seen.insert(l.rel, Some(node));
+    }
+    if fetch.len() > MAX_FETCHES || fetch_bytes > limits.max_total_bytes {
+        return None;
+    }
+    let workdir = inner.opts.workdir.trim_end_matches('/').to_string();
+    for (n, (rel, exec)) in fetch.into_iter().enumerate() {
+        let Ok(name) = std::str::from_utf8(&rel) else {
+            return None; // not a query parameter: the whole archive
+        };
+        let rx = spawn_download(
+            inner,
+            container,
+            format!("{workdir}/{name}"),
+            deadline,
+            inner.opts.engine_timeout,
+        );
+        let staged = stage.join(format!("f{n}"));
+        let max = limits.max_file_bytes;
+        let got = tokio::task::spawn_blocking(move || {
+            fetch_one(PieceReader::new(rx), &staged, max, exec).map(|node| (node, staged))
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        match got {
+            Ok((Some(node), staged)) => {
+                tree.seen.insert(rel.clone(), Some(node));
+                tree.staged.insert(rel, Staged(staged));
+            }
+            // Replaced by something else since the listing: known next time.
+            Ok((None, _)) => {
+                tree.stats.remove(&rel);
+            }
+            Err(why) => {
+                tree.incomplete = Some(why);
+                break;
+            }
+        }
+    }
+    report.refused.extend(notes.refused);
+    report.skipped.extend(notes.skipped);
+    report.more_notes += notes.more_notes;
+    report.listed = true;
+    Some(tree)
+}
+
+/// The one regular file of a path's archive, staged at `staged` (`None`: the path is no
+/// regular file any more).
+fn fetch_one(
+    reader: impl Read,
+    staged: &Path,
+    max: u64,
+    exec: bool,
+) -> Result<Option<Node>, String> {
+    let mut archive = tar::Archive::new(reader);
+    let mut entries = archive.entries().map_err(|e| e.to_string())?;
+    let Some(entry) = entries.next() else {
+        return Ok(None);
+    };
+    let mut entry = entry.map_err(|e| format!("the archive could not be read: {e}"))?;
+    if !matches!(
+        entry.header().entry_type(),
+        tar::EntryType::Regular | tar::EntryType::Continuous
+    ) || entry.size() > max
+    {
+        return Ok(None);
+    }
+    let mut file =
+        std::fs::File::create(staged).map_err(|e| format!("could not stage a file here: {e}"))?;
+    let mut hasher = Hasher::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut size = 0u64;
+    loop {
+        let n = entry
+            .read(&mut buf)
+            .map_err(|e| format!("the archive could not be read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        hasher.update(&buf[..n]);
+        file.write_all(&buf[..n])
+            .map_err(|e| format!("could not stage a file here: {e}"))?;
+    }
+    let mut rest = archive.into_inner();
+    std::io::copy(&mut rest, &mut std::io::sink()).map_err(|e| e.to_string())?;
+    Ok(Some(Node::File {
+        size,
+        hash: hasher.finish(),
+        exec,
+    }))
+}
+
+/// After a push: the container's listed `stat` of each path whose node the manifest knows (so
+/// the next bring-back reads only what the command changed). Best effort.
+pub(crate) async fn learn_stats(inner: &Inner, container: &str, manifest: &mut Manifest) {
+    if !inner.sync.listing(&inner.opts.sync, manifest) {
+        return;
+    }
+    let mut notes = SyncReport::default();
+    let listed = match tokio::time::timeout(
+        inner.opts.engine_timeout,
+        listing::list(inner, container, &mut notes),
+    )
+    .await
+    {
+        Ok(Ok(l)) => l,
+        Ok(Err(why)) => {
+            inner.sync.listing_failed(&why);
+            return;
+        }
+        Err(_) => return,
+    };
+    for l in listed {
+        let same = match manifest.nodes.get(&l.rel) {
+            Some(Node::Dir) => l.kind == b'd',
+            Some(Node::Link { target }) => l.kind == b'l' && *target == l.target,
+            Some(Node::File { size, exec, .. }) => {
+                l.kind == b'f' && *size == l.size && *exec == l.exec
+            }
+            None => false,
+        };
+        if same {
+            manifest.stats.insert(l.rel, l.stat);
+        } else {
+            manifest.stats.remove(&l.rel);
+        }
+    }
+}
+
 /// Brings the container's changes back into the project (never fails: what could not be done
 /// is in `report`). `here: false` (a read-only command's container): nothing is applied here;
 /// the manifest only learns what the container holds now, so the next push puts this side's
@@ -321,26 +539,52 @@ pub(crate) async fn bring_back(
     };
     let limits = inner.opts.sync;
     let deadline = tokio::time::Instant::now() + limits.pull_time;
-    let rx = spawn_download(inner, container, deadline, inner.opts.engine_timeout);
-    let base = Path::new(&inner.opts.workdir)
-        .file_name()
-        .map(|n| n.as_encoded_bytes().to_vec())
-        .unwrap_or_default();
-    let known = manifest.nodes.clone();
-    let stage_path = stage.path().to_path_buf();
+    let tree = match listed_tree(inner, container, manifest, stage.path(), deadline, report).await {
+        Some(tree) => tree,
+        None => {
+            let rx = spawn_download(
+                inner,
+                container,
+                inner.opts.workdir.clone(),
+                deadline,
+                inner.opts.engine_timeout,
+            );
+            let base = Path::new(&inner.opts.workdir)
+                .file_name()
+                .map(|n| n.as_encoded_bytes().to_vec())
+                .unwrap_or_default();
+            let known = manifest.nodes.clone();
+            let stage_path = stage.path().to_path_buf();
+            let mut notes = std::mem::take(report);
+            let read = tokio::task::spawn_blocking(move || {
+                let tree = read_tree(
+                    PieceReader::new(rx),
+                    &base,
+                    &known,
+                    limits,
+                    &stage_path,
+                    &mut notes,
+                );
+                (tree, notes)
+            })
+            .await;
+            match read {
+                Ok((tree, notes)) => {
+                    *report = notes;
+                    tree
+                }
+                Err(e) => {
+                    report.incomplete = Some(format!("reading the container's tree failed: {e}"));
+                    return;
+                }
+            }
+        }
+    };
     let root = inner.files.root().to_path_buf();
     let taken = std::mem::take(manifest);
     let mut notes = std::mem::take(report);
     let done = tokio::task::spawn_blocking(move || {
         let mut taken = taken;
-        let tree = read_tree(
-            PieceReader::new(rx),
-            &base,
-            &known,
-            limits,
-            &stage_path,
-            &mut notes,
-        );
         if !here {
             relearn(tree, &mut taken);
             return (taken, notes);
@@ -377,6 +621,8 @@ fn relearn(tree: Tree, manifest: &mut Manifest) {
         .into_iter()
         .filter_map(|(rel, node)| node.map(|n| (rel, n)))
         .collect();
+    manifest.stats = tree.stats;
+    manifest.stats.retain(|k, _| manifest.nodes.contains_key(k));
 }
 
 /// Applies `tree` here: deletions (deepest first), then folders, files and links (parents
@@ -414,6 +660,7 @@ pub(crate) fn apply(
                 continue;
             };
             manifest.held.remove(&rel);
+            manifest.stats.remove(&rel);
             if let Some(why) = policy.delete_refusal(&rel) {
                 report.refuse(&shown(&rel), format!("deleted in the container: {why}"));
                 continue;
@@ -439,8 +686,15 @@ pub(crate) fn apply(
         seen,
         mut staged,
         held,
+        stats,
         ..
     } = tree;
+    // Every listed path's node is known after this (the container's, whatever happens here).
+    for (rel, st) in stats {
+        if seen.get(&rel).is_some_and(Option::is_some) {
+            manifest.stats.insert(rel, st);
+        }
+    }
     for (rel, node) in seen {
         let Some(node) = node else {
             continue;

@@ -388,6 +388,7 @@ pub(crate) async fn push(
         manifest.forget_tree(rel);
     }
     report.removed_in += plan.remove.len() as u64;
+    let changed = plan.copied > 0 || !plan.remove.is_empty();
     if let Some(file) = plan.archive {
         upload(inner, container, file).await?;
     }
@@ -409,6 +410,11 @@ pub(crate) async fn push(
     }
     manifest.filled = true;
     report.copied_in += plan.copied;
+    if changed {
+        // What the container lists for what was just copied: the next bring-back reads only
+        // what the command changes.
+        super::pull::learn_stats(inner, container, manifest).await;
+    }
     Ok(())
 }
 

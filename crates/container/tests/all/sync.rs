@@ -60,11 +60,22 @@ fn report(o: &aibuddy_sandbox::aibuddy_exec::ExecOutcome) -> &SyncReport {
 
 #[tokio::test]
 async fn sync_over_tcp_brings_back_exactly_what_the_command_changed() {
+    // With the container's `find` listing the tree, and reading the whole archive back.
+    for listing in [Some(0), None] {
+        exactly_what_changed(listing).await;
+    }
+}
+
+async fn exactly_what_changed(listing: Option<u64>) {
     let engine = engine_or_skip!();
     let dir = project();
     let root = dir.path();
     std::fs::write(root.join("old.txt"), "old\n").unwrap();
-    let sb = engine.sync_sandbox(root, SyncLimits::default());
+    let limits = SyncLimits {
+        list_from_bytes: listing,
+        ..Default::default()
+    };
+    let sb = engine.sync_sandbox(root, limits);
     assert!(
         sb.location().contains("copied into the container"),
         "{}",
@@ -93,6 +104,7 @@ async fn sync_over_tcp_brings_back_exactly_what_the_command_changed() {
         r.refused.is_empty() && r.skipped.is_empty() && r.incomplete.is_none(),
         "{r:?}"
     );
+    assert_eq!(r.listed, listing.is_some(), "{r:?}");
     assert_eq!(
         tree(root),
         [
@@ -129,6 +141,12 @@ async fn sync_over_tcp_brings_back_exactly_what_the_command_changed() {
 
 #[tokio::test]
 async fn sync_refuses_what_a_hostile_command_tries_to_bring_back() {
+    for listing in [Some(0), None] {
+        hostile(listing).await;
+    }
+}
+
+async fn hostile(listing: Option<u64>) {
     let engine = engine_or_skip!();
     let dir = project();
     let root = dir.path();
@@ -142,6 +160,7 @@ async fn sync_refuses_what_a_hostile_command_tries_to_bring_back() {
     let config_before = std::fs::read_to_string(root.join(".git/config")).unwrap();
     let limits = SyncLimits {
         max_file_bytes: 1024 * 1024,
+        list_from_bytes: listing,
         ..Default::default()
     };
     let sb = engine.sync_sandbox(root, limits);
