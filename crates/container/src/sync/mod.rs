@@ -23,6 +23,8 @@
 //! - File tools (`read`, `write`, `edit`...) work on this machine's project, as with `bind`: it
 //!   stays the source of truth, and their changes go in before the next command.
 
+mod apply;
+mod archive;
 mod container;
 mod listing;
 mod local;

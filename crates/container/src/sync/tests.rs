@@ -9,10 +9,11 @@ use aibuddy_sandbox::aibuddy_exec::SyncReport;
 use aibuddy_sandbox::aibuddy_exec::protect::effective_list;
 
 use super::SyncLimits;
+use super::apply::apply;
+use super::archive::read_tree;
 use super::local::LocalTree;
 use super::manifest::{Manifest, Node};
 use super::policy::{Policy, check_name};
-use super::pull::{apply, read_tree};
 
 /// A tar entry with a raw name (no check at all: what a hostile archive holds).
 fn raw(b: &mut tar::Builder<Vec<u8>>, name: &[u8], kind: tar::EntryType, data: &[u8], link: &[u8]) {
