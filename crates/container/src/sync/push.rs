@@ -438,8 +438,12 @@ async fn upload(inner: &Inner, container: &str, file: std::fs::File) -> Result<(
         path: "/".into(),
         ..Default::default()
     };
-    inner
-        .docker
+    // The client's timeout runs until the response starts, that is over the whole upload: a
+    // client of its own bounded by the sync's transfer time (and the push's bound around it),
+    // not by the engine timeout of one request.
+    let client = crate::engine::connect(&inner.opts.endpoint, inner.opts.sync.pull_time)
+        .map_err(|e| sync_error(inner, e))?;
+    client
         .upload_to_container(container, Some(opts), bollard::body_try_stream(body))
         .await
         .map_err(|e| {
