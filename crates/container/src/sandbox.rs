@@ -12,6 +12,9 @@
 //! handle on that folder: the same bounds, the same stage-attributed errors and the same scoping
 //! (nothing outside the mounted folder, symlinks included), and the bytes the container sees.
 //! Commands run inside the container (`exec.rs`).
+//!
+//! With `project: "sync"` (any engine, `tcp://` included) nothing of this machine is bound: the
+//! project is copied in and the container's changes brought back around each command (`sync/`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
