@@ -28,6 +28,22 @@ pub(crate) fn relearn(tree: Tree, manifest: &mut Manifest) {
     manifest.stats.retain(|k, _| manifest.nodes.contains_key(k));
 }
 
+/// Records what the container holds beyond what was copied in as its own (held: never
+/// brought back, never removed there).
+pub(crate) fn baseline(tree: Tree, manifest: &mut Manifest) {
+    for (rel, node) in tree.seen {
+        if let Some(node) = node
+            && !manifest.nodes.contains_key(&rel)
+        {
+            manifest.held.insert(rel.clone());
+            if let Some(st) = tree.stats.get(&rel) {
+                manifest.stats.insert(rel.clone(), st.clone());
+            }
+            manifest.nodes.insert(rel, node);
+        }
+    }
+}
+
 /// Applies `tree` here: deletions (deepest first), then folders, files and links (parents
 /// first), each judged by `policy` and checked against this side's own changes meanwhile.
 pub(crate) fn apply(

@@ -191,15 +191,12 @@ pub(crate) async fn exec(
     // `SyncLimits::pull_time` and the engine timeout per piece. A read-only command's changes
     // stay in its container (and are undone there by the next push).
     let mut manifest = inner.sync.of(read_only).lock().await;
-    pull::bring_back(
-        inner,
-        &container,
-        policy,
-        &mut manifest,
-        &mut report,
-        !read_only,
-    )
-    .await;
+    let mode = if read_only {
+        pull::Mode::Relearn
+    } else {
+        pull::Mode::Apply
+    };
+    pull::bring_back(inner, &container, policy, &mut manifest, &mut report, mode).await;
     drop(manifest);
     match result {
         Ok(mut outcome) => {

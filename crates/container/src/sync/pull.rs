@@ -16,7 +16,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::apply::{apply, relearn};
+use super::apply::{apply, baseline, relearn};
 use super::archive::{Staged, Tree, fetch_one, read_tree};
 use super::listing;
 use super::local::LocalTree;
@@ -290,17 +290,30 @@ pub(crate) async fn learn_stats(inner: &Inner, container: &str, manifest: &mut M
     }
 }
 
+/// What a bring-back does with the container's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Apply the changes here.
+    Apply,
+    /// A read-only command's container: nothing is applied here; the manifest only learns what
+    /// the container holds now, so the next push puts this side's version back wherever the
+    /// command changed it.
+    Relearn,
+    /// Right after the first copy in: what the container holds that is not the project's (the
+    /// engine's mounts at the workdir, `/etc/hosts`...) is recorded as the container's own, never
+    /// brought back.
+    Baseline,
+}
+
 /// Brings the container's changes back into the project (never fails: what could not be done
-/// is in `report`). `here: false` (a read-only command's container): nothing is applied here;
-/// the manifest only learns what the container holds now, so the next push puts this side's
-/// version back wherever the command changed it.
+/// is in `report`), or records them (`mode`).
 pub(crate) async fn bring_back(
     inner: &Inner,
     container: &str,
     policy: Arc<Policy>,
     manifest: &mut Manifest,
     report: &mut SyncReport,
-    here: bool,
+    mode: Mode,
 ) {
     let stage = match tempfile::Builder::new().prefix("aibuddy-sync-").tempdir() {
         Ok(d) => d,
@@ -357,9 +370,16 @@ pub(crate) async fn bring_back(
     let mut notes = std::mem::take(report);
     let done = tokio::task::spawn_blocking(move || {
         let mut taken = taken;
-        if !here {
-            relearn(tree, &mut taken);
-            return (taken, notes);
+        match mode {
+            Mode::Relearn => {
+                relearn(tree, &mut taken);
+                return (taken, notes);
+            }
+            Mode::Baseline => {
+                baseline(tree, &mut taken);
+                return (taken, notes);
+            }
+            Mode::Apply => {}
         }
         match LocalTree::open(&root) {
             Ok(local) => apply(&local, &policy, tree, &mut taken, limits, &mut notes),

@@ -343,6 +343,8 @@ pub(crate) async fn push(
     let root = inner.files.root().to_path_buf();
     let workdir = inner.opts.workdir.clone();
     let limits = inner.opts.sync;
+    let first = !manifest.filled;
+    let policy_for_baseline = policy.clone();
     // A copy: a push cut while it plans leaves the manifest as it was.
     let snapshot = manifest.clone();
     let mut notes = SyncReport::default();
@@ -361,8 +363,23 @@ pub(crate) async fn push(
             format!("could not copy the project into the container: {e}"),
         )
     })?;
-    // Removed there first (deleted here, or replaced by another kind of entry).
+    // Removed there first (deleted here, or replaced by another kind of entry). The first time,
+    // whatever the image holds at the workdir goes (as a bind mount would hide it): the
+    // container's workdir is this project and nothing else, so nothing of the image comes back.
     let mut removable = Vec::new();
+    if !manifest.filled {
+        // Its content only (the workdir may be a mount point of the image).
+        let clear = vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            "cd -- \"$1\" 2>/dev/null || exit 0; rm -rf -- ./* ./.[!.]* ./..?*".to_string(),
+            "aibuddy-clear".to_string(),
+            inner.opts.workdir.clone(),
+        ];
+        if let Err(e) = super::container::run_short(&inner.docker, container, clear).await {
+            tracing::warn!(error = %e, "the image's content at the workdir was not all removed");
+        }
+    }
     for rel in &plan.remove {
         match std::str::from_utf8(rel) {
             Ok(s) => removable.push(format!("{}/{s}", inner.opts.workdir.trim_end_matches('/'))),
@@ -410,6 +427,20 @@ pub(crate) async fn push(
     }
     manifest.filled = true;
     report.copied_in += plan.copied;
+    if first {
+        // What the container holds that is not the project's (mounts the engine keeps at the
+        // workdir) is its own: never brought back.
+        let mut ignored = SyncReport::default();
+        super::pull::bring_back(
+            inner,
+            container,
+            policy_for_baseline,
+            manifest,
+            &mut ignored,
+            super::pull::Mode::Baseline,
+        )
+        .await;
+    }
     if changed {
         // What the container lists for what was just copied: the next bring-back reads only
         // what the command changes.

@@ -384,3 +384,29 @@ async fn sync_requests_hold_the_deadline_the_stop_and_the_lost_connection() {
         .unwrap();
     assert!(rm.status.success());
 }
+
+#[tokio::test]
+async fn what_the_image_holds_at_the_workdir_never_comes_back() {
+    use aibuddy_container::{ContainerSandbox, ProjectMode};
+    use aibuddy_sandbox::SandboxSettings;
+    let engine = engine_or_skip!();
+    let dir = project();
+    let root = dir.path();
+    let before = tree(root);
+    // The test image has `passwd` and `group` in /etc.
+    let mut opts = engine.options_on(&engine.socket, Duration::from_secs(30));
+    opts.project = ProjectMode::Sync;
+    opts.workdir = "/etc".into();
+    let sb = ContainerSandbox::open(&SandboxSettings::new(root), opts).unwrap();
+    // `passwd` and `group` are removed there; `hostname` and `hosts` are the engine's mounts:
+    // they stay, and are the container's own.
+    let out = run(&sb, "ls; echo changed > README.md").await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.head),
+        "README.md\nhostname\nhosts\nsrc\n"
+    );
+    assert_eq!(report(&out).brought_back, 1, "{:?}", out.sync);
+    std::fs::write(root.join("README.md"), "hello\nworld\n").unwrap();
+    assert_eq!(tree(root), before);
+    sb.close().await.unwrap();
+}
