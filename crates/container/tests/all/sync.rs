@@ -362,27 +362,55 @@ async fn sync_requests_hold_the_deadline_the_stop_and_the_lost_connection() {
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     assert_eq!(stopped.unwrap_err().code(), "cancelled");
 
-    // The engine vanishes: an Execution error naming the lost connection (and the sync).
-    proxy.vanish.cancel();
-    let err = sb
-        .exec(
-            ExecRequest::new("true", "/"),
-            CancellationToken::new(),
-            Arc::new(NullSink),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.stage(), Stage::Execution);
-    assert!(
-        err.to_string().contains("container engine unix://"),
-        "{err}"
+    // The engine vanishes while a command runs: an Execution error naming the lost connection,
+    // with the sync's account (the tree could not be read: nothing deleted here).
+    let proxy = crate::engine_faults::Proxy::start(&engine.socket).await;
+    let sb2 = engine.sync_sandbox_at(
+        root,
+        Endpoint::Unix(proxy.path.clone()),
+        Duration::from_secs(5),
+        SyncLimits::default(),
     );
-    let rm = engine
-        .podman()
-        .args(["rm", "--force", "--time", "0", &id])
-        .output()
-        .unwrap();
-    assert!(rm.status.success());
+    let rec = Arc::new(Recorder::default());
+    let call = {
+        let (sb2, rec) = (sb2.clone(), rec.clone());
+        tokio::spawn(async move {
+            sb2.exec(
+                ExecRequest::new("rm README.md; echo started; sleep 300", "/"),
+                CancellationToken::new(),
+                rec,
+            )
+            .await
+        })
+    };
+    rec.wait_for("started", Duration::from_secs(30)).await;
+    let id2 = sb2.container_id().unwrap();
+    let t = Instant::now();
+    proxy.vanish.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    eprintln!(
+        "vanished engine (sync): the call returned after {:?}: {err}",
+        t.elapsed()
+    );
+    assert_eq!(err.stage(), Stage::Execution);
+    let text = err.to_string();
+    assert!(
+        text.contains("lost the connection") && text.contains("INCOMPLETE"),
+        "{text}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(12), "{:?}", t.elapsed());
+    assert!(
+        root.join("README.md").exists(),
+        "nothing deleted from a cut listing"
+    );
+    for gone in [&id, &id2] {
+        let rm = engine
+            .podman()
+            .args(["rm", "--force", "--time", "0", gone])
+            .output()
+            .unwrap();
+        assert!(rm.status.success());
+    }
 }
 
 #[tokio::test]
