@@ -174,6 +174,38 @@ pub(crate) fn read_tree(
                 }
                 node
             }
+            // A hard link to a file changed in this same read (a build's output linked twice):
+            // a copy of it. To anything else: not brought back.
+            tar::EntryType::Link
+                if let Some(target) = entry.link_name_bytes().and_then(|t| linked(&t, base))
+                    && let Some(Some(node @ Node::File { .. })) = tree.seen.get(&target)
+                    && let Some(Staged(from)) = tree.staged.get(&target) =>
+            {
+                let node = node.clone();
+                let size = match node {
+                    Node::File { size, .. } => size,
+                    _ => 0,
+                };
+                if known.get(&rel) != Some(&node) && staged_bytes + size > limits.max_total_bytes {
+                    report.skip(
+                        &shown(&rel),
+                        format!(
+                            "over the {} bytes brought back per command: kept in the container",
+                            limits.max_total_bytes
+                        ),
+                    );
+                    tree.held.insert(rel.clone());
+                } else if known.get(&rel) != Some(&node) {
+                    let path = stage.join(count.to_string());
+                    if let Err(e) = std::fs::copy(from, &path) {
+                        tree.incomplete = Some(format!("could not stage a file here: {e}"));
+                        return tree;
+                    }
+                    staged_bytes += size;
+                    tree.staged.insert(rel.clone(), Staged(path));
+                }
+                node
+            }
             other => {
                 if known.get(&rel).is_none() {
                     report.skip(
@@ -194,6 +226,13 @@ pub(crate) fn read_tree(
         tree.incomplete = Some(e.to_string());
     }
     tree
+}
+
+/// The project-relative name a hard link's target names (`BASE/...`), checked.
+fn linked(target: &[u8], base: &[u8]) -> Option<Rel> {
+    let t = target.strip_prefix(b"./").unwrap_or(target);
+    let rest = t.strip_prefix(base)?.strip_prefix(b"/")?;
+    check_name(rest).ok()
 }
 
 /// The one regular file of a path's archive, staged at `staged` (`None`: the path is no

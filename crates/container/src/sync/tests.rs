@@ -154,13 +154,18 @@ fn a_hostile_archive_writes_nothing_outside_and_nothing_protected() {
     file(&mut b, "workspace/sub/.git/config", b"[core]\n");
     file(&mut b, "workspace/big.bin", &[7u8; 4096]);
     file(&mut b, "workspace/ok.txt", b"fine\n");
-    raw(
-        &mut b,
-        b"workspace/hl",
-        tar::EntryType::Link,
-        b"",
-        b"workspace/ok.txt",
-    );
+    let hard = |b: &mut tar::Builder<Vec<u8>>, name: &str, target: &str| {
+        raw(
+            b,
+            name.as_bytes(),
+            tar::EntryType::Link,
+            b"",
+            target.as_bytes(),
+        )
+    };
+    hard(&mut b, "workspace/hl", "workspace/ok.txt");
+    hard(&mut b, "workspace/hl2", "workspace/../../etc/passwd");
+    hard(&mut b, "workspace/hl3", "workspace/big.bin");
     let archive = b.into_inner().unwrap();
     let limits = SyncLimits {
         max_file_bytes: 1024,
@@ -207,7 +212,8 @@ fn a_hostile_archive_writes_nothing_outside_and_nothing_protected() {
         ".aibuddy",
         "sub",
         "big.bin",
-        "hl",
+        "hl2",
+        "hl3",
         "evil",
     ] {
         assert!(
@@ -219,7 +225,9 @@ fn a_hostile_archive_writes_nothing_outside_and_nothing_protected() {
         std::fs::read_to_string(root.join(".git/config")).unwrap(),
         "[core]\n"
     );
-    assert_eq!(report.brought_back, 1, "{report:?}");
+    // ok.txt, and its hard link as a copy.
+    assert_eq!(report.brought_back, 2, "{report:?}");
+    assert_eq!(std::fs::read_to_string(root.join("hl")).unwrap(), "fine\n");
     let refused = notes(&report);
     for r in [
         "../evil",
@@ -241,7 +249,7 @@ fn a_hostile_archive_writes_nothing_outside_and_nothing_protected() {
         );
     }
     let skipped: Vec<&str> = report.skipped.iter().map(|n| n.path.as_str()).collect();
-    assert_eq!(skipped, ["big.bin", "hl"], "{report:?}");
+    assert_eq!(skipped, ["big.bin", "hl2", "hl3"], "{report:?}");
     assert!(manifest.held.contains(b"big.bin".as_slice()));
     assert!(report.summary().contains("REFUSED"), "{}", report.summary());
 }
@@ -381,4 +389,38 @@ fn a_listing_is_parsed_strictly() {
             String::from_utf8_lossy(bad)
         );
     }
+}
+
+#[test]
+fn hard_links_are_copies_within_the_total_bound() {
+    let mut b = tar::Builder::new(Vec::new());
+    file(&mut b, "workspace/f", &[1u8; 60]);
+    for n in 0..3 {
+        let name = format!("workspace/l{n}");
+        raw(
+            &mut b,
+            name.as_bytes(),
+            tar::EntryType::Link,
+            b"",
+            b"workspace/f",
+        );
+    }
+    let archive = b.into_inner().unwrap();
+    let limits = SyncLimits {
+        max_total_bytes: 100,
+        ..Default::default()
+    };
+    let stage = tempfile::tempdir().unwrap();
+    let mut report = SyncReport::default();
+    let tree = read_tree(
+        &archive[..],
+        b"workspace",
+        &BTreeMap::new(),
+        limits,
+        stage.path(),
+        &mut report,
+    );
+    assert_eq!(tree.staged.len(), 1, "{report:?}");
+    assert_eq!(report.skipped.len(), 3, "{report:?}");
+    assert_eq!(std::fs::read_dir(stage.path()).unwrap().count(), 1);
 }
