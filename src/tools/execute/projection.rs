@@ -144,8 +144,13 @@ pub fn sandbox_of(client: &Value) -> Option<String> {
         "" => "a container".to_string(),
         id => format!("container {}", safe(id)),
     };
+    let synced = if c.get("synced").and_then(Value::as_bool) == Some(true) {
+        ", project synced (copied in, changes brought back)"
+    } else {
+        ""
+    };
     Some(format!(
-        "{which} (image `{}`) on {}",
+        "{which} (image `{}`) on {}{synced}",
         safe(text("image")),
         safe(text("engine"))
     ))

@@ -742,6 +742,22 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         "{line}"
     );
     assert!(!line.contains('\u{1b}'), "{line}");
+    // The call's one-line place names the sync too (from the stored confinement).
+    let client = serde_json::json!({ "confinement_detail": synced.confinement });
+    assert_eq!(
+        super::sandbox_of(&client).as_deref(),
+        Some("container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock")
+    );
+    let mut c = synced.confinement.clone();
+    if let Confinement::Container { synced, .. } = &mut c {
+        *synced = true;
+    }
+    let client = serde_json::json!({ "confinement_detail": c });
+    assert!(
+        super::sandbox_of(&client)
+            .is_some_and(|l| l.ends_with("project synced (copied in, changes brought back)")),
+        "{client}"
+    );
     in_container.network = Some(NetReport {
         mode: "proxy: container without a network".into(),
         policy: "allow: crates.io".into(),
