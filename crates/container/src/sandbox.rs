@@ -177,7 +177,9 @@ impl ContainerSandbox {
             .prefix(NET_DIR_PREFIX)
             .tempdir_in("/tmp")
             .inspect_err(|e| tracing::warn!(error = %e, "no proxy folder: container commands get no network"))
-            .ok();
+            .ok()
+            // `sync` binds nothing of this machine: no proxy folder.
+            .filter(|_| opts.project == ProjectMode::Bind);
         Ok(ContainerSandbox {
             inner: Arc::new(Inner {
                 docker,

@@ -50,8 +50,10 @@ struct Walk<'a> {
     prefix: Vec<u8>,
     builder: tar::Builder<std::fs::File>,
     plan: Plan,
-    /// Present here but not copied (over a bound): never removed in the container for that.
+    /// Present here but not copied (over a bound, unreadable): never removed in the container
+    /// for that; `kept_trees`: folders not walked, nothing beneath them removed there.
     kept: HashSet<Rel>,
+    kept_trees: Vec<Rel>,
     total: u64,
     entries: u64,
     truncated: bool,
@@ -129,7 +131,14 @@ impl Walk<'_> {
                     }
                     match open_dir(dir, &name) {
                         Ok(sub) => self.walk(&sub, &rel, depth + 1)?,
-                        Err(_) => continue,
+                        Err(e) => {
+                            // Unknown here: nothing beneath it is removed in the container.
+                            self.report.skip(
+                                &shown(&rel),
+                                format!("a folder not readable here ({e}): not copied in"),
+                            );
+                            self.kept_trees.push(rel.clone());
+                        }
                     }
                 }
                 Kind::Link => {
@@ -197,7 +206,14 @@ impl Walk<'_> {
                                 over(self, &rel, format!("{why}: not copied in"));
                                 continue;
                             }
-                            Err(LocalError::Io(_)) => continue,
+                            Err(LocalError::Io(e)) => {
+                                over(
+                                    self,
+                                    &rel,
+                                    format!("not readable here ({e}): not copied in"),
+                                );
+                                continue;
+                            }
                         },
                     };
                     self.plan.seen.insert(rel.clone(), (fp, node.clone()));
@@ -219,9 +235,15 @@ impl Walk<'_> {
                         continue;
                     }
                     if bytes.is_empty() && size > 0 {
-                        match read_file(dir, &name, self.limits.max_file_bytes, Some(&mut bytes)) {
-                            Ok(_) => {}
-                            Err(_) => continue,
+                        if let Err(e) =
+                            read_file(dir, &name, self.limits.max_file_bytes, Some(&mut bytes))
+                        {
+                            over(
+                                self,
+                                &rel,
+                                format!("not readable here ({e}): not copied in"),
+                            );
+                            continue;
                         }
                     }
                     self.total += bytes.len() as u64;
@@ -276,6 +298,7 @@ fn plan(
         builder: tar::Builder::new(archive),
         plan: Plan::default(),
         kept: HashSet::new(),
+        kept_trees: Vec::new(),
         total: 0,
         entries: 0,
         truncated: false,
@@ -297,6 +320,7 @@ fn plan(
         builder,
         mut plan,
         kept,
+        kept_trees,
         truncated,
         ..
     } = walk;
@@ -311,7 +335,9 @@ fn plan(
         );
     } else {
         for (rel, node) in &manifest.nodes {
-            if plan.remove.iter().any(|r| at_or_under(rel, r)) {
+            if plan.remove.iter().any(|r| at_or_under(rel, r))
+                || kept_trees.iter().any(|k| at_or_under(rel, k))
+            {
                 continue;
             }
             let gone = match plan.seen.get(rel) {
