@@ -234,17 +234,17 @@ impl Walk<'_> {
                         );
                         continue;
                     }
-                    if bytes.is_empty() && size > 0 {
-                        if let Err(e) =
+                    if bytes.is_empty()
+                        && size > 0
+                        && let Err(e) =
                             read_file(dir, &name, self.limits.max_file_bytes, Some(&mut bytes))
-                        {
-                            over(
-                                self,
-                                &rel,
-                                format!("not readable here ({e}): not copied in"),
-                            );
-                            continue;
-                        }
+                    {
+                        over(
+                            self,
+                            &rel,
+                            format!("not readable here ({e}): not copied in"),
+                        );
+                        continue;
                     }
                     self.total += bytes.len() as u64;
                     let mode = (fp.mode & 0o777) | if exec { 0o100 } else { 0 };
