@@ -1,5 +1,5 @@
-//! The container's tree listed by its own `find` (GNU `-printf`: kind, size, mtime, mode, name,
-//! link target), when the image has it: a path whose listed `stat` is the one recorded at the
+//! The container's tree listed by its own `find` (GNU `-printf`: kind, size, mtime, ctime, mode,
+//! name, link target), when the image has it: a path whose listed `stat` is the one recorded at the
 //! last sync is not read again, so a command that changed little costs a listing and the
 //! changed files, not the whole tree. Without it (or when it fails) the whole archive is read.
 //!
@@ -38,7 +38,9 @@ pub(crate) fn argv(workdir: &str) -> Vec<String> {
         "-mindepth".into(),
         "1".into(),
         "-printf".into(),
-        "%y %s %T@ %m %P\\0%l\\0".into(),
+        // The change time too: a command can set a file's mtime back (`touch -r`, `cp -p`),
+        // never its ctime.
+        "%y %s %T@ %C@ %m %P\\0%l\\0".into(),
     ]
 }
 
@@ -59,8 +61,9 @@ pub(crate) fn parse(out: &[u8], report: &mut SyncReport) -> Result<Vec<Listed>, 
     let mut listed = Vec::new();
     for pair in fields.chunks(2) {
         let (record, target) = (pair[0], pair[1]);
-        let mut parts = record.splitn(5, |b| *b == b' ');
-        let (Some(kind), Some(size), Some(mtime), Some(mode), Some(name)) = (
+        let mut parts = record.splitn(6, |b| *b == b' ');
+        let (Some(kind), Some(size), Some(_mtime), Some(_ctime), Some(mode), Some(name)) = (
+            parts.next(),
             parts.next(),
             parts.next(),
             parts.next(),
@@ -89,7 +92,6 @@ pub(crate) fn parse(out: &[u8], report: &mut SyncReport) -> Result<Vec<Listed>, 
         };
         let mut stat = Vec::with_capacity(record.len() - name.len());
         stat.extend_from_slice(&record[..record.len() - name.len()]);
-        let _ = mtime;
         listed.push(Listed {
             rel,
             kind: *kind,

@@ -370,7 +370,7 @@ fn a_workdir_replaced_by_a_link_deletes_nothing() {
 #[test]
 fn a_listing_is_parsed_strictly() {
     let mut report = SyncReport::default();
-    let out = b"f 6 1700000000.5 644 a b.txt\0\0d 4096 1.0 755 dir\0\0l 4 1.0 777 lnk\0/etc\0f 1 1.0 755 ../evil\0\0";
+    let out = b"f 6 1700000000.5 1700000000.5 644 a b.txt\0\0d 4096 1.0 1.0 755 dir\0\0l 4 1.0 1.0 777 lnk\0/etc\0f 1 1.0 1.0 755 ../evil\0\0";
     let listed = super::listing::parse(out, &mut report).unwrap();
     let names: Vec<&[u8]> = listed.iter().map(|l| l.rel.as_slice()).collect();
     assert_eq!(names, [&b"a b.txt"[..], b"dir", b"lnk"]);
@@ -378,10 +378,10 @@ fn a_listing_is_parsed_strictly() {
     assert_eq!((listed[0].size, listed[0].exec), (6, false));
     assert_eq!(notes(&report), ["../evil"]);
     for bad in [
-        &b"f x 1.0 644 a\0\0"[..],
-        b"f 1 1.0 644\0\0",
-        b"f 1 1.0 9z9 a\0\0",
-        b"f 1 1.0 644 a\0",
+        &b"f x 1.0 1.0 644 a\0\0"[..],
+        b"f 1 1.0 1.0 644\0\0",
+        b"f 1 1.0 1.0 9z9 a\0\0",
+        b"f 1 1.0 1.0 644 a\0",
     ] {
         assert!(
             super::listing::parse(bad, &mut report).is_err(),
