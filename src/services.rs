@@ -118,7 +118,11 @@ pub fn sandbox_summary(settings: &crate::settings::SandboxSettings) -> String {
                     c.engine
                         .as_deref()
                         .unwrap_or("(DOCKER_HOST, else the usual sockets)"),
-                    c.project.as_str(),
+                    match c.project {
+                        aibuddy_sandbox::ProjectMode::Bind => "bind",
+                        aibuddy_sandbox::ProjectMode::Sync =>
+                            "sync (copied in, the changes brought back but protected paths and links leading out)",
+                    },
                     c.workdir()
                 ),
                 Some(Err(e)) => format!("container: unavailable (sandbox.container: {e})"),

@@ -92,6 +92,7 @@ fuzz_target!(|data: &[u8]| {
         pgid: 1,
         network: None,
         protected: Default::default(),
+        sync: None,
     };
 
     let m = model_text(&outcome);

@@ -242,7 +242,7 @@ pub static FIELDS: &[FieldSpec] = &[
         "sandbox.container",
         "Container sandbox",
         R::WidensWhenDiffers,
-        "Which image commands run in with `sandbox.kind` \"container\", where the project is mounted inside, and (user level only) the engine commands are sent to.",
+        "Which image commands run in with `sandbox.kind` \"container\", where the project is inside, how it gets there (`project`: \"bind\" mounts it, for an engine on this machine; \"sync\" copies it in and brings the changes back, for any engine), and (user level only) the engine commands are sent to.",
     ),
     edited(
         "confirm.auto_approve_writes",

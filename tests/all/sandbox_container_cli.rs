@@ -128,3 +128,53 @@ fn a_missing_engine_leaves_the_tools_absent_and_names_it() {
     assert!(format!("{out}{err}").contains(engine), "{out}\n{err}");
     assert!(!out.contains("\"hi"), "{out}");
 }
+
+#[test]
+fn a_remote_engine_runs_with_the_project_synced_and_says_so() {
+    // Opening connects nowhere: the address needs no engine behind it.
+    let engine = "tcp://build.invalid:2375";
+    let p = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let settings = |project: &str| {
+        json!({"sandbox": {"kind": "container", "container": {"engine": engine,
+            "image": "localhost/img:1", "workdir": "/src", "project": project}}})
+        .to_string()
+    };
+    std::fs::write(d.path().join("settings.json"), settings("sync")).unwrap();
+    let (code, out, err) = aibuddy(p.path(), d.path(), &["tools", "list"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("sandbox: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with(&format!(
+            "sandbox: container: a container (created on first use) of image `localhost/img:1` \
+             on engine {engine}, project copied into the container at /src and its changes \
+             brought back after each command"
+        )) && line.ends_with("no network"),
+        "{line}"
+    );
+    let (_, json_out, _) = aibuddy(p.path(), d.path(), &["tools", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    let execute = rows.iter().find(|r| r["name"] == "execute").unwrap();
+    let conf = execute["confinement"].as_str().unwrap_or_default();
+    assert!(conf.starts_with("container+sync+nonet"), "{execute}");
+    let (code, out, err) = aibuddy(p.path(), d.path(), &["trust", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let summary = v["sandbox"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("project sync (copied in, the changes brought back")
+            && summary.contains(engine),
+        "{summary}"
+    );
+    // `bind` with that engine stays refused, and says what to use.
+    std::fs::write(d.path().join("settings.json"), settings("bind")).unwrap();
+    let (code, out, err) = aibuddy(p.path(), d.path(), &["tools", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("not on this machine") && out.contains("\"sync\""),
+        "{out}"
+    );
+}

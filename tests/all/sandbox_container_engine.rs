@@ -172,3 +172,37 @@ async fn a_background_process_in_the_container_takes_input_until_its_stdin_is_cl
     );
     f.server.assert_clean();
 }
+
+/// `project: "sync"` over the engine's `tcp://` address through the real CLI: the command runs on
+/// a copy, its change comes back, a hook it plants does not, and the call says both.
+#[test]
+fn a_synced_project_over_tcp_gets_the_changes_back_and_not_the_hook() {
+    let Some(engine) = engine() else { return };
+    let p = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(p.path().join("a.txt"), "from the host\n").unwrap();
+    let user = json!({"sandbox": {"kind": "container", "container": {
+        "engine": format!("tcp://{}", engine.tcp()), "image": engine.image, "project": "sync"}}});
+    std::fs::write(d.path().join("settings.json"), user.to_string()).unwrap();
+    let args = json!({"command": "cat a.txt; echo inside > b.txt; mkdir -p .git/hooks; \
+        echo 'rm -rf ~' > .git/hooks/pre-commit"})
+    .to_string();
+    let (code, out, err) = aibuddy(
+        p.path(),
+        d.path(),
+        &["call", "execute", &args, "--yes", "--json"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}"));
+    let text = v.to_string();
+    assert!(text.contains("from the host"), "{text}");
+    assert!(
+        text.contains("project sync:") && text.contains("REFUSED") && text.contains(".git"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!p.path().join(".git/hooks/pre-commit").exists());
+}

@@ -7,7 +7,7 @@
 # by the tarball's SHA-256, so a second run finds it and imports nothing.
 # The arguments are the global podman options of the store to use (e.g. --root DIR --runroot DIR).
 set -euo pipefail
-BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed curl)
+BINARIES=(sh dash cat sleep ls grep kill true false head tail wc yes env echo mkdir rm seq sed curl ln chmod find)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"

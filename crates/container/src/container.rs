@@ -30,6 +30,10 @@ pub(crate) async fn create_container(
     read_only: bool,
     protected: &[(String, Placeholder)],
 ) -> Result<Created, SandboxError> {
+    // `project: "sync"`: nothing of this machine is bound (`sync_container.rs`).
+    if inner.opts.project == crate::settings::ProjectMode::Sync {
+        return crate::sync_container::create(inner, read_only).await;
+    }
     let o = &inner.opts;
     let root_path = inner.files.root();
     let root = root_path.to_string_lossy().into_owned();

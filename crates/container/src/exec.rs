@@ -377,11 +377,13 @@ fn outcome(
             image: sb.inner.opts.image.clone(),
             container: container.chars().take(12).collect(),
             network_isolated: !network.mode.starts_with("proxy"),
+            synced: sb.synced(),
         },
         env_dropped: Vec::new(),
         pgid: 0,
         network: Some(network),
         protected: Default::default(),
+        sync: None,
     }
 }
 

@@ -36,6 +36,14 @@ impl Sandbox for ContainerSandbox {
             Some(id) => format!("container {}", &id[..id.len().min(12)]),
             None => "a container (created on first use)".to_string(),
         };
+        if self.synced() {
+            return format!(
+                "container: {which} of image `{}` on engine {}, {}",
+                o.image,
+                o.endpoint.shown(),
+                crate::sync::location_phrase(&o.workdir)
+            );
+        }
         format!(
             "container: {which} of image `{}` on engine {}, project bound at {}, no network of its own (egress only through the allow-list proxy)",
             o.image,
@@ -52,8 +60,10 @@ impl Sandbox for ContainerSandbox {
                 .container_id()
                 .map(|id| id.chars().take(12).collect())
                 .unwrap_or_default(),
-            // Support, not a run: a command with the network on gets the proxy.
-            network_isolated: false,
+            // Support, not a run: a command with the network on gets the proxy (not in sync
+            // mode: nothing of this machine reaches the container).
+            network_isolated: self.synced(),
+            synced: self.synced(),
         })
     }
 
@@ -127,6 +137,9 @@ impl Sandbox for ContainerSandbox {
         cancel: CancellationToken,
         sink: Arc<dyn ExecSink>,
     ) -> Result<ExecOutcome, SandboxError> {
+        if self.synced() {
+            return crate::sync::exec(self, req, cancel, sink).await;
+        }
         crate::exec::run(self, req, cancel, sink).await
     }
 }

@@ -26,6 +26,8 @@ pub struct ContainerOptions {
     /// (`aibuddy_exec::init_program`: `aibuddy-exec-init` or the app's own binary; it must run
     /// in the image). `None`: commands have no network at all.
     pub bridge_program: Option<PathBuf>,
+    /// The bounds of `project: "sync"` (`sync/`).
+    pub sync: crate::sync_state::SyncLimits,
 }
 
 impl ContainerOptions {
@@ -55,6 +57,7 @@ impl ContainerOptions {
             project: s.project,
             engine_timeout: DEFAULT_ENGINE_TIMEOUT,
             bridge_program: aibuddy_sandbox::aibuddy_exec::init_program(None).ok(),
+            sync: crate::sync_state::SyncLimits::default(),
         })
     }
 }

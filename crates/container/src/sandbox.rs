@@ -17,6 +17,9 @@
 //! `container.rs` (creating and starting a container), `removal.rs` (`close()` and removal on
 //! drop), `operations.rs` (the `Sandbox` trait: file operations on the mount, `exec` forwarded to
 //! `exec.rs`).
+//!
+//! With `project: "sync"` (any engine, `tcp://` included) nothing of this machine is bound: the
+//! project is copied in and the container's changes brought back around each command (`sync/`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,20 +47,13 @@ pub struct ContainerSandbox {
 impl ContainerSandbox {
     /// Open the sandbox (no engine request yet: the container is created on first use).
     pub fn open(settings: &SandboxSettings, opts: ContainerOptions) -> Result<Self, SandboxError> {
-        if opts.project == ProjectMode::Sync {
-            return Err(SandboxError::Unavailable {
-                kind: SandboxKind::Container,
-                reason: "`project: \"sync\"` (copying the project into a volume and bringing the \
-                         changes back) is not built yet; use `\"bind\"` with an engine on this machine"
-                    .into(),
-            });
-        }
-        if !opts.endpoint.is_local() {
+        // `sync` copies the project in (any engine); `bind` mounts it (this machine's only).
+        if opts.project == ProjectMode::Bind && !opts.endpoint.is_local() {
             return Err(SandboxError::Unavailable {
                 kind: SandboxKind::Container,
                 reason: format!(
                     "`project: \"bind\"` mounts this machine's project folder, but the engine {} is \
-                     not on this machine (`\"sync\"` is not built yet)",
+                     not on this machine: use `\"project\": \"sync\"` (copied in, changes brought back)",
                     opts.endpoint.shown()
                 ),
             });
@@ -76,7 +72,9 @@ impl ContainerSandbox {
             .prefix(NET_DIR_PREFIX)
             .tempdir_in("/tmp")
             .inspect_err(|e| tracing::warn!(error = %e, "no proxy folder: container commands get no network"))
-            .ok();
+            .ok()
+            // `sync` binds nothing of this machine: no proxy folder.
+            .filter(|_| opts.project == ProjectMode::Bind);
         Ok(ContainerSandbox {
             inner: Arc::new(Inner {
                 docker,
@@ -86,8 +84,14 @@ impl ContainerSandbox {
                 read_only: OnceCell::new(),
                 net_dir,
                 closed: std::sync::atomic::AtomicBool::new(false),
+                sync: Default::default(),
             }),
         })
+    }
+
+    /// Whether the project is copied in and its changes brought back (`project: "sync"`).
+    pub fn synced(&self) -> bool {
+        self.inner.opts.project == ProjectMode::Sync
     }
 
     /// The container's id, once one was created.

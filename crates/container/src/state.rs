@@ -56,4 +56,6 @@ pub(crate) struct Inner {
     pub net_dir: Option<tempfile::TempDir>,
     /// Set by [`ContainerSandbox::close`]: the containers are gone and none is made again.
     pub closed: std::sync::atomic::AtomicBool,
+    /// `project: "sync"`: what each container holds (`sync/`).
+    pub sync: crate::sync_state::SyncState,
 }

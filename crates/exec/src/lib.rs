@@ -53,6 +53,7 @@ mod server;
 mod sink;
 mod supervisor;
 mod support;
+mod sync_report;
 mod syscall_filter;
 pub mod tmpdir;
 
@@ -84,6 +85,7 @@ pub use request::{
 pub use server::{ConfinedServer, shell_line, spawn_server};
 pub use sink::{ExecSink, NullSink, Stream};
 pub use support::{confinement_for, confinement_support, prewarm_probes};
+pub use sync_report::{SYNC_NOTES_CAP, SyncNote, SyncReport};
 
 use std::sync::Arc;
 

@@ -59,11 +59,15 @@ pub enum Confinement {
     /// inside `container` (from `image`) on `engine`, not on this machine. The container never
     /// has a network of its own (`NetworkMode: none`); `network_isolated`: for a run, the command
     /// had no network at all (no allow-list proxy bridged in); for support, always `false`.
+    /// `synced`: the project was copied into the container and its changes brought back
+    /// (`project: "sync"`) instead of the folder being bound.
     Container {
         engine: String,
         image: String,
         container: String,
         network_isolated: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        synced: bool,
     },
 }
 
@@ -101,13 +105,13 @@ impl Confinement {
                 }
             }
             Confinement::Container {
-                network_isolated, ..
+                network_isolated,
+                synced,
+                ..
             } => {
-                if *network_isolated {
-                    "container+nonet".into()
-                } else {
-                    "container".into()
-                }
+                let sync = if *synced { "+sync" } else { "" };
+                let net = if *network_isolated { "+nonet" } else { "" };
+                format!("container{sync}{net}")
             }
         }
     }
@@ -179,6 +183,10 @@ pub struct ExecOutcome {
     /// after it ended (see `protect`).
     #[serde(default)]
     pub protected: crate::protect::ProtectedReport,
+    /// A container sandbox with `project: "sync"`: what was copied in before the command and
+    /// brought back after it (absent for every other run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::SyncReport>,
 }
 
 impl ExecOutcome {

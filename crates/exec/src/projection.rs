@@ -475,6 +475,7 @@ mod tests {
             pgid: 1,
             network: None,
             protected: Default::default(),
+            sync: None,
         }
     }
 

@@ -358,6 +358,7 @@ pub(crate) async fn run(
         pgid,
         network: Some(net.finish()),
         protected,
+        sync: None,
     })
 }
 

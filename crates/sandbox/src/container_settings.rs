@@ -16,8 +16,8 @@ pub enum ProjectMode {
     /// The project folder is bind-mounted at `workdir` (a local engine: same machine).
     #[default]
     Bind,
-    /// Copied into a volume and the changes brought back (a remote engine). Not built yet:
-    /// opening it is an explicit `Unavailable`.
+    /// Copied into the container and its changes brought back after each command (any engine,
+    /// a remote one included; `aibuddy-container`'s `sync`).
     Sync,
 }
 

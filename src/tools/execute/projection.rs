@@ -68,6 +68,8 @@ pub fn raw_value(
         "removed_protected": outcome.protected.removed,
         "restored_protected": outcome.protected.restored,
         "unguarded_protected": outcome.protected.unguarded,
+        // A container with `project: "sync"`: what was copied in and brought back, and refused.
+        "sync": outcome.sync,
         "model": model_text,
     })
 }
@@ -105,7 +107,7 @@ pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
         aibuddy_sandbox::aibuddy_exec::Confinement::Container {
             image, container, ..
         } => Some(format!(
-            "\nsandbox: ran in container {} (image `{}`), {}",
+            "\nsandbox: ran in container {} (image `{}`), {}{}",
             safe(container),
             safe(image),
             if outcome
@@ -116,7 +118,13 @@ pub fn sandbox_line(outcome: &ExecOutcome) -> Option<String> {
                 "network only through the allow-list proxy"
             } else {
                 "without network"
-            }
+            },
+            // Names come from the container: escaped as one line.
+            outcome
+                .sync
+                .as_ref()
+                .map(|r| format!("\n{}", safe(&r.summary())))
+                .unwrap_or_default()
         )),
         _ => None,
     }
@@ -160,8 +168,13 @@ fn sandbox_of_detail(c: &Value) -> Option<String> {
         "" => "a container".to_string(),
         id => format!("container {}", safe(id)),
     };
+    let synced = if c.get("synced").and_then(Value::as_bool) == Some(true) {
+        ", project synced (copied in, changes brought back)"
+    } else {
+        ""
+    };
     Some(format!(
-        "{which} (image `{}`) on {}",
+        "{which} (image `{}`) on {}{synced}",
         safe(text("image")),
         safe(text("engine"))
     ))
@@ -269,6 +282,7 @@ pub fn client_projection(raw: &Value) -> Value {
         "removed_protected": field("removed_protected"),
         "restored_protected": field("restored_protected"),
         "unguarded_protected": field("unguarded_protected"),
+        "sync": field("sync"),
     })
 }
 

@@ -25,6 +25,14 @@ pub fn protected_line(req: &ExecRequest, support: &Confinement) -> String {
         return "protected paths: none (all removed by `exec.unprotected_paths`)".to_string();
     }
     let names = names.join(", ");
+    if matches!(support, Confinement::Container { synced: true, .. }) {
+        return format!(
+            "protected paths (copied into the container, but never brought back: a change, \
+             creation or deletion of one there, a new git directory, git config, hooks or info \
+             of any git directory, and a symlink leading out of the project or to one are refused \
+             and listed on the call): {names}"
+        );
+    }
     if matches!(support, Confinement::Container { .. }) {
         return format!(
             "protected paths (read-only in the container, cannot be created; in the project and \
@@ -133,6 +141,33 @@ pub fn expected_confinement(req: &ExecRequest, support: &Confinement) -> String 
             engine,
             image,
             container,
+            synced: true,
+            ..
+        } => {
+            let which = if container.is_empty() {
+                "a container (created on first use)".to_string()
+            } else {
+                format!("container {container}")
+            };
+            format!(
+                "confinement: {which} of image `{image}` on the engine {engine}: its own \
+                 namespaces; nothing of this machine is bound into it: the project is copied in \
+                 (sync) before the command and the command's changes are brought back after it \
+                 ({}), except protected paths, new git directories, symlinks leading out and \
+                 files over the size bounds (listed on the call); this machine's writable roots \
+                 and private $TMPDIR do not apply; network off (the allow-list proxy cannot be \
+                 bridged into a synced container)",
+                if req.read_only {
+                    "read-only: nothing is brought back"
+                } else {
+                    "read-write"
+                }
+            )
+        }
+        Confinement::Container {
+            engine,
+            image,
+            container,
             ..
         } => {
             let which = if container.is_empty() {
@@ -231,6 +266,7 @@ mod tests {
             image: "debian:12".into(),
             container: String::new(),
             network_isolated: true,
+            synced: false,
         };
         let scope = scope_lines(&req, &["GITHUB_TOKEN".into()], &c);
         assert!(
@@ -263,6 +299,31 @@ mod tests {
             crate::tools::execute::launch_of(&c),
             crate::approvals::Launch::Full
         );
+    }
+
+    #[test]
+    fn a_synced_container_scope_says_the_project_is_copied_and_what_is_not_brought_back() {
+        let mut req = ExecRequest::new("make", "/proj");
+        req.network_allowed = true;
+        let c = Confinement::Container {
+            engine: "tcp://build:2375".into(),
+            image: "debian:12".into(),
+            container: String::new(),
+            network_isolated: true,
+            synced: true,
+        };
+        assert_eq!(c.label(), "container+sync+nonet");
+        let scope = scope_lines(&req, &[], &c);
+        assert!(
+            scope[1].contains("the project is copied in (sync)")
+                && scope[1].contains("network off")
+                && !scope[1].contains("bound at"),
+            "{}",
+            scope[1]
+        );
+        assert!(scope[2].contains("never brought back"), "{}", scope[2]);
+        req.read_only = true;
+        assert!(scope_lines(&req, &[], &c)[1].contains("nothing is brought back"));
     }
 
     #[test]

@@ -709,6 +709,7 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         pgid: 1,
         network: None,
         protected: Default::default(),
+        sync: None,
     };
     assert_eq!(network_lines(&outcome), None);
     assert_eq!(super::sandbox_line(&outcome), None);
@@ -718,10 +719,44 @@ fn refused_hosts_are_named_for_the_model_with_how_to_allow_them() {
         image: "debian:12".into(),
         container: "0123456789ab".into(),
         network_isolated: true,
+        synced: false,
     };
     assert_eq!(
         super::sandbox_line(&in_container).as_deref(),
         Some("\nsandbox: ran in container 0123456789ab (image `debian:12`), without network")
+    );
+    // A synced project: what came back and what was refused, names escaped.
+    let mut synced = in_container.clone();
+    let mut report = aibuddy_sandbox::aibuddy_exec::SyncReport {
+        brought_back: 2,
+        ..Default::default()
+    };
+    report.refuse(
+        ".git/hooks/pre-commit\u{1b}[2J",
+        "git config, hooks or info",
+    );
+    synced.sync = Some(report);
+    let line = super::sandbox_line(&synced).unwrap();
+    assert!(
+        line.contains("2 brought back") && line.contains("REFUSED 1: .git/hooks/pre-commit"),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}'), "{line}");
+    // The call's one-line place names the sync too (from the stored confinement).
+    let client = serde_json::json!({ "confinement_detail": synced.confinement });
+    assert_eq!(
+        super::sandbox_of(&client).as_deref(),
+        Some("container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock")
+    );
+    let mut c = synced.confinement.clone();
+    if let Confinement::Container { synced, .. } = &mut c {
+        *synced = true;
+    }
+    let client = serde_json::json!({ "confinement_detail": c });
+    assert!(
+        super::sandbox_of(&client)
+            .is_some_and(|l| l.ends_with("project synced (copied in, changes brought back)")),
+        "{client}"
     );
     in_container.network = Some(NetReport {
         mode: "proxy: container without a network".into(),

@@ -61,7 +61,7 @@ export const SETTINGS_FIELDS: readonly FieldSpec[] = [
     "editable": false,
     "label": "Container sandbox",
     "may_hold_secrets": false,
-    "meaning": "Which image commands run in with `sandbox.kind` \"container\", where the project is mounted inside, and (user level only) the engine commands are sent to.",
+    "meaning": "Which image commands run in with `sandbox.kind` \"container\", where the project is inside, how it gets there (`project`: \"bind\" mounts it, for an engine on this machine; \"sync\" copies it in and brings the changes back, for any engine), and (user level only) the engine commands are sent to.",
     "page": null,
     "path": "sandbox.container",
     "rule": "widens_when_differs",

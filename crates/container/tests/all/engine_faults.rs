@@ -18,15 +18,15 @@ use crate::support::project;
 
 /// A Unix socket that forwards to the engine until told to hang (stop answering, keep every
 /// connection open) or to vanish (close every connection and refuse new ones).
-struct Proxy {
-    path: PathBuf,
-    hang: CancellationToken,
-    vanish: CancellationToken,
+pub struct Proxy {
+    pub path: PathBuf,
+    pub hang: CancellationToken,
+    pub vanish: CancellationToken,
     _dir: tempfile::TempDir,
 }
 
 impl Proxy {
-    async fn start(upstream: &Path) -> Proxy {
+    pub async fn start(upstream: &Path) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&path).unwrap();

@@ -5,8 +5,9 @@
 mod registry;
 mod support;
 
-mod engine_faults;
+pub mod engine_faults;
 mod exec;
 mod files;
 mod network;
 mod sink;
+mod sync;

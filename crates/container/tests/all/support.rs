@@ -205,6 +205,7 @@ impl Engine {
             bridge_program: option_env!("CARGO_BIN_EXE_aibuddy-container-bridge")
                 .map(PathBuf::from)
                 .or_else(|| aibuddy_sandbox::aibuddy_exec::init_program(None).ok()),
+            sync: Default::default(),
         }
     }
 
@@ -248,4 +249,77 @@ macro_rules! engine_or_skip {
             None => return,
         }
     };
+}
+
+impl Engine {
+    /// The same engine also served on `tcp://127.0.0.1:PORT` (a second `podman system service`
+    /// on the test store, for as long as this test process lives); its address.
+    pub fn tcp(&self) -> &'static str {
+        static TCP: OnceLock<String> = OnceLock::new();
+        TCP.get_or_init(|| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let addr = format!("127.0.0.1:{port}");
+            let mut service = self.podman();
+            service
+                .args(["system", "service", "--time=0", &format!("tcp://{addr}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: prctl only, async-signal-safe, between fork and exec.
+            unsafe {
+                service.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let child = service.spawn();
+                let _ = tx.send(child.map(|c| c.id()).map_err(|e| e.to_string()));
+                loop {
+                    std::thread::park();
+                }
+            });
+            rx.recv()
+                .expect("service thread")
+                .expect("podman system service (tcp) starts");
+            let t = Instant::now();
+            while std::net::TcpStream::connect(&addr).is_err() {
+                assert!(
+                    t.elapsed() < Duration::from_secs(30),
+                    "podman system service did not listen on {addr}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            addr
+        })
+    }
+
+    /// A `project: "sync"` sandbox for `root` on the engine's TCP endpoint.
+    pub fn sync_sandbox(
+        &self,
+        root: &Path,
+        sync: aibuddy_container::SyncLimits,
+    ) -> ContainerSandbox {
+        let endpoint = Endpoint::Tcp(self.tcp().to_string());
+        self.sync_sandbox_at(root, endpoint, Duration::from_secs(30), sync)
+    }
+
+    /// A `project: "sync"` sandbox for `root` on `endpoint`.
+    pub fn sync_sandbox_at(
+        &self,
+        root: &Path,
+        endpoint: Endpoint,
+        engine_timeout: Duration,
+        sync: aibuddy_container::SyncLimits,
+    ) -> ContainerSandbox {
+        let mut opts = self.options_on(&self.socket, engine_timeout);
+        opts.endpoint = endpoint;
+        opts.project = ProjectMode::Sync;
+        opts.sync = sync;
+        ContainerSandbox::open(&SandboxSettings::new(root), opts)
+            .expect("open the sync container sandbox")
+    }
 }

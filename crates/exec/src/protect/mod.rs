@@ -390,6 +390,32 @@ impl Drop for Guard {
     }
 }
 
+// ------------------------------------------------------------------ a copy's changes brought back
+
+/// The protected paths of a request as they are on disk now, holding nothing (no placeholder,
+/// no snapshot): for a copy of the project elsewhere whose changes are brought back
+/// (`aibuddy-container`'s `project: "sync"`), which refuses every change at, beneath or above
+/// one of `paths` and every git directory that is not one of `git_dirs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtectedNow {
+    /// Every protected path (present or absent; parents resolved), inside the roots.
+    pub paths: Vec<PathBuf>,
+    /// The git directories found (the roots' own and nested repositories').
+    pub git_dirs: Vec<PathBuf>,
+    /// Whether the search for nested repositories stopped at its cap.
+    pub nested_capped: bool,
+}
+
+/// Finds the protected paths of `list` in `roots` (resolved, existing) without holding them.
+pub fn protected_now(roots: &[PathBuf], list: &[(String, Placeholder)]) -> ProtectedNow {
+    let found = find(roots, list);
+    ProtectedNow {
+        paths: found.paths.into_iter().map(|f| f.path).collect(),
+        git_dirs: found.git_dirs,
+        nested_capped: found.nested_capped,
+    }
+}
+
 // ------------------------------------------------------------------ a container's whole life
 
 /// The protected paths of a container sandbox (`aibuddy-container`) for as long as its

@@ -38,6 +38,7 @@ fn outcome(data: &[u8], head: usize, tail: usize) -> ExecOutcome {
         pgid: 1,
         network: None,
         protected: Default::default(),
+        sync: None,
     }
 }
 
