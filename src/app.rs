@@ -361,7 +361,7 @@ impl App {
     /// activated).
     pub fn run_toolset(&self, run_id: &str) -> ToolSet {
         let set = self.toolset(&self.capabilities.discovery.activated(run_id));
-        // A subagent run has at most its parent's tools (`agent::subagent::shapes`).
+        // A subagent run has at most its parent's tools (`discovery::child_shapes`).
         self.child_shapes.narrow(run_id, set)
     }
 

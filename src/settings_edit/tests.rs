@@ -1,4 +1,4 @@
-//! Unit tests of [`crate::settings::edit`] on real files in temporary directories, read back
+//! Unit tests of [`crate::settings_edit`] on real files in temporary directories, read back
 //! through the loaders the CLI uses (`crate::trust::load_project`).
 
 use super::*;
