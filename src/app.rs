@@ -18,15 +18,7 @@ use crate::settings::{self, LoadedSettings, SettingsProblem};
 use crate::tools;
 use crate::trust::{self, NOT_TRUSTED, TrustError, TrustStatus};
 
-/// The data directory the hosts read (the CLI's `--data-dir` default); the library never reads it.
-pub const DATA_DIR_ENV: &str = "AIBUDDY_DATA_DIR";
-
-/// The OS app-data directory (`~/.local/share/aibuddy` on Linux).
-pub fn default_data_dir() -> PathBuf {
-    dirs::data_dir()
-        .unwrap_or_else(|| std::env::temp_dir().join("aibuddy-data"))
-        .join("aibuddy")
-}
+pub use crate::data_dir::{DATA_DIR_ENV, default_data_dir};
 
 #[derive(Debug, Clone)]
 pub struct AppOptions {
@@ -89,9 +81,9 @@ pub struct App {
     pub checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
     /// The running calls of this project's runs, each stoppable alone by its id (a window's
     /// card Stop).
-    pub call_stops: Arc<crate::agent::call_stops::CallStops>,
+    pub call_stops: Arc<crate::pipeline::call_stops::CallStops>,
     /// The tool sets and system text of the subagent runs running now, by run id.
-    pub child_shapes: Arc<crate::agent::subagent::shapes::ChildShapes>,
+    pub child_shapes: Arc<crate::discovery::child_shapes::ChildShapes>,
 }
 
 fn resolve_project(path: &Path) -> Result<PathBuf, AppError> {
@@ -369,7 +361,7 @@ impl App {
     /// activated).
     pub fn run_toolset(&self, run_id: &str) -> ToolSet {
         let set = self.toolset(&self.capabilities.discovery.activated(run_id));
-        // A subagent run has at most its parent's tools (`agent::subagent::shapes`).
+        // A subagent run has at most its parent's tools (`discovery::child_shapes`).
         self.child_shapes.narrow(run_id, set)
     }
 

@@ -26,7 +26,7 @@ use ts_rs::TS;
 
 use aibuddy_common::term::{self, DisplaySegment};
 
-use crate::registry::Risk;
+use crate::contract::Risk;
 
 pub mod network;
 pub use network::{NetworkAnswer, NetworkAsk, NetworkAskDisplay};

@@ -95,6 +95,15 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event hosts emit after the project's trust changed (grant, revoke, a file changed).
+    pub fn trust_changed(status: &crate::trust::TrustStatus) -> Self {
+        Event::TrustChanged {
+            project: status.project.clone(),
+            state: status.state,
+            digest: status.digest.clone(),
+        }
+    }
+
     /// The call the event belongs to (None for project-level events such as `TrustChanged`).
     pub fn call_id(&self) -> Option<&str> {
         Some(match self {

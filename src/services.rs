@@ -23,7 +23,7 @@ pub struct Services {
     pub session_rules: SessionRules,
     /// The background processes of the project's runs (`execute` with `"background": true`);
     /// shared by every runner of the project.
-    pub processes: crate::tools::process::Processes,
+    pub processes: crate::processes::Processes,
 }
 
 impl Services {

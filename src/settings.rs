@@ -41,7 +41,6 @@
 mod agents;
 mod approvals;
 mod authority;
-pub mod edit;
 pub mod fields;
 mod hooks;
 mod layer;
@@ -50,6 +49,7 @@ mod parse;
 mod roots;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -69,6 +69,7 @@ pub use hooks::{
 };
 pub use layer::{DATA_DIR_ROOT, LayerContext, SettingsText, USER_FILE_EXPOSED, layer};
 pub use network::NetworkSetting;
+pub(crate) use parse::clean;
 pub use roots::{
     RootRefusal, RootsScope, normalize_lexically, real_path, resolve_root, resolve_roots,
 };
@@ -245,15 +246,22 @@ pub struct AgentSettings {
 /// Largest value of the `agent.*_timeout_secs` settings (24 h); the smallest is 1 s.
 pub const MAX_AGENT_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
+/// Default idle timeout of one streamed step.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default bound on a stream that sends only keep-alives (ten idle timeouts).
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(900);
+/// Default bound on the wall-clock time of one step's model response (all its attempts).
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
 impl Default for AgentSettings {
     fn default() -> Self {
         Self {
             compaction_threshold: 0.8,
             keep_recent_turns: 2,
             summary_model: None,
-            step_timeout_secs: crate::agent::DEFAULT_STEP_TIMEOUT.as_secs(),
-            keepalive_timeout_secs: crate::agent::DEFAULT_KEEPALIVE_TIMEOUT.as_secs(),
-            idle_timeout_secs: crate::agent::DEFAULT_IDLE_TIMEOUT.as_secs(),
+            step_timeout_secs: DEFAULT_STEP_TIMEOUT.as_secs(),
+            keepalive_timeout_secs: DEFAULT_KEEPALIVE_TIMEOUT.as_secs(),
+            idle_timeout_secs: DEFAULT_IDLE_TIMEOUT.as_secs(),
         }
     }
 }
@@ -463,12 +471,6 @@ pub fn read_user(data_dir: &Path) -> (Option<SettingsText>, Option<SettingsProbl
             }),
         ),
     }
-}
-
-/// Read and layer the user and project settings, gated by the project's trust (see
-/// `crate::trust::load_project`, which reads the project file once for the digest and for this).
-pub fn load(data_dir: &Path, project: &Path) -> LoadedSettings {
-    crate::trust::load_project(project, data_dir).settings
 }
 
 #[cfg(test)]

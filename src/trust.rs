@@ -33,7 +33,6 @@ pub use mcp::{McpPlan, NOT_TRUSTED, ServerGrant};
 pub use watch::watched_paths;
 
 use crate::contract::Stage;
-use crate::events::Event;
 use crate::settings::{
     self, LayerContext, LoadedSettings, SettingsProblem, SettingsText, WideningField,
 };
@@ -102,17 +101,6 @@ pub struct TrustStatus {
     pub problems: Vec<String>,
 }
 
-impl TrustStatus {
-    /// The event hosts emit after the state changed (grant, revoke, a file changed).
-    pub fn event(&self) -> Event {
-        Event::TrustChanged {
-            project: self.project.clone(),
-            state: self.state,
-            digest: self.digest.clone(),
-        }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
     #[error("Authorization: project folder `{path}` cannot be opened: {reason}")]
@@ -154,6 +142,12 @@ pub struct ProjectConfig {
     pub mcp: McpPlan,
     /// Why the trust records could not be read (the project then counts as untrusted).
     pub records_problem: Option<String>,
+}
+
+/// Read and layer the user and project settings, gated by the project's trust (the settings of
+/// [`load_project`]). Trust sits above `settings`, so this lives here, not in `settings`.
+pub fn load_settings(data_dir: &Path, project: &Path) -> LoadedSettings {
+    load_project(project, data_dir).settings
 }
 
 /// Read the project's trust-relevant files once, evaluate trust, and load settings and MCP

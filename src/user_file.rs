@@ -7,6 +7,17 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+/// The key of `project` in the records: its path when it is valid UTF-8, otherwise its exact bytes
+/// in hex behind a NUL (which no path contains). A lossy conversion would give two different
+/// folders (`a\xff`, `a\xfe`) the same key, and so one's trust to the other.
+pub fn record_key(project: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match project.to_str() {
+        Some(s) => s.to_string(),
+        None => format!("\0bytes:{}", hex::encode(project.as_os_str().as_bytes())),
+    }
+}
+
 /// Writes `bytes` to `path` through a private temporary file beside it, renamed over it.
 pub(crate) fn write_private_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path

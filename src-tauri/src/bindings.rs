@@ -7,7 +7,10 @@
 
 use std::path::Path;
 
-use ts_rs::{Config, ExportError, TS};
+use ts_rs::{ExportError, TS};
+
+// The ts-rs settings: the command table's types are named with them too, so they live there.
+pub use crate::command_spec::config;
 
 /// Writes the bindings of every IPC type (and everything they reference) into `dir`.
 pub fn export_all(dir: &Path) -> Result<(), ExportError> {
@@ -29,7 +32,7 @@ pub fn export_all(dir: &Path) -> Result<(), ExportError> {
     crate::settings_pages::SettingsPages::export_all(&cfg)?;
     crate::settings_pages::SettingsWrite::export_all(&cfg)?;
     aibuddy::host::provider_keys::KeyState::export_all(&cfg)?;
-    aibuddy::settings::edit::Level::export_all(&cfg)?;
+    aibuddy::settings_edit::Level::export_all(&cfg)?;
     crate::catalog::CatalogServer::export_all(&cfg)?;
     crate::catalog::CatalogSkills::export_all(&cfg)?;
     crate::history_browser::HistoryPageQuery::export_all(&cfg)?;
@@ -95,10 +98,4 @@ pub fn settings_fields_module() -> Result<String, ExportError> {
         json(&fields)?,
         json(&serde_json::Value::Object(rules))?,
     ))
-}
-
-/// Fixed settings (not read from the environment), so the output never depends on who runs it.
-/// 64-bit integers are plain `number`s: serde_json sends them as JSON numbers.
-pub fn config(dir: &Path) -> Config {
-    Config::new().with_out_dir(dir).with_large_int("number")
 }

@@ -49,6 +49,12 @@ impl ArgSpec {
     }
 }
 
+/// Fixed settings (not read from the environment), so the output never depends on who runs it.
+/// 64-bit integers are plain `number`s: serde_json sends them as JSON numbers.
+pub fn config(dir: &Path) -> Config {
+    Config::new().with_out_dir(dir).with_large_int("number")
+}
+
 /// A Rust type as written in the table and as TypeScript sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TsType {
@@ -62,7 +68,7 @@ pub struct TsType {
 
 impl TsType {
     pub fn of<T: TS + 'static + ?Sized>(rust: &'static str) -> Self {
-        let cfg = crate::bindings::config(Path::new("."));
+        let cfg = config(Path::new("."));
         let mut imports = BTreeMap::new();
         let mut visit = Imports(&cfg, &mut imports);
         visit.visit::<T>();

@@ -16,7 +16,7 @@ use aibuddy::discovery::ToolListing;
 use aibuddy::events::Event;
 use aibuddy::host::provider_keys::KeyState;
 use aibuddy::human::HumanAnswer;
-use aibuddy::settings::edit::Level;
+use aibuddy::settings_edit::Level;
 use serde_json::Value;
 
 use crate::approvals_view::{ApprovalsView, ConfirmOffer};

@@ -3,9 +3,10 @@
 //! recent list (`open_recent` opens only paths that are in it); trust takes back the digest the
 //! dialog showed; the picker names entries of the person's settings.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use tauri::{AppHandle, Runtime, State};
+use aibuddy::trust::TrustStatus;
+use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
 use crate::error::{CommandError, ErrorCode};
@@ -13,7 +14,7 @@ use crate::projects::{self, refuse_if_busy};
 use crate::providers_view::{self, ProviderList};
 use crate::recent::{self, RecentProject};
 use crate::state::{ProjectInfo, ShellState};
-use crate::trust_view::{TrustPrompt, prompt, trust_error};
+use crate::trust_view::{TRUST_EVENT, TrustPrompt, prompt, trust_error};
 
 /// Opens the native folder dialog and switches to the folder chosen. None when the person cancels.
 /// Refused (`busy`) before the dialog opens while a run or call is in progress.
@@ -108,13 +109,41 @@ pub async fn trust_status<R: Runtime>(
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if watch.is_none() {
-            match crate::trust_watch::start(app, &project.app.trust) {
+            let evaluate: crate::trust_watch::Evaluate =
+                Box::new(move |root: &Path, last: &mut String| evaluate_trust(&app, root, last));
+            match crate::trust_watch::start(&project.app.trust, evaluate) {
                 Ok(w) => *watch = Some(w),
                 Err(e) => tracing::warn!("cannot watch the project's trust files: {e}"),
             }
         }
     }
     Ok(current_prompt(&state, &project))
+}
+
+/// Recomputes the trust status of `root` (if it is still the open project) and tells the window
+/// when its digest differs from `last` (then updated). `None` when `root` is no longer open.
+fn evaluate_trust<R: Runtime>(
+    handle: &AppHandle<R>,
+    root: &Path,
+    last: &mut String,
+) -> Option<TrustStatus> {
+    let state = handle.try_state::<ShellState>()?;
+    let project = state.current()?;
+    if Path::new(&project.app.trust.project) != root {
+        return None;
+    }
+    let status = project.app.trust_status();
+    if status.digest != *last {
+        let declined =
+            projects::recent_entry(&state, &project.info.root).and_then(|e| e.declined_digest);
+        last.clone_from(&status.digest);
+        let view = prompt(status.clone(), declined.as_deref(), project.app.trust.state);
+        tracing::info!(project = %project.info.root, ask = view.ask, "trust-relevant files changed");
+        if let Err(error) = handle.emit(TRUST_EVENT, &view) {
+            tracing::debug!(%error, "could not tell the window the trust status changed");
+        }
+    }
+    Some(status)
 }
 
 fn current_prompt(state: &ShellState, project: &crate::state::Project) -> TrustPrompt {

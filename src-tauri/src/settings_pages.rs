@@ -1,6 +1,6 @@
 //! The settings pages: what the window shows of the settings files the CLI reads (both levels, as
 //! written, with the problems `aibuddy tools check` prints), and the writes it may make through the
-//! core (`aibuddy::settings::edit`: one key at a time, the rest of the file kept, atomic, trust
+//! core (`aibuddy::settings_edit`: one key at a time, the rest of the file kept, atomic, trust
 //! kept only when nothing else changed). Provider keys go to the OS keyring and never come back:
 //! only whether one is set.
 //!
@@ -14,8 +14,9 @@
 use std::path::Path;
 
 use aibuddy::host::provider_keys::{self, KeyState, key_state};
-use aibuddy::settings::edit::{self, ConfigFile, EditError, Level, Written};
-use aibuddy::settings::{SettingsProblem, edit::mcp_problem};
+use aibuddy::settings::SettingsProblem;
+use aibuddy::settings_edit::mcp_problem;
+use aibuddy::settings_edit::{self as edit, ConfigFile, EditError, Level, Written};
 use aibuddy::trust::{FileContent, TrustState};
 use aibuddy_common::located;
 use serde::Serialize;

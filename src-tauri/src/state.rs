@@ -14,9 +14,9 @@ use aibuddy::settings::SettingsProblem;
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::calls::Calls;
 use crate::error::{CommandError, ErrorCode};
-use crate::runs::Runs;
+use crate::run_slot::Runs;
+use crate::running_calls::Calls;
 
 /// The open project, as the header shows it. Display only: the UI never sends a path back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]

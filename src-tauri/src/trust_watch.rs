@@ -1,7 +1,7 @@
 //! Watches what the open project's trust digest covers, as `aibuddy::trust::watch` lists it (the
 //! `.aibuddy/` files and every project path a server's command line names, such as a pinned
-//! `start.sh`), and, when its trust status changes while the project is open, sends
-//! [`TRUST_EVENT`] with the new [`TrustPrompt`] so the window asks again. One thread per watched
+//! `start.sh`), and, when its trust status changes while the project is open, has the caller
+//! send `crate::trust_view::TRUST_EVENT` with the new prompt so the window asks again. One thread per watched
 //! project owns the `notify` watcher; dropping the [`TrustWatch`] stops it.
 
 use std::collections::BTreeSet;
@@ -11,10 +11,6 @@ use std::time::Duration;
 
 use aibuddy::trust::{TrustStatus, watch};
 use notify::{RecursiveMode, Watcher};
-use tauri::{AppHandle, Emitter, Manager, Runtime};
-
-use crate::state::ShellState;
-use crate::trust_view::{TRUST_EVENT, prompt};
 
 /// Changes arriving within this window are evaluated once.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -75,9 +71,14 @@ impl Armed {
     }
 }
 
+/// Recomputes the trust status of the watched root and tells the window when its digest differs
+/// from the last one (then updated); `None` once the root is no longer the open project. The
+/// caller's (it knows the shell's state and the window), so this module knows neither.
+pub type Evaluate = Box<dyn FnMut(&Path, &mut String) -> Option<TrustStatus> + Send>;
+
 /// Starts watching the project of `known`, the status the window already knows (no event until
-/// the project's trust digest is something else).
-pub fn start<R: Runtime>(handle: AppHandle<R>, known: &TrustStatus) -> notify::Result<TrustWatch> {
+/// the project's trust digest is something else); each relevant change is handed to `evaluate`.
+pub fn start(known: &TrustStatus, mut evaluate: Evaluate) -> notify::Result<TrustWatch> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let fs_tx = tx.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -111,7 +112,7 @@ pub fn start<R: Runtime>(handle: AppHandle<R>, known: &TrustStatus) -> notify::R
                     continue;
                 }
                 for _ in 0..MAX_REARMS {
-                    let Some(status) = evaluate(&handle, &root, &mut last) else {
+                    let Some(status) = evaluate(&root, &mut last) else {
                         break;
                     };
                     if !armed.arm(&mut watcher, &root, &status) {
@@ -122,32 +123,6 @@ pub fn start<R: Runtime>(handle: AppHandle<R>, known: &TrustStatus) -> notify::R
         })
         .map_err(|e| notify::Error::generic(&e.to_string()))?;
     Ok(TrustWatch { tx })
-}
-
-/// Recomputes the trust status of `root` (if it is still the open project) and tells the window
-/// when its digest differs from `last` (then updated). `None` when `root` is no longer open.
-fn evaluate<R: Runtime>(
-    handle: &AppHandle<R>,
-    root: &Path,
-    last: &mut String,
-) -> Option<TrustStatus> {
-    let state = handle.try_state::<ShellState>()?;
-    let project = state.current()?;
-    if Path::new(&project.app.trust.project) != root {
-        return None;
-    }
-    let status = project.app.trust_status();
-    if status.digest != *last {
-        let declined = crate::projects::recent_entry(&state, &project.info.root)
-            .and_then(|e| e.declined_digest);
-        last.clone_from(&status.digest);
-        let view = prompt(status.clone(), declined.as_deref(), project.app.trust.state);
-        tracing::info!(project = %project.info.root, ask = view.ask, "trust-relevant files changed");
-        if let Err(error) = handle.emit(TRUST_EVENT, &view) {
-            tracing::debug!(%error, "could not tell the window the trust status changed");
-        }
-    }
-    Some(status)
 }
 
 #[cfg(test)]

@@ -158,6 +158,27 @@ pub enum RunEvent {
     },
 }
 
+/// The run event announcing a question to the person (`ask_user`, `elicitation`): what the run's
+/// [`crate::human::RunHuman`] announces before it asks.
+pub(crate) fn question_event(question: &crate::human::HumanQuestion) -> RunEvent {
+    use crate::human::HumanQuestion;
+    match question {
+        HumanQuestion::Ask(a) => RunEvent::AskUser {
+            tool_call_id: a.id.clone(),
+            question: a.question.clone(),
+            options: a.options.clone(),
+            multi_select: a.multi_select,
+            allow_other: a.allow_other,
+        },
+        HumanQuestion::Elicit(e) => RunEvent::Elicitation {
+            elicitation_id: e.id.clone(),
+            server: e.server.clone(),
+            message: e.message.clone(),
+            schema: e.schema.clone(),
+        },
+    }
+}
+
 /// Where run events go. Implementations must not block for long.
 pub trait RunEventSink: Send + Sync {
     fn emit(&self, event: RunEvent);

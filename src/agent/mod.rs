@@ -29,7 +29,6 @@
 //! (`stored_route`).
 
 mod answer;
-pub mod call_stops;
 mod calls;
 mod compact_step;
 pub mod compaction;
@@ -62,16 +61,13 @@ use crate::human::{HumanBroker, NoPerson};
 
 pub use aibuddy_store::RunStatus;
 pub use events::{CollectingRunSink, NullRunSink, RunEvent, RunEventSink};
+// The app holds the running calls of its runs, so their table lives below it (in the pipeline).
+pub use crate::pipeline::call_stops;
 
 /// Default bound on model steps per run.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
-/// Default idle timeout of one streamed step.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-/// Default bound on a stream that sends only keep-alives (ten idle timeouts).
-pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// Default bound on the wall-clock time of one step's model response (all its attempts).
-pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+// The timeouts' defaults are the settings' (`agent.*_timeout_secs`), which own them.
+pub use crate::settings::{DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_STEP_TIMEOUT};
 
 /// Tunables of the loop (settings feed these; the defaults are the issue's).
 #[derive(Debug, Clone)]

@@ -232,7 +232,12 @@ impl Agent {
         let human = Arc::new(
             RunHuman::new(
                 self.human.clone(),
-                events.clone(),
+                {
+                    let events = events.clone();
+                    Arc::new(move |q: &crate::human::HumanQuestion| {
+                        events.emit(super::events::question_event(q))
+                    })
+                },
                 Some(store.clone()),
                 &run_id,
                 cancel.clone(),

@@ -18,7 +18,7 @@
 //! A call that runs without asking carries the reason (`Verdict::Run(Some(why))`), recorded with
 //! the call: a mode and a rule are the person's standing policy, never a reused confirmation.
 
-use crate::registry::Risk;
+use crate::contract::Risk;
 
 use super::mode::ApprovalMode;
 use super::rules::{ApprovalRule, LineVerdict, RuleDecision, line_verdict, tool_verdict};

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mode::ApprovalMode;
 use super::rules::ApprovalRule;
-use crate::trust::record::record_key;
+use crate::user_file::record_key;
 
 pub const APPROVALS_FILE: &str = "project-approvals.json";
 const VERSION: u32 = 1;

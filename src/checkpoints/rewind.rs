@@ -147,7 +147,7 @@ impl Checkpoints {
         let current = self.snapshot().await?;
         let mut rewind_call_id = None;
         if !dry_run {
-            let id = crate::pipeline::new_call_id();
+            let id = crate::call_record::new_call_id();
             let run_id = format!("rewind_{}", ulid::Ulid::new().to_string().to_lowercase());
             let input = serde_json::json!({
                 "calls": rows.iter().map(|r| r.tool_call_id.clone()).collect::<Vec<_>>(),

@@ -3,6 +3,7 @@
 //! and the run's prerequisites. A tool whose dependency is missing is *absent* with a reason, never
 //! exposed to fail.
 
+pub mod child_shapes;
 pub mod eval;
 pub mod gates;
 pub mod lazy_label;

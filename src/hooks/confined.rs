@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use super::process::Ran;
 use super::record::MAX_KEPT_BYTES;
 use super::verdict::Exit;
+use crate::exec_request::{ExecArgs, build_request, data_dirs, make_read_only};
 use crate::settings::HookEntry;
-use crate::tools::execute::{ExecArgs, build_request, data_dirs, make_read_only};
 
 /// Keeps the first [`MAX_KEPT_BYTES`] of each stream and feeds the input to stdin.
 struct HookSink {
@@ -81,7 +81,7 @@ pub async fn run(
         Ok(r) => r,
         Err(e) => return not_started(e.message),
     };
-    req.hidden_paths = data_dirs(place.data_dir, &crate::app::default_data_dir());
+    req.hidden_paths = data_dirs(place.data_dir, &crate::data_dir::default_data_dir());
     req.credential_paths =
         aibuddy_exec::hide::env_credential_paths(|n| std::env::var_os(n), home.as_deref());
     // Never unconfined: where the sandbox cannot hold, a project's hook does not run (its run

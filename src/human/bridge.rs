@@ -1,5 +1,7 @@
-//! The agent's side of the broker: [`RunHuman`] wraps the host's broker for one run (run events,
-//! stored answers, the run's stop), [`HumanElicitation`] routes MCP elicitations into it.
+//! The agent's side of the broker: [`RunHuman`] wraps the host's broker for one run (announcing
+//! each question, stored answers, the run's stop), [`HumanElicitation`] routes MCP elicitations
+//! into it. The announcement is the caller's ([`Announce`]: the agent makes it a run event), so
+//! this module does not know the agent.
 
 use std::sync::Arc;
 
@@ -14,14 +16,13 @@ use super::{
     ElicitRequest, HumanAnswer, HumanBroker, HumanQuestion, answer_json, check_answer,
     question_json,
 };
-use crate::agent::{RunEvent, RunEventSink};
 
 /// The host's broker as one run uses it: announces each question as a run event (`ask_user`,
 /// `elicitation`), ends the wait when the run stops, and stores each `ask_user_question` answer
 /// in `user_answers` (question, answer, run, tool call) for the context rebuild.
 pub struct RunHuman {
     inner: Arc<dyn HumanBroker>,
-    events: Arc<dyn RunEventSink>,
+    announce: Announce,
     store: Option<Store>,
     run_id: String,
     cancel: CancellationToken,
@@ -31,20 +32,23 @@ pub struct RunHuman {
     on_wait: Option<WaitNotice>,
 }
 
+/// Called with each question just before the person is asked (the agent emits its run event).
+pub type Announce = Arc<dyn Fn(&HumanQuestion) + Send + Sync>;
+
 /// Called with what waits (`question`, `elicitation`) and its id when the person is asked.
 pub type WaitNotice = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 impl RunHuman {
     pub fn new(
         inner: Arc<dyn HumanBroker>,
-        events: Arc<dyn RunEventSink>,
+        announce: Announce,
         store: Option<Store>,
         run_id: &str,
         cancel: CancellationToken,
     ) -> Self {
         Self {
             inner,
-            events,
+            announce,
             store,
             run_id: run_id.to_string(),
             cancel,
@@ -71,21 +75,7 @@ impl RunHuman {
                 HumanQuestion::Elicit(e) => notice("elicitation", &e.id),
             }
         }
-        self.events.emit(match question {
-            HumanQuestion::Ask(a) => RunEvent::AskUser {
-                tool_call_id: a.id.clone(),
-                question: a.question.clone(),
-                options: a.options.clone(),
-                multi_select: a.multi_select,
-                allow_other: a.allow_other,
-            },
-            HumanQuestion::Elicit(e) => RunEvent::Elicitation {
-                elicitation_id: e.id.clone(),
-                server: e.server.clone(),
-                message: e.message.clone(),
-                schema: e.schema.clone(),
-            },
-        });
+        (self.announce)(question);
     }
 
     /// Stores an answer for the context rebuild: an `ask_user_question` answer under its call; an

@@ -37,7 +37,7 @@ use ts_rs::TS;
 
 pub use answer::{AnswerError, answer_json, check_answer, describe_answer, question_json};
 pub use bridge::{
-    CallElicitation, HumanElicitation, RunHuman, elicit_answer_json, elicit_question_json,
+    Announce, CallElicitation, HumanElicitation, RunHuman, elicit_answer_json, elicit_question_json,
 };
 pub use desk::{DeskGuard, HumanDesk};
 pub use pending::PendingQuestions;

@@ -16,8 +16,8 @@
 //! ```
 
 mod approval;
+pub mod call_stops;
 mod hook_stage;
-pub mod record;
 mod stages;
 
 use std::sync::Arc;
@@ -35,6 +35,9 @@ use crate::events::{CallStatus, Event, EventSink};
 use crate::hooks::HookRun;
 use crate::registry::{CallContext, Compaction, Prepared, RawOutput, Registry, Risk, ToolDef};
 use crate::services::Services;
+// The records a call leaves live below (tools, results and checkpoints write them too).
+pub use crate::call_record as record;
+pub use crate::call_record::new_call_id;
 pub use record::{CallEnd, CallRecorder, CallStart, ConfirmRecord, MemoryRecorder, now_ms};
 
 /// A tool call as the model (or the CLI, or the UI console) emits it.
@@ -116,11 +119,6 @@ fn active_names(toolset: &ToolSet) -> String {
     let mut active: Vec<&str> = toolset.active().map(|t| t.name.as_str()).collect();
     active.sort_unstable();
     active.join(", ")
-}
-
-/// A new sortable call id.
-pub fn new_call_id() -> String {
-    format!("call_{}", ulid::Ulid::new().to_string().to_lowercase())
 }
 
 struct Failure {

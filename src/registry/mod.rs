@@ -11,9 +11,10 @@ mod tool;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use crate::contract::Risk;
 pub use config::{Compaction, Requirement, ToolConfig};
 pub use consistency::{ConfigFacts, ConsistencyProblem, assert_consistent};
-pub use meta::{DeclaredNames, Risk, ToolConfigMeta};
+pub use meta::{DeclaredNames, ToolConfigMeta};
 pub use tool::{CallContext, Prepared, RawOutput, Source, ToolDef, ToolHandler};
 
 /// A registered config with the tools it created.

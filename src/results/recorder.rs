@@ -20,8 +20,8 @@ use aibuddy_store::{
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::call_record::RecordError;
 use crate::confirm::{ConfirmRequest, Decision};
-use crate::pipeline::record::RecordError;
 use crate::pipeline::{CallEnd, CallRecorder, CallStart};
 
 /// Longest display text indexed for search.

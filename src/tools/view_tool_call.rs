@@ -88,17 +88,7 @@ impl ToolConfig for ViewToolCallConfig {
 
 struct ViewToolCall;
 
-/// The id the model of run `run_id` knows a stored call by: its provider's own id when the
-/// stored id is the run-scoped form of it (`<run_id>:<id>`, which `view_tool_call` resolves
-/// within the run), else the stored id. Pure.
-pub fn model_call_id(run_id: &str, stored: &str) -> String {
-    stored
-        .strip_prefix(run_id)
-        .and_then(|r| r.strip_prefix(':'))
-        .filter(|own| !run_id.is_empty() && aibuddy_store::scoped_call_id(run_id, own) == stored)
-        .unwrap_or(stored)
-        .to_string()
-}
+pub use crate::call_record::model_call_id;
 
 fn store_error(e: StoreError) -> ToolError {
     match e {

@@ -56,16 +56,7 @@ fn read_all(data_dir: &Path) -> Result<RecordsFile, TrustError> {
     })
 }
 
-/// The key of `project` in the records: its path when it is valid UTF-8, otherwise its exact bytes
-/// in hex behind a NUL (which no path contains). A lossy conversion would give two different
-/// folders (`a\xff`, `a\xfe`) the same key, and so one's trust to the other.
-pub fn record_key(project: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    match project.to_str() {
-        Some(s) => s.to_string(),
-        None => format!("\0bytes:{}", hex::encode(project.as_os_str().as_bytes())),
-    }
-}
+pub use crate::user_file::record_key;
 
 /// The record of `project` (a canonical path), if any.
 pub fn lookup(data_dir: &Path, project: &Path) -> Result<Option<TrustRecord>, TrustError> {

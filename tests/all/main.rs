@@ -58,6 +58,7 @@ mod hooks;
 mod images;
 mod instructions;
 mod mcp_hostile_calls;
+mod module_cycles;
 mod pipeline;
 mod prop_parsing;
 #[cfg(feature = "container")]

@@ -291,7 +291,7 @@ fn trust_changed_is_an_event_without_a_call() {
     f.project_settings(r#"{"confirm": {"auto_approve_writes": true}}"#);
     let shown = trust::status(&f.project, &f.data).unwrap();
     let granted = trust::grant(&f.project, &f.data, &shown.digest).unwrap();
-    let event = granted.event();
+    let event = aibuddy::events::Event::trust_changed(&granted);
     assert_eq!(event.call_id(), None);
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
@@ -363,10 +363,10 @@ fn a_utf8_byte_order_mark_is_accepted_in_every_settings_and_mcp_file() {
     names.sort();
     assert_eq!(names, vec!["mine", "theirs"]);
     // An edit of a settings file keeps its mark and what the file said.
-    aibuddy::settings::edit::set_setting(
+    aibuddy::settings_edit::set_setting(
         &f.project,
         &f.data,
-        aibuddy::settings::edit::Level::User,
+        aibuddy::settings_edit::Level::User,
         &["exec", "network"],
         Some(&json!(false)),
     )

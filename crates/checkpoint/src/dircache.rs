@@ -8,7 +8,7 @@
 //!   renaming a name in a folder moves both, so the same stamp means the same names bound to the
 //!   same inodes (whose kind cannot change);
 //! - its ctime is older than the listing's walk start by more than the racy window
-//!   (`statcache::RACY_NS`): a change within the same timestamp tick as the listing is not
+//!   (`RACY_NS`, the stat cache's rule too): a change within the same timestamp tick as the listing is not
 //!   trusted (git's "racily clean" rule, as for files);
 //! - the rules that decided what it keeps are unchanged: the stat of its `.ignore`,
 //!   `.gitignore` and `.git/info/exclude` files and the kind of its `.git` (taken before they
@@ -23,7 +23,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::statcache::RACY_NS;
+/// Entries changed this close to a walk's start are not trusted from a cache (the stat cache
+/// reads them again, the folder cache lists the folder again): the same timestamp tick may hold
+/// a later change.
+pub(crate) const RACY_NS: i64 = 50_000_000;
 
 /// File type bits of `st_mode`.
 const S_IFMT: u32 = 0o170_000;

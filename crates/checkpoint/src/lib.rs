@@ -26,6 +26,7 @@ mod error;
 mod lock;
 pub mod manifest;
 pub mod objects;
+mod options;
 pub mod restore;
 pub mod snapshot;
 mod statcache;

@@ -14,11 +14,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::dircache::DirCache;
+use crate::dircache::{DirCache, RACY_NS};
 use crate::manifest::{Entry, Kind, Manifest};
-
-/// Entries changed this close to the cache's walk start are re-read.
-pub(crate) const RACY_NS: i64 = 50_000_000;
 
 /// One entry of the cache: what the stat test compares, and the content hash as bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use crate::dircache::{
 };
 use crate::error::{CheckpointError, Result};
 use crate::manifest::{Entry, Kind, SkipReason};
-use crate::snapshot::SnapshotOptions;
+use crate::options::SnapshotOptions;
 use crate::statcache::StatCache;
 
 /// What a walk found.

@@ -31,6 +31,7 @@
 //! [`config::DEFAULT_CALL_TIMEOUT`] (120 s), reconnect backoff 1 s doubling to 60 s
 //! ([`status::Backoff`]), health-check ping [`manager::DEFAULT_HEALTH_CHECK_TIMEOUT`] (5 s).
 
+mod bearer;
 pub mod catalog;
 pub mod config;
 mod connection;

@@ -34,8 +34,7 @@ use url::Url;
 
 pub use aibuddy_common::sse::{FrameError, SseDecoder, SseEvent};
 
-use crate::oauth::AuthorizedClient;
-use crate::oauth::challenge::scope_of;
+use crate::bearer::{AuthorizedClient, scope_of};
 
 /// Why the legacy SSE transport failed. Messages never quote configured values or server text
 /// beyond a status code.

@@ -1,12 +1,15 @@
 //! API keys: a type that never prints, and a store over the environment and the OS keyring.
 //!
-//! Backend choice (see `docs/providers.md`): on Linux kernel keyutils (`keys_linux`): it needs no
+//! Backend choice (see `docs/providers.md`): on Linux kernel keyutils (`keys/linux.rs`, a child of this module): it needs no
 //! D-Bus session or Secret Service daemon, so it works on headless Debian; entries live in the
 //! user keyring (the same from every thread and process of the person) and the persistent keyring
 //! (kernel-managed expiry, days by default); entries of earlier versions (the keyring crate's
 //! session-keyring store) are still read. Where keyutils is unavailable (e.g. a container whose
 //! seccomp profile blocks `keyctl`), the store reports [`KeyError::Unavailable`] and the
 //! environment variables remain the way to provide a key.
+
+#[cfg(target_os = "linux")]
+mod linux;
 
 use std::fmt;
 
@@ -137,7 +140,7 @@ impl KeyStore {
     /// Stores a key in the keyring under `name` (for `aibuddy auth set NAME`).
     pub fn set(&self, name: &str, key: &ApiKey) -> Result<(), KeyError> {
         #[cfg(target_os = "linux")]
-        return crate::keys_linux::set(KEYRING_SERVICE, name, key.expose());
+        return linux::set(KEYRING_SERVICE, name, key.expose());
         #[cfg(not(target_os = "linux"))]
         match entry(name)?.set_password(key.expose()) {
             Ok(()) => Ok(()),
@@ -150,7 +153,7 @@ impl KeyStore {
     /// Removes the keyring entry `name`; `Ok(false)` when there was none.
     pub fn delete(&self, name: &str) -> Result<bool, KeyError> {
         #[cfg(target_os = "linux")]
-        return crate::keys_linux::delete(KEYRING_SERVICE, name);
+        return linux::delete(KEYRING_SERVICE, name);
         #[cfg(not(target_os = "linux"))]
         match entry(name)?.delete_credential() {
             Ok(()) => Ok(true),
@@ -177,7 +180,7 @@ pub const MCP_TOKEN_SERVICE: &str = "aibuddy-mcp";
 /// (`service`, `account`); `Ok(None)` when absent. Errors never carry the secret.
 pub fn secret_get(service: &str, account: &str) -> Result<Option<String>, KeyError> {
     #[cfg(target_os = "linux")]
-    return crate::keys_linux::get(service, account);
+    return linux::get(service, account);
     #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.get_password() {
         Ok(v) => Ok(Some(v)),
@@ -192,7 +195,7 @@ pub fn secret_set(service: &str, account: &str, value: &str) -> Result<(), KeyEr
         return Err(KeyError::Empty);
     }
     #[cfg(target_os = "linux")]
-    return crate::keys_linux::set(service, account, value);
+    return linux::set(service, account, value);
     #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.set_password(value) {
         Ok(()) => Ok(()),
@@ -204,7 +207,7 @@ pub fn secret_set(service: &str, account: &str, value: &str) -> Result<(), KeyEr
 /// Removes the secret under (`service`, `account`); `Ok(false)` when there was none.
 pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
     #[cfg(target_os = "linux")]
-    return crate::keys_linux::delete(service, account);
+    return linux::delete(service, account);
     #[cfg(not(target_os = "linux"))]
     match entry_in(service, account)?.delete_credential() {
         Ok(()) => Ok(true),
@@ -218,7 +221,7 @@ pub fn secret_delete(service: &str, account: &str) -> Result<bool, KeyError> {
 /// platform refuses, so a broken store cannot pass as an absent one.
 pub fn keyring_usable() -> bool {
     #[cfg(target_os = "linux")]
-    return crate::keys_linux::usable();
+    return linux::usable();
     #[cfg(not(target_os = "linux"))]
     true
 }
@@ -226,7 +229,7 @@ pub fn keyring_usable() -> bool {
 /// `Ok(None)` when the keyring has no entry for `name`.
 pub fn keyring_get(name: &str) -> Result<Option<ApiKey>, KeyError> {
     #[cfg(target_os = "linux")]
-    return Ok(crate::keys_linux::get(KEYRING_SERVICE, name)?.and_then(ApiKey::new));
+    return Ok(linux::get(KEYRING_SERVICE, name)?.and_then(ApiKey::new));
     #[cfg(not(target_os = "linux"))]
     match entry(name)?.get_password() {
         Ok(v) => Ok(ApiKey::new(v)),

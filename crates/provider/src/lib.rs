@@ -15,8 +15,6 @@ pub mod error;
 pub mod event;
 pub mod http;
 pub mod keys;
-#[cfg(target_os = "linux")]
-mod keys_linux;
 pub mod kind;
 pub mod model;
 pub mod provider;

@@ -2,8 +2,9 @@
 //! narrowed by tool, status, stage, run, a time range and full-text search, paged backward without
 //! limit by a keyset cursor (never `OFFSET`, so the 1,000th page costs what the first does).
 //!
-//! Full-text search is the FTS5 index `tool_calls_fts`; schema version 6 (here) rebuilds it with
-//! the model's text as a fourth column and adds the `(started_at, seq)` index the ordering walks.
+//! Full-text search is the FTS5 index `tool_calls_fts`; schema version 6 (`tables::search`, beside
+//! the index it rebuilds) adds the model's text as a fourth column and the `(started_at, seq)`
+//! index the ordering walks.
 
 use rusqlite::{Connection, params_from_iter, types::Value};
 use serde::{Deserialize, Serialize};
@@ -14,38 +15,6 @@ use crate::store::Store;
 use crate::tables::search::fts_query;
 use crate::tables::tool_calls::input_json;
 use crate::types::{CallStatus, CompactionState, HistoryRow};
-
-/// Schema version 6: the ordering index of the history browser, and the FTS index rebuilt over
-/// tool, input, display text and the model's text (`model_projection`, set when a call finishes).
-pub(crate) const MIGRATION_V6: &str = "
-CREATE INDEX tool_calls_started ON tool_calls(started_at, seq);
-CREATE INDEX tool_calls_stage ON tool_calls(stage);
-DROP TRIGGER tool_calls_fts_ai;
-DROP TRIGGER tool_calls_fts_ad;
-DROP TRIGGER tool_calls_fts_au;
-DROP TABLE tool_calls_fts;
-CREATE VIRTUAL TABLE tool_calls_fts USING fts5(
-    tool, input, display_text, model_projection,
-    content = 'tool_calls', content_rowid = 'seq',
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER tool_calls_fts_ai AFTER INSERT ON tool_calls BEGIN
-    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
-    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
-END;
-CREATE TRIGGER tool_calls_fts_ad AFTER DELETE ON tool_calls BEGIN
-    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
-    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
-END;
-CREATE TRIGGER tool_calls_fts_au
-AFTER UPDATE OF tool, input, display_text, model_projection ON tool_calls BEGIN
-    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
-    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
-    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
-    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
-END;
-INSERT INTO tool_calls_fts (tool_calls_fts) VALUES ('rebuild');
-";
 
 /// The most rows one page holds.
 pub const MAX_PAGE: usize = 1000;

@@ -58,7 +58,7 @@ pub fn migrations() -> Migrations<'static> {
         M::up(tables::tool_calls::MIGRATION_V3),
         M::up(&V4),
         M::up(tables::runs::MIGRATION_V5),
-        M::up(crate::history_query::MIGRATION_V6),
+        M::up(tables::search::MIGRATION_V6),
         M::up(crate::history_scope::MIGRATION_V7),
         M::up(tables::runs::MIGRATION_V8),
         M::up(tables::confirm_decisions::MIGRATION_V9),

@@ -84,7 +84,7 @@ fn a_provider_entry_written_from_the_window_is_what_the_cli_reads() {
     )
     .unwrap();
     // The CLI's loader, on the same folders.
-    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let loaded = aibuddy::trust::load_settings(&f.data, &f.project);
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
     let route = loaded
         .settings
@@ -161,7 +161,7 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
     let pages = invoke(&f, "settings_pages", json!({})).unwrap();
     assert_eq!(pages["user"]["exec"]["max_processes"], json!(100));
     assert_eq!(
-        aibuddy::settings::load(&f.data, &f.project)
+        aibuddy::trust::load_settings(&f.data, &f.project)
             .settings
             .exec
             .max_processes,
@@ -170,7 +170,7 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
 
     // Lower at the project level: narrows, applies untrusted.
     assert_eq!(set("project", json!(50))["problems"], json!([]));
-    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let loaded = aibuddy::trust::load_settings(&f.data, &f.project);
     assert_eq!(loaded.settings.exec.max_processes, 50);
     assert!(loaded.widening.is_empty(), "{:?}", loaded.widening);
     let pages = invoke(&f, "settings_pages", json!({})).unwrap();
@@ -179,7 +179,7 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
     // Higher at the project level: written (the person wrote it) but it widens, so an untrusted
     // project keeps the user level's cap.
     assert_eq!(set("project", json!(200))["problems"], json!([]));
-    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let loaded = aibuddy::trust::load_settings(&f.data, &f.project);
     assert_eq!(loaded.settings.exec.max_processes, 100);
     let widening: Vec<_> = loaded.widening.iter().map(|w| w.field.as_str()).collect();
     assert_eq!(widening, vec!["exec.max_processes"]);
@@ -208,7 +208,7 @@ fn max_processes_round_trips_and_a_project_value_above_the_user_level_is_not_app
         json!([])
     );
     assert_eq!(
-        aibuddy::settings::load(&f.data, &f.project)
+        aibuddy::trust::load_settings(&f.data, &f.project)
             .settings
             .exec
             .max_processes,
@@ -231,7 +231,7 @@ fn network_lists_round_trip_and_a_bad_entry_is_refused_on_the_field() {
         .unwrap()
     };
     let network = || {
-        aibuddy::settings::load(&f.data, &f.project)
+        aibuddy::trust::load_settings(&f.data, &f.project)
             .settings
             .exec
             .network
@@ -324,7 +324,7 @@ fn protected_paths_round_trip_and_unprotected_paths_only_at_the_user_level() {
         assert_eq!(out["written"], Value::Null, "{bad}: {out}");
         assert_eq!(out["problems"][0]["field"], json!("exec.protected_paths"));
     }
-    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let loaded = aibuddy::trust::load_settings(&f.data, &f.project);
     // The project's list leaves out the person's `Makefile`: untrusted, the union applies, and
     // the settings say so (a project may add protected paths, never drop the person's).
     let fields: Vec<&str> = loaded.problems.iter().map(|p| p.field.as_str()).collect();
@@ -361,7 +361,9 @@ fn agent_time_limits_round_trip_and_a_longer_project_value_is_not_applied() {
         .unwrap()
     };
     let limits = || {
-        let o = AgentOptions::from_settings(&aibuddy::settings::load(&f.data, &f.project).settings);
+        let o = AgentOptions::from_settings(
+            &aibuddy::trust::load_settings(&f.data, &f.project).settings,
+        );
         (
             o.step_timeout.as_secs(),
             o.keepalive_timeout.as_secs(),
@@ -395,7 +397,7 @@ fn agent_time_limits_round_trip_and_a_longer_project_value_is_not_applied() {
         set("project", "step_timeout_secs", json!(3600))["problems"],
         json!([])
     );
-    let loaded = aibuddy::settings::load(&f.data, &f.project);
+    let loaded = aibuddy::trust::load_settings(&f.data, &f.project);
     let widening: Vec<_> = loaded.widening.iter().map(|w| w.field.as_str()).collect();
     assert_eq!(widening, vec!["agent.step_timeout_secs"]);
     assert_eq!(limits(), (600, 300, 45));

@@ -22,7 +22,8 @@
 //!   watchdogs bound its steps and calls).
 
 pub(crate) mod events;
-pub mod shapes;
+// The app holds the subagents' tool sets, so they live below it (in discovery).
+pub use crate::discovery::child_shapes as shapes;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

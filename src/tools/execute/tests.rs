@@ -19,7 +19,7 @@ use crate::contract::Stage;
 use crate::events::CollectingSink;
 use crate::events::{Event, OutputStream};
 use crate::services::{Services, open_sandbox};
-use crate::settings::Settings;
+use crate::settings::{ExecSettings, Settings};
 
 #[test]
 fn the_spool_path_is_the_stores_for_every_call_id() {

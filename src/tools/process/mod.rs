@@ -5,10 +5,11 @@
 //! - `start.rs`: the launch (the same request as `execute`: confinement, environment, hidden and
 //!   protected paths, network lists, spool cap; stdin a pipe; no timeout unless given) and the
 //!   process's own call record `<run id>:<process id>`, whose spool receives its output;
-//! - `table.rs`: [`Processes`] (per project, in `Services`): at most
+//! - `crate::processes`'s `table.rs`: [`Processes`] (per project, in `Services`): at most
 //!   [`MAX_LIVE_PER_RUN`] running per run, reachable only from the run that started them,
 //!   stopped when the run ends (`Processes::end_run`, called by `Agent::run`) unless kept;
-//! - `ring.rs`: the in-memory output ring of each process and the bounded text of a read;
+//! - `crate::processes`'s `ring.rs`: the in-memory output ring of each process; `read_text.rs`: the
+//!   bounded text of a read;
 //! - `tools.rs`: the four handlers.
 //!
 //! A dead app leaves no process behind: each runs under `aibuddy_exec`'s supervisor (parent-death
@@ -19,9 +20,8 @@
 //! its before-snapshot when it is called: what the process changes in between is in no call's
 //! change set (the model is told so when it stops one). Documented in `docs/checkpoints.md`.
 
-mod ring;
+mod read_text;
 mod start;
-mod table;
 mod tools;
 
 use std::sync::Arc;
@@ -31,9 +31,12 @@ use serde_json::json;
 use crate::contract::{DefineError, define_tool};
 use crate::registry::{Risk, Source, ToolDef};
 
-pub use ring::{RING_BYTES, Read, Ring, read_text};
+// The table and the output ring live below `services`, which holds the table.
+pub use crate::processes::{
+    MAX_LIVE_PER_RUN, Proc, ProcEnd, ProcInfo, Processes, RING_BYTES, Read, Ring, STOP_WAIT,
+};
+pub use read_text::{READ_SHOW_BYTES, read_text};
 pub use start::{start, started_text};
-pub use table::{MAX_LIVE_PER_RUN, Proc, ProcEnd, ProcInfo, Processes, STOP_WAIT};
 pub use tools::{MAX_INPUT_BYTES, MAX_WAIT_MS};
 
 pub const OUTPUT: &str = "process_output";

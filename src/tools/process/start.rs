@@ -17,10 +17,10 @@ use aibuddy_sandbox::Sandbox;
 use aibuddy_sandbox::aibuddy_exec::{ExecRequest, ExecSink, HARD_DEADLINE_GRACE, Stream};
 use serde_json::{Value, json};
 
-use super::table::{Proc, ProcEnd};
+use crate::call_record::{CallEnd, CallStart};
 use crate::contract::ToolError;
 use crate::events::CallStatus;
-use crate::pipeline::{CallEnd, CallStart};
+use crate::processes::{Proc, ProcEnd};
 use crate::registry::{CallContext, RawOutput};
 use crate::tools::execute::{ExecArgs, client_projection, ended_early, execute_on, raw_value};
 
@@ -153,7 +153,7 @@ async fn supervise(
     args: ExecArgs,
     req: ExecRequest,
     sandbox: Arc<dyn Sandbox>,
-    recorder: Option<Arc<dyn crate::pipeline::CallRecorder>>,
+    recorder: Option<Arc<dyn crate::call_record::CallRecorder>>,
 ) {
     let sink = Arc::new(ProcSink { proc: proc.clone() });
     let token = proc.stop_token();

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ring::read_text;
-use super::table::{ProcInfo, STOP_WAIT};
+use super::read_text::read_text;
 use crate::contract::ToolError;
+use crate::processes::{ProcInfo, STOP_WAIT};
 use crate::registry::{CallContext, Prepared, RawOutput, ToolHandler};
 
 /// Longest `wait_ms` of `process_output`.

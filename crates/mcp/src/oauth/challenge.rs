@@ -2,7 +2,6 @@
 //! (`AuthRequiredError`) or a 403 (`InsufficientScopeError`) deep in an error's source chain.
 
 use rmcp::service::ClientInitializeError;
-use rmcp::transport::auth::WWWAuthenticateParams;
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
 
 /// What the server asked for.
@@ -62,13 +61,7 @@ pub fn find_challenge(error: &(dyn std::error::Error + 'static)) -> Option<Chall
     None
 }
 
-/// The `scope` parameter of a `WWW-Authenticate: Bearer` header.
-pub fn scope_of(www_authenticate: &str) -> Option<String> {
-    let base = url::Url::parse("http://localhost/").ok()?;
-    WWWAuthenticateParams::parse(www_authenticate, &base)
-        .scope
-        .filter(|s| !s.trim().is_empty())
-}
+pub use crate::bearer::scope_of;
 
 #[cfg(test)]
 mod tests {

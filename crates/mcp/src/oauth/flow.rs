@@ -29,8 +29,7 @@ use super::vault::VaultCredentialStore;
 /// Makes the person (or a test) visit the authorization URL; returns once it was handed over.
 pub type OpenUrl = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// The HTTP client that carries MCP requests with the server's token.
-pub type AuthorizedClient = AuthClient<reqwest::Client>;
+pub use crate::bearer::AuthorizedClient;
 
 /// Runs the OAuth flows for one server.
 pub struct Authorizer {

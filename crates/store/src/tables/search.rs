@@ -1,6 +1,7 @@
 //! `tool_calls_fts`: FTS5 index over tool name, raw input and display text of every call.
 //! External-content table over `tool_calls` (keyed by its stable `seq` rowid), kept current by
 //! triggers. Added in schema version 2; the migration rebuilds the index from existing rows.
+//! Version 6 rebuilds it with the model's text and adds the history browser's ordering index.
 
 pub(crate) const MIGRATION_V2: &str = "
 CREATE VIRTUAL TABLE tool_calls_fts USING fts5(
@@ -21,6 +22,38 @@ CREATE TRIGGER tool_calls_fts_au AFTER UPDATE OF tool, input, display_text ON to
     VALUES ('delete', old.seq, old.tool, old.input, old.display_text);
     INSERT INTO tool_calls_fts (rowid, tool, input, display_text)
     VALUES (new.seq, new.tool, new.input, new.display_text);
+END;
+INSERT INTO tool_calls_fts (tool_calls_fts) VALUES ('rebuild');
+";
+
+/// Schema version 6: the ordering index of the history browser, and the FTS index rebuilt over
+/// tool, input, display text and the model's text (`model_projection`, set when a call finishes).
+pub(crate) const MIGRATION_V6: &str = "
+CREATE INDEX tool_calls_started ON tool_calls(started_at, seq);
+CREATE INDEX tool_calls_stage ON tool_calls(stage);
+DROP TRIGGER tool_calls_fts_ai;
+DROP TRIGGER tool_calls_fts_ad;
+DROP TRIGGER tool_calls_fts_au;
+DROP TABLE tool_calls_fts;
+CREATE VIRTUAL TABLE tool_calls_fts USING fts5(
+    tool, input, display_text, model_projection,
+    content = 'tool_calls', content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER tool_calls_fts_ai AFTER INSERT ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
+    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
+END;
+CREATE TRIGGER tool_calls_fts_ad AFTER DELETE ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
+    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
+END;
+CREATE TRIGGER tool_calls_fts_au
+AFTER UPDATE OF tool, input, display_text, model_projection ON tool_calls BEGIN
+    INSERT INTO tool_calls_fts (tool_calls_fts, rowid, tool, input, display_text, model_projection)
+    VALUES ('delete', old.seq, old.tool, old.input, old.display_text, old.model_projection);
+    INSERT INTO tool_calls_fts (rowid, tool, input, display_text, model_projection)
+    VALUES (new.seq, new.tool, new.input, new.display_text, new.model_projection);
 END;
 INSERT INTO tool_calls_fts (tool_calls_fts) VALUES ('rebuild');
 ";

@@ -98,7 +98,7 @@ fn set(name: &str) -> ExitCode {
 }
 
 fn status(opts: &AppOptions, json: bool) -> ExitCode {
-    let loaded = aibuddy::settings::load(&opts.data_dir, &opts.project);
+    let loaded = aibuddy::trust::load_settings(&opts.data_dir, &opts.project);
     let store = KeyStore::from_env();
     let mut keyring_unavailable = false;
     let rows: Vec<KeyStatus> = provider_kinds(&loaded.settings.providers)

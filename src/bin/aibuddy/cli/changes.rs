@@ -33,7 +33,7 @@ pub(crate) async fn open_checkpoints(opts: &AppOptions) -> Result<Arc<Checkpoint
     let (data, project) = (opts.data_dir.clone(), opts.project.clone());
     tokio::task::spawn_blocking(move || {
         // The same size cap as the calls' own snapshots (a rewind's snapshots must agree).
-        let cap = aibuddy::settings::load(&data, &project)
+        let cap = aibuddy::trust::load_settings(&data, &project)
             .settings
             .checkpoints
             .max_file_bytes;

@@ -13,7 +13,8 @@
 //! digest. The project's trust is re-recorded at the new digest only when the project was trusted
 //! at the files exactly as read for this edit and, after the write, the files are exactly those
 //! plus this edit (the other file unchanged, every pinned path of the servers unchanged). Anything
-//! else changed meanwhile, or a project that was not trusted, is left for the trust dialog.
+//! else changed meanwhile, or a project that was not trusted, is left for the trust dialog. So this
+//! sits above `trust` (and `settings`, which knows nothing of trust).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use super::{PROJECT_SETTINGS, SettingsProblem, USER_SETTINGS};
 use crate::contract::Stage;
+use crate::settings::{PROJECT_SETTINGS, SettingsProblem, USER_SETTINGS};
 use crate::trust::{self, FileContent, ProjectConfig, TrustState};
 
 /// Which file an edit goes to.
@@ -169,7 +170,7 @@ fn user_only_problem(
     let [section, field] = path else {
         return None;
     };
-    let message = super::fields::find(section, field)?.user_only?;
+    let message = crate::settings::fields::find(section, field)?.user_only?;
     if level != Level::Project || value.is_none() {
         return None;
     }
@@ -190,7 +191,7 @@ fn user_only_problem(
 /// its section as a whole, or the file).
 fn field_problems(file: &str, text: &str, path: &[&str]) -> Vec<SettingsProblem> {
     let mut all = Vec::new();
-    super::parse::clean(file, text, &mut all);
+    crate::settings::clean(file, text, &mut all);
     let dotted = path.join(".");
     all.into_iter()
         .filter(|p| {
@@ -487,5 +488,4 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "edit_tests.rs"]
 mod tests;

@@ -1,4 +1,4 @@
-//! Unit tests of [`crate::settings::edit`] on real files in temporary directories, read back
+//! Unit tests of [`crate::settings_edit`] on real files in temporary directories, read back
 //! through the loaders the CLI uses (`crate::trust::load_project`).
 
 use super::*;
@@ -41,7 +41,7 @@ fn a_user_setting_is_written_and_the_cli_loader_reads_it_with_the_rest_kept() {
     assert_eq!(w.trust, TrustAfterWrite::NotConcerned);
     let text = std::fs::read_to_string(d.data.join("settings.json")).unwrap();
     assert!(text.starts_with("{\n  \"exec\": {\n    \"heartbeat_secs\": 15,\n    \"network\": false\n  },\n  \"x-editor\": {\"theme\": \"dark\"}"), "{text}");
-    let loaded = crate::settings::load(&d.data, &d.project);
+    let loaded = crate::trust::load_settings(&d.data, &d.project);
     assert!(!loaded.settings.exec.network.is_on());
     assert_eq!(loaded.settings.exec.heartbeat_secs, 15);
     // The unknown section is the loader's problem as before, not the editor's.
@@ -74,7 +74,7 @@ fn a_provider_entry_round_trips_through_the_loader() {
         Some(&json!("local")),
     )
     .unwrap();
-    let loaded = crate::settings::load(&d.data, &d.project);
+    let loaded = crate::trust::load_settings(&d.data, &d.project);
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
     let route = loaded
         .settings
@@ -143,7 +143,7 @@ fn invalid_json_is_refused_with_its_line_and_left_alone() {
     .unwrap_err();
     let p = &err.problems()[0];
     // The same file, line and column as the loader (`aibuddy tools check`) reports.
-    let check = crate::settings::load(&d.data, &d.project).problems;
+    let check = crate::trust::load_settings(&d.data, &d.project).problems;
     let loader = check.iter().find(|c| c.field == "(file)").unwrap();
     assert_eq!(
         (&p.file, p.line, p.column),
@@ -209,7 +209,7 @@ fn a_project_write_keeps_the_trust_of_a_project_trusted_just_before() {
     assert_eq!(now.state, TrustState::Trusted);
     assert_eq!(w.trust, TrustAfterWrite::Kept { digest: now.digest });
     assert!(
-        !crate::settings::load(&d.data, &d.project)
+        !crate::trust::load_settings(&d.data, &d.project)
             .settings
             .exec
             .network

@@ -1,6 +1,7 @@
 //! The records a call leaves for persistence, and the seam (`CallRecorder`) the store implements.
 //! Durability order: `finish` returns only after the raw result is committed; only then is the call
-//! reported finished.
+//! reported finished. Below the pipeline (`crate::pipeline::record` re-exports it): background
+//! processes, the results and the checkpoints' rewind record calls too.
 
 use std::sync::Mutex;
 
@@ -11,6 +12,23 @@ use serde_json::Value;
 use crate::confirm::{ConfirmRequest, Decision};
 use crate::contract::{Stage, ToolError};
 use crate::events::CallStatus;
+
+/// A new sortable call id.
+pub fn new_call_id() -> String {
+    format!("call_{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+/// The id the model of run `run_id` knows a stored call by: its provider's own id when the
+/// stored id is the run-scoped form of it (`<run_id>:<id>`, which `view_tool_call` resolves
+/// within the run), else the stored id. Pure.
+pub fn model_call_id(run_id: &str, stored: &str) -> String {
+    stored
+        .strip_prefix(run_id)
+        .and_then(|r| r.strip_prefix(':'))
+        .filter(|own| !run_id.is_empty() && aibuddy_store::scoped_call_id(run_id, own) == stored)
+        .unwrap_or(stored)
+        .to_string()
+}
 
 /// Written before any effect (status `running`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,8 +16,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::ring::{Read, Ring};
+use crate::call_record::CallRecorder;
 use crate::contract::ToolError;
-use crate::pipeline::CallRecorder;
 
 /// Background processes running at once in one run.
 pub const MAX_LIVE_PER_RUN: usize = 8;
@@ -146,7 +146,7 @@ impl Proc {
     pub fn output_id(&self) -> Option<String> {
         self.record_id
             .as_deref()
-            .map(|r| crate::tools::view_tool_call::model_call_id(&self.run_id, r))
+            .map(|r| crate::call_record::model_call_id(&self.run_id, r))
     }
 
     fn lock(&self) -> MutexGuard<'_, ProcState> {

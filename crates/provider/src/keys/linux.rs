@@ -20,7 +20,7 @@
 
 use linux_keyutils::{Key, KeyError as KuError, KeyRing, KeyRingIdentifier};
 
-use crate::keys::KeyError;
+use super::KeyError;
 
 /// At most this many stale copies are removed by one delete (a loop bound, not a real count).
 const MAX_COPIES: usize = 8;
