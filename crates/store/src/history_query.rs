@@ -67,18 +67,6 @@ pub struct HistoryPage {
     pub first: Option<HistoryCursor>,
 }
 
-/// The client projection's `confinement_detail` of call `c` as JSON text when it is an object
-/// (where the call ran; the core decides what it means), else NULL; a projection that is not
-/// JSON is NULL, never an error. A macro so the columns below can `concat!` it.
-macro_rules! confinement_detail_column {
-    () => {
-        "CASE WHEN json_valid(c.client_projection) \
-         THEN CASE WHEN json_type(c.client_projection, '$.confinement_detail') = 'object' \
-         THEN json_extract(c.client_projection, '$.confinement_detail') END END"
-    };
-}
-pub(crate) const CONFINEMENT_DETAIL_COLUMN: &str = confinement_detail_column!();
-
 /// The columns of a history row, as [`row_of`] reads them.
 const ROW_COLUMNS: &str = concat!(
     "c.tool_call_id, c.run_id, c.tool, c.config, c.status, c.stage, \

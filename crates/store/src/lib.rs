@@ -17,6 +17,18 @@
 //! - Hook runs (`tables::hook_runs`, schema 11): each run of a person's hook, with its call or run.
 //! - Writes never block the async runtime: one writer thread with group commit (`writer`).
 
+/// The client projection's `confinement_detail` of call `c` as JSON text when it is an object
+/// (where the call ran; the core decides what it means), else NULL; a projection that is not
+/// JSON is NULL, never an error. A macro so `history_query`'s columns can `concat!` it; defined
+/// before the modules so every one of them sees it (`tables::tool_calls::CONFINEMENT_DETAIL_COLUMN`).
+macro_rules! confinement_detail_column {
+    () => {
+        "CASE WHEN json_valid(c.client_projection) \
+         THEN CASE WHEN json_type(c.client_projection, '$.confinement_detail') = 'object' \
+         THEN json_extract(c.client_projection, '$.confinement_detail') END END"
+    };
+}
+
 pub mod call_ids;
 mod connection;
 pub mod conversation;

@@ -185,7 +185,7 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
          FROM messages m
          LEFT JOIN tool_calls c ON c.tool_call_id = m.tool_call_id AND c.run_id = m.run_id
          WHERE m.run_id = ?1 ORDER BY m.seq",
-        CONFINEMENT_DETAIL = crate::history_query::CONFINEMENT_DETAIL_COLUMN,
+        CONFINEMENT_DETAIL = crate::tables::tool_calls::CONFINEMENT_DETAIL_COLUMN,
     ))?;
     let mut rows = stmt.query([run_id])?;
     let mut out = Vec::new();

@@ -13,6 +13,9 @@ use crate::types::{
     RawFormat, RawOutputLocation,
 };
 
+/// Where call `c` ran, as a column (see `confinement_detail_column!` in `lib.rs`).
+pub(crate) const CONFINEMENT_DETAIL_COLUMN: &str = confinement_detail_column!();
+
 pub(crate) const MIGRATION_V1: &str = "
 CREATE TABLE tool_calls (
     seq                 INTEGER PRIMARY KEY,
@@ -370,7 +373,7 @@ pub fn history(conn: &Connection, filter: &HistoryFilter) -> Result<Vec<HistoryR
          c.started_at, c.duration_ms, c.input, c.display_text, c.compaction_state, {} \
          FROM {from} {where_} ORDER BY {key} DESC LIMIT {limit}",
         iso!("c.started_at"),
-        crate::history_query::CONFINEMENT_DETAIL_COLUMN,
+        CONFINEMENT_DETAIL_COLUMN,
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params_from_iter(args))?;
