@@ -7,11 +7,8 @@ use std::path::Path;
 use aibuddy_sandbox::aibuddy_exec::MountGuard;
 use aibuddy_sandbox::aibuddy_exec::protect::Placeholder;
 use aibuddy_sandbox::{Sandbox, SandboxError};
-use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
-use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 
-use crate::engine::engine_error;
 use crate::state::{Created, Inner};
 use crate::wrapper::{BRIDGE_PROGRAM, KEEP_ALIVE, NET_DIR};
 
@@ -103,27 +100,7 @@ pub(crate) async fn create_container(
     };
     // The guard is released (placeholders removed) when creating or starting fails.
     let guard = std::sync::Mutex::new(guard);
-    let created = inner
-        .docker
-        .create_container(None::<CreateContainerOptions>, body)
-        .await
-        .map_err(|e| {
-            engine_error(
-                &o.endpoint,
-                format!(
-                    "could not create the container from image `{}`: {e}",
-                    o.image
-                ),
-            )
-        })?;
-    let id = created.id;
-    if let Err(e) = inner.docker.start_container(&id, None).await {
-        remove_quietly(inner.docker.clone(), id.clone());
-        return Err(engine_error(
-            &o.endpoint,
-            format!("could not start the container: {e}"),
-        ));
-    }
+    let id = crate::engine::create_started(&inner.docker, &o.endpoint, &o.image, body).await?;
     tracing::debug!(container = %id, image = %o.image, "container sandbox started");
     let bridge = match (&o.bridge_program, &inner.net_dir) {
         (Some(_), Some(_)) => check_bridge(inner, &id).await,
@@ -199,19 +176,4 @@ fn one_line(s: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(300)
         .collect()
-}
-
-/// Remove a container in the background (best effort, force).
-fn remove_quietly(docker: Docker, id: String) {
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let opts = RemoveContainerOptions {
-                force: true,
-                ..Default::default()
-            };
-            if let Err(e) = docker.remove_container(&id, Some(opts)).await {
-                tracing::debug!(container = %id, error = %e, "container not removed");
-            }
-        });
-    }
 }

@@ -86,6 +86,51 @@ pub fn resolve(
         })
 }
 
+/// Creates a container from `body` and starts it; its id. One that was created but would not start
+/// is removed in the background (never left behind). Errors name the engine (Execution).
+pub(crate) async fn create_started(
+    docker: &Docker,
+    endpoint: &Endpoint,
+    image: &str,
+    body: bollard::models::ContainerCreateBody,
+) -> Result<String, SandboxError> {
+    let created = docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .map_err(|e| {
+            engine_error(
+                endpoint,
+                format!("could not create the container from image `{image}`: {e}"),
+            )
+        })?;
+    let id = created.id;
+    if let Err(e) = docker.start_container(&id, None).await {
+        remove_quietly(docker.clone(), id.clone());
+        return Err(engine_error(
+            endpoint,
+            format!("could not start the container: {e}"),
+        ));
+    }
+    Ok(id)
+}
+/// Remove a container in the background (best effort, force).
+pub(crate) fn remove_quietly(docker: Docker, id: String) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let opts = bollard::query_parameters::RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            };
+            if let Err(e) = docker.remove_container(&id, Some(opts)).await {
+                tracing::debug!(container = %id, error = %e, "container not removed");
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,12 +3,11 @@
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+
 use futures::StreamExt;
 
 use aibuddy_sandbox::{Sandbox, SandboxError};
 
-use crate::engine::engine_error;
 use crate::state::{Created, Inner};
 use crate::wrapper::KEEP_ALIVE;
 
@@ -46,35 +45,7 @@ pub(crate) async fn create(inner: &Inner, read_only: bool) -> Result<Created, Sa
         }),
         ..Default::default()
     };
-    let created = inner
-        .docker
-        .create_container(None::<CreateContainerOptions>, body)
-        .await
-        .map_err(|e| {
-            engine_error(
-                &o.endpoint,
-                format!(
-                    "could not create the container from image `{}`: {e}",
-                    o.image
-                ),
-            )
-        })?;
-    let id = created.id;
-    if let Err(e) = inner.docker.start_container(&id, None).await {
-        let docker = inner.docker.clone();
-        let gone = id.clone();
-        tokio::spawn(async move {
-            let opts = RemoveContainerOptions {
-                force: true,
-                ..Default::default()
-            };
-            let _ = docker.remove_container(&gone, Some(opts)).await;
-        });
-        return Err(engine_error(
-            &o.endpoint,
-            format!("could not start the container: {e}"),
-        ));
-    }
+    let id = crate::engine::create_started(&inner.docker, &o.endpoint, &o.image, body).await?;
     tracing::debug!(container = %id, image = %o.image, "sync container started");
     Ok(Created {
         id,
