@@ -164,16 +164,7 @@ pub(crate) async fn execute(
 /// client projection, or from the error's copy of it for a stopped command) and `tool_search`
 /// (the tools it activated). Pure.
 pub fn result_event(outcome: &CallOutcome) -> RunEvent {
-    let client = if outcome.client.is_null() {
-        outcome
-            .error
-            .as_ref()
-            .and_then(|e| e.details.as_ref())
-            .and_then(|d| d.get("client"))
-            .unwrap_or(&Value::Null)
-    } else {
-        &outcome.client
-    };
+    let client = outcome.shown_client();
     let is_execute = outcome.tool == "execute";
     let exit_code = is_execute
         .then(|| client.get("exit_code").and_then(Value::as_i64))
@@ -198,6 +189,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
     let sandbox = client
         .get(crate::tools::execute::CONFINEMENT_DETAIL)
         .and_then(|d| crate::tools::execute::call_sandbox(&outcome.tool, d));
+    let sync = crate::tools::execute::call_sync(&outcome.tool, client);
     RunEvent::ToolResult {
         tool_call_id: outcome.tool_call_id.clone(),
         status: outcome.status,
@@ -209,6 +201,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
         activated,
         hooks: outcome.hooks.clone(),
         sandbox,
+        sync,
     }
 }
 
