@@ -344,6 +344,37 @@ mod tests {
     }
 
     #[test]
+    fn a_synced_command_carries_its_sync_report_even_when_stopped() {
+        let sync = json!({"copied_in": 2, "removed_in": 0, "brought_back": 1,
+            "brought_back_bytes": 5, "deleted": 0,
+            "refused": [{"path": ".git/hooks/pre-commit", "why": "protected path"}],
+            "incomplete": "stopped"});
+        let RunEvent::ToolResult { sync: got, .. } =
+            result_event(&outcome("execute", json!({"exit_code": 0, "sync": sync})))
+        else {
+            panic!("not a tool result")
+        };
+        let got = got.expect("a sync report");
+        assert_eq!((got.copied_in, got.brought_back), (2, 1));
+        assert_eq!(got.refused.len(), 1);
+        let mut o = outcome("execute", Value::Null);
+        o.error = Some(
+            crate::contract::ToolError::execution("cancelled", "stopped")
+                .with_details(json!({"client": {"exit_code": null, "sync": sync}})),
+        );
+        let RunEvent::ToolResult { sync: got, .. } = result_event(&o) else {
+            panic!("not a tool result")
+        };
+        assert!(got.is_some_and(|s| s.incomplete.is_some()));
+        let RunEvent::ToolResult { sync: got, .. } =
+            result_event(&outcome("mcp__evil__run", json!({"sync": sync})))
+        else {
+            panic!("not a tool result")
+        };
+        assert_eq!(got, None);
+    }
+
+    #[test]
     fn other_tools_have_no_exit_code_and_tool_search_names_what_it_activated() {
         let e = result_event(&outcome("read", json!({"exit_code": 5})));
         assert!(matches!(
