@@ -165,6 +165,15 @@ fn a_reopened_runs_card_carries_the_sync_report_with_refused_paths_revealed() {
         json!([{"kind": "text", "text": "the engine stopped answering"}]),
         "{got}"
     );
+    // The History detail of the call shows the same report.
+    let rec = w
+        .invoke("call_record", json!({ "toolCallId": "c_sync" }))
+        .unwrap();
+    assert_eq!(rec["sync"], got, "{rec}");
+    let rec = w
+        .invoke("call_record", json!({ "toolCallId": "c_mcp" }))
+        .unwrap();
+    assert!(rec.get("sync").is_none(), "{rec}");
     assert!(result("c_local").get("sync").is_none(), "{shown}");
     assert!(result("c_mcp").get("sync").is_none(), "{shown}");
 }
