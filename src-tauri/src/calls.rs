@@ -34,10 +34,16 @@ pub struct CallResult {
     pub duration_ms: u64,
     /// The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
     pub hooks: Vec<aibuddy::hooks::HookRun>,
+    /// A container's project sync around an `execute` call (the core's `call_sync`, as the run
+    /// card shows it); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sync: Option<aibuddy::tools::execute::SyncView>,
 }
 
 impl From<CallOutcome> for CallResult {
     fn from(o: CallOutcome) -> Self {
+        let sync = aibuddy::tools::execute::call_sync(&o.tool, o.shown_client());
         Self {
             tool_call_id: o.tool_call_id,
             run_id: o.run_id,
@@ -49,6 +55,7 @@ impl From<CallOutcome> for CallResult {
             client: o.client,
             duration_ms: o.duration_ms,
             hooks: o.hooks,
+            sync,
         }
     }
 }

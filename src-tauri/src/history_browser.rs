@@ -141,6 +141,11 @@ pub struct CallRecordView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub sandbox: Option<String>,
+    /// `execute` in a container with `project: "sync"`: the project sync around it, as the
+    /// run card shows it (the core's `call_sync`); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sync: Option<aibuddy::tools::execute::SyncView>,
 }
 
 /// The target of a call: the first of its input's usual target fields, one line, bounded. Pure.
@@ -421,6 +426,10 @@ pub async fn detail(
     };
     let item = item_of(row);
     let sandbox = item.sandbox.clone();
+    let sync = rec
+        .client_projection
+        .as_ref()
+        .and_then(|c| aibuddy::tools::execute::call_sync(&rec.tool, c));
     Ok(CallRecordView {
         item,
         error_code: rec.error_code,
@@ -438,6 +447,7 @@ pub async fn detail(
             .unwrap_or(0),
         raw_partial: rec.raw_output_partial,
         sandbox,
+        sync,
     })
 }
 

@@ -83,6 +83,11 @@ pub struct RunToolResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub sandbox: Option<String>,
+    /// A container's project sync around an `execute` call, as the live card's `tool_result`
+    /// carries it (the core's `call_sync`); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sync: Option<aibuddy::tools::execute::SyncView>,
 }
 
 /// One stored message: `user` and `assistant` carry text (and the assistant's tool calls), `tool`
@@ -159,6 +164,7 @@ fn message_view(m: &MessageRecord) -> RunMessage {
                 &r.tool,
                 r.confinement_detail.as_deref(),
             ),
+            sync: aibuddy::tools::execute::stored_call_sync(&r.tool, r.sync.as_deref()),
         });
         return RunMessage {
             seq: m.seq,
@@ -273,6 +279,7 @@ mod tests {
                     compacted: false,
                     hooks: Vec::new(),
                     sandbox: None,
+                    sync: None,
                 }),
                 usage: None,
             }],

@@ -164,16 +164,7 @@ pub(crate) async fn execute(
 /// client projection, or from the error's copy of it for a stopped command) and `tool_search`
 /// (the tools it activated). Pure.
 pub fn result_event(outcome: &CallOutcome) -> RunEvent {
-    let client = if outcome.client.is_null() {
-        outcome
-            .error
-            .as_ref()
-            .and_then(|e| e.details.as_ref())
-            .and_then(|d| d.get("client"))
-            .unwrap_or(&Value::Null)
-    } else {
-        &outcome.client
-    };
+    let client = outcome.shown_client();
     let is_execute = outcome.tool == "execute";
     let exit_code = is_execute
         .then(|| client.get("exit_code").and_then(Value::as_i64))
@@ -198,6 +189,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
     let sandbox = client
         .get(crate::tools::execute::CONFINEMENT_DETAIL)
         .and_then(|d| crate::tools::execute::call_sandbox(&outcome.tool, d));
+    let sync = crate::tools::execute::call_sync(&outcome.tool, client);
     RunEvent::ToolResult {
         tool_call_id: outcome.tool_call_id.clone(),
         status: outcome.status,
@@ -209,6 +201,7 @@ pub fn result_event(outcome: &CallOutcome) -> RunEvent {
         activated,
         hooks: outcome.hooks.clone(),
         sandbox,
+        sync,
     }
 }
 
@@ -348,6 +341,37 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_synced_command_carries_its_sync_report_even_when_stopped() {
+        let sync = json!({"copied_in": 2, "removed_in": 0, "brought_back": 1,
+            "brought_back_bytes": 5, "deleted": 0,
+            "refused": [{"path": ".git/hooks/pre-commit", "why": "protected path"}],
+            "incomplete": "stopped"});
+        let RunEvent::ToolResult { sync: got, .. } =
+            result_event(&outcome("execute", json!({"exit_code": 0, "sync": sync})))
+        else {
+            panic!("not a tool result")
+        };
+        let got = got.expect("a sync report");
+        assert_eq!((got.copied_in, got.brought_back), (2, 1));
+        assert_eq!(got.refused.len(), 1);
+        let mut o = outcome("execute", Value::Null);
+        o.error = Some(
+            crate::contract::ToolError::execution("cancelled", "stopped")
+                .with_details(json!({"client": {"exit_code": null, "sync": sync}})),
+        );
+        let RunEvent::ToolResult { sync: got, .. } = result_event(&o) else {
+            panic!("not a tool result")
+        };
+        assert!(got.is_some_and(|s| s.incomplete.is_some()));
+        let RunEvent::ToolResult { sync: got, .. } =
+            result_event(&outcome("mcp__evil__run", json!({"sync": sync})))
+        else {
+            panic!("not a tool result")
+        };
+        assert_eq!(got, None);
     }
 
     #[test]

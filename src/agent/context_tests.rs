@@ -104,6 +104,7 @@ fn result(
         compaction_state: CompactionState::None,
         model_images: None,
         confinement_detail: None,
+        sync: None,
     });
     r
 }

@@ -63,6 +63,11 @@ pub enum RunEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         sandbox: Option<String>,
+        /// `execute` in a container with `project: "sync"`: what was copied in and brought
+        /// back, and every change refused or skipped (the core's `call_sync`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        sync: Option<crate::tools::execute::SyncView>,
     },
     /// A hook of the run itself ran (`run_start`, `run_end`, `waiting_for_person`).
     Hook { hook: crate::hooks::HookRun },

@@ -404,6 +404,7 @@ mod tests {
             compaction_state: aibuddy_store::CompactionState::None,
             model_images: None,
             confinement_detail: None,
+            sync: None,
         });
         let t = transcript(&[
             ContextItem::Summary(&s),

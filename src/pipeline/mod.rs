@@ -73,6 +73,21 @@ pub struct CallOutcome {
     pub hooks: Vec<HookRun>,
 }
 
+impl CallOutcome {
+    /// The client projection a card shows: the call's own, or, for a stopped command (no
+    /// projection of its own), the copy its error keeps in `details.client`; `Null` without one.
+    pub fn shown_client(&self) -> &Value {
+        if !self.client.is_null() {
+            return &self.client;
+        }
+        self.error
+            .as_ref()
+            .and_then(|e| e.details.as_ref())
+            .and_then(|d| d.get("client"))
+            .unwrap_or(&Value::Null)
+    }
+}
+
 /// What the owning config declares about a call's results, taken from the registry at call time
 /// (so tools that join later, e.g. MCP tools after `list_changed`, carry their own policy).
 #[derive(Debug, Clone, PartialEq, Eq)]

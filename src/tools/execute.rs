@@ -356,6 +356,9 @@ pub use projection::{
 };
 pub mod project_hosts;
 mod scope;
+mod sync_view;
+pub use aibuddy_sandbox::aibuddy_exec::SyncReport;
+pub use sync_view::{SYNC, SyncNoteView, SyncView, call_sync, stored_call_sync};
 
 use live::EventBridge;
 pub use live::decode_carrying;

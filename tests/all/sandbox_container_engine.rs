@@ -205,4 +205,20 @@ fn a_synced_project_over_tcp_gets_the_changes_back_and_not_the_hook() {
         "inside\n"
     );
     assert!(!p.path().join(".git/hooks/pre-commit").exists());
+    // What the window's cards show of it (the core's one rule over the client projection): the
+    // change brought back counted, the planted hook listed as refused.
+    let view = aibuddy::tools::execute::call_sync("execute", &v["client"])
+        .unwrap_or_else(|| panic!("no sync on the card: {text}"));
+    assert!(view.brought_back >= 1, "{view:?}");
+    let refused: Vec<String> = view
+        .refused
+        .iter()
+        .map(|n| format!("{:?}", n.path))
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|p| p.contains(r#"".git/hooks/pre-commit""#)),
+        "{refused:?}"
+    );
 }

@@ -187,6 +187,30 @@ describe("call console", () => {
     expect(hooks[0]!.textContent).toContain("no writes under notes/");
   });
 
+  it("a command synced with a container shows its project sync, refused paths revealed", async () => {
+    const s = scriptedApi([{ type: "tool_started", call_id: "call_1", tool: "execute", input: {} }]);
+    const synced = result({
+      tool: "execute",
+      model: "exit 0",
+      sync: {
+        copied_in: 1, removed_in: 0, brought_back: 0, brought_back_bytes: 0, deleted: 0, more_notes: 0, read_only: false,
+        refused: [{ path: [{ kind: "text", text: ".git/hooks/pre-commit" }, { kind: "code", code: "ESC" }], why: [{ kind: "text", text: "protected path" }] }],
+        skipped: [],
+        incomplete: [{ kind: "text", text: "stopped" }],
+      },
+    });
+    s.api.callTool = async () => synced;
+    const c = createConsole(s.api);
+    host.appendChild(c.element);
+    c.setTools(TOOLS);
+    (host.querySelector('[data-testid="console-run"]') as HTMLButtonElement).click();
+    await flush();
+    await flush();
+    expect(host.querySelector('[data-testid="sync-counts"]')?.textContent).toContain("1 copied in");
+    expect([...host.querySelectorAll('[data-testid="sync-refused"]')].map((e) => e.textContent)).toEqual([".git/hooks/pre-commit<ESC> protected path"]);
+    expect(host.querySelector('[data-testid="sync-incomplete"]')?.textContent).toContain("INCOMPLETE (stopped)");
+  });
+
   it("stops the running call by its id", async () => {
     const s = scriptedApi([{ type: "tool_started", call_id: "call_9", tool: "ls", input: {} }]);
     const c = createConsole(s.api);

@@ -177,6 +177,24 @@ describe("history browser", () => {
     local.element.remove();
   });
 
+  it("a synced command's detail shows its project sync with the refused paths revealed", async () => {
+    const { api } = fakeApi(2);
+    const sync = {
+      copied_in: 1, removed_in: 0, brought_back: 2, brought_back_bytes: 3, deleted: 0, more_notes: 0, read_only: false, skipped: [],
+      refused: [{ path: [{ kind: "text" as const, text: ".git/hooks/pre-commit" }, { kind: "code" as const, code: "ESC" }], why: [{ kind: "text" as const, text: "protected path" }] }],
+      incomplete: null,
+    };
+    const synced: RawOutputApi = { ...api, callRecord: async (id) => ({ ...(await api.callRecord(id)), sync }) };
+    const view = createHistoryBrowser(synced);
+    document.body.append(view.element);
+    await view.refresh();
+    view.element.querySelector<HTMLElement>('[data-testid="hb-row"]')?.click();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(view.element.querySelector('[data-testid="sync-counts"]')?.textContent).toContain("2 brought back");
+    expect([...view.element.querySelectorAll('[data-testid="sync-refused"]')].map((e) => e.textContent)).toEqual([".git/hooks/pre-commit<ESC> protected path"]);
+    view.element.remove();
+  });
+
   it("marks the rows of calls that ran in a container with a badge naming it; local rows have none", async () => {
     const { api } = fakeApi(3);
     const where = "container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock";

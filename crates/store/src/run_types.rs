@@ -298,6 +298,11 @@ pub struct LinkedResult {
     /// (small; the core reads it), `None` when it has none. Kept out of listings.
     #[serde(skip)]
     pub confinement_detail: Option<String>,
+    /// A container's project sync around the call: the JSON text of the client projection's
+    /// `sync` (bounded by the core; the core reads it), `None` when it has none. Kept out of
+    /// listings.
+    #[serde(skip)]
+    pub sync: Option<String>,
 }
 
 fn content_as_json<S: Serializer>(content: &str, s: S) -> Result<S::Ok, S::Error> {

@@ -25,4 +25,5 @@ mod run_call_stop;
 mod runs;
 mod settings;
 mod startup;
+mod sync_card;
 mod trust;

@@ -2,6 +2,7 @@
 import type { CallStatus } from "./CallStatus";
 import type { HookRun } from "./HookRun";
 import type { Stage } from "./Stage";
+import type { SyncView } from "./SyncView";
 import type { ToolError } from "./ToolError";
 
 /**
@@ -19,4 +20,9 @@ client: unknown, duration_ms: number,
 /**
  * The person's hooks that ran for the call (`pre_tool_call`, `post_tool_call`), in order.
  */
-hooks: Array<HookRun>, };
+hooks: Array<HookRun>, 
+/**
+ * A container's project sync around an `execute` call (the core's `call_sync`, as the run
+ * card shows it); absent without one.
+ */
+sync?: SyncView, };

@@ -7,6 +7,7 @@ import type { NetworkAsk } from "./NetworkAsk";
 import type { OutputStream } from "./OutputStream";
 import type { RunStatus } from "./RunStatus";
 import type { Stage } from "./Stage";
+import type { SyncView } from "./SyncView";
 import type { Usage } from "./Usage";
 
 export type RunEvent = { "type": "run_started", run_id: string, provider: string, model: string, 
@@ -40,7 +41,12 @@ hooks: Array<HookRun>,
  * `execute` only: where the command ran when not on this machine (`container
  * 0123456789ab (image `debian:12`) on unix:///…`); absent for a local run.
  */
-sandbox?: string, } | { "type": "hook", hook: HookRun, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "network_ask", tool_call_id: string, ask: NetworkAsk, } | { "type": "network_ask_resolved", tool_call_id: string, ask_id: string, answer: NetworkAnswer, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
+sandbox?: string, 
+/**
+ * `execute` in a container with `project: "sync"`: what was copied in and brought
+ * back, and every change refused or skipped (the core's `call_sync`).
+ */
+sync?: SyncView, } | { "type": "hook", hook: HookRun, } | { "type": "confirm_request", tool_call_id: string, request: ConfirmRequest, } | { "type": "network_ask", tool_call_id: string, ask: NetworkAsk, } | { "type": "network_ask_resolved", tool_call_id: string, ask_id: string, answer: NetworkAnswer, } | { "type": "ask_user", tool_call_id: string, question: string, options: Array<string>, multi_select: boolean, 
 /**
  * Free text is accepted besides (or instead of) the options.
  */

@@ -2,6 +2,7 @@
 import type { CallStatus } from "./CallStatus";
 import type { HookRun } from "./HookRun";
 import type { Stage } from "./Stage";
+import type { SyncView } from "./SyncView";
 
 /**
  * The stored result of a tool call.
@@ -27,4 +28,9 @@ hooks: Array<HookRun>,
  * Where an `execute` call ran when it was not this machine (a container), as the live
  * card's `tool_result` names it (the core's `call_sandbox`); absent for a local run.
  */
-sandbox?: string, };
+sandbox?: string, 
+/**
+ * A container's project sync around an `execute` call, as the live card's `tool_result`
+ * carries it (the core's `call_sync`); absent without one.
+ */
+sync?: SyncView, };

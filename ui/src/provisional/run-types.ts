@@ -75,6 +75,7 @@ export function detailEvents(detail: RunDetail, children: ReadonlyMap<string, Ru
         model: r.model ?? r.error_message ?? "",
         hooks: r.hooks ?? [],
         sandbox: r.sandbox,
+        sync: r.sync,
       });
     }
   }

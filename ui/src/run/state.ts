@@ -7,6 +7,7 @@ import type { ConfirmRequest } from "../bindings/ConfirmRequest";
 import type { HookRun } from "../bindings/HookRun";
 import type { NetworkAsk } from "../bindings/NetworkAsk";
 import type { Stage } from "../bindings/Stage";
+import type { SyncView } from "../bindings/SyncView";
 import { formatBytes, formatDuration } from "../lib/format";
 import type { AskUserQuestion, RunEvent, RunStatus, Usage } from "../provisional/run-types";
 
@@ -42,6 +43,8 @@ export interface ToolCard {
   subagent: RunViewState | null;
   /** `execute`: where the command ran when not on this machine (a container), from its result. */
   sandbox: string | null;
+  /** `execute` in a container with `project: "sync"`: the project sync around it, from its result. */
+  sync: SyncView | null;
 }
 
 export type ConversationItem =
@@ -215,6 +218,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         hooks: [],
         subagent: null,
         sandbox: null,
+        sync: null,
       };
       return push(state, { kind: "tool", card }, "t");
     }
@@ -247,6 +251,7 @@ export function applyRunEvent(state: RunViewState, event: RunEvent, now: number)
         activated: live ? event.activated : [],
         hooks: event.hooks ?? [],
         sandbox: event.sandbox ?? null,
+        sync: event.sync ?? null,
       }));
       return {
         ...done,

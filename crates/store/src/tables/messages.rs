@@ -181,7 +181,10 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
                 c.tool, c.status, c.stage, c.error_message, c.model_projection, c.compaction_state,
                 CASE WHEN json_valid(c.client_projection)
                      THEN json_extract(c.client_projection, '$.model_images') END,
-                {CONFINEMENT_DETAIL}
+                {CONFINEMENT_DETAIL},
+                CASE WHEN json_valid(c.client_projection)
+                     THEN CASE WHEN json_type(c.client_projection, '$.sync') = 'object'
+                     THEN json_extract(c.client_projection, '$.sync') END END
          FROM messages m
          LEFT JOIN tool_calls c ON c.tool_call_id = m.tool_call_id AND c.run_id = m.run_id
          WHERE m.run_id = ?1 ORDER BY m.seq",
@@ -211,6 +214,7 @@ pub fn list(conn: &Connection, run_id: &str) -> Result<Vec<MessageRecord>> {
                     })?,
                     model_images: r.get(17)?,
                     confinement_detail: r.get(18)?,
+                    sync: r.get(19)?,
                 })
             }
         };

@@ -446,6 +446,7 @@ mod tests {
             activated: Vec::new(),
             hooks: Vec::new(),
             sandbox: None,
+            sync: None,
         })
         .unwrap();
         assert!(r.starts_with("[tool] t1 rejected (stage "), "{r}");
