@@ -191,21 +191,27 @@ impl Runner {
         args: &Value,
     ) -> Result<RawOutput, Failure> {
         let (call_id, cancel) = (ctx.call_id.as_str(), &ctx.cancel);
-        let err = Failure::error;
+        // A failure after a stop (the wait for the project's call lock, the command) is the
+        // stop's: cancelled, never an error.
+        let fail = |error: ToolError| {
+            let status = if cancel.is_cancelled() || error.code == "cancelled" {
+                CallStatus::Cancelled
+            } else {
+                CallStatus::Error
+            };
+            Failure { status, error }
+        };
         if cancel.is_cancelled() {
-            return Err(Failure {
-                status: CallStatus::Cancelled,
-                error: ToolError::execution(
-                    "cancelled",
-                    "the call was cancelled before it started",
-                ),
-            });
+            return Err(fail(ToolError::execution(
+                "cancelled",
+                "the call was cancelled before it started",
+            )));
         }
         // Checkpoint: a fresh before-snapshot, durable before any effect (so only what changes
         // during the call is its change set, and a killed call can still be rewound).
         let checkpoint = match &self.checkpoints {
             Some(c) if tool.risk != crate::registry::Risk::ReadOnly => {
-                Some((c.clone(), c.before(call_id, cancel).await.map_err(err)?))
+                Some((c.clone(), c.before(call_id, cancel).await.map_err(fail)?))
             }
             _ => None,
         };
@@ -214,16 +220,6 @@ impl Runner {
         if let Some((c, before)) = checkpoint {
             c.after(call_id, before).await;
         }
-        match ran {
-            Ok(raw) => Ok(raw),
-            Err(e) => {
-                let status = if cancel.is_cancelled() || e.code == "cancelled" {
-                    CallStatus::Cancelled
-                } else {
-                    CallStatus::Error
-                };
-                Err(Failure { status, error: e })
-            }
-        }
+        ran.map_err(fail)
     }
 }

@@ -711,7 +711,7 @@ async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
         &HostCaps::default(),
         &BTreeSet::new(),
     );
-    let spawn = |path: &str, hold_ms: u64| {
+    let spawn = |path: &str, hold_ms: u64, cancel: CancellationToken| {
         let (runner, toolset) = (runner.clone(), toolset.clone());
         let args = json!({"path": path, "hold_ms": hold_ms}).to_string();
         tokio::spawn(async move {
@@ -723,17 +723,37 @@ async fn concurrent_mutating_calls_each_see_only_their_own_changes() {
                         name: "slow_write".into(),
                         arguments: args,
                     },
-                    CancellationToken::new(),
+                    cancel,
                     CollectingSink::new(),
                 )
                 .await
         })
     };
-    // The first call writes its file and holds on; the second starts while it holds. Without
-    // the project's call lock the first call's change set would hold the second's file too.
-    let first = spawn("first.txt", 600);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let second = spawn("second.txt", 0);
+    // The first call writes its file (under the project's call lock) and holds on; the second
+    // starts while it holds. Without the lock the first call's change set would hold the
+    // second's file too.
+    let first = spawn("first.txt", 1500, CancellationToken::new());
+    let t = std::time::Instant::now();
+    while !project.join("first.txt").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the first call never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = spawn("second.txt", 0, CancellationToken::new());
+    // A third, stopped while it waits for the lock, ends cancelled (not an error) and does nothing.
+    let stop = CancellationToken::new();
+    let third = spawn("third.txt", 0, stop.clone());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.cancel();
+    let third = third.await.unwrap();
+    assert_eq!(third.status, CallStatus::Cancelled, "{:?}", third.error);
+    assert_eq!(
+        third.error.as_ref().map(|e| e.code.as_str()),
+        Some("cancelled")
+    );
+    assert!(!project.join("third.txt").exists());
     let (first, second) = (first.await.unwrap(), second.await.unwrap());
     assert_eq!(first.status, CallStatus::Ok, "{:?}", first.error);
     assert_eq!(second.status, CallStatus::Ok, "{:?}", second.error);
