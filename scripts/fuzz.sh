@@ -2,6 +2,8 @@
 # Runs the cargo-fuzz targets of fuzz/ on the nightly toolchain (see docs/fuzzing.md).
 #   scripts/fuzz.sh [TARGET...]          each target for FUZZ_SECONDS (default 60), corpus kept in fuzz/.work
 #   scripts/fuzz.sh --smoke [TARGET...]  the checked-in corpus, then FUZZ_SMOKE_SECONDS (default 5) each
+#   scripts/fuzz.sh [--smoke] --build-only  install and build what that mode runs, run nothing
+#                                        (`make test` builds in the background, scripts/test.sh)
 # All targets are built once, into one target dir, before any runs. Exits non-zero when any target
 # finds a crash, a panic, a timeout (FUZZ_TIMEOUT seconds for one input) or runs out of memory; the
 # reproducer is left in fuzz/artifacts/<target>/ (replay: cargo +nightly fuzz run <target> <file>).
@@ -10,10 +12,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
 mode=full
-if [ "${1:-}" = "--smoke" ]; then
-  mode=smoke
+build_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) mode=smoke ;;
+    --build-only) build_only=1 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 seconds="${FUZZ_SECONDS:-60}"
 if [ "$mode" = smoke ]; then seconds="${FUZZ_SMOKE_SECONDS:-5}"; fi
 
@@ -41,13 +48,14 @@ fi
 started=$SECONDS
 cargo +nightly fuzz build "${flags[@]}"
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - started)) s"
+if [ "$build_only" = 1 ]; then exit 0; fi
 
-failed=()
-for t in "${targets[@]}"; do
+# One target: its result line on stdout, its log in .work/<target>.log; non-zero when it failed.
+run_target() {
+  local t="$1" work log runs
   if [ ! -d "corpus/$t" ]; then
     echo "fuzz: no checked-in corpus for $t (fuzz/corpus/$t)" >&2
-    failed+=("$t")
-    continue
+    return 1
   fi
   if [ "$mode" = smoke ]; then
     work="$(mktemp -d)"
@@ -56,20 +64,50 @@ for t in "${targets[@]}"; do
     mkdir -p "$work"
   fi
   log=".work/$t.log"
-  mkdir -p .work
-  # New inputs go to the first (scratch) corpus dir; the checked-in seeds are only read.
-  if cargo +nightly fuzz run "${flags[@]}" "$t" "$work" "corpus/$t" -- \
-      -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=4096 \
-      -print_final_stats=1 >"$log" 2>&1; then
+  # New inputs go to the first (scratch) corpus dir; the checked-in seeds are only read. The
+  # fuzzer binary is started directly: it is built, and `cargo fuzz run` would check the build
+  # again per target (and take cargo's build lock, serialising parallel targets).
+  local status=0
+  mkdir -p "artifacts/$t"
+  "$bin_dir/$t" -artifact_prefix="artifacts/$t/" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=4096 \
+    -print_final_stats=1 "$work" "corpus/$t" >"$log" 2>&1 || status=$?
+  if [ "$mode" = smoke ]; then rm -rf "$work"; fi
+  if [ "$status" = 0 ]; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
     echo "fuzz: $t: ok, ${runs:-?} inputs in ${seconds} s (seeds: $(ls "corpus/$t" | wc -l))"
   else
-    echo "fuzz: $t: FAILED (log: fuzz/$log)" >&2
+    echo "fuzz: $t: FAILED (exit $status; log: fuzz/$log)" >&2
     tail -n 60 "$log" >&2
-    failed+=("$t")
+    return 1
   fi
-  if [ "$mode" = smoke ]; then rm -rf "$work"; fi
+}
+
+# Where `cargo fuzz build` left the binaries: <target dir>/<triple>/<profile>/.
+profile_dir=release
+if [[ " ${flags[*]} " == *" --dev "* ]]; then profile_dir=debug; fi
+bin_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/$(rustc +nightly -vV | sed -n 's/^host: //p')/$profile_dir"
+mkdir -p .work
+
+# Targets run side by side, FUZZ_JOBS at a time (default: one per core); each is single-threaded
+# and runs for a fixed time, so the wall time divides by the jobs. Results print as each ends.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+failed=()
+declare -A running=()
+reap() {
+  local pid
+  wait -n -p pid "${!running[@]}" && true
+  local status=$?
+  if [ -n "${pid:-}" ]; then
+    if [ "$status" != 0 ]; then failed+=("${running[$pid]}"); fi
+    unset "running[$pid]"
+  fi
+}
+for t in "${targets[@]}"; do
+  while [ "${#running[@]}" -ge "$jobs" ]; do reap; done
+  run_target "$t" &
+  running[$!]="$t"
 done
+while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: failing targets: ${failed[*]}" >&2

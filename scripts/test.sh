@@ -11,7 +11,12 @@ step_done() {
   fi
 }
 step() { step_done; step_name="$*"; step_start=$SECONDS; printf '\n==> %s\n' "$*"; }
-trap 'step_done; step_name=""; printf "\n==> time per step (total %ds)\n%s" "$SECONDS" "$timings"' EXIT
+background_pid=""
+on_exit() {
+  if [ -n "$background_pid" ]; then kill -- "-$background_pid" 2>/dev/null || true; fi
+  step_done; step_name=""; printf "\n==> time per step (total %ds)\n%s" "$SECONDS" "$timings"
+}
+trap on_exit EXIT
 
 # Every suite always runs: a missing script (or a lost executable bit) must fail, not skip.
 for suite in scripts/test-ui.sh scripts/test-e2e.sh scripts/test-package.sh scripts/fuzz.sh; do
@@ -51,6 +56,21 @@ export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/lint-rustc.sh"
 # servers (installed by scripts/setup.sh) are missing.
 export CI="${CI:-1}"
 
+# The fuzz smoke's build (nightly, its own target dir, and the nightly toolchain and cargo-fuzz
+# when missing) runs beside the build and the Rust tests at idle priority (SCHED_IDLE, idle I/O):
+# it takes only CPU time nothing else wants, so it neither slows the main build nor disturbs the
+# tests' timing, and fills the cores the tests leave idle (about 60% of them). Its own process
+# group, so a failing run stops it (on_exit above).
+fuzz_build_log="$target_dir/fuzz-build.log"
+idle=(nice -n 19)
+if command -v chrt >/dev/null 2>&1 && chrt -i 0 true 2>/dev/null; then idle=(chrt -i 0 "${idle[@]}"); fi
+if command -v ionice >/dev/null 2>&1 && ionice -c 3 true 2>/dev/null; then idle=(ionice -c 3 "${idle[@]}"); fi
+set -m
+"${idle[@]}" env -u RUSTC_WORKSPACE_WRAPPER bash scripts/fuzz.sh --smoke --build-only >"$fuzz_build_log" 2>&1 &
+background_pid=$!
+set +m
+echo "test.sh: the fuzz smoke's build started in the background (${idle[*]}; log: $fuzz_build_log)"
+
 # ONE build of every target (scripts/build-tests.sh: ui/dist, then the whole workspace with the
 # desktop's custom-protocol feature in one feature resolution); the window and package tests start
 # its binaries instead of building their own.
@@ -61,8 +81,17 @@ export AIBUDDY_TEST_BUILD=done
 step "Rust tests (core, crates and the desktop shell)"
 cargo test --workspace --features aibuddy-desktop/custom-protocol --locked
 
-# Nightly, one build for every target; the checked-in corpus then a few seconds of each target.
+# Nightly, one build for every target (started in the background above); the checked-in corpus
+# then a few seconds of each target, one target per core.
 step "fuzz smoke (cargo fuzz: checked-in corpus + ${FUZZ_SMOKE_SECONDS:-5} s per target)"
+fuzz_build_status=0
+wait "$background_pid" || fuzz_build_status=$?
+background_pid=""
+cat "$fuzz_build_log"
+if [ "$fuzz_build_status" != 0 ]; then
+  echo "test.sh: the fuzz build failed (exit $fuzz_build_status)" >&2
+  exit 1
+fi
 env -u RUSTC_WORKSPACE_WRAPPER bash scripts/fuzz.sh --smoke
 
 step "UI tests"
