@@ -383,8 +383,11 @@ export async function mockScript(responses, dynamicSource = "{}") {
 }
 
 /** A page of the built UI with the given IPC responses; collects console errors and page errors. */
-export async function openPage(browser, base, responses, viewport = { width: 1180, height: 780 }, colorScheme = "light", dynamicSource = "{}") {
+export async function openPage(browser, base, responses, viewport = { width: 1180, height: 780 }, colorScheme = "light", dynamicSource = "{}", { clock = false } = {}) {
   const page = await browser.newPage({ viewport, colorScheme });
+  // `clock`: the page's timers are Playwright's (time still flows on its own), so a test can run
+  // the polls of many seconds at once (`page.clock.runFor(ms)`) instead of sleeping through them.
+  if (clock) await page.clock.install();
   const problems = [];
   page.on("console", (msg) => {
     if (msg.type() !== "error") return;

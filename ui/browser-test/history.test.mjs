@@ -155,7 +155,7 @@ describe("history browser in Chromium with mocked IPC", () => {
   });
 
   it("stays current while open: new calls on top, a running row finishing in place, a pill when scrolled down", async () => {
-    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC);
+    const { page, problems } = await openPage(browser, base, { list_tools: { resolve: [] }, list_runs: { resolve: [] } }, { width: 1280, height: 860 }, "light", DYNAMIC, { clock: true });
     await page.keyboard.press("Alt+3");
     await page.locator('[data-testid="hb-row"]').first().waitFor({ timeout: 15_000 });
     const live = (id, second, status = "ok") => ({
@@ -213,7 +213,7 @@ describe("history browser in Chromium with mocked IPC", () => {
     await page.waitForTimeout(300);
     const probes = await callCount(page, "history_head");
     await page.evaluate((row) => window.__alpha.__add(row), live("live_5", 9));
-    await page.waitForTimeout(3200);
+    await page.clock.runFor(3200);
     assert.equal(await callCount(page, "history_head"), probes, "no probe while hidden");
     await page.keyboard.press("Alt+3");
     await page.waitForFunction(() => document.querySelector('[data-testid="hb-row"][data-index="0"]')?.dataset.id === "live_5", null, { timeout: 10_000 });

@@ -170,7 +170,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       started_at: "2026-11-30T12:00:00.000Z", steps: 2, tool_calls: 1,
     };
     const dynamic = `{ list_runs: () => (window.__terminalRun ? [${JSON.stringify(TERMINAL_RUN)}] : []) }`;
-    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic, { clock: true });
     await page.locator('[data-testid="runs-empty"]').waitFor();
     const listed = () => callCount(page, "list_runs");
     assert.ok((await listed()) >= 1, "listed at start");
@@ -225,7 +225,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
       started_at: "2026-11-30T12:00:00.000Z", steps: 1, tool_calls: 0,
     };
     const dynamic = `{ list_runs: () => (window.__terminalRun ? [${JSON.stringify(TERMINAL_RUN)}] : []) }`;
-    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic, { clock: true });
     await page.locator('[data-testid="runs-empty"]').waitFor();
     const listed = () => callCount(page, "list_runs");
     // No tab switch, no event: the poll (every 2 s) finds the run.
@@ -234,7 +234,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     // Hidden behind another tab, the list is not read.
     await page.keyboard.press("Alt+3");
     const hidden = await listed();
-    await page.waitForTimeout(4_500);
+    await page.clock.runFor(4_500);
     assert.equal(await listed(), hidden, "no polling while the conversation is hidden");
     assert.deepEqual(problems, []);
     await page.close();
@@ -268,7 +268,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
         return d;
       },
     }`;
-    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic, { clock: true });
     await page.locator('[data-testid="run-item"][data-id="run_01JWATCHED"]').click();
     await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
     const cards = page.locator('[data-testid="tool-card"]');
@@ -277,7 +277,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     await page.keyboard.press("Alt+3");
     const reads = await callCount(page, "show_run");
     await page.evaluate(() => (window.__step = 1));
-    await page.waitForTimeout(4_500);
+    await page.clock.runFor(4_500);
     assert.equal(await callCount(page, "show_run"), reads, "no reads while the conversation is hidden");
     // Shown: the terminal's new step appears without opening it again.
     await page.keyboard.press("Alt+1");
@@ -293,7 +293,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     assert.equal(await page.locator('[data-testid="prompt-send"]').isDisabled(), false);
     // Finished: no more reads.
     const done = await callCount(page, "show_run");
-    await page.waitForTimeout(4_500);
+    await page.clock.runFor(4_500);
     assert.equal(await callCount(page, "show_run"), done);
     assert.deepEqual(unexpected(problems), []);
     await page.close();
@@ -321,7 +321,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
         return { ...${JSON.stringify(detail)}, status: window.__dead ? "interrupted" : "running" };
       },
     }`;
-    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic);
+    const { page, problems } = await openPage(browser, base, RESPONSES, undefined, "light", dynamic, { clock: true });
     await page.locator('[data-testid="run-item"][data-id="run_01JDEAD"]').click();
     await page.locator('[data-testid="run-phase"][data-phase="elsewhere"]').waitFor({ timeout: 5_000 });
     // A read that fails: what is shown stays, said to be possibly out of date.
@@ -341,7 +341,7 @@ describe("context meter, approval cards and auto-scroll in Chromium", () => {
     assert.equal(await page.locator('[data-testid="tool-card"][data-id="call_b"]').getAttribute("data-status"), "cancelled");
     assert.equal(await page.locator('[data-testid="prompt-send"]').textContent(), "Continue");
     const reads = await callCount(page, "show_run");
-    await page.waitForTimeout(4_500);
+    await page.clock.runFor(4_500);
     assert.equal(await callCount(page, "show_run"), reads, "not read again once it is known to have ended");
     assert.deepEqual(unexpected(problems), []);
     await page.close();
