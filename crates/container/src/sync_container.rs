@@ -60,49 +60,27 @@ pub(crate) async fn run_short(
     container: &str,
     argv: Vec<String>,
 ) -> Result<(), String> {
-    let config = CreateExecOptions {
-        attach_stdout: Some(true),
-        attach_stderr: Some(true),
-        cmd: Some(argv),
-        ..Default::default()
-    };
-    let exec = docker
-        .create_exec(container, config)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut said = String::new();
-    if let StartExecResults::Attached { mut output, .. } = docker
-        .start_exec(&exec.id, None)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        while let Some(item) = output.next().await {
-            let chunk = item.map_err(|e| e.to_string())?;
-            if said.len() < 400 {
-                said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
-            }
-        }
-    }
-    match crate::engine::exit_code(docker, &exec.id).await? {
-        0 => Ok(()),
-        code => Err(format!(
-            "exit {code}: {}",
-            said.chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .take(300)
-                .collect::<String>()
-                .trim()
-        )),
-    }
+    run(docker, container, argv, None).await.map(drop)
 }
 
-/// Runs `argv` in `container` to its end and returns its standard output (at most `max`
-/// bytes): `Err` when it does not exit 0, says more, or the engine fails.
+/// Runs `argv` in `container` to its end and returns its standard output, at most `max` bytes
+/// (more is an error); a non-zero exit is an error with what it said on standard error.
 pub(crate) async fn run_capture(
     docker: &Docker,
     container: &str,
     argv: Vec<String>,
     max: usize,
+) -> Result<Vec<u8>, String> {
+    run(docker, container, argv, Some(max)).await
+}
+
+/// The one exec runner of the sync: standard output kept up to `capture` bytes, or (`None`) only
+/// said on failure like standard error; what was said is bounded and shown without controls.
+async fn run(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    capture: Option<usize>,
 ) -> Result<Vec<u8>, String> {
     use bollard::container::LogOutput;
     let config = CreateExecOptions {
@@ -123,15 +101,16 @@ pub(crate) async fn run_capture(
         .map_err(|e| e.to_string())?
     {
         while let Some(item) = output.next().await {
-            match item.map_err(|e| e.to_string())? {
-                LogOutput::StdOut { message } => {
+            match (item.map_err(|e| e.to_string())?, capture) {
+                (LogOutput::StdOut { message }, Some(max)) => {
                     if out.len() + message.len() > max {
                         return Err(format!("more than {max} bytes of output"));
                     }
                     out.extend_from_slice(&message);
                 }
-                LogOutput::StdErr { message } if said.len() < 400 => {
-                    said.push_str(&String::from_utf8_lossy(&message));
+                (LogOutput::StdIn { .. } | LogOutput::Console { .. }, Some(_)) => {}
+                (chunk, _) if said.len() < 400 => {
+                    said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
                 }
                 _ => {}
             }

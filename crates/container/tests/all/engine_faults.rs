@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine_or_skip;
 use crate::exec::{SLEEPERS, sleepers};
-use crate::sink::Recorder;
+use crate::sink::{Started, start};
 use crate::support::project;
 
 /// A Unix socket that forwards to the engine until told to hang (stop answering, keep every
@@ -110,12 +110,9 @@ async fn a_hanging_engine_cannot_hold_the_call_past_its_deadline() {
     // timeout 1 s + grace 0.2 s + 2 x engine timeout 2 s
     assert!(took < Duration::from_millis(5200 + 1000), "{took:?}");
     // A stop is immediate even while the engine hangs.
-    let cancel = CancellationToken::new();
-    let (sb2, c2) = (sb.clone(), cancel.clone());
-    let call = tokio::spawn(async move {
-        sb2.exec(ExecRequest::new("true", "/"), c2, Arc::new(NullSink))
-            .await
-    });
+    let Started {
+        task: call, cancel, ..
+    } = start(&sb, ExecRequest::new("true", "/"));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t = Instant::now();
     cancel.cancel();
@@ -155,18 +152,9 @@ async fn an_engine_that_disappears_is_an_execution_error_and_the_command_ends() 
     let dir = project();
     let proxy = Proxy::start(&engine.socket).await;
     let sb = engine.sandbox_on(dir.path(), &proxy.path, Duration::from_secs(5));
-    let rec = Arc::new(Recorder::default());
-    let call = {
-        let (sb, rec) = (sb.clone(), rec.clone());
-        tokio::spawn(async move {
-            sb.exec(
-                ExecRequest::new(SLEEPERS, "/"),
-                CancellationToken::new(),
-                rec,
-            )
-            .await
-        })
-    };
+    let Started {
+        task: call, rec, ..
+    } = start(&sb, ExecRequest::new(SLEEPERS, "/"));
     rec.wait_for("started", Duration::from_secs(30)).await;
     let id = sb.container_id().unwrap();
     let t = Instant::now();

@@ -13,7 +13,7 @@ use aibuddy_sandbox::{Sandbox, Stage};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine_or_skip;
-use crate::sink::Recorder;
+use crate::sink::{Recorder, Started, start};
 use crate::support::project;
 
 /// The command every "leftover" test starts: three sleeps, one of them in its own session.
@@ -158,12 +158,7 @@ async fn a_stop_during_a_command_leaves_no_process_in_the_container() {
     let engine = engine_or_skip!();
     let dir = project();
     let sb = engine.sandbox(dir.path());
-    let rec = Arc::new(Recorder::default());
-    let cancel = CancellationToken::new();
-    let task = {
-        let (sb, rec, cancel) = (sb.clone(), rec.clone(), cancel.clone());
-        tokio::spawn(async move { sb.exec(ExecRequest::new(SLEEPERS, "/"), cancel, rec).await })
-    };
+    let Started { task, rec, cancel } = start(&sb, ExecRequest::new(SLEEPERS, "/"));
     rec.wait_for("started", Duration::from_secs(30)).await;
     let before = sleepers(&sb).await;
     assert_eq!(before, 4, "the command's sleeps are running");
@@ -304,14 +299,10 @@ async fn a_piped_stdin_carries_input_and_its_close_is_the_commands_end_of_file()
     let engine = engine_or_skip!();
     let dir = project();
     let sb = engine.sandbox(dir.path());
-    let rec = Arc::new(Recorder::default());
     let mut req = ExecRequest::new("echo ready; cat; echo; wc -c </dev/null; echo end", "/");
     req.stdin_piped = true;
     req.untimed = true;
-    let task = {
-        let (sb, rec) = (sb.clone(), rec.clone());
-        tokio::spawn(async move { sb.exec(req, CancellationToken::new(), rec).await })
-    };
+    let Started { task, rec, .. } = start(&sb, req);
     rec.wait_for("ready\n", Duration::from_secs(30)).await;
     rec.write_stdin(b"first part, ").await;
     rec.wait_for("first part, ", Duration::from_secs(10)).await;

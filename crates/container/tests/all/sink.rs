@@ -4,7 +4,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use aibuddy_sandbox::aibuddy_exec::{ExecSink, Stream};
+use std::sync::Arc;
+
+use aibuddy_container::ContainerSandbox;
+use aibuddy_sandbox::aibuddy_exec::{ExecOutcome, ExecRequest, ExecSink, Stream};
+use aibuddy_sandbox::{Sandbox, SandboxError};
+use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
 pub struct Recorder {
@@ -75,4 +80,19 @@ impl Recorder {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// A command started as a task: its outcome, what it writes, and the token that stops it.
+pub struct Started {
+    pub task: tokio::task::JoinHandle<Result<ExecOutcome, SandboxError>>,
+    pub rec: Arc<Recorder>,
+    pub cancel: CancellationToken,
+}
+
+/// Starts `req` in `sb` as a task whose output a [`Recorder`] keeps.
+pub fn start(sb: &ContainerSandbox, req: ExecRequest) -> Started {
+    let (rec, cancel) = (Arc::new(Recorder::default()), CancellationToken::new());
+    let (sb, r, c) = (sb.clone(), rec.clone(), cancel.clone());
+    let task = tokio::spawn(async move { sb.exec(req, c, r).await });
+    Started { task, rec, cancel }
 }

@@ -12,7 +12,7 @@ use aibuddy_sandbox::aibuddy_exec::{ExecRequest, NullSink, SyncReport};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine_or_skip;
-use crate::sink::Recorder;
+use crate::sink::{Started, start};
 use crate::support::project;
 
 /// Every path under `root` with its content (`/` for folders, `-> target` for links), sorted.
@@ -228,24 +228,17 @@ async fn a_stop_mid_command_still_brings_back_what_was_written() {
     let dir = project();
     let root = dir.path();
     let sb = engine.sync_sandbox(root, SyncLimits::default());
-    let cancel = CancellationToken::new();
-    let rec = Arc::new(Recorder::default());
-    let run = {
-        let sb = sb.clone();
-        let cancel = cancel.clone();
-        let rec = rec.clone();
-        tokio::spawn(async move {
-            sb.exec(
-                ExecRequest::new(
-                    "echo before > written.txt; echo started; sleep 60; echo after > late.txt",
-                    "/",
-                ),
-                cancel,
-                rec,
-            )
-            .await
-        })
-    };
+    let Started {
+        task: run,
+        rec,
+        cancel,
+    } = start(
+        &sb,
+        ExecRequest::new(
+            "echo before > written.txt; echo started; sleep 60; echo after > late.txt",
+            "/",
+        ),
+    );
     rec.wait_for("started", Duration::from_secs(30)).await;
     cancel.cancel();
     let out = tokio::time::timeout(Duration::from_secs(60), run)
@@ -347,14 +340,9 @@ async fn sync_requests_hold_the_deadline_the_stop_and_the_lost_connection() {
 
     // A stop while the copy in hangs is immediate.
     std::fs::write(root.join("new.txt"), "to copy in").unwrap();
-    let cancel = CancellationToken::new();
-    let call = {
-        let (sb, cancel) = (sb.clone(), cancel.clone());
-        tokio::spawn(async move {
-            sb.exec(ExecRequest::new("true", "/"), cancel, Arc::new(NullSink))
-                .await
-        })
-    };
+    let Started {
+        task: call, cancel, ..
+    } = start(&sb, ExecRequest::new("true", "/"));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let t = Instant::now();
     cancel.cancel();
@@ -371,18 +359,12 @@ async fn sync_requests_hold_the_deadline_the_stop_and_the_lost_connection() {
         Duration::from_secs(5),
         SyncLimits::default(),
     );
-    let rec = Arc::new(Recorder::default());
-    let call = {
-        let (sb2, rec) = (sb2.clone(), rec.clone());
-        tokio::spawn(async move {
-            sb2.exec(
-                ExecRequest::new("rm README.md; echo started; sleep 300", "/"),
-                CancellationToken::new(),
-                rec,
-            )
-            .await
-        })
-    };
+    let Started {
+        task: call, rec, ..
+    } = start(
+        &sb2,
+        ExecRequest::new("rm README.md; echo started; sleep 300", "/"),
+    );
     rec.wait_for("started", Duration::from_secs(30)).await;
     let id2 = sb2.container_id().unwrap();
     let t = Instant::now();
