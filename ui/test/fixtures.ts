@@ -2,6 +2,8 @@
 import type { ConfirmRequest } from "../src/bindings/ConfirmRequest";
 import type { DisplaySegment } from "../src/bindings/DisplaySegment";
 import type { NetworkAsk } from "../src/bindings/NetworkAsk";
+import type { RunDetail } from "../src/bindings/RunDetail";
+import type { RunToolResult } from "../src/bindings/RunToolResult";
 import type { ToolListing } from "../src/bindings/ToolListing";
 
 export function listing(partial: Partial<ToolListing> & Pick<ToolListing, "name" | "config">): ToolListing {
@@ -79,5 +81,25 @@ export function networkAsk(a: { ask_id: string; call_id: string; host: string; p
     ...a,
     tool,
     display: { host: asciiSegments(a.host), host_non_ascii: [], tool: asciiSegments(tool), target: asciiSegments(a.target) },
+  };
+}
+
+/**
+ * A finished stored run with one `execute` call (`c1`, `make`, exit 0) whose stored result gets
+ * `extra` (its `sync`, its `sandbox`, ...), as `show_run` returns it.
+ */
+export function storedExecuteRun(extra: Partial<RunToolResult> = {}): RunDetail {
+  return {
+    run_id: "r1", title: null, provider: "p", model: "m", presentation: "native", status: "completed", stage: null,
+    error_message: null, stop_reason: null, started_at: "2026-01-01T00:00:00.000Z", finished_at_ms: 1,
+    usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null,
+    steps: 1, tool_calls: 1, parent_run_id: null, parent_call_id: null, children: [],
+    messages: [
+      { seq: 1, role: "assistant", text: "", tool_calls: [{ tool_call_id: "c1", tool: "execute", input: { command: "make" } }], result: null, usage: null },
+      {
+        seq: 2, role: "tool", text: "", tool_calls: [], usage: null,
+        result: { tool_call_id: "c1", tool: "execute", status: "ok", stage: null, error_message: null, model: "exit 0", compacted: false, hooks: [], ...extra },
+      },
+    ],
   };
 }

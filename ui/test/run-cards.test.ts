@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
+import { detailEvents, type RunEvent } from "../src/provisional/run-types";
 import { type RawOutputApi, RawReader, asBytes } from "../src/run/raw-output";
 import { applyRunEvent, discoverySummary, emptyRun, exitSummary, hookSummary, omittedSummary, type ToolCard } from "../src/run/state";
+import { storedExecuteRun } from "./fixtures";
 
 function cardAfter(events: RunEvent[]): ToolCard {
   let s = emptyRun();
@@ -64,21 +65,8 @@ describe("tool cards", () => {
 
   it("a reopened run's stored command names the container it ran in, as the live card did", () => {
     const where = "container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock";
-    const stored = (sandbox?: string): RunDetail => ({
-      run_id: "r1", title: null, provider: "p", model: "m", presentation: "native", status: "completed", stage: null,
-      error_message: null, stop_reason: null, started_at: "2026-01-01T00:00:00.000Z", finished_at_ms: 1,
-      usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null,
-      steps: 1, tool_calls: 1, parent_run_id: null, parent_call_id: null, children: [],
-      messages: [
-        { seq: 1, role: "assistant", text: "", tool_calls: [{ tool_call_id: "c1", tool: "execute", input: { command: "make" } }], result: null, usage: null },
-        {
-          seq: 2, role: "tool", text: "", tool_calls: [], usage: null,
-          result: { tool_call_id: "c1", tool: "execute", status: "ok", stage: null, error_message: null, model: "exit 0", compacted: false, hooks: [], ...(sandbox ? { sandbox } : {}) },
-        },
-      ],
-    });
-    expect(cardAfter(detailEvents(stored(where))).sandbox).toBe(where);
-    expect(cardAfter(detailEvents(stored())).sandbox).toBeNull();
+    expect(cardAfter(detailEvents(storedExecuteRun({ sandbox: where }))).sandbox).toBe(where);
+    expect(cardAfter(detailEvents(storedExecuteRun())).sandbox).toBeNull();
   });
 
   it("a replayed stored result has no live fields", () => {

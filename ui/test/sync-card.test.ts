@@ -5,9 +5,10 @@ import { flushSync, mount, unmount } from "svelte";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SyncView } from "../src/bindings/SyncView";
 import ToolCardView from "../src/components/run/ToolCardView.svelte";
-import { detailEvents, type RunDetail, type RunEvent } from "../src/provisional/run-types";
+import { detailEvents, type RunEvent } from "../src/provisional/run-types";
 import { OutputBus } from "../src/run/output-bus";
 import { applyRunEvent, emptyRun, type ToolCard } from "../src/run/state";
+import { storedExecuteRun } from "./fixtures";
 
 const HOSTILE_SYNC: SyncView = {
   copied_in: 4,
@@ -50,20 +51,6 @@ const liveResult = (sync?: SyncView): RunEvent => ({
   activated: [],
   hooks: [],
   ...(sync ? { sync } : {}),
-});
-
-const stored = (sync?: SyncView): RunDetail => ({
-  run_id: "r1", title: null, provider: "p", model: "m", presentation: "native", status: "completed", stage: null,
-  error_message: null, stop_reason: null, started_at: "2026-01-01T00:00:00.000Z", finished_at_ms: 1,
-  usage: { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 }, meter: null,
-  steps: 1, tool_calls: 1, parent_run_id: null, parent_call_id: null, children: [],
-  messages: [
-    { seq: 1, role: "assistant", text: "", tool_calls: [{ tool_call_id: "c1", tool: "execute", input: { command: "make" } }], result: null, usage: null },
-    {
-      seq: 2, role: "tool", text: "", tool_calls: [], usage: null,
-      result: { tool_call_id: "c1", tool: "execute", status: "ok", stage: null, error_message: null, model: "exit 0", compacted: false, hooks: [], ...(sync ? { sync } : {}) },
-    },
-  ],
 });
 
 const cleanup: Array<() => void> = [];
@@ -112,12 +99,12 @@ describe("project sync on a command's card", () => {
   });
 
   it("a reopened run's card shows the same", () => {
-    expectHostileSyncShown(shown(cardAfter(detailEvents(stored(HOSTILE_SYNC)))));
+    expectHostileSyncShown(shown(cardAfter(detailEvents(storedExecuteRun({ sync: HOSTILE_SYNC })))));
   });
 
   it("a local command, a running one and a complete sync with nothing refused show no alarm", () => {
     expect(shown(cardAfter([call, liveResult()])).querySelector('[data-testid="tool-sync"]')).toBeNull();
-    expect(shown(cardAfter(detailEvents(stored()))).querySelector('[data-testid="tool-sync"]')).toBeNull();
+    expect(shown(cardAfter(detailEvents(storedExecuteRun()))).querySelector('[data-testid="tool-sync"]')).toBeNull();
     expect(shown(cardAfter([call])).querySelector('[data-testid="tool-sync"]')).toBeNull();
     const quiet: SyncView = { ...HOSTILE_SYNC, refused: [], skipped: [], more_notes: 0, incomplete: null, read_only: true };
     const h = shown(cardAfter([call, liveResult(quiet)]));

@@ -558,94 +558,21 @@ fn call_images_gives_a_read_image_as_a_data_url() {
 /// projection) name none.
 #[test]
 fn a_container_command_is_named_in_a_reopened_run_and_marked_in_history() {
-    use aibuddy_store::{NewMessage, NewRun, RequestedCall};
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("proj");
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&project).unwrap();
     std::fs::create_dir_all(&data).unwrap();
-    let root = std::fs::canonicalize(&project)
-        .unwrap()
-        .display()
-        .to_string();
     let container = json!({"kind": "container", "engine": "unix:///run/podman/podman.sock",
         "image": "debian:12", "container": "0123456789ab", "network_isolated": true});
     let local = json!({"kind": "namespaces", "landlock_abi": 7, "network_isolated": true});
+    let client = |detail: &Value| json!({"exit_code": 0, "confinement_detail": detail});
     let calls = [
-        ("c_box", "execute", container.clone()),
-        ("c_local", "execute", local),
-        ("c_mcp", "mcp__evil__run", container),
+        ("c_box", "execute", client(&container)),
+        ("c_local", "execute", client(&local)),
+        ("c_mcp", "mcp__evil__run", client(&container)),
     ];
-    let run_id = {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let store = Store::open(&data).unwrap();
-        rt.block_on(async {
-            let run = store
-                .create_run(NewRun {
-                    run_id: None,
-                    title: Some("in a container".into()),
-                    provider: "local".into(),
-                    model: "m".into(),
-                    presentation: "native".into(),
-                    project_root: Some(root.clone()),
-                })
-                .await
-                .unwrap();
-            let requested = calls
-                .iter()
-                .map(|(id, tool, _)| RequestedCall {
-                    tool_call_id: id.to_string(),
-                    tool: tool.to_string(),
-                })
-                .collect();
-            store
-                .append_message(
-                    &run,
-                    NewMessage::assistant("anthropic", "{}".into(), None, requested),
-                )
-                .await
-                .unwrap();
-            for (id, tool, detail) in &calls {
-                store
-                    .begin_call(CallStart {
-                        tool_call_id: id.to_string(),
-                        run_id: run.clone(),
-                        project_root: Some(root.clone()),
-                        tool: tool.to_string(),
-                        config: tool.to_string(),
-                        input: r#"{"command":"make"}"#.into(),
-                        started_at_ms: None,
-                    })
-                    .await
-                    .unwrap();
-                store
-                    .finish_call(CallFinish {
-                        tool_call_id: id.to_string(),
-                        status: CallStatus::Ok,
-                        stage: None,
-                        error_code: None,
-                        error_message: None,
-                        raw_output: b"ok".to_vec(),
-                        raw_output_file: None,
-                        raw_format: RawFormat::Text,
-                        output_json: None,
-                        model_projection: Some("exit 0".into()),
-                        client_projection: Some(
-                            json!({"exit_code": 0, "confinement_detail": detail}),
-                        ),
-                        display_text: Some("make".into()),
-                        finished_at_ms: None,
-                    })
-                    .await
-                    .unwrap();
-                store
-                    .append_message(&run, NewMessage::tool_result(id))
-                    .await
-                    .unwrap();
-            }
-            run
-        })
-    };
+    let run_id = support::stored_run(&project, &data, "in a container", &calls);
     let w = support::open(&project, &data);
     let want =
         json!("container 0123456789ab (image `debian:12`) on unix:///run/podman/podman.sock");

@@ -5,87 +5,7 @@
 
 use crate::support;
 
-use aibuddy_store::{
-    CallFinish, CallStart, CallStatus, NewMessage, NewRun, RawFormat, RequestedCall, Store,
-};
 use serde_json::{Value, json};
-
-fn stored_run(
-    project: &std::path::Path,
-    data: &std::path::Path,
-    calls: &[(&str, &str, Value)],
-) -> String {
-    let root = std::fs::canonicalize(project)
-        .unwrap()
-        .display()
-        .to_string();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let store = Store::open(data).unwrap();
-    rt.block_on(async {
-        let run = store
-            .create_run(NewRun {
-                run_id: None,
-                title: Some("synced".into()),
-                provider: "local".into(),
-                model: "m".into(),
-                presentation: "native".into(),
-                project_root: Some(root.clone()),
-            })
-            .await
-            .unwrap();
-        let requested = calls
-            .iter()
-            .map(|(id, tool, _)| RequestedCall {
-                tool_call_id: id.to_string(),
-                tool: tool.to_string(),
-            })
-            .collect();
-        store
-            .append_message(
-                &run,
-                NewMessage::assistant("anthropic", "{}".into(), None, requested),
-            )
-            .await
-            .unwrap();
-        for (id, tool, client) in calls {
-            store
-                .begin_call(CallStart {
-                    tool_call_id: id.to_string(),
-                    run_id: run.clone(),
-                    project_root: Some(root.clone()),
-                    tool: tool.to_string(),
-                    config: tool.to_string(),
-                    input: r#"{"command":"make"}"#.into(),
-                    started_at_ms: None,
-                })
-                .await
-                .unwrap();
-            store
-                .finish_call(CallFinish {
-                    tool_call_id: id.to_string(),
-                    status: CallStatus::Ok,
-                    stage: None,
-                    error_code: None,
-                    error_message: None,
-                    raw_output: b"ok".to_vec(),
-                    raw_output_file: None,
-                    raw_format: RawFormat::Text,
-                    output_json: None,
-                    model_projection: Some("exit 0".into()),
-                    client_projection: Some(client.clone()),
-                    display_text: Some("make".into()),
-                    finished_at_ms: None,
-                })
-                .await
-                .unwrap();
-            store
-                .append_message(&run, NewMessage::tool_result(id))
-                .await
-                .unwrap();
-        }
-        run
-    })
-}
 
 #[test]
 fn a_reopened_runs_card_carries_the_sync_report_with_refused_paths_revealed() {
@@ -123,7 +43,7 @@ fn a_reopened_runs_card_carries_the_sync_report_with_refused_paths_revealed() {
         ),
         ("c_mcp", "mcp__evil__run", json!({"sync": sync})),
     ];
-    let run_id = stored_run(&project, &data, &calls);
+    let run_id = support::stored_run(&project, &data, "synced", &calls);
     let w = support::open(&project, &data);
     let shown = w.invoke("show_run", json!({ "runId": run_id })).unwrap();
     let result = |id: &str| -> Value {

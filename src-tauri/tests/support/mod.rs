@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+mod stored;
+pub use stored::stored_run;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
