@@ -262,3 +262,35 @@ fn fields_of_the_other_transport_are_not_read() {
         "expected seconds in (0, 86400], found 0"
     );
 }
+
+#[test]
+fn an_object_field_given_as_an_array_is_refused_not_read_by_position() {
+    // serde would read `[1e138]` as `{"connect": 1e138}`, past the range check (found by the
+    // config property test: a panic converting the seconds).
+    let out = parse(
+        r#"{"mcpServers": {"a": {"command": "x", "timeouts": [1.1e138]}, "b": {"command": "x", "tools": [["t"]]}, "c": {"command": "x", "timeouts": [5]}}}"#,
+    );
+    assert!(out.servers.is_empty(), "{:?}", out.servers);
+    let message = |server: &str| {
+        out.errors
+            .iter()
+            .find(|e| e.server.as_deref() == Some(server))
+            .map(|e| (e.field.clone(), e.message.clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        message("a"),
+        (
+            Some("timeouts".into()),
+            "expected an object, found an array".into()
+        )
+    );
+    assert_eq!(message("c").1, "expected an object, found an array");
+    assert_eq!(
+        message("b"),
+        (
+            Some("tools".into()),
+            "expected an object with \"allow\" and/or \"deny\", found an array".into()
+        )
+    );
+}

@@ -89,6 +89,9 @@ struct RawTimeouts {
     call: Option<f64>,
 }
 
+/// Fields whose value must be an object (read into a struct).
+const OBJECT_FIELDS: &[&str] = &["timeouts", "tools"];
+
 /// Fields whose value must be a non-blank string.
 const STRING_FIELDS: &[&str] = &["command", "url", "type", "cwd"];
 
@@ -185,6 +188,19 @@ impl<'d> Checked<'d> {
         let Some(member) = self.get(key).cloned() else {
             return Ok(());
         };
+        // serde reads a struct from an array too, by position (`"timeouts": [1e300]` would be
+        // `connect`, unchecked): an object field takes an object and nothing else.
+        if OBJECT_FIELDS.contains(&key) && matches!(member.value.kind(), located::Kind::Array) {
+            let path = FieldPath::default().child(key);
+            return Err(ctx.err(
+                Some(&path),
+                format!(
+                    "{}, found {}",
+                    expected(&path, "an object"),
+                    member.value.kind().described()
+                ),
+            ));
+        }
         let probe = located::object([(key, member.value.tree())]);
         if let Err(e) = located::decode::<RawEntry>(probe) {
             return Err(ctx.decode_err(&e));
@@ -529,11 +545,12 @@ fn build(
     // Ranges were checked with the members (`take_timeouts`).
     let given = raw.timeouts.unwrap_or_default();
     let mut timeouts = Timeouts::default();
-    if let Some(secs) = given.connect {
-        timeouts.connect = Duration::from_secs_f64(secs);
+    let seconds = |secs: Option<f64>| secs.and_then(|s| Duration::try_from_secs_f64(s).ok());
+    if let Some(connect) = seconds(given.connect) {
+        timeouts.connect = connect;
     }
-    if let Some(secs) = given.call {
-        timeouts.call = Duration::from_secs_f64(secs);
+    if let Some(call) = seconds(given.call) {
+        timeouts.call = call;
     }
     Ok(ServerConfig {
         name: ctx.server.to_owned(),
