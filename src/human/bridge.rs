@@ -120,6 +120,7 @@ impl RunHuman {
         call: Option<&str>,
     ) -> HumanAnswer {
         let _waiting = self.waits.begin();
+        self.inner.expect(question);
         self.announce(question);
         // One token for the inner broker: the run's stop or the call's cancellation ends it.
         let both = self.cancel.child_token();
@@ -139,6 +140,10 @@ impl RunHuman {
 
 #[async_trait]
 impl HumanBroker for RunHuman {
+    fn expect(&self, question: &HumanQuestion) {
+        self.inner.expect(question);
+    }
+
     async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
         self.ask_for(question, cancel, None).await
     }
@@ -264,5 +269,43 @@ mod tests {
             elicitation_response(HumanAnswer::Cancelled),
             ElicitationResponse::Cancel
         );
+    }
+
+    /// The window answers by id as soon as it hears of a question: an answer given from the
+    /// announcement itself must reach the run (it was refused as unknown when the inner broker
+    /// registered the question only after the announcement).
+    #[tokio::test]
+    async fn an_answer_given_on_the_announcement_is_taken() {
+        let desk = crate::human::PendingQuestions::new();
+        let taken = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (d, t) = (desk.clone(), taken.clone());
+        let announce: Announce = Arc::new(move |q: &HumanQuestion| {
+            let ok = d.answer(q.id(), HumanAnswer::Declined);
+            t.lock().unwrap().push(ok);
+        });
+        let run = RunHuman::new(
+            Arc::new(desk.clone()),
+            announce,
+            None,
+            "r",
+            CancellationToken::new(),
+        );
+        for id in ["e1", "e2"] {
+            let question = HumanQuestion::Elicit(ElicitRequest {
+                id: id.into(),
+                server: "s".into(),
+                message: "Name?".into(),
+                schema: json!({"type": "object"}),
+                defaults: Default::default(),
+            });
+            let answer = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                run.ask(&question, &CancellationToken::new()),
+            )
+            .await;
+            assert_eq!(answer, Ok(HumanAnswer::Declined), "{:?}", taken.lock());
+        }
+        assert_eq!(*taken.lock().unwrap(), vec![true, true]);
+        assert!(desk.pending().is_empty());
     }
 }

@@ -128,6 +128,12 @@ pub enum HumanAnswer {
 /// Whoever answers the person's questions: the CLI's terminal prompt, the desktop dialog, a test.
 #[async_trait]
 pub trait HumanBroker: Send + Sync {
+    /// Called just before `question` is announced (a run event), with [`HumanBroker::ask`]
+    /// following at once: a broker answered from outside by id ([`PendingQuestions`]) makes the
+    /// question answerable here, so an answer that follows the announcement at once is never
+    /// refused as unknown. Nothing by default.
+    fn expect(&self, _question: &HumanQuestion) {}
+
     /// Wait for the answer. `cancel` (run stop) must end the wait promptly with
     /// [`HumanAnswer::Cancelled`].
     async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer;

@@ -11,7 +11,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::{HumanAnswer, HumanBroker, HumanQuestion, check_answer};
 
-type PendingMap = HashMap<String, (HumanQuestion, oneshot::Sender<HumanAnswer>)>;
+/// A question and its answer's channel: the sender until `answer` uses it, the receiver until
+/// `ask` takes it (a question made answerable by `expect` can be answered before `ask` runs; the
+/// answer then waits in the receiver).
+struct Slot {
+    question: HumanQuestion,
+    tx: Option<oneshot::Sender<HumanAnswer>>,
+    rx: Option<oneshot::Receiver<HumanAnswer>>,
+}
+
+type PendingMap = HashMap<String, Slot>;
 
 #[derive(Default, Clone)]
 pub struct PendingQuestions {
@@ -39,7 +48,12 @@ impl PendingQuestions {
     pub fn pending(&self) -> Vec<HumanQuestion> {
         self.pending
             .lock()
-            .map(|p| p.values().map(|(q, _)| q.clone()).collect())
+            .map(|p| {
+                p.values()
+                    .filter(|slot| slot.tx.is_some())
+                    .map(|slot| slot.question.clone())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -61,25 +75,74 @@ impl PendingQuestions {
         let Ok(mut p) = self.pending.lock() else {
             return false;
         };
-        match p.get(id) {
-            Some((q, _)) if fits(q, &answer) => {}
-            _ => return false,
+        let Some(slot) = p.get_mut(id) else {
+            return false;
+        };
+        if slot.tx.is_none() || !fits(&slot.question, &answer) {
+            return false;
         }
-        match p.remove(id) {
-            Some((_, tx)) => tx.send(answer).is_ok(),
-            None => false,
+        let Some(tx) = slot.tx.take() else {
+            return false;
+        };
+        // Asked already: the slot is done. Not yet: it keeps the receiver for `ask`.
+        if slot.rx.is_none() {
+            p.remove(id);
         }
+        tx.send(answer).is_ok()
+    }
+
+    /// The receiver of `question`'s answer: the one `expect` parked, else a fresh slot.
+    fn open(&self, question: &HumanQuestion) -> Option<oneshot::Receiver<HumanAnswer>> {
+        let mut p = self.pending.lock().ok()?;
+        let id = question.id().to_string();
+        let rx = match p.get_mut(&id) {
+            Some(slot) => {
+                let rx = slot.rx.take();
+                if slot.tx.is_none() {
+                    // Answered between `expect` and now: the answer is in `rx`.
+                    p.remove(&id);
+                }
+                rx
+            }
+            None => {
+                let (tx, rx) = oneshot::channel();
+                p.insert(
+                    id,
+                    Slot {
+                        question: question.clone(),
+                        tx: Some(tx),
+                        rx: None,
+                    },
+                );
+                Some(rx)
+            }
+        };
+        drop(p);
+        self.notify.notify_waiters();
+        rx
     }
 }
 
 #[async_trait]
 impl HumanBroker for PendingQuestions {
-    async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
+    fn expect(&self, question: &HumanQuestion) {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
-            p.insert(question.id().to_string(), (question.clone(), tx));
+            p.entry(question.id().to_string()).or_insert(Slot {
+                question: question.clone(),
+                tx: Some(tx),
+                rx: Some(rx),
+            });
         }
         self.notify.notify_waiters();
+    }
+
+    async fn ask(&self, question: &HumanQuestion, cancel: &CancellationToken) -> HumanAnswer {
+        // None: the question is already being waited for (asked twice under one id), or the map
+        // is poisoned: nobody can answer this ask.
+        let Some(rx) = self.open(question) else {
+            return HumanAnswer::Cancelled;
+        };
         let answer = tokio::select! {
             a = rx => a.unwrap_or(HumanAnswer::Cancelled),
             _ = cancel.cancelled() => HumanAnswer::Cancelled,
@@ -129,6 +192,24 @@ mod tests {
         assert_eq!(task.await.unwrap(), right);
         assert!(!broker.answer("q1", HumanAnswer::Declined), "answered once");
         assert!(broker.pending().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_answer_between_expect_and_ask_is_the_asks_answer() {
+        let broker = PendingQuestions::new();
+        let q = question("q3");
+        broker.expect(&q);
+        assert_eq!(broker.pending().len(), 1, "answerable once expected");
+        assert!(broker.answer("q3", HumanAnswer::Declined));
+        assert!(broker.pending().is_empty(), "answered");
+        assert!(!broker.answer("q3", HumanAnswer::Declined), "answered once");
+        let answer = broker.ask(&q, &CancellationToken::new()).await;
+        assert_eq!(answer, HumanAnswer::Declined);
+        assert!(!broker.answer("q3", HumanAnswer::Declined));
+        assert!(
+            broker.pending.lock().unwrap().is_empty(),
+            "nothing left behind"
+        );
     }
 
     #[tokio::test]
