@@ -4,5 +4,4 @@
 # Usage: benches/exec_runner_bench.sh [bytes]   (default 1 GiB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p aibuddy-exec --example exec_bench
-exec target/release/examples/exec_bench "${1:-1073741824}"
+exec cargo bench --locked -q -p aibuddy-exec --bench runner -- "${1:-1073741824}"

@@ -1,4 +1,5 @@
-//! Benchmark of the process runner (run by `benches/exec_bench.sh`, never by `make test`).
+//! Benchmark of the process runner (run by `benches/exec_runner_bench.sh`, never by `make test`;
+//! a bench target, so the test build and the test run never build it twice).
 //!
 //! Prints, in one run and side by side:
 //! - throughput of 1 GiB streamed through `aibuddy_exec::run` (live sink + head/tail + spool at the
@@ -10,7 +11,7 @@
 //!
 //! Throughput figures are the best of three interleaved rounds.
 //!
-//! Usage: `exec_bench [bytes]` (default 1 GiB).
+//! Usage: `cargo bench -p aibuddy-exec --bench runner -- [bytes]` (default 1 GiB).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,11 +36,18 @@ impl ExecSink for CountingSink {
     fn heartbeat(&self) {}
 }
 
+/// This process's own peak (`VmHWM`; `ru_maxrss` would carry the peak of the `cargo bench` that
+/// forked it across the exec).
 fn peak_rss_mib() -> f64 {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    ru.ru_maxrss as f64 / 1024.0
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 
 fn baseline(pipeline: &str) -> Duration {
@@ -91,13 +99,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() {
+    // `cargo bench` adds `--bench`: the first number given is the size.
     let bytes: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
+        .skip(1)
+        .find_map(|a| a.parse().ok())
         .unwrap_or(1 << 30);
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "exec_bench: {bytes} bytes per stream, peak RSS at start {:.1} MiB",
+        "exec runner bench: {bytes} bytes per stream, peak RSS at start {:.1} MiB",
         peak_rss_mib()
     );
     println!(
